@@ -1,0 +1,111 @@
+package store
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+	bolterrors "go.etcd.io/bbolt/errors"
+)
+
+// Bolt is the embedded bbolt backend.
+type Bolt struct {
+	db   *bolt.DB
+	path string
+}
+
+// OpenBolt opens (creating if needed) the bbolt file at path. If another
+// process holds it, OpenBolt waits up to opts.LockTimeout and then fails with
+// an error wrapping ErrLocked that names the file.
+func OpenBolt(path string, opts Options) (*Bolt, error) {
+	timeout := opts.LockTimeout
+	if timeout <= 0 {
+		timeout = 5 * time.Second
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return nil, fmt.Errorf("store: create directory for %s: %w", path, err)
+	}
+	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: timeout, ReadOnly: opts.ReadOnly})
+	if err != nil {
+		if errors.Is(err, bolterrors.ErrTimeout) {
+			return nil, fmt.Errorf("store: %s: %w (waited %s); wait for the other command to finish, or stop it", path, ErrLocked, timeout)
+		}
+		return nil, fmt.Errorf("store: open %s: %w; if the file is corrupt, move it aside and re-add your marketplaces", path, err)
+	}
+	return &Bolt{db: db, path: path}, nil
+}
+
+// Path returns the file's path.
+func (b *Bolt) Path() string { return b.path }
+
+// Close releases the file and its lock.
+func (b *Bolt) Close() error { return b.db.Close() }
+
+// View implements Store.
+func (b *Bolt) View(fn func(Reader) error) error {
+	return b.db.View(func(tx *bolt.Tx) error { return fn(boltTx{tx}) })
+}
+
+// Update implements Store.
+func (b *Bolt) Update(fn func(Tx) error) error {
+	return b.db.Update(func(tx *bolt.Tx) error { return fn(boltTx{tx}) })
+}
+
+type boltTx struct{ tx *bolt.Tx }
+
+func (t boltTx) Get(bucket, key string) ([]byte, error) {
+	bk := t.tx.Bucket([]byte(bucket))
+	if bk == nil {
+		return nil, ErrNotFound
+	}
+	v := bk.Get([]byte(key))
+	if v == nil {
+		return nil, ErrNotFound
+	}
+	return bytes.Clone(v), nil
+}
+
+func (t boltTx) List(bucket, prefix string) ([]KV, error) {
+	bk := t.tx.Bucket([]byte(bucket))
+	if bk == nil {
+		return nil, nil
+	}
+	var out []KV
+	c := bk.Cursor()
+	p := []byte(prefix)
+	for k, v := c.Seek(p); k != nil && bytes.HasPrefix(k, p); k, v = c.Next() {
+		out = append(out, KV{Key: string(k), Value: bytes.Clone(v)})
+	}
+	return out, nil
+}
+
+func (t boltTx) Put(bucket, key string, value []byte) error {
+	if key == "" {
+		return fmt.Errorf("store: put into %s: empty key", bucket)
+	}
+	bk, err := t.tx.CreateBucketIfNotExists([]byte(bucket))
+	if err != nil {
+		return fmt.Errorf("store: bucket %s: %w", bucket, err)
+	}
+	return bk.Put([]byte(key), value)
+}
+
+func (t boltTx) Delete(bucket, key string) error {
+	bk := t.tx.Bucket([]byte(bucket))
+	if bk == nil {
+		return nil
+	}
+	return bk.Delete([]byte(key))
+}
+
+func (t boltTx) NextSequence(bucket string) (uint64, error) {
+	bk, err := t.tx.CreateBucketIfNotExists([]byte(bucket))
+	if err != nil {
+		return 0, fmt.Errorf("store: bucket %s: %w", bucket, err)
+	}
+	return bk.NextSequence()
+}

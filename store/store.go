@@ -1,0 +1,62 @@
+// Package store is wharf's persistent state behind a small interface: known
+// marketplaces, the installed registry, trust pins, and the server's tokens,
+// policy layers and audit log. The embedded default is bbolt; the interface is
+// kept small so that other backends (etcd) can implement the same contract.
+package store
+
+import (
+	"errors"
+	"time"
+)
+
+// Sentinel errors. Callers branch on them with errors.Is.
+var (
+	// ErrNotFound: the key does not exist in the bucket.
+	ErrNotFound = errors.New("not found")
+	// ErrLocked: another process holds the store and did not release it in time.
+	ErrLocked = errors.New("store is locked by another wharf process")
+	// ErrConflict: a compare-and-swap saw a different version than expected.
+	ErrConflict = errors.New("version conflict")
+)
+
+// KV is one key and its value.
+type KV struct {
+	Key   string
+	Value []byte
+}
+
+// Reader reads within one consistent snapshot.
+type Reader interface {
+	// Get returns the value or ErrNotFound. The slice is the caller's.
+	Get(bucket, key string) ([]byte, error)
+	// List returns the entries whose key has the prefix, in key order.
+	List(bucket, prefix string) ([]KV, error)
+}
+
+// Tx is a read-write transaction: all of its writes apply together or not at all.
+type Tx interface {
+	Reader
+	Put(bucket, key string, value []byte) error
+	Delete(bucket, key string) error // deleting a missing key is not an error
+	// NextSequence returns a per-bucket counter that only grows (append-only logs).
+	NextSequence(bucket string) (uint64, error)
+}
+
+// Store is wharf's state. Implementations are safe for concurrent use by the
+// goroutines of one process; across processes, Open takes an exclusive lock.
+type Store interface {
+	// View runs fn in a read-only snapshot.
+	View(fn func(Reader) error) error
+	// Update runs fn in a read-write transaction; an error from fn rolls it back.
+	Update(fn func(Tx) error) error
+	Close() error
+}
+
+// Options tune Open.
+type Options struct {
+	// LockTimeout is how long Open waits for another process to release the
+	// file before it fails with ErrLocked. Zero means 5 seconds.
+	LockTimeout time.Duration
+	// ReadOnly opens with a shared lock; Update then fails.
+	ReadOnly bool
+}
