@@ -1,0 +1,225 @@
+package resolver
+
+import (
+	"fmt"
+
+	"github.com/wharfhq/wharf/plugin"
+)
+
+// Role says why a plugin is in a Plan.
+type Role int
+
+const (
+	// RoleRoot: the plugin asked for. It is always (re)installed, even when
+	// already installed, so that a reinstall does something.
+	RoleRoot Role = iota + 1
+	// RoleDependency: not installed yet and needed by the root; the installer
+	// marks it auto.
+	RoleDependency
+	// RoleInstalled: already installed; the installer leaves it alone. Its own
+	// dependencies are still checked (see Closure).
+	RoleInstalled
+)
+
+func (r Role) String() string {
+	switch r {
+	case RoleRoot:
+		return "root"
+	case RoleDependency:
+		return "dependency"
+	case RoleInstalled:
+		return "installed"
+	}
+	return fmt.Sprintf("Role(%d)", int(r))
+}
+
+// MarshalText makes Role print as its name in JSON.
+func (r Role) MarshalText() ([]byte, error) { return []byte(r.String()), nil }
+
+// Step is one plugin of a Plan.
+type Step struct {
+	ID   plugin.ID `json:"id"`
+	Role Role      `json:"role"`
+	// RequiredBy is the plugin whose dependency first brought this one into
+	// the plan; zero for the root.
+	RequiredBy plugin.ID `json:"requiredBy,omitzero"`
+}
+
+// Plan is the dependency closure of one plugin.
+type Plan struct {
+	// Steps in install order: every plugin after all of its dependencies
+	// (DFS post-order, in the order dependencies are declared); the root is
+	// last.
+	Steps []Step `json:"steps"`
+	// Warnings for the user, each at most once per plan (e.g. that version
+	// ranges were ignored).
+	Warnings []string `json:"warnings,omitempty"`
+}
+
+// ToInstall returns the steps that the installer must act on (the root and
+// the dependencies not installed yet), in install order.
+func (p *Plan) ToInstall() []Step {
+	out := make([]Step, 0, len(p.Steps))
+	for _, s := range p.Steps {
+		if s.Role != RoleInstalled {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// Closure returns the install plan for root: root and everything it depends
+// on, transitively, dependencies first.
+//
+// Rules:
+//   - root is always in the plan with RoleRoot, even when installed;
+//   - an installed dependency is in the plan with RoleInstalled and is not
+//     reinstalled, but its dependencies are still walked and checked: a
+//     dependency of it may have been uninstalled since (uninstall warns but
+//     does not refuse), and a cycle or a refused cross-marketplace edge
+//     through it would leave root demoted at load. An installed plugin the
+//     Catalog does not know is taken as present, with no dependencies;
+//   - a cycle is detected with the current DFS path (a plugin reached again
+//     while it is still on the path), never with a visited set, so a diamond
+//     (A→B→D, A→C→D) is fine; the error carries the chain;
+//   - a dependency in another marketplace must pass the cross-marketplace
+//     rule (see CrossMarketplaceError), checked on every edge, including
+//     edges to plugins already in the plan;
+//   - version ranges are ignored, with one warning per plan.
+//
+// The first violation found, in declaration order, is returned as a
+// *plugin.Error (Layer dependency, Type dependency-unsatisfied) wrapping a
+// *CycleError, *MissingError or *CrossMarketplaceError. If root itself is
+// not listed, the error has Layer intent and Type not-found and wraps a
+// *MissingError with a zero RequiredBy.
+//
+// Closure is iterative (no recursion depth limit) and runs in time linear in
+// the plugins and edges it visits.
+func (r *Resolver) Closure(root plugin.ID) (*Plan, error) {
+	rootNode, ok := r.cat.Lookup(root)
+	if !ok {
+		_, installed := r.installed[root]
+		if !installed {
+			me := &MissingError{Dep: root, MarketplaceKnown: r.cat.KnownMarketplace(root.Source)}
+			return nil, &plugin.Error{Layer: plugin.LayerIntent, Type: plugin.TypeNotFound,
+				Object: root.String(), Err: me, Hint: me.Hint()}
+		}
+		// Installed but no longer listed: reinstall it from what is installed,
+		// with no dependencies known.
+		return &Plan{Steps: []Step{{ID: root, Role: RoleRoot}}}, nil
+	}
+
+	const (
+		unseen uint8 = iota
+		onPath
+		done
+	)
+	type frame struct {
+		id   plugin.ID
+		deps []plugin.Dependency
+		next int
+	}
+	var (
+		index    = map[plugin.ID]int32{root: 0} // interned ids
+		state    = []uint8{onPath}
+		pathPos  = []int32{0} // position on path while onPath
+		reqBy    = []plugin.ID{{}}
+		path     = []frame{{id: root, deps: rootNode.Dependencies}}
+		plan     = &Plan{}
+		ranges   int
+		firstRng string
+	)
+
+	for len(path) > 0 {
+		top := &path[len(path)-1]
+		if top.next == len(top.deps) {
+			i := index[top.id]
+			state[i] = done
+			role := RoleDependency
+			switch {
+			case len(path) == 1:
+				role = RoleRoot
+			case r.IsInstalled(top.id):
+				role = RoleInstalled
+			}
+			plan.Steps = append(plan.Steps, Step{ID: top.id, Role: role, RequiredBy: reqBy[i]})
+			path = path[:len(path)-1]
+			continue
+		}
+		from := top.id
+		d := top.deps[top.next]
+		top.next++
+		to := d.Resolve(from.Source)
+		if d.Version != "" {
+			if ranges == 0 {
+				firstRng = fmt.Sprintf("%s → %s %q", from, to, d.Version)
+			}
+			ranges++
+		}
+		if to.Source != from.Source {
+			if err := r.checkCross(from, to); err != nil {
+				return nil, depError(root, err)
+			}
+		}
+		if i, seen := index[to]; seen {
+			if state[i] == onPath {
+				chain := make([]plugin.ID, 0, len(path)-int(pathPos[i])+1)
+				for _, f := range path[pathPos[i]:] {
+					chain = append(chain, f.id)
+				}
+				chain = append(chain, to)
+				return nil, depError(root, &CycleError{Chain: chain})
+			}
+			continue // done: a diamond, or a plugin already planned
+		}
+		i := int32(len(state))
+		index[to] = i
+		reqBy = append(reqBy, from)
+		node, ok := r.cat.Lookup(to)
+		if !ok {
+			if r.IsInstalled(to) {
+				state = append(state, done)
+				pathPos = append(pathPos, -1)
+				plan.Steps = append(plan.Steps, Step{ID: to, Role: RoleInstalled, RequiredBy: from})
+				continue
+			}
+			p := make([]plugin.ID, len(path))
+			for k, f := range path {
+				p[k] = f.id
+			}
+			return nil, depError(root, &MissingError{Dep: to, RequiredBy: from, Path: p,
+				MarketplaceKnown: r.cat.KnownMarketplace(to.Source)})
+		}
+		state = append(state, onPath)
+		pathPos = append(pathPos, int32(len(path)))
+		path = append(path, frame{id: to, deps: node.Dependencies})
+	}
+
+	if ranges > 0 {
+		more := ""
+		if ranges > 1 {
+			more = fmt.Sprintf(" and %d more", ranges-1)
+		}
+		plan.Warnings = append(plan.Warnings, fmt.Sprintf(
+			"dependency version ranges are ignored; wharf only checks that a dependency is installed and enabled (%s%s)", firstRng, more))
+	}
+	return plan, nil
+}
+
+// checkCross applies the cross-marketplace rule to the edge from → to, whose
+// marketplaces differ: from's marketplace must allow to's, to's marketplace
+// must be known, and the CrossPolicy (if any) must agree.
+func (r *Resolver) checkCross(from, to plugin.ID) *CrossMarketplaceError {
+	if !r.cat.AllowsCross(from.Source, to.Source) {
+		return &CrossMarketplaceError{From: from, To: to, Reason: CrossNotAllowed}
+	}
+	if !r.cat.KnownMarketplace(to.Source) {
+		return &CrossMarketplaceError{From: from, To: to, Reason: CrossUnknownMarketplace}
+	}
+	if r.policy != nil {
+		if err := r.policy.AllowCross(from, to); err != nil {
+			return &CrossMarketplaceError{From: from, To: to, Reason: CrossPolicyRefused, Err: err}
+		}
+	}
+	return nil
+}

@@ -1,0 +1,31 @@
+// Package resolver computes what wharf's apt-style dependencies mean for a set
+// of plugins, without any I/O:
+//
+//   - Closure: the install plan for one plugin, dependencies first (DFS
+//     post-order), with cycles reported by their chain, missing dependencies
+//     reported with who required them, and cross-marketplace dependencies
+//     refused unless the dependent's marketplace allows the target
+//     marketplace and the target marketplace is already known;
+//   - Demote: the fixed point of "a plugin is active only if it is enabled
+//     and all its dependencies are active", computed with a worklist over
+//     reverse edges (linear in plugins + edges), with the chain of why for
+//     every demoted plugin;
+//   - ReverseDependents: who would lose a dependency if a plugin went away;
+//   - Prunable: plugins installed only as dependencies (auto) that no manually
+//     installed plugin needs any more.
+//
+// Dependencies have presence semantics: "A depends on B" means B must be
+// installed and enabled while A runs. Version ranges in dependency entries are
+// ignored on purpose; Closure says so once per plan, in Plan.Warnings.
+//
+// The package reads the world only through the small Catalog interface and
+// an optional CrossPolicy, both supplied by the caller (install, agent, api),
+// so every result is a pure function of those inputs. Nothing is written:
+// demotion in particular is computed per session and never stored back into
+// anyone's settings.
+//
+// Every failure is a *plugin.Error with Layer plugin.LayerDependency and Type
+// plugin.TypeDependencyUnsatisfied wrapping one of *CycleError, *MissingError
+// or *CrossMarketplaceError, so the CLI exits 5 and callers can errors.As to
+// the detail they branch on.
+package resolver

@@ -1,0 +1,345 @@
+package resolver
+
+import (
+	"strings"
+
+	"github.com/wharfhq/wharf/plugin"
+)
+
+// graph is the dependency graph of the installed plugins with IDs interned to
+// int32: nodes [0, nInstalled) are the installed plugins in the order given to
+// New; nodes after that are dependency targets that are not installed (they
+// have no edges of their own). Edges are kept in compressed rows (CSR), both
+// forward (dependent → dependency) and reverse. It is built once per Resolver
+// and read-only after that.
+type graph struct {
+	ids        []plugin.ID
+	index      map[plugin.ID]int32
+	nInstalled int
+	fwdStart   []int32 // edges of i: fwd[fwdStart[i]:fwdStart[i+1]]
+	fwd        []int32
+	revStart   []int32
+	rev        []int32
+}
+
+// graph returns the installed graph, building it on first use.
+func (r *Resolver) graph() *graph {
+	r.once.Do(func() { r.g = r.buildGraph() })
+	return r.g
+}
+
+func (r *Resolver) buildGraph() *graph {
+	n := len(r.list)
+	g := &graph{ids: make([]plugin.ID, n, n+n/8), nInstalled: n}
+	index := make(map[plugin.ID]int32, n+n/8)
+	g.index = index
+	for i, in := range r.list {
+		g.ids[i] = in.ID
+		index[in.ID] = int32(i)
+	}
+	g.fwdStart = make([]int32, n+1)
+	g.fwd = make([]int32, 0, 3*n)
+	for i := 0; i < n; i++ {
+		from := g.ids[i]
+		node, _ := r.cat.Lookup(from) // unknown manifest: no known dependencies
+		for _, d := range node.Dependencies {
+			to := d.Resolve(from.Source)
+			j, ok := index[to]
+			if !ok {
+				j = int32(len(g.ids))
+				index[to] = j
+				g.ids = append(g.ids, to)
+			}
+			g.fwd = append(g.fwd, j)
+		}
+		g.fwdStart[i+1] = int32(len(g.fwd))
+	}
+	// Reverse edges by counting sort; a duplicate edge stays duplicate, which
+	// is harmless for every traversal below.
+	total := len(g.ids)
+	g.revStart = make([]int32, total+1)
+	for _, j := range g.fwd {
+		g.revStart[j+1]++
+	}
+	for j := 0; j < total; j++ {
+		g.revStart[j+1] += g.revStart[j]
+	}
+	g.rev = make([]int32, len(g.fwd))
+	fill := make([]int32, total)
+	copy(fill, g.revStart[:total])
+	for i := 0; i < n; i++ {
+		for _, j := range g.fwd[g.fwdStart[i]:g.fwdStart[i+1]] {
+			g.rev[fill[j]] = int32(i)
+			fill[j]++
+		}
+	}
+	return g
+}
+
+func (g *graph) deps(i int32) []int32 {
+	if int(i) >= g.nInstalled {
+		return nil
+	}
+	return g.fwd[g.fwdStart[i]:g.fwdStart[i+1]]
+}
+
+func (g *graph) dependents(i int32) []int32 { return g.rev[g.revStart[i]:g.revStart[i+1]] }
+
+func (g *graph) lookup(id plugin.ID) (int32, bool) {
+	i, ok := g.index[id]
+	return i, ok
+}
+
+// Status of an installed plugin after demotion.
+type Status int
+
+const (
+	// StatusActive: enabled, and every dependency is active.
+	StatusActive Status = iota + 1
+	// StatusDemoted: enabled, but a dependency is not active. It stays
+	// enabled in settings; it just does not run this session.
+	StatusDemoted
+	// StatusDisabled: not enabled.
+	StatusDisabled
+	// StatusNotInstalled: not in the installed set.
+	StatusNotInstalled
+)
+
+func (s Status) String() string {
+	switch s {
+	case StatusActive:
+		return "active"
+	case StatusDemoted:
+		return "demoted"
+	case StatusDisabled:
+		return "disabled"
+	case StatusNotInstalled:
+		return "not-installed"
+	}
+	return "unknown"
+}
+
+// Activation is the result of Demote: which installed plugins are active this
+// session and, for each demoted one, why. It is immutable and safe for
+// concurrent reads.
+type Activation struct {
+	g        *graph
+	index    map[plugin.ID]int32
+	enabled  []bool
+	inactive []bool
+	cause    []int32 // for a demoted plugin: the dependency that made it inactive
+}
+
+// Demote computes which installed plugins are active: a plugin is active only
+// if it is enabled (enabled[id] is true) and all its dependencies are active;
+// a dependency that is not installed is never active. It is the greatest
+// fixed point of that rule, reached with a worklist over reverse edges: every
+// inactive plugin is queued once and demotes its still-active dependents, so
+// the work is linear in plugins + edges. A cycle of enabled installed plugins
+// with nothing else wrong stays active (Closure refuses to install cycles).
+//
+// Demote is per session: it writes nothing, and a demoted plugin stays enabled
+// in the user's settings. Entries of enabled that are not installed are
+// ignored. Dependency edges are taken from the Catalog as for Closure;
+// cross-marketplace rules are enforced at install by Closure, not here.
+func (r *Resolver) Demote(enabled map[plugin.ID]bool) *Activation {
+	g := r.graph()
+	total := len(g.ids)
+	a := &Activation{
+		g:        g,
+		index:    r.installed,
+		enabled:  make([]bool, g.nInstalled),
+		inactive: make([]bool, total),
+		cause:    make([]int32, total),
+	}
+	queue := make([]int32, 0, 64)
+	for i := 0; i < total; i++ {
+		a.cause[i] = -1
+		if i < g.nInstalled && enabled[g.ids[i]] {
+			a.enabled[i] = true
+			continue
+		}
+		a.inactive[i] = true
+		queue = append(queue, int32(i))
+	}
+	for head := 0; head < len(queue); head++ {
+		j := queue[head]
+		for _, i := range g.dependents(j) {
+			if !a.inactive[i] {
+				a.inactive[i] = true
+				a.cause[i] = j
+				queue = append(queue, i)
+			}
+		}
+	}
+	return a
+}
+
+// Status returns the status of id.
+func (a *Activation) Status(id plugin.ID) Status {
+	i, ok := a.index[id]
+	switch {
+	case !ok:
+		return StatusNotInstalled
+	case !a.enabled[i]:
+		return StatusDisabled
+	case a.inactive[i]:
+		return StatusDemoted
+	}
+	return StatusActive
+}
+
+// Active returns the active plugins in installed order.
+func (a *Activation) Active() []plugin.ID {
+	var out []plugin.ID
+	for i := 0; i < a.g.nInstalled; i++ {
+		if !a.inactive[i] {
+			out = append(out, a.g.ids[i])
+		}
+	}
+	return out
+}
+
+// Demoted returns the demoted plugins (enabled but not active) in installed
+// order. Use Why for the reason of each.
+func (a *Activation) Demoted() []plugin.ID {
+	var out []plugin.ID
+	for i := 0; i < a.g.nInstalled; i++ {
+		if a.enabled[i] && a.inactive[i] {
+			out = append(out, a.g.ids[i])
+		}
+	}
+	return out
+}
+
+// Reason explains a demotion: Chain[0] needs Chain[1], which needs Chain[2],
+// and so on; the last plugin of the chain is disabled or not installed (End).
+type Reason struct {
+	Chain []plugin.ID
+	End   Status // StatusDisabled or StatusNotInstalled
+}
+
+// String renders the reason as "a@m needs b@m; b@m needs c@m; c@m is disabled".
+func (r Reason) String() string {
+	var b strings.Builder
+	for k := 0; k+1 < len(r.Chain); k++ {
+		b.WriteString(r.Chain[k].String() + " needs " + r.Chain[k+1].String() + "; ")
+	}
+	if len(r.Chain) > 0 {
+		b.WriteString(r.Chain[len(r.Chain)-1].String())
+		if r.End == StatusNotInstalled {
+			b.WriteString(" is not installed")
+		} else {
+			b.WriteString(" is disabled")
+		}
+	}
+	return b.String()
+}
+
+// Why returns the reason id is demoted, and false if it is not demoted. The
+// chain is computed on demand (its length is the depth of the demotion), so
+// Demote stays linear even when every plugin's chain is long.
+func (a *Activation) Why(id plugin.ID) (Reason, bool) {
+	i, ok := a.index[id]
+	if !ok || !a.enabled[i] || !a.inactive[i] {
+		return Reason{}, false
+	}
+	var r Reason
+	// Causes point to plugins queued strictly earlier, so this ends.
+	for {
+		r.Chain = append(r.Chain, a.g.ids[i])
+		if a.cause[i] < 0 {
+			break
+		}
+		i = a.cause[i]
+	}
+	r.End = StatusDisabled
+	if int(i) >= a.g.nInstalled {
+		r.End = StatusNotInstalled
+	}
+	return r, true
+}
+
+// Dependents lists who depends on a plugin among the installed ones.
+type Dependents struct {
+	// Direct: installed plugins that declare a dependency on it.
+	Direct []plugin.ID
+	// Transitive: installed plugins that reach it through one or more
+	// dependencies (a superset of Direct, without the plugin itself).
+	Transitive []plugin.ID
+}
+
+// ReverseDependents returns who would lose a dependency, directly or
+// transitively, if id went away (e.g. before an uninstall, to warn). id need
+// not be installed. Both lists are in installed order.
+func (r *Resolver) ReverseDependents(id plugin.ID) Dependents {
+	g := r.graph()
+	var out Dependents
+	start, ok := g.lookup(id)
+	if !ok {
+		return out
+	}
+	seen := make([]bool, len(g.ids))
+	seen[start] = true
+	direct := make([]bool, len(g.ids))
+	for _, i := range g.dependents(start) {
+		direct[i] = true
+	}
+	stack := []int32{start}
+	for len(stack) > 0 {
+		j := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		for _, i := range g.dependents(j) {
+			if !seen[i] {
+				seen[i] = true
+				stack = append(stack, i)
+			}
+		}
+	}
+	for i := 0; i < g.nInstalled; i++ {
+		if int32(i) == start {
+			continue
+		}
+		if direct[i] {
+			out.Direct = append(out.Direct, g.ids[i])
+		}
+		if seen[i] {
+			out.Transitive = append(out.Transitive, g.ids[i])
+		}
+	}
+	return out
+}
+
+// Prunable returns the installed plugins marked auto that no manually
+// installed plugin reaches through dependencies, in installed order. A
+// disabled manual plugin still counts: it needs its dependencies again as
+// soon as it is enabled. Removing the result removes no dependency of
+// anything that stays.
+func (r *Resolver) Prunable() []plugin.ID {
+	g := r.graph()
+	reached := make([]bool, len(g.ids))
+	var stack []int32
+	for i, in := range r.list {
+		if !in.Auto {
+			reached[i] = true
+			stack = append(stack, int32(i))
+		}
+	}
+	for len(stack) > 0 {
+		j := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		for _, i := range g.deps(j) {
+			if !reached[i] {
+				reached[i] = true
+				stack = append(stack, i)
+			}
+		}
+	}
+	var out []plugin.ID
+	for i, in := range r.list {
+		if in.Auto && !reached[i] {
+			out = append(out, in.ID)
+		}
+	}
+	return out
+}
