@@ -1,0 +1,34 @@
+package trust
+
+// VerifyReport is the output of `wharf verify --json` (FORMATS.md):
+// {"target","digest","expected"?,"ok","changed":[...],"signatures":[{"keyid","valid","trusted"}]}.
+type VerifyReport struct {
+	Target     string      `json:"target"`
+	Digest     string      `json:"digest"`
+	Expected   string      `json:"expected,omitempty"`
+	OK         bool        `json:"ok"`
+	Changed    []string    `json:"changed"`
+	Signatures []ReportSig `json:"signatures"`
+}
+
+// ReportSig is one signature verdict in a VerifyReport.
+type ReportSig struct {
+	KeyID   string `json:"keyid"`
+	Valid   bool   `json:"valid"`
+	Trusted bool   `json:"trusted"`
+}
+
+// NewReport fills a report from a digested tree and signature verdicts.
+// ok is left to the caller, which knows whether a digest was expected and
+// whether a trusted signature is required; Changed and Signatures are never
+// null in the JSON.
+func NewReport(target string, t *Tree, expected string, changed []string, sigs []SigResult) VerifyReport {
+	r := VerifyReport{Target: target, Digest: t.Digest, Expected: expected, Changed: changed, Signatures: []ReportSig{}}
+	if r.Changed == nil {
+		r.Changed = []string{}
+	}
+	for _, s := range sigs {
+		r.Signatures = append(r.Signatures, ReportSig{KeyID: s.KeyID, Valid: s.Valid, Trusted: s.Trusted})
+	}
+	return r
+}
