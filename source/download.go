@@ -1,0 +1,113 @@
+package source
+
+import (
+	"context"
+	"fmt"
+	"hash"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+)
+
+// checkHTTPURL allows https anywhere and plain http only to loopback.
+func checkHTTPURL(raw string) (*url.URL, error) {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return nil, fmt.Errorf("%w: URL %q: %v", ErrUnsupported, redactURL(raw), err)
+	}
+	switch {
+	case u.Scheme == "https" && u.Host != "":
+	case u.Scheme == "http" && isLoopback(u.Hostname()):
+	default:
+		return nil, fmt.Errorf("%w: URL %q must be https (http only to 127.0.0.1)", ErrUnsupported, redactURL(raw))
+	}
+	return u, nil
+}
+
+func (f *Fetcher) client() *http.Client {
+	if f.HTTPClient != nil {
+		return f.HTTPClient
+	}
+	return http.DefaultClient
+}
+
+// get performs one GET under the fetch timeout and returns the open body.
+func (f *Fetcher) get(ctx context.Context, raw string, accept string) (*http.Response, context.CancelFunc, error) {
+	if _, err := checkHTTPURL(raw); err != nil {
+		return nil, nil, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, f.timeout())
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, raw, nil)
+	if err != nil {
+		cancel()
+		return nil, nil, err
+	}
+	if accept != "" {
+		req.Header.Set("Accept", accept)
+	}
+	resp, err := f.client().Do(req)
+	if err != nil {
+		cancel()
+		if ctx.Err() != nil {
+			return nil, nil, fmt.Errorf("GET %s: timed out after %s: %w", redactURL(raw), f.timeout(), err)
+		}
+		return nil, nil, fmt.Errorf("GET %s: %w", redactURL(raw), err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		resp.Body.Close()
+		cancel()
+		if resp.StatusCode == http.StatusNotFound {
+			return nil, nil, fmt.Errorf("%w: GET %s: %s", ErrNotFound, redactURL(raw), resp.Status)
+		}
+		return nil, nil, fmt.Errorf("GET %s: %s", redactURL(raw), resp.Status)
+	}
+	return resp, cancel, nil
+}
+
+// download streams raw into a temporary file (outside the destination),
+// feeding every byte to the hashes, and refuses more than max bytes. The
+// caller removes the file.
+func (f *Fetcher) download(ctx context.Context, raw string, max int64, hashes ...hash.Hash) (*os.File, error) {
+	resp, cancel, err := f.get(ctx, raw, "")
+	if err != nil {
+		return nil, err
+	}
+	defer cancel()
+	defer resp.Body.Close()
+	if resp.ContentLength > max {
+		return nil, fmt.Errorf("%w: %s is %d bytes, more than %d", ErrTooLarge, redactURL(raw), resp.ContentLength, max)
+	}
+	tmp, err := os.CreateTemp("", "wharf-download-*")
+	if err != nil {
+		return nil, err
+	}
+	ok := false
+	defer func() {
+		if !ok {
+			tmp.Close()
+			os.Remove(tmp.Name())
+		}
+	}()
+	ws := []io.Writer{tmp}
+	for _, h := range hashes {
+		ws = append(ws, h)
+	}
+	n, err := io.Copy(io.MultiWriter(ws...), io.LimitReader(resp.Body, max+1))
+	if err != nil {
+		return nil, fmt.Errorf("GET %s: %w", redactURL(raw), err)
+	}
+	if n > max {
+		return nil, fmt.Errorf("%w: %s is more than %d bytes", ErrTooLarge, redactURL(raw), max)
+	}
+	if _, err := tmp.Seek(0, io.SeekStart); err != nil {
+		return nil, err
+	}
+	ok = true
+	return tmp, nil
+}
+
+func removeTemp(f *os.File) {
+	f.Close()
+	os.Remove(f.Name())
+}

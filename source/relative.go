@@ -1,0 +1,85 @@
+package source
+
+import (
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+const relativeHint = `write the source as "./dir" inside the marketplace, without ".."`
+
+// fetchRelative copies a directory of the marketplace clone. The path is
+// hostile: it must stay inside the marketplace after resolving symlinks, and
+// every symlink in the copy must resolve inside the plugin.
+func (f *Fetcher) fetchRelative(req *Request, t *tree) (*Result, error) {
+	if req.MarketplaceDir == "" {
+		return nil, failf(req, "pass the marketplace clone directory", "%w: relative source without a marketplace directory", ErrUnsupported)
+	}
+	rel, err := CheckEntryPath(req.Source.Path)
+	if err != nil {
+		return nil, fail(req, relativeHint, err)
+	}
+	mkt, err := filepath.EvalSymlinks(req.MarketplaceDir)
+	if err != nil {
+		return nil, failf(req, "run: wharf marketplace update", "marketplace directory: %w", err)
+	}
+	src, err := filepath.EvalSymlinks(filepath.Join(mkt, filepath.FromSlash(rel)))
+	if err != nil {
+		return nil, failf(req, "check the plugin's source path in marketplace.json", "%w: %s does not exist in the marketplace", ErrNotFound, req.Source.Path)
+	}
+	if r, err := filepath.Rel(mkt, src); err != nil || r != "." && !filepath.IsLocal(r) {
+		return nil, failf(req, relativeHint, "%w: %s resolves outside the marketplace", ErrUnsafePath, req.Source.Path)
+	}
+	if fi, err := os.Stat(src); err != nil || !fi.IsDir() {
+		return nil, failf(req, "point the source at the plugin's directory", "%w: %s is not a directory", ErrNotFound, req.Source.Path)
+	}
+	f.progressf("%s: copying %s\n", req.Plugin, req.Source.Path)
+	err = filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		r, err := filepath.Rel(src, p)
+		if err != nil {
+			return err
+		}
+		if r == "." {
+			return nil
+		}
+		name := filepath.ToSlash(r)
+		if d.Name() == ".git" && !strings.Contains(name, "/") {
+			if d.IsDir() {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		switch typ := d.Type(); {
+		case typ.IsDir():
+			return t.mkdir(name)
+		case typ&fs.ModeSymlink != 0:
+			target, err := os.Readlink(p)
+			if err != nil {
+				return err
+			}
+			return t.symlink(name, filepath.ToSlash(target))
+		case typ.IsRegular():
+			fi, err := d.Info()
+			if err != nil {
+				return err
+			}
+			fh, err := os.Open(p)
+			if err != nil {
+				return err
+			}
+			defer fh.Close()
+			return t.file(name, fi.Mode()&0o100 != 0, fh)
+		default:
+			return fmt.Errorf("%w: %q is a %s, not a file, directory or symlink", ErrUnsupported, name, typ.Type())
+		}
+	})
+	if err != nil {
+		return nil, fail(req, "remove the offending entry from the plugin directory", err)
+	}
+	return &Result{URL: src}, nil
+}
