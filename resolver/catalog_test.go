@@ -19,7 +19,7 @@ func newCatalog() *memCatalog {
 	return &memCatalog{nodes: map[plugin.ID]Node{}, known: map[string]bool{}, cross: map[[2]string]bool{}}
 }
 
-func (c *memCatalog) Lookup(id plugin.ID) (Node, bool) { n, ok := c.nodes[id]; return n, ok }
+func (c *memCatalog) Lookup(id plugin.ID) (Node, bool)  { n, ok := c.nodes[id]; return n, ok }
 func (c *memCatalog) KnownMarketplace(name string) bool { return c.known[name] }
 func (c *memCatalog) AllowsCross(from, to string) bool  { return c.cross[[2]string{from, to}] }
 

@@ -99,7 +99,9 @@ func TestClosure(t *testing.T) {
 		},
 		{
 			name: "missing direct dependency names who required it",
-			cat:  func(t *testing.T) *memCatalog { return newCatalog().market("corp").add(t, "deploy@corp", "cloud-creds") },
+			cat: func(t *testing.T) *memCatalog {
+				return newCatalog().market("corp").add(t, "deploy@corp", "cloud-creds")
+			},
 			root: "deploy@corp",
 			err: &errWant{"missing", "deploy@corp requires cloud-creds@corp, which no known marketplace lists",
 				"run: wharf marketplace update corp"},

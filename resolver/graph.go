@@ -264,8 +264,10 @@ func (a *Activation) Why(id plugin.ID) (Reason, bool) {
 type Dependents struct {
 	// Direct: installed plugins that declare a dependency on it.
 	Direct []plugin.ID
-	// Transitive: installed plugins that reach it through one or more
-	// dependencies (a superset of Direct, without the plugin itself).
+	// Transitive: installed plugins that reach it through a chain of
+	// installed plugins (a superset of Direct, without the plugin itself). A
+	// plugin that only reaches it through a plugin that is not installed
+	// already lacks that dependency and is not listed.
 	Transitive []plugin.ID
 }
 
@@ -311,7 +313,8 @@ func (r *Resolver) ReverseDependents(id plugin.ID) Dependents {
 }
 
 // Prunable returns the installed plugins marked auto that no manually
-// installed plugin reaches through dependencies, in installed order. A
+// installed plugin reaches through a chain of installed plugins, in installed
+// order. A
 // disabled manual plugin still counts: it needs its dependencies again as
 // soon as it is enabled. Removing the result removes no dependency of
 // anything that stays.
