@@ -1,0 +1,139 @@
+package api
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/wharfhq/wharf/store"
+)
+
+// Audit actions.
+const (
+	ActionPolicyPut         = "policy.layer.put"
+	ActionPolicyDelete      = "policy.layer.delete"
+	ActionDecisionDeny      = "decision.deny"
+	ActionTokenCreate       = "token.create"
+	ActionTokenDelete       = "token.delete"
+	ActionMarketplaceAdd    = "marketplace.add"
+	ActionMarketplaceUpdate = "marketplace.update"
+	ActionMarketplaceRemove = "marketplace.remove"
+)
+
+// AuditEntry is one line of the append-only audit log.
+type AuditEntry struct {
+	Seq    uint64         `json:"seq"`
+	Time   time.Time      `json:"time"`
+	Action string         `json:"action"`
+	Actor  string         `json:"actor"` // token id, or "bootstrap"
+	Role   Role           `json:"role,omitempty"`
+	Object string         `json:"object"`
+	Detail map[string]any `json:"detail,omitempty"`
+}
+
+func seqKey(n uint64) string { return fmt.Sprintf("%020d", n) }
+
+// appendAudit appends e inside tx, so the entry commits with the change it
+// records or not at all.
+func appendAudit(tx store.Tx, e AuditEntry) error {
+	n, err := tx.NextSequence(bucketAudit)
+	if err != nil {
+		return err
+	}
+	e.Seq = n
+	raw, err := json.Marshal(e)
+	if err != nil {
+		return err
+	}
+	return tx.Put(bucketAudit, seqKey(n), raw)
+}
+
+// AuditPage is one page of GET /v1/audit.
+type AuditPage struct {
+	Entries []AuditEntry `json:"entries"`
+	// Next is the cursor for the following page; empty on the last page.
+	Next string `json:"next,omitempty"`
+}
+
+const (
+	defaultPageSize = 100
+	maxPageSize     = 1000
+)
+
+func parseLimit(c echo.Context) (int, error) {
+	v := c.QueryParam("limit")
+	if v == "" {
+		return defaultPageSize, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 || n > maxPageSize {
+		return 0, badField("limit", "limit %q must be an integer from 1 to %d", v, maxPageSize)
+	}
+	return n, nil
+}
+
+// parseCursor reads the opaque cursor: the last sequence number returned.
+func parseCursor(c echo.Context) (uint64, error) {
+	v := c.QueryParam("cursor")
+	if v == "" {
+		return 0, nil
+	}
+	n, err := strconv.ParseUint(v, 10, 64)
+	if err != nil {
+		return 0, badField("cursor", "cursor %q is not one this server returned; start again without it", v)
+	}
+	return n, nil
+}
+
+func (s *Server) audit(c echo.Context) error {
+	limit, err := parseLimit(c)
+	if err != nil {
+		return err
+	}
+	after, err := parseCursor(c)
+	if err != nil {
+		return err
+	}
+	action, actor := c.QueryParam("action"), c.QueryParam("actor")
+	var since time.Time
+	if v := c.QueryParam("since"); v != "" {
+		since, err = time.Parse(time.RFC3339, v)
+		if err != nil {
+			return badField("since", "since %q is not an RFC 3339 time such as 2026-01-02T15:04:05Z", v)
+		}
+	}
+	page := AuditPage{Entries: []AuditEntry{}}
+	err = s.deps.Store.View(func(r store.Reader) error {
+		kvs, err := r.List(bucketAudit, "")
+		if err != nil {
+			return err
+		}
+		for _, kv := range kvs {
+			n, err := strconv.ParseUint(kv.Key, 10, 64)
+			if err != nil || n <= after {
+				continue
+			}
+			var e AuditEntry
+			if err := json.Unmarshal(kv.Value, &e); err != nil {
+				return fmt.Errorf("audit entry %s: corrupt: %w", kv.Key, err)
+			}
+			if (action != "" && e.Action != action) || (actor != "" && e.Actor != actor) || (!since.IsZero() && e.Time.Before(since)) {
+				continue
+			}
+			if len(page.Entries) == limit {
+				page.Next = strconv.FormatUint(page.Entries[limit-1].Seq, 10)
+				return nil
+			}
+			page.Entries = append(page.Entries, e)
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, page)
+}

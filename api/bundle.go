@@ -1,0 +1,300 @@
+package api
+
+import (
+	"bytes"
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/x509"
+	"encoding/hex"
+	"encoding/json"
+	"encoding/pem"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"path"
+	"sort"
+	"strings"
+
+	"github.com/labstack/echo/v4"
+	"github.com/open-policy-agent/opa/v1/ast"
+	"github.com/open-policy-agent/opa/v1/bundle"
+	"github.com/open-policy-agent/opa/v1/util"
+
+	"github.com/wharfhq/wharf/store"
+)
+
+// BundleAlgorithm is the JWS algorithm of the bundle signature.
+const BundleAlgorithm = "ES256"
+
+// The bundle's layout: data.json holds {"wharf": {"policy": {"version",
+// "revision", "layers": [{"name", "rank", "version", "settings"}]}}} with the
+// layers in authority order, and each layer's Rego module is the file
+// /wharf/layers/<layer>/<module>.rego. The manifest's revision is the policy
+// version. .signatures.json is an ES256 JWS over every file's hash, made
+// with the server's key (GET /v1/policy/bundle/key).
+const bundleModulePrefix = "/wharf/layers/"
+
+type bundleSigner struct {
+	keyID     string
+	privPEM   string
+	publicPEM string
+}
+
+// loadOrCreateSigner reads the signing key from the store, creating it on
+// the first start. Replicas over one store share it.
+func loadOrCreateSigner(st store.Store) (*bundleSigner, error) {
+	var pemBytes []byte
+	err := st.Update(func(tx store.Tx) error {
+		raw, err := tx.Get(bucketSettings, keySigningKey)
+		if err == nil {
+			pemBytes = raw
+			return nil
+		}
+		if !errors.Is(err, store.ErrNotFound) {
+			return err
+		}
+		k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+		if err != nil {
+			return err
+		}
+		der, err := x509.MarshalPKCS8PrivateKey(k)
+		if err != nil {
+			return err
+		}
+		pemBytes = pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der})
+		return tx.Put(bucketSettings, keySigningKey, pemBytes)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("api: bundle signing key: %w", err)
+	}
+	block, _ := pem.Decode(pemBytes)
+	if block == nil {
+		return nil, errors.New("api: bundle signing key in the store is not PEM; remove key " + keySigningKey + " from bucket " + bucketSettings + " to create a new one")
+	}
+	k, err := x509.ParsePKCS8PrivateKey(block.Bytes)
+	if err != nil {
+		return nil, fmt.Errorf("api: bundle signing key: %w", err)
+	}
+	ek, ok := k.(*ecdsa.PrivateKey)
+	if !ok {
+		return nil, fmt.Errorf("api: bundle signing key is %T, want an ECDSA P-256 key", k)
+	}
+	pubDER, err := x509.MarshalPKIXPublicKey(&ek.PublicKey)
+	if err != nil {
+		return nil, err
+	}
+	sum := sha256.Sum256(pubDER)
+	return &bundleSigner{
+		keyID:     "wharf-" + hex.EncodeToString(sum[:8]),
+		privPEM:   string(pemBytes),
+		publicPEM: string(pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: pubDER})),
+	}, nil
+}
+
+// BundleKey is GET /v1/policy/bundle/key: what an agent needs to verify the
+// bundle signature.
+type BundleKey struct {
+	KeyID     string `json:"keyid"`
+	Algorithm string `json:"algorithm"`
+	PublicKey string `json:"publicKey"` // PEM
+}
+
+func (s *Server) bundleKey(c echo.Context) error {
+	return c.JSON(http.StatusOK, BundleKey{KeyID: s.signer.keyID, Algorithm: BundleAlgorithm, PublicKey: s.signer.publicPEM})
+}
+
+// bundleETag is a strong ETag derived from the policy version only, so it is
+// the same on every replica for the same policy.
+func bundleETag(version string) string {
+	return `"` + strings.TrimPrefix(version, "sha256:") + `"`
+}
+
+// etagMatches implements If-None-Match for GET (weak comparison, lists, *).
+func etagMatches(header, etag string) bool {
+	if header == "" {
+		return false
+	}
+	for _, part := range strings.Split(header, ",") {
+		p := strings.TrimSpace(part)
+		if p == "*" || strings.TrimPrefix(p, "W/") == etag {
+			return true
+		}
+	}
+	return false
+}
+
+type builtBundle struct {
+	version string
+	body    []byte
+}
+
+// policyBundle serves the signed bundle. The 304 path reads one key and
+// builds nothing.
+func (s *Server) policyBundle(c echo.Context) error {
+	var head policyHead
+	if err := s.deps.Store.View(func(r store.Reader) (err error) { head, err = readHead(r); return }); err != nil {
+		return err
+	}
+	etag := bundleETag(head.Version)
+	hdr := c.Response().Header()
+	hdr.Set("ETag", etag)
+	hdr.Set("Cache-Control", "no-cache")
+	if etagMatches(c.Request().Header.Get("If-None-Match"), etag) {
+		return c.NoContent(http.StatusNotModified)
+	}
+	b, err := s.bundleFor(c.Request().Context())
+	if err != nil {
+		return err
+	}
+	// The store may have moved on between the two reads: the ETag must name
+	// the bundle actually sent.
+	hdr.Set("ETag", bundleETag(b.version))
+	hdr.Set("X-Wharf-Policy-Version", b.version)
+	return c.Blob(http.StatusOK, "application/gzip", b.body)
+}
+
+func (s *Server) bundleFor(ctx context.Context) (*builtBundle, error) {
+	var head policyHead
+	var layers []Layer
+	if err := s.deps.Store.View(func(r store.Reader) (err error) {
+		if head, err = readHead(r); err != nil {
+			return err
+		}
+		layers, err = readLayers(r)
+		return err
+	}); err != nil {
+		return nil, err
+	}
+	s.bunMu.Lock()
+	defer s.bunMu.Unlock()
+	if s.bunCache != nil && s.bunCache.version == head.Version {
+		return s.bunCache, nil
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	body, err := buildBundle(head, layers, s.signer)
+	if err != nil {
+		return nil, fmt.Errorf("build policy bundle %s: %w", head.Version, err)
+	}
+	s.bunBuilds++
+	s.bunCache = &builtBundle{version: head.Version, body: body}
+	return s.bunCache, nil
+}
+
+type bundleLayer struct {
+	Name     string          `json:"name"`
+	Rank     int             `json:"rank"`
+	Version  uint64          `json:"version"`
+	Settings json.RawMessage `json:"settings"`
+}
+
+func buildBundle(head policyHead, layers []Layer, sg *bundleSigner) ([]byte, error) {
+	bl := make([]bundleLayer, len(layers))
+	var modules []bundle.ModuleFile
+	for i, l := range layers {
+		bl[i] = bundleLayer{Name: l.Name, Rank: l.Rank, Version: l.Version, Settings: l.Settings}
+		names := make([]string, 0, len(l.Modules))
+		for n := range l.Modules {
+			names = append(names, n)
+		}
+		sort.Strings(names)
+		for _, n := range names {
+			p := bundleModulePrefix + l.Name + "/" + n
+			parsed, err := ast.ParseModuleWithOpts(p, l.Modules[n], ast.ParserOptions{RegoVersion: ast.RegoV1})
+			if err != nil {
+				return nil, fmt.Errorf("layer %s module %s: %w", l.Name, n, err)
+			}
+			modules = append(modules, bundle.ModuleFile{URL: p, Path: p, Raw: []byte(l.Modules[n]), Parsed: parsed})
+		}
+	}
+	raw, err := json.Marshal(map[string]any{"wharf": map[string]any{"policy": map[string]any{
+		"version": head.Version, "revision": head.Revision, "layers": bl,
+	}}})
+	if err != nil {
+		return nil, err
+	}
+	// The data is hashed for the signature as generic JSON values, exactly
+	// as a reader will see it.
+	var data map[string]any
+	if err := util.UnmarshalJSON(raw, &data); err != nil {
+		return nil, err
+	}
+	b := bundle.Bundle{
+		Manifest: bundle.Manifest{Revision: head.Version},
+		Data:     data,
+		Modules:  modules,
+	}
+	b.Manifest.Init()
+	b.Manifest.SetRegoVersion(ast.RegoV1)
+	if err := b.GenerateSignature(bundle.NewSigningConfig(sg.privPEM, BundleAlgorithm, ""), sg.keyID, false); err != nil {
+		return nil, fmt.Errorf("sign: %w", err)
+	}
+	var buf bytes.Buffer
+	if err := bundle.NewWriter(&buf).DisableFormat(true).Write(b); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
+
+// BundlePolicy is a verified bundle's content.
+type BundlePolicy struct {
+	Version  string
+	Revision uint64
+	Layers   []PolicyLayer
+}
+
+// ReadBundle verifies a policy bundle's signature with the server's public
+// key and returns its layers in authority order, ready for a policy engine.
+// A bundle that is unsigned, signed by another key or altered after signing
+// is refused.
+func ReadBundle(r io.Reader, key BundleKey) (BundlePolicy, error) {
+	vc := bundle.NewVerificationConfig(map[string]*bundle.KeyConfig{
+		key.KeyID: {Key: key.PublicKey, Algorithm: key.Algorithm},
+	}, key.KeyID, "", nil)
+	b, err := bundle.NewReader(r).WithBundleVerificationConfig(vc).WithRegoVersion(ast.RegoV1).WithSizeLimitBytes(64 << 20).Read()
+	if err != nil {
+		return BundlePolicy{}, fmt.Errorf("policy bundle: %w", err)
+	}
+	var doc struct {
+		Wharf struct {
+			Policy struct {
+				Version  string        `json:"version"`
+				Revision uint64        `json:"revision"`
+				Layers   []bundleLayer `json:"layers"`
+			} `json:"policy"`
+		} `json:"wharf"`
+	}
+	raw, err := json.Marshal(b.Data)
+	if err != nil {
+		return BundlePolicy{}, err
+	}
+	if err := json.Unmarshal(raw, &doc); err != nil {
+		return BundlePolicy{}, fmt.Errorf("policy bundle data.json: %w", err)
+	}
+	if doc.Wharf.Policy.Version != b.Manifest.Revision {
+		return BundlePolicy{}, fmt.Errorf("policy bundle: manifest revision %q does not match data version %q", b.Manifest.Revision, doc.Wharf.Policy.Version)
+	}
+	out := BundlePolicy{Version: doc.Wharf.Policy.Version, Revision: doc.Wharf.Policy.Revision}
+	idx := map[string]int{}
+	for _, l := range doc.Wharf.Policy.Layers {
+		idx[l.Name] = len(out.Layers)
+		out.Layers = append(out.Layers, PolicyLayer{Name: l.Name, Settings: l.Settings, Modules: map[string]string{}})
+	}
+	for _, m := range b.Modules {
+		p := "/" + strings.TrimPrefix(m.Path, "/")
+		rest, ok := strings.CutPrefix(p, bundleModulePrefix)
+		layer, file := path.Split(rest)
+		layer = strings.TrimSuffix(layer, "/")
+		i, known := idx[layer]
+		if !ok || !known || strings.Contains(layer, "/") {
+			return BundlePolicy{}, fmt.Errorf("policy bundle: module %s is not under %s<layer>/", m.Path, bundleModulePrefix)
+		}
+		out.Layers[i].Modules[file] = string(m.Raw)
+	}
+	return out, nil
+}

@@ -1,0 +1,397 @@
+package api
+
+import (
+	"bytes"
+	"encoding/base64"
+	"encoding/json"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/wharfhq/wharf/plugin"
+	"github.com/wharfhq/wharf/store"
+)
+
+func (s *Server) catalog() (Catalog, error) {
+	if s.deps.Catalog == nil {
+		return nil, &APIError{Status: http.StatusServiceUnavailable, Code: CodeUnavailable,
+			Message: "this server has no marketplace catalog configured"}
+	}
+	return s.deps.Catalog, nil
+}
+
+func (s *Server) listMarketplaces(c echo.Context) error {
+	cat, err := s.catalog()
+	if err != nil {
+		return err
+	}
+	ms, err := cat.Marketplaces(c.Request().Context())
+	if err != nil {
+		return err
+	}
+	if ms == nil {
+		ms = []Marketplace{}
+	}
+	return c.JSON(http.StatusOK, ms)
+}
+
+type addMarketplaceRequest struct {
+	Name   string          `json:"name"`
+	Source json.RawMessage `json:"source"`
+}
+
+func (s *Server) addMarketplace(c echo.Context) error {
+	cat, err := s.catalog()
+	if err != nil {
+		return err
+	}
+	var req addMarketplaceRequest
+	if err := decodeBody(c, &req); err != nil {
+		return err
+	}
+	if err := plugin.ValidateName(req.Name); err != nil {
+		return badField("name", "marketplace name: %v", err)
+	}
+	if t := bytes.TrimSpace(req.Source); len(t) == 0 || t[0] != '{' {
+		return badField("source", "source must be an object such as {\"source\": \"github\", \"repo\": \"owner/repo\"}")
+	}
+	m, err := cat.AddMarketplace(c.Request().Context(), req.Name, req.Source)
+	if err != nil {
+		return err
+	}
+	if err := s.auditOnly(c, ActionMarketplaceAdd, req.Name, map[string]any{"source": json.RawMessage(req.Source)}); err != nil {
+		return err
+	}
+	return c.JSON(http.StatusCreated, m)
+}
+
+func (s *Server) auditOnly(c echo.Context, action, object string, detail map[string]any) error {
+	p := s.caller(c)
+	return s.deps.Store.Update(func(tx store.Tx) error {
+		return appendAudit(tx, AuditEntry{Time: s.now().UTC(), Action: action, Actor: p.TokenID, Role: p.Role, Object: object, Detail: detail})
+	})
+}
+
+func marketplaceParam(c echo.Context, param string) (string, error) {
+	name := c.Param(param)
+	if err := plugin.ValidateName(name); err != nil {
+		return "", badField(param, "marketplace name: %v", err)
+	}
+	return name, nil
+}
+
+func (s *Server) updateMarketplace(c echo.Context) error {
+	cat, err := s.catalog()
+	if err != nil {
+		return err
+	}
+	name, err := marketplaceParam(c, "name")
+	if err != nil {
+		return err
+	}
+	m, err := cat.UpdateMarketplace(c.Request().Context(), name)
+	if err != nil {
+		return err
+	}
+	if err := s.auditOnly(c, ActionMarketplaceUpdate, name, nil); err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, m)
+}
+
+func (s *Server) removeMarketplace(c echo.Context) error {
+	cat, err := s.catalog()
+	if err != nil {
+		return err
+	}
+	name, err := marketplaceParam(c, "name")
+	if err != nil {
+		return err
+	}
+	if err := cat.RemoveMarketplace(c.Request().Context(), name); err != nil {
+		return err
+	}
+	if err := s.auditOnly(c, ActionMarketplaceRemove, name, nil); err != nil {
+		return err
+	}
+	return c.NoContent(http.StatusNoContent)
+}
+
+func (s *Server) searchPlugins(c echo.Context) error {
+	cat, err := s.catalog()
+	if err != nil {
+		return err
+	}
+	q := SearchQuery{Text: c.QueryParam("q"), Marketplace: c.QueryParam("marketplace"), Category: c.QueryParam("category")}
+	if len(q.Text) > 256 {
+		return badField("q", "q is %d bytes; the limit is 256", len(q.Text))
+	}
+	if q.Marketplace != "" {
+		if err := plugin.ValidateName(q.Marketplace); err != nil {
+			return badField("marketplace", "marketplace: %v", err)
+		}
+	}
+	if q.Limit, err = parseLimit(c); err != nil {
+		return err
+	}
+	hits, err := cat.Search(c.Request().Context(), q)
+	if err != nil {
+		return err
+	}
+	if hits == nil {
+		hits = []PluginSummary{}
+	}
+	return c.JSON(http.StatusOK, hits)
+}
+
+// PluginView is GET /v1/plugins/{marketplace}/{name}: the entry and what the
+// policy says about it for the caller.
+type PluginView struct {
+	PluginDetail
+	Decision *Decision `json:"decision"`
+}
+
+func (s *Server) getPlugin(c echo.Context) error {
+	cat, err := s.catalog()
+	if err != nil {
+		return err
+	}
+	mkt, err := marketplaceParam(c, "marketplace")
+	if err != nil {
+		return err
+	}
+	name := c.Param("name")
+	if err := plugin.ValidateName(name); err != nil {
+		return badField("name", "plugin name: %v", err)
+	}
+	ctx := c.Request().Context()
+	id := plugin.ID{Name: name, Source: mkt}
+	d, err := cat.Plugin(ctx, id)
+	if err != nil {
+		return err
+	}
+	if d.Components == nil {
+		d.Components = []Component{}
+	}
+	if d.Dependencies == nil {
+		d.Dependencies = []plugin.Dependency{}
+	}
+	if d.Signatures == nil {
+		d.Signatures = []Signature{}
+	}
+	view := PluginView{PluginDetail: d}
+	eng, version, err := s.decider(ctx)
+	if err != nil {
+		return err
+	}
+	dec, err := s.decide(ctx, eng, version, decisionInput(id, d, s.caller(c)), s.caller(c))
+	if err != nil {
+		return err
+	}
+	view.Decision = &dec
+	return c.JSON(http.StatusOK, view)
+}
+
+func decisionInput(id plugin.ID, d PluginDetail, p principal) DecisionInput {
+	deps := make([]plugin.ID, len(d.Dependencies))
+	for i, dep := range d.Dependencies {
+		deps[i] = dep.Resolve(id.Source)
+	}
+	return DecisionInput{Plugin: id, MarketplaceSource: d.MarketplaceSource, Dependencies: deps, Components: d.Components, Role: string(p.Role)}
+}
+
+type resolveRequest struct {
+	Plugins []plugin.ID `json:"plugins"`
+}
+
+// ResolvedPlugin is one member of a closure with its decision.
+type ResolvedPlugin struct {
+	ID           string              `json:"id"`
+	Version      string              `json:"version,omitempty"`
+	Root         bool                `json:"root"`
+	Dependencies []plugin.Dependency `json:"dependencies"`
+	Digest       string              `json:"digest,omitempty"`
+	Decision     Decision            `json:"decision"`
+}
+
+// ResolveResult is POST /v1/resolve: the closure, dependencies first.
+type ResolveResult struct {
+	Plugins       []ResolvedPlugin `json:"plugins"`
+	Allowed       bool             `json:"allowed"` // every member allowed
+	PolicyVersion string           `json:"policyVersion"`
+}
+
+const maxResolveRoots = 256
+
+func (s *Server) resolve(c echo.Context) error {
+	cat, err := s.catalog()
+	if err != nil {
+		return err
+	}
+	if s.deps.Resolver == nil {
+		return &APIError{Status: http.StatusServiceUnavailable, Code: CodeUnavailable, Message: "this server has no dependency resolver configured"}
+	}
+	var req resolveRequest
+	if err := decodeBody(c, &req); err != nil {
+		return err
+	}
+	if len(req.Plugins) == 0 {
+		return badField("plugins", "plugins is empty; list plugin ids such as [\"deploy@corp\"]")
+	}
+	if len(req.Plugins) > maxResolveRoots {
+		return badField("plugins", "%d plugins; the limit is %d per request", len(req.Plugins), maxResolveRoots)
+	}
+	ctx := c.Request().Context()
+	details := map[plugin.ID]PluginDetail{}
+	lookup := func(id plugin.ID) ([]plugin.Dependency, error) {
+		if d, ok := details[id]; ok {
+			return d.Dependencies, nil
+		}
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		d, err := cat.Plugin(ctx, id)
+		if err != nil {
+			return nil, err
+		}
+		details[id] = d
+		return d.Dependencies, nil
+	}
+	closure, err := s.deps.Resolver.Closure(ctx, req.Plugins, lookup)
+	if err != nil {
+		return err
+	}
+	eng, version, err := s.decider(ctx)
+	if err != nil {
+		return err
+	}
+	roots := map[plugin.ID]bool{}
+	for _, r := range req.Plugins {
+		roots[r] = true
+	}
+	res := ResolveResult{Plugins: make([]ResolvedPlugin, 0, len(closure)), Allowed: true, PolicyVersion: version}
+	p := s.caller(c)
+	for _, id := range closure {
+		d, ok := details[id]
+		if !ok {
+			if d, err = cat.Plugin(ctx, id); err != nil {
+				return err
+			}
+		}
+		dec, err := s.decide(ctx, eng, version, decisionInput(id, d, p), p)
+		if err != nil {
+			return err
+		}
+		if !dec.Allowed {
+			res.Allowed = false
+		}
+		deps := d.Dependencies
+		if deps == nil {
+			deps = []plugin.Dependency{}
+		}
+		res.Plugins = append(res.Plugins, ResolvedPlugin{ID: id.String(), Version: d.Version, Root: roots[id],
+			Dependencies: deps, Digest: d.Digest, Decision: dec})
+	}
+	return c.JSON(http.StatusOK, res)
+}
+
+type verifyRequest struct {
+	Plugin     *plugin.ID  `json:"plugin,omitempty"`
+	Digest     string      `json:"digest"`
+	Signatures []Signature `json:"signatures,omitempty"`
+}
+
+// VerifyResult is POST /v1/verify, shaped like `wharf verify --json`.
+type VerifyResult struct {
+	Target     string             `json:"target"`
+	Digest     string             `json:"digest"`
+	Expected   string             `json:"expected,omitempty"`
+	OK         bool               `json:"ok"`
+	Reasons    []string           `json:"reasons"`
+	Signatures []SignatureVerdict `json:"signatures"`
+}
+
+// validDigest checks the w1: form of FORMATS.md: w1: + base64 of a sha256.
+func validDigest(d string) bool {
+	rest, ok := strings.CutPrefix(d, "w1:")
+	if !ok {
+		return false
+	}
+	b, err := base64.StdEncoding.DecodeString(rest)
+	return err == nil && len(b) == 32
+}
+
+// verify gives a verdict on a digest: it must equal the digest the
+// marketplace publishes for the plugin (when a plugin is named and its entry
+// has one), and when signatures are given (or published) at least one must
+// be valid and from a trusted key, and none may be invalid.
+func (s *Server) verify(c echo.Context) error {
+	var req verifyRequest
+	if err := decodeBody(c, &req); err != nil {
+		return err
+	}
+	if !validDigest(req.Digest) {
+		return badField("digest", "digest %q is not a w1: content digest (w1: followed by base64 of a sha256); compute it with: wharf verify --json <dir>", req.Digest)
+	}
+	for i, sg := range req.Signatures {
+		if sg.KeyID == "" || sg.Sig == "" {
+			return badField("signatures["+strconv.Itoa(i)+"]", "each signature needs keyid and sig")
+		}
+	}
+	ctx := c.Request().Context()
+	res := VerifyResult{Target: req.Digest, Digest: req.Digest, Reasons: []string{}, Signatures: []SignatureVerdict{}}
+	sigs := req.Signatures
+	if req.Plugin != nil {
+		cat, err := s.catalog()
+		if err != nil {
+			return err
+		}
+		d, err := cat.Plugin(ctx, *req.Plugin)
+		if err != nil {
+			return err
+		}
+		res.Target = req.Plugin.String()
+		res.Expected = d.Digest
+		if len(sigs) == 0 {
+			sigs = d.Signatures
+		}
+	} else if len(sigs) == 0 {
+		return badField("plugin", "nothing to verify the digest against: name the plugin or send signatures")
+	}
+	res.OK = true
+	if res.Expected != "" && res.Expected != req.Digest {
+		res.OK = false
+		res.Reasons = append(res.Reasons, "digest does not match the one the marketplace publishes ("+res.Expected+")")
+	}
+	if res.Expected == "" && req.Plugin != nil && len(sigs) == 0 {
+		res.OK = false
+		res.Reasons = append(res.Reasons, "the marketplace publishes neither a digest nor signatures for "+res.Target)
+	}
+	if len(sigs) > 0 {
+		if s.deps.Verifier == nil {
+			return &APIError{Status: http.StatusServiceUnavailable, Code: CodeUnavailable, Message: "this server has no signature verifier configured"}
+		}
+		verdicts, err := s.deps.Verifier.VerifySignatures(ctx, req.Digest, sigs)
+		if err != nil {
+			return err
+		}
+		res.Signatures = verdicts
+		trusted := false
+		for _, v := range verdicts {
+			if !v.Valid {
+				res.OK = false
+				res.Reasons = append(res.Reasons, "signature by "+v.KeyID+" does not verify")
+			}
+			if v.Valid && v.Trusted {
+				trusted = true
+			}
+		}
+		if !trusted {
+			res.OK = false
+			res.Reasons = append(res.Reasons, "no valid signature from a trusted key")
+		}
+	}
+	return c.JSON(http.StatusOK, res)
+}

@@ -1,0 +1,171 @@
+package api
+
+import (
+	"context"
+	"encoding/json"
+	"log/slog"
+	"time"
+
+	"github.com/wharfhq/wharf/plugin"
+	"github.com/wharfhq/wharf/store"
+)
+
+// Catalog is the set of known marketplaces and their plugins, as the server
+// sees it. Implementations must be safe for concurrent use: handlers call
+// Search and Plugin from many goroutines while an admin updates a marketplace.
+// Errors that are the caller's fault are *plugin.Error values (TypeNotFound,
+// TypeConflict, TypeInvalidID, TypeSource...); their Type decides the status.
+type Catalog interface {
+	Marketplaces(ctx context.Context) ([]Marketplace, error)
+	// AddMarketplace registers and fetches a marketplace. Adding a name that
+	// exists is a TypeConflict error.
+	AddMarketplace(ctx context.Context, name string, source json.RawMessage) (Marketplace, error)
+	UpdateMarketplace(ctx context.Context, name string) (Marketplace, error)
+	RemoveMarketplace(ctx context.Context, name string) error
+	Search(ctx context.Context, q SearchQuery) ([]PluginSummary, error)
+	Plugin(ctx context.Context, id plugin.ID) (PluginDetail, error)
+}
+
+// Marketplace is one known marketplace (the fields of
+// `wharf marketplace list --json`, plus the plugin count).
+type Marketplace struct {
+	Name            string          `json:"name"`
+	Source          json.RawMessage `json:"source"`
+	InstallLocation string          `json:"installLocation,omitempty"`
+	LastUpdated     time.Time       `json:"lastUpdated"`
+	Plugins         int             `json:"plugins"`
+}
+
+// SearchQuery filters the catalog. Empty fields match everything.
+type SearchQuery struct {
+	Text        string
+	Marketplace string
+	Category    string
+	Limit       int
+}
+
+// PluginSummary is one search hit (the fields of `wharf search --json`).
+type PluginSummary struct {
+	ID          string   `json:"id"`
+	Name        string   `json:"name"`
+	Marketplace string   `json:"marketplace"`
+	Version     string   `json:"version,omitempty"`
+	Description string   `json:"description,omitempty"`
+	Category    string   `json:"category,omitempty"`
+	Tags        []string `json:"tags,omitempty"`
+}
+
+// PluginDetail is everything the server knows about one plugin entry.
+type PluginDetail struct {
+	PluginSummary
+	// Entry is the marketplace entry as published (hostile input, passed
+	// through as JSON).
+	Entry        json.RawMessage     `json:"entry,omitempty"`
+	Components   []Component         `json:"components"`
+	Dependencies []plugin.Dependency `json:"dependencies"`
+	Digest       string              `json:"digest,omitempty"`
+	Signatures   []Signature         `json:"signatures"`
+	// MarketplaceSource is the source object of the plugin's marketplace;
+	// policy decides over it (strictKnownMarketplaces, blockedMarketplaces).
+	MarketplaceSource json.RawMessage `json:"-"`
+}
+
+// Component is one command, skill, agent, hook, MCP/LSP server or output style.
+type Component struct {
+	Kind string `json:"kind"`
+	Name string `json:"name"`
+	Path string `json:"path,omitempty"`
+}
+
+// Signature is one signature over a w1: digest (FORMATS.md).
+type Signature struct {
+	KeyID string `json:"keyid"`
+	Sig   string `json:"sig"`
+}
+
+// PolicyLayer is one stored policy layer as the policy engine consumes it.
+type PolicyLayer struct {
+	Name     string
+	Settings json.RawMessage // a settings document (managed keys)
+	Modules  map[string]string
+}
+
+// PolicyCompiler builds a decision engine from the ordered layers (highest
+// authority first). It is called once per policy version; the result is
+// cached and shared by concurrent requests, so it must be safe for
+// concurrent use.
+type PolicyCompiler func(ctx context.Context, layers []PolicyLayer) (Decider, error)
+
+// Decider answers whether a plugin may be used.
+type Decider interface {
+	Decide(ctx context.Context, in DecisionInput) (Decision, error)
+}
+
+// DecisionInput is what the server knows when it asks for a decision.
+type DecisionInput struct {
+	Plugin            plugin.ID
+	MarketplaceSource json.RawMessage
+	Dependencies      []plugin.ID
+	Components        []Component
+	Role              string // the caller's role
+}
+
+// Decision is a policy verdict with the reasons that decided it.
+type Decision struct {
+	Allowed       bool     `json:"allowed"`
+	Forced        string   `json:"forced,omitempty"` // "on", "off" or ""
+	Reasons       []Reason `json:"reasons"`
+	Warnings      []string `json:"warnings"`
+	PolicyVersion string   `json:"policyVersion"`
+}
+
+// Reason names the layer and rule behind a decision.
+type Reason struct {
+	Layer   string `json:"layer"`
+	Rule    string `json:"rule"`
+	Message string `json:"message"`
+}
+
+// Verifier checks signatures over a content digest. Safe for concurrent use.
+type Verifier interface {
+	VerifySignatures(ctx context.Context, digest string, sigs []Signature) ([]SignatureVerdict, error)
+}
+
+// SignatureVerdict is the result for one signature (`wharf verify --json`).
+type SignatureVerdict struct {
+	KeyID   string `json:"keyid"`
+	Valid   bool   `json:"valid"`
+	Trusted bool   `json:"trusted"`
+	Error   string `json:"error,omitempty"`
+}
+
+// Resolver computes a dependency closure. lookup returns a plugin's declared
+// dependencies or a *plugin.Error (TypeNotFound) when it does not exist. The
+// result lists every plugin of the closure, dependencies before dependents.
+// Safe for concurrent use.
+type Resolver interface {
+	Closure(ctx context.Context, roots []plugin.ID, lookup func(plugin.ID) ([]plugin.Dependency, error)) ([]plugin.ID, error)
+}
+
+// Deps is everything a Server is built from. Store is required; a nil
+// Catalog, Policy, Verifier or Resolver makes the routes that need it answer
+// 503 with a message naming what is missing.
+type Deps struct {
+	Store    store.Store
+	Catalog  Catalog
+	Policy   PolicyCompiler
+	Verifier Verifier
+	Resolver Resolver
+	Logger   *slog.Logger
+
+	// BodyLimit bounds request bodies (default 1 MiB).
+	BodyLimit int64
+	// RequestTimeout bounds one request's handler (default 30s).
+	RequestTimeout time.Duration
+	// RateLimit is the sustained request rate per token (default 50/s);
+	// negative disables rate limiting. RateBurst defaults to 2×RateLimit.
+	RateLimit float64
+	RateBurst int
+	// Now is the clock (tests); default time.Now.
+	Now func() time.Time
+}

@@ -1,0 +1,14 @@
+// Package api is wharf's HTTP server: a versioned JSON API under /v1 for the
+// catalog of known marketplaces, dependency resolution, layered policy (with
+// a signed OPA bundle for agents that enforce policy offline), content
+// verification, an append-only audit log and bearer tokens with roles.
+//
+// The server keeps its own state (tokens, policy layers and their history,
+// audit, signing key) in a store.Store, so that replicas over a shared store
+// are interchangeable. Everything else is reached through the small consumer
+// interfaces in deps.go (Catalog, PolicyCompiler, Verifier, Resolver), which
+// are satisfied by the marketplace, policy, trust and resolver packages.
+//
+// Every route, its handler and the roles allowed to call it are written in
+// one table (routes.go); the authorization middleware reads only that table.
+package api

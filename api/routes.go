@@ -1,0 +1,108 @@
+package api
+
+import (
+	"net/http"
+
+	"github.com/labstack/echo/v4"
+)
+
+// Role is a token's role.
+type Role string
+
+// The roles. A token has exactly one.
+const (
+	RoleAdmin     Role = "admin"     // IT admin: policy, marketplaces, tokens, audit
+	RoleDeveloper Role = "developer" // browses the catalog, resolves, reads policy
+	RoleCI        Role = "ci"        // verifies digests and signatures
+	RoleAgent     Role = "agent"     // pulls the policy bundle, reads the catalog
+)
+
+// Roles lists every role, in a stable order.
+var Roles = []Role{RoleAdmin, RoleDeveloper, RoleCI, RoleAgent}
+
+// ValidRole reports whether r names a role.
+func ValidRole(r string) bool {
+	for _, x := range Roles {
+		if string(x) == r {
+			return true
+		}
+	}
+	return false
+}
+
+// RouteInfo is one row of the authorization matrix.
+type RouteInfo struct {
+	Method string
+	Path   string // echo form: /v1/plugins/:marketplace/:name
+	// Roles allowed to call the route; nil means public (no token needed).
+	Roles []Role
+}
+
+type route struct {
+	RouteInfo
+	handler echo.HandlerFunc
+}
+
+var (
+	all       = []Role{RoleAdmin, RoleDeveloper, RoleCI, RoleAgent}
+	adminOnly = []Role{RoleAdmin}
+	readers   = []Role{RoleAdmin, RoleDeveloper, RoleCI}
+)
+
+// routes is the authorization matrix and the router in one table: every
+// route, who may call it, and what answers. The auth middleware reads only
+// this table.
+func (s *Server) routes() []route {
+	r := func(method, path string, roles []Role, h echo.HandlerFunc) route {
+		return route{RouteInfo{Method: method, Path: path, Roles: roles}, h}
+	}
+	return []route{
+		r(http.MethodGet, "/healthz", nil, s.healthz),
+		r(http.MethodGet, "/readyz", nil, s.readyz),
+		r(http.MethodGet, "/metrics", adminOnly, s.metricsHandler),
+
+		r(http.MethodGet, "/v1/marketplaces", all, s.listMarketplaces),
+		r(http.MethodPost, "/v1/marketplaces", adminOnly, s.addMarketplace),
+		r(http.MethodPost, "/v1/marketplaces/:name/update", adminOnly, s.updateMarketplace),
+		r(http.MethodDelete, "/v1/marketplaces/:name", adminOnly, s.removeMarketplace),
+
+		r(http.MethodGet, "/v1/plugins", all, s.searchPlugins),
+		r(http.MethodGet, "/v1/plugins/:marketplace/:name", all, s.getPlugin),
+		r(http.MethodPost, "/v1/resolve", all, s.resolve),
+		r(http.MethodPost, "/v1/verify", all, s.verify),
+
+		r(http.MethodGet, "/v1/policy", all, s.getPolicy),
+		r(http.MethodGet, "/v1/policy/layers/:layer", readers, s.getLayer),
+		r(http.MethodPut, "/v1/policy/layers/:layer", adminOnly, s.putLayer),
+		r(http.MethodDelete, "/v1/policy/layers/:layer", adminOnly, s.deleteLayer),
+		r(http.MethodGet, "/v1/policy/history", adminOnly, s.policyHistory),
+		r(http.MethodGet, "/v1/policy/bundle", all, s.policyBundle),
+		r(http.MethodGet, "/v1/policy/bundle/key", all, s.bundleKey),
+
+		r(http.MethodGet, "/v1/audit", adminOnly, s.audit),
+
+		r(http.MethodGet, "/v1/tokens", adminOnly, s.listTokens),
+		r(http.MethodPost, "/v1/tokens", adminOnly, s.createToken),
+		r(http.MethodDelete, "/v1/tokens/:id", adminOnly, s.deleteToken),
+	}
+}
+
+// Routes returns the authorization matrix: every route and the roles that
+// may call it.
+func (s *Server) Routes() []RouteInfo {
+	rs := s.routes()
+	out := make([]RouteInfo, len(rs))
+	for i, r := range rs {
+		out[i] = r.RouteInfo
+	}
+	return out
+}
+
+func roleAllowed(roles []Role, r Role) bool {
+	for _, x := range roles {
+		if x == r {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,286 @@
+package api
+
+import (
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"sort"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/wharfhq/wharf/store"
+)
+
+type storeReader = store.Reader
+
+// Buckets and keys of the server's state.
+const (
+	bucketTokens     = "api-tokens"      // id → tokenRecord
+	bucketTokenIndex = "api-token-index" // hex sha256(secret) → id
+	bucketLayers     = "api-policy-layers"
+	bucketHistory    = "api-policy-history"
+	bucketAudit      = "api-audit"
+	bucketSettings   = "api-settings"
+
+	keySigningKey = "bundle-signing-key"
+	keyPolicyHead = "policy-head"
+)
+
+// Token is a token's stored record. The secret itself is never stored: only
+// its sha256.
+type Token struct {
+	ID        string    `json:"id"`
+	Role      Role      `json:"role"`
+	Hash      string    `json:"-"`
+	CreatedAt time.Time `json:"createdAt"`
+	CreatedBy string    `json:"createdBy"`
+	Note      string    `json:"note,omitempty"`
+}
+
+type tokenRecord struct {
+	ID        string    `json:"id"`
+	Role      Role      `json:"role"`
+	Hash      string    `json:"hash"`
+	CreatedAt time.Time `json:"createdAt"`
+	CreatedBy string    `json:"createdBy"`
+	Note      string    `json:"note,omitempty"`
+}
+
+func hashSecret(secret string) string {
+	sum := sha256.Sum256([]byte(secret))
+	return hex.EncodeToString(sum[:])
+}
+
+func newSecret() (string, error) {
+	var b [32]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return "", err
+	}
+	return "wharf_" + base64.RawURLEncoding.EncodeToString(b[:]), nil
+}
+
+func newTokenID() (string, error) {
+	var b [8]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return "", err
+	}
+	return "tok_" + hex.EncodeToString(b[:]), nil
+}
+
+// lookupToken returns the token for a secret, or nil when it is unknown.
+func (s *Server) lookupToken(secret string) (*tokenRecord, error) {
+	h := hashSecret(secret)
+	var rec *tokenRecord
+	err := s.deps.Store.View(func(r store.Reader) error {
+		id, err := r.Get(bucketTokenIndex, h)
+		if errors.Is(err, store.ErrNotFound) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		raw, err := r.Get(bucketTokens, string(id))
+		if errors.Is(err, store.ErrNotFound) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		var t tokenRecord
+		if err := json.Unmarshal(raw, &t); err != nil {
+			return fmt.Errorf("token %s: corrupt record: %w", id, err)
+		}
+		rec = &t
+		return nil
+	})
+	return rec, err
+}
+
+// putToken writes a token and its index entry in tx.
+func putToken(tx store.Tx, t tokenRecord) error {
+	raw, err := json.Marshal(t)
+	if err != nil {
+		return err
+	}
+	if err := tx.Put(bucketTokens, t.ID, raw); err != nil {
+		return err
+	}
+	return tx.Put(bucketTokenIndex, t.Hash, []byte(t.ID))
+}
+
+// EnsureAdminToken makes sure the store holds at least one admin token. When
+// none exists it creates one, from secret when it is non-empty (e.g.
+// WHARF_BOOTSTRAP_TOKEN) or else a random one, and returns the secret with
+// created=true; the caller shows it once. When an admin token exists it
+// returns created=false and never reveals anything.
+func EnsureAdminToken(st store.Store, secret string, now time.Time) (string, bool, error) {
+	if secret != "" && len(secret) < 16 {
+		return "", false, fmt.Errorf("api: bootstrap token is %d characters; use at least 16 (e.g. openssl rand -hex 32)", len(secret))
+	}
+	created := false
+	err := st.Update(func(tx store.Tx) error {
+		kvs, err := tx.List(bucketTokens, "")
+		if err != nil {
+			return err
+		}
+		for _, kv := range kvs {
+			var t tokenRecord
+			if json.Unmarshal(kv.Value, &t) == nil && t.Role == RoleAdmin {
+				return nil
+			}
+		}
+		if secret == "" {
+			if secret, err = newSecret(); err != nil {
+				return err
+			}
+		}
+		id, err := newTokenID()
+		if err != nil {
+			return err
+		}
+		created = true
+		rec := tokenRecord{ID: id, Role: RoleAdmin, Hash: hashSecret(secret), CreatedAt: now.UTC(), CreatedBy: "bootstrap", Note: "created on first start"}
+		if err := putToken(tx, rec); err != nil {
+			return err
+		}
+		return appendAudit(tx, AuditEntry{Time: now.UTC(), Action: ActionTokenCreate, Actor: "bootstrap", Object: id,
+			Detail: map[string]any{"role": RoleAdmin}})
+	})
+	if err != nil || !created {
+		return "", false, err
+	}
+	return secret, true, nil
+}
+
+type createTokenRequest struct {
+	Role string `json:"role"`
+	Note string `json:"note,omitempty"`
+}
+
+type createTokenResponse struct {
+	Token
+	// Secret is shown only in this response.
+	Secret string `json:"token"`
+}
+
+func (s *Server) createToken(c echo.Context) error {
+	var req createTokenRequest
+	if err := decodeBody(c, &req); err != nil {
+		return err
+	}
+	if !ValidRole(req.Role) {
+		return badField("role", "role %q is not one of: %s", req.Role, joinRoles(Roles))
+	}
+	if len(req.Note) > 200 {
+		return badField("note", "note is %d bytes; the limit is 200", len(req.Note))
+	}
+	secret, err := newSecret()
+	if err != nil {
+		return err
+	}
+	id, err := newTokenID()
+	if err != nil {
+		return err
+	}
+	p := s.caller(c)
+	rec := tokenRecord{ID: id, Role: Role(req.Role), Hash: hashSecret(secret), CreatedAt: s.now().UTC(), CreatedBy: p.TokenID, Note: req.Note}
+	err = s.deps.Store.Update(func(tx store.Tx) error {
+		if err := putToken(tx, rec); err != nil {
+			return err
+		}
+		return appendAudit(tx, AuditEntry{Time: rec.CreatedAt, Action: ActionTokenCreate, Actor: p.TokenID, Role: p.Role,
+			Object: id, Detail: map[string]any{"role": req.Role}})
+	})
+	if err != nil {
+		return err
+	}
+	c.Response().Header().Set("Cache-Control", "no-store")
+	return c.JSON(http.StatusCreated, createTokenResponse{Token: rec.public(), Secret: secret})
+}
+
+func (t tokenRecord) public() Token {
+	return Token{ID: t.ID, Role: t.Role, CreatedAt: t.CreatedAt, CreatedBy: t.CreatedBy, Note: t.Note}
+}
+
+func (s *Server) listTokens(c echo.Context) error {
+	var out []Token
+	err := s.deps.Store.View(func(r store.Reader) error {
+		kvs, err := r.List(bucketTokens, "")
+		if err != nil {
+			return err
+		}
+		for _, kv := range kvs {
+			var t tokenRecord
+			if err := json.Unmarshal(kv.Value, &t); err != nil {
+				return fmt.Errorf("token %s: corrupt record: %w", kv.Key, err)
+			}
+			out = append(out, t.public())
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].CreatedAt.Before(out[j].CreatedAt) })
+	if out == nil {
+		out = []Token{}
+	}
+	return c.JSON(http.StatusOK, out)
+}
+
+func (s *Server) deleteToken(c echo.Context) error {
+	id := c.Param("id")
+	p := s.caller(c)
+	err := s.deps.Store.Update(func(tx store.Tx) error {
+		raw, err := tx.Get(bucketTokens, id)
+		if errors.Is(err, store.ErrNotFound) {
+			return apiErr(http.StatusNotFound, CodeNotFound, "id", "no token %q; list tokens with GET /v1/tokens", id)
+		}
+		if err != nil {
+			return err
+		}
+		var t tokenRecord
+		if err := json.Unmarshal(raw, &t); err != nil {
+			return fmt.Errorf("token %s: corrupt record: %w", id, err)
+		}
+		if t.Role == RoleAdmin {
+			// Never lock everyone out: the last admin token stays.
+			kvs, err := tx.List(bucketTokens, "")
+			if err != nil {
+				return err
+			}
+			admins := 0
+			for _, kv := range kvs {
+				var o tokenRecord
+				if json.Unmarshal(kv.Value, &o) == nil && o.Role == RoleAdmin {
+					admins++
+				}
+			}
+			if admins <= 1 {
+				return apiErr(http.StatusConflict, CodeConflict, "id",
+					"token %s is the last admin token; create another admin token first", id)
+			}
+		}
+		if err := tx.Delete(bucketTokens, id); err != nil {
+			return err
+		}
+		if err := tx.Delete(bucketTokenIndex, t.Hash); err != nil {
+			return err
+		}
+		return appendAudit(tx, AuditEntry{Time: s.now().UTC(), Action: ActionTokenDelete, Actor: p.TokenID, Role: p.Role,
+			Object: id, Detail: map[string]any{"role": t.Role}})
+	})
+	if err != nil {
+		return err
+	}
+	s.limMu.Lock()
+	delete(s.limiters, id)
+	s.limMu.Unlock()
+	return c.NoContent(http.StatusNoContent)
+}
