@@ -104,4 +104,3 @@ func lineCol(body []byte, off int64) (int, int) {
 	}
 	return line, col
 }
-

@@ -163,4 +163,3 @@ func (s *Server) errorHandler(err error, c echo.Context) {
 		s.log.Debug("write error response", "err", werr)
 	}
 }
-

@@ -23,8 +23,8 @@ import (
 
 // Limits on policy documents (they are distributed to every agent).
 const (
-	maxLayers       = 64
-	maxModules      = 64
+	maxLayers        = 64
+	maxModules       = 64
 	defaultLayerRank = 100
 )
 
