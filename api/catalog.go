@@ -2,16 +2,19 @@ package api
 
 import (
 	"bytes"
-	"encoding/base64"
+	"context"
 	"encoding/json"
+	"errors"
 	"net/http"
+	"slices"
 	"strconv"
-	"strings"
 
 	"github.com/labstack/echo/v4"
 
 	"github.com/wharfhq/wharf/plugin"
+	"github.com/wharfhq/wharf/resolver"
 	"github.com/wharfhq/wharf/store"
+	"github.com/wharfhq/wharf/trust"
 )
 
 func (s *Server) catalog() (Catalog, error) {
@@ -210,28 +213,72 @@ type resolveRequest struct {
 type ResolvedPlugin struct {
 	ID           string              `json:"id"`
 	Version      string              `json:"version,omitempty"`
-	Root         bool                `json:"root"`
+	Role         string              `json:"role"` // root or dependency
+	RequiredBy   string              `json:"requiredBy,omitempty"`
 	Dependencies []plugin.Dependency `json:"dependencies"`
 	Digest       string              `json:"digest,omitempty"`
 	Decision     Decision            `json:"decision"`
 }
 
-// ResolveResult is POST /v1/resolve: the closure, dependencies first.
+// ResolveResult is POST /v1/resolve: the closure of every requested plugin,
+// dependencies first, each plugin once.
 type ResolveResult struct {
 	Plugins       []ResolvedPlugin `json:"plugins"`
 	Allowed       bool             `json:"allowed"` // every member allowed
 	PolicyVersion string           `json:"policyVersion"`
+	Warnings      []string         `json:"warnings"`
 }
 
 const maxResolveRoots = 256
+
+// resolverCatalog adapts the Catalog to the resolver's read-only view. The
+// resolver cannot return lookup errors, so the first error that is not
+// "not found" is kept and returned instead of the resolver's verdict.
+type resolverCatalog struct {
+	ctx     context.Context
+	cat     Catalog
+	mkts    map[string]Marketplace
+	details map[plugin.ID]PluginDetail
+	err     error
+}
+
+func (rc *resolverCatalog) Lookup(id plugin.ID) (resolver.Node, bool) {
+	if d, ok := rc.details[id]; ok {
+		return resolver.Node{Dependencies: d.Dependencies}, true
+	}
+	if rc.err != nil {
+		return resolver.Node{}, false
+	}
+	d, err := rc.cat.Plugin(rc.ctx, id)
+	if err != nil {
+		var pe *plugin.Error
+		if !errors.As(err, &pe) || pe.Type != plugin.TypeNotFound {
+			rc.err = err
+		}
+		return resolver.Node{}, false
+	}
+	rc.details[id] = d
+	return resolver.Node{Dependencies: d.Dependencies}, true
+}
+
+func (rc *resolverCatalog) KnownMarketplace(name string) bool {
+	_, ok := rc.mkts[name]
+	return ok
+}
+
+func (rc *resolverCatalog) AllowsCross(from, to string) bool {
+	for _, m := range rc.mkts[from].AllowCrossMarketplaceDependenciesOn {
+		if m == to {
+			return true
+		}
+	}
+	return false
+}
 
 func (s *Server) resolve(c echo.Context) error {
 	cat, err := s.catalog()
 	if err != nil {
 		return err
-	}
-	if s.deps.Resolver == nil {
-		return &APIError{Status: http.StatusServiceUnavailable, Code: CodeUnavailable, Message: "this server has no dependency resolver configured"}
 	}
 	var req resolveRequest
 	if err := decodeBody(c, &req); err != nil {
@@ -244,43 +291,51 @@ func (s *Server) resolve(c echo.Context) error {
 		return badField("plugins", "%d plugins; the limit is %d per request", len(req.Plugins), maxResolveRoots)
 	}
 	ctx := c.Request().Context()
-	details := map[plugin.ID]PluginDetail{}
-	lookup := func(id plugin.ID) ([]plugin.Dependency, error) {
-		if d, ok := details[id]; ok {
-			return d.Dependencies, nil
-		}
-		if err := ctx.Err(); err != nil {
-			return nil, err
-		}
-		d, err := cat.Plugin(ctx, id)
-		if err != nil {
-			return nil, err
-		}
-		details[id] = d
-		return d.Dependencies, nil
-	}
-	closure, err := s.deps.Resolver.Closure(ctx, req.Plugins, lookup)
+	ms, err := cat.Marketplaces(ctx)
 	if err != nil {
 		return err
+	}
+	rc := &resolverCatalog{ctx: ctx, cat: cat, mkts: map[string]Marketplace{}, details: map[plugin.ID]PluginDetail{}}
+	for _, m := range ms {
+		rc.mkts[m.Name] = m
+	}
+	res := ResolveResult{Plugins: []ResolvedPlugin{}, Allowed: true, Warnings: []string{}}
+	r := resolver.New(rc, nil, nil)
+	seen := map[plugin.ID]int{}
+	var order []resolver.Step
+	for _, root := range req.Plugins {
+		plan, err := r.Closure(root)
+		if rc.err != nil {
+			return rc.err
+		}
+		if err != nil {
+			return err
+		}
+		for _, w := range plan.Warnings {
+			if !slices.Contains(res.Warnings, w) {
+				res.Warnings = append(res.Warnings, w)
+			}
+		}
+		for _, st := range plan.Steps {
+			if i, ok := seen[st.ID]; ok {
+				if st.Role == resolver.RoleRoot {
+					order[i].Role = resolver.RoleRoot
+				}
+				continue
+			}
+			seen[st.ID] = len(order)
+			order = append(order, st)
+		}
 	}
 	eng, version, err := s.decider(ctx)
 	if err != nil {
 		return err
 	}
-	roots := map[plugin.ID]bool{}
-	for _, r := range req.Plugins {
-		roots[r] = true
-	}
-	res := ResolveResult{Plugins: make([]ResolvedPlugin, 0, len(closure)), Allowed: true, PolicyVersion: version}
+	res.PolicyVersion = version
 	p := s.caller(c)
-	for _, id := range closure {
-		d, ok := details[id]
-		if !ok {
-			if d, err = cat.Plugin(ctx, id); err != nil {
-				return err
-			}
-		}
-		dec, err := s.decide(ctx, eng, version, decisionInput(id, d, p), p)
+	for _, st := range order {
+		d := rc.details[st.ID]
+		dec, err := s.decide(ctx, eng, version, decisionInput(st.ID, d, p), p)
 		if err != nil {
 			return err
 		}
@@ -291,8 +346,15 @@ func (s *Server) resolve(c echo.Context) error {
 		if deps == nil {
 			deps = []plugin.Dependency{}
 		}
-		res.Plugins = append(res.Plugins, ResolvedPlugin{ID: id.String(), Version: d.Version, Root: roots[id],
-			Dependencies: deps, Digest: d.Digest, Decision: dec})
+		rp := ResolvedPlugin{ID: st.ID.String(), Version: d.Version, Role: "dependency",
+			Dependencies: deps, Digest: d.Digest, Decision: dec}
+		if st.Role == resolver.RoleRoot {
+			rp.Role = "root"
+		}
+		if !st.RequiredBy.IsZero() && st.Role != resolver.RoleRoot {
+			rp.RequiredBy = st.RequiredBy.String()
+		}
+		res.Plugins = append(res.Plugins, rp)
 	}
 	return c.JSON(http.StatusOK, res)
 }
@@ -313,16 +375,6 @@ type VerifyResult struct {
 	Signatures []SignatureVerdict `json:"signatures"`
 }
 
-// validDigest checks the w1: form of FORMATS.md: w1: + base64 of a sha256.
-func validDigest(d string) bool {
-	rest, ok := strings.CutPrefix(d, "w1:")
-	if !ok {
-		return false
-	}
-	b, err := base64.StdEncoding.DecodeString(rest)
-	return err == nil && len(b) == 32
-}
-
 // verify gives a verdict on a digest: it must equal the digest the
 // marketplace publishes for the plugin (when a plugin is named and its entry
 // has one), and when signatures are given (or published) at least one must
@@ -332,7 +384,7 @@ func (s *Server) verify(c echo.Context) error {
 	if err := decodeBody(c, &req); err != nil {
 		return err
 	}
-	if !validDigest(req.Digest) {
+	if !trust.ValidDigest(req.Digest) {
 		return badField("digest", "digest %q is not a w1: content digest (w1: followed by base64 of a sha256); compute it with: wharf verify --json <dir>", req.Digest)
 	}
 	for i, sg := range req.Signatures {

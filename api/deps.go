@@ -34,6 +34,9 @@ type Marketplace struct {
 	InstallLocation string          `json:"installLocation,omitempty"`
 	LastUpdated     time.Time       `json:"lastUpdated"`
 	Plugins         int             `json:"plugins"`
+	// AllowCrossMarketplaceDependenciesOn lists the marketplaces this one's
+	// plugins may depend on.
+	AllowCrossMarketplaceDependenciesOn []string `json:"allowCrossMarketplaceDependenciesOn,omitempty"`
 }
 
 // SearchQuery filters the catalog. Empty fields match everything.
@@ -139,23 +142,14 @@ type SignatureVerdict struct {
 	Error   string `json:"error,omitempty"`
 }
 
-// Resolver computes a dependency closure. lookup returns a plugin's declared
-// dependencies or a *plugin.Error (TypeNotFound) when it does not exist. The
-// result lists every plugin of the closure, dependencies before dependents.
-// Safe for concurrent use.
-type Resolver interface {
-	Closure(ctx context.Context, roots []plugin.ID, lookup func(plugin.ID) ([]plugin.Dependency, error)) ([]plugin.ID, error)
-}
-
 // Deps is everything a Server is built from. Store is required; a nil
-// Catalog, Policy, Verifier or Resolver makes the routes that need it answer
+// Catalog, Policy or Verifier makes the routes that need it answer
 // 503 with a message naming what is missing.
 type Deps struct {
 	Store    store.Store
 	Catalog  Catalog
 	Policy   PolicyCompiler
 	Verifier Verifier
-	Resolver Resolver
 	Logger   *slog.Logger
 
 	// BodyLimit bounds request bodies (default 1 MiB).

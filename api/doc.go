@@ -6,8 +6,9 @@
 // The server keeps its own state (tokens, policy layers and their history,
 // audit, signing key) in a store.Store, so that replicas over a shared store
 // are interchangeable. Everything else is reached through the small consumer
-// interfaces in deps.go (Catalog, PolicyCompiler, Verifier, Resolver), which
-// are satisfied by the marketplace, policy, trust and resolver packages.
+// interfaces in deps.go (Catalog, PolicyCompiler, Verifier), which adapters
+// satisfy with the marketplace, policy and trust packages; closures come
+// from the resolver package.
 //
 // Every route, its handler and the roles allowed to call it are written in
 // one table (routes.go); the authorization middleware reads only that table.

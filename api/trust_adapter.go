@@ -1,0 +1,27 @@
+package api
+
+import (
+	"context"
+
+	"github.com/wharfhq/wharf/trust"
+)
+
+// TrustVerifier checks signatures with package trust against a keyring of
+// trusted public keys. It is immutable and safe for concurrent use.
+type TrustVerifier struct {
+	Keyring trust.Keyring
+}
+
+// VerifySignatures implements Verifier.
+func (v TrustVerifier) VerifySignatures(_ context.Context, digest string, sigs []Signature) ([]SignatureVerdict, error) {
+	ts := make([]trust.Signature, len(sigs))
+	for i, s := range sigs {
+		ts[i] = trust.Signature{KeyID: s.KeyID, Sig: s.Sig}
+	}
+	rs := trust.Verify(ts, digest, v.Keyring)
+	out := make([]SignatureVerdict, len(rs))
+	for i, r := range rs {
+		out[i] = SignatureVerdict{KeyID: r.KeyID, Valid: r.Valid, Trusted: r.Trusted, Error: r.Reason}
+	}
+	return out, nil
+}
