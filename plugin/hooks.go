@@ -1,0 +1,229 @@
+package plugin
+
+import (
+	"encoding/json"
+	"regexp"
+)
+
+// HookEvent names when a hook runs.
+type HookEvent string
+
+// The hook events of Claude Code plugins.
+const (
+	PreToolUse       HookEvent = "PreToolUse"
+	PostToolUse      HookEvent = "PostToolUse"
+	UserPromptSubmit HookEvent = "UserPromptSubmit"
+	Stop             HookEvent = "Stop"
+	SubagentStop     HookEvent = "SubagentStop"
+	SessionStart     HookEvent = "SessionStart"
+	SessionEnd       HookEvent = "SessionEnd"
+	Notification     HookEvent = "Notification"
+	PreCompact       HookEvent = "PreCompact"
+)
+
+// HookEvents lists the known events in a stable order.
+var HookEvents = []HookEvent{PreToolUse, PostToolUse, UserPromptSubmit, Stop, SubagentStop, SessionStart, SessionEnd, Notification, PreCompact}
+
+// IsKnown reports whether e is one of HookEvents.
+func (e HookEvent) IsKnown() bool {
+	for _, k := range HookEvents {
+		if e == k {
+			return true
+		}
+	}
+	return false
+}
+
+// HooksConfig is a hooks file ({"hooks": {event: [...]}}) or the inline
+// "hooks" object of a manifest ({event: [...]}).
+type HooksConfig struct {
+	Description string                      `json:"description,omitempty"`
+	Hooks       map[HookEvent][]HookMatcher `json:"hooks"`
+}
+
+// HookMatcher selects tool calls by a regular expression over the tool name
+// (empty matches every call) and lists the hooks to run.
+type HookMatcher struct {
+	Matcher string `json:"matcher,omitempty"`
+	Hooks   []Hook `json:"hooks"`
+}
+
+// Hook is one hook action. Type is "command" (run Command) or "prompt"
+// (ask a model with Prompt). Timeout is in seconds; 0 means the default.
+// Keys Claude Code defines beyond these (if, async, asyncRewake, ...) are
+// kept in Extra.
+type Hook struct {
+	Type    string                     `json:"type"`
+	Command string                     `json:"command,omitempty"`
+	Prompt  string                     `json:"prompt,omitempty"`
+	Timeout int                        `json:"timeout,omitempty"`
+	Extra   map[string]json.RawMessage `json:"-"`
+}
+
+// hookExtraKeys are hook keys Claude Code defines that wharf passes through.
+var hookExtraKeys = map[string]bool{"if": true, "async": true, "asyncRewake": true, "rewakeMessage": true,
+	"rewakeSummary": true, "statusMessage": true, "model": true, "once": true}
+
+// ParseHooks parses a hooks.json file, or a manifest's inline hooks object.
+// Errors are *Error{Type: TypeManifestParse} wrapping *SyntaxError,
+// *FieldError or *SizeError.
+func ParseHooks(data []byte, file string) (*HooksConfig, []Diagnostic, error) {
+	if int64(len(data)) > MaxManifestSize {
+		return nil, nil, parseErrorFor(file, &SizeError{File: file, Size: int64(len(data)), Limit: MaxManifestSize})
+	}
+	n, err := parseJSON(data, file)
+	if err != nil {
+		return nil, nil, parseErrorFor(file, err)
+	}
+	d := newDecoder(file, data)
+	h := d.hooksFile(n)
+	if fe := firstError(d.diags); fe != nil {
+		return nil, d.diags, parseErrorFor(file, fe)
+	}
+	return h, d.diags, nil
+}
+
+// hooksFile decodes either form: with a top-level "hooks" object it is the
+// file form, otherwise every key is an event.
+func (d *decoder) hooksFile(n *node) *HooksConfig {
+	h := &HooksConfig{Hooks: map[HookEvent][]HookMatcher{}}
+	if !d.object(n, "") {
+		return h
+	}
+	if inner := n.get("hooks"); inner != nil {
+		for _, m := range n.members {
+			switch m.key {
+			case "hooks":
+				d.hookEvents(m.val, "hooks", h)
+			case "description":
+				h.Description = d.str(m.val, "description")
+			default:
+				d.unknown(m, "")
+			}
+		}
+		return h
+	}
+	d.hookEvents(n, "", h)
+	return h
+}
+
+// hooksInline checks a manifest's inline hooks value.
+func (d *decoder) hooksInline(n *node, f string) {
+	h := &HooksConfig{Hooks: map[HookEvent][]HookMatcher{}}
+	if inner := n.get("hooks"); inner != nil && inner.kind == kindObject {
+		d.hookEvents(inner, key(f, "hooks"), h)
+		return
+	}
+	d.hookEvents(n, f, h)
+}
+
+func (d *decoder) hookEvents(n *node, f string, h *HooksConfig) {
+	if !d.object(n, f) {
+		return
+	}
+	for _, m := range n.members {
+		ef := key(f, m.key)
+		ev := HookEvent(m.key)
+		if !ev.IsKnown() {
+			d.warnf(&node{off: m.keyOff}, ef, "unknown hook event %q (kept; wharf never fires it)", m.key)
+		}
+		if m.val.kind != kindArray {
+			d.typeError(m.val, ef, "array of {matcher?, hooks}")
+			continue
+		}
+		for i, e := range m.val.elems {
+			mf := index(ef, i)
+			if hm, ok := d.hookMatcher(e, mf); ok {
+				h.Hooks[ev] = append(h.Hooks[ev], hm)
+			}
+		}
+	}
+}
+
+func (d *decoder) hookMatcher(n *node, f string) (HookMatcher, bool) {
+	var hm HookMatcher
+	if !d.object(n, f) {
+		return hm, false
+	}
+	for _, m := range n.members {
+		mf := key(f, m.key)
+		switch m.key {
+		case "matcher":
+			hm.Matcher = d.str(m.val, mf)
+			if m.val.kind == kindString {
+				if _, err := regexp.Compile(hm.Matcher); err != nil {
+					d.errorf(m.val, mf, "invalid regular expression: %v", err)
+				}
+			}
+		case "hooks":
+			if m.val.kind != kindArray {
+				d.typeError(m.val, mf, "array of hooks")
+				continue
+			}
+			hm.Hooks = make([]Hook, 0, len(m.val.elems))
+			for i, e := range m.val.elems {
+				if hk, ok := d.hook(e, index(mf, i)); ok {
+					hm.Hooks = append(hm.Hooks, hk)
+				}
+			}
+		default:
+			d.unknown(m, f)
+		}
+	}
+	if n.get("hooks") == nil {
+		d.errorf(n, key(f, "hooks"), "required field is missing")
+	}
+	return hm, true
+}
+
+func (d *decoder) hook(n *node, f string) (Hook, bool) {
+	var hk Hook
+	if !d.object(n, f) {
+		return hk, false
+	}
+	for _, m := range n.members {
+		mf := key(f, m.key)
+		switch m.key {
+		case "type":
+			hk.Type = d.str(m.val, mf)
+		case "command":
+			hk.Command = d.str(m.val, mf)
+		case "prompt":
+			hk.Prompt = d.str(m.val, mf)
+		case "timeout":
+			if m.val.kind != kindNumber {
+				d.typeError(m.val, mf, "number of seconds")
+				continue
+			}
+			var t float64
+			if err := json.Unmarshal([]byte(m.val.str), &t); err != nil || t <= 0 || t > 86400 || t != float64(int(t)) {
+				d.errorf(m.val, mf, "timeout %s must be a whole number of seconds between 1 and 86400", m.val.str)
+				continue
+			}
+			hk.Timeout = int(t)
+		default:
+			if !hookExtraKeys[m.key] {
+				d.unknown(m, f)
+			}
+			if hk.Extra == nil {
+				hk.Extra = map[string]json.RawMessage{}
+			}
+			hk.Extra[m.key] = d.raw(m.val)
+		}
+	}
+	switch hk.Type {
+	case "command":
+		if hk.Command == "" {
+			d.errorf(n, key(f, "command"), "required for a command hook")
+		}
+	case "prompt", "agent":
+		if hk.Prompt == "" {
+			d.errorf(n, key(f, "prompt"), "required for a %s hook", hk.Type)
+		}
+	case "":
+		d.errorf(n, key(f, "type"), "required: command or prompt")
+	default:
+		d.warnf(n.get("type"), key(f, "type"), "unknown hook type %q (kept; wharf does not run it)", hk.Type)
+	}
+	return hk, true
+}

@@ -1,0 +1,250 @@
+package plugin
+
+import (
+	"encoding/json"
+	"sort"
+)
+
+// MCPConfig is a .mcp.json file: {"mcpServers": {name: server}} or, as many
+// plugins write it, the bare map {name: server}.
+type MCPConfig struct {
+	Servers map[string]MCPServer `json:"mcpServers"`
+}
+
+// Names returns the server names in sorted order.
+func (c *MCPConfig) Names() []string { return sortedKeys(c.Servers) }
+
+// MCPServer is one MCP server: a local process (Type "" or "stdio" with
+// Command) or a remote endpoint (Type "http", "sse" or "ws" with URL).
+type MCPServer struct {
+	Type    string                     `json:"type,omitempty"`
+	Command string                     `json:"command,omitempty"`
+	Args    []string                   `json:"args,omitempty"`
+	Env     map[string]string          `json:"env,omitempty"`
+	Cwd     string                     `json:"cwd,omitempty"`
+	URL     string                     `json:"url,omitempty"`
+	Headers map[string]string          `json:"headers,omitempty"`
+	Extra   map[string]json.RawMessage `json:"-"`
+}
+
+// IsRemote reports whether the server is reached over the network.
+func (s MCPServer) IsRemote() bool { return s.Type == "http" || s.Type == "sse" || s.Type == "ws" }
+
+// LSPConfig is a .lsp.json file: {"lspServers": {name: server}} or the bare
+// map {name: server}.
+type LSPConfig struct {
+	Servers map[string]LSPServer `json:"lspServers"`
+}
+
+// Names returns the server names in sorted order.
+func (c *LSPConfig) Names() []string { return sortedKeys(c.Servers) }
+
+// LSPServer is one language server process.
+type LSPServer struct {
+	Command               string                     `json:"command"`
+	Args                  []string                   `json:"args,omitempty"`
+	Env                   map[string]string          `json:"env,omitempty"`
+	Transport             string                     `json:"transport,omitempty"` // stdio (default) or socket
+	ExtensionToLanguage   map[string]string          `json:"extensionToLanguage,omitempty"`
+	InitializationOptions json.RawMessage            `json:"initializationOptions,omitempty"`
+	Settings              json.RawMessage            `json:"settings,omitempty"`
+	Extra                 map[string]json.RawMessage `json:"-"`
+}
+
+// ParseMCPServers parses a .mcp.json file or a manifest's inline mcpServers
+// object. Errors are *Error{Type: TypeManifestParse} wrapping *SyntaxError,
+// *FieldError or *SizeError.
+func ParseMCPServers(data []byte, file string) (*MCPConfig, []Diagnostic, error) {
+	if int64(len(data)) > MaxManifestSize {
+		return nil, nil, parseErrorFor(file, &SizeError{File: file, Size: int64(len(data)), Limit: MaxManifestSize})
+	}
+	n, err := parseJSON(data, file)
+	if err != nil {
+		return nil, nil, parseErrorFor(file, err)
+	}
+	d := newDecoder(file, data)
+	c := d.mcpFile(n, "")
+	if fe := firstError(d.diags); fe != nil {
+		return nil, d.diags, parseErrorFor(file, fe)
+	}
+	return c, d.diags, nil
+}
+
+// ParseLSPServers parses a .lsp.json file or a manifest's inline lspServers
+// object, with the same errors as ParseMCPServers.
+func ParseLSPServers(data []byte, file string) (*LSPConfig, []Diagnostic, error) {
+	if int64(len(data)) > MaxManifestSize {
+		return nil, nil, parseErrorFor(file, &SizeError{File: file, Size: int64(len(data)), Limit: MaxManifestSize})
+	}
+	n, err := parseJSON(data, file)
+	if err != nil {
+		return nil, nil, parseErrorFor(file, err)
+	}
+	d := newDecoder(file, data)
+	c := d.lspFile(n, "")
+	if fe := firstError(d.diags); fe != nil {
+		return nil, d.diags, parseErrorFor(file, fe)
+	}
+	return c, d.diags, nil
+}
+
+func (d *decoder) mcpInline(n *node, f string) { d.mcpFile(n, f) }
+func (d *decoder) lspInline(n *node, f string) { d.lspFile(n, f) }
+
+// serverMap returns the object holding the servers: the value of wrapKey
+// when present, else n itself (the bare form).
+func (d *decoder) serverMap(n *node, f, wrapKey string) (*node, string) {
+	if !d.object(n, f) {
+		return nil, f
+	}
+	if inner := n.get(wrapKey); inner != nil {
+		for _, m := range n.members {
+			if m.key != wrapKey {
+				d.unknown(m, f)
+			}
+		}
+		wf := key(f, wrapKey)
+		if !d.object(inner, wf) {
+			return nil, wf
+		}
+		return inner, wf
+	}
+	return n, f
+}
+
+func (d *decoder) mcpFile(n *node, f string) *MCPConfig {
+	c := &MCPConfig{Servers: map[string]MCPServer{}}
+	servers, sf := d.serverMap(n, f, "mcpServers")
+	if servers == nil {
+		return c
+	}
+	for _, m := range servers.members {
+		mf := key(sf, m.key)
+		if err := ValidateName(m.key); err != nil {
+			d.errorf(&node{off: m.keyOff}, mf, "server name: %v", err)
+			continue
+		}
+		if !d.object(m.val, mf) {
+			continue
+		}
+		var s MCPServer
+		for _, k := range m.val.members {
+			kf := key(mf, k.key)
+			switch k.key {
+			case "type":
+				s.Type = d.str(k.val, kf)
+			case "command":
+				s.Command = d.str(k.val, kf)
+			case "args":
+				s.Args = d.strList(k.val, kf, false)
+			case "env":
+				s.Env = d.strMap(k.val, kf)
+			case "cwd":
+				s.Cwd = d.str(k.val, kf)
+			case "url":
+				s.URL = d.str(k.val, kf)
+			case "headers":
+				s.Headers = d.strMap(k.val, kf)
+			default:
+				d.unknown(k, mf)
+				if s.Extra == nil {
+					s.Extra = map[string]json.RawMessage{}
+				}
+				s.Extra[k.key] = d.raw(k.val)
+			}
+		}
+		switch s.Type {
+		case "", "stdio":
+			if s.Command == "" {
+				d.errorf(m.val, key(mf, "command"), "required for a stdio server")
+			}
+		case "http", "sse", "ws":
+			if s.URL == "" {
+				d.errorf(m.val, key(mf, "url"), "required for a %s server", s.Type)
+			} else if msg, warn := checkRemoteURL(s.URL); msg != "" {
+				if warn {
+					d.warnf(m.val.get("url"), key(mf, "url"), "%s", msg)
+				} else {
+					d.errorf(m.val.get("url"), key(mf, "url"), "%s", msg)
+				}
+			}
+		default:
+			d.errorf(m.val.get("type"), key(mf, "type"), "unknown server type %q; expected stdio, http, sse or ws", s.Type)
+		}
+		c.Servers[m.key] = s
+	}
+	return c
+}
+
+// checkRemoteURL accepts https:// and wss://; http:// and ws:// with a
+// warning (a local server is common in development).
+func checkRemoteURL(s string) (string, bool) {
+	if len(s) >= 6 && (s[:6] == "wss://") {
+		return "", false
+	}
+	if len(s) >= 5 && s[:5] == "ws://" {
+		return s + " is not encrypted", true
+	}
+	return checkHTTPURL(s)
+}
+
+func (d *decoder) lspFile(n *node, f string) *LSPConfig {
+	c := &LSPConfig{Servers: map[string]LSPServer{}}
+	servers, sf := d.serverMap(n, f, "lspServers")
+	if servers == nil {
+		return c
+	}
+	for _, m := range servers.members {
+		mf := key(sf, m.key)
+		if err := ValidateName(m.key); err != nil {
+			d.errorf(&node{off: m.keyOff}, mf, "server name: %v", err)
+			continue
+		}
+		if !d.object(m.val, mf) {
+			continue
+		}
+		var s LSPServer
+		for _, k := range m.val.members {
+			kf := key(mf, k.key)
+			switch k.key {
+			case "command":
+				s.Command = d.str(k.val, kf)
+			case "args":
+				s.Args = d.strList(k.val, kf, false)
+			case "env":
+				s.Env = d.strMap(k.val, kf)
+			case "transport":
+				s.Transport = d.str(k.val, kf)
+				if s.Transport != "" && s.Transport != "stdio" && s.Transport != "socket" {
+					d.errorf(k.val, kf, "unknown transport %q; expected stdio or socket", s.Transport)
+				}
+			case "extensionToLanguage":
+				s.ExtensionToLanguage = d.strMap(k.val, kf)
+			case "initializationOptions":
+				s.InitializationOptions = d.raw(k.val)
+			case "settings":
+				s.Settings = d.raw(k.val)
+			default:
+				d.unknown(k, mf)
+				if s.Extra == nil {
+					s.Extra = map[string]json.RawMessage{}
+				}
+				s.Extra[k.key] = d.raw(k.val)
+			}
+		}
+		if s.Command == "" {
+			d.errorf(m.val, key(mf, "command"), "required field is missing")
+		}
+		c.Servers[m.key] = s
+	}
+	return c
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
