@@ -1,0 +1,523 @@
+package marketplace
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	git "github.com/go-git/go-git/v5"
+	"github.com/go-git/go-git/v5/plumbing"
+
+	"github.com/wharfhq/wharf/plugin"
+	"github.com/wharfhq/wharf/store"
+)
+
+// Bucket is the store bucket of known marketplaces: name → Known (JSON).
+const Bucket = "marketplaces"
+
+// DefaultGitTimeout bounds each network step unless WHARF_GIT_TIMEOUT says otherwise.
+const DefaultGitTimeout = 120 * time.Second
+
+// maxManifestBytes bounds a marketplace.json fetched over HTTP.
+const maxManifestBytes = 16 << 20
+
+// Sentinel errors. Callers branch on them with errors.Is; the *plugin.Error
+// wrapping them carries the object and the next step.
+var (
+	// ErrTimeout: a network step did not finish within the configured timeout.
+	ErrTimeout = errors.New("timed out")
+	// ErrUnknown: no marketplace of that name is known.
+	ErrUnknown = errors.New("unknown marketplace")
+	// ErrNameTaken: a marketplace of that name is already known from another source.
+	ErrNameTaken = errors.New("marketplace name already taken")
+)
+
+// Gate is asked before wharf touches the network or disk for a marketplace
+// source (add and update). A non-nil error refuses the operation and is
+// returned as is, so a policy engine can return its own typed error. A nil
+// Gate allows everything. Implementations must be safe for concurrent use.
+type Gate interface {
+	AllowAdd(src Source) error
+}
+
+// Known is one known marketplace, as persisted in the store. The JSON shape
+// is Claude Code's known_marketplaces.json entry plus the name (and, for git
+// sources, the commit wharf checked out).
+type Known struct {
+	Name            string    `json:"name"`
+	Source          Source    `json:"source"`
+	InstallLocation string    `json:"installLocation"`
+	LastUpdated     time.Time `json:"lastUpdated"`
+	AutoUpdate      *bool     `json:"autoUpdate,omitempty"`
+	Commit          string    `json:"commit,omitempty"`
+}
+
+// Options configure a Manager. The zero value of every field has a default.
+type Options struct {
+	// Dir is where clones and downloaded catalogs live (WHARF_HOME/marketplaces).
+	Dir string
+	// Gate is consulted before any network or disk access on add and update.
+	Gate Gate
+	// Progress receives git's progress output; nil for none.
+	Progress io.Writer
+	// GitTimeout bounds each network step; zero means DefaultGitTimeout.
+	GitTimeout time.Duration
+	// Getenv reads tokens and WHARF_GITHUB_HOST; nil means os.Getenv.
+	Getenv func(string) string
+	// HTTPClient fetches marketplace.json URLs; nil means a default client.
+	HTTPClient *http.Client
+	// Now stamps lastUpdated; nil means time.Now.
+	Now func() time.Time
+}
+
+func (o *Options) getenv(k string) string {
+	if o.Getenv == nil {
+		return os.Getenv(k)
+	}
+	return o.Getenv(k)
+}
+
+func (o *Options) timeout() time.Duration {
+	if o.GitTimeout <= 0 {
+		return DefaultGitTimeout
+	}
+	return o.GitTimeout
+}
+
+func (o *Options) now() time.Time {
+	if o.Now == nil {
+		return time.Now().UTC().Truncate(time.Second)
+	}
+	return o.Now()
+}
+
+// Manager adds, updates, lists and removes known marketplaces. It is safe for
+// use by one goroutine at a time; across processes the store's lock
+// serializes commands.
+type Manager struct {
+	st   store.Store
+	opts Options
+}
+
+// NewManager returns a Manager over st and opts.Dir.
+func NewManager(st store.Store, opts Options) *Manager {
+	return &Manager{st: st, opts: opts}
+}
+
+// List returns the known marketplaces by name.
+func (m *Manager) List() ([]Known, error) {
+	var out []Known
+	err := m.st.View(func(r store.Reader) error {
+		kvs, err := r.List(Bucket, "")
+		if err != nil {
+			return err
+		}
+		for _, kv := range kvs {
+			var k Known
+			if err := json.Unmarshal(kv.Value, &k); err != nil {
+				return fmt.Errorf("store: marketplace record %q is corrupt: %w; remove it with: wharf marketplace remove %s", kv.Key, err, kv.Key)
+			}
+			out = append(out, k)
+		}
+		return nil
+	})
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out, err
+}
+
+// Get returns the known marketplace called name.
+func (m *Manager) Get(name string) (Known, error) {
+	var k Known
+	err := m.st.View(func(r store.Reader) error {
+		var err error
+		k, err = getKnown(r, name)
+		return err
+	})
+	return k, err
+}
+
+func getKnown(r store.Reader, name string) (Known, error) {
+	b, err := r.Get(Bucket, name)
+	if errors.Is(err, store.ErrNotFound) {
+		return Known{}, &plugin.Error{Layer: plugin.LayerIntent, Type: plugin.TypeNotFound, Object: name,
+			Err: fmt.Errorf("marketplace %q: %w", name, ErrUnknown), Hint: "see the known ones with: wharf marketplace list; add it with: wharf marketplace add <source>"}
+	}
+	if err != nil {
+		return Known{}, err
+	}
+	var k Known
+	if err := json.Unmarshal(b, &k); err != nil {
+		return Known{}, fmt.Errorf("store: marketplace record %q is corrupt: %w", name, err)
+	}
+	return k, nil
+}
+
+// Add fetches the marketplace at src and records it under name (or, when
+// name is empty, under the name its marketplace.json declares). Adding a name
+// that is known from another source fails and names both sources; adding the
+// same source again refreshes it. Local sources are read in place.
+func (m *Manager) Add(ctx context.Context, src Source, name string) (Known, error) {
+	if err := src.Validate(); err != nil {
+		return Known{}, err
+	}
+	if err := m.allow(src); err != nil {
+		return Known{}, err
+	}
+	if name != "" {
+		if err := plugin.ValidateName(name); err != nil {
+			return Known{}, plugin.Errorf(plugin.LayerIntent, plugin.TypeInvalidID, name, "pick a name of letters, digits, '.', '_' and '-'", "marketplace name: %w", err)
+		}
+		if err := m.checkName(name, src); err != nil {
+			return Known{}, err
+		}
+	}
+	fetched, err := m.materialize(ctx, src)
+	if err != nil {
+		return Known{}, err
+	}
+	defer fetched.cleanup()
+	if name == "" {
+		name = fetched.manifest.Name
+	}
+	if err := m.checkName(name, src); err != nil {
+		return Known{}, err
+	}
+	k := Known{Name: name, Source: src, LastUpdated: m.opts.now(), Commit: fetched.commit, InstallLocation: fetched.location}
+	if fetched.tmp != "" {
+		k.InstallLocation = filepath.Join(m.opts.Dir, name)
+		if err := swapDir(fetched.tmp, k.InstallLocation); err != nil {
+			return Known{}, plugin.Errorf(plugin.LayerMaterialization, plugin.TypeSource, name, "check permissions and free space under "+m.opts.Dir, "install marketplace: %w", err)
+		}
+		fetched.tmp = ""
+	}
+	if err := m.put(k); err != nil {
+		return Known{}, err
+	}
+	return k, nil
+}
+
+// checkName fails when name is known from a source other than src.
+func (m *Manager) checkName(name string, src Source) error {
+	k, err := m.Get(name)
+	if errors.Is(err, ErrUnknown) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if k.Source.Equal(src) {
+		return nil
+	}
+	return &plugin.Error{Layer: plugin.LayerIntent, Type: plugin.TypeConflict, Object: name,
+		Err:  fmt.Errorf("marketplace %q is already known from %s; cannot add it again from %s: %w", name, k.Source, src, ErrNameTaken),
+		Hint: fmt.Sprintf("add it under another name with --name, or first run: wharf marketplace remove %s", name)}
+}
+
+// Update refreshes the marketplace called name from its source: a git clone
+// is fetched and hard-reset to the remote ref (or pinned SHA), a URL is
+// downloaded again, a local source is re-read. If anything fails, including
+// a new marketplace.json that does not parse, the previous copy stays as it was.
+func (m *Manager) Update(ctx context.Context, name string) (Known, error) {
+	k, err := m.Get(name)
+	if err != nil {
+		return Known{}, err
+	}
+	if err := m.allow(k.Source); err != nil {
+		return Known{}, err
+	}
+	switch {
+	case k.Source.IsGit() && isGitDir(k.InstallLocation):
+		g := &gitClient{opts: &m.opts, progress: m.opts.Progress}
+		before, after, err := g.update(ctx, k.Source, k.InstallLocation)
+		if err != nil {
+			return Known{}, err
+		}
+		if _, err := readManifest(manifestFile(k.Source, k.InstallLocation)); err != nil {
+			if before != after {
+				if rerr := revertTo(k.InstallLocation, before); rerr != nil {
+					return Known{}, fmt.Errorf("%w; reverting to %s also failed: %v", err, before, rerr)
+				}
+			}
+			return Known{}, err
+		}
+		k.Commit = after
+	case k.Source.IsLocal():
+		if _, err := readManifest(manifestFile(k.Source, k.InstallLocation)); err != nil {
+			return Known{}, err
+		}
+	default: // a URL, or a clone that went missing: fetch afresh and swap
+		fetched, err := m.materialize(ctx, k.Source)
+		if err != nil {
+			return Known{}, err
+		}
+		defer fetched.cleanup()
+		if err := swapDir(fetched.tmp, k.InstallLocation); err != nil {
+			return Known{}, plugin.Errorf(plugin.LayerMaterialization, plugin.TypeSource, name, "check permissions and free space under "+m.opts.Dir, "install marketplace: %w", err)
+		}
+		fetched.tmp = ""
+		k.Commit = fetched.commit
+	}
+	k.LastUpdated = m.opts.now()
+	return k, m.put(k)
+}
+
+// Remove forgets the marketplace called name and deletes its clone. A local
+// directory or file source is never deleted: wharf only read it.
+func (m *Manager) Remove(name string) (Known, error) {
+	k, err := m.Get(name)
+	if err != nil {
+		return Known{}, err
+	}
+	var trash string
+	if m.owns(k.InstallLocation) {
+		trash = filepath.Join(m.opts.Dir, ".removing-"+name+"-"+randSuffix())
+		if err := os.Rename(k.InstallLocation, trash); err != nil && !os.IsNotExist(err) {
+			return Known{}, fmt.Errorf("remove marketplace %s: %w", name, err)
+		}
+	}
+	if err := m.st.Update(func(tx store.Tx) error { return tx.Delete(Bucket, name) }); err != nil {
+		if trash != "" {
+			_ = os.Rename(trash, k.InstallLocation)
+		}
+		return Known{}, err
+	}
+	if trash != "" {
+		_ = os.RemoveAll(trash)
+	}
+	return k, nil
+}
+
+// owns reports whether p is a directory wharf created under Dir.
+func (m *Manager) owns(p string) bool {
+	if m.opts.Dir == "" || p == "" {
+		return false
+	}
+	rel, err := filepath.Rel(m.opts.Dir, p)
+	return err == nil && rel != "." && !strings.HasPrefix(rel, "..") && !strings.Contains(rel, string(filepath.Separator))
+}
+
+func (m *Manager) allow(src Source) error {
+	if m.opts.Gate == nil {
+		return nil
+	}
+	return m.opts.Gate.AllowAdd(src)
+}
+
+func (m *Manager) put(k Known) error {
+	b, err := json.Marshal(k)
+	if err != nil {
+		return err
+	}
+	return m.st.Update(func(tx store.Tx) error { return tx.Put(Bucket, k.Name, b) })
+}
+
+// fetched is a marketplace brought to local disk but not yet installed.
+type fetched struct {
+	tmp      string // temporary dir to swap into place; "" for local sources
+	location string // for local sources: the path itself
+	commit   string
+	manifest *plugin.Marketplace
+}
+
+func (f *fetched) cleanup() {
+	if f.tmp != "" {
+		_ = os.RemoveAll(f.tmp)
+	}
+}
+
+func (m *Manager) materialize(ctx context.Context, src Source) (*fetched, error) {
+	if src.IsLocal() {
+		mf, err := readManifest(manifestFile(src, src.Path))
+		if err != nil {
+			return nil, err
+		}
+		return &fetched{location: src.Path, manifest: mf}, nil
+	}
+	if m.opts.Dir == "" {
+		return nil, errors.New("marketplace: no directory for clones configured")
+	}
+	if err := os.MkdirAll(m.opts.Dir, 0o755); err != nil {
+		return nil, fmt.Errorf("create %s: %w", m.opts.Dir, err)
+	}
+	tmp, err := os.MkdirTemp(m.opts.Dir, ".tmp-")
+	if err != nil {
+		return nil, fmt.Errorf("create a temporary directory under %s: %w", m.opts.Dir, err)
+	}
+	f := &fetched{tmp: tmp}
+	if src.IsGit() {
+		g := &gitClient{opts: &m.opts, progress: m.opts.Progress}
+		f.commit, err = g.clone(ctx, src, tmp)
+	} else {
+		err = m.download(ctx, src, tmp)
+	}
+	if err == nil {
+		f.manifest, err = readManifest(manifestFile(src, tmp))
+	}
+	if err != nil {
+		f.cleanup()
+		return nil, err
+	}
+	return f, nil
+}
+
+// download fetches a marketplace.json URL into dir/.claude-plugin/.
+func (m *Manager) download(ctx context.Context, src Source, dir string) error {
+	fail := func(err error, hint string) error {
+		return &plugin.Error{Layer: plugin.LayerMaterialization, Type: plugin.TypeSource, Object: src.URL, Err: err, Hint: hint}
+	}
+	ctx, cancel := context.WithTimeout(ctx, m.opts.timeout())
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, src.URL, nil)
+	if err != nil {
+		return fail(err, "check the URL")
+	}
+	for k, v := range src.Headers {
+		req.Header.Set(k, os.Expand(v, m.opts.getenv))
+	}
+	req.Header.Set("Accept", "application/json")
+	client := m.opts.HTTPClient
+	if client == nil {
+		client = &http.Client{}
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		if ctx.Err() == context.DeadlineExceeded {
+			return fail(fmt.Errorf("download: %w after %s: %v", ErrTimeout, m.opts.timeout(), err), "raise WHARF_GIT_TIMEOUT or check the network")
+		}
+		return fail(fmt.Errorf("download: %w", err), "check the URL and the network")
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		hint := "check the URL"
+		if resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden {
+			hint = `the server wants credentials: add them as "headers" of a {"source":"url"} entry in settings`
+		}
+		return fail(fmt.Errorf("download: HTTP %s", resp.Status), hint)
+	}
+	data, err := io.ReadAll(io.LimitReader(resp.Body, maxManifestBytes+1))
+	if err != nil {
+		return fail(fmt.Errorf("download: %w", err), "retry")
+	}
+	if len(data) > maxManifestBytes {
+		return fail(fmt.Errorf("download: marketplace.json is larger than %d bytes", maxManifestBytes), "point at a real marketplace.json")
+	}
+	return writeFileAtomic(filepath.Join(dir, ManifestPath), data)
+}
+
+// manifestFile is where the marketplace.json of src lives once at root.
+func manifestFile(src Source, root string) string {
+	switch src.Kind {
+	case KindFile:
+		return root
+	case KindGitHub, KindGit:
+		if src.Path != "" {
+			p := filepath.Join(root, filepath.FromSlash(src.Path))
+			if strings.HasSuffix(strings.ToLower(p), ".json") {
+				return p
+			}
+			return filepath.Join(p, filepath.FromSlash(ManifestPath))
+		}
+	}
+	return filepath.Join(root, filepath.FromSlash(ManifestPath))
+}
+
+// RootOf returns the marketplace root that relative plugin sources are
+// resolved against, given its marketplace.json path.
+func RootOf(manifest string) string {
+	dir := filepath.Dir(manifest)
+	if filepath.Base(dir) == ".claude-plugin" {
+		return filepath.Dir(dir)
+	}
+	return dir
+}
+
+// ManifestFile returns the path of k's marketplace.json.
+func (k Known) ManifestFile() string { return manifestFile(k.Source, k.InstallLocation) }
+
+func isGitDir(dir string) bool {
+	_, err := git.PlainOpen(dir)
+	return err == nil
+}
+
+func revertTo(dir, commit string) error {
+	repo, err := git.PlainOpen(dir)
+	if err != nil {
+		return err
+	}
+	g := &gitClient{}
+	return g.resetTo(repo, plumbing.NewHash(commit))
+}
+
+// swapDir moves tmp into dst's place. An existing dst is moved aside first
+// and deleted only once tmp is in place, so a failure leaves dst as it was.
+func swapDir(tmp, dst string) error {
+	old := ""
+	if _, err := os.Lstat(dst); err == nil {
+		old = dst + ".old-" + randSuffix()
+		if err := os.Rename(dst, old); err != nil {
+			return err
+		}
+	}
+	if err := os.Rename(tmp, dst); err != nil {
+		if old != "" {
+			_ = os.Rename(old, dst)
+		}
+		return err
+	}
+	syncDir(filepath.Dir(dst))
+	if old != "" {
+		_ = os.RemoveAll(old)
+	}
+	return nil
+}
+
+// writeFileAtomic writes via a temp file in the same dir, fsync, rename, fsync dir.
+func writeFileAtomic(path string, data []byte) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	f, err := os.CreateTemp(filepath.Dir(path), ".tmp-*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(f.Name())
+	if _, err := f.Write(data); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	if err := os.Rename(f.Name(), path); err != nil {
+		return err
+	}
+	syncDir(filepath.Dir(path))
+	return nil
+}
+
+func syncDir(dir string) {
+	if d, err := os.Open(dir); err == nil {
+		_ = d.Sync()
+		d.Close()
+	}
+}
+
+func randSuffix() string {
+	var b [6]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
