@@ -1,0 +1,307 @@
+package cache
+
+import (
+	"context"
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/wharfhq/wharf/plugin"
+	"github.com/wharfhq/wharf/store"
+	"github.com/wharfhq/wharf/trust"
+)
+
+// DefaultGrace is how long an orphaned version is kept before GC removes it.
+const DefaultGrace = 7 * 24 * time.Hour
+
+// Sentinel errors, wrapped by the *plugin.Error values this package returns.
+var (
+	// ErrLocked: another wharf process holds $WHARF_HOME/.lock.
+	ErrLocked = errors.New("cache is locked")
+	// ErrInvalid: a plugin id, version or install path that cannot name a
+	// cache directory.
+	ErrInvalid = errors.New("invalid cache key")
+	// ErrConflict: the version directory already holds different content.
+	ErrConflict = errors.New("version already cached with different content")
+	// ErrNotInstalled: the registry has no record for the plugin.
+	ErrNotInstalled = errors.New("not installed")
+)
+
+// Options configure New.
+type Options struct {
+	// Home is WHARF_HOME; required.
+	Home string
+	// Store holds the installed registry; required for the registry, GC
+	// and orphan tracking.
+	Store store.Store
+	// SeedDirs are read-only directories laid out like cache/ (see
+	// SeedDirsFromEnv).
+	SeedDirs []string
+	// Grace is how long an orphaned version is kept (default 7 days).
+	Grace time.Duration
+	// Now is the clock used to stamp records and orphans (default time.Now).
+	Now func() time.Time
+}
+
+// Cache is one home's plugin cache. It is safe for concurrent use; writers
+// serialize on the home's lock file.
+type Cache struct {
+	home  string
+	root  string
+	st    store.Store
+	seeds []string
+	grace time.Duration
+	now   func() time.Time
+}
+
+// New returns the cache of opts.Home. It creates nothing until a write.
+func New(opts Options) (*Cache, error) {
+	if opts.Home == "" {
+		return nil, errf(plugin.TypeSource, "WHARF_HOME", "set WHARF_HOME or pass a home directory", "%w: no home directory", ErrInvalid)
+	}
+	home, err := filepath.Abs(opts.Home)
+	if err != nil {
+		return nil, errf(plugin.TypeSource, opts.Home, "", "%w", err)
+	}
+	c := &Cache{home: home, root: filepath.Join(home, "cache"), st: opts.Store, grace: opts.Grace, now: opts.Now}
+	if c.grace <= 0 {
+		c.grace = DefaultGrace
+	}
+	if c.now == nil {
+		c.now = time.Now
+	}
+	for _, s := range opts.SeedDirs {
+		if s == "" {
+			continue
+		}
+		a, err := filepath.Abs(s)
+		if err != nil {
+			return nil, errf(plugin.TypeSource, s, "fix WHARF_SEED_DIRS", "seed directory: %w", err)
+		}
+		c.seeds = append(c.seeds, a)
+	}
+	return c, nil
+}
+
+// SeedDirsFromEnv splits WHARF_SEED_DIRS (colon-separated).
+func SeedDirsFromEnv() []string {
+	var out []string
+	for _, s := range filepath.SplitList(os.Getenv("WHARF_SEED_DIRS")) {
+		if s != "" {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// Home returns the home directory.
+func (c *Cache) Home() string { return c.home }
+
+// Root returns $WHARF_HOME/cache.
+func (c *Cache) Root() string { return c.root }
+
+// Dir returns the version directory of id at version, refusing names and
+// versions that could not be one path element each.
+func (c *Cache) Dir(id plugin.ID, version string) (string, error) {
+	return versionDir(c.root, id, version)
+}
+
+func versionDir(root string, id plugin.ID, version string) (string, error) {
+	if err := plugin.ValidateName(id.Source); err != nil {
+		return "", errf(plugin.TypeInvalidID, id.String(), "use a valid marketplace name", "%w: marketplace: %v", ErrInvalid, err)
+	}
+	if err := plugin.ValidateName(id.Name); err != nil {
+		return "", errf(plugin.TypeInvalidID, id.String(), "use a valid plugin name", "%w: plugin name: %v", ErrInvalid, err)
+	}
+	v, err := plugin.SanitizeVersion(version)
+	if err != nil {
+		return "", errf(plugin.TypeManifestInvalid, id.String(), "fix the version in plugin.json or the marketplace entry",
+			"%w: version: %v", ErrInvalid, err)
+	}
+	return filepath.Join(root, id.Source, id.Name, v), nil
+}
+
+// Version is a materialized plugin version.
+type Version struct {
+	ID      plugin.ID
+	Version string
+	Path    string
+	Digest  string
+	FP      trust.FP
+	// Origin says where the content came from: "cache" (the version dir
+	// already existed), "seed" (copied from a seed dir) or "fill".
+	Origin string
+	// Seed is the seed directory used, when Origin is "seed".
+	Seed string
+}
+
+// Fill writes a plugin tree into dir, an empty directory. It must not keep
+// dir or anything under it after returning.
+type Fill func(ctx context.Context, dir string) error
+
+// Request is one Ensure call.
+type Request struct {
+	ID      plugin.ID
+	Version string
+	// Digest is the expected w1: digest (a trust pin or the marketplace
+	// entry's integrity); empty means "whatever the fill produced".
+	Digest string
+	Fill   Fill
+}
+
+// Materialize fills a new version directory with fill and returns it; it
+// does not consult seeds. See Ensure.
+func (c *Cache) Materialize(ctx context.Context, id plugin.ID, version string, fill Fill) (*Version, error) {
+	return c.ensure(ctx, Request{ID: id, Version: version, Fill: fill}, false)
+}
+
+// Ensure returns the version directory for req, producing it if needed, in
+// this order: an existing version dir whose content has req.Digest; a seed
+// directory's copy of the version whose content has req.Digest (any content
+// when req.Digest is empty: seed dirs are admin-provided); req.Fill. A new
+// tree is filled into a temporary sibling, fsynced, verified against
+// req.Digest, made read-only and renamed into place. If the version dir
+// appeared meanwhile with the same digest it is reused; with another digest
+// the result is ErrConflict (a version dir is never replaced in place).
+//
+// Ensure does not touch the registry: call Put with the result.
+func (c *Cache) Ensure(ctx context.Context, req Request) (*Version, error) {
+	return c.ensure(ctx, req, true)
+}
+
+func (c *Cache) ensure(ctx context.Context, req Request, useSeeds bool) (*Version, error) {
+	final, err := c.Dir(req.ID, req.Version)
+	if err != nil {
+		return nil, err
+	}
+	if req.Digest != "" {
+		if v := c.existing(req, final); v != nil {
+			return v, nil
+		}
+	}
+	fill, origin, seed := req.Fill, "fill", ""
+	if useSeeds {
+		if s := c.seedFor(req); s != "" {
+			src := s
+			fill = func(ctx context.Context, dir string) error { return copyTree(src, dir) }
+			origin, seed = "seed", s
+		}
+	}
+	if fill == nil {
+		return nil, errf(plugin.TypeNotFound, req.ID.String()+" "+req.Version, "fetch the plugin from its marketplace: wharf install "+req.ID.String(),
+			"%w: version is not cached and no source was given", ErrNotInstalled)
+	}
+	parent := filepath.Dir(final)
+	if err := os.MkdirAll(parent, 0o755); err != nil {
+		return nil, errf(plugin.TypeSource, parent, "check that WHARF_HOME is writable", "%w", err)
+	}
+	if _, err := cleanStaleTemps(parent); err != nil {
+		return nil, errf(plugin.TypeSource, parent, "remove the .tmp-* directories by hand", "clean stale temporary dirs: %w", err)
+	}
+	tmp, err := os.MkdirTemp(parent, tmpPrefix+filepath.Base(final)+"-"+strconv.Itoa(os.Getpid())+"-")
+	if err != nil {
+		return nil, errf(plugin.TypeSource, parent, "check that WHARF_HOME is writable", "%w", err)
+	}
+	keep := false
+	defer func() {
+		if !keep {
+			removeTree(tmp)
+		}
+	}()
+	if err := os.Chmod(tmp, 0o755); err != nil {
+		return nil, errf(plugin.TypeSource, tmp, "", "%w", err)
+	}
+	if err := fill(ctx, tmp); err != nil {
+		return nil, err
+	}
+	if err := sealTree(tmp); err != nil {
+		return nil, errf(plugin.TypeSource, tmp, "check the disk and WHARF_HOME permissions", "seal %s: %w", req.ID, err)
+	}
+	tree, err := trust.CheckIntegrity(req.ID, req.Version, req.Digest, tmp)
+	if err != nil {
+		return nil, err
+	}
+	v := &Version{ID: req.ID, Version: req.Version, Path: final, Digest: tree.Digest, FP: tree.Fingerprint(), Origin: origin, Seed: seed}
+	err = c.WithLock(ctx, func(ctx context.Context) error {
+		if _, err := os.Lstat(final); err == nil {
+			have, err := trust.Digest(final)
+			if err != nil {
+				return err
+			}
+			if have.Digest != tree.Digest {
+				return errf(plugin.TypeConflict, req.ID.String()+" "+req.Version,
+					"the source changed without a new version; ask the marketplace owner to bump the version, or run: wharf cache gc after uninstalling it",
+					"%w: %s holds %s, the fetched tree is %s", ErrConflict, final, have.Digest, tree.Digest)
+			}
+			v.FP, v.Origin = have.Fingerprint(), "cache"
+			return nil
+		}
+		if err := os.Rename(tmp, final); err != nil {
+			return errf(plugin.TypeSource, final, "", "install %s: %w", req.ID, err)
+		}
+		keep = true
+		return syncPath(parent)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return v, nil
+}
+
+// existing returns the version dir when it exists with req.Digest.
+func (c *Cache) existing(req Request, final string) *Version {
+	if _, err := os.Lstat(final); err != nil {
+		return nil
+	}
+	t, err := trust.Digest(final)
+	if err != nil || t.Digest != req.Digest {
+		return nil
+	}
+	return &Version{ID: req.ID, Version: req.Version, Path: final, Digest: t.Digest, FP: t.Fingerprint(), Origin: "cache"}
+}
+
+// seedFor returns the first seed copy of the version that fits req.
+func (c *Cache) seedFor(req Request) string {
+	for _, s := range c.seeds {
+		dir, err := versionDir(s, req.ID, req.Version)
+		if err != nil {
+			return ""
+		}
+		fi, err := os.Stat(dir)
+		if err != nil || !fi.IsDir() {
+			continue
+		}
+		if req.Digest != "" {
+			t, err := trust.Digest(dir)
+			if err != nil || t.Digest != req.Digest {
+				continue
+			}
+		}
+		return dir
+	}
+	return ""
+}
+
+// inCache reports whether p is a version directory path under the cache and
+// returns it relative to the cache root ("<mkt>/<plugin>/<version>").
+func (c *Cache) inCache(p string) (string, bool) {
+	rel, err := filepath.Rel(c.root, filepath.Clean(p))
+	if err != nil || !filepath.IsLocal(rel) {
+		return "", false
+	}
+	parts := strings.Split(filepath.ToSlash(rel), "/")
+	if len(parts) != 3 {
+		return "", false
+	}
+	if _, err := versionDir(c.root, plugin.ID{Source: parts[0], Name: parts[1]}, parts[2]); err != nil {
+		return "", false
+	}
+	return filepath.ToSlash(rel), true
+}
+
+func isNotExist(err error) bool { return errors.Is(err, fs.ErrNotExist) }
+

@@ -1,0 +1,18 @@
+// Package cache owns wharf's plugin cache: one read-only directory per
+// installed plugin version under $WHARF_HOME/cache/<marketplace>/<plugin>/<version>/,
+// the installed registry that points at them, seed caches consulted before
+// any network fetch, leases held by running sessions, and the garbage
+// collection of orphaned versions.
+//
+// A version directory is never updated in place. Materialize fills a
+// temporary sibling (.tmp-<version>-<pid>-<random>), fsyncs every file and
+// directory, verifies the content digest, makes the tree read-only and
+// renames it into place; only then may the registry point to it (Put). A
+// reader therefore sees either no version directory or a complete one.
+//
+// Writers on one home serialize on the flock'd file $WHARF_HOME/.lock
+// (WithLock). Seed directories (WHARF_SEED_DIRS) are only ever read: a seed
+// hit is copied into the cache rather than used in place, so that every
+// installPath lives under the cache, is read-only, and is collected by the
+// same rules whatever media the seed is on.
+package cache

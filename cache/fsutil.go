@@ -1,0 +1,202 @@
+package cache
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+)
+
+// pidAlive reports whether a process with this PID exists. EPERM means it
+// exists but belongs to someone else.
+func pidAlive(pid int) bool {
+	if pid <= 0 {
+		return false
+	}
+	err := syscall.Kill(pid, 0)
+	return err == nil || errors.Is(err, syscall.EPERM)
+}
+
+func syncPath(p string) error {
+	f, err := os.Open(p)
+	if err != nil {
+		return err
+	}
+	err = f.Sync()
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// sealTree fsyncs every file and directory under root and makes the tree
+// read-only: files 0444 (0555 when the owner-execute bit was set), dirs 0555.
+// Directories are done deepest first so their own fsync and chmod come after
+// their children's.
+func sealTree(root string) error {
+	var dirs []string
+	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		switch t := d.Type(); {
+		case t.IsDir():
+			dirs = append(dirs, p)
+		case t.IsRegular():
+			fi, err := d.Info()
+			if err != nil {
+				return err
+			}
+			if err := syncPath(p); err != nil {
+				return err
+			}
+			mode := fs.FileMode(0o444)
+			if fi.Mode()&0o100 != 0 {
+				mode = 0o555
+			}
+			return os.Chmod(p, mode)
+		case t&fs.ModeSymlink != 0:
+			// Symlinks have no mode of their own on Linux.
+		default:
+			return fmt.Errorf("%s: not a file, directory or symlink", p)
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	for i := len(dirs) - 1; i >= 0; i-- {
+		if err := syncPath(dirs[i]); err != nil {
+			return err
+		}
+		if err := os.Chmod(dirs[i], 0o555); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// removeTree removes a (possibly read-only) tree: directories are made
+// writable first, without following symlinks.
+func removeTree(root string) error {
+	if _, err := os.Lstat(root); errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	_ = filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err == nil && d.IsDir() {
+			os.Chmod(p, 0o755)
+		}
+		return nil
+	})
+	return os.RemoveAll(root)
+}
+
+// copyTree copies a seed version into dst (an empty directory): regular
+// files with their exec bit, directories, and symlinks as they are (the
+// digest check that follows refuses one that leaves the tree).
+func copyTree(src, dst string) error {
+	return filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, err := filepath.Rel(src, p)
+		if err != nil {
+			return err
+		}
+		if rel == "." {
+			return nil
+		}
+		out := filepath.Join(dst, rel)
+		switch t := d.Type(); {
+		case t.IsDir():
+			return os.Mkdir(out, 0o755)
+		case t&fs.ModeSymlink != 0:
+			target, err := os.Readlink(p)
+			if err != nil {
+				return err
+			}
+			return os.Symlink(target, out)
+		case t.IsRegular():
+			fi, err := d.Info()
+			if err != nil {
+				return err
+			}
+			mode := fs.FileMode(0o644)
+			if fi.Mode()&0o100 != 0 {
+				mode = 0o755
+			}
+			in, err := os.Open(p)
+			if err != nil {
+				return err
+			}
+			defer in.Close()
+			w, err := os.OpenFile(out, os.O_WRONLY|os.O_CREATE|os.O_EXCL, mode)
+			if err != nil {
+				return err
+			}
+			_, err = io.Copy(w, in)
+			if cerr := w.Close(); err == nil {
+				err = cerr
+			}
+			if err != nil {
+				return err
+			}
+			return os.Chmod(out, mode)
+		default:
+			return fmt.Errorf("seed %s: %s is not a file, directory or symlink", src, rel)
+		}
+	})
+}
+
+const tmpPrefix = ".tmp-"
+
+// tmpOwner parses the PID out of ".tmp-<version>-<pid>-<random>".
+func tmpOwner(name string) (int, bool) {
+	if !strings.HasPrefix(name, tmpPrefix) {
+		return 0, false
+	}
+	rest := name[len(tmpPrefix):]
+	i := strings.LastIndexByte(rest, '-')
+	if i < 0 {
+		return 0, false
+	}
+	rest = rest[:i]
+	j := strings.LastIndexByte(rest, '-')
+	if j < 0 {
+		return 0, false
+	}
+	pid, err := strconv.Atoi(rest[j+1:])
+	if err != nil || pid <= 0 {
+		return 0, false
+	}
+	return pid, true
+}
+
+// cleanStaleTemps removes temporary version dirs in parent whose owning
+// process is gone (a crash or kill during a fill) and returns their names.
+func cleanStaleTemps(parent string) ([]string, error) {
+	ents, err := os.ReadDir(parent)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var removed []string
+	for _, e := range ents {
+		pid, ok := tmpOwner(e.Name())
+		if !ok || pidAlive(pid) {
+			continue
+		}
+		if err := removeTree(filepath.Join(parent, e.Name())); err != nil {
+			return removed, err
+		}
+		removed = append(removed, filepath.Join(parent, e.Name()))
+	}
+	return removed, nil
+}

@@ -1,0 +1,221 @@
+package cache
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"time"
+
+	"github.com/wharfhq/wharf/plugin"
+	"github.com/wharfhq/wharf/store"
+	"github.com/wharfhq/wharf/trust"
+)
+
+// Store buckets owned by this package.
+const (
+	BucketInstalled = "installed"
+	bucketOrphans   = "cache-orphans"
+)
+
+// Record is one installed plugin in the registry. Its JSON uses the field
+// names of a Claude Code installed_plugins.json entry, plus id, digest and
+// fingerprint (ignored by Claude Code).
+type Record struct {
+	ID           plugin.ID `json:"id"`
+	Version      string    `json:"version"`
+	Scope        string    `json:"scope"`
+	ProjectPath  string    `json:"projectPath,omitempty"`
+	InstallPath  string    `json:"installPath"`
+	GitCommitSha string    `json:"gitCommitSha,omitempty"`
+	InstalledAt  time.Time `json:"installedAt"`
+	LastUpdated  time.Time `json:"lastUpdated"`
+	// Auto marks a plugin installed only as a dependency.
+	Auto        bool     `json:"auto,omitempty"`
+	Digest      string   `json:"digest,omitempty"`
+	Fingerprint trust.FP `json:"fingerprint,omitzero"`
+}
+
+// Pin returns the trust pin the record carries.
+func (r Record) Pin() trust.Pin {
+	return trust.Pin{ID: r.ID, Version: r.Version, Digest: r.Digest, FP: r.Fingerprint}
+}
+
+// Scopes a record may have; nobody installs into managed.
+var validScopes = map[string]bool{"user": true, "project": true, "local": true}
+
+// RecordFor builds the record that makes v the installed version.
+func RecordFor(v *Version, scope string) Record {
+	return Record{ID: v.ID, Version: v.Version, Scope: scope, InstallPath: v.Path, Digest: v.Digest, Fingerprint: v.FP}
+}
+
+func (c *Cache) needStore() error {
+	if c.st == nil {
+		return errf(plugin.TypeSource, c.home, "open the state store before using the registry", "%w: no store configured", ErrInvalid)
+	}
+	return nil
+}
+
+// Put records rec as the installed version of rec.ID, under the lock. The
+// install path must be the complete version directory of rec.ID and
+// rec.Version in this cache. InstalledAt is kept from an earlier record and
+// LastUpdated is set now. A version directory the plugin no longer uses
+// becomes an orphan (collected by GC after the grace period).
+func (c *Cache) Put(ctx context.Context, rec Record) error {
+	if err := c.needStore(); err != nil {
+		return err
+	}
+	want, err := c.Dir(rec.ID, rec.Version)
+	if err != nil {
+		return err
+	}
+	if rec.InstallPath == "" {
+		rec.InstallPath = want
+	}
+	if rec.InstallPath != want {
+		return errf(plugin.TypeConflict, rec.ID.String(), "materialize the version first and record its path",
+			"%w: installPath %s is not the cache directory %s", ErrInvalid, rec.InstallPath, want)
+	}
+	if rec.Scope == "" {
+		rec.Scope = "user"
+	}
+	if !validScopes[rec.Scope] {
+		return errf(plugin.TypeInvalidID, rec.ID.String(), "use scope user, project or local",
+			"%w: scope %q", ErrInvalid, rec.Scope)
+	}
+	return c.WithLock(ctx, func(ctx context.Context) error {
+		if fi, err := os.Stat(rec.InstallPath); err != nil || !fi.IsDir() {
+			return errf(plugin.TypeNotFound, rec.ID.String()+" "+rec.Version, "materialize the version before recording it",
+				"%w: %s does not exist", ErrInvalid, rec.InstallPath)
+		}
+		now := c.now().UTC()
+		return c.st.Update(func(tx store.Tx) error {
+			old, err := getRecord(tx, rec.ID)
+			switch {
+			case errors.Is(err, ErrNotInstalled):
+			case err != nil:
+				return err
+			default:
+				if rec.InstalledAt.IsZero() {
+					rec.InstalledAt = old.InstalledAt
+				}
+				if old.InstallPath != rec.InstallPath {
+					if err := markOrphan(tx, c, old.InstallPath, now); err != nil {
+						return err
+					}
+				}
+			}
+			if rec.InstalledAt.IsZero() {
+				rec.InstalledAt = now
+			}
+			rec.LastUpdated = now
+			if rel, ok := c.inCache(rec.InstallPath); ok {
+				if err := tx.Delete(bucketOrphans, rel); err != nil {
+					return err
+				}
+			}
+			b, err := json.Marshal(rec)
+			if err != nil {
+				return err
+			}
+			return tx.Put(BucketInstalled, rec.ID.String(), b)
+		})
+	})
+}
+
+// Get returns the record of id, or an error wrapping ErrNotInstalled.
+func (c *Cache) Get(id plugin.ID) (Record, error) {
+	if err := c.needStore(); err != nil {
+		return Record{}, err
+	}
+	var rec Record
+	err := c.st.View(func(r store.Reader) error {
+		var err error
+		rec, err = getRecord(r, id)
+		return err
+	})
+	return rec, err
+}
+
+// List returns every record, in id order.
+func (c *Cache) List() ([]Record, error) {
+	if err := c.needStore(); err != nil {
+		return nil, err
+	}
+	var out []Record
+	err := c.st.View(func(r store.Reader) error {
+		kvs, err := r.List(BucketInstalled, "")
+		if err != nil {
+			return err
+		}
+		for _, kv := range kvs {
+			var rec Record
+			if err := json.Unmarshal(kv.Value, &rec); err != nil {
+				return errf(plugin.TypeManifestParse, kv.Key, "reinstall the plugin: wharf install "+kv.Key,
+					"installed registry record: %w", err)
+			}
+			out = append(out, rec)
+		}
+		return nil
+	})
+	return out, err
+}
+
+// Delete removes id's record; its version directory becomes an orphan.
+// Deleting a plugin that is not installed is not an error.
+func (c *Cache) Delete(ctx context.Context, id plugin.ID) error {
+	if err := c.needStore(); err != nil {
+		return err
+	}
+	return c.WithLock(ctx, func(ctx context.Context) error {
+		now := c.now().UTC()
+		return c.st.Update(func(tx store.Tx) error {
+			old, err := getRecord(tx, id)
+			if errors.Is(err, ErrNotInstalled) {
+				return nil
+			}
+			if err != nil {
+				return err
+			}
+			if err := markOrphan(tx, c, old.InstallPath, now); err != nil {
+				return err
+			}
+			return tx.Delete(BucketInstalled, id.String())
+		})
+	})
+}
+
+func getRecord(r store.Reader, id plugin.ID) (Record, error) {
+	b, err := r.Get(BucketInstalled, id.String())
+	if errors.Is(err, store.ErrNotFound) {
+		return Record{}, errf(plugin.TypeNotFound, id.String(), "install it: wharf install "+id.String(), "%w", ErrNotInstalled)
+	}
+	if err != nil {
+		return Record{}, err
+	}
+	var rec Record
+	if err := json.Unmarshal(b, &rec); err != nil {
+		return Record{}, errf(plugin.TypeManifestParse, id.String(), "reinstall the plugin: wharf install "+id.String(),
+			"installed registry record: %w", err)
+	}
+	return rec, nil
+}
+
+type orphan struct {
+	Since time.Time `json:"since"`
+}
+
+// markOrphan records when a version dir stopped being referenced, unless it
+// is already marked (the earlier time wins).
+func markOrphan(tx store.Tx, c *Cache, path string, now time.Time) error {
+	rel, ok := c.inCache(path)
+	if !ok {
+		return nil
+	}
+	if _, err := tx.Get(bucketOrphans, rel); err == nil {
+		return nil
+	}
+	b, _ := json.Marshal(orphan{Since: now})
+	return tx.Put(bucketOrphans, rel, b)
+}
+
