@@ -304,4 +304,3 @@ func (c *Cache) inCache(p string) (string, bool) {
 }
 
 func isNotExist(err error) bool { return errors.Is(err, fs.ErrNotExist) }
-

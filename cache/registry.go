@@ -218,4 +218,3 @@ func markOrphan(tx store.Tx, c *Cache, path string, now time.Time) error {
 	b, _ := json.Marshal(orphan{Since: now})
 	return tx.Put(bucketOrphans, rel, b)
 }
-
