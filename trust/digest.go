@@ -482,4 +482,3 @@ func ioError(root, rel string, err error) error {
 	}
 	return &plugin.Error{Layer: plugin.LayerTrust, Type: typ, Object: obj, Err: err}
 }
-

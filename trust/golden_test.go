@@ -1,0 +1,138 @@
+package trust
+
+import (
+	"crypto/sha256"
+	"encoding/base64"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+)
+
+func fixtures(t *testing.T) []string {
+	files, err := filepath.Glob("testdata/trees/*.txtar")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no fixture trees: %v", err)
+	}
+	return files
+}
+
+// The golden digests are checked in: the same tree gives the same digest on
+// any machine, whatever the umask, creation order and mtimes.
+func TestDigestGolden(t *testing.T) {
+	for _, file := range fixtures(t) {
+		entries, golden := parseFixture(t, file)
+		t.Run(filepath.Base(file), func(t *testing.T) {
+			if !ValidDigest(golden) {
+				t.Fatalf("%s: golden digest %q is not a w1: digest", file, golden)
+			}
+			for _, v := range []struct {
+				name  string
+				umask int
+				o     buildOpts
+			}{
+				{"umask022", 0o022, buildOpts{}},
+				{"umask077-reversed", 0o077, buildOpts{reverse: true, seed: 1}},
+				{"umask000-shuffled-mtimes", 0o000, buildOpts{seed: 99}},
+			} {
+				old := syscall.Umask(v.umask)
+				dir := t.TempDir()
+				buildTree(t, dir, entries, v.o)
+				syscall.Umask(old)
+				tree, err := Digest(dir)
+				if err != nil {
+					t.Fatalf("%s: %v", v.name, err)
+				}
+				if tree.Digest != golden {
+					t.Errorf("%s: digest %s, golden %s", v.name, tree.Digest, golden)
+				}
+			}
+		})
+	}
+}
+
+func TestDigestLineEndsMatter(t *testing.T) {
+	_, lf := parseFixture(t, "testdata/trees/lf.txtar")
+	_, crlf := parseFixture(t, "testdata/trees/crlf.txtar")
+	if lf == crlf {
+		t.Fatalf("LF and CRLF trees have the same golden digest %s", lf)
+	}
+}
+
+// The digest is what docs/w1digest.py computes, on every fixture and on
+// a generated tree.
+func TestDigestMatchesPython(t *testing.T) {
+	py, err := exec.LookPath("python3")
+	if err != nil {
+		t.Skip("python3 not installed")
+	}
+	script := filepath.Join("..", "docs", "w1digest.py")
+	var dirs []string
+	for _, file := range fixtures(t) {
+		entries, _ := parseFixture(t, file)
+		dir := t.TempDir()
+		buildTree(t, dir, entries, buildOpts{})
+		dirs = append(dirs, dir)
+	}
+	dirs = append(dirs, makePlugin(t, t.TempDir(), 40))
+	for _, dir := range dirs {
+		out, err := exec.Command(py, script, dir).CombinedOutput()
+		if err != nil {
+			t.Fatalf("%s %s: %v\n%s", script, dir, err, out)
+		}
+		tree, err := Digest(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := strings.TrimSpace(string(out)); got != tree.Digest {
+			t.Errorf("%s: python %s, Go %s", dir, got, tree.Digest)
+		}
+	}
+}
+
+// python3 docs/w1digest.py refuses what Digest refuses.
+func TestPythonRefusesEscape(t *testing.T) {
+	py, err := exec.LookPath("python3")
+	if err != nil {
+		t.Skip("python3 not installed")
+	}
+	dir := t.TempDir()
+	writeFile(t, dir, "a.md", "a", 0o644)
+	must(t, os.Symlink("../../etc/passwd", filepath.Join(dir, "leak")))
+	out, err := exec.Command(py, filepath.Join("..", "docs", "w1digest.py"), dir).CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "outside the plugin root") {
+		t.Fatalf("python accepted an escaping symlink: %v %s", err, out)
+	}
+	if _, err := Digest(dir); err == nil {
+		t.Fatal("Digest accepted an escaping symlink")
+	}
+}
+
+// The canonical lines of basic.txtar are checked in too, so a change in the
+// line format shows exactly which line moved; hashing the file gives the digest.
+func TestDigestLinesGolden(t *testing.T) {
+	entries, golden := parseFixture(t, "testdata/trees/basic.txtar")
+	dir := t.TempDir()
+	buildTree(t, dir, entries, buildOpts{})
+	tree, err := Digest(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := os.ReadFile("testdata/trees/basic.lines")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got strings.Builder
+	for _, e := range tree.Entries {
+		got.WriteString(e.Line() + "\n")
+	}
+	if got.String() != string(want) {
+		t.Errorf("lines differ from testdata/trees/basic.lines:\ngot:\n%s\nwant:\n%s", got.String(), want)
+	}
+	sum := sha256.Sum256(want)
+	if d := DigestPrefix + base64.StdEncoding.EncodeToString(sum[:]); d != golden {
+		t.Errorf("sha256 of basic.lines gives %s, golden is %s", d, golden)
+	}
+}
