@@ -15,7 +15,7 @@ const (
 	SourceRelative  SourceKind = "relative"   // "./path" inside the marketplace
 	SourceGitHub    SourceKind = "github"     // {repo: owner/repo, ref?, sha?}
 	SourceURL       SourceKind = "url"        // a git repository {url, ref?, sha?, path?}
-	SourceGitSubdir SourceKind = "git-subdir" // {url or owner/repo, path, ref?, sha?}
+	SourceGitSubdir SourceKind = "git-subdir" // {url (a git URL or owner/repo) or repo, path, ref?, sha?}
 	SourceNPM       SourceKind = "npm"        // {package, version?, registry?}
 	SourceArchive   SourceKind = "archive"    // zip over HTTPS {url, sha256?}
 )
@@ -41,7 +41,7 @@ type Source struct {
 var sourceFields = map[SourceKind]struct{ allowed, required []string }{
 	SourceGitHub:    {[]string{"repo", "ref", "sha"}, []string{"repo"}},
 	SourceURL:       {[]string{"url", "ref", "sha", "path"}, []string{"url"}},
-	SourceGitSubdir: {[]string{"url", "path", "ref", "sha"}, []string{"url", "path"}},
+	SourceGitSubdir: {[]string{"url", "repo", "path", "ref", "sha"}, []string{"path"}},
 	SourceNPM:       {[]string{"package", "version", "registry"}, []string{"package"}},
 	SourceArchive:   {[]string{"url", "sha256"}, []string{"url"}},
 }
@@ -122,6 +122,9 @@ func (s Source) problems() []sourceProblem {
 		if s.field(f) == "" {
 			bad(f, "required for a %q source", s.Kind)
 		}
+	}
+	if s.Kind == SourceGitSubdir && s.URL == "" && s.Repo == "" {
+		bad("url", "required (a git URL or owner/repo) for a %q source", s.Kind)
 	}
 	if s.Repo != "" && !isOwnerRepo(s.Repo) {
 		bad("repo", "%q is not owner/repo", s.Repo)
