@@ -1,0 +1,17 @@
+// Package settings reads wharf's scoped settings files (user, project, local,
+// managed with its managed-settings.d fragments, and the in-memory flag scope),
+// decodes them strictly, merges them by precedence
+// (managed > flag > local > project > user) and hashes every input document
+// into a Snapshot whose Hash is a cache key. SetEnabled rewrites one scope's
+// file crash-safely for `wharf enable` / `wharf disable`.
+//
+// Decoding is strict: a value of the wrong type is an Issue naming the file,
+// line and field path; unknown keys are warnings. A security key whose value
+// is invalid is kept as "invalid" (never silently dropped) so that policy can
+// fail closed.
+//
+// Viper resolves the environment (WHARF_HOME, WHARF_MANAGED_DIR); the files
+// themselves are decoded with encoding/json because viper folds key case
+// ("deploy@Corp", "enabledPlugins") and loses the positions needed to report
+// a bad field with its file and line.
+package settings

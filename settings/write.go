@@ -1,0 +1,118 @@
+package settings
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+
+	"github.com/wharfhq/wharf/plugin"
+)
+
+// SetEnabled records enabledPlugins[id] = enabled in the settings file of
+// scope (user, project or local) and returns the file written. Every other
+// key, known or not, is preserved. The write is crash-safe: a temporary file
+// in the same directory is fsynced, renamed over the file, and the directory
+// is fsynced. A file that is not valid JSON is refused rather than replaced.
+func SetEnabled(p Paths, scope Scope, id plugin.ID, enabled bool) (string, error) {
+	if err := id.Validate(); err != nil {
+		return "", err
+	}
+	switch scope {
+	case ScopeUser, ScopeProject, ScopeLocal:
+	case ScopeManaged:
+		return "", plugin.Errorf(plugin.LayerIntent, TypeSettingsInvalid, id.String(),
+			"ask your administrator, or use --scope user|project|local", "managed settings are written by administrators, not by wharf enable/disable")
+	default:
+		return "", plugin.Errorf(plugin.LayerIntent, TypeSettingsInvalid, id.String(),
+			"use --scope user|project|local", "scope %q has no settings file to write", scope)
+	}
+	path := p.File(scope)
+	if path == "" {
+		return "", plugin.Errorf(plugin.LayerIntent, TypeSettingsInvalid, id.String(),
+			"run inside a project, or use --scope user", "scope %s has no settings file (no project directory)", scope)
+	}
+	doc := map[string]json.RawMessage{}
+	old, err := os.ReadFile(path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+	case err != nil:
+		return "", plugin.Errorf(plugin.LayerIntent, TypeSettingsInvalid, path, "check the file's permissions", "reading settings: %v", err)
+	case len(bytes.TrimSpace(old)) > 0:
+		if _, perr := Parse(path, old); perr != nil {
+			return "", perr
+		}
+		if err := json.Unmarshal(old, &doc); err != nil {
+			return "", plugin.Errorf(plugin.LayerIntent, TypeSettingsInvalid, path, "fix the file first", "settings are not a JSON object: %v", err)
+		}
+	}
+	enabledMap := map[string]json.RawMessage{}
+	if raw, ok := doc["enabledPlugins"]; ok {
+		if err := json.Unmarshal(raw, &enabledMap); err != nil || enabledMap == nil {
+			return "", plugin.Errorf(plugin.LayerIntent, TypeSettingsInvalid, path,
+				"make enabledPlugins an object {\"plugin@marketplace\": true|false}", "enabledPlugins is %s, not an object; refusing to overwrite it", jsonKind(raw))
+		}
+	}
+	enabledMap[id.String()] = json.RawMessage(fmt.Sprint(enabled))
+	b, err := json.Marshal(enabledMap)
+	if err != nil {
+		return "", err
+	}
+	doc["enabledPlugins"] = b
+	out, err := json.MarshalIndent(doc, "", "  ")
+	if err != nil {
+		return "", err
+	}
+	out = append(out, '\n')
+	if err := WriteFileAtomic(path, out, 0o644); err != nil {
+		return "", plugin.Errorf(plugin.LayerIntent, TypeSettingsInvalid, path, "check the directory's permissions and free space", "writing settings: %v", err)
+	}
+	return path, nil
+}
+
+// WriteFileAtomic writes data to path so that a crash leaves either the old
+// or the new content: temp file in the same directory, fsync, rename, fsync
+// of the directory.
+func WriteFileAtomic(path string, data []byte, perm fs.FileMode) error {
+	dir := filepath.Dir(path)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
+	if err != nil {
+		return err
+	}
+	tmp := f.Name()
+	ok := false
+	defer func() {
+		if !ok {
+			f.Close()
+			os.Remove(tmp)
+		}
+	}()
+	if _, err := f.Write(data); err != nil {
+		return err
+	}
+	if err := f.Chmod(perm); err != nil {
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		return err
+	}
+	ok = true
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return d.Sync()
+}
