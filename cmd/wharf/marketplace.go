@@ -1,0 +1,238 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/wharfhq/wharf/marketplace"
+)
+
+func newMarketplaceCmd(a *app) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:     "marketplace",
+		Aliases: []string{"marketplaces", "mkt"},
+		Short:   "Add, list, update and remove plugin marketplaces",
+		Args:    exactArgs(0, "a subcommand (add, list, update, remove)"),
+		RunE:    func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
+	}
+	cmd.AddCommand(newMarketplaceAddCmd(a, nil))
+	cmd.AddCommand(newMarketplaceListCmd(a))
+	cmd.AddCommand(newMarketplaceUpdateCmd(a))
+	cmd.AddCommand(newMarketplaceRemoveCmd(a))
+	return cmd
+}
+
+// marketplaceAddOptions are the parsed arguments of `wharf marketplace add`.
+type marketplaceAddOptions struct {
+	Source marketplace.Source
+	Name   string
+}
+
+func newMarketplaceAddCmd(a *app, runF func(*marketplaceAddOptions) error) *cobra.Command {
+	opts := &marketplaceAddOptions{}
+	cmd := &cobra.Command{
+		Use:   "add <source>",
+		Short: "Add a marketplace from GitHub, a git URL, a directory, a file or a URL",
+		Long: `Add a marketplace. <source> is one of:
+  owner/repo[@ref]                    a GitHub repository (WHARF_GITHUB_HOST for GitHub Enterprise)
+  https://host/repo.git[#ref]         a git repository (also ssh://, git@host:path, file://)
+  ./dir or /abs/dir                   a local marketplace directory, read in place
+  ./path/marketplace.json             a local marketplace.json file
+  https://host/.../marketplace.json   a marketplace.json served over HTTPS
+
+Git clones are shallow. Private repositories use GITHUB_TOKEN / GH_TOKEN /
+GITLAB_TOKEN over HTTPS, or your SSH agent/keys for ssh URLs. Each network
+step times out after WHARF_GIT_TIMEOUT (default 120s).`,
+		Example: "  wharf marketplace add anthropics/claude-code\n  wharf marketplace add ./testdata/demo-marketplace\n  wharf marketplace add git@github.com:corp/plugins.git#stable --name corp",
+		Args:    exactArgs(1, "one <source>"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			src, err := marketplace.ParseSource(args[0])
+			if err != nil {
+				return err
+			}
+			wd, err := os.Getwd()
+			if err != nil {
+				return err
+			}
+			userHome, _ := os.UserHomeDir()
+			opts.Source = src.Abs(wd, userHome)
+			if runF != nil {
+				return runF(opts)
+			}
+			return runMarketplaceAdd(cmd, a, opts)
+		},
+	}
+	cmd.Flags().StringVar(&opts.Name, "name", "", "register the marketplace under this name instead of the one its marketplace.json declares")
+	return cmd
+}
+
+func runMarketplaceAdd(cmd *cobra.Command, a *app, opts *marketplaceAddOptions) error {
+	mgr, err := a.Marketplaces()
+	if err != nil {
+		return err
+	}
+	k, err := mgr.Add(cmd.Context(), opts.Source, opts.Name)
+	if err != nil {
+		return err
+	}
+	if a.cfg.JSON {
+		return a.printJSON(k)
+	}
+	n := 0
+	c := marketplace.LoadCatalog([]marketplace.Known{k})
+	if l := c.Marketplaces(); len(l) == 1 && l[0].Marketplace != nil {
+		n = len(l[0].Marketplace.Plugins)
+		if l[0].Marketplace.Name != k.Name {
+			fmt.Fprintf(a.stderr, "wharf: note: the marketplace calls itself %q; its plugins are known here as <plugin>@%s\n", l[0].Marketplace.Name, k.Name)
+		}
+	}
+	a.printf("Added marketplace %s (%d plugins) from %s\n", k.Name, n, k.Source)
+	if k.Commit != "" {
+		a.printf("  at commit %s\n", short(k.Commit))
+	}
+	a.printf("Next: wharf search --marketplace %s\n", k.Name)
+	return nil
+}
+
+func newMarketplaceListCmd(a *app) *cobra.Command {
+	return &cobra.Command{
+		Use:     "list",
+		Aliases: []string{"ls"},
+		Short:   "List known marketplaces",
+		Args:    exactArgs(0, "no arguments"),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			mgr, err := a.Marketplaces()
+			if err != nil {
+				return err
+			}
+			known, err := mgr.List()
+			if err != nil {
+				return err
+			}
+			if a.cfg.JSON {
+				if known == nil {
+					known = []marketplace.Known{}
+				}
+				return a.printJSON(known)
+			}
+			if len(known) == 0 {
+				a.printf("No marketplaces. Add one with: wharf marketplace add <source>\n")
+				return nil
+			}
+			tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "NAME\tSOURCE\tKIND\tUPDATED")
+			for _, k := range known {
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", k.Name, k.Source, k.Source.Kind, k.LastUpdated.Local().Format(time.DateTime))
+			}
+			return tw.Flush()
+		},
+	}
+}
+
+func newMarketplaceUpdateCmd(a *app) *cobra.Command {
+	return &cobra.Command{
+		Use:   "update [name]",
+		Short: "Fetch the latest catalog of one or all marketplaces",
+		Long:  "Fetch and hard-reset each git marketplace to its remote ref (or pinned commit), download URL marketplaces again, and re-read local ones. If anything fails, the previous copy stays as it was.",
+		Args:  maxArgs(1, "one marketplace name"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			mgr, err := a.Marketplaces()
+			if err != nil {
+				return err
+			}
+			var names []string
+			if len(args) == 1 {
+				names = args
+			} else {
+				known, err := mgr.List()
+				if err != nil {
+					return err
+				}
+				for _, k := range known {
+					names = append(names, k.Name)
+				}
+			}
+			updated := []marketplace.Known{}
+			var errs []error
+			for _, name := range names {
+				before, _ := mgr.Get(name)
+				k, err := mgr.Update(cmd.Context(), name)
+				if err != nil {
+					if len(names) > 1 {
+						a.printError(err)
+					}
+					errs = append(errs, err)
+					continue
+				}
+				updated = append(updated, k)
+				if a.cfg.JSON {
+					continue
+				}
+				switch {
+				case k.Commit != "" && before.Commit != k.Commit:
+					a.printf("Updated %s: %s -> %s\n", name, short(before.Commit), short(k.Commit))
+				case k.Commit != "":
+					a.printf("%s is up to date (%s)\n", name, short(k.Commit))
+				default:
+					a.printf("Updated %s from %s\n", name, k.Source)
+				}
+			}
+			if a.cfg.JSON {
+				if err := a.printJSON(updated); err != nil {
+					return err
+				}
+			}
+			if len(errs) == 1 {
+				return errs[0]
+			}
+			if len(errs) > 1 {
+				return fmt.Errorf("%d of %d marketplaces failed to update: %w", len(errs), len(names), errors.Join(errs...))
+			}
+			if len(names) == 0 && !a.cfg.JSON {
+				a.printf("No marketplaces. Add one with: wharf marketplace add <source>\n")
+			}
+			return nil
+		},
+	}
+}
+
+func newMarketplaceRemoveCmd(a *app) *cobra.Command {
+	return &cobra.Command{
+		Use:     "remove <name>",
+		Aliases: []string{"rm"},
+		Short:   "Forget a marketplace and delete its clone",
+		Long:    "Forget a marketplace and delete wharf's clone of it. A local directory or file source is never deleted.",
+		Args:    exactArgs(1, "one marketplace name"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			mgr, err := a.Marketplaces()
+			if err != nil {
+				return err
+			}
+			k, err := mgr.Remove(args[0])
+			if err != nil {
+				return err
+			}
+			if a.cfg.JSON {
+				return a.printJSON(k)
+			}
+			a.printf("Removed marketplace %s (%s)\n", k.Name, k.Source)
+			return nil
+		},
+	}
+}
+
+func short(sha string) string {
+	if len(sha) > 12 {
+		return sha[:12]
+	}
+	if sha == "" {
+		return "(none)"
+	}
+	return strings.TrimSpace(sha)
+}

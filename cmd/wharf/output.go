@@ -1,0 +1,56 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+
+	"github.com/wharfhq/wharf/plugin"
+)
+
+// printJSON writes v to stdout as indented JSON.
+func (a *app) printJSON(v any) error {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(v); err != nil {
+		return err
+	}
+	_, err := a.stdout.Write(buf.Bytes())
+	return err
+}
+
+// printf writes human output to stdout.
+func (a *app) printf(format string, args ...any) {
+	fmt.Fprintf(a.stdout, format, args...)
+}
+
+// jsonError is the shape of an error under --json, written to stderr.
+type jsonError struct {
+	Error struct {
+		Type    string `json:"type"`
+		Message string `json:"message"`
+		Hint    string `json:"hint,omitempty"`
+	} `json:"error"`
+}
+
+// printError writes err to stderr: "wharf: <message>" and "Try: <hint>", or
+// the JSON object under --json.
+func (a *app) printError(err error) {
+	hint := plugin.HintOf(err)
+	if a.cfg.JSON {
+		var je jsonError
+		je.Error.Type = errorType(err)
+		je.Error.Message = err.Error()
+		je.Error.Hint = hint
+		enc := json.NewEncoder(a.stderr)
+		enc.SetEscapeHTML(false)
+		_ = enc.Encode(je)
+		return
+	}
+	fmt.Fprintf(a.stderr, "wharf: %s\n", err)
+	if hint != "" {
+		fmt.Fprintf(a.stderr, "Try: %s\n", hint)
+	}
+}

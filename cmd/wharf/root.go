@@ -1,0 +1,326 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/viper"
+	"golang.org/x/term"
+
+	"github.com/wharfhq/wharf/marketplace"
+	"github.com/wharfhq/wharf/plugin"
+	"github.com/wharfhq/wharf/store"
+)
+
+// app is what every command gets: configuration, paths, output streams and
+// the lazily opened store. One app serves one command invocation.
+type app struct {
+	stdout io.Writer
+	stderr io.Writer
+	cfg    config
+	env    Env
+
+	// gate is consulted before marketplace sources are fetched; nil allows all.
+	gate marketplace.Gate
+
+	st      *store.Bolt
+	running bool
+}
+
+// config is the resolved configuration. Precedence: flags > WHARF_* env >
+// $WHARF_HOME/config.{json,yaml} > defaults.
+type config struct {
+	Home        string
+	JSON        bool
+	LockTimeout time.Duration
+	GitTimeout  time.Duration
+	GitHubHost  string
+}
+
+// configKeys are the keys a config file may set (others warn).
+var configKeys = map[string]bool{"json": true, "lock-timeout": true, "git-timeout": true, "github-host": true}
+
+// newRootCmd builds the command tree. Register a new verb with one line in
+// the AddCommand list below.
+func newRootCmd(a *app) *cobra.Command {
+	root := &cobra.Command{
+		Use:           "wharf",
+		Short:         "Plugin marketplaces and policy for coding agents",
+		Long:          "wharf adds Claude Code compatible plugin marketplaces, searches and validates them, and installs their plugins under policy.",
+		SilenceErrors: true,
+		SilenceUsage:  true,
+		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
+			a.markRunning(cmd)
+			return a.load(cmd)
+		},
+	}
+	pf := root.PersistentFlags()
+	pf.String("home", "", "wharf's state directory (env WHARF_HOME, default ~/.wharf)")
+	pf.Bool("json", false, "print machine-readable JSON (errors go to stderr as JSON)")
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError(err) })
+	root.SetOut(a.stdout)
+	root.SetErr(a.stderr)
+
+	root.AddCommand(newMarketplaceCmd(a))
+	root.AddCommand(newSearchCmd(a))
+	root.AddCommand(newShowCmd(a))
+	root.AddCommand(newValidateCmd(a))
+	return root
+}
+
+// run executes one wharf invocation and returns its exit code.
+func run(args []string, stdout, stderr io.Writer) int {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	a := &app{stdout: stdout, stderr: stderr}
+	root := newRootCmd(a)
+	root.SetArgs(args)
+	_, err := root.ExecuteContextC(ctx)
+	if cerr := a.close(); err == nil && cerr != nil {
+		err = cerr
+	}
+	if err != nil && !a.running {
+		// cobra failed before any command ran: unknown command, bad
+		// arguments or flags.
+		err = usageError(err)
+		if !a.cfg.JSON {
+			a.cfg.JSON = hasJSONFlag(args)
+		}
+	}
+	if err == nil {
+		return 0
+	}
+	a.printError(err)
+	return exitCode(err)
+}
+
+// exitCode is the one place where errors become exit codes.
+func exitCode(err error) int {
+	if err == nil {
+		return 0
+	}
+	switch plugin.LayerOf(err) {
+	case plugin.LayerIntent:
+		return 2
+	case plugin.LayerPolicy:
+		return 3
+	case plugin.LayerTrust:
+		return 4
+	case plugin.LayerDependency:
+		return 5
+	}
+	return 1
+}
+
+// errorType names the error class in --json output.
+func errorType(err error) string {
+	var e *plugin.Error
+	if errors.As(err, &e) && e.Type != "" {
+		return e.Type
+	}
+	return "error"
+}
+
+// typeUsage marks command-line mistakes (exit 2).
+const typeUsage = "usage"
+
+func usageError(err error) error {
+	var e *plugin.Error
+	if errors.As(err, &e) {
+		return err
+	}
+	return &plugin.Error{Layer: plugin.LayerIntent, Type: typeUsage, Err: err, Hint: "see: wharf --help"}
+}
+
+// exactArgs is cobra.ExactArgs with a message that names the arguments.
+func exactArgs(n int, names string) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, args []string) error {
+		if len(args) != n {
+			return &plugin.Error{Layer: plugin.LayerIntent, Type: typeUsage,
+				Err:  fmt.Errorf("%s takes %s (got %d argument(s))", cmd.CommandPath(), names, len(args)),
+				Hint: "see: " + cmd.CommandPath() + " --help"}
+		}
+		return nil
+	}
+}
+
+// maxArgs is cobra.MaximumNArgs with a message that names the arguments.
+func maxArgs(n int, names string) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, args []string) error {
+		if len(args) > n {
+			return &plugin.Error{Layer: plugin.LayerIntent, Type: typeUsage,
+				Err:  fmt.Errorf("%s takes at most %s (got %d arguments)", cmd.CommandPath(), names, len(args)),
+				Hint: "see: " + cmd.CommandPath() + " --help"}
+		}
+		return nil
+	}
+}
+
+func hasJSONFlag(args []string) bool {
+	for _, a := range args {
+		if a == "--" {
+			break
+		}
+		if a == "--json" || a == "--json=true" {
+			return true
+		}
+	}
+	return false
+}
+
+// running is set once cobra has parsed flags and arguments and a command's
+// own code starts; errors before that are usage errors.
+func (a *app) markRunning(*cobra.Command) { a.running = true }
+
+// load resolves the configuration for cmd.
+func (a *app) load(cmd *cobra.Command) error {
+	v := viper.New()
+	v.SetEnvPrefix("WHARF")
+	v.SetEnvKeyReplacer(strings.NewReplacer("-", "_"))
+	v.AutomaticEnv()
+	userHome, _ := os.UserHomeDir()
+	v.SetDefault("home", filepath.Join(userHome, ".wharf"))
+	v.SetDefault("json", false)
+	v.SetDefault("lock-timeout", "5s")
+	v.SetDefault("git-timeout", marketplace.DefaultGitTimeout.String())
+	v.SetDefault("github-host", "")
+	for _, k := range []string{"home", "json"} {
+		if err := v.BindPFlag(k, cmd.Flags().Lookup(k)); err != nil {
+			return err
+		}
+	}
+	a.cfg.JSON = v.GetBool("json") // so a config error below prints in the right form
+	home := v.GetString("home")
+	if home == "~" || strings.HasPrefix(home, "~/") {
+		home = filepath.Join(userHome, strings.TrimPrefix(home, "~"))
+	}
+	abs, err := filepath.Abs(home)
+	if err != nil {
+		return configError("home", err)
+	}
+	a.env = Env{home: abs}
+	a.cfg.Home = abs
+	if err := a.readConfigFile(v); err != nil {
+		return err
+	}
+	a.cfg.JSON = v.GetBool("json")
+	if a.cfg.LockTimeout, err = durationKey(v, "lock-timeout"); err != nil {
+		return err
+	}
+	if a.cfg.GitTimeout, err = durationKey(v, "git-timeout"); err != nil {
+		return err
+	}
+	a.cfg.GitHubHost = strings.TrimSpace(v.GetString("github-host"))
+	return nil
+}
+
+func (a *app) readConfigFile(v *viper.Viper) error {
+	for _, name := range []string{"config.json", "config.yaml", "config.yml"} {
+		p := filepath.Join(a.env.Home(), name)
+		if _, err := os.Stat(p); err != nil {
+			continue
+		}
+		v.SetConfigFile(p)
+		if err := v.ReadInConfig(); err != nil {
+			return &plugin.Error{Layer: plugin.LayerIntent, Type: plugin.TypeManifestParse, Object: p,
+				Err: fmt.Errorf("read config: %w", err), Hint: "fix the file or move it aside"}
+		}
+		for _, k := range v.AllKeys() {
+			if v.InConfig(k) && !configKeys[k] {
+				fmt.Fprintf(a.stderr, "wharf: warning: %s: unknown key %q ignored (known: git-timeout, github-host, json, lock-timeout)\n", p, k)
+			}
+		}
+		return nil
+	}
+	return nil
+}
+
+func durationKey(v *viper.Viper, key string) (time.Duration, error) {
+	s := strings.TrimSpace(v.GetString(key))
+	d, err := time.ParseDuration(s)
+	if err == nil && d <= 0 {
+		err = errors.New("must be positive")
+	}
+	if err != nil {
+		return 0, configError(key, fmt.Errorf("%q: %v", s, err))
+	}
+	return d, nil
+}
+
+func configError(key string, err error) error {
+	env := "WHARF_" + strings.ToUpper(strings.ReplaceAll(key, "-", "_"))
+	return &plugin.Error{Layer: plugin.LayerIntent, Type: typeUsage, Object: key,
+		Err:  fmt.Errorf("configuration %s: %w", key, err),
+		Hint: fmt.Sprintf("set %s (or %q in $WHARF_HOME/config.json) to a duration like 30s", env, key)}
+}
+
+// getenv is the environment as the marketplace package sees it, with
+// configured values (github-host) in place of the raw variables.
+func (a *app) getenv(k string) string {
+	if k == "WHARF_GITHUB_HOST" {
+		return a.cfg.GitHubHost
+	}
+	return os.Getenv(k)
+}
+
+// Store opens state.db on first use. A second wharf process waits up to
+// lock-timeout for the first to finish, then fails with a clear message.
+func (a *app) Store() (store.Store, error) {
+	if a.st != nil {
+		return a.st, nil
+	}
+	b, err := store.OpenBolt(a.env.StateDB(), store.Options{LockTimeout: a.cfg.LockTimeout})
+	if err != nil {
+		hint := "check that " + a.env.Home() + " is writable"
+		if errors.Is(err, store.ErrLocked) {
+			hint = "another wharf command is using " + a.env.StateDB() + "; wait for it to finish, or raise WHARF_LOCK_TIMEOUT"
+		}
+		return nil, &plugin.Error{Layer: plugin.LayerMaterialization, Type: "store-locked", Object: a.env.StateDB(), Err: err, Hint: hint}
+	}
+	a.st = b
+	return b, nil
+}
+
+func (a *app) close() error {
+	if a.st == nil {
+		return nil
+	}
+	err := a.st.Close()
+	a.st = nil
+	return err
+}
+
+// Marketplaces returns a Manager over the store and WHARF_HOME/marketplaces.
+func (a *app) Marketplaces() (*marketplace.Manager, error) {
+	st, err := a.Store()
+	if err != nil {
+		return nil, err
+	}
+	return marketplace.NewManager(st, marketplace.Options{
+		Dir:        a.env.Marketplaces(),
+		Gate:       a.gate,
+		Progress:   a.progress(),
+		GitTimeout: a.cfg.GitTimeout,
+		Getenv:     a.getenv,
+	}), nil
+}
+
+// progress returns where git progress goes: stderr when it is a terminal
+// and output is for humans; nowhere otherwise.
+func (a *app) progress() io.Writer {
+	if a.cfg.JSON {
+		return nil
+	}
+	if f, ok := a.stderr.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
+		return f
+	}
+	return nil
+}

@@ -1,0 +1,98 @@
+package main
+
+import (
+	"fmt"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+
+	"github.com/wharfhq/wharf/marketplace"
+)
+
+// searchResult is one line of `wharf search --json`.
+type searchResult struct {
+	ID          string   `json:"id"`
+	Name        string   `json:"name"`
+	Marketplace string   `json:"marketplace"`
+	Version     string   `json:"version"`
+	Description string   `json:"description"`
+	Category    string   `json:"category,omitempty"`
+	Tags        []string `json:"tags,omitempty"`
+}
+
+func newSearchCmd(a *app) *cobra.Command {
+	var mkt string
+	cmd := &cobra.Command{
+		Use:   "search [query]",
+		Short: "Search the plugins of every known marketplace",
+		Long:  "Search plugin names, descriptions, keywords, categories and tags, case-insensitively. Every word of the query must match. Without a query, list every plugin.",
+		Args:  cobra.ArbitraryArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			mgr, err := a.Marketplaces()
+			if err != nil {
+				return err
+			}
+			cat, err := mgr.Catalog()
+			if err != nil {
+				return err
+			}
+			for _, p := range cat.Problems() {
+				fmt.Fprintf(a.stderr, "wharf: warning: %v\n", p)
+			}
+			if mkt != "" {
+				if _, err := mgr.Get(mkt); err != nil {
+					return err
+				}
+			}
+			results := []searchResult{}
+			for _, h := range cat.Search(strings.Join(args, " ")) {
+				if mkt != "" && h.ID.Source != mkt {
+					continue
+				}
+				results = append(results, toSearchResult(h))
+			}
+			if a.cfg.JSON {
+				return a.printJSON(results)
+			}
+			if len(results) == 0 {
+				a.printf("No plugins match %q.\n", strings.Join(args, " "))
+				return nil
+			}
+			tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "PLUGIN\tVERSION\tCATEGORY\tDESCRIPTION")
+			for _, r := range results {
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", r.ID, r.Version, dash(r.Category), clip(r.Description, 70))
+			}
+			return tw.Flush()
+		},
+	}
+	cmd.Flags().StringVarP(&mkt, "marketplace", "m", "", "only this marketplace")
+	return cmd
+}
+
+func toSearchResult(h marketplace.Hit) searchResult {
+	v := h.Entry.Version
+	if v == "" {
+		v = "unknown"
+	}
+	return searchResult{ID: h.ID.String(), Name: h.ID.Name, Marketplace: h.ID.Source, Version: v,
+		Description: h.Entry.Description, Category: h.Entry.Category, Tags: h.Entry.Tags}
+}
+
+func dash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+// clip shortens s to n runes on one line for tables.
+func clip(s string, n int) string {
+	s = strings.Join(strings.Fields(s), " ")
+	r := []rune(s)
+	if len(r) <= n {
+		return s
+	}
+	return string(r[:n-1]) + "…"
+}

@@ -1,0 +1,145 @@
+package main
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/wharfhq/wharf/marketplace"
+	"github.com/wharfhq/wharf/plugin"
+)
+
+// showResult is `wharf show --json`.
+type showResult struct {
+	ID             string                     `json:"id"`
+	Marketplace    string                     `json:"marketplace"`
+	Entry          *plugin.Entry              `json:"entry"`
+	ResolvedSource marketplace.ResolvedSource `json:"resolvedSource"`
+	Components     []showComponent            `json:"components"`
+	Diagnostics    []plugin.Diagnostic        `json:"diagnostics,omitempty"`
+}
+
+type showComponent struct {
+	Kind string `json:"kind"`
+	Name string `json:"name"`
+	Path string `json:"path,omitempty"`
+}
+
+func newShowCmd(a *app) *cobra.Command {
+	return &cobra.Command{
+		Use:   "show <plugin@marketplace>",
+		Short: "Show a plugin's entry, where it comes from and its components",
+		Long:  "Show a plugin's marketplace entry and its resolved source. For plugins stored inside the marketplace (relative sources) the components are listed too; other sources are fetched only at install.",
+		Args:  exactArgs(1, "one plugin@marketplace"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			id, err := plugin.ParseID(args[0])
+			if err != nil {
+				return err
+			}
+			mgr, err := a.Marketplaces()
+			if err != nil {
+				return err
+			}
+			cat, err := mgr.Catalog()
+			if err != nil {
+				return err
+			}
+			hit, err := cat.Lookup(id)
+			if err != nil {
+				return err
+			}
+			rs, err := hit.Resolve(a.getenv)
+			if err != nil {
+				return err
+			}
+			res := showResult{ID: id.String(), Marketplace: id.Source, Entry: hit.Entry, ResolvedSource: rs, Components: []showComponent{}}
+			if rs.Dir != "" {
+				p, diags, err := plugin.Load(rs.Dir, hit.Entry)
+				if err != nil {
+					return err
+				}
+				res.Diagnostics = diags
+				for _, c := range p.Components {
+					res.Components = append(res.Components, showComponent{Kind: string(c.Kind), Name: c.Name, Path: c.Path})
+				}
+			}
+			if a.cfg.JSON {
+				return a.printJSON(res)
+			}
+			printShow(a, res)
+			return nil
+		},
+	}
+}
+
+func printShow(a *app, r showResult) {
+	e := r.Entry
+	a.printf("%s", r.ID)
+	if e.Version != "" {
+		a.printf("  %s", e.Version)
+	}
+	a.printf("\n")
+	if e.Description != "" {
+		a.printf("  %s\n", strings.Join(strings.Fields(e.Description), " "))
+	}
+	field := func(k, v string) {
+		if v != "" {
+			a.printf("  %-13s %s\n", k+":", v)
+		}
+	}
+	if e.Author != nil {
+		field("author", e.Author.Name)
+	}
+	field("category", e.Category)
+	field("tags", strings.Join(e.Tags, ", "))
+	field("keywords", strings.Join(e.Keywords, ", "))
+	field("homepage", e.Homepage)
+	field("license", e.License)
+	if !e.IsStrict() {
+		field("strict", "false (the marketplace entry defines the plugin)")
+	}
+	var deps []string
+	for _, d := range e.Dependencies {
+		deps = append(deps, d.Resolve(r.Marketplace).String())
+	}
+	field("depends on", strings.Join(deps, ", "))
+	field("integrity", e.Integrity)
+	rs := r.ResolvedSource
+	switch {
+	case rs.Dir != "":
+		field("source", string(rs.Kind)+" "+rs.Dir)
+	case rs.URL != "":
+		s := string(rs.Kind) + " " + rs.URL
+		if rs.Path != "" {
+			s += " path " + rs.Path
+		}
+		if rev := firstNonEmpty(rs.SHA, rs.Ref); rev != "" {
+			s += " @ " + rev
+		}
+		field("source", s)
+	case rs.Package != "":
+		field("source", strings.TrimSpace(fmt.Sprintf("npm %s %s %s", rs.Package, rs.Version, rs.Registry)))
+	}
+	if len(r.Components) > 0 {
+		a.printf("  components:\n")
+		for _, c := range r.Components {
+			a.printf("    %-12s %s\n", c.Kind, c.Name)
+		}
+	} else if rs.Dir == "" {
+		a.printf("  components:   listed once installed (source is fetched at install)\n")
+	}
+	for _, d := range r.Diagnostics {
+		a.printf("  %s\n", d)
+	}
+	a.printf("Install with: wharf install %s\n", r.ID)
+}
+
+func firstNonEmpty(s ...string) string {
+	for _, v := range s {
+		if v != "" {
+			return v
+		}
+	}
+	return ""
+}
