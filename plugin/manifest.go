@@ -451,13 +451,14 @@ func checkRelPath(p string, requireDotSlash bool) error {
 		return fmt.Errorf("path %q contains '\\'; use '/' separators", p)
 	case strings.HasPrefix(p, "/"):
 		return fmt.Errorf("path %q is absolute; write it relative, starting with ./", p)
-	case requireDotSlash && !strings.HasPrefix(p, "./") && p != ".":
-		return fmt.Errorf("path %q must start with ./ (relative to the root)", p)
 	}
 	for _, seg := range strings.Split(p, "/") {
 		if seg == ".." {
 			return fmt.Errorf("path %q contains \"..\"; paths must stay inside the root", p)
 		}
+	}
+	if requireDotSlash && !strings.HasPrefix(p, "./") && p != "." {
+		return fmt.Errorf("path %q must start with ./ (relative to the root)", p)
 	}
 	return nil
 }
