@@ -343,7 +343,7 @@ func (l *loader) add(kind ComponentKind, name, rel string) {
 	}
 	l.seen[k] = true
 	if kind != KindHook {
-		nk := string(kind) + "\x00\x00" + name
+		nk := string(kind) + "\x01" + name
 		if l.seen[nk] {
 			l.fail(TypeComponentLoad, l.root, "", "two %ss are named %q (the second is %s)", kind, name, rel)
 			return
