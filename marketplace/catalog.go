@@ -2,6 +2,7 @@ package marketplace
 
 import (
 	"fmt"
+	"os"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -204,4 +205,20 @@ func (h Hit) Resolve(getenv func(string) string) (ResolvedSource, error) {
 		}
 	}
 	return r, nil
+}
+
+// Version is the plugin's version as far as the catalog knows without
+// fetching: the plugin.json version of a plugin stored in the marketplace,
+// else the entry's version, else "".
+func (h Hit) Version() string {
+	if h.Entry.Source.Kind == plugin.SourceRelative && h.Root != "" && h.Entry.IsStrict() {
+		if rs, err := h.Resolve(nil); err == nil {
+			if data, err := os.ReadFile(plugin.ManifestFile(rs.Dir)); err == nil {
+				if m, _, err := plugin.ParseManifest(data, plugin.ManifestFile(rs.Dir)); err == nil && m.Version != "" {
+					return m.Version
+				}
+			}
+		}
+	}
+	return h.Entry.Version
 }

@@ -72,7 +72,7 @@ func newSearchCmd(a *app) *cobra.Command {
 }
 
 func toSearchResult(h marketplace.Hit) searchResult {
-	v := h.Entry.Version
+	v := h.Version()
 	if v == "" {
 		v = "unknown"
 	}

@@ -14,6 +14,8 @@ import (
 type showResult struct {
 	ID             string                     `json:"id"`
 	Marketplace    string                     `json:"marketplace"`
+	Version        string                     `json:"version"`
+	Dependencies   []string                   `json:"dependencies"`
 	Entry          *plugin.Entry              `json:"entry"`
 	ResolvedSource marketplace.ResolvedSource `json:"resolvedSource"`
 	Components     []showComponent            `json:"components"`
@@ -53,16 +55,26 @@ func newShowCmd(a *app) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			res := showResult{ID: id.String(), Marketplace: id.Source, Entry: hit.Entry, ResolvedSource: rs, Components: []showComponent{}}
+			res := showResult{ID: id.String(), Marketplace: id.Source, Entry: hit.Entry, ResolvedSource: rs,
+				Components: []showComponent{}, Dependencies: []string{}}
+			manifest := hit.Entry.Manifest
 			if rs.Dir != "" {
 				p, diags, err := plugin.Load(rs.Dir, hit.Entry)
 				if err != nil {
 					return err
 				}
+				manifest = p.Manifest
 				res.Diagnostics = diags
 				for _, c := range p.Components {
 					res.Components = append(res.Components, showComponent{Kind: string(c.Kind), Name: c.Name, Path: c.Path})
 				}
+			}
+			res.Version = manifest.Version
+			if res.Version == "" {
+				res.Version = "unknown"
+			}
+			for _, d := range manifest.Dependencies {
+				res.Dependencies = append(res.Dependencies, d.Resolve(id.Source).String())
 			}
 			if a.cfg.JSON {
 				return a.printJSON(res)
@@ -75,11 +87,7 @@ func newShowCmd(a *app) *cobra.Command {
 
 func printShow(a *app, r showResult) {
 	e := r.Entry
-	a.printf("%s", r.ID)
-	if e.Version != "" {
-		a.printf("  %s", e.Version)
-	}
-	a.printf("\n")
+	a.printf("%s  %s\n", r.ID, r.Version)
 	if e.Description != "" {
 		a.printf("  %s\n", strings.Join(strings.Fields(e.Description), " "))
 	}
@@ -99,11 +107,7 @@ func printShow(a *app, r showResult) {
 	if !e.IsStrict() {
 		field("strict", "false (the marketplace entry defines the plugin)")
 	}
-	var deps []string
-	for _, d := range e.Dependencies {
-		deps = append(deps, d.Resolve(r.Marketplace).String())
-	}
-	field("depends on", strings.Join(deps, ", "))
+	field("depends on", strings.Join(r.Dependencies, ", "))
 	field("integrity", e.Integrity)
 	rs := r.ResolvedSource
 	switch {
