@@ -37,6 +37,8 @@ type Marketplace struct {
 	// AllowCrossMarketplaceDependenciesOn lists the marketplaces this one's
 	// plugins may depend on.
 	AllowCrossMarketplaceDependenciesOn []string `json:"allowCrossMarketplaceDependenciesOn,omitempty"`
+	// Error says why the marketplace's catalog could not be read, if so.
+	Error string `json:"error,omitempty"`
 }
 
 // SearchQuery filters the catalog. Empty fields match everything.

@@ -1,0 +1,245 @@
+package api
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/open-policy-agent/opa/v1/ast"
+	"github.com/open-policy-agent/opa/v1/rego"
+
+	"github.com/wharfhq/wharf/store"
+)
+
+// env is a real server on 127.0.0.1 over a real bbolt file, with one token
+// per role.
+type env struct {
+	t      *testing.T
+	dir    string
+	st     *store.Bolt
+	srv    *Server
+	hs     *httptest.Server
+	tokens map[Role]string
+	deps   Deps
+}
+
+type envOption func(*Deps)
+
+func newEnv(t *testing.T, opts ...envOption) *env {
+	t.Helper()
+	e := &env{t: t, dir: t.TempDir(), tokens: map[Role]string{}}
+	e.start(opts...)
+	admin, created, err := EnsureAdminToken(e.st, "", time.Now())
+	if err != nil || !created {
+		t.Fatalf("EnsureAdminToken: %v created=%v", err, created)
+	}
+	e.tokens[RoleAdmin] = admin
+	for _, r := range Roles[1:] {
+		e.tokens[r] = e.createToken(r)
+	}
+	return e
+}
+
+// start opens the store and starts a server over it (used again by restart).
+func (e *env) start(opts ...envOption) {
+	t := e.t
+	st, err := store.OpenBolt(filepath.Join(e.dir, "state.db"), store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.st = st
+	d := Deps{Store: st, Policy: regoCompiler, RateLimit: -1}
+	for _, o := range opts {
+		o(&d)
+	}
+	e.deps = d
+	srv, err := New(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.srv = srv
+	e.hs = httptest.NewServer(srv.Handler())
+	t.Cleanup(e.stop)
+}
+
+func (e *env) stop() {
+	if e.hs != nil {
+		e.hs.Close()
+		e.hs = nil
+	}
+	if e.st != nil {
+		e.st.Close()
+		e.st = nil
+	}
+}
+
+// restart closes the server and the store and starts fresh ones over the
+// same file.
+func (e *env) restart(opts ...envOption) {
+	e.stop()
+	e.start(opts...)
+}
+
+type resp struct {
+	status int
+	header http.Header
+	body   []byte
+}
+
+func (r resp) json(t *testing.T, v any) {
+	t.Helper()
+	if err := json.Unmarshal(r.body, v); err != nil {
+		t.Fatalf("decode %s: %v", r.body, err)
+	}
+}
+
+func (r resp) apiError(t *testing.T) APIError {
+	t.Helper()
+	var w struct {
+		Error APIError `json:"error"`
+	}
+	r.json(t, &w)
+	return w.Error
+}
+
+// do sends a request; body may be nil, a string (sent as is) or a value
+// (JSON encoded). headers are "Name: value" pairs.
+func (e *env) do(method, path, token string, body any, headers ...string) resp {
+	e.t.Helper()
+	var rd io.Reader
+	switch b := body.(type) {
+	case nil:
+	case string:
+		rd = strings.NewReader(b)
+	case []byte:
+		rd = bytes.NewReader(b)
+	default:
+		raw, err := json.Marshal(b)
+		if err != nil {
+			e.t.Fatal(err)
+		}
+		rd = bytes.NewReader(raw)
+	}
+	req, err := http.NewRequest(method, e.hs.URL+path, rd)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	if rd != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	for _, h := range headers {
+		k, v, _ := strings.Cut(h, ":")
+		req.Header.Set(strings.TrimSpace(k), strings.TrimSpace(v))
+	}
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	defer res.Body.Close()
+	raw, err := io.ReadAll(res.Body)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return resp{status: res.StatusCode, header: res.Header, body: raw}
+}
+
+func (e *env) createToken(r Role) string {
+	e.t.Helper()
+	res := e.do("POST", "/v1/tokens", e.tokens[RoleAdmin], map[string]string{"role": string(r)})
+	if res.status != http.StatusCreated {
+		e.t.Fatalf("create %s token: %d %s", r, res.status, res.body)
+	}
+	var out struct {
+		Token string `json:"token"`
+	}
+	res.json(e.t, &out)
+	return out.Token
+}
+
+// putLayer writes a layer as admin and returns its new ETag.
+func (e *env) putLayer(name, ifMatch string, body any) resp {
+	e.t.Helper()
+	h := "If-Match: " + ifMatch
+	if ifMatch == "*new" {
+		h = "If-None-Match: *"
+	}
+	return e.do("PUT", "/v1/policy/layers/"+name, e.tokens[RoleAdmin], body, h)
+}
+
+// regoCompiler is the policy engine the handler tests run with: each
+// layer's settings may force plugins off with managed enabledPlugins
+// (`{"p@m": false}`), and each layer's Rego modules may add
+// `deny contains msg if {...}` rules in package wharf.admin over
+// input.plugin and input.role. It is evaluated with OPA, exactly like the
+// modules an agent finds in the bundle.
+func regoCompiler(ctx context.Context, layers []PolicyLayer) (Decider, error) {
+	d := &regoDecider{}
+	var mods []func(*rego.Rego)
+	for _, l := range layers {
+		var s struct {
+			EnabledPlugins map[string]bool `json:"enabledPlugins"`
+		}
+		if err := json.Unmarshal(l.Settings, &s); err != nil {
+			return nil, fmt.Errorf("layer %s: %w", l.Name, err)
+		}
+		for id, on := range s.EnabledPlugins {
+			if !on {
+				d.off = append(d.off, [2]string{l.Name, id})
+			}
+		}
+		for n, src := range l.Modules {
+			mods = append(mods, rego.Module(l.Name+"/"+n, src))
+			d.hasModules = true
+		}
+	}
+	opts := append([]func(*rego.Rego){rego.Query("data.wharf.admin.deny"), rego.SetRegoVersion(ast.RegoV1)}, mods...)
+	pq, err := rego.New(opts...).PrepareForEval(ctx)
+	if err != nil {
+		return nil, err
+	}
+	d.pq = pq
+	return d, nil
+}
+
+type regoDecider struct {
+	off        [][2]string
+	pq         rego.PreparedEvalQuery
+	hasModules bool
+}
+
+func (d *regoDecider) Decide(ctx context.Context, in DecisionInput) (Decision, error) {
+	dec := Decision{Allowed: true}
+	for _, o := range d.off {
+		if o[1] == in.Plugin.String() {
+			dec.Allowed, dec.Forced = false, "off"
+			dec.Reasons = append(dec.Reasons, Reason{Layer: o[0], Rule: "enabledPlugins", Message: in.Plugin.String() + " is forced off"})
+		}
+	}
+	if d.hasModules {
+		rs, err := d.pq.Eval(ctx, rego.EvalInput(map[string]any{"plugin": in.Plugin.String(), "role": in.Role}))
+		if err != nil {
+			return Decision{}, err
+		}
+		for _, r := range rs {
+			for _, ex := range r.Expressions {
+				msgs, _ := ex.Value.([]any)
+				for _, m := range msgs {
+					dec.Allowed = false
+					dec.Reasons = append(dec.Reasons, Reason{Layer: "rego", Rule: "deny", Message: fmt.Sprint(m)})
+				}
+			}
+		}
+	}
+	return dec, nil
+}
