@@ -385,7 +385,8 @@ func (e *Entry) LocalDir(root string) (string, error) {
 	}
 	realDir, err := filepath.EvalSymlinks(dir)
 	if err != nil {
-		return "", &Error{Layer: LayerMaterialization, Type: TypeNotFound, Object: e.Name, Err: err,
+		return "", &Error{Layer: LayerMaterialization, Type: TypeNotFound, Object: e.Name,
+			Err:  fmt.Errorf("plugin %q: source %s is not in the marketplace: %w", e.Name, e.Source.Path, err),
 			Hint: "the marketplace lists " + e.Source.Path + " but it is not there; update the marketplace or fix its source"}
 	}
 	r, err := filepath.Rel(realRoot, realDir)

@@ -148,6 +148,10 @@ func (v *validator) marketplace(file, root string) {
 		}
 		dir, err := e.LocalDir(root)
 		if err != nil {
+			var pe *Error
+			if errors.As(err, &pe) {
+				err = pe.Err
+			}
 			v.add(SeverityError, file, key(f, "source"), "%v", err)
 			continue
 		}

@@ -1,0 +1,182 @@
+package plugin
+
+import (
+	"errors"
+	"reflect"
+	"strings"
+	"testing"
+)
+
+func TestParseHooksForms(t *testing.T) {
+	file := `{
+  "description": "guard",
+  "hooks": {
+    "PreToolUse": [{"matcher": "Edit|Write", "hooks": [{"type": "command", "command": "check", "timeout": 60}]}],
+    "PostToolUse": [{"matcher": "Bash", "hooks": [{"type": "command", "command": "review", "if": "Bash(git push:*)", "asyncRewake": true}]}],
+    "Stop": [{"hooks": [{"type": "prompt", "prompt": "Is the task done?"}]}]
+  }
+}`
+	h, diags, err := ParseHooks([]byte(file), "hooks.json")
+	if err != nil || len(diags) != 0 {
+		t.Fatalf("ParseHooks: %v %v", err, diags)
+	}
+	want := map[HookEvent][]HookMatcher{
+		PreToolUse:  {{Matcher: "Edit|Write", Hooks: []Hook{{Type: "command", Command: "check", Timeout: 60}}}},
+		PostToolUse: {{Matcher: "Bash", Hooks: []Hook{{Type: "command", Command: "review"}}}},
+		Stop:        {{Hooks: []Hook{{Type: "prompt", Prompt: "Is the task done?"}}}},
+	}
+	if h.Description != "guard" || len(h.Hooks) != 3 || !reflect.DeepEqual(h.Hooks[PreToolUse], want[PreToolUse]) || !reflect.DeepEqual(h.Hooks[Stop], want[Stop]) {
+		t.Errorf("hooks = %+v", h)
+	}
+	// Keys Claude Code defines are kept for the runtime.
+	if x := h.Hooks[PostToolUse][0].Hooks[0].Extra; string(x["if"]) != `"Bash(git push:*)"` || string(x["asyncRewake"]) != "true" {
+		t.Errorf("extra = %q", x)
+	}
+	// The manifest's inline form: events at the top level.
+	inline := `{"SessionStart": [{"hooks": [{"type": "command", "command": "hi"}]}]}`
+	h, _, err = ParseHooks([]byte(inline), "plugin.json")
+	if err != nil || len(h.Hooks[SessionStart]) != 1 {
+		t.Errorf("inline form: %+v %v", h, err)
+	}
+}
+
+func TestParseHooksProblems(t *testing.T) {
+	tests := []struct {
+		name, in, field, msg string
+		warn                 bool
+	}{
+		{"bad regex", `{"hooks":{"PreToolUse":[{"matcher":"(","hooks":[{"type":"command","command":"x"}]}]}}`, "hooks.PreToolUse[0].matcher", "regular expression", false},
+		{"timeout type", `{"hooks":{"Stop":[{"hooks":[{"type":"command","command":"x","timeout":"1m"}]}]}}`, "hooks.Stop[0].hooks[0].timeout", "expected number of seconds, got string", false},
+		{"negative timeout", `{"hooks":{"Stop":[{"hooks":[{"type":"command","command":"x","timeout":-1}]}]}}`, "hooks.Stop[0].hooks[0].timeout", "between 1 and 86400", false},
+		{"missing type", `{"hooks":{"Stop":[{"hooks":[{"command":"x"}]}]}}`, "hooks.Stop[0].hooks[0].type", "required", false},
+		{"missing hooks", `{"hooks":{"Stop":[{"matcher":"x"}]}}`, "hooks.Stop[0].hooks", "required", false},
+		{"event not array", `{"hooks":{"Stop":{}}}`, "hooks.Stop", "expected array", false},
+		{"unknown event", `{"hooks":{"BeforeLunch":[{"hooks":[{"type":"command","command":"x"}]}]}}`, "hooks.BeforeLunch", "unknown hook event", true},
+		{"unknown hook key", `{"hooks":{"Stop":[{"hooks":[{"type":"command","command":"x","shell":"zsh"}]}]}}`, "hooks.Stop[0].hooks[0].shell", "unknown key", true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			_, diags, err := ParseHooks([]byte(tc.in), "hooks.json")
+			if tc.warn != (err == nil) {
+				t.Fatalf("err = %v, want warning only: %v", err, tc.warn)
+			}
+			for _, d := range diags {
+				if d.Field == tc.field && strings.Contains(d.Message, tc.msg) && (d.Severity == SeverityWarning) == tc.warn {
+					return
+				}
+			}
+			t.Errorf("no diagnostic %s %q in %v", tc.field, tc.msg, diags)
+		})
+	}
+}
+
+func TestParseMCPServersForms(t *testing.T) {
+	wrapped := `{"mcpServers": {
+  "db": {"command": "${CLAUDE_PLUGIN_ROOT}/db", "args": ["--ro"], "env": {"DB_URL": "${DB_URL}"}},
+  "asana": {"type": "sse", "url": "https://mcp.asana.com/sse"},
+  "gh": {"type": "http", "url": "https://api.example/mcp", "headers": {"Authorization": "Bearer ${TOKEN}"}}
+}}`
+	bare := `{
+  "db": {"command": "${CLAUDE_PLUGIN_ROOT}/db", "args": ["--ro"], "env": {"DB_URL": "${DB_URL}"}},
+  "asana": {"type": "sse", "url": "https://mcp.asana.com/sse"},
+  "gh": {"type": "http", "url": "https://api.example/mcp", "headers": {"Authorization": "Bearer ${TOKEN}"}}
+}`
+	a, _, err := ParseMCPServers([]byte(wrapped), ".mcp.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _, err := ParseMCPServers([]byte(bare), ".mcp.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(a, b) {
+		t.Errorf("wrapped and bare forms differ:\n%+v\n%+v", a, b)
+	}
+	if got := a.Names(); !reflect.DeepEqual(got, []string{"asana", "db", "gh"}) {
+		t.Errorf("names = %v", got)
+	}
+	db := a.Servers["db"]
+	if db.IsRemote() || db.Command != "${CLAUDE_PLUGIN_ROOT}/db" || db.Env["DB_URL"] != "${DB_URL}" || !a.Servers["gh"].IsRemote() {
+		t.Errorf("servers = %+v", a.Servers)
+	}
+	bad := []struct{ in, field, msg string }{
+		{`{"x":{"type":"grpc","url":"https://x"}}`, "x.type", "unknown server type"},
+		{`{"x":{"command":"c","env":{"N":1}}}`, "x.env.N", "expected string, got number"},
+		{`{"x":{"type":"http","url":"ftp://x"}}`, "x.url", "https://"},
+		{`{"bad name":{"command":"c"}}`, `["bad name"]`, "server name"},
+		{`{"mcpServers":[]}`, "mcpServers", "expected object"},
+	}
+	for _, tc := range bad {
+		_, diags, err := ParseMCPServers([]byte(tc.in), ".mcp.json")
+		var fe *FieldError
+		if !errors.As(err, &fe) || fe.Field != tc.field || !strings.Contains(fe.Msg, tc.msg) {
+			t.Errorf("%s: %v (%v)", tc.in, err, diags)
+		}
+	}
+}
+
+func TestParseLSPServers(t *testing.T) {
+	for _, in := range []string{
+		`{"go":{"command":"gopls","args":["serve"],"extensionToLanguage":{".go":"go"},"settings":{"x":1}}}`,
+		`{"lspServers":{"go":{"command":"gopls","args":["serve"],"extensionToLanguage":{".go":"go"},"settings":{"x":1}}}}`,
+	} {
+		c, _, err := ParseLSPServers([]byte(in), ".lsp.json")
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := c.Servers["go"]
+		if s.Command != "gopls" || s.ExtensionToLanguage[".go"] != "go" || string(s.Settings) != `{"x":1}` || !reflect.DeepEqual(c.Names(), []string{"go"}) {
+			t.Errorf("%s: %+v", in, c)
+		}
+	}
+	_, _, err := ParseLSPServers([]byte(`{"go":{"args":[]}}`), ".lsp.json")
+	var fe *FieldError
+	if !errors.As(err, &fe) || fe.Field != "go.command" {
+		t.Errorf("missing command: %v", err)
+	}
+	_, _, err = ParseLSPServers([]byte(`{"go":{"command":"gopls","transport":"pigeon"}}`), ".lsp.json")
+	if !errors.As(err, &fe) || fe.Field != "go.transport" {
+		t.Errorf("bad transport: %v", err)
+	}
+}
+
+func TestParseFrontMatter(t *testing.T) {
+	tests := []struct {
+		name string
+		in   string
+		meta map[string]any
+		body string
+	}{
+		{"none", "# Title\n", nil, "# Title\n"},
+		{"simple", "---\nname: ship\ndescription: Ship it\nallowed-tools: [Bash, Read]\n---\nBody\n", map[string]any{"name": "ship", "description": "Ship it", "allowed-tools": []any{"Bash", "Read"}}, "Body\n"},
+		{"crlf", "---\r\nname: x\r\n---\r\nBody", map[string]any{"name": "x"}, "Body"},
+		{"empty header", "---\n---\nBody", map[string]any{}, "Body"},
+		{"no body", "---\nname: x\n---", map[string]any{"name": "x"}, ""},
+		{"dots close", "---\nname: x\n...\nBody", map[string]any{"name": "x"}, "Body"},
+		{"not at top", "\n---\nname: x\n---\n", nil, "\n---\nname: x\n---\n"},
+		{"lenient unquoted colon", "---\nname: a\ndescription: Use it when: things happen\n  and more\n---\nB", map[string]any{"name": "a", "description": "Use it when: things happen\n  and more"}, "B"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			meta, body, err := ParseFrontMatter([]byte(tc.in))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(meta, tc.meta) || string(body) != tc.body {
+				t.Errorf("got %#v %q; want %#v %q", meta, body, tc.meta, tc.body)
+			}
+		})
+	}
+	for _, bad := range []string{
+		"---\nname: x\nno closing line\n",
+		"---\n- a\n- b\n---\n",
+		"---\n[unclosed\n---\n",
+		"---\n" + strings.Repeat("k: v\n", 60000) + "---\n",
+	} {
+		_, _, err := ParseFrontMatter([]byte(bad))
+		var fe *FrontMatterError
+		if !errors.As(err, &fe) {
+			t.Errorf("%.30q: %v", bad, err)
+		}
+	}
+}
