@@ -307,3 +307,12 @@ func jsonKind(raw json.RawMessage) string {
 		return "a number"
 	}
 }
+
+// RepoOwnerWildcard is the lower-case owner of an "owner/*" entry, "" for any
+// other kind.
+func (s MarketplaceSource) RepoOwnerWildcard() string {
+	if s.Source == KindOwnerWildcard {
+		return strings.ToLower(s.Owner)
+	}
+	return ""
+}

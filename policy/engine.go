@@ -1,0 +1,476 @@
+package policy
+
+import (
+	"context"
+	"crypto/sha256"
+	_ "embed"
+	"encoding/binary"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"github.com/open-policy-agent/opa/v1/ast"
+	"github.com/open-policy-agent/opa/v1/rego"
+	"github.com/open-policy-agent/opa/v1/storage/inmem"
+
+	"github.com/wharfhq/wharf/plugin"
+	"github.com/wharfhq/wharf/settings"
+)
+
+// BuiltinModule is the Rego source of the standard keys.
+//
+//go:embed rego/wharf.rego
+var BuiltinModule string
+
+// BuiltinModuleFile is the file name the built-in module compiles under.
+const BuiltinModuleFile = "wharf.rego"
+
+// DecisionQuery is the query every decision evaluates.
+const DecisionQuery = "data.wharf.policy.decision"
+
+// Reason says which layer and rule denied, and why.
+type Reason struct {
+	Layer   string `json:"layer"`
+	Rule    string `json:"rule"`
+	Message string `json:"message"`
+	order   int
+}
+
+// Decision is policy's answer to a Request.
+type Decision struct {
+	Allowed bool `json:"allowed"`
+	// Forced is "on" or "off" when managed enabledPlugins forces the plugin.
+	Forced        string   `json:"forced,omitempty"`
+	Reasons       []Reason `json:"reasons"`
+	Warnings      []string `json:"warnings"`
+	PolicyVersion string   `json:"policyVersion"`
+}
+
+// Denial is the cause inside the *plugin.Error of a denied request; reach it
+// with errors.As to show every reason.
+type Denial struct {
+	Request  Request
+	Decision Decision
+}
+
+func (d *Denial) Error() string {
+	var parts []string
+	for _, r := range d.Decision.Reasons {
+		parts = append(parts, fmt.Sprintf("%s (policy layer %s, rule %s)", r.Message, r.Layer, r.Rule))
+	}
+	return "denied: " + strings.Join(parts, "; ")
+}
+
+// Err is nil when the decision allows, else a *plugin.Error (layer policy,
+// type policy-denied) naming the deciding layer and rule, with a hint.
+func (d Decision) Err(req Request) error {
+	if d.Allowed {
+		return nil
+	}
+	hint := "run: wharf policy check " + req.target()
+	if len(d.Reasons) > 0 {
+		r := d.Reasons[0]
+		who := "the administrator of policy layer " + r.Layer
+		if r.Layer == "default" {
+			who = "your administrator"
+		}
+		hint = fmt.Sprintf("ask %s to change %s; to see every layer's verdict run: wharf policy check %s", who, r.Rule, req.target())
+		if req.Action == ActionAddMarketplace || req.Action == ActionUpdateMarketplace || req.Action == ActionSideload {
+			hint = fmt.Sprintf("ask %s to change %s", who, r.Rule)
+		}
+	}
+	return &plugin.Error{Layer: plugin.LayerPolicy, Type: plugin.TypePolicyDenied, Object: req.target(),
+		Err: &Denial{Request: req, Decision: d}, Hint: hint}
+}
+
+// Option configures an Engine.
+type Option func(*Engine)
+
+// WithCache keeps up to n decisions per policy version. A hit returns the
+// decision computed for the same request under the same version.
+func WithCache(n int) Option { return func(e *Engine) { e.cacheSize = n } }
+
+// WithLoader sets where Reload reads layers from.
+func WithLoader(load func() ([]Layer, error)) Option { return func(e *Engine) { e.load = load } }
+
+// Engine evaluates policy. It is safe for concurrent use: decisions read an
+// immutable compiled state that Reload and Replace swap atomically.
+type Engine struct {
+	load      func() ([]Layer, error)
+	cacheSize int
+	reloadMu  sync.Mutex
+	cur       atomic.Pointer[state]
+}
+
+type compiledLayer struct {
+	Name     string
+	Origin   string
+	Settings *settings.Settings
+	Lockdown bool
+}
+
+type state struct {
+	version  string
+	layers   []compiledLayer
+	modules  map[string]*ast.Module
+	data     ast.Object
+	warnings []string
+	pq       rego.PreparedEvalQuery
+	cache    *decisionCache
+}
+
+// NewEngine compiles layers (highest first) with the built-in module.
+func NewEngine(layers []Layer, opts ...Option) (*Engine, error) {
+	e := &Engine{}
+	for _, o := range opts {
+		o(e)
+	}
+	st, err := e.compile(layers)
+	if err != nil {
+		return nil, err
+	}
+	e.cur.Store(st)
+	return e, nil
+}
+
+// Open builds an Engine from Sources; Reload re-reads them.
+func Open(src Sources, opts ...Option) (*Engine, error) {
+	layers, err := src.Load()
+	if err != nil {
+		return nil, err
+	}
+	return NewEngine(layers, append([]Option{WithLoader(src.Load)}, opts...)...)
+}
+
+// Version identifies the compiled policy: a hash over every input document
+// and module.
+func (e *Engine) Version() string { return e.cur.Load().version }
+
+// Warnings are the problems found in the layers' documents (unknown keys,
+// invalid values that fail closed, unknown surfaces).
+func (e *Engine) Warnings() []string { return append([]string(nil), e.cur.Load().warnings...) }
+
+// LayerNames lists the compiled layers, highest first.
+func (e *Engine) LayerNames() []string {
+	var out []string
+	for _, l := range e.cur.Load().layers {
+		out = append(out, l.Name)
+	}
+	return out
+}
+
+// Reload re-reads the layers from the loader and swaps them in when anything
+// changed. It reports whether the version changed. Without a loader it does
+// nothing.
+func (e *Engine) Reload(ctx context.Context) (bool, error) {
+	if e.load == nil {
+		return false, nil
+	}
+	layers, err := e.load()
+	if err != nil {
+		return false, err
+	}
+	return e.Replace(ctx, layers)
+}
+
+// Replace compiles layers and swaps them in when their version differs. On
+// error the previous policy stays in force.
+func (e *Engine) Replace(ctx context.Context, layers []Layer) (bool, error) {
+	e.reloadMu.Lock()
+	defer e.reloadMu.Unlock()
+	if versionOf(collectInputs(layers)) == e.cur.Load().version {
+		return false, nil
+	}
+	st, err := e.compile(layers)
+	if err != nil {
+		return false, err
+	}
+	e.cur.Store(st)
+	return true, nil
+}
+
+// inputDoc is one input of the evaluation. The version hash and the compiled
+// state are both derived from the same []inputDoc, so nothing the evaluation
+// reads can be left out of the version.
+type inputDoc struct {
+	kind  string // "module" (built-in or admin), "layer", "settings"
+	layer int
+	name  string
+	data  []byte
+}
+
+func collectInputs(layers []Layer) []inputDoc {
+	in := []inputDoc{{kind: "module", layer: -1, name: BuiltinModuleFile, data: []byte(BuiltinModule)}}
+	for i, l := range layers {
+		in = append(in, inputDoc{kind: "layer", layer: i, name: l.Name, data: []byte(l.Origin)})
+		for _, d := range l.documents() {
+			in = append(in, inputDoc{kind: "settings", layer: i, name: d.Name, data: d.Data})
+		}
+		names := make([]string, 0, len(l.Modules))
+		for n := range l.Modules {
+			names = append(names, n)
+		}
+		sort.Strings(names)
+		for _, n := range names {
+			in = append(in, inputDoc{kind: "module", layer: i, name: n, data: []byte(l.Modules[n])})
+		}
+	}
+	return in
+}
+
+func versionOf(in []inputDoc) string {
+	h := sha256.New()
+	var n [8]byte
+	put := func(b []byte) {
+		binary.BigEndian.PutUint64(n[:], uint64(len(b)))
+		h.Write(n[:])
+		h.Write(b)
+	}
+	for _, d := range in {
+		put([]byte(d.kind))
+		put([]byte(strconv.Itoa(d.layer)))
+		put([]byte(d.name))
+		put(d.data)
+	}
+	return "sha256:" + hex.EncodeToString(h.Sum(nil))
+}
+
+func (e *Engine) compile(layers []Layer) (*state, error) {
+	inputs := collectInputs(layers)
+	st := &state{version: versionOf(inputs), modules: map[string]*ast.Module{}}
+	if e.cacheSize > 0 {
+		st.cache = newDecisionCache(e.cacheSize)
+	}
+	docs := make([][]settings.Document, len(layers))
+	seen := map[string]bool{}
+	for _, in := range inputs {
+		switch in.kind {
+		case "layer":
+			if !layerNameRE.MatchString(in.name) {
+				return nil, plugin.Errorf(plugin.LayerPolicy, TypeLayerInvalid, in.name, "name layers with lower-case letters, digits and _, starting with a letter",
+					"policy layer name %q is not valid", in.name)
+			}
+			if seen[in.name] {
+				return nil, plugin.Errorf(plugin.LayerPolicy, TypeLayerInvalid, in.name, "give every layer its own name", "two policy layers are named %q", in.name)
+			}
+			seen[in.name] = true
+			st.layers = append(st.layers, compiledLayer{Name: in.name, Origin: string(in.data)})
+		case "settings":
+			docs[in.layer] = append(docs[in.layer], settings.Document{Scope: settings.ScopeManaged, Name: in.name, Data: in.data})
+		case "module":
+			var m *ast.Module
+			var err error
+			if in.layer < 0 {
+				m, err = ast.ParseModuleWithOpts(in.name, string(in.data), ast.ParserOptions{RegoVersion: ast.RegoV1})
+			} else {
+				m, err = checkModule(st.layers[in.layer].Name, in.name, string(in.data))
+			}
+			if err != nil {
+				return nil, err
+			}
+			key := in.name
+			if in.layer >= 0 {
+				key = st.layers[in.layer].Name + "/" + in.name
+			}
+			st.modules[key] = m
+		}
+	}
+	var layerValues []any
+	for i := range st.layers {
+		l := &st.layers[i]
+		var merged *settings.Settings
+		for _, d := range docs[i] {
+			if _, err := settings.Parse(d.Name, d.Data); err != nil {
+				l.Lockdown = true
+				st.warnings = append(st.warnings, fmt.Sprintf("policy layer %s: %v; every restriction is assumed until it is fixed (fail closed)", l.Name, err))
+			}
+		}
+		merged = settings.Merge(docs[i])
+		for _, is := range merged.Issues {
+			if strings.HasSuffix(is.Message, "; file skipped") {
+				continue // reported above as a lockdown
+			}
+			st.warnings = append(st.warnings, fmt.Sprintf("policy layer %s: %s", l.Name, is))
+		}
+		l.Settings = merged
+		layerValues = append(layerValues, layerData(i, l.Name, merged, l.Lockdown))
+	}
+	if layerValues == nil {
+		layerValues = []any{}
+	}
+	val, err := ast.InterfaceToValue(map[string]any{"wharf": map[string]any{"layers": layerValues}})
+	if err != nil {
+		return nil, err
+	}
+	st.data = val.(ast.Object)
+	opts := []func(*rego.Rego){
+		rego.Query(DecisionQuery),
+		rego.Store(inmem.NewFromASTObject(st.data)),
+		rego.SetRegoVersion(ast.RegoV1),
+	}
+	keys := make([]string, 0, len(st.modules))
+	for k := range st.modules {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		opts = append(opts, rego.ParsedModule(st.modules[k]))
+	}
+	pq, err := rego.New(opts...).PrepareForEval(context.Background())
+	if err != nil {
+		return nil, plugin.Errorf(plugin.LayerPolicy, TypeLayerInvalid, "policy", "fix the admin module named in the message; run: wharf policy test <dir>", "compiling policy: %v", err)
+	}
+	st.pq = pq
+	return st, nil
+}
+
+// Decide evaluates req against the current policy. An evaluation error
+// returns a denying Decision together with the error, so a caller that only
+// looks at Allowed still fails closed.
+func (e *Engine) Decide(ctx context.Context, req Request) (Decision, error) {
+	if err := req.Validate(); err != nil {
+		return Decision{Reasons: []Reason{{Layer: "default", Rule: "request", Message: err.Error()}}}, err
+	}
+	st := e.cur.Load()
+	input := req.Input()
+	var key string
+	if st.cache != nil {
+		b, _ := json.Marshal(input) // map keys sorted: canonical
+		key = string(b)
+		if d, ok := st.cache.get(key); ok {
+			return d.clone(), nil
+		}
+	}
+	d, err := st.eval(ctx, input)
+	if err != nil {
+		return d, err
+	}
+	if st.cache != nil {
+		st.cache.put(key, d)
+		d = d.clone()
+	}
+	return d, nil
+}
+
+func (st *state) eval(ctx context.Context, input map[string]any) (Decision, error) {
+	fail := func(err error) (Decision, error) {
+		return Decision{PolicyVersion: st.version, Warnings: st.warnings,
+			Reasons: []Reason{{Layer: "default", Rule: "evaluation", Message: err.Error()}}},
+			plugin.Errorf(plugin.LayerPolicy, plugin.TypePolicyDenied, "policy", "fix the admin module named in the message; run: wharf policy test <dir>", "policy evaluation failed, so the request is refused: %v", err)
+	}
+	v, err := ast.InterfaceToValue(input)
+	if err != nil {
+		return fail(err)
+	}
+	rs, err := st.pq.Eval(ctx, rego.EvalParsedInput(v))
+	if err != nil {
+		return fail(err)
+	}
+	if len(rs) != 1 || len(rs[0].Expressions) != 1 {
+		return fail(errors.New("the decision is undefined"))
+	}
+	d, err := toDecision(rs[0].Expressions[0].Value)
+	if err != nil {
+		return fail(err)
+	}
+	d.PolicyVersion = st.version
+	if len(st.warnings) > 0 {
+		d.Warnings = append(append([]string(nil), st.warnings...), d.Warnings...)
+	}
+	return d, nil
+}
+
+func toDecision(v any) (Decision, error) {
+	m, ok := v.(map[string]any)
+	if !ok {
+		return Decision{}, fmt.Errorf("decision is %T, not an object", v)
+	}
+	var d Decision
+	if d.Allowed, ok = m["allowed"].(bool); !ok {
+		return Decision{}, errors.New("decision.allowed is not a boolean")
+	}
+	d.Forced, _ = m["forced"].(string)
+	reasons, _ := m["reasons"].([]any)
+	d.Reasons = make([]Reason, 0, len(reasons))
+	for _, r := range reasons {
+		ro, ok := r.(map[string]any)
+		if !ok {
+			return Decision{}, fmt.Errorf("reason is %T, not an object", r)
+		}
+		var rr Reason
+		rr.Layer, _ = ro["layer"].(string)
+		rr.Rule, _ = ro["rule"].(string)
+		rr.Message, _ = ro["message"].(string)
+		switch n := ro["order"].(type) {
+		case json.Number:
+			o, _ := n.Int64()
+			rr.order = int(o)
+		case float64:
+			rr.order = int(n)
+		case int:
+			rr.order = n
+		}
+		d.Reasons = append(d.Reasons, rr)
+	}
+	sort.SliceStable(d.Reasons, func(i, j int) bool {
+		a, b := d.Reasons[i], d.Reasons[j]
+		if a.order != b.order {
+			return a.order < b.order
+		}
+		if a.Rule != b.Rule {
+			return a.Rule < b.Rule
+		}
+		return a.Message < b.Message
+	})
+	ws, _ := m["warnings"].([]any)
+	d.Warnings = make([]string, 0, len(ws))
+	for _, w := range ws {
+		if s, ok := w.(string); ok {
+			d.Warnings = append(d.Warnings, s)
+		}
+	}
+	if d.Allowed != (len(d.Reasons) == 0) {
+		return Decision{}, errors.New("decision.allowed disagrees with its reasons")
+	}
+	return d, nil
+}
+
+func (d Decision) clone() Decision {
+	d.Reasons = append([]Reason(nil), d.Reasons...)
+	d.Warnings = append([]string(nil), d.Warnings...)
+	return d
+}
+
+// decisionCache holds decisions of one policy version; it is dropped with
+// its version on Reload. Bounded: when full it starts over.
+type decisionCache struct {
+	mu  sync.Mutex
+	max int
+	m   map[string]Decision
+}
+
+func newDecisionCache(n int) *decisionCache {
+	return &decisionCache{max: n, m: make(map[string]Decision)}
+}
+
+func (c *decisionCache) get(k string) (Decision, bool) {
+	c.mu.Lock()
+	d, ok := c.m[k]
+	c.mu.Unlock()
+	return d, ok
+}
+
+func (c *decisionCache) put(k string, d Decision) {
+	c.mu.Lock()
+	if len(c.m) >= c.max {
+		c.m = make(map[string]Decision, c.max)
+	}
+	c.m[k] = d
+	c.mu.Unlock()
+}

@@ -1,0 +1,197 @@
+package policy
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+
+	"github.com/open-policy-agent/opa/v1/ast"
+
+	"github.com/wharfhq/wharf/plugin"
+	"github.com/wharfhq/wharf/settings"
+)
+
+// Layer is one policy layer: a managed settings document (plus, for a managed
+// directory, its managed-settings.d fragments in name order) and admin Rego
+// modules. Layers are given in order, highest (org) first.
+type Layer struct {
+	Name      string              // [a-z][a-z0-9_]*; admin modules use package wharf.admin.<Name>
+	Settings  []byte              // JSON; nil for none
+	Fragments []settings.Document // further documents of the same layer, merged after Settings
+	Modules   map[string]string   // admin Rego modules by file name
+	Origin    string              // where the layer came from, for messages (a path, "server bundle")
+}
+
+// TypeLayerInvalid is the error type of a layer that cannot be compiled.
+const TypeLayerInvalid = "policy-layer-invalid"
+
+var layerNameRE = regexp.MustCompile(`^[a-z][a-z0-9_]{0,62}$`)
+
+// LayerName turns a file or directory name into a valid layer name:
+// lower case, [a-z0-9_], starting with a letter.
+func LayerName(s string) string {
+	s = strings.TrimSuffix(filepath.Base(s), filepath.Ext(s))
+	var b strings.Builder
+	for _, c := range strings.ToLower(s) {
+		switch {
+		case c >= 'a' && c <= 'z', c >= '0' && c <= '9':
+			b.WriteRune(c)
+		default:
+			b.WriteByte('_')
+		}
+	}
+	n := b.String()
+	if n == "" || n[0] < 'a' || n[0] > 'z' {
+		n = "l_" + n
+	}
+	if len(n) > 63 {
+		n = n[:63]
+	}
+	return n
+}
+
+// Sources says where layers come from: the managed directory (one layer named
+// "managed") followed by each --policy path in order. A policy path is a JSON
+// settings file, a .rego file (a layer with only admin rules) or a directory
+// laid out like the managed directory.
+type Sources struct {
+	ManagedDir string
+	Paths      []string
+}
+
+// Load reads every layer. A managed directory that does not exist gives no
+// layer; a --policy path that does not exist is an error.
+func (s Sources) Load() ([]Layer, error) {
+	var layers []Layer
+	if s.ManagedDir != "" {
+		l, err := LoadDir("managed", s.ManagedDir)
+		if err != nil {
+			return nil, err
+		}
+		if l.Settings != nil || len(l.Fragments) > 0 || len(l.Modules) > 0 {
+			layers = append(layers, l)
+		}
+	}
+	seen := map[string]bool{}
+	for _, l := range layers {
+		seen[l.Name] = true
+	}
+	for _, p := range s.Paths {
+		st, err := os.Stat(p)
+		if err != nil {
+			return nil, plugin.Errorf(plugin.LayerPolicy, TypeLayerInvalid, p, "check the --policy path", "policy layer: %v", err)
+		}
+		name := LayerName(p)
+		for i := 2; seen[name]; i++ {
+			name = fmt.Sprintf("%s_%d", LayerName(p), i)
+		}
+		seen[name] = true
+		var l Layer
+		switch {
+		case st.IsDir():
+			l, err = LoadDir(name, p)
+		case strings.HasSuffix(p, ".rego"):
+			var b []byte
+			b, err = os.ReadFile(p)
+			l = Layer{Name: name, Origin: p, Modules: map[string]string{filepath.Base(p): string(b)}}
+		default:
+			var b []byte
+			b, err = os.ReadFile(p)
+			l = Layer{Name: name, Origin: p, Settings: b}
+		}
+		if err != nil {
+			return nil, plugin.Errorf(plugin.LayerPolicy, TypeLayerInvalid, p, "check the --policy path", "policy layer: %v", err)
+		}
+		layers = append(layers, l)
+	}
+	return layers, nil
+}
+
+// LoadDir reads a managed directory: managed-settings.json,
+// managed-settings.d/*.json (name order) and *.rego admin modules
+// (*_test.rego files are tests, not policy, and are skipped).
+func LoadDir(name, dir string) (Layer, error) {
+	docs, err := settings.ReadManagedDir(dir)
+	if err != nil {
+		return Layer{}, err
+	}
+	l := Layer{Name: name, Origin: dir}
+	for i, d := range docs {
+		if d.Missing {
+			continue
+		}
+		if i == 0 {
+			l.Settings = d.Data
+			continue
+		}
+		l.Fragments = append(l.Fragments, settings.Document{Scope: settings.ScopeManaged, Name: d.Name, Data: d.Data})
+	}
+	matches, err := filepath.Glob(filepath.Join(dir, "*.rego"))
+	if err != nil {
+		return Layer{}, err
+	}
+	sort.Strings(matches)
+	for _, m := range matches {
+		if strings.HasSuffix(m, "_test.rego") {
+			continue
+		}
+		b, err := os.ReadFile(m)
+		if err != nil {
+			return Layer{}, plugin.Errorf(plugin.LayerPolicy, TypeLayerInvalid, m, "check the file's permissions", "reading admin module: %v", err)
+		}
+		if l.Modules == nil {
+			l.Modules = map[string]string{}
+		}
+		l.Modules[filepath.Base(m)] = string(b)
+	}
+	return l, nil
+}
+
+// documents lists the layer's settings documents in merge order.
+func (l Layer) documents() []settings.Document {
+	var docs []settings.Document
+	name := l.Origin
+	if name == "" {
+		name = l.Name
+	}
+	if l.Settings != nil {
+		if st, err := os.Stat(name); err == nil && st.IsDir() {
+			name = filepath.Join(name, "managed-settings.json")
+		}
+		docs = append(docs, settings.Document{Scope: settings.ScopeManaged, Name: name, Data: l.Settings})
+	}
+	for _, f := range l.Fragments {
+		f.Scope = settings.ScopeManaged
+		docs = append(docs, f)
+	}
+	return docs
+}
+
+// checkModule parses an admin module and checks that it stays inside its
+// layer's package and that its deny rules are partial set rules (a deny that
+// is not a set would be read as no reasons: silently open).
+func checkModule(layer, file, text string) (*ast.Module, error) {
+	fail := func(format string, args ...any) (*ast.Module, error) {
+		return nil, plugin.Errorf(plugin.LayerPolicy, TypeLayerInvalid, file,
+			fmt.Sprintf("admin rules of layer %s go in package wharf.admin.%s as `deny contains msg if { ... }`", layer, layer), format, args...)
+	}
+	m, err := ast.ParseModuleWithOpts(file, text, ast.ParserOptions{RegoVersion: ast.RegoV1})
+	if err != nil {
+		return fail("%v", err)
+	}
+	want := ast.MustParseRef("data.wharf.admin." + layer)
+	if !m.Package.Path.HasPrefix(want) {
+		return fail("package %s is outside layer %s's package wharf.admin.%s", strings.TrimPrefix(m.Package.Path.String(), "data."), layer, layer)
+	}
+	for _, r := range m.Rules {
+		if r.Head.Name.String() == "deny" || (len(r.Head.Reference) > 0 && r.Head.Reference[0].Value.Compare(ast.Var("deny")) == 0) {
+			if r.Head.RuleKind() != ast.MultiValue {
+				return fail("%s: deny must be a set rule (`deny contains msg if ...`)", r.Location)
+			}
+		}
+	}
+	return m, nil
+}
