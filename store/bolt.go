@@ -2,6 +2,7 @@ package store
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -14,8 +15,9 @@ import (
 
 // Bolt is the embedded bbolt backend.
 type Bolt struct {
-	db   *bolt.DB
-	path string
+	db    *bolt.DB
+	path  string
+	watch *watchHub
 }
 
 // OpenBolt opens (creating if needed) the bbolt file at path. If another
@@ -36,26 +38,43 @@ func OpenBolt(path string, opts Options) (*Bolt, error) {
 		}
 		return nil, fmt.Errorf("store: open %s: %w; if the file is corrupt, move it aside and re-add your marketplaces", path, err)
 	}
-	return &Bolt{db: db, path: path}, nil
+	return &Bolt{db: db, path: path, watch: newWatchHub()}, nil
 }
 
 // Path returns the file's path.
 func (b *Bolt) Path() string { return b.path }
 
-// Close releases the file and its lock.
-func (b *Bolt) Close() error { return b.db.Close() }
+// Close releases the file and its lock, and closes the watch channels.
+func (b *Bolt) Close() error {
+	b.watch.close()
+	return b.db.Close()
+}
 
 // View implements Store.
 func (b *Bolt) View(fn func(Reader) error) error {
-	return b.db.View(func(tx *bolt.Tx) error { return fn(boltTx{tx}) })
+	return b.db.View(func(tx *bolt.Tx) error { return fn(boltTx{tx: tx}) })
 }
 
-// Update implements Store.
+// Update implements Store. Watchers hear of the changes after the commit.
 func (b *Bolt) Update(fn func(Tx) error) error {
-	return b.db.Update(func(tx *bolt.Tx) error { return fn(boltTx{tx}) })
+	changes := &changeSet{}
+	err := b.db.Update(func(tx *bolt.Tx) error { return fn(boltTx{tx: tx, changes: changes}) })
+	if err == nil {
+		b.watch.publish(changes.events())
+	}
+	return err
 }
 
-type boltTx struct{ tx *bolt.Tx }
+// Watch implements Watcher for the commits made through this handle (bbolt
+// is single-process: no other process can write the file while it is open).
+func (b *Bolt) Watch(ctx context.Context, bucket string) (<-chan Event, error) {
+	return b.watch.subscribe(ctx, bucket)
+}
+
+type boltTx struct {
+	tx      *bolt.Tx
+	changes *changeSet // nil in View
+}
 
 func (t boltTx) Get(bucket, key string) ([]byte, error) {
 	bk := t.tx.Bucket([]byte(bucket))
@@ -91,7 +110,11 @@ func (t boltTx) Put(bucket, key string, value []byte) error {
 	if err != nil {
 		return fmt.Errorf("store: bucket %s: %w", bucket, err)
 	}
-	return bk.Put([]byte(key), value)
+	if err := bk.Put([]byte(key), value); err != nil {
+		return err
+	}
+	t.changes.record(Event{Bucket: bucket, Key: key, Value: bytes.Clone(value)})
+	return nil
 }
 
 func (t boltTx) Delete(bucket, key string) error {
@@ -99,7 +122,14 @@ func (t boltTx) Delete(bucket, key string) error {
 	if bk == nil {
 		return nil
 	}
-	return bk.Delete([]byte(key))
+	existed := bk.Get([]byte(key)) != nil
+	if err := bk.Delete([]byte(key)); err != nil {
+		return err
+	}
+	if existed {
+		t.changes.record(Event{Bucket: bucket, Key: key, Deleted: true})
+	}
+	return nil
 }
 
 func (t boltTx) NextSequence(bucket string) (uint64, error) {

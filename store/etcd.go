@@ -1,0 +1,627 @@
+package store
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"net/url"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
+)
+
+// Etcd is the multi-replica backend: any number of wharf servers share one
+// etcd cluster, and Update is serializable across all of them.
+//
+// Key layout, under the prefix (default "/wharf"):
+//
+//	<prefix>/<bucket>/<key>   a value
+//	<prefix>/.seq/<bucket>    the bucket's NextSequence counter (decimal)
+//	<prefix>/.del/<bucket>    touched by every transaction that deletes in the bucket
+//
+// A bucket name is path-escaped (so "/" in it cannot collide with a key) and a
+// leading "." is escaped too, so no bucket shares the meta keys' space.
+//
+// Update is an optimistic transaction: every read in fn is served from one
+// snapshot revision, and the commit is one etcd Txn that applies the writes
+// only if nothing fn read changed since that revision: each key read has its
+// mod revision compared, each List has its key range compared (no key in it
+// modified after the snapshot) together with the bucket's deletion marker.
+// On a conflict fn runs again on a fresh snapshot, so fn must have no effects
+// outside the transaction.
+type Etcd struct {
+	cli    *clientv3.Client
+	opts   EtcdOptions
+	ctx    context.Context // canceled by Close
+	cancel context.CancelFunc
+	closed sync.Once
+}
+
+// EtcdOptions tune OpenEtcd. Zero values take the documented defaults.
+type EtcdOptions struct {
+	// Prefix is prepended to every key; default "/wharf". Several wharf
+	// deployments can share a cluster under different prefixes.
+	Prefix string
+	// DialTimeout bounds the first connection; default 5s.
+	DialTimeout time.Duration
+	// RequestTimeout bounds each request to etcd; default 10s.
+	RequestTimeout time.Duration
+	// MaxTxnOps is the cluster's --max-txn-ops (etcd's default is 128). A
+	// transaction whose reads need more comparisons falls back to coarser
+	// per-bucket ones; one that writes more keys than this fails.
+	MaxTxnOps int
+	// MaxAttempts is how often Update runs fn before giving up on conflicts
+	// with concurrent writers; default 1000.
+	MaxAttempts int
+	// TLS, Username and Password are passed to the etcd client.
+	TLS      *tls.Config
+	Username string
+	Password string
+}
+
+const defaultEtcdPrefix = "/wharf"
+
+func (o EtcdOptions) withDefaults() EtcdOptions {
+	if o.Prefix == "" {
+		o.Prefix = defaultEtcdPrefix
+	}
+	o.Prefix = strings.TrimRight(o.Prefix, "/")
+	if o.DialTimeout <= 0 {
+		o.DialTimeout = 5 * time.Second
+	}
+	if o.RequestTimeout <= 0 {
+		o.RequestTimeout = 10 * time.Second
+	}
+	if o.MaxTxnOps <= 0 {
+		o.MaxTxnOps = 128
+	}
+	if o.MaxAttempts <= 0 {
+		o.MaxAttempts = 1000
+	}
+	return o
+}
+
+// OpenEtcd connects to the etcd cluster at endpoints ("host:port" or
+// "http(s)://host:port") and checks that it answers within DialTimeout.
+func OpenEtcd(endpoints []string, opts EtcdOptions) (*Etcd, error) {
+	if len(endpoints) == 0 {
+		return nil, errors.New("store: etcd: no endpoints; give at least one, e.g. etcd://127.0.0.1:2379")
+	}
+	opts = opts.withDefaults()
+	if opts.Prefix == "" {
+		return nil, errors.New("store: etcd: prefix \"/\" would put wharf's keys at the top of the cluster; use a prefix such as /wharf")
+	}
+	cli, err := clientv3.New(clientv3.Config{
+		Endpoints:   endpoints,
+		DialTimeout: opts.DialTimeout,
+		TLS:         opts.TLS,
+		Username:    opts.Username,
+		Password:    opts.Password,
+		Logger:      zap.NewNop(),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("store: etcd %s: %w; check the endpoints and that etcd is running", strings.Join(endpoints, ","), err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	e := &Etcd{cli: cli, opts: opts, ctx: ctx, cancel: cancel}
+	// clientv3.New does not wait for a connection; ask for something cheap so
+	// a wrong address fails here, with the address in the message.
+	pctx, pcancel := context.WithTimeout(ctx, opts.DialTimeout)
+	_, err = cli.Get(pctx, e.seqKey("probe"), clientv3.WithCountOnly())
+	pcancel()
+	if err != nil {
+		e.Close()
+		return nil, fmt.Errorf("store: etcd %s: %w; check the endpoints and that etcd is running", strings.Join(endpoints, ","), err)
+	}
+	return e, nil
+}
+
+// Prefix returns the key prefix in use.
+func (e *Etcd) Prefix() string { return e.opts.Prefix }
+
+// Close releases the connection; open watch channels close.
+func (e *Etcd) Close() error {
+	var err error
+	e.closed.Do(func() {
+		e.cancel()
+		err = e.cli.Close()
+	})
+	return err
+}
+
+// segment escapes a bucket name into one path segment of the key layout.
+func segment(bucket string) string {
+	s := url.PathEscape(bucket)
+	if strings.HasPrefix(s, ".") {
+		s = "%2E" + s[1:]
+	}
+	return s
+}
+
+func (e *Etcd) bucketPrefix(bucket string) string {
+	return e.opts.Prefix + "/" + segment(bucket) + "/"
+}
+func (e *Etcd) seqKey(bucket string) string { return e.opts.Prefix + "/.seq/" + segment(bucket) }
+func (e *Etcd) delKey(bucket string) string { return e.opts.Prefix + "/.del/" + segment(bucket) }
+
+func (e *Etcd) requestCtx() (context.Context, context.CancelFunc) {
+	return context.WithTimeout(e.ctx, e.opts.RequestTimeout)
+}
+
+// View implements Store: fn reads one snapshot.
+func (e *Etcd) View(fn func(Reader) error) error {
+	for attempt := 1; ; attempt++ {
+		tx := &etcdTx{e: e}
+		err := fn(tx)
+		if tx.restart && attempt < e.opts.MaxAttempts {
+			continue
+		}
+		return err
+	}
+}
+
+// Update implements Store. See the type's doc for the isolation it gives.
+func (e *Etcd) Update(fn func(Tx) error) error {
+	for attempt := 1; ; attempt++ {
+		tx := &etcdTx{e: e, writable: true}
+		err := fn(tx)
+		if tx.restart && attempt < e.opts.MaxAttempts {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		ok, err := tx.commit()
+		if err != nil {
+			return err
+		}
+		if ok {
+			return nil
+		}
+		if attempt >= e.opts.MaxAttempts {
+			return fmt.Errorf("store: etcd: %w: gave up after %d attempts, other writers kept changing what this update read; retry later", ErrConflict, attempt)
+		}
+		if attempt > 2 {
+			// Spread out the racers so that one of them gets through.
+			time.Sleep(time.Duration(rand.IntN(1+min(attempt, 50))) * time.Millisecond)
+		}
+	}
+}
+
+// Watch implements Watcher with etcd's own watch: it sees the commits of
+// every replica. A watch that etcd cancels (compaction, a member without a
+// leader) closes the channel.
+func (e *Etcd) Watch(ctx context.Context, bucket string) (<-chan Event, error) {
+	if bucket == "" {
+		return nil, errors.New("store: watch: empty bucket name")
+	}
+	// Start from the current revision, so that every commit after Watch
+	// returns is seen even though etcd sets the watch up asynchronously.
+	rctx, rcancel := e.requestCtx()
+	resp, err := e.cli.Get(rctx, e.seqKey(bucket), clientv3.WithCountOnly())
+	rcancel()
+	if err != nil {
+		return nil, fmt.Errorf("store: etcd: watch %s: %w", bucket, err)
+	}
+	wctx, wcancel := context.WithCancel(clientv3.WithRequireLeader(ctx))
+	stop := context.AfterFunc(e.ctx, wcancel)
+	prefix := e.bucketPrefix(bucket)
+	wch := e.cli.Watch(wctx, prefix, clientv3.WithPrefix(), clientv3.WithRev(resp.Header.Revision+1))
+	out := make(chan Event)
+	go func() {
+		defer close(out)
+		defer stop()
+		defer wcancel()
+		for wr := range wch {
+			if wr.Err() != nil {
+				return
+			}
+			for _, ev := range wr.Events {
+				out1 := Event{Bucket: bucket, Key: strings.TrimPrefix(string(ev.Kv.Key), prefix)}
+				if ev.Type == clientv3.EventTypeDelete {
+					out1.Deleted = true
+				} else {
+					out1.Value = ev.Kv.Value
+				}
+				select {
+				case out <- out1:
+				case <-wctx.Done():
+					return
+				}
+			}
+		}
+	}()
+	return out, nil
+}
+
+// etcdTx is one attempt of a View or Update.
+type etcdTx struct {
+	e        *Etcd
+	writable bool
+	rev      int64 // snapshot revision; 0 until the first read
+	restart  bool  // the snapshot was compacted away: run fn again
+	reads    map[string]readRecord
+	ranges   []readRange
+	writes   map[string]*pendingWrite
+}
+
+type readRecord struct {
+	bucket string // "" for meta keys
+	modRev int64  // 0: absent
+	value  []byte
+	found  bool
+}
+
+type readRange struct {
+	bucket     string
+	start, end string
+}
+
+type pendingWrite struct {
+	value   []byte
+	deleted bool
+}
+
+func (t *etcdTx) checkBucket(op, bucket string) error {
+	if bucket == "" {
+		return fmt.Errorf("store: %s: empty bucket name", op)
+	}
+	return nil
+}
+
+// get reads one key from the snapshot, recording it for the commit check.
+func (t *etcdTx) get(bucket, key string) ([]byte, bool, error) {
+	if w, ok := t.writes[key]; ok {
+		if w.deleted {
+			return nil, false, nil
+		}
+		return w.value, true, nil
+	}
+	if r, ok := t.reads[key]; ok {
+		return r.value, r.found, nil
+	}
+	ctx, cancel := t.e.requestCtx()
+	defer cancel()
+	var opts []clientv3.OpOption
+	if t.rev > 0 {
+		opts = append(opts, clientv3.WithRev(t.rev))
+	}
+	resp, err := t.e.cli.Get(ctx, key, opts...)
+	if err != nil {
+		return nil, false, t.readErr(err)
+	}
+	if t.rev == 0 {
+		t.rev = resp.Header.Revision
+	}
+	rec := readRecord{bucket: bucket}
+	if len(resp.Kvs) > 0 {
+		kv := resp.Kvs[0]
+		rec.modRev, rec.value, rec.found = kv.ModRevision, kv.Value, true
+	}
+	if t.reads == nil {
+		t.reads = make(map[string]readRecord)
+	}
+	t.reads[key] = rec
+	return rec.value, rec.found, nil
+}
+
+func (t *etcdTx) readErr(err error) error {
+	if errors.Is(err, rpctypes.ErrCompacted) {
+		t.restart = true
+	}
+	return fmt.Errorf("store: etcd read: %w", err)
+}
+
+func (t *etcdTx) Get(bucket, key string) ([]byte, error) {
+	if err := t.checkBucket("get", bucket); err != nil {
+		return nil, err
+	}
+	v, found, err := t.get(bucket, t.e.bucketPrefix(bucket)+key)
+	if err != nil {
+		return nil, err
+	}
+	if !found {
+		return nil, ErrNotFound
+	}
+	return append([]byte{}, v...), nil
+}
+
+func (t *etcdTx) List(bucket, prefix string) ([]KV, error) {
+	if err := t.checkBucket("list", bucket); err != nil {
+		return nil, err
+	}
+	bp := t.e.bucketPrefix(bucket)
+	start := bp + prefix
+	end := clientv3.GetPrefixRangeEnd(start)
+	ctx, cancel := t.e.requestCtx()
+	defer cancel()
+	opts := []clientv3.OpOption{clientv3.WithRange(end)}
+	if t.rev > 0 {
+		opts = append(opts, clientv3.WithRev(t.rev))
+	}
+	resp, err := t.e.cli.Get(ctx, start, opts...)
+	if err != nil {
+		return nil, t.readErr(err)
+	}
+	if t.rev == 0 {
+		t.rev = resp.Header.Revision
+	}
+	t.ranges = append(t.ranges, readRange{bucket: bucket, start: start, end: end})
+	merged := make(map[string][]byte, len(resp.Kvs))
+	for _, kv := range resp.Kvs {
+		merged[string(kv.Key)] = kv.Value
+	}
+	for k, w := range t.writes {
+		if !strings.HasPrefix(k, start) {
+			continue
+		}
+		if w.deleted {
+			delete(merged, k)
+		} else {
+			merged[k] = w.value
+		}
+	}
+	var out []KV
+	for k, v := range merged {
+		out = append(out, KV{Key: strings.TrimPrefix(k, bp), Value: append([]byte{}, v...)})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Key < out[j].Key })
+	return out, nil
+}
+
+func (t *etcdTx) write(key string, w *pendingWrite) {
+	if t.writes == nil {
+		t.writes = make(map[string]*pendingWrite)
+	}
+	t.writes[key] = w
+}
+
+func (t *etcdTx) Put(bucket, key string, value []byte) error {
+	if !t.writable {
+		return errors.New("store: put in a read-only transaction")
+	}
+	if err := t.checkBucket("put into "+bucket, bucket); err != nil {
+		return err
+	}
+	if key == "" {
+		return fmt.Errorf("store: put into %s: empty key", bucket)
+	}
+	t.write(t.e.bucketPrefix(bucket)+key, &pendingWrite{value: append([]byte{}, value...)})
+	return nil
+}
+
+func (t *etcdTx) Delete(bucket, key string) error {
+	if !t.writable {
+		return errors.New("store: delete in a read-only transaction")
+	}
+	if err := t.checkBucket("delete", bucket); err != nil {
+		return err
+	}
+	t.write(t.e.bucketPrefix(bucket)+key, &pendingWrite{deleted: true})
+	// Lists of this bucket compare against this marker: a deleted key leaves
+	// nothing in their range to compare.
+	t.write(t.e.delKey(bucket), &pendingWrite{value: []byte("1")})
+	return nil
+}
+
+func (t *etcdTx) NextSequence(bucket string) (uint64, error) {
+	if !t.writable {
+		return 0, errors.New("store: next sequence in a read-only transaction")
+	}
+	if err := t.checkBucket("next sequence", bucket); err != nil {
+		return 0, err
+	}
+	key := t.e.seqKey(bucket)
+	v, found, err := t.get("", key)
+	if err != nil {
+		return 0, err
+	}
+	var n uint64
+	if found {
+		n, err = strconv.ParseUint(string(v), 10, 64)
+		if err != nil {
+			return 0, fmt.Errorf("store: etcd key %s holds %q, not a sequence number; restore it from a backup", key, v)
+		}
+	}
+	n++
+	t.write(key, &pendingWrite{value: []byte(strconv.FormatUint(n, 10))})
+	return n, nil
+}
+
+// commit applies the writes if nothing read changed since the snapshot. It
+// reports false on a conflict. A transport error leaves the outcome unknown
+// and is returned as is: running fn again could apply it twice.
+func (t *etcdTx) commit() (bool, error) {
+	if len(t.writes) == 0 {
+		return true, nil
+	}
+	limit := t.e.opts.MaxTxnOps
+	if len(t.writes) > limit {
+		return false, fmt.Errorf("store: etcd: one update writes %d keys, more than the cluster's limit of %d per transaction (--max-txn-ops); split the update", len(t.writes), limit)
+	}
+	cmps := t.compares(false)
+	if len(cmps)+len(t.writes) > limit {
+		cmps = t.compares(true)
+		if len(cmps)+len(t.writes) > limit {
+			return false, fmt.Errorf("store: etcd: one update needs %d comparisons and %d writes, more than the cluster's limit of %d per transaction (--max-txn-ops); split the update", len(cmps), len(t.writes), limit)
+		}
+	}
+	keys := make([]string, 0, len(t.writes))
+	for k := range t.writes {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	ops := make([]clientv3.Op, 0, len(keys))
+	for _, k := range keys {
+		if w := t.writes[k]; w.deleted {
+			ops = append(ops, clientv3.OpDelete(k))
+		} else {
+			ops = append(ops, clientv3.OpPut(k, string(w.value)))
+		}
+	}
+	ctx, cancel := t.e.requestCtx()
+	defer cancel()
+	resp, err := t.e.cli.Txn(ctx).If(cmps...).Then(ops...).Commit()
+	if err != nil {
+		return false, fmt.Errorf("store: etcd commit (it may or may not have been applied; read the state before retrying): %w", err)
+	}
+	return resp.Succeeded, nil
+}
+
+// compares builds the commit's conditions. Coarse mode replaces the per-key
+// checks of bucket keys by one range check per bucket, which also fails on
+// changes fn did not read but keeps the condition count small.
+func (t *etcdTx) compares(coarse bool) []clientv3.Cmp {
+	var cmps []clientv3.Cmp
+	after := t.rev + 1
+	guarded := map[string]bool{} // buckets whose deletion marker is checked
+	guard := func(bucket string) {
+		if !guarded[bucket] {
+			guarded[bucket] = true
+			cmps = append(cmps, clientv3.Compare(clientv3.ModRevision(t.e.delKey(bucket)), "<", after))
+		}
+	}
+	coarseBuckets := map[string]bool{}
+	keys := make([]string, 0, len(t.reads))
+	for k := range t.reads {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		r := t.reads[k]
+		if coarse && r.bucket != "" {
+			coarseBuckets[r.bucket] = true
+			continue
+		}
+		cmps = append(cmps, clientv3.Compare(clientv3.ModRevision(k), "=", r.modRev))
+	}
+	buckets := make([]string, 0, len(coarseBuckets))
+	for b := range coarseBuckets {
+		buckets = append(buckets, b)
+	}
+	sort.Strings(buckets)
+	for _, b := range buckets {
+		p := t.e.bucketPrefix(b)
+		cmps = append(cmps, clientv3.Compare(clientv3.ModRevision(p), "<", after).WithRange(clientv3.GetPrefixRangeEnd(p)))
+		guard(b)
+	}
+	for _, r := range t.ranges {
+		if coarseBuckets[r.bucket] {
+			continue // the whole bucket is checked already
+		}
+		cmps = append(cmps, clientv3.Compare(clientv3.ModRevision(r.start), "<", after).WithRange(r.end))
+		guard(r.bucket)
+	}
+	return cmps
+}
+
+// ParseEtcdURL parses "etcd://host:2379,host2:2379[/prefix]" into endpoints
+// ("host:port"; the port defaults to 2379) and a key prefix (default
+// "/wharf"; no trailing slash).
+func ParseEtcdURL(s string) (endpoints []string, prefix string, err error) {
+	const scheme = "etcd://"
+	bad := func(format string, args ...any) ([]string, string, error) {
+		return nil, "", fmt.Errorf("store: etcd URL %q: %s; the form is etcd://host:2379,host2:2379/prefix", s, fmt.Sprintf(format, args...))
+	}
+	if !strings.HasPrefix(strings.ToLower(s), scheme) {
+		return bad("it must start with %s", scheme)
+	}
+	rest := s[len(scheme):]
+	if i := strings.IndexAny(rest, "?#"); i >= 0 {
+		return bad("query and fragment are not supported")
+	}
+	hosts, path, _ := strings.Cut(rest, "/")
+	if hosts == "" {
+		return bad("no host")
+	}
+	for _, h := range strings.Split(hosts, ",") {
+		ep, err := parseEndpoint(h)
+		if err != nil {
+			return bad("host %q: %v", h, err)
+		}
+		endpoints = append(endpoints, ep)
+	}
+	path = strings.TrimRight(path, "/")
+	if path == "" {
+		return endpoints, defaultEtcdPrefix, nil
+	}
+	for _, seg := range strings.Split(path, "/") {
+		switch seg {
+		case "":
+			return bad("empty segment in prefix %q", "/"+path)
+		case ".", "..":
+			return bad("prefix %q has a %q segment", "/"+path, seg)
+		}
+	}
+	for _, r := range path {
+		if r < 0x20 || r == 0x7f || r == '%' || r == '\\' {
+			return bad("prefix %q has a control character, %% or backslash", "/"+path)
+		}
+	}
+	return endpoints, "/" + path, nil
+}
+
+func parseEndpoint(h string) (string, error) {
+	if h == "" {
+		return "", errors.New("empty")
+	}
+	if strings.ContainsAny(h, "@ \t\r\n") {
+		return "", errors.New("user info and spaces are not allowed")
+	}
+	host, port := h, "2379"
+	if strings.HasPrefix(h, "[") { // [v6]:port or [v6]
+		end := strings.Index(h, "]")
+		if end < 0 {
+			return "", errors.New("unclosed [")
+		}
+		host = h[1:end]
+		switch tail := h[end+1:]; {
+		case tail == "":
+		case strings.HasPrefix(tail, ":"):
+			port = tail[1:]
+		default:
+			return "", errors.New("unexpected text after ]")
+		}
+		if host == "" || !strings.Contains(host, ":") {
+			return "", errors.New("brackets are for IPv6 addresses")
+		}
+		if err := checkPort(port); err != nil {
+			return "", err
+		}
+		return "[" + host + "]:" + port, nil
+	}
+	if i := strings.LastIndex(h, ":"); i >= 0 {
+		host, port = h[:i], h[i+1:]
+		if strings.Contains(host, ":") {
+			return "", errors.New("an IPv6 address needs brackets: [::1]:2379")
+		}
+	}
+	if host == "" {
+		return "", errors.New("empty host name")
+	}
+	for _, r := range host {
+		if !(r == '.' || r == '-' || r == '_' || r >= '0' && r <= '9' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z') {
+			return "", fmt.Errorf("invalid character %q in host name", r)
+		}
+	}
+	if err := checkPort(port); err != nil {
+		return "", err
+	}
+	return host + ":" + port, nil
+}
+
+func checkPort(p string) error {
+	n, err := strconv.Atoi(p)
+	if err != nil || n < 1 || n > 65535 || strconv.Itoa(n) != p {
+		return fmt.Errorf("port %q is not a number between 1 and 65535", p)
+	}
+	return nil
+}
