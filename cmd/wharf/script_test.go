@@ -1,0 +1,136 @@
+package main
+
+import (
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/rogpeppe/go-internal/testscript"
+
+	"github.com/wharfhq/wharf/store"
+)
+
+// TestMain lets scripts run `wharf` as a real subprocess of this binary.
+func TestMain(m *testing.M) {
+	os.Exit(testscript.RunMain(m, map[string]func() int{
+		"wharf": func() int { return run(os.Args[1:], os.Stdout, os.Stderr) },
+	}))
+}
+
+// TestScripts runs the CLI flows in testdata/script/*.txtar.
+//
+// Extra script commands:
+//
+//	mkgitrepo <dir>          make <dir> a git repository and commit all of it
+//	gitcommit <dir> <msg>    commit every change in <dir>
+//	serve <dir>              serve <dir> over HTTP on 127.0.0.1; sets $SERVER_URL
+//	holdstore                hold $WHARF_HOME/state.db locked until the script ends
+//	exitcode <n> <cmd> ...   run <cmd> and require exit code <n>; stdout/stderr are kept for checks
+//
+// Scripts see $DEMO, the repository's demo marketplace.
+func TestScripts(t *testing.T) {
+	demo, err := filepath.Abs(filepath.Join("..", "..", "testdata", "demo-marketplace"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	testscript.Run(t, testscript.Params{
+		Dir:                 filepath.Join("testdata", "script"),
+		RequireExplicitExec: false,
+		Setup: func(env *testscript.Env) error {
+			env.Setenv("WHARF_HOME", filepath.Join(env.WorkDir, ".wharf"))
+			env.Setenv("HOME", filepath.Join(env.WorkDir, "userhome"))
+			env.Setenv("DEMO", demo)
+			env.Setenv("GITHUB_TOKEN", "")
+			env.Setenv("GH_TOKEN", "")
+			env.Setenv("GIT_CONFIG_NOSYSTEM", "1")
+			env.Setenv("GIT_AUTHOR_NAME", "wharf test")
+			env.Setenv("GIT_AUTHOR_EMAIL", "test@wharf.example")
+			env.Setenv("GIT_COMMITTER_NAME", "wharf test")
+			env.Setenv("GIT_COMMITTER_EMAIL", "test@wharf.example")
+			return nil
+		},
+		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
+			"mkgitrepo": cmdMkGitRepo,
+			"gitcommit": cmdGitCommit,
+			"serve":     cmdServe,
+			"holdstore": cmdHoldStore,
+			"exitcode":  cmdExitCode,
+		},
+	})
+}
+
+func gitIn(ts *testscript.TestScript, dir string, args ...string) {
+	cmd := exec.Command("git", args...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(),
+		"HOME="+ts.Getenv("HOME"), "GIT_CONFIG_NOSYSTEM=1",
+		"GIT_AUTHOR_NAME=wharf test", "GIT_AUTHOR_EMAIL=test@wharf.example",
+		"GIT_COMMITTER_NAME=wharf test", "GIT_COMMITTER_EMAIL=test@wharf.example")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		ts.Fatalf("git %v: %v\n%s", args, err, out)
+	}
+}
+
+func cmdMkGitRepo(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 1 {
+		ts.Fatalf("usage: mkgitrepo <dir>")
+	}
+	dir := ts.MkAbs(args[0])
+	gitIn(ts, dir, "init", "-q", "-b", "main")
+	gitIn(ts, dir, "add", "-A")
+	gitIn(ts, dir, "commit", "-q", "-m", "initial")
+}
+
+func cmdGitCommit(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 2 {
+		ts.Fatalf("usage: gitcommit <dir> <message>")
+	}
+	dir := ts.MkAbs(args[0])
+	gitIn(ts, dir, "add", "-A")
+	gitIn(ts, dir, "commit", "-q", "-m", args[1])
+}
+
+func cmdServe(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 1 {
+		ts.Fatalf("usage: serve <dir>")
+	}
+	srv := httptest.NewServer(http.FileServer(http.Dir(ts.MkAbs(args[0]))))
+	ts.Defer(srv.Close)
+	ts.Setenv("SERVER_URL", srv.URL)
+}
+
+func cmdHoldStore(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 0 {
+		ts.Fatalf("usage: holdstore")
+	}
+	b, err := store.OpenBolt(filepath.Join(ts.Getenv("WHARF_HOME"), "state.db"), store.Options{LockTimeout: 10 * time.Second})
+	ts.Check(err)
+	ts.Defer(func() { b.Close() })
+}
+
+func cmdExitCode(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) < 2 {
+		ts.Fatalf("usage: exitcode <n> <command> [args...]")
+	}
+	want, err := strconv.Atoi(args[0])
+	ts.Check(err)
+	err = ts.Exec(args[1], args[2:]...)
+	got := 0
+	var ee *exec.ExitError
+	switch {
+	case errors.As(err, &ee):
+		got = ee.ExitCode()
+	case err != nil:
+		ts.Fatalf("%s: %v", args[1], err)
+	}
+	if got != want {
+		ts.Fatalf("%s exited with %d, want %d", args[1], got, want)
+	}
+}
