@@ -60,7 +60,8 @@ func jsonError(body []byte, dec *json.Decoder, err error) *APIError {
 	var te *json.UnmarshalTypeError
 	switch {
 	case errors.As(err, &se):
-		line, col := lineCol(body, se.Offset)
+		// Offset counts the offending byte itself.
+		line, col := lineCol(body, se.Offset-1)
 		return apiErr(http.StatusBadRequest, CodeMalformedJSON, "",
 			"malformed JSON at line %d, column %d: %s", line, col, strings.TrimPrefix(se.Error(), "json: "))
 	case errors.Is(err, io.ErrUnexpectedEOF):

@@ -7,7 +7,10 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"runtime"
 	"strings"
+	"sync"
+	"sync/atomic"
 
 	"github.com/wharfhq/wharf/plugin"
 )
@@ -119,19 +122,17 @@ func CheckFingerprint(root string, fp FP) error {
 			Err:  errors.New("no fingerprint was recorded for this tree"),
 			Hint: "reinstall the plugin to record one"}
 	}
-	var bad []int
 	var st statBuf
-	prefix := root + string(filepath.Separator)
+	if err := st.open(root); err != nil {
+		return ioError(root, "", err)
+	}
+	var bad []int
 	for i := range fp.Entries {
-		e := &fp.Entries[i]
-		p := root
-		if e.Path != "." {
-			p = prefix + e.Path
-		}
-		if !st.same(p, e) {
+		if !st.same(fp.Entries[i].Path, &fp.Entries[i]) {
 			bad = append(bad, i)
 		}
 	}
+	st.close()
 	if len(bad) == 0 {
 		return nil
 	}
@@ -229,4 +230,41 @@ func sortChanges(cs []Change) {
 			cs[j], cs[j-1] = cs[j-1], cs[j]
 		}
 	}
+}
+
+// FPCheck is one tree to check with CheckFingerprints.
+type FPCheck struct {
+	Root string
+	FP   FP
+}
+
+// CheckFingerprints checks many trees (the installed set at startup) on a
+// bounded pool of GOMAXPROCS workers; errs[i] is CheckFingerprint's result
+// for checks[i].
+func CheckFingerprints(checks []FPCheck) (errs []error) {
+	errs = make([]error, len(checks))
+	workers := min(runtime.GOMAXPROCS(0), len(checks))
+	if workers <= 1 {
+		for i, c := range checks {
+			errs[i] = CheckFingerprint(c.Root, c.FP)
+		}
+		return errs
+	}
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i := int(next.Add(1)) - 1
+				if i >= len(checks) {
+					return
+				}
+				errs[i] = CheckFingerprint(checks[i].Root, checks[i].FP)
+			}
+		}()
+	}
+	wg.Wait()
+	return errs
 }

@@ -4,15 +4,34 @@ package trust
 
 import (
 	"io/fs"
-	"syscall"
+	"os"
+
+	"golang.org/x/sys/unix"
 )
 
-// statBuf stats paths with syscall.Lstat into one reused buffer and compares
-// without building an os.FileInfo: this is the cache-only startup path.
-type statBuf struct{ st syscall.Stat_t }
+// statBuf stats recorded paths relative to an open descriptor of the root,
+// into one reused buffer, comparing without building an os.FileInfo: this is
+// the cache-only startup path, where path lookups dominate. Statting relative
+// to the root saves resolving the root's own path for every entry (about
+// half the cost in measurements).
+type statBuf struct {
+	st   unix.Stat_t
+	root int
+}
 
-func (b *statBuf) same(p string, e *FPEntry) bool {
-	if err := syscall.Lstat(p, &b.st); err != nil {
+func (b *statBuf) open(root string) error {
+	fd, err := unix.Open(root, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return &os.PathError{Op: "open", Path: root, Err: err}
+	}
+	b.root = fd
+	return nil
+}
+
+func (b *statBuf) close() { unix.Close(b.root) }
+
+func (b *statBuf) same(rel string, e *FPEntry) bool {
+	if err := unix.Fstatat(b.root, rel, &b.st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
 		return false
 	}
 	st := &b.st
@@ -22,27 +41,27 @@ func (b *statBuf) same(p string, e *FPEntry) bool {
 // unixMode converts st_mode to fs.FileMode the way package os does.
 func unixMode(m uint32) fs.FileMode {
 	mode := fs.FileMode(m & 0o777)
-	switch m & syscall.S_IFMT {
-	case syscall.S_IFBLK:
+	switch m & unix.S_IFMT {
+	case unix.S_IFBLK:
 		mode |= fs.ModeDevice
-	case syscall.S_IFCHR:
+	case unix.S_IFCHR:
 		mode |= fs.ModeDevice | fs.ModeCharDevice
-	case syscall.S_IFDIR:
+	case unix.S_IFDIR:
 		mode |= fs.ModeDir
-	case syscall.S_IFIFO:
+	case unix.S_IFIFO:
 		mode |= fs.ModeNamedPipe
-	case syscall.S_IFLNK:
+	case unix.S_IFLNK:
 		mode |= fs.ModeSymlink
-	case syscall.S_IFSOCK:
+	case unix.S_IFSOCK:
 		mode |= fs.ModeSocket
 	}
-	if m&syscall.S_ISGID != 0 {
+	if m&unix.S_ISGID != 0 {
 		mode |= fs.ModeSetgid
 	}
-	if m&syscall.S_ISUID != 0 {
+	if m&unix.S_ISUID != 0 {
 		mode |= fs.ModeSetuid
 	}
-	if m&syscall.S_ISVTX != 0 {
+	if m&unix.S_ISVTX != 0 {
 		mode |= fs.ModeSticky
 	}
 	return mode

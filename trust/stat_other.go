@@ -2,11 +2,24 @@
 
 package trust
 
-import "os"
+import (
+	"os"
+	"path/filepath"
+)
 
-type statBuf struct{}
+type statBuf struct{ root string }
 
-func (statBuf) same(p string, e *FPEntry) bool {
-	fi, err := os.Lstat(p)
+func (b *statBuf) open(root string) error {
+	if _, err := os.Stat(root); err != nil {
+		return err
+	}
+	b.root = root
+	return nil
+}
+
+func (b *statBuf) close() {}
+
+func (b *statBuf) same(rel string, e *FPEntry) bool {
+	fi, err := os.Lstat(filepath.Join(b.root, filepath.FromSlash(rel)))
 	return err == nil && fi.Size() == e.Size && fi.ModTime().UnixNano() == e.Mtime && fi.Mode() == e.Mode
 }

@@ -236,3 +236,23 @@ func TestDiff(t *testing.T) {
 		t.Errorf("Diff(nil, b) = %v", d)
 	}
 }
+
+func TestCheckFingerprintsMany(t *testing.T) {
+	base := t.TempDir()
+	var checks []FPCheck
+	for i := range 5 {
+		root := makePlugin(t, filepath.Join(base, string(rune('a'+i))), 4)
+		fp, err := Fingerprint(root)
+		must(t, err)
+		checks = append(checks, FPCheck{root, fp})
+	}
+	writeFile(t, checks[3].Root, "commands/new.md", "x", 0o644)
+	errs := CheckFingerprints(checks)
+	for i, err := range errs {
+		if i == 3 {
+			trustErr(t, err, checks[3].Root, "commands/new.md (added)")
+		} else if err != nil {
+			t.Errorf("%d: %v", i, err)
+		}
+	}
+}
