@@ -1,0 +1,144 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/spf13/cobra"
+
+	"github.com/wharfhq/wharf/marketplace"
+	"github.com/wharfhq/wharf/plugin"
+)
+
+func TestExitCodeByLayer(t *testing.T) {
+	layered := func(l plugin.Layer) error {
+		return fmt.Errorf("wrapped: %w", &plugin.Error{Layer: l, Type: "x", Err: errors.New("cause")})
+	}
+	tests := []struct {
+		name string
+		err  error
+		want int
+	}{
+		{"ok", nil, 0},
+		{"plain error", errors.New("disk full"), 1},
+		{"materialization", layered(plugin.LayerMaterialization), 1},
+		{"active", layered(plugin.LayerActive), 1},
+		{"usage", layered(plugin.LayerIntent), 2},
+		{"policy", layered(plugin.LayerPolicy), 3},
+		{"trust", layered(plugin.LayerTrust), 4},
+		{"dependency", layered(plugin.LayerDependency), 5},
+		{"first layer in a join wins", errors.Join(errors.New("x"), layered(plugin.LayerTrust)), 4},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := exitCode(tt.err); got != tt.want {
+				t.Errorf("exitCode(%v) = %d, want %d", tt.err, got, tt.want)
+			}
+		})
+	}
+}
+
+func TestPrintErrorForms(t *testing.T) {
+	err := &plugin.Error{Layer: plugin.LayerPolicy, Type: plugin.TypePolicyDenied, Object: "x@y",
+		Err: errors.New("blocked by managed policy"), Hint: "ask your admin"}
+	var out, errb bytes.Buffer
+	a := &app{stdout: &out, stderr: &errb}
+	a.printError(err)
+	if got := errb.String(); got != "wharf: policy: x@y: blocked by managed policy\nTry: ask your admin\n" {
+		t.Errorf("human error = %q", got)
+	}
+	errb.Reset()
+	a.cfg.JSON = true
+	a.printError(err)
+	want := `{"error":{"type":"policy-denied","message":"policy: x@y: blocked by managed policy","hint":"ask your admin"}}` + "\n"
+	if errb.String() != want {
+		t.Errorf("JSON error = %q\nwant %q", errb.String(), want)
+	}
+	if out.Len() != 0 {
+		t.Errorf("errors went to stdout: %q", out.String())
+	}
+}
+
+func TestEnvPaths(t *testing.T) {
+	e := Env{home: "/h"}
+	got := strings.Join([]string{e.Home(), e.StateDB(), e.Marketplaces(), e.Cache(), e.Settings()}, " ")
+	want := strings.Join([]string{"/h", filepath.Join("/h", "state.db"), filepath.Join("/h", "marketplaces"),
+		filepath.Join("/h", "cache"), filepath.Join("/h", "settings.json")}, " ")
+	if got != want {
+		t.Errorf("paths = %s, want %s", got, want)
+	}
+}
+
+// TestMarketplaceAddFlags checks argument parsing apart from the run.
+func TestMarketplaceAddFlags(t *testing.T) {
+	var got *marketplaceAddOptions
+	a := &app{stdout: &bytes.Buffer{}, stderr: &bytes.Buffer{}}
+	cmd := newMarketplaceAddCmd(a, func(o *marketplaceAddOptions) error { got = o; return nil })
+	cmd.SetArgs([]string{"corp/plugins@v2", "--name", "corp"})
+	if err := cmd.Execute(); err != nil {
+		t.Fatal(err)
+	}
+	if got == nil || got.Name != "corp" || !got.Source.Equal(marketplace.Source{Kind: marketplace.KindGitHub, Repo: "corp/plugins", Ref: "v2"}) {
+		t.Fatalf("options = %+v", got)
+	}
+	cmd = newMarketplaceAddCmd(a, func(o *marketplaceAddOptions) error { got = o; return nil })
+	cmd.SetArgs([]string{"./local"})
+	if err := cmd.Execute(); err != nil {
+		t.Fatal(err)
+	}
+	if !filepath.IsAbs(got.Source.Path) || got.Source.Kind != marketplace.KindDirectory {
+		t.Errorf("local path not made absolute: %+v", got.Source)
+	}
+}
+
+func TestConfigPrecedence(t *testing.T) {
+	home := t.TempDir()
+	writeConfig := func(body string) {
+		t.Helper()
+		if err := writeFileForTest(filepath.Join(home, "config.yaml"), body); err != nil {
+			t.Fatal(err)
+		}
+	}
+	load := func(args ...string) (*app, error) {
+		a := &app{stdout: &bytes.Buffer{}, stderr: &bytes.Buffer{}}
+		root := newRootCmd(a)
+		var loadErr error
+		root.SetArgs(append([]string{"--home", home, "marketplace", "list"}, args...))
+		root.PersistentPreRunE = func(cmd *cobra.Command, _ []string) error { loadErr = a.load(cmd); return errStop }
+		_ = root.Execute()
+		return a, loadErr
+	}
+	writeConfig("git-timeout: 45s\nlock-timeout: 2s\n")
+	a, err := load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.cfg.GitTimeout.String() != "45s" || a.cfg.LockTimeout.String() != "2s" || a.cfg.Home != home {
+		t.Errorf("config file not applied: %+v", a.cfg)
+	}
+	t.Setenv("WHARF_GIT_TIMEOUT", "7s")
+	a, _ = load()
+	if a.cfg.GitTimeout.String() != "7s" {
+		t.Errorf("env did not beat config file: %v", a.cfg.GitTimeout)
+	}
+	t.Setenv("WHARF_JSON", "true")
+	a, _ = load()
+	if !a.cfg.JSON {
+		t.Error("WHARF_JSON ignored")
+	}
+	t.Setenv("WHARF_JSON", "")
+	os.Unsetenv("WHARF_GIT_TIMEOUT")
+	writeConfig("git-timeout: 0s\n")
+	if _, err := load(); err == nil || !strings.Contains(err.Error(), "git-timeout") || exitCode(err) != 2 {
+		t.Errorf("zero timeout accepted: %v", err)
+	}
+}
+
+var errStop = errors.New("stop after load")
+
+func writeFileForTest(p, body string) error { return os.WriteFile(p, []byte(body), 0o644) }
