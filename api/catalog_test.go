@@ -1,0 +1,170 @@
+package api
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/wharfhq/wharf/trust"
+)
+
+func TestCatalogSearchAndDetail(t *testing.T) {
+	e, f := newCatalogEnv(t)
+	dev := e.tokens[RoleDeveloper]
+
+	var ms []Marketplace
+	e.do("GET", "/v1/marketplaces", e.tokens[RoleAgent], nil).json(t, &ms)
+	if len(ms) != 1 || ms[0].Name != "corp" || ms[0].Plugins != 4 || !strings.Contains(string(ms[0].Source), "directory") {
+		t.Fatalf("marketplaces: %+v", ms)
+	}
+
+	var hits []PluginSummary
+	e.do("GET", "/v1/plugins?q=deploy", dev, nil).json(t, &hits)
+	if len(hits) != 1 || hits[0].ID != "deploy@corp" || hits[0].Version != "" && hits[0].Category != "ops" {
+		t.Fatalf("search deploy: %+v", hits)
+	}
+	e.do("GET", "/v1/plugins?category=quality", dev, nil).json(t, &hits)
+	if ids(hits) != "broken@corp lint@corp" {
+		t.Fatalf("category filter: %s", ids(hits))
+	}
+	e.do("GET", "/v1/plugins?marketplace=other", dev, nil).json(t, &hits)
+	if len(hits) != 0 {
+		t.Fatalf("other marketplace: %+v", hits)
+	}
+	e.do("GET", "/v1/plugins?limit=2", dev, nil).json(t, &hits)
+	if len(hits) != 2 {
+		t.Fatalf("limit 2: %d hits", len(hits))
+	}
+
+	var v PluginView
+	res := e.do("GET", "/v1/plugins/corp/deploy", dev, nil)
+	res.json(t, &v)
+	if v.ID != "deploy@corp" || v.Version != "1.2.0" || v.Digest != f.deployW1 || len(v.Signatures) != 1 {
+		t.Fatalf("detail: %s", res.body)
+	}
+	if len(v.Dependencies) != 1 || v.Dependencies[0].Name != "lint" {
+		t.Fatalf("dependencies: %+v", v.Dependencies)
+	}
+	kinds := map[string]string{}
+	for _, c := range v.Components {
+		kinds[c.Kind] = c.Name
+	}
+	if kinds["command"] != "ship" || kinds["skill"] != "rollback" {
+		t.Fatalf("components: %+v", v.Components)
+	}
+	if v.Decision == nil || !v.Decision.Allowed || v.Decision.PolicyVersion == "" {
+		t.Fatalf("decision: %+v", v.Decision)
+	}
+
+	// A denial carries the layer and rule and is audited.
+	e.putLayer("org", "*new", map[string]any{"settings": map[string]any{"enabledPlugins": map[string]bool{"risky@corp": false}}})
+	e.do("GET", "/v1/plugins/corp/risky", dev, nil).json(t, &v)
+	if v.Decision.Allowed || v.Decision.Forced != "off" || v.Decision.Reasons[0].Layer != "org" || v.Decision.Reasons[0].Rule != "enabledPlugins" {
+		t.Fatalf("risky decision: %+v", v.Decision)
+	}
+	var page AuditPage
+	e.do("GET", "/v1/audit?action="+ActionDecisionDeny, e.tokens[RoleAdmin], nil).json(t, &page)
+	if len(page.Entries) != 1 || page.Entries[0].Object != "risky@corp" || page.Entries[0].Role != RoleDeveloper {
+		t.Fatalf("denial audit: %+v", page.Entries)
+	}
+
+	// Update and remove.
+	res = e.do("POST", "/v1/marketplaces/corp/update", e.tokens[RoleAdmin], nil)
+	if res.status != 200 {
+		t.Fatalf("update: %d %s", res.status, res.body)
+	}
+	if res = e.do("DELETE", "/v1/marketplaces/corp", e.tokens[RoleAdmin], nil); res.status != 204 {
+		t.Fatalf("remove: %d %s", res.status, res.body)
+	}
+	e.do("GET", "/v1/plugins", dev, nil).json(t, &hits)
+	if len(hits) != 0 {
+		t.Fatalf("after remove: %+v", hits)
+	}
+	e.do("GET", "/v1/audit?action="+ActionMarketplaceRemove, e.tokens[RoleAdmin], nil).json(t, &page)
+	if len(page.Entries) != 1 {
+		t.Fatalf("remove not audited: %+v", page.Entries)
+	}
+}
+
+func ids(hs []PluginSummary) string {
+	var s []string
+	for _, h := range hs {
+		s = append(s, h.ID)
+	}
+	return strings.Join(s, " ")
+}
+
+func TestResolve(t *testing.T) {
+	e, _ := newCatalogEnv(t)
+	dev := e.tokens[RoleDeveloper]
+	e.putLayer("org", "*new", map[string]any{"settings": map[string]any{"enabledPlugins": map[string]bool{"lint@corp": false}}})
+
+	var r ResolveResult
+	res := e.do("POST", "/v1/resolve", dev, map[string]any{"plugins": []string{"deploy@corp", "risky@corp"}})
+	res.json(t, &r)
+	if res.status != 200 || len(r.Plugins) != 3 {
+		t.Fatalf("resolve: %d %s", res.status, res.body)
+	}
+	got := r.Plugins[0].ID + " " + r.Plugins[1].ID + " " + r.Plugins[2].ID
+	if got != "lint@corp deploy@corp risky@corp" {
+		t.Fatalf("closure order %s, want dependencies first", got)
+	}
+	if r.Plugins[0].Role != "dependency" || r.Plugins[0].RequiredBy != "deploy@corp" || r.Plugins[1].Role != "root" {
+		t.Fatalf("roles: %+v", r.Plugins)
+	}
+	if r.Allowed || r.Plugins[0].Decision.Allowed || !r.Plugins[1].Decision.Allowed || r.Plugins[0].Decision.Reasons[0].Layer != "org" {
+		t.Fatalf("decisions: %s", res.body)
+	}
+	if r.PolicyVersion == "" || r.Plugins[0].Decision.PolicyVersion != r.PolicyVersion {
+		t.Fatalf("policy version: %s", res.body)
+	}
+
+	// A missing dependency names who required it.
+	res = e.do("POST", "/v1/resolve", dev, map[string]any{"plugins": []string{"broken@corp"}})
+	ae := res.apiError(t)
+	if res.status != 422 || ae.Code != "dependency-unsatisfied" || !strings.Contains(ae.Message, "broken@corp requires ghost@corp") {
+		t.Fatalf("missing dependency: %d %s", res.status, res.body)
+	}
+	// An unknown root is a 404.
+	res = e.do("POST", "/v1/resolve", dev, map[string]any{"plugins": []string{"nope@corp"}})
+	if res.status != 404 {
+		t.Fatalf("unknown root: %d %s", res.status, res.body)
+	}
+}
+
+func TestVerify(t *testing.T) {
+	e, f := newCatalogEnv(t)
+	ci := e.tokens[RoleCI]
+
+	var v VerifyResult
+	res := e.do("POST", "/v1/verify", ci, map[string]any{"plugin": "deploy@corp", "digest": f.deployW1})
+	res.json(t, &v)
+	if !v.OK || v.Expected != f.deployW1 || len(v.Signatures) != 1 || !v.Signatures[0].Valid || !v.Signatures[0].Trusted {
+		t.Fatalf("genuine: %s", res.body)
+	}
+
+	// A changed tree: another digest.
+	other := "w1:" + strings.Repeat("A", 43) + "="
+	e.do("POST", "/v1/verify", ci, map[string]any{"plugin": "deploy@corp", "digest": other}).json(t, &v)
+	if v.OK || len(v.Reasons) == 0 || v.Signatures[0].Valid {
+		t.Fatalf("changed tree must fail on digest and signature: %+v", v)
+	}
+
+	// Signatures alone, by an untrusted key.
+	priv, _, err := trust.GenerateKey(trust.AlgEd25519)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sig, err := trust.Sign(priv, f.deployW1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.do("POST", "/v1/verify", ci, map[string]any{"digest": f.deployW1, "signatures": []any{map[string]string{"keyid": sig.KeyID, "sig": sig.Sig}}}).json(t, &v)
+	if v.OK || v.Signatures[0].Trusted {
+		t.Fatalf("untrusted key: %+v", v)
+	}
+	// A plugin with neither digest nor signatures cannot pass.
+	e.do("POST", "/v1/verify", ci, map[string]any{"plugin": "lint@corp", "digest": f.deployW1}).json(t, &v)
+	if v.OK {
+		t.Fatalf("nothing published: %+v", v)
+	}
+}
