@@ -1,8 +1,14 @@
 package main
 
 import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
 	"github.com/spf13/cobra"
 
+	"github.com/wharfhq/wharf/marketplace"
 	"github.com/wharfhq/wharf/plugin"
 )
 
@@ -48,6 +54,7 @@ func newValidateCmd(a *app) *cobra.Command {
 				a.printf("%s\n", d)
 			}
 			if verr == nil {
+				printValidateSummary(a, args[0])
 				a.printf("%s: ok (%d warnings)\n", args[0], res.Warnings)
 			}
 			return verr
@@ -55,4 +62,51 @@ func newValidateCmd(a *app) *cobra.Command {
 	}
 	cmd.Flags().BoolVar(&strict, "strict", false, "treat warnings (unknown keys, missing metadata) as errors")
 	return cmd
+}
+
+// printValidateSummary lists what a valid marketplace holds: each plugin
+// with its version and component counts.
+func printValidateSummary(a *app, path string) {
+	file := path
+	if fi, err := os.Stat(path); err == nil && fi.IsDir() {
+		file = plugin.MarketplaceFile(path)
+	}
+	if !strings.HasSuffix(file, ".json") || filepath.Base(file) == "plugin.json" {
+		return
+	}
+	m, _, err := plugin.ReadMarketplaceFile(file)
+	if err != nil {
+		return
+	}
+	root := marketplace.RootOf(file)
+	a.printf("marketplace %s: %d plugins\n", m.Name, len(m.Plugins))
+	for i := range m.Plugins {
+		e := &m.Plugins[i]
+		version, parts, depList := e.Version, []string{}, e.Dependencies
+		if e.Source.Kind == plugin.SourceRelative {
+			dir := filepath.Join(root, filepath.FromSlash(strings.TrimPrefix(e.Source.Path, "./")))
+			if p, _, err := plugin.Load(dir, e); err == nil {
+				if p.Manifest.Version != "" {
+					version = p.Manifest.Version
+				}
+				depList = p.Manifest.Dependencies
+				for _, k := range plugin.ComponentKinds {
+					if n := len(p.ComponentsOf(k)); n > 0 {
+						parts = append(parts, fmt.Sprintf("%d %s", n, k))
+					}
+				}
+			}
+		} else {
+			parts = append(parts, string(e.Source.Kind)+" source, fetched at install")
+		}
+		var deps []string
+		for _, d := range depList {
+			deps = append(deps, d.String())
+		}
+		line := fmt.Sprintf("  %-16s %-8s %s", e.Name, dash(version), strings.Join(parts, ", "))
+		if len(deps) > 0 {
+			line += "  (needs " + strings.Join(deps, ", ") + ")"
+		}
+		a.printf("%s\n", strings.TrimRight(line, " "))
+	}
 }
