@@ -15,8 +15,10 @@ import (
 	"github.com/spf13/viper"
 	"golang.org/x/term"
 
+	"github.com/wharfhq/wharf/cache"
 	"github.com/wharfhq/wharf/marketplace"
 	"github.com/wharfhq/wharf/plugin"
+	"github.com/wharfhq/wharf/policy"
 	"github.com/wharfhq/wharf/store"
 )
 
@@ -33,6 +35,10 @@ type app struct {
 
 	st      *store.Bolt
 	running bool
+
+	// policyPaths are the --policy layers, after the managed directory.
+	policyPaths []string
+	pol         *policy.Engine
 }
 
 // config is the resolved configuration. Precedence: flags > WHARF_* env >
@@ -43,10 +49,12 @@ type config struct {
 	LockTimeout time.Duration
 	GitTimeout  time.Duration
 	GitHubHost  string
+	// Grace is how long orphaned plugin versions are kept (gc-grace).
+	Grace time.Duration
 }
 
 // configKeys are the keys a config file may set (others warn).
-var configKeys = map[string]bool{"json": true, "lock-timeout": true, "git-timeout": true, "github-host": true}
+var configKeys = map[string]bool{"json": true, "lock-timeout": true, "git-timeout": true, "github-host": true, "gc-grace": true}
 
 // newRootCmd builds the command tree. Register a new verb with one line in
 // the AddCommand list below.
@@ -65,6 +73,7 @@ func newRootCmd(a *app) *cobra.Command {
 	pf := root.PersistentFlags()
 	pf.String("home", "", "wharf's state directory (env WHARF_HOME, default ~/.wharf)")
 	pf.Bool("json", false, "print machine-readable JSON (errors go to stderr as JSON)")
+	pf.StringArrayVar(&a.policyPaths, "policy", nil, "an extra policy layer (settings JSON, .rego file or managed-style directory), after the managed directory; repeatable, highest first")
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError(err) })
 	root.SetOut(a.stdout)
 	root.SetErr(a.stderr)
@@ -73,6 +82,14 @@ func newRootCmd(a *app) *cobra.Command {
 	root.AddCommand(newSearchCmd(a))
 	root.AddCommand(newShowCmd(a))
 	root.AddCommand(newValidateCmd(a))
+	root.AddCommand(newInstallCmd(a))
+	root.AddCommand(newUninstallCmd(a))
+	root.AddCommand(newUpdateCmd(a))
+	root.AddCommand(newPruneCmd(a))
+	root.AddCommand(newEnableCmd(a, true))
+	root.AddCommand(newEnableCmd(a, false))
+	root.AddCommand(newListCmd(a))
+	root.AddCommand(newGCCmd(a))
 	return root
 }
 
@@ -192,6 +209,7 @@ func (a *app) load(cmd *cobra.Command) error {
 	v.SetDefault("lock-timeout", "5s")
 	v.SetDefault("git-timeout", marketplace.DefaultGitTimeout.String())
 	v.SetDefault("github-host", "")
+	v.SetDefault("gc-grace", cache.DefaultGrace.String())
 	for _, k := range []string{"home", "json"} {
 		if err := v.BindPFlag(k, cmd.Flags().Lookup(k)); err != nil {
 			return err
@@ -219,6 +237,9 @@ func (a *app) load(cmd *cobra.Command) error {
 		return err
 	}
 	a.cfg.GitHubHost = strings.TrimSpace(v.GetString("github-host"))
+	if a.cfg.Grace, err = durationKey(v, "gc-grace"); err != nil {
+		return err
+	}
 	return nil
 }
 
@@ -235,7 +256,7 @@ func (a *app) readConfigFile(v *viper.Viper) error {
 		}
 		for _, k := range v.AllKeys() {
 			if v.InConfig(k) && !configKeys[k] {
-				fmt.Fprintf(a.stderr, "wharf: warning: %s: unknown key %q ignored (known: git-timeout, github-host, json, lock-timeout)\n", p, k)
+				fmt.Fprintf(a.stderr, "wharf: warning: %s: unknown key %q ignored (known: gc-grace, git-timeout, github-host, json, lock-timeout)\n", p, k)
 			}
 		}
 		return nil
@@ -306,7 +327,7 @@ func (a *app) Marketplaces() (*marketplace.Manager, error) {
 	}
 	return marketplace.NewManager(st, marketplace.Options{
 		Dir:        a.env.Marketplaces(),
-		Gate:       a.gate,
+		Gate:       a.marketGate(),
 		Progress:   a.progress(),
 		GitTimeout: a.cfg.GitTimeout,
 		Getenv:     a.getenv,

@@ -1,0 +1,376 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+
+	"github.com/wharfhq/wharf/cache"
+	"github.com/wharfhq/wharf/install"
+	"github.com/wharfhq/wharf/plugin"
+	"github.com/wharfhq/wharf/settings"
+	"github.com/wharfhq/wharf/source"
+	"github.com/wharfhq/wharf/trust"
+)
+
+// Installer builds the install use cases over this home: store, marketplaces,
+// cache (with WHARF_SEED_DIRS), fetcher, policy and the settings scopes.
+func (a *app) Installer() (*install.Installer, error) {
+	st, err := a.Store()
+	if err != nil {
+		return nil, err
+	}
+	mgr, err := a.Marketplaces()
+	if err != nil {
+		return nil, err
+	}
+	c, err := cache.New(cache.Options{Home: a.env.Home(), Store: st, SeedDirs: cache.SeedDirsFromEnv(), Grace: a.cfg.Grace})
+	if err != nil {
+		return nil, err
+	}
+	f, err := source.NewFetcher()
+	if err != nil {
+		return nil, err
+	}
+	f.Progress = a.progress()
+	if os.Getenv("WHARF_ALLOW_FILE_SOURCES") == "1" {
+		f.AllowFileURLs = true
+	}
+	pol, err := a.Policy()
+	if err != nil {
+		return nil, err
+	}
+	keys, err := a.trustedKeys()
+	if err != nil {
+		return nil, err
+	}
+	return install.New(install.Options{
+		Marketplaces: mgr,
+		Cache:        c,
+		Fetcher:      f,
+		Policy:       pol,
+		Settings:     a.settingsPaths(),
+		Keys:         keys,
+		Progress:     a.progress(),
+		Getenv:       a.getenv,
+	})
+}
+
+// settingsPaths says where each scope's settings file is: the user scope
+// under WHARF_HOME, the project scopes under the current directory's project
+// (the nearest directory with a .wharf or .git, else the current directory).
+func (a *app) settingsPaths() settings.Paths {
+	wd, _ := os.Getwd()
+	return settings.Paths{Home: a.env.Home(), Project: projectRoot(wd), ManagedDir: a.managedDir()}
+}
+
+func projectRoot(wd string) string {
+	for d := wd; ; d = filepath.Dir(d) {
+		for _, marker := range []string{".wharf", ".git"} {
+			if fi, err := os.Stat(filepath.Join(d, marker)); err == nil && fi.IsDir() {
+				return d
+			}
+		}
+		if filepath.Dir(d) == d {
+			return wd
+		}
+	}
+}
+
+// trustedKeys reads the public keys in $WHARF_HOME/keys/*.pub.
+func (a *app) trustedKeys() (trust.Keyring, error) {
+	kr := trust.Keyring{}
+	files, _ := filepath.Glob(filepath.Join(a.env.Home(), "keys", "*.pub"))
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			return nil, err
+		}
+		if err := kr.AddPEM(b); err != nil {
+			return nil, &plugin.Error{Layer: plugin.LayerTrust, Type: plugin.TypeTrustRejected, Object: f, Err: err,
+				Hint: "remove or replace the key file"}
+		}
+	}
+	return kr, nil
+}
+
+func parseIDArg(s string) (plugin.ID, error) { return plugin.ParseID(s) }
+
+func scopeFlag(cmd *cobra.Command, p *string) {
+	cmd.Flags().StringVar(p, "scope", "user", "settings scope to write: user, project or local")
+}
+
+func newInstallCmd(a *app) *cobra.Command {
+	var scope string
+	var force bool
+	cmd := &cobra.Command{
+		Use:     "install <name@marketplace>",
+		Short:   "Install a plugin and the dependencies it needs",
+		Example: "  wharf install deploy@corp\n  wharf install deploy@corp --scope project",
+		Args:    exactArgs(1, "one <name@marketplace>"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			id, err := parseIDArg(args[0])
+			if err != nil {
+				return err
+			}
+			sc, err := settings.ParseScope(scope)
+			if err != nil {
+				return usageError(err)
+			}
+			in, err := a.Installer()
+			if err != nil {
+				return err
+			}
+			res, err := in.Install(cmd.Context(), install.Request{ID: id, Scope: sc, Force: force})
+			if err != nil {
+				return err
+			}
+			if a.cfg.JSON {
+				return a.printJSON(res)
+			}
+			for _, w := range res.Warnings {
+				a.warnf("%s", w)
+			}
+			for _, i := range res.Installed {
+				mark := ""
+				if i.Auto {
+					mark = " (dependency)"
+				}
+				a.printf("installed %s %s%s\n", i.ID, i.Version, mark)
+			}
+			a.printf("enabled in %s\n", res.Settings)
+			return nil
+		},
+	}
+	scopeFlag(cmd, &scope)
+	cmd.Flags().BoolVar(&force, "force", false, "fetch again even when the version is cached")
+	return cmd
+}
+
+func newUninstallCmd(a *app) *cobra.Command {
+	var prune bool
+	cmd := &cobra.Command{
+		Use:   "uninstall <name@marketplace>",
+		Short: "Remove an installed plugin (warns about plugins that depend on it)",
+		Args:  exactArgs(1, "one <name@marketplace>"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			id, err := parseIDArg(args[0])
+			if err != nil {
+				return err
+			}
+			in, err := a.Installer()
+			if err != nil {
+				return err
+			}
+			res, err := in.Uninstall(cmd.Context(), id, prune)
+			if err != nil {
+				return err
+			}
+			if a.cfg.JSON {
+				return a.printJSON(res)
+			}
+			for _, w := range res.Warnings {
+				a.warnf("%s", w)
+			}
+			for _, r := range res.Removed {
+				a.printf("removed %s\n", r)
+			}
+			return nil
+		},
+	}
+	cmd.Flags().BoolVar(&prune, "prune", false, "also remove dependencies installed only for it that nothing else needs")
+	return cmd
+}
+
+func newPruneCmd(a *app) *cobra.Command {
+	return &cobra.Command{
+		Use:   "prune",
+		Short: "Remove auto-installed dependencies that nothing needs any more",
+		Args:  exactArgs(0, "no arguments"),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			in, err := a.Installer()
+			if err != nil {
+				return err
+			}
+			res, err := in.Prune(cmd.Context())
+			if err != nil {
+				return err
+			}
+			if a.cfg.JSON {
+				return a.printJSON(res)
+			}
+			if len(res.Removed) == 0 {
+				a.printf("nothing to prune\n")
+			}
+			for _, r := range res.Removed {
+				a.printf("removed %s\n", r)
+			}
+			return nil
+		},
+	}
+}
+
+func newUpdateCmd(a *app) *cobra.Command {
+	var all bool
+	cmd := &cobra.Command{
+		Use:   "update [<name@marketplace>...] [--all]",
+		Short: "Install the version a plugin's marketplace lists now, next to the old one",
+		Long: `Update installs the version each plugin's marketplace lists now into its own
+directory; the old version stays for running agents until garbage collection.
+Run 'wharf marketplace update' first to refresh the marketplaces. Agents use
+the new version after their next reload.`,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if len(args) == 0 && !all {
+				return usageError(fmt.Errorf("name a plugin to update, or pass --all"))
+			}
+			var ids []plugin.ID
+			for _, s := range args {
+				id, err := parseIDArg(s)
+				if err != nil {
+					return err
+				}
+				ids = append(ids, id)
+			}
+			in, err := a.Installer()
+			if err != nil {
+				return err
+			}
+			res, err := in.Update(cmd.Context(), ids)
+			if err != nil {
+				return err
+			}
+			if a.cfg.JSON {
+				return a.printJSON(res)
+			}
+			for _, u := range res {
+				if u.Changed {
+					a.printf("updated %s %s -> %s (%s)\n", u.ID, u.From, u.To, u.Note)
+				} else {
+					a.printf("%s %s: %s\n", u.ID, u.From, u.Note)
+				}
+			}
+			return nil
+		},
+	}
+	cmd.Flags().BoolVar(&all, "all", false, "update every installed plugin")
+	return cmd
+}
+
+func newEnableCmd(a *app, on bool) *cobra.Command {
+	verb, short := "enable", "Enable an installed plugin in a settings scope"
+	if !on {
+		verb, short = "disable", "Disable a plugin in a settings scope (it stays installed)"
+	}
+	var scope string
+	cmd := &cobra.Command{
+		Use:   verb + " <name@marketplace>",
+		Short: short,
+		Args:  exactArgs(1, "one <name@marketplace>"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			id, err := parseIDArg(args[0])
+			if err != nil {
+				return err
+			}
+			sc, err := settings.ParseScope(scope)
+			if err != nil {
+				return usageError(err)
+			}
+			in, err := a.Installer()
+			if err != nil {
+				return err
+			}
+			file, err := in.SetEnabled(cmd.Context(), id, sc, on)
+			if err != nil {
+				return err
+			}
+			if a.cfg.JSON {
+				return a.printJSON(map[string]any{"id": id, "enabled": on, "scope": sc, "settingsFile": file})
+			}
+			a.printf("%sd %s in %s (reload running agents to apply)\n", verb, id, file)
+			return nil
+		},
+	}
+	scopeFlag(cmd, &scope)
+	return cmd
+}
+
+func newListCmd(a *app) *cobra.Command {
+	var rehash bool
+	cmd := &cobra.Command{
+		Use:   "list",
+		Short: "List installed plugins with their status: active, demoted, failed or disabled",
+		Args:  exactArgs(0, "no arguments"),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			in, err := a.Installer()
+			if err != nil {
+				return err
+			}
+			rows, err := in.List(cmd.Context(), install.StatusOptions{Rehash: rehash})
+			if err != nil {
+				return err
+			}
+			if a.cfg.JSON {
+				return a.printJSON(rows)
+			}
+			if len(rows) == 0 {
+				a.printf("no plugins installed; find some with: wharf search\n")
+				return nil
+			}
+			tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "PLUGIN\tVERSION\tSCOPE\tSTATUS\tNOTES")
+			for _, r := range rows {
+				var notes []string
+				if r.Auto {
+					notes = append(notes, "auto")
+				}
+				if r.Forced != "" {
+					notes = append(notes, "forced "+r.Forced+" by policy")
+				}
+				if r.Delisted {
+					notes = append(notes, "no longer listed by its marketplace")
+				}
+				if r.Chain != "" {
+					notes = append(notes, r.Chain)
+				} else if len(r.Errors) > 0 {
+					notes = append(notes, r.Errors[0])
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", r.ID, r.Version, r.Scope, r.Status, strings.Join(notes, "; "))
+			}
+			return tw.Flush()
+		},
+	}
+	cmd.Flags().BoolVar(&rehash, "rehash", false, "re-hash every plugin's content instead of the quick stat check")
+	return cmd
+}
+
+func newGCCmd(a *app) *cobra.Command {
+	return &cobra.Command{
+		Use:   "gc",
+		Short: "Remove cached plugin versions nothing uses, after their grace period",
+		Args:  exactArgs(0, "no arguments"),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			in, err := a.Installer()
+			if err != nil {
+				return err
+			}
+			rep, err := in.GC(cmd.Context())
+			if err != nil {
+				return err
+			}
+			if a.cfg.JSON {
+				return a.printJSON(rep)
+			}
+			for _, r := range rep.Removed {
+				a.printf("removed %s\n", r)
+			}
+			for _, k := range rep.Kept {
+				a.printf("kept %s (%s since %s)\n", k.Path, k.Reason, k.Since.Format("2006-01-02"))
+			}
+			return nil
+		},
+	}
+}

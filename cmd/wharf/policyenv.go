@@ -1,0 +1,70 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+
+	"github.com/wharfhq/wharf/marketplace"
+	"github.com/wharfhq/wharf/policy"
+	"github.com/wharfhq/wharf/settings"
+)
+
+// managedDir is where managed policy lives: WHARF_MANAGED_DIR, else /etc/wharf.
+func (a *app) managedDir() string {
+	if d := os.Getenv("WHARF_MANAGED_DIR"); d != "" {
+		return d
+	}
+	return settings.DefaultManagedDir
+}
+
+// Policy compiles the managed layers and the --policy layers on first use.
+func (a *app) Policy() (*policy.Engine, error) {
+	if a.pol != nil {
+		return a.pol, nil
+	}
+	e, err := policy.Open(policy.Sources{ManagedDir: a.managedDir(), Paths: a.policyPaths})
+	if err != nil {
+		return nil, err
+	}
+	for _, w := range e.Warnings() {
+		a.warnf("policy: %s", w)
+	}
+	a.pol = e
+	return e, nil
+}
+
+// marketGate returns the gate marketplace add and update consult: a gate
+// set by a test, else policy.
+func (a *app) marketGate() marketplace.Gate {
+	if a.gate != nil {
+		return a.gate
+	}
+	return policyGate{a}
+}
+
+// warnf prints a warning to stderr (also under --json: stdout stays JSON).
+func (a *app) warnf(format string, args ...any) {
+	fmt.Fprintf(a.stderr, "wharf: warning: "+format+"\n", args...)
+}
+
+// policyGate lets policy refuse a marketplace source before wharf touches
+// the network or disk for it.
+type policyGate struct{ a *app }
+
+func (g policyGate) AllowAdd(src marketplace.Source) error {
+	e, err := g.a.Policy()
+	if err != nil {
+		return err
+	}
+	b, err := json.Marshal(src)
+	if err != nil {
+		return err
+	}
+	s, err := settings.ParseSource(b)
+	if err != nil {
+		return err
+	}
+	return e.AllowAdd(context.Background(), "", s)
+}

@@ -1,0 +1,34 @@
+package install
+
+import (
+	"context"
+
+	"github.com/wharfhq/wharf/plugin"
+	"github.com/wharfhq/wharf/settings"
+)
+
+// SetEnabled writes enabledPlugins[id] in scope's settings file, after policy
+// allowed it (a plugin forced on cannot be disabled; one forced off cannot be
+// enabled). It returns the file written. The change takes effect at the
+// agent's next reload.
+func (in *Installer) SetEnabled(ctx context.Context, id plugin.ID, scope settings.Scope, on bool) (string, error) {
+	if in.o.Policy != nil {
+		var err error
+		if on {
+			g, _, gerr := in.graph()
+			if gerr != nil {
+				return "", gerr
+			}
+			err = in.o.Policy.AllowEnable(ctx, id, marketSourceOf(g, id.Source))
+		} else {
+			err = in.o.Policy.AllowDisable(ctx, id)
+		}
+		if err != nil {
+			return "", err
+		}
+	}
+	if scope == "" {
+		scope = settings.ScopeUser
+	}
+	return settings.SetEnabled(in.o.Settings, scope, id, on)
+}

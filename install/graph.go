@@ -1,0 +1,127 @@
+package install
+
+import (
+	"github.com/wharfhq/wharf/cache"
+	"github.com/wharfhq/wharf/marketplace"
+	"github.com/wharfhq/wharf/plugin"
+	"github.com/wharfhq/wharf/resolver"
+)
+
+// graph is the resolver's view of the world: installed plugins answer from
+// the manifest that is actually on disk, other plugins from their marketplace
+// (the plugin dir itself for relative sources, else the entry). Plugins
+// fetched during this install answer from their fetched tree.
+type graph struct {
+	cat       *marketplace.Catalog
+	installed map[plugin.ID]cache.Record
+	fetched   map[plugin.ID]string // id → staged or materialized dir
+	nodes     map[plugin.ID]nodeInfo
+}
+
+type nodeInfo struct {
+	node resolver.Node
+	ok   bool
+}
+
+func newGraph(cat *marketplace.Catalog, recs []cache.Record) *graph {
+	g := &graph{cat: cat, installed: map[plugin.ID]cache.Record{}, fetched: map[plugin.ID]string{}, nodes: map[plugin.ID]nodeInfo{}}
+	for _, r := range recs {
+		g.installed[r.ID] = r
+	}
+	return g
+}
+
+// setFetched makes id answer from dir from now on.
+func (g *graph) setFetched(id plugin.ID, dir string) {
+	g.fetched[id] = dir
+	delete(g.nodes, id)
+}
+
+func (g *graph) entry(id plugin.ID) (*plugin.Entry, string) {
+	hit, err := g.cat.Lookup(id)
+	if err != nil {
+		return nil, ""
+	}
+	return hit.Entry, hit.Root
+}
+
+// Lookup implements resolver.Catalog.
+func (g *graph) Lookup(id plugin.ID) (resolver.Node, bool) {
+	if n, ok := g.nodes[id]; ok {
+		return n.node, n.ok
+	}
+	n := g.lookup(id)
+	g.nodes[id] = n
+	return n.node, n.ok
+}
+
+func (g *graph) lookup(id plugin.ID) nodeInfo {
+	entry, root := g.entry(id)
+	if dir, ok := g.fetched[id]; ok {
+		if p, _, err := plugin.Load(dir, entry); err == nil {
+			return nodeInfo{resolver.Node{Dependencies: p.Manifest.Dependencies}, true}
+		}
+	}
+	if rec, ok := g.installed[id]; ok {
+		if p, _, err := plugin.Load(rec.InstallPath, entry); err == nil {
+			return nodeInfo{resolver.Node{Dependencies: p.Manifest.Dependencies}, true}
+		}
+		if entry == nil {
+			return nodeInfo{resolver.Node{}, true}
+		}
+	}
+	if entry == nil {
+		return nodeInfo{}
+	}
+	if entry.Source.Kind == plugin.SourceRelative && root != "" {
+		if dir, err := entry.LocalDir(root); err == nil {
+			if p, _, err := plugin.Load(dir, entry); err == nil {
+				return nodeInfo{resolver.Node{Dependencies: p.Manifest.Dependencies}, true}
+			}
+		}
+	}
+	return nodeInfo{resolver.Node{Dependencies: entry.Dependencies}, true}
+}
+
+// KnownMarketplace implements resolver.Catalog.
+func (g *graph) KnownMarketplace(name string) bool {
+	for _, m := range g.cat.Marketplaces() {
+		if m.Known.Name == name {
+			return true
+		}
+	}
+	return false
+}
+
+// AllowsCross implements resolver.Catalog.
+func (g *graph) AllowsCross(from, to string) bool {
+	for _, m := range g.cat.Marketplaces() {
+		if m.Known.Name != from || m.Marketplace == nil {
+			continue
+		}
+		for _, n := range m.Marketplace.AllowCrossMarketplaceDependenciesOn {
+			if n == to {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func (g *graph) declaredCross(mkt string) []string {
+	for _, m := range g.cat.Marketplaces() {
+		if m.Known.Name == mkt && m.Marketplace != nil {
+			return m.Marketplace.AllowCrossMarketplaceDependenciesOn
+		}
+	}
+	return nil
+}
+
+func (g *graph) known(mkt string) (marketplace.Known, bool) {
+	for _, m := range g.cat.Marketplaces() {
+		if m.Known.Name == mkt {
+			return m.Known, true
+		}
+	}
+	return marketplace.Known{}, false
+}

@@ -1,0 +1,377 @@
+package install
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+
+	"github.com/wharfhq/wharf/cache"
+	"github.com/wharfhq/wharf/plugin"
+	"github.com/wharfhq/wharf/policy"
+	"github.com/wharfhq/wharf/resolver"
+	"github.com/wharfhq/wharf/settings"
+	"github.com/wharfhq/wharf/source"
+	"github.com/wharfhq/wharf/trust"
+)
+
+// Request asks for one plugin (and its dependency closure).
+type Request struct {
+	ID    plugin.ID
+	Scope settings.Scope // user (default), project or local
+	// Force refetches versions that are already cached.
+	Force bool
+}
+
+// Installed is one plugin an operation put into the registry.
+type Installed struct {
+	ID          plugin.ID `json:"id"`
+	Version     string    `json:"version"`
+	InstallPath string    `json:"installPath"`
+	Digest      string    `json:"digest"`
+	Auto        bool      `json:"auto,omitempty"`
+	Origin      string    `json:"origin"` // cache, seed or fill
+	Commit      string    `json:"gitCommitSha,omitempty"`
+	Role        string    `json:"role"` // root, dependency or installed
+	Signatures  []string  `json:"signatures,omitempty"`
+}
+
+// Result is what Install did.
+type Result struct {
+	Plan      *resolver.Plan `json:"plan"`
+	Installed []Installed    `json:"installed"`
+	Enabled   []plugin.ID    `json:"enabled"`
+	Settings  string         `json:"settingsFile,omitempty"`
+	Warnings  []string       `json:"warnings,omitempty"`
+}
+
+// maxReplans bounds how often a closure is recomputed after fetched
+// manifests reveal dependencies their marketplace entries did not list.
+const maxReplans = 8
+
+// Plan computes the install plan of id without changing anything.
+func (in *Installer) Plan(ctx context.Context, id plugin.ID) (*resolver.Plan, error) {
+	g, _, err := in.graph()
+	if err != nil {
+		return nil, err
+	}
+	return in.resolver(g).Closure(id)
+}
+
+func (in *Installer) graph() (*graph, []cache.Record, error) {
+	cat, err := in.o.Marketplaces.Catalog()
+	if err != nil {
+		return nil, nil, err
+	}
+	recs, err := in.o.Cache.List()
+	if err != nil {
+		return nil, nil, err
+	}
+	return newGraph(cat, recs), recs, nil
+}
+
+func (in *Installer) resolver(g *graph) *resolver.Resolver {
+	var inst []resolver.Installed
+	for _, r := range g.installed {
+		inst = append(inst, resolver.Installed{ID: r.ID, Auto: r.Auto})
+	}
+	var cp resolver.CrossPolicy
+	if in.o.Policy != nil {
+		cp = allowCross{in.o.Policy}
+	}
+	return resolver.New(g, inst, cp)
+}
+
+// Install installs req.ID and every dependency it needs, dependencies first,
+// then enables them in req.Scope. Policy is asked for every plugin of the
+// closure before anything is fetched, and again with the signatures that
+// verified once the content is known.
+func (in *Installer) Install(ctx context.Context, req Request) (*Result, error) {
+	scope := req.Scope
+	if scope == "" {
+		scope = settings.ScopeUser
+	}
+	if scope != settings.ScopeUser && scope != settings.ScopeProject && scope != settings.ScopeLocal {
+		return nil, plugin.Errorf(plugin.LayerIntent, "usage", string(scope), "use --scope user, project or local",
+			"cannot install into scope %q", scope)
+	}
+	if (scope == settings.ScopeProject || scope == settings.ScopeLocal) && in.o.Settings.Project == "" {
+		return nil, plugin.Errorf(plugin.LayerIntent, "usage", string(scope), "run the command inside a project, or use --scope user",
+			"scope %s needs a project directory", scope)
+	}
+	g, _, err := in.graph()
+	if err != nil {
+		return nil, err
+	}
+	res := &Result{}
+	done := map[plugin.ID]*stagedVersion{}
+	defer func() {
+		for _, sv := range done {
+			sv.cleanup()
+		}
+	}()
+	var plan *resolver.Plan
+	for round := 0; ; round++ {
+		plan, err = in.resolver(g).Closure(req.ID)
+		if err != nil {
+			return nil, err
+		}
+		todo := plan.ToInstall()
+		if err := in.checkPolicy(ctx, g, todo, nil); err != nil {
+			return nil, err
+		}
+		fresh := 0
+		for _, st := range todo {
+			if _, ok := done[st.ID]; ok {
+				continue
+			}
+			sv, err := in.materialize(ctx, g, st.ID, req.Force)
+			if err != nil {
+				return nil, err
+			}
+			done[st.ID] = sv
+			g.setFetched(st.ID, sv.v.Path)
+			fresh++
+		}
+		if fresh == 0 {
+			break
+		}
+		if round == maxReplans {
+			return nil, plugin.Errorf(plugin.LayerDependency, plugin.TypeDependencyUnsatisfied, req.ID.String(),
+				"check the dependencies the plugins' manifests declare", "dependencies kept changing after %d fetches", maxReplans)
+		}
+	}
+	res.Plan = plan
+	res.Warnings = append(res.Warnings, plan.Warnings...)
+	todo := plan.ToInstall()
+	// Policy again, now with the signatures that verified over the fetched content.
+	verified := map[plugin.ID][]string{}
+	for _, st := range todo {
+		verified[st.ID] = in.verifiedSignatures(g, st.ID, done[st.ID].v)
+	}
+	if err := in.checkPolicy(ctx, g, todo, verified); err != nil {
+		return nil, err
+	}
+	err = in.o.Cache.WithLock(ctx, func(ctx context.Context) error {
+		// Re-read the registry under the lock: another process may have
+		// installed or removed plugins since the plan was made.
+		current := map[plugin.ID]cache.Record{}
+		recs, err := in.o.Cache.List()
+		if err != nil {
+			return err
+		}
+		for _, r := range recs {
+			current[r.ID] = r
+		}
+		for _, st := range todo {
+			sv := done[st.ID]
+			rec := cache.RecordFor(sv.v, string(scope))
+			rec.GitCommitSha = sv.commit
+			old, had := current[st.ID]
+			switch {
+			case st.Role == resolver.RoleRoot:
+				rec.Auto = false
+			case had:
+				rec.Auto = old.Auto
+				rec.Scope = old.Scope
+			default:
+				rec.Auto = true
+			}
+			if err := in.o.Cache.Put(ctx, rec); err != nil {
+				return err
+			}
+			res.Installed = append(res.Installed, Installed{ID: st.ID, Version: sv.v.Version, InstallPath: sv.v.Path, Digest: sv.v.Digest,
+				Auto: rec.Auto, Origin: sv.v.Origin, Commit: sv.commit, Role: st.Role.String(), Signatures: verified[st.ID]})
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	for _, st := range todo {
+		file, err := settings.SetEnabled(in.o.Settings, scope, st.ID, true)
+		if err != nil {
+			return res, err
+		}
+		res.Settings = file
+		res.Enabled = append(res.Enabled, st.ID)
+	}
+	in.collect(ctx)
+	return res, nil
+}
+
+// checkPolicy asks policy about every plugin of an install closure. verified
+// is nil before fetching: then the key ids an entry claims stand in for the
+// verified ones, so a plugin that cannot satisfy requireSignatures is refused
+// before any download.
+func (in *Installer) checkPolicy(ctx context.Context, g *graph, steps []resolver.Step, verified map[plugin.ID][]string) error {
+	if in.o.Policy == nil {
+		return nil
+	}
+	items := make([]policy.InstallItem, 0, len(steps))
+	for _, st := range steps {
+		it := policy.InstallItem{Plugin: st.ID, RequiredBy: st.RequiredBy, DeclaredCross: g.declaredCross(st.RequiredBy.Source)}
+		if k, ok := g.known(st.ID.Source); ok {
+			it.Source = marketSource(k)
+		}
+		if verified != nil {
+			it.Signatures = verified[st.ID]
+		} else if e, _ := g.entry(st.ID); e != nil {
+			for _, s := range e.Signatures {
+				it.Signatures = append(it.Signatures, s.KeyID)
+			}
+		}
+		items = append(items, it)
+	}
+	return in.o.Policy.AllowInstall(ctx, items)
+}
+
+// verifiedSignatures returns the key ids of trusted keys whose signature over
+// v's digest verifies, from the marketplace entry and the detached file.
+func (in *Installer) verifiedSignatures(g *graph, id plugin.ID, v *cache.Version) []string {
+	var sigs []trust.Signature
+	if e, _ := g.entry(id); e != nil {
+		for _, s := range e.Signatures {
+			sigs = append(sigs, trust.Signature{KeyID: s.KeyID, Sig: s.Sig})
+		}
+	}
+	if detached, err := trust.ReadSignatures(v.Path); err == nil {
+		sigs = append(sigs, detached...)
+	}
+	var ids []string
+	for _, r := range trust.Verify(sigs, v.Digest, in.o.Keys) {
+		if r.Valid && r.Trusted {
+			ids = append(ids, r.KeyID)
+		}
+	}
+	return ids
+}
+
+// stagedVersion is a version materialized in the cache (not yet registered).
+type stagedVersion struct {
+	v      *cache.Version
+	commit string
+	stage  string
+}
+
+func (sv *stagedVersion) cleanup() {
+	if sv.stage != "" {
+		os.RemoveAll(sv.stage)
+	}
+}
+
+// materialize makes id's current catalog version present in the cache: an
+// existing version dir or a seed when the catalog names the version, else a
+// fresh fetch staged next to the cache dir.
+func (in *Installer) materialize(ctx context.Context, g *graph, id plugin.ID, force bool) (*stagedVersion, error) {
+	hit, err := g.cat.Lookup(id)
+	if err != nil {
+		return nil, err
+	}
+	entry := hit.Entry
+	if v := hit.Version(); v != "" && !force {
+		if _, err := plugin.SanitizeVersion(v); err == nil {
+			cv, err := in.o.Cache.Ensure(ctx, cache.Request{ID: id, Version: v, Digest: entry.Integrity})
+			if err == nil {
+				in.progress("%s %s: using %s copy", id, v, cv.Origin)
+				return &stagedVersion{v: cv}, nil
+			}
+			if !errors.Is(err, cache.ErrNotInstalled) {
+				return nil, err
+			}
+		}
+	}
+	parent := filepath.Join(in.o.Cache.Root(), id.Source, id.Name)
+	if err := os.MkdirAll(parent, 0o755); err != nil {
+		return nil, plugin.Errorf(plugin.LayerMaterialization, plugin.TypeSource, parent, "check that WHARF_HOME is writable", "%w", err)
+	}
+	stage, err := os.MkdirTemp(parent, ".tmp-stage-"+strconv.Itoa(os.Getpid())+"-")
+	if err != nil {
+		return nil, plugin.Errorf(plugin.LayerMaterialization, plugin.TypeSource, parent, "check that WHARF_HOME is writable", "%w", err)
+	}
+	sv := &stagedVersion{stage: stage}
+	ok := false
+	defer func() {
+		if !ok {
+			sv.cleanup()
+		}
+	}()
+	in.progress("%s: fetching %s", id, source.Describe(entry.Source))
+	fr, err := in.o.Fetcher.Fetch(ctx, source.Request{Plugin: id.String(), Source: entry.Source, MarketplaceDir: hit.Root, Dest: stage})
+	if err != nil {
+		return nil, err
+	}
+	p, _, err := plugin.Load(stage, entry)
+	if err != nil {
+		return nil, err
+	}
+	version := firstNonEmpty(p.Manifest.Version, entry.Version, fr.Version, fr.Commit, hit.Known.Commit, "unknown")
+	if _, err := plugin.SanitizeVersion(version); err != nil {
+		return nil, plugin.Errorf(plugin.LayerMaterialization, plugin.TypeManifestInvalid, id.String(),
+			"ask the plugin's authors to use a plain version like 1.2.0", "version: %w", err)
+	}
+	tree, err := trust.CheckIntegrity(id, version, entry.Integrity, stage)
+	if err != nil {
+		return nil, err
+	}
+	// A version dir is never replaced: the same version with other content
+	// (a plugin changed without a version bump) gets its own dir.
+	if final, err := in.o.Cache.Dir(id, version); err == nil {
+		if _, err := os.Lstat(final); err == nil {
+			if have, err := trust.Digest(final); err == nil && have.Digest != tree.Digest {
+				version = version + "+" + shortHash(tree.Digest)
+			}
+		}
+	}
+	cv, err := in.o.Cache.Ensure(ctx, cache.Request{ID: id, Version: version, Digest: tree.Digest, Fill: moveFill(stage)})
+	if err != nil {
+		return nil, err
+	}
+	sv.v, sv.commit = cv, fr.Commit
+	ok = true
+	in.progress("%s %s: %s", id, version, cv.Path)
+	return sv, nil
+}
+
+// moveFill fills a cache temp dir by renaming the staged tree's entries into
+// it (same file system: both live under the cache).
+func moveFill(stage string) cache.Fill {
+	return func(_ context.Context, dir string) error {
+		ents, err := os.ReadDir(stage)
+		if err != nil {
+			return err
+		}
+		for _, e := range ents {
+			if err := os.Rename(filepath.Join(stage, e.Name()), filepath.Join(dir, e.Name())); err != nil {
+				return fmt.Errorf("move staged %s: %w", e.Name(), err)
+			}
+		}
+		return nil
+	}
+}
+
+func shortHash(s string) string {
+	h := sha256.Sum256([]byte(s))
+	return hex.EncodeToString(h[:6])
+}
+
+func firstNonEmpty(vs ...string) string {
+	for _, v := range vs {
+		if v != "" {
+			return v
+		}
+	}
+	return ""
+}
+
+// collect runs the cache's garbage collection opportunistically; it only
+// removes versions past their grace period and never fails the operation.
+func (in *Installer) collect(ctx context.Context) {
+	if _, err := in.o.Cache.GC(ctx, in.o.Now()); err != nil {
+		in.progress("warning: garbage collection: %v", err)
+	}
+}

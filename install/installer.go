@@ -1,0 +1,99 @@
+package install
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/wharfhq/wharf/cache"
+	"github.com/wharfhq/wharf/marketplace"
+	"github.com/wharfhq/wharf/plugin"
+	"github.com/wharfhq/wharf/policy"
+	"github.com/wharfhq/wharf/settings"
+	"github.com/wharfhq/wharf/source"
+	"github.com/wharfhq/wharf/trust"
+)
+
+// Policy is what the installer asks before it changes anything. *policy.Engine
+// implements it. Implementations must be safe for concurrent use.
+type Policy interface {
+	AllowInstall(ctx context.Context, closure []policy.InstallItem) error
+	AllowUninstall(ctx context.Context, id plugin.ID) error
+	AllowEnable(ctx context.Context, id plugin.ID, src *settings.MarketplaceSource) error
+	AllowDisable(ctx context.Context, id plugin.ID) error
+	AllowLoad(ctx context.Context, id plugin.ID, src *settings.MarketplaceSource) error
+	AllowCross(from, to plugin.ID) error
+	Forced(ctx context.Context, id plugin.ID) (string, error)
+}
+
+// Options configure an Installer. Marketplaces, Cache and Settings are required.
+type Options struct {
+	Marketplaces *marketplace.Manager
+	Cache        *cache.Cache
+	Fetcher      *source.Fetcher // nil: source.NewFetcher()
+	// Policy is consulted before every change; nil allows everything.
+	Policy Policy
+	// Settings says where each scope's settings file is.
+	Settings settings.Paths
+	// FlagSettings is the flag scope's settings document (may be nil).
+	FlagSettings []byte
+	// Keys are the public keys trusted to sign plugin digests.
+	Keys trust.Keyring
+	// Progress receives one line per step; nil is silent.
+	Progress io.Writer
+	// Getenv is passed to marketplace source resolution; nil is os.Getenv.
+	Getenv func(string) string
+	Now    func() time.Time
+}
+
+// Installer runs install use cases on one wharf home. It is meant for one
+// command at a time; across processes the home's lock serializes writes.
+type Installer struct {
+	o Options
+}
+
+// New returns an Installer.
+func New(o Options) (*Installer, error) {
+	if o.Marketplaces == nil || o.Cache == nil {
+		return nil, errors.New("install: Options.Marketplaces and Options.Cache are required")
+	}
+	if o.Fetcher == nil {
+		f, err := source.NewFetcher()
+		if err != nil {
+			return nil, err
+		}
+		o.Fetcher = f
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	return &Installer{o: o}, nil
+}
+
+func (in *Installer) progress(format string, args ...any) {
+	if in.o.Progress != nil {
+		fmt.Fprintf(in.o.Progress, format+"\n", args...)
+	}
+}
+
+// marketSource converts a known marketplace's source into the settings form
+// that policy matches against.
+func marketSource(k marketplace.Known) *settings.MarketplaceSource {
+	b, err := json.Marshal(k.Source)
+	if err != nil {
+		return nil
+	}
+	s, err := settings.ParseSource(b)
+	if err != nil {
+		return nil
+	}
+	return &s
+}
+
+// allowCross adapts Policy to resolver.CrossPolicy.
+type allowCross struct{ p Policy }
+
+func (a allowCross) AllowCross(from, to plugin.ID) error { return a.p.AllowCross(from, to) }

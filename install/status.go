@@ -1,0 +1,178 @@
+package install
+
+import (
+	"context"
+	"errors"
+	"sort"
+
+	"github.com/wharfhq/wharf/cache"
+	"github.com/wharfhq/wharf/plugin"
+	"github.com/wharfhq/wharf/resolver"
+	"github.com/wharfhq/wharf/settings"
+	"github.com/wharfhq/wharf/trust"
+)
+
+// Status values of `wharf list`.
+const (
+	StatusActive   = "active"
+	StatusDemoted  = "demoted"
+	StatusFailed   = "failed"
+	StatusDisabled = "disabled"
+)
+
+// ErrorDetail is one typed error of a plugin's status.
+type ErrorDetail struct {
+	Type    string `json:"type"`
+	Layer   string `json:"layer"`
+	Message string `json:"message"`
+	Hint    string `json:"hint,omitempty"`
+}
+
+// PluginStatus is one row of `wharf list`.
+type PluginStatus struct {
+	ID           plugin.ID     `json:"id"`
+	Version      string        `json:"version"`
+	Scope        string        `json:"scope"`
+	Enabled      bool          `json:"enabled"`
+	InstallPath  string        `json:"installPath"`
+	Auto         bool          `json:"auto,omitempty"`
+	Status       string        `json:"status"`
+	Forced       string        `json:"forced,omitempty"`
+	Delisted     bool          `json:"delisted,omitempty"`
+	Errors       []string      `json:"errors"`
+	ErrorDetails []ErrorDetail `json:"errorDetails"`
+	// Chain explains a demotion: "a@m needs b@m; b@m is disabled".
+	Chain  string `json:"chain,omitempty"`
+	Digest string `json:"digest,omitempty"`
+}
+
+// StatusOptions tune List.
+type StatusOptions struct {
+	// Rehash re-hashes every plugin's content (the full path) instead of the
+	// cheap stat fingerprint check (the cache-only path).
+	Rehash bool
+}
+
+// List returns every installed plugin with its status for a session started
+// now: active, demoted (with the dependency chain), failed (with the typed
+// error) or disabled. Nothing is written: a demoted plugin stays enabled.
+func (in *Installer) List(ctx context.Context, opts StatusOptions) ([]PluginStatus, error) {
+	g, recs, err := in.graph()
+	if err != nil {
+		return nil, err
+	}
+	snap, err := settings.Load(in.o.Settings, in.o.FlagSettings)
+	if err != nil {
+		return nil, err
+	}
+	enabled := map[plugin.ID]bool{}
+	for id, on := range snap.Merged.EnabledPlugins {
+		enabled[id] = on
+	}
+	out := make([]PluginStatus, 0, len(recs))
+	effective := map[plugin.ID]bool{}
+	for _, r := range recs {
+		st := PluginStatus{ID: r.ID, Version: r.Version, Scope: r.Scope, InstallPath: r.InstallPath, Auto: r.Auto,
+			Enabled: enabled[r.ID], Digest: r.Digest, Errors: []string{}, ErrorDetails: []ErrorDetail{}}
+		if in.o.Policy != nil {
+			forced, err := in.o.Policy.Forced(ctx, r.ID)
+			if err == nil {
+				st.Forced = forced
+				switch forced {
+				case "on":
+					st.Enabled = true
+				case "off":
+					st.Enabled = false
+				}
+			}
+		}
+		if _, err := g.cat.Lookup(r.ID); err != nil && g.KnownMarketplace(r.ID.Source) {
+			st.Delisted = true
+		}
+		if st.Enabled {
+			for _, err := range in.check(ctx, g, r, opts) {
+				st.addError(err)
+			}
+		}
+		effective[r.ID] = st.Enabled && len(st.Errors) == 0
+		out = append(out, st)
+	}
+	act := in.resolver(g).Demote(effective)
+	for i := range out {
+		st := &out[i]
+		switch {
+		case len(st.Errors) > 0:
+			st.Status = StatusFailed
+		case !st.Enabled:
+			st.Status = StatusDisabled
+		case act.Status(st.ID) == resolver.StatusDemoted:
+			st.Status = StatusDemoted
+			if why, ok := act.Why(st.ID); ok {
+				st.Chain = explain(why, out)
+				st.addError(plugin.Errorf(plugin.LayerDependency, plugin.TypeDependencyUnsatisfied, st.ID.String(),
+					"enable or install the missing dependency, then reload", "%s", st.Chain))
+			}
+		default:
+			st.Status = StatusActive
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].ID.String() < out[j].ID.String() })
+	return out, nil
+}
+
+// check runs the load-time checks of one installed plugin: policy, trust
+// (fingerprint or full re-hash) and the manifest.
+func (in *Installer) check(ctx context.Context, g *graph, r cache.Record, opts StatusOptions) []error {
+	var errs []error
+	if in.o.Policy != nil {
+		var src = marketSourceOf(g, r.ID.Source)
+		if err := in.o.Policy.AllowLoad(ctx, r.ID, src); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if opts.Rehash || r.Fingerprint.IsZero() {
+		if err := trust.CheckPin(r.ID, r.Version, r.Digest, r.InstallPath); err != nil {
+			errs = append(errs, err)
+		}
+	} else if err := trust.CheckFingerprint(r.InstallPath, r.Fingerprint); err != nil {
+		errs = append(errs, err)
+	}
+	entry, _ := g.entry(r.ID)
+	if _, _, err := plugin.Load(r.InstallPath, entry); err != nil {
+		errs = append(errs, err)
+	}
+	return errs
+}
+
+func marketSourceOf(g *graph, mkt string) *settings.MarketplaceSource {
+	if k, ok := g.known(mkt); ok {
+		return marketSource(k)
+	}
+	return nil
+}
+
+func (st *PluginStatus) addError(err error) {
+	d := ErrorDetail{Type: "error", Message: err.Error(), Hint: plugin.HintOf(err)}
+	var pe *plugin.Error
+	if errors.As(err, &pe) {
+		d.Type, d.Layer = pe.Type, string(pe.Layer)
+	}
+	st.Errors = append(st.Errors, d.Message)
+	st.ErrorDetails = append(st.ErrorDetails, d)
+}
+
+// explain renders a demotion chain, naming a failed plugin at its end as
+// failed rather than disabled (the user enabled it; a check refused it).
+func explain(why resolver.Reason, all []PluginStatus) string {
+	s := why.String()
+	if len(why.Chain) == 0 {
+		return s
+	}
+	last := why.Chain[len(why.Chain)-1]
+	for _, st := range all {
+		if st.ID == last && st.Enabled && len(st.Errors) > 0 {
+			return s + " (it is enabled but failed: " + st.ErrorDetails[0].Type + ")"
+		}
+	}
+	return s
+}
