@@ -98,8 +98,7 @@ func (p *Plan) ToInstall() []Step {
 func (r *Resolver) Closure(root plugin.ID) (*Plan, error) {
 	rootNode, ok := r.cat.Lookup(root)
 	if !ok {
-		_, installed := r.installed[root]
-		if !installed {
+		if !r.IsInstalled(root) {
 			me := &MissingError{Dep: root, MarketplaceKnown: r.cat.KnownMarketplace(root.Source)}
 			return nil, &plugin.Error{Layer: plugin.LayerIntent, Type: plugin.TypeNotFound,
 				Object: root.String(), Err: me, Hint: me.Hint()}
@@ -115,84 +114,103 @@ func (r *Resolver) Closure(root plugin.ID) (*Plan, error) {
 		done
 	)
 	type frame struct {
-		id   plugin.ID
+		idx  int32
+		mkt  uint32 // marketplace index in tab
 		deps []plugin.Dependency
 		next int
 	}
 	var (
-		index    = map[plugin.ID]int32{root: 0} // interned ids
-		state    = []uint8{onPath}
-		pathPos  = []int32{0} // position on path while onPath
-		reqBy    = []plugin.ID{{}}
-		path     = []frame{{id: root, deps: rootNode.Dependencies}}
+		tab      = newIDTable(64) // every plugin met, interned
+		state    []uint8          // by index
+		pathPos  []int32          // by index: position on path while onPath
+		reqBy    []int32          // by index: who brought it in; -1 for root
+		path     []frame
+		cross    crossCache
 		plan     = &Plan{}
 		ranges   int
 		firstRng string
 	)
+	rootIdx, _ := tab.intern(root)
+	rootMkt, _ := tab.market(root.Source, false)
+	state = append(state, onPath)
+	pathPos = append(pathPos, 0)
+	reqBy = append(reqBy, -1)
+	path = append(path, frame{idx: rootIdx, mkt: rootMkt, deps: rootNode.Dependencies})
+
+	step := func(i int32, role Role) Step {
+		st := Step{ID: tab.ids[i], Role: role}
+		if reqBy[i] >= 0 {
+			st.RequiredBy = tab.ids[reqBy[i]]
+		}
+		return st
+	}
 
 	for len(path) > 0 {
 		top := &path[len(path)-1]
 		if top.next == len(top.deps) {
-			i := index[top.id]
-			state[i] = done
+			state[top.idx] = done
 			role := RoleDependency
 			switch {
 			case len(path) == 1:
 				role = RoleRoot
-			case r.IsInstalled(top.id):
+			case r.IsInstalled(tab.ids[top.idx]):
 				role = RoleInstalled
 			}
-			plan.Steps = append(plan.Steps, Step{ID: top.id, Role: role, RequiredBy: reqBy[i]})
+			plan.Steps = append(grow2(plan.Steps), step(top.idx, role))
 			path = path[:len(path)-1]
 			continue
 		}
-		from := top.id
-		d := top.deps[top.next]
+		fromIdx, fromMkt := top.idx, top.mkt
+		d := &top.deps[top.next]
 		top.next++
+		from := tab.ids[fromIdx]
 		to := d.Resolve(from.Source)
+		toMkt := fromMkt
+		if d.Marketplace != "" {
+			toMkt, _ = tab.market(d.Marketplace, true)
+		}
 		if d.Version != "" {
 			if ranges == 0 {
 				firstRng = fmt.Sprintf("%s → %s %q", from, to, d.Version)
 			}
 			ranges++
 		}
-		if to.Source != from.Source {
-			if err := r.checkCross(from, to); err != nil {
+		if toMkt != fromMkt {
+			if err := cross.check(r, fromMkt, toMkt, from, to); err != nil {
 				return nil, depError(root, err)
 			}
 		}
-		if i, seen := index[to]; seen {
+		i, added := tab.intern(to)
+		if !added {
 			if state[i] == onPath {
 				chain := make([]plugin.ID, 0, len(path)-int(pathPos[i])+1)
 				for _, f := range path[pathPos[i]:] {
-					chain = append(chain, f.id)
+					chain = append(chain, tab.ids[f.idx])
 				}
 				chain = append(chain, to)
 				return nil, depError(root, &CycleError{Chain: chain})
 			}
 			continue // done: a diamond, or a plugin already planned
 		}
-		i := int32(len(state))
-		index[to] = i
-		reqBy = append(reqBy, from)
+		reqBy = append(grow2(reqBy), fromIdx)
 		node, ok := r.cat.Lookup(to)
 		if !ok {
 			if r.IsInstalled(to) {
-				state = append(state, done)
-				pathPos = append(pathPos, -1)
-				plan.Steps = append(plan.Steps, Step{ID: to, Role: RoleInstalled, RequiredBy: from})
+				state = append(grow2(state), done)
+				pathPos = append(grow2(pathPos), -1)
+				plan.Steps = append(grow2(plan.Steps), step(i, RoleInstalled))
 				continue
 			}
 			p := make([]plugin.ID, len(path))
 			for k, f := range path {
-				p[k] = f.id
+				p[k] = tab.ids[f.idx]
 			}
 			return nil, depError(root, &MissingError{Dep: to, RequiredBy: from, Path: p,
 				MarketplaceKnown: r.cat.KnownMarketplace(to.Source)})
 		}
-		state = append(state, onPath)
-		pathPos = append(pathPos, int32(len(path)))
-		path = append(path, frame{id: to, deps: node.Dependencies})
+		state = append(grow2(state), onPath)
+		pathPos = append(grow2(pathPos), int32(len(path)))
+		path = append(grow2(path), frame{idx: i, mkt: toMkt, deps: node.Dependencies})
 	}
 
 	if ranges > 0 {
@@ -206,15 +224,30 @@ func (r *Resolver) Closure(root plugin.ID) (*Plan, error) {
 	return plan, nil
 }
 
-// checkCross applies the cross-marketplace rule to the edge from → to, whose
-// marketplaces differ: from's marketplace must allow to's, to's marketplace
-// must be known, and the CrossPolicy (if any) must agree.
-func (r *Resolver) checkCross(from, to plugin.ID) *CrossMarketplaceError {
-	if !r.cat.AllowsCross(from.Source, to.Source) {
-		return &CrossMarketplaceError{From: from, To: to, Reason: CrossNotAllowed}
+// crossCache remembers the marketplace part of the cross-marketplace rule per
+// pair of marketplace indexes, so the Catalog is asked once per pair and not
+// once per edge. The CrossPolicy is still asked per edge: it judges plugins.
+type crossCache struct {
+	verdict map[[2]uint32]CrossReason // 0: marketplaces allow it
+}
+
+func (c *crossCache) check(r *Resolver, fromMkt, toMkt uint32, from, to plugin.ID) *CrossMarketplaceError {
+	key := [2]uint32{fromMkt, toMkt}
+	v, ok := c.verdict[key]
+	if !ok {
+		switch {
+		case !r.cat.AllowsCross(from.Source, to.Source):
+			v = CrossNotAllowed
+		case !r.cat.KnownMarketplace(to.Source):
+			v = CrossUnknownMarketplace
+		}
+		if c.verdict == nil {
+			c.verdict = map[[2]uint32]CrossReason{}
+		}
+		c.verdict[key] = v
 	}
-	if !r.cat.KnownMarketplace(to.Source) {
-		return &CrossMarketplaceError{From: from, To: to, Reason: CrossUnknownMarketplace}
+	if v != 0 {
+		return &CrossMarketplaceError{From: from, To: to, Reason: v}
 	}
 	if r.policy != nil {
 		if err := r.policy.AllowCross(from, to); err != nil {

@@ -13,8 +13,8 @@ import (
 // forward (dependent → dependency) and reverse. It is built once per Resolver
 // and read-only after that.
 type graph struct {
+	tab        *idTable // index of every node; tab.ids are the nodes
 	ids        []plugin.ID
-	index      map[plugin.ID]int32
 	nInstalled int
 	fwdStart   []int32 // edges of i: fwd[fwdStart[i]:fwdStart[i+1]]
 	fwd        []int32
@@ -30,30 +30,22 @@ func (r *Resolver) graph() *graph {
 
 func (r *Resolver) buildGraph() *graph {
 	n := len(r.list)
-	g := &graph{ids: make([]plugin.ID, n, n+n/8), nInstalled: n}
-	index := make(map[plugin.ID]int32, n+n/8)
-	g.index = index
-	for i, in := range r.list {
-		g.ids[i] = in.ID
-		index[in.ID] = int32(i)
-	}
+	// The Resolver's table already numbers the installed plugins 0..n-1 in
+	// list order; dependency targets that are not installed are added to a
+	// copy (the original may be read concurrently by Closure).
+	g := &graph{tab: r.installed.clone(n / 8), nInstalled: n}
 	g.fwdStart = make([]int32, n+1)
 	g.fwd = make([]int32, 0, 3*n)
 	for i := 0; i < n; i++ {
-		from := g.ids[i]
+		from := g.tab.ids[i]
 		node, _ := r.cat.Lookup(from) // unknown manifest: no known dependencies
 		for _, d := range node.Dependencies {
-			to := d.Resolve(from.Source)
-			j, ok := index[to]
-			if !ok {
-				j = int32(len(g.ids))
-				index[to] = j
-				g.ids = append(g.ids, to)
-			}
+			j, _ := g.tab.intern(d.Resolve(from.Source))
 			g.fwd = append(g.fwd, j)
 		}
 		g.fwdStart[i+1] = int32(len(g.fwd))
 	}
+	g.ids = g.tab.ids
 	// Reverse edges by counting sort; a duplicate edge stays duplicate, which
 	// is harmless for every traversal below.
 	total := len(g.ids)
@@ -85,10 +77,7 @@ func (g *graph) deps(i int32) []int32 {
 
 func (g *graph) dependents(i int32) []int32 { return g.rev[g.revStart[i]:g.revStart[i+1]] }
 
-func (g *graph) lookup(id plugin.ID) (int32, bool) {
-	i, ok := g.index[id]
-	return i, ok
-}
+func (g *graph) lookup(id plugin.ID) (int32, bool) { return g.tab.find(id) }
 
 // Status of an installed plugin after demotion.
 type Status int
@@ -124,7 +113,6 @@ func (s Status) String() string {
 // concurrent reads.
 type Activation struct {
 	g        *graph
-	index    map[plugin.ID]int32
 	enabled  []bool
 	inactive []bool
 	cause    []int32 // for a demoted plugin: the dependency that made it inactive
@@ -147,7 +135,6 @@ func (r *Resolver) Demote(enabled map[plugin.ID]bool) *Activation {
 	total := len(g.ids)
 	a := &Activation{
 		g:        g,
-		index:    r.installed,
 		enabled:  make([]bool, g.nInstalled),
 		inactive: make([]bool, total),
 		cause:    make([]int32, total),
@@ -177,9 +164,9 @@ func (r *Resolver) Demote(enabled map[plugin.ID]bool) *Activation {
 
 // Status returns the status of id.
 func (a *Activation) Status(id plugin.ID) Status {
-	i, ok := a.index[id]
+	i, ok := a.g.lookup(id)
 	switch {
-	case !ok:
+	case !ok || int(i) >= a.g.nInstalled:
 		return StatusNotInstalled
 	case !a.enabled[i]:
 		return StatusDisabled
@@ -240,8 +227,8 @@ func (r Reason) String() string {
 // chain is computed on demand (its length is the depth of the demotion), so
 // Demote stays linear even when every plugin's chain is long.
 func (a *Activation) Why(id plugin.ID) (Reason, bool) {
-	i, ok := a.index[id]
-	if !ok || !a.enabled[i] || !a.inactive[i] {
+	i, ok := a.g.lookup(id)
+	if !ok || int(i) >= a.g.nInstalled || !a.enabled[i] || !a.inactive[i] {
 		return Reason{}, false
 	}
 	var r Reason

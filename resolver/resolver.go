@@ -62,7 +62,7 @@ type Resolver struct {
 	cat       Catalog
 	policy    CrossPolicy
 	list      []Installed
-	installed map[plugin.ID]int32 // id → index in list
+	installed *idTable // installed IDs, interned in list order; read-only
 
 	once sync.Once
 	g    *graph
@@ -77,14 +77,13 @@ func New(cat Catalog, installed []Installed, policy CrossPolicy) *Resolver {
 		cat:       cat,
 		policy:    policy,
 		list:      make([]Installed, 0, len(installed)),
-		installed: make(map[plugin.ID]int32, len(installed)),
+		installed: newIDTable(len(installed)),
 	}
 	for _, in := range installed {
-		if i, dup := r.installed[in.ID]; dup {
+		if i, added := r.installed.intern(in.ID); !added {
 			r.list[i].Auto = in.Auto
 			continue
 		}
-		r.installed[in.ID] = int32(len(r.list))
 		r.list = append(r.list, in)
 	}
 	return r
@@ -92,6 +91,6 @@ func New(cat Catalog, installed []Installed, policy CrossPolicy) *Resolver {
 
 // IsInstalled reports whether id is in the installed set given to New.
 func (r *Resolver) IsInstalled(id plugin.ID) bool {
-	_, ok := r.installed[id]
+	_, ok := r.installed.find(id)
 	return ok
 }
