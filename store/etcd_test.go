@@ -1,0 +1,596 @@
+package store_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/wharfhq/wharf/store"
+	"github.com/wharfhq/wharf/store/etcdtest"
+	"github.com/wharfhq/wharf/store/storetest"
+)
+
+func openEtcd(t *testing.T, endpoints []string, opts store.EtcdOptions) *store.Etcd {
+	t.Helper()
+	e, err := store.OpenEtcd(endpoints, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { e.Close() })
+	return e
+}
+
+// prefixes hands out a fresh key prefix per store, so the tests of one
+// cluster start from empty state.
+type prefixes struct{ n atomic.Int64 }
+
+func (p *prefixes) next() string { return fmt.Sprintf("/wharf-test/%d", p.n.Add(1)) }
+
+// TestEtcdContract runs the backend contract against a single-member
+// embedded etcd.
+func TestEtcdContract(t *testing.T) {
+	c := etcdtest.Start(t, 1)
+	var p prefixes
+	storetest.Run(t, func(t *testing.T) store.Store {
+		return openEtcd(t, c.Endpoints(), store.EtcdOptions{Prefix: p.next()})
+	})
+}
+
+// TestEtcdReplicasContract races separate clients, as separate wharf
+// servers sharing one etcd would.
+func TestEtcdReplicasContract(t *testing.T) {
+	c := etcdtest.Start(t, 1)
+	var p prefixes
+	storetest.RunReplicas(t, func(t *testing.T) storetest.Shared {
+		prefix := p.next()
+		return func(t *testing.T) store.Store {
+			return openEtcd(t, c.Endpoints(), store.EtcdOptions{Prefix: prefix})
+		}
+	})
+}
+
+// readFiller reads more keys than a transaction may compare one by one
+// (MaxTxnOps below), so the update falls back to per-bucket checks.
+func readFiller(tx store.Tx) error {
+	for i := range 8 {
+		if _, err := tx.Get("fill", strconv.Itoa(i)); err != nil && !errors.Is(err, store.ErrNotFound) {
+			return err
+		}
+	}
+	return nil
+}
+
+const coarseMaxTxnOps = 6
+
+// TestEtcdCoarseComparesCounter: clients whose updates read too many keys
+// to check one by one still lose no increment.
+func TestEtcdCoarseComparesCounter(t *testing.T) {
+	c := etcdtest.Start(t, 1)
+	const clients, each = 4, 10
+	var wg sync.WaitGroup
+	errs := make(chan error, clients)
+	for range clients {
+		s := openEtcd(t, c.Endpoints(), store.EtcdOptions{Prefix: "/p", MaxTxnOps: coarseMaxTxnOps})
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range each {
+				err := s.Update(func(tx store.Tx) error {
+					if err := readFiller(tx); err != nil {
+						return err
+					}
+					n := 0
+					if v, err := tx.Get("fill", "counter"); err == nil {
+						n, _ = strconv.Atoi(string(v))
+					} else if !errors.Is(err, store.ErrNotFound) {
+						return err
+					}
+					return tx.Put("fill", "counter", []byte(strconv.Itoa(n+1)))
+				})
+				if err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	s := openEtcd(t, c.Endpoints(), store.EtcdOptions{Prefix: "/p"})
+	var v []byte
+	if err := s.View(func(r store.Reader) error {
+		var err error
+		v, err = r.Get("fill", "counter")
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if string(v) != strconv.Itoa(clients*each) {
+		t.Fatalf("counter = %s, want %d", v, clients*each)
+	}
+}
+
+func TestEtcdKeyLayout(t *testing.T) {
+	c := etcdtest.Start(t, 1)
+	s := openEtcd(t, c.Endpoints(), store.EtcdOptions{Prefix: "/corp/wharf/"})
+	if s.Prefix() != "/corp/wharf" {
+		t.Fatalf("Prefix() = %q, want /corp/wharf", s.Prefix())
+	}
+	err := s.Update(func(tx store.Tx) error {
+		if err := tx.Put("marketplaces", "corp", []byte("m")); err != nil {
+			return err
+		}
+		if err := tx.Put("a/b", "c/d", []byte("x")); err != nil {
+			return err
+		}
+		if _, err := tx.NextSequence("audit"); err != nil {
+			return err
+		}
+		return tx.Delete("marketplaces", "old")
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := c.Client().Get(context.Background(), "/corp/wharf/", clientv3.WithPrefix())
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	for _, kv := range resp.Kvs {
+		got[string(kv.Key)] = string(kv.Value)
+	}
+	want := map[string]string{
+		"/corp/wharf/marketplaces/corp": "m",
+		"/corp/wharf/a%2Fb/c/d":         "x",
+		"/corp/wharf/.seq/audit":        "1",
+		"/corp/wharf/.del/marketplaces": "1",
+	}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("keys in etcd:\n%v\nwant\n%v", got, want)
+	}
+}
+
+// conflictCase runs fn in an Update; on the first attempt, after fn has
+// read, interfere changes the store through another client. It returns how
+// many times fn ran.
+func runWithInterference(t *testing.T, s, other store.Store, fn func(tx store.Tx) error, interfere func(store.Store) error) int {
+	t.Helper()
+	attempts := 0
+	err := s.Update(func(tx store.Tx) error {
+		attempts++
+		if err := fn(tx); err != nil {
+			return err
+		}
+		if attempts == 1 {
+			if err := interfere(other); err != nil {
+				return err
+			}
+		}
+		return tx.Put("out", "done", []byte(strconv.Itoa(attempts)))
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return attempts
+}
+
+// TestEtcdConflictDetection pins down what a concurrent change must (and
+// must not) make an Update run again.
+func TestEtcdConflictDetection(t *testing.T) {
+	c := etcdtest.Start(t, 1)
+	var p prefixes
+	put := func(bucket, key, value string) func(store.Store) error {
+		return func(s store.Store) error {
+			return s.Update(func(tx store.Tx) error { return tx.Put(bucket, key, []byte(value)) })
+		}
+	}
+	del := func(bucket, key string) func(store.Store) error {
+		return func(s store.Store) error {
+			return s.Update(func(tx store.Tx) error { return tx.Delete(bucket, key) })
+		}
+	}
+	getK := func(bucket, key string) func(tx store.Tx) error {
+		return func(tx store.Tx) error {
+			_, err := tx.Get(bucket, key)
+			if errors.Is(err, store.ErrNotFound) {
+				return nil
+			}
+			return err
+		}
+	}
+	listP := func(bucket, prefix string) func(tx store.Tx) error {
+		return func(tx store.Tx) error { _, err := tx.List(bucket, prefix); return err }
+	}
+	// want: runs of fn with per-key checks; coarse: with per-bucket checks,
+	// which also rerun on a change in the bucket that fn did not read.
+	cases := []struct {
+		name         string
+		read         func(tx store.Tx) error
+		interfere    func(store.Store) error
+		want, coarse int
+	}{
+		{"changed key read", getK("b", "k"), put("b", "k", "2"), 2, 2},
+		{"created key read as missing", getK("b", "new"), put("b", "new", "x"), 2, 2},
+		{"deleted key read", getK("b", "k"), del("b", "k"), 2, 2},
+		{"other key changed", getK("b", "k"), put("b", "k2", "x"), 1, 2},
+		{"key in another bucket changed", getK("b", "k"), put("b2", "k", "x"), 1, 1},
+		{"key inserted into listed range", listP("b", "k"), put("b", "k9", "x"), 2, 2},
+		{"key changed in listed range", listP("b", "k"), put("b", "k", "3"), 2, 2},
+		{"key deleted from listed range", listP("b", "k"), del("b", "k"), 2, 2},
+		{"key inserted outside listed range", listP("b", "k"), put("b", "z", "x"), 1, 1},
+		{"key inserted in another bucket", listP("b", ""), put("b2", "k", "x"), 1, 1},
+		{"sequence taken by another", func(tx store.Tx) error { _, err := tx.NextSequence("audit"); return err }, func(s store.Store) error {
+			return s.Update(func(tx store.Tx) error { _, err := tx.NextSequence("audit"); return err })
+		}, 2, 2},
+	}
+	for _, coarse := range []bool{false, true} {
+		for _, tc := range cases {
+			name, want, opts := tc.name, tc.want, store.EtcdOptions{}
+			read := tc.read
+			if coarse {
+				name, want, opts.MaxTxnOps = "coarse/"+name, tc.coarse, coarseMaxTxnOps
+				read = func(tx store.Tx) error {
+					if err := readFiller(tx); err != nil {
+						return err
+					}
+					return tc.read(tx)
+				}
+			}
+			t.Run(name, func(t *testing.T) {
+				opts.Prefix = p.next()
+				s := openEtcd(t, c.Endpoints(), opts)
+				other := openEtcd(t, c.Endpoints(), store.EtcdOptions{Prefix: opts.Prefix})
+				if err := put("b", "k", "1")(s); err != nil {
+					t.Fatal(err)
+				}
+				if got := runWithInterference(t, s, other, read, tc.interfere); got != want {
+					t.Fatalf("fn ran %d times, want %d", got, want)
+				}
+			})
+		}
+	}
+}
+
+func TestEtcdGivesUpAfterMaxAttempts(t *testing.T) {
+	c := etcdtest.Start(t, 1)
+	s := openEtcd(t, c.Endpoints(), store.EtcdOptions{Prefix: "/p", MaxAttempts: 3})
+	other := openEtcd(t, c.Endpoints(), store.EtcdOptions{Prefix: "/p"})
+	attempts := 0
+	err := s.Update(func(tx store.Tx) error {
+		attempts++
+		v, err := tx.Get("b", "k")
+		if err != nil && !errors.Is(err, store.ErrNotFound) {
+			return err
+		}
+		// Someone else always gets there first.
+		if err := other.Update(func(tx store.Tx) error { return tx.Put("b", "k", []byte(strconv.Itoa(attempts))) }); err != nil {
+			return err
+		}
+		return tx.Put("b", "k", append(v, 'x'))
+	})
+	if !errors.Is(err, store.ErrConflict) {
+		t.Fatalf("err = %v, want ErrConflict", err)
+	}
+	if attempts != 3 {
+		t.Fatalf("fn ran %d times, want 3 (MaxAttempts)", attempts)
+	}
+	if !strings.Contains(err.Error(), "3 attempts") {
+		t.Fatalf("error %q does not say how often it tried", err)
+	}
+}
+
+func TestEtcdTooManyWritesInOneUpdate(t *testing.T) {
+	c := etcdtest.Start(t, 1)
+	s := openEtcd(t, c.Endpoints(), store.EtcdOptions{Prefix: "/p", MaxTxnOps: 10})
+	err := s.Update(func(tx store.Tx) error {
+		for i := range 11 {
+			if err := tx.Put("b", strconv.Itoa(i), []byte("x")); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err == nil || !strings.Contains(err.Error(), "writes 11 keys") || !strings.Contains(err.Error(), "--max-txn-ops") {
+		t.Fatalf("err = %v, want one naming the 11 writes and --max-txn-ops", err)
+	}
+	var n int
+	if err := s.View(func(r store.Reader) error {
+		kvs, err := r.List("b", "")
+		n = len(kvs)
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if n != 0 {
+		t.Fatalf("%d keys written by a refused update", n)
+	}
+}
+
+func TestEtcdReadOnlyView(t *testing.T) {
+	c := etcdtest.Start(t, 1)
+	s := openEtcd(t, c.Endpoints(), store.EtcdOptions{Prefix: "/p"})
+	err := s.View(func(r store.Reader) error {
+		tx, ok := r.(store.Tx)
+		if !ok {
+			return nil
+		}
+		return tx.Put("b", "k", []byte("x"))
+	})
+	if err == nil {
+		t.Fatal("a write through View succeeded")
+	}
+}
+
+func TestEtcdWatchClosesWithStore(t *testing.T) {
+	c := etcdtest.Start(t, 1)
+	s, err := store.OpenEtcd(c.Endpoints(), store.EtcdOptions{Prefix: "/p"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ch, err := s.Watch(context.Background(), "tokens")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	select {
+	case _, ok := <-ch:
+		if ok {
+			t.Fatal("event after Close")
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("watch channel still open 10s after Close")
+	}
+	if _, err := s.Watch(context.Background(), "tokens"); err == nil {
+		t.Fatal("Watch on a closed store succeeded")
+	}
+}
+
+func TestOpenEtcdUnreachable(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close() // nothing listens there now
+	_, err = store.OpenEtcd([]string{addr}, store.EtcdOptions{DialTimeout: 500 * time.Millisecond})
+	if err == nil {
+		t.Fatal("OpenEtcd of a closed port succeeded")
+	}
+	if !strings.Contains(err.Error(), addr) || !strings.Contains(err.Error(), "etcd is running") {
+		t.Fatalf("error %q does not name the address and the next step", err)
+	}
+	if _, err := store.OpenEtcd(nil, store.EtcdOptions{}); err == nil {
+		t.Fatal("OpenEtcd without endpoints succeeded")
+	}
+	if _, err := store.OpenEtcd([]string{addr}, store.EtcdOptions{Prefix: "/"}); err == nil || !strings.Contains(err.Error(), "prefix") {
+		t.Fatalf("OpenEtcd with prefix / = %v, want a prefix error", err)
+	}
+}
+
+// TestEtcdClusterSurvivesMemberLoss writes through a client on all three
+// members of a cluster, stops the leader in the middle of the load, keeps
+// writing, and then reads every acknowledged write back through the two
+// members left. The audit log's sequence numbers stay gap-free.
+func TestEtcdClusterSurvivesMemberLoss(t *testing.T) {
+	c := etcdtest.Start(t, 3)
+	s := openEtcd(t, c.Endpoints(), store.EtcdOptions{Prefix: "/ha", RequestTimeout: 5 * time.Second})
+
+	const workers, before, after = 4, 25, 25
+	const maxErrors = 200 // per worker: a client that never recovers fails the test
+	type ack struct {
+		key, value string
+		seq        uint64
+	}
+	var (
+		wg       sync.WaitGroup
+		acks     = make([][]ack, workers)
+		failures = make([]int, workers)
+		reached  = make(chan struct{}, workers)
+		killed   = make(chan struct{})
+	)
+	errs := make(chan error, workers)
+	for w := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; len(acks[w]) < before+after; i++ {
+				if len(acks[w]) == before {
+					reached <- struct{}{}
+					<-killed
+				}
+				key, value := fmt.Sprintf("w%d-%04d", w, i), fmt.Sprintf("value %d/%d", w, i)
+				var seq uint64
+				err := s.Update(func(tx store.Tx) error {
+					var err error
+					if seq, err = tx.NextSequence("audit"); err != nil {
+						return err
+					}
+					if err := tx.Put("audit", fmt.Sprintf("%020d", seq), []byte(key)); err != nil {
+						return err
+					}
+					return tx.Put("data", key, []byte(value))
+				})
+				if err != nil {
+					// Not acknowledged: it may or may not have been applied.
+					if failures[w]++; failures[w] > maxErrors {
+						errs <- fmt.Errorf("worker %d: %d failed writes, last: %w", w, failures[w], err)
+						return
+					}
+					time.Sleep(20 * time.Millisecond)
+					continue
+				}
+				acks[w] = append(acks[w], ack{key, value, seq})
+			}
+		}()
+	}
+	for range workers {
+		select {
+		case <-reached:
+		case err := <-errs:
+			close(killed)
+			wg.Wait()
+			t.Fatal(err)
+		}
+	}
+	leader := c.Leader()
+	c.Stop(leader)
+	t.Logf("stopped leader %s after %d acknowledged writes", c.Members[leader].Name, workers*before)
+	close(killed)
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	t.Logf("failed (unacknowledged) writes per worker: %v", failures)
+
+	// Read back through a fresh client on the surviving members only.
+	c.WaitHealthy()
+	r := openEtcd(t, c.Endpoints(), store.EtcdOptions{Prefix: "/ha"})
+	var data, audit []store.KV
+	if err := r.View(func(rd store.Reader) error {
+		var err error
+		if data, err = rd.List("data", ""); err != nil {
+			return err
+		}
+		audit, err = rd.List("audit", "")
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	stored := map[string]string{}
+	for _, kv := range data {
+		stored[kv.Key] = string(kv.Value)
+	}
+	bySeq := map[uint64]string{}
+	for i, kv := range audit {
+		n, err := strconv.ParseUint(kv.Key, 10, 64)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n != uint64(i+1) {
+			t.Fatalf("audit log has a gap: entry %d has sequence %d", i, n)
+		}
+		bySeq[n] = string(kv.Value)
+	}
+	total := 0
+	for w := range workers {
+		for _, a := range acks[w] {
+			total++
+			if got, ok := stored[a.key]; !ok || got != a.value {
+				t.Errorf("acknowledged write %s = %q, %v after the member loss", a.key, got, ok)
+			}
+			if bySeq[a.seq] != a.key {
+				t.Errorf("audit entry %d = %q, want %q", a.seq, bySeq[a.seq], a.key)
+			}
+		}
+	}
+	if total != workers*(before+after) {
+		t.Fatalf("%d acknowledged writes, want %d", total, workers*(before+after))
+	}
+	// Every stored entry is explained by the log, acknowledged or not.
+	if len(audit) != len(data) {
+		t.Fatalf("%d audit entries but %d data keys: an update was half applied", len(audit), len(data))
+	}
+	t.Logf("%d acknowledged of %d stored writes", total, len(audit))
+}
+
+func TestParseEtcdURL(t *testing.T) {
+	good := []struct {
+		in     string
+		eps    []string
+		prefix string
+	}{
+		{"etcd://127.0.0.1:2379", []string{"127.0.0.1:2379"}, "/wharf"},
+		{"etcd://a:2379,b:2380/corp/wharf", []string{"a:2379", "b:2380"}, "/corp/wharf"},
+		{"etcd://etcd-0.etcd/wharf/", []string{"etcd-0.etcd:2379"}, "/wharf"},
+		{"ETCD://h:1/", []string{"h:1"}, "/wharf"},
+		{"etcd://[::1]:2379,[fe80::1]/x", []string{"[::1]:2379", "[fe80::1]:2379"}, "/x"},
+	}
+	for _, tc := range good {
+		eps, prefix, err := store.ParseEtcdURL(tc.in)
+		if err != nil {
+			t.Errorf("ParseEtcdURL(%q): %v", tc.in, err)
+			continue
+		}
+		if !slices.Equal(eps, tc.eps) || prefix != tc.prefix {
+			t.Errorf("ParseEtcdURL(%q) = %q, %q; want %q, %q", tc.in, eps, prefix, tc.eps, tc.prefix)
+		}
+	}
+	bad := []struct{ in, mention string }{
+		{"http://h:2379", "must start with etcd://"},
+		{"etcd://", "no host"},
+		{"etcd:///prefix", "no host"},
+		{"etcd://h:2379,,h2", `host ""`},
+		{"etcd://h:0", "port"},
+		{"etcd://h:65536", "port"},
+		{"etcd://h:02379", "port"},
+		{"etcd://h:x", "port"},
+		{"etcd://user:pw@h:2379", "user info"},
+		{"etcd://::1:2379", "brackets"},
+		{"etcd://[::1", "unclosed"},
+		{"etcd://[::1]x", "after ]"},
+		{"etcd://[h]:1", "IPv6"},
+		{"etcd://h:1/a//b", "empty segment"},
+		{"etcd://h:1/a/../b", `".."`},
+		{"etcd://h:1/a?x=1", "query"},
+		{"etcd://h:1/a%2Fb", "%"},
+		{"etcd://h:1/a\x01", "control"},
+		{"etcd://h_é:1", "invalid character"},
+	}
+	for _, tc := range bad {
+		_, _, err := store.ParseEtcdURL(tc.in)
+		if err == nil {
+			t.Errorf("ParseEtcdURL(%q) succeeded", tc.in)
+			continue
+		}
+		if !strings.Contains(err.Error(), tc.mention) || !strings.Contains(err.Error(), "etcd://host:2379") {
+			t.Errorf("ParseEtcdURL(%q) = %q; want it to mention %q and the form", tc.in, err, tc.mention)
+		}
+	}
+}
+
+func FuzzParseEtcdURL(f *testing.F) {
+	for _, s := range []string{
+		"etcd://127.0.0.1:2379", "etcd://a:1,b:2/p/q", "etcd://[::1]:2379/x", "etcd://h/",
+		"etcd://", "etcd://h:99999", "etcd://[", "etcd://h:1/a//b", "etcd://h:1/..",
+	} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		eps, prefix, err := store.ParseEtcdURL(s)
+		if err != nil {
+			return
+		}
+		if len(eps) == 0 {
+			t.Fatalf("%q: no endpoints and no error", s)
+		}
+		for _, ep := range eps {
+			host, port, err := net.SplitHostPort(ep)
+			if err != nil || host == "" || port == "" {
+				t.Fatalf("%q: endpoint %q does not split into host and port: %v", s, ep, err)
+			}
+		}
+		if !strings.HasPrefix(prefix, "/") || strings.HasSuffix(prefix, "/") || strings.Contains(prefix, "//") {
+			t.Fatalf("%q: prefix %q is not /a/b form", s, prefix)
+		}
+		// The canonical form parses to the same result.
+		again := "etcd://" + strings.Join(eps, ",") + prefix
+		eps2, prefix2, err := store.ParseEtcdURL(again)
+		if err != nil || !slices.Equal(eps, eps2) || prefix != prefix2 {
+			t.Fatalf("%q: canonical %q parses to %q %q %v", s, again, eps2, prefix2, err)
+		}
+	})
+}
