@@ -213,7 +213,7 @@ func (v *validator) metadata(m *Manifest, file, field string) {
 		v.add(SeverityWarning, file, key(field, "description"), "plugin %q has no description", m.Name)
 	}
 	if m.Version == "" {
-		v.add(SeverityWarning, file, key(field, "version"), "plugin %q has no version; its git commit will be used", m.Name)
+		v.add(SeverityWarning, file, key(field, "version"), "plugin %q has no version; it will be versioned by its git commit, or \"unknown\"", m.Name)
 	}
 	if m.Author == nil {
 		v.add(SeverityWarning, file, key(field, "author"), "plugin %q has no author", m.Name)
