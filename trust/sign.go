@@ -24,12 +24,9 @@ import (
 )
 
 // Signature is one entry of a marketplace entry's `signatures` list and of
-// the detached signatures file: the signing key's id and the base64
-// signature over the digest string (UTF-8).
-type Signature struct {
-	KeyID string `json:"keyid"`
-	Sig   string `json:"sig"`
-}
+// the detached signatures file: {"keyid","sig"}, sig being the standard
+// base64 of a signature over the digest string (UTF-8).
+type Signature = plugin.Signature
 
 // Alg names a key algorithm wharf signs with.
 type Alg string

@@ -1,0 +1,54 @@
+#!/bin/sh
+# Time wharf's w1 content digest against what a user would run instead,
+#   find . -type f | sort | xargs sha256sum | sha256sum
+# on the same ~800-file, ~11 MB tree, in the same run, warm page cache.
+#
+# usage: bench/digest.sh [runs]       (default 20 runs each)
+# WHARF_BENCH_TREE=<dir> reuses a tree instead of generating one.
+set -eu
+runs=${1:-20}
+cd "$(dirname "$0")/.."
+
+tree=${WHARF_BENCH_TREE:-}
+if [ -z "$tree" ]; then
+	tmp=$(mktemp -d)
+	trap 'rm -rf "$tmp"' EXIT
+	tree=$tmp/tree
+	i=0
+	while [ $i -lt 800 ]; do
+		d=$tree/d$((i % 23))/s$((i % 7))
+		mkdir -p "$d"
+		if [ $((i % 40)) -eq 0 ]; then
+			size=$(((i * 7919 + 524288) % 1048576))
+		else
+			size=$(((i * 131) % 4096))
+		fi
+		head -c $size /dev/urandom >"$d/f$i.md"
+		i=$((i + 1))
+	done
+fi
+files=$(find "$tree" -type f | wc -l)
+bytes=$(du -sb "$tree" | cut -f1)
+echo "tree: $tree ($files files, $bytes bytes on disk, $(nproc) cores)"
+
+# warm the page cache for both
+(cd "$tree" && find . -type f | sort | xargs sha256sum | sha256sum >/dev/null)
+
+now() { date +%s%N; }
+
+start=$(now)
+n=0
+while [ $n -lt "$runs" ]; do
+	(cd "$tree" && find . -type f | sort | xargs sha256sum | sha256sum >/dev/null)
+	n=$((n + 1))
+done
+shell_ns=$((($(now) - start) / runs))
+
+wharf_ns=$(WHARF_BENCH_TREE=$tree go test ./trust -run '^$' -bench '^BenchmarkDigest$' -benchtime "${runs}x" |
+	awk '/^BenchmarkDigest/ { for (i = 1; i <= NF; i++) if ($(i+1) == "ns/op") print $i }')
+
+awk -v w="$wharf_ns" -v s="$shell_ns" 'BEGIN {
+	printf "wharf digest (Go, parallel hashing):        %8.2f ms/run\n", w / 1e6
+	printf "find | sort | xargs sha256sum | sha256sum:  %8.2f ms/run\n", s / 1e6
+	printf "ratio wharf / shell: %.2fx (target <= 1.2x)\n", w / s
+}'
