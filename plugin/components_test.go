@@ -21,21 +21,21 @@ func TestParseHooksForms(t *testing.T) {
 		t.Fatalf("ParseHooks: %v %v", err, diags)
 	}
 	want := map[HookEvent][]HookMatcher{
-		PreToolUse:  {{Matcher: "Edit|Write", Hooks: []Hook{{Type: "command", Command: "check", Timeout: 60}}}},
-		PostToolUse: {{Matcher: "Bash", Hooks: []Hook{{Type: "command", Command: "review"}}}},
-		Stop:        {{Hooks: []Hook{{Type: "prompt", Prompt: "Is the task done?"}}}},
+		HookPreToolUse:  {{Matcher: "Edit|Write", Hooks: []Hook{{Type: "command", Command: "check", Timeout: 60}}}},
+		HookPostToolUse: {{Matcher: "Bash", Hooks: []Hook{{Type: "command", Command: "review"}}}},
+		HookStop:        {{Hooks: []Hook{{Type: "prompt", Prompt: "Is the task done?"}}}},
 	}
-	if h.Description != "guard" || len(h.Hooks) != 3 || !reflect.DeepEqual(h.Hooks[PreToolUse], want[PreToolUse]) || !reflect.DeepEqual(h.Hooks[Stop], want[Stop]) {
+	if h.Description != "guard" || len(h.Hooks) != 3 || !reflect.DeepEqual(h.Hooks[HookPreToolUse], want[HookPreToolUse]) || !reflect.DeepEqual(h.Hooks[HookStop], want[HookStop]) {
 		t.Errorf("hooks = %+v", h)
 	}
 	// Keys Claude Code defines are kept for the runtime.
-	if x := h.Hooks[PostToolUse][0].Hooks[0].Extra; string(x["if"]) != `"Bash(git push:*)"` || string(x["asyncRewake"]) != "true" {
+	if x := h.Hooks[HookPostToolUse][0].Hooks[0].Extra; string(x["if"]) != `"Bash(git push:*)"` || string(x["asyncRewake"]) != "true" {
 		t.Errorf("extra = %q", x)
 	}
 	// The manifest's inline form: events at the top level.
 	inline := `{"SessionStart": [{"hooks": [{"type": "command", "command": "hi"}]}]}`
 	h, _, err = ParseHooks([]byte(inline), "plugin.json")
-	if err != nil || len(h.Hooks[SessionStart]) != 1 {
+	if err != nil || len(h.Hooks[HookSessionStart]) != 1 {
 		t.Errorf("inline form: %+v %v", h, err)
 	}
 }

@@ -10,19 +10,19 @@ type HookEvent string
 
 // The hook events of Claude Code plugins.
 const (
-	PreToolUse       HookEvent = "PreToolUse"
-	PostToolUse      HookEvent = "PostToolUse"
-	UserPromptSubmit HookEvent = "UserPromptSubmit"
-	Stop             HookEvent = "Stop"
-	SubagentStop     HookEvent = "SubagentStop"
-	SessionStart     HookEvent = "SessionStart"
-	SessionEnd       HookEvent = "SessionEnd"
-	Notification     HookEvent = "Notification"
-	PreCompact       HookEvent = "PreCompact"
+	HookPreToolUse       HookEvent = "PreToolUse"
+	HookPostToolUse      HookEvent = "PostToolUse"
+	HookUserPromptSubmit HookEvent = "UserPromptSubmit"
+	HookStop             HookEvent = "Stop"
+	HookSubagentStop     HookEvent = "SubagentStop"
+	HookSessionStart     HookEvent = "SessionStart"
+	HookSessionEnd       HookEvent = "SessionEnd"
+	HookNotification     HookEvent = "Notification"
+	HookPreCompact       HookEvent = "PreCompact"
 )
 
 // HookEvents lists the known events in a stable order.
-var HookEvents = []HookEvent{PreToolUse, PostToolUse, UserPromptSubmit, Stop, SubagentStop, SessionStart, SessionEnd, Notification, PreCompact}
+var HookEvents = []HookEvent{HookPreToolUse, HookPostToolUse, HookUserPromptSubmit, HookStop, HookSubagentStop, HookSessionStart, HookSessionEnd, HookNotification, HookPreCompact}
 
 // IsKnown reports whether e is one of HookEvents.
 func (e HookEvent) IsKnown() bool {
