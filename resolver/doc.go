@@ -24,8 +24,16 @@
 // demotion in particular is computed per session and never stored back into
 // anyone's settings.
 //
-// Every failure is a *plugin.Error with Layer plugin.LayerDependency and Type
-// plugin.TypeDependencyUnsatisfied wrapping one of *CycleError, *MissingError
-// or *CrossMarketplaceError, so the CLI exits 5 and callers can errors.As to
-// the detail they branch on.
+// Every dependency failure is a *plugin.Error with Layer
+// plugin.LayerDependency and Type plugin.TypeDependencyUnsatisfied wrapping
+// one of *CycleError, *MissingError or *CrossMarketplaceError, so the CLI
+// exits 5 and callers can errors.As to the detail they branch on; each typed
+// error has a Hint with the next action, copied into the *plugin.Error. The
+// one exception is asking for a plugin that nothing lists: that is the
+// user's request failing, not a dependency, so it is Layer intent, Type
+// not-found, still wrapping a *MissingError.
+//
+// A Resolver is built per operation or per session with New, is immutable
+// afterwards and is safe for concurrent use when its Catalog and CrossPolicy
+// are.
 package resolver
