@@ -98,11 +98,18 @@ const MaxManifestSize = 10 << 20
 
 // decoder walks a parsed JSON tree and collects diagnostics.
 type decoder struct {
-	file  string
-	src   []byte
-	lines []int // offsets of line starts, built on first use
-	diags []Diagnostic
+	file    string
+	src     []byte
+	lines   []int // offsets of line starts, built on first use
+	diags   []Diagnostic
+	hasErr  bool
+	omitted int
 }
+
+// maxDiagnostics bounds the findings kept for one file; a hostile file with a
+// million unknown keys must not cost a million messages. The first error is
+// always kept, so a capped list still fails.
+const maxDiagnostics = 1000
 
 func newDecoder(file string, src []byte) *decoder { return &decoder{file: file, src: src} }
 
@@ -126,6 +133,13 @@ func (d *decoder) pos(off int) (int, int) {
 }
 
 func (d *decoder) add(sev Severity, off int, field, format string, args ...any) {
+	if len(d.diags) >= maxDiagnostics && (sev != SeverityError || d.hasErr) {
+		d.omitted++
+		return
+	}
+	if sev == SeverityError {
+		d.hasErr = true
+	}
 	diag := Diagnostic{File: d.file, Field: field, Severity: sev, Message: fmt.Sprintf(format, args...)}
 	if off >= 0 && d.src != nil {
 		diag.Line, diag.Col = d.pos(off)
@@ -146,6 +160,16 @@ func offOf(n *node) int {
 		return -1
 	}
 	return n.off
+}
+
+// finish returns the diagnostics, with a note when some were left out.
+func (d *decoder) finish() []Diagnostic {
+	if d.omitted > 0 {
+		d.diags = append(d.diags, Diagnostic{File: d.file, Severity: SeverityWarning,
+			Message: fmt.Sprintf("%d more problems not shown", d.omitted)})
+		d.omitted = 0
+	}
+	return d.diags
 }
 
 // raw returns the source text of n, for values kept as json.RawMessage.

@@ -77,10 +77,11 @@ func ParseHooks(data []byte, file string) (*HooksConfig, []Diagnostic, error) {
 	}
 	d := newDecoder(file, data)
 	h := d.hooksFile(n)
-	if fe := firstError(d.diags); fe != nil {
-		return nil, d.diags, parseErrorFor(file, fe)
+	diags := d.finish()
+	if fe := firstError(diags); fe != nil {
+		return nil, diags, parseErrorFor(file, fe)
 	}
-	return h, d.diags, nil
+	return h, diags, nil
 }
 
 // hooksFile decodes either form: with a top-level "hooks" object it is the

@@ -44,6 +44,11 @@ func (k nodeKind) String() string {
 // maxJSONDepth bounds nesting so hostile input cannot exhaust the stack.
 const maxJSONDepth = 512
 
+// maxJSONValues bounds the tree: a 10 MiB file of "[0,0,0,..." would
+// otherwise cost half a gigabyte of nodes. Real marketplaces hold a few
+// thousand values.
+const maxJSONValues = 1 << 19
+
 type member struct {
 	key    string
 	keyOff int
@@ -74,8 +79,9 @@ func (n *node) get(key string) *node {
 }
 
 type jsonParser struct {
-	src []byte
-	pos int
+	src    []byte
+	pos    int
+	values int
 }
 
 // parseJSON parses one JSON document. A syntax error is returned as
@@ -138,6 +144,9 @@ func (p *jsonParser) skipSpace() {
 func (p *jsonParser) value(depth int) (*node, error) {
 	if depth > maxJSONDepth {
 		return nil, p.errorf("nesting deeper than %d levels", maxJSONDepth)
+	}
+	if p.values++; p.values > maxJSONValues {
+		return nil, p.errorf("more than %d values in one document", maxJSONValues)
 	}
 	if p.pos >= len(p.src) {
 		return nil, p.errorf("unexpected end of input, expected a value")

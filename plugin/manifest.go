@@ -149,10 +149,11 @@ func ParseManifest(data []byte, file string) (*Manifest, []Diagnostic, error) {
 	}
 	d := newDecoder(file, data)
 	m := d.manifest(n)
-	if fe := firstError(d.diags); fe != nil {
-		return nil, d.diags, parseErrorFor(file, fe)
+	diags := d.finish()
+	if fe := firstError(diags); fe != nil {
+		return nil, diags, parseErrorFor(file, fe)
 	}
-	return m, d.diags, nil
+	return m, diags, nil
 }
 
 // entryOnlyKeys are marketplace entry fields that mean nothing in plugin.json.

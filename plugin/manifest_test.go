@@ -401,3 +401,29 @@ func TestDeepNesting(t *testing.T) {
 		t.Errorf("deep nesting: %v", err)
 	}
 }
+
+func TestHostileVolume(t *testing.T) {
+	// Too many values: refused before the tree gets large.
+	in := "[" + strings.Repeat("0,", maxJSONValues) + "0]"
+	_, _, err := ParseManifest([]byte(in), "plugin.json")
+	var se *SyntaxError
+	if !errors.As(err, &se) || !strings.Contains(se.Msg, "more than") {
+		t.Fatalf("many values: %v", err)
+	}
+	// Many unknown keys: the list is capped, with a note, and an error
+	// after the cap is still reported.
+	var b strings.Builder
+	b.WriteString(`{"name":"p"`)
+	for i := 0; i < 3*maxDiagnostics; i++ {
+		b.WriteString(`,"k` + strings.Repeat("x", i%7) + string(rune('a'+i%26)) + `":1`)
+	}
+	b.WriteString(`,"version":7}`)
+	_, diags, err := ParseManifest([]byte(b.String()), "plugin.json")
+	var fe *FieldError
+	if !errors.As(err, &fe) || fe.Field != "version" {
+		t.Errorf("error after the cap: %v", err)
+	}
+	if len(diags) != maxDiagnostics+2 || !strings.Contains(diags[len(diags)-1].Message, "more problems not shown") {
+		t.Errorf("%d diagnostics, last %v", len(diags), diags[len(diags)-1])
+	}
+}

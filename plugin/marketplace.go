@@ -95,10 +95,11 @@ func ParseMarketplace(data []byte, file string) (*Marketplace, []Diagnostic, err
 	}
 	d := newDecoder(file, data)
 	m := d.marketplace(n)
-	if fe := firstError(d.diags); fe != nil {
-		return nil, d.diags, parseErrorFor(file, fe)
+	diags := d.finish()
+	if fe := firstError(diags); fe != nil {
+		return nil, diags, parseErrorFor(file, fe)
 	}
-	return m, d.diags, nil
+	return m, diags, nil
 }
 
 // MarketplaceFile is the path of a marketplace's manifest under its root.

@@ -64,10 +64,11 @@ func ParseMCPServers(data []byte, file string) (*MCPConfig, []Diagnostic, error)
 	}
 	d := newDecoder(file, data)
 	c := d.mcpFile(n, "")
-	if fe := firstError(d.diags); fe != nil {
-		return nil, d.diags, parseErrorFor(file, fe)
+	diags := d.finish()
+	if fe := firstError(diags); fe != nil {
+		return nil, diags, parseErrorFor(file, fe)
 	}
-	return c, d.diags, nil
+	return c, diags, nil
 }
 
 // ParseLSPServers parses a .lsp.json file or a manifest's inline lspServers
@@ -82,10 +83,11 @@ func ParseLSPServers(data []byte, file string) (*LSPConfig, []Diagnostic, error)
 	}
 	d := newDecoder(file, data)
 	c := d.lspFile(n, "")
-	if fe := firstError(d.diags); fe != nil {
-		return nil, d.diags, parseErrorFor(file, fe)
+	diags := d.finish()
+	if fe := firstError(diags); fe != nil {
+		return nil, diags, parseErrorFor(file, fe)
 	}
-	return c, d.diags, nil
+	return c, diags, nil
 }
 
 func (d *decoder) mcpInline(n *node, f string) { d.mcpFile(n, f) }

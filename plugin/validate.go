@@ -124,7 +124,7 @@ func (v *validator) marketplace(file, root string) {
 	// hide the problems of the plugins listed after it.
 	d := newDecoder(file, data)
 	m := d.marketplace(n)
-	v.diags = append(v.diags, d.diags...)
+	v.diags = append(v.diags, d.finish()...)
 	if m.EffectiveDescription() == "" {
 		v.add(SeverityWarning, file, "description", "marketplace has no description (top level or metadata.description)")
 	}
