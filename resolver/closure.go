@@ -125,6 +125,8 @@ func (r *Resolver) Closure(root plugin.ID) (*Plan, error) {
 		pathPos  []int32          // by index: position on path while onPath
 		reqBy    []int32          // by index: who brought it in; -1 for root
 		path     []frame
+		order    []int32 // post-order; Steps are built once at the end
+		roles    []Role  // by position in order
 		cross    crossCache
 		plan     = &Plan{}
 		ranges   int
@@ -137,12 +139,9 @@ func (r *Resolver) Closure(root plugin.ID) (*Plan, error) {
 	reqBy = append(reqBy, -1)
 	path = append(path, frame{idx: rootIdx, mkt: rootMkt, deps: rootNode.Dependencies})
 
-	step := func(i int32, role Role) Step {
-		st := Step{ID: tab.ids[i], Role: role}
-		if reqBy[i] >= 0 {
-			st.RequiredBy = tab.ids[reqBy[i]]
-		}
-		return st
+	emit := func(i int32, role Role) {
+		order = append(grow2(order), i)
+		roles = append(grow2(roles), role)
 	}
 
 	for len(path) > 0 {
@@ -156,7 +155,7 @@ func (r *Resolver) Closure(root plugin.ID) (*Plan, error) {
 			case r.IsInstalled(tab.ids[top.idx]):
 				role = RoleInstalled
 			}
-			plan.Steps = append(grow2(plan.Steps), step(top.idx, role))
+			emit(top.idx, role)
 			path = path[:len(path)-1]
 			continue
 		}
@@ -198,7 +197,7 @@ func (r *Resolver) Closure(root plugin.ID) (*Plan, error) {
 			if r.IsInstalled(to) {
 				state = append(grow2(state), done)
 				pathPos = append(grow2(pathPos), -1)
-				plan.Steps = append(grow2(plan.Steps), step(i, RoleInstalled))
+				emit(i, RoleInstalled)
 				continue
 			}
 			p := make([]plugin.ID, len(path))
@@ -213,6 +212,13 @@ func (r *Resolver) Closure(root plugin.ID) (*Plan, error) {
 		path = append(grow2(path), frame{idx: i, mkt: toMkt, deps: node.Dependencies})
 	}
 
+	plan.Steps = make([]Step, len(order))
+	for k, i := range order {
+		plan.Steps[k] = Step{ID: tab.ids[i], Role: roles[k]}
+		if reqBy[i] >= 0 {
+			plan.Steps[k].RequiredBy = tab.ids[reqBy[i]]
+		}
+	}
 	if ranges > 0 {
 		more := ""
 		if ranges > 1 {

@@ -13,8 +13,8 @@ import (
 // forward (dependent → dependency) and reverse. It is built once per Resolver
 // and read-only after that.
 type graph struct {
-	tab        *idTable // index of every node; tab.ids are the nodes
-	ids        []plugin.ID
+	installed  *idTable // the Resolver's, shared and read-only: nodes [0, nInstalled)
+	extra      *idTable // targets that are not installed: nodes nInstalled + i
 	nInstalled int
 	fwdStart   []int32 // edges of i: fwd[fwdStart[i]:fwdStart[i+1]]
 	fwd        []int32
@@ -31,24 +31,28 @@ func (r *Resolver) graph() *graph {
 func (r *Resolver) buildGraph() *graph {
 	n := len(r.list)
 	// The Resolver's table already numbers the installed plugins 0..n-1 in
-	// list order; dependency targets that are not installed are added to a
-	// copy (the original may be read concurrently by Closure).
-	g := &graph{tab: r.installed.clone(n / 8), nInstalled: n}
+	// list order; it is only read here (Closure may read it concurrently).
+	// Dependency targets that are not installed go to a table of their own.
+	g := &graph{installed: r.installed, extra: newIDTable(16), nInstalled: n}
 	g.fwdStart = make([]int32, n+1)
 	g.fwd = make([]int32, 0, 3*n)
 	for i := 0; i < n; i++ {
-		from := g.tab.ids[i]
+		from := g.installed.ids[i]
 		node, _ := r.cat.Lookup(from) // unknown manifest: no known dependencies
 		for _, d := range node.Dependencies {
-			j, _ := g.tab.intern(d.Resolve(from.Source))
+			to := d.Resolve(from.Source)
+			j, ok := g.installed.find(to)
+			if !ok {
+				j, _ = g.extra.intern(to)
+				j += int32(n)
+			}
 			g.fwd = append(g.fwd, j)
 		}
 		g.fwdStart[i+1] = int32(len(g.fwd))
 	}
-	g.ids = g.tab.ids
 	// Reverse edges by counting sort; a duplicate edge stays duplicate, which
 	// is harmless for every traversal below.
-	total := len(g.ids)
+	total := g.len()
 	g.revStart = make([]int32, total+1)
 	for _, j := range g.fwd {
 		g.revStart[j+1]++
@@ -77,7 +81,22 @@ func (g *graph) deps(i int32) []int32 {
 
 func (g *graph) dependents(i int32) []int32 { return g.rev[g.revStart[i]:g.revStart[i+1]] }
 
-func (g *graph) lookup(id plugin.ID) (int32, bool) { return g.tab.find(id) }
+func (g *graph) len() int { return g.nInstalled + g.extra.len() }
+
+func (g *graph) id(i int32) plugin.ID {
+	if int(i) < g.nInstalled {
+		return g.installed.ids[i]
+	}
+	return g.extra.ids[int(i)-g.nInstalled]
+}
+
+func (g *graph) lookup(id plugin.ID) (int32, bool) {
+	if i, ok := g.installed.find(id); ok {
+		return i, true
+	}
+	j, ok := g.extra.find(id)
+	return j + int32(g.nInstalled), ok
+}
 
 // Status of an installed plugin after demotion.
 type Status int
@@ -132,7 +151,7 @@ type Activation struct {
 // cross-marketplace rules are enforced at install by Closure, not here.
 func (r *Resolver) Demote(enabled map[plugin.ID]bool) *Activation {
 	g := r.graph()
-	total := len(g.ids)
+	total := g.len()
 	a := &Activation{
 		g:        g,
 		enabled:  make([]bool, g.nInstalled),
@@ -142,7 +161,7 @@ func (r *Resolver) Demote(enabled map[plugin.ID]bool) *Activation {
 	queue := make([]int32, 0, 64)
 	for i := 0; i < total; i++ {
 		a.cause[i] = -1
-		if i < g.nInstalled && enabled[g.ids[i]] {
+		if i < g.nInstalled && enabled[g.installed.ids[i]] {
 			a.enabled[i] = true
 			continue
 		}
@@ -181,7 +200,7 @@ func (a *Activation) Active() []plugin.ID {
 	var out []plugin.ID
 	for i := 0; i < a.g.nInstalled; i++ {
 		if !a.inactive[i] {
-			out = append(out, a.g.ids[i])
+			out = append(out, a.g.installed.ids[i])
 		}
 	}
 	return out
@@ -193,7 +212,7 @@ func (a *Activation) Demoted() []plugin.ID {
 	var out []plugin.ID
 	for i := 0; i < a.g.nInstalled; i++ {
 		if a.enabled[i] && a.inactive[i] {
-			out = append(out, a.g.ids[i])
+			out = append(out, a.g.installed.ids[i])
 		}
 	}
 	return out
@@ -234,7 +253,7 @@ func (a *Activation) Why(id plugin.ID) (Reason, bool) {
 	var r Reason
 	// Causes point to plugins queued strictly earlier, so this ends.
 	for {
-		r.Chain = append(r.Chain, a.g.ids[i])
+		r.Chain = append(r.Chain, a.g.id(i))
 		if a.cause[i] < 0 {
 			break
 		}
@@ -268,9 +287,9 @@ func (r *Resolver) ReverseDependents(id plugin.ID) Dependents {
 	if !ok {
 		return out
 	}
-	seen := make([]bool, len(g.ids))
+	seen := make([]bool, g.len())
 	seen[start] = true
-	direct := make([]bool, len(g.ids))
+	direct := make([]bool, g.len())
 	for _, i := range g.dependents(start) {
 		direct[i] = true
 	}
@@ -290,10 +309,10 @@ func (r *Resolver) ReverseDependents(id plugin.ID) Dependents {
 			continue
 		}
 		if direct[i] {
-			out.Direct = append(out.Direct, g.ids[i])
+			out.Direct = append(out.Direct, g.installed.ids[i])
 		}
 		if seen[i] {
-			out.Transitive = append(out.Transitive, g.ids[i])
+			out.Transitive = append(out.Transitive, g.installed.ids[i])
 		}
 	}
 	return out
@@ -307,7 +326,7 @@ func (r *Resolver) ReverseDependents(id plugin.ID) Dependents {
 // anything that stays.
 func (r *Resolver) Prunable() []plugin.ID {
 	g := r.graph()
-	reached := make([]bool, len(g.ids))
+	reached := make([]bool, g.len())
 	var stack []int32
 	for i, in := range r.list {
 		if !in.Auto {

@@ -43,22 +43,6 @@ func newIDTable(hint int) *idTable {
 	}
 }
 
-// clone returns a table with the same entries that can be written without
-// affecting t.
-func (t *idTable) clone(extra int) *idTable {
-	c := &idTable{seed: t.seed, slots: append([]uint64(nil), t.slots...)}
-	c.hashes = append(make([]uint64, 0, len(t.hashes)+extra), t.hashes...)
-	c.ids = append(make([]plugin.ID, 0, len(t.ids)+extra), t.ids...)
-	c.mkts = append([]string(nil), t.mkts...)
-	if t.mktMap != nil {
-		c.mktMap = make(map[string]uint32, len(t.mktMap))
-		for k, v := range t.mktMap {
-			c.mktMap[k] = v
-		}
-	}
-	return c
-}
-
 func (t *idTable) len() int { return len(t.ids) }
 
 // market returns the index of a marketplace name, adding it if add is set.
