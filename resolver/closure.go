@@ -165,7 +165,7 @@ func (r *Resolver) Closure(root plugin.ID) (*Plan, error) {
 		from := tab.ids[fromIdx]
 		to := d.Resolve(from.Source)
 		toMkt := fromMkt
-		if d.Marketplace != "" {
+		if d.Marketplace != "" && d.Marketplace != from.Source {
 			toMkt, _ = tab.market(d.Marketplace, true)
 		}
 		if d.Version != "" {
@@ -179,7 +179,7 @@ func (r *Resolver) Closure(root plugin.ID) (*Plan, error) {
 				return nil, depError(root, err)
 			}
 		}
-		i, added := tab.intern(to)
+		i, added := tab.internIn(to, toMkt)
 		if !added {
 			if state[i] == onPath {
 				chain := make([]plugin.ID, 0, len(path)-int(pathPos[i])+1)

@@ -92,7 +92,12 @@ func (t *idTable) find(id plugin.ID) (int32, bool) {
 // intern returns the index of id, adding it if it is new (added).
 func (t *idTable) intern(id plugin.ID) (idx int32, added bool) {
 	m, _ := t.market(id.Source, true)
-	h := t.hash(id.Name, m)
+	return t.internIn(id, m)
+}
+
+// internIn is intern when the caller already has mkt = market(id.Source).
+func (t *idTable) internIn(id plugin.ID, mkt uint32) (idx int32, added bool) {
+	h := t.hash(id.Name, mkt)
 	i, slot := t.probe(id, h)
 	if i >= 0 {
 		return i, false
