@@ -73,7 +73,7 @@ type Entry struct {
 }
 
 // IsStrict reports the entry's strict flag; absent means true.
-func (e *Entry) IsStrict() bool { return e.Strict == nil || *e.Strict }
+func (e Entry) IsStrict() bool { return e.Strict == nil || *e.Strict }
 
 // Signature is a wharf signature over a plugin's content digest.
 type Signature struct {
