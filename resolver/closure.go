@@ -108,10 +108,9 @@ func (r *Resolver) Closure(root plugin.ID) (*Plan, error) {
 		return &Plan{Steps: []Step{{ID: root, Role: RoleRoot}}}, nil
 	}
 
-	const (
-		unseen uint8 = iota
-		onPath
-		done
+	const ( // state of a plugin met (a plugin not met has no index yet)
+		onPath uint8 = iota + 1 // on the current DFS path: meeting it again is a cycle
+		done                    // planned with all its dependencies
 	)
 	type frame struct {
 		idx  int32
