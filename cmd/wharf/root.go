@@ -90,6 +90,9 @@ func newRootCmd(a *app) *cobra.Command {
 	root.AddCommand(newEnableCmd(a, false))
 	root.AddCommand(newListCmd(a))
 	root.AddCommand(newGCCmd(a))
+	root.AddCommand(newKeygenCmd(a))
+	root.AddCommand(newSignCmd(a))
+	root.AddCommand(newVerifyCmd(a))
 	return root
 }
 

@@ -1,0 +1,248 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/wharfhq/wharf/cache"
+	"github.com/wharfhq/wharf/plugin"
+	"github.com/wharfhq/wharf/trust"
+)
+
+// verifyTarget is what `wharf verify` checks: a directory, the digest it
+// must have (and where that came from), the signatures found for it and,
+// for an installed plugin, the pin's file list to name changes.
+type verifyTarget struct {
+	dir      string
+	id       plugin.ID
+	version  string
+	expected string
+	source   string // "expected", "integrity" or "pin"
+	sigs     []trust.Signature
+	fp       trust.FP
+}
+
+func newVerifyCmd(a *app) *cobra.Command {
+	var keyFiles []string
+	var expect string
+	var requireSig bool
+	cmd := &cobra.Command{
+		Use:   "verify <plugin-dir | plugin@marketplace> [--key pub.pem ...] [--expect w1:...]",
+		Short: "Re-hash a plugin and check its digest and signatures",
+		Long: "Compute the w1: content digest of a plugin directory, or of an installed plugin given as\n" +
+			"plugin@marketplace, and compare it with the expected digest: --expect, else the installed pin,\n" +
+			"else the marketplace entry's integrity (for a plugin not installed whose source is local).\n" +
+			"Signatures come from the marketplace entry and .claude-plugin/wharf-signatures.json. With --key\n" +
+			"(repeatable) or --require-signature, a valid signature by a trusted key is required; trusted keys\n" +
+			"are the --key files, else $WHARF_HOME/keys/*.pub.\n\n" +
+			"Exit 0 when everything required holds, 4 (trust rejected) otherwise, with the reason.",
+		Args: exactArgs(1, "one plugin directory or plugin@marketplace"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if expect != "" && !trust.ValidDigest(expect) {
+				return &plugin.Error{Layer: plugin.LayerIntent, Type: typeUsage, Object: "--expect",
+					Err: fmt.Errorf("%q is not a w1: digest", expect), Hint: "pass the digest as printed by wharf verify, e.g. w1:47DEQpj8...="}
+			}
+			keys := trust.Keyring{}
+			for _, f := range keyFiles {
+				b, err := os.ReadFile(f)
+				if err != nil {
+					return &plugin.Error{Layer: plugin.LayerIntent, Type: typeUsage, Object: f, Err: err, Hint: "pass a public key PEM made by: wharf keygen"}
+				}
+				if err := keys.AddPEM(b); err != nil {
+					if pe, ok := err.(*plugin.Error); ok {
+						pe.Object = f
+					}
+					return err
+				}
+			}
+			required := requireSig || len(keyFiles) > 0
+			if len(keyFiles) == 0 {
+				home, err := a.trustedKeys()
+				if err != nil {
+					return err
+				}
+				keys = home
+			}
+			t, err := a.verifyTarget(args[0])
+			if err != nil {
+				return err
+			}
+			if expect != "" {
+				t.expected, t.source = expect, "expected"
+			}
+			detached, err := trust.ReadSignatures(t.dir)
+			if err != nil {
+				return err
+			}
+			t.sigs = append(t.sigs, detached...)
+			return a.runVerify(args[0], t, keys, required)
+		},
+	}
+	cmd.Flags().StringArrayVar(&keyFiles, "key", nil, "trusted public key PEM; repeatable; requires a valid signature by one of them")
+	cmd.Flags().StringVar(&expect, "expect", "", "the w1: digest the plugin must have")
+	cmd.Flags().BoolVar(&requireSig, "require-signature", false, "require a valid signature by a trusted key ($WHARF_HOME/keys/*.pub when no --key)")
+	return cmd
+}
+
+// verifyTarget resolves the argument: an existing directory, or an
+// installed plugin (falling back to a catalog entry with a local source).
+func (a *app) verifyTarget(arg string) (*verifyTarget, error) {
+	if fi, err := os.Stat(arg); err == nil && fi.IsDir() {
+		return &verifyTarget{dir: arg}, nil
+	}
+	if !strings.Contains(arg, "@") {
+		return nil, &plugin.Error{Layer: plugin.LayerIntent, Type: plugin.TypeNotFound, Object: arg,
+			Err: fmt.Errorf("%s is neither a directory nor plugin@marketplace", arg), Hint: "pass a plugin directory or an installed plugin as name@marketplace"}
+	}
+	id, err := plugin.ParseID(arg)
+	if err != nil {
+		return nil, err
+	}
+	st, err := a.Store()
+	if err != nil {
+		return nil, err
+	}
+	t := &verifyTarget{id: id}
+	// The catalog entry supplies signatures (and integrity when not installed).
+	var entry *plugin.Entry
+	var entryDir string
+	if mgr, err := a.Marketplaces(); err == nil {
+		if cat, err := mgr.Catalog(); err == nil {
+			if hit, err := cat.Lookup(id); err == nil {
+				entry = hit.Entry
+				if rs, err := hit.Resolve(a.getenv); err == nil {
+					entryDir = rs.Dir
+				}
+			}
+		}
+	}
+	if entry != nil {
+		t.sigs = append(t.sigs, entry.Signatures...)
+	}
+	c, err := cache.New(cache.Options{Home: a.env.Home(), Store: st})
+	if err != nil {
+		return nil, err
+	}
+	rec, err := c.Get(id)
+	switch {
+	case err == nil:
+		t.dir, t.version, t.expected, t.source, t.fp = rec.InstallPath, rec.Version, rec.Digest, "pin", rec.Fingerprint
+		return t, nil
+	case !errors.Is(err, cache.ErrNotInstalled):
+		return nil, err
+	case entry != nil && entryDir != "":
+		t.dir, t.version, t.expected, t.source = entryDir, entry.Version, entry.Integrity, "integrity"
+		return t, nil
+	}
+	return nil, &plugin.Error{Layer: plugin.LayerIntent, Type: plugin.TypeNotFound, Object: id.String(),
+		Err:  fmt.Errorf("%s is not installed and has no local source to verify", id),
+		Hint: "install it first: wharf install " + id.String() + "; or verify a directory: wharf verify <plugin-dir> --expect w1:..."}
+}
+
+func (a *app) runVerify(arg string, t *verifyTarget, keys trust.Keyring, required bool) error {
+	tree, err := trust.Digest(t.dir)
+	if err != nil {
+		return err
+	}
+	var others []string
+	if t.expected != "" {
+		others = append(others, t.expected)
+	}
+	results := trust.Verify(t.sigs, tree.Digest, keys, others...)
+	var problems []string
+	var changed []string
+	if t.expected != "" && tree.Digest != t.expected {
+		changed = trust.ChangedSince(t.fp, tree)
+		m := &trust.MismatchError{ID: t.id, Version: t.version, Expected: t.expected, Actual: tree.Digest, Changed: changed, Source: t.source}
+		msg := m.Error()
+		if t.id.IsZero() {
+			msg = arg + ": " + strings.TrimPrefix(msg, "plugin: ")
+		}
+		problems = append(problems, msg)
+	}
+	signed := false
+	for _, r := range results {
+		if r.Valid && r.Trusted {
+			signed = true
+		}
+	}
+	if required && !signed {
+		var why []string
+		for _, r := range results {
+			why = append(why, r.Reason)
+		}
+		if len(results) == 0 {
+			why = append(why, "the plugin carries no signatures")
+		}
+		problems = append(problems, fmt.Sprintf("no valid signature by a trusted key (trusted: %s): %s",
+			strings.Join(orNoneList(keys.IDs()), ", "), strings.Join(why, "; ")))
+	}
+	rep := trust.NewReport(arg, tree, t.expected, changed, results)
+	rep.OK = len(problems) == 0
+	if a.cfg.JSON {
+		if err := a.printJSON(rep); err != nil {
+			return err
+		}
+	} else {
+		printVerify(a, rep, results, t)
+	}
+	if rep.OK {
+		return nil
+	}
+	obj := arg
+	if !t.id.IsZero() {
+		obj = t.id.String()
+		if t.version != "" {
+			obj += " " + t.version
+		}
+	}
+	return &plugin.Error{Layer: plugin.LayerTrust, Type: plugin.TypeTrustRejected, Object: obj,
+		Err:  errors.New(strings.Join(problems, "; ")),
+		Hint: verifyHint(t)}
+}
+
+func verifyHint(t *verifyTarget) string {
+	switch t.source {
+	case "pin":
+		return "reinstall it to restore the pinned content: wharf install " + t.id.String()
+	case "integrity":
+		return "the plugin's files differ from what its marketplace published; refresh it: wharf marketplace update " + t.id.Source
+	}
+	return "compare with a trusted copy, or re-sign the plugin if the change is intended: wharf sign <plugin-dir> --key <key>"
+}
+
+func orNoneList(ids []string) []string {
+	if len(ids) == 0 {
+		return []string{"none"}
+	}
+	return ids
+}
+
+func printVerify(a *app, rep trust.VerifyReport, results []trust.SigResult, t *verifyTarget) {
+	a.printf("%s\n  digest   %s\n", rep.Target, rep.Digest)
+	if rep.Expected != "" {
+		mark := "matches"
+		if rep.Expected != rep.Digest {
+			mark = "MISMATCH"
+		}
+		a.printf("  expected %s (%s, %s)\n", rep.Expected, t.source, mark)
+	}
+	for _, c := range rep.Changed {
+		a.printf("  changed  %s\n", c)
+	}
+	for _, r := range results {
+		switch {
+		case r.Valid:
+			a.printf("  signature %s: valid, trusted\n", r.KeyID)
+		default:
+			a.printf("  signature %s: %s\n", r.KeyID, r.Reason)
+		}
+	}
+	if rep.OK {
+		a.printf("OK\n")
+	}
+}
