@@ -407,12 +407,23 @@ func (l *loader) markdown(kind ComponentKind, field string, declared PathList, d
 }
 
 func (l *loader) walkMarkdown(kind ComponentKind, dir, field string) {
-	err := filepath.WalkDir(dir, func(p string, de fs.DirEntry, err error) error {
+	// WalkDir does not descend into a symlinked root; walk what it points
+	// to (already checked to be inside the plugin) and name files by the
+	// path the manifest used.
+	base := l.relOf(dir)
+	walkRoot, err := filepath.EvalSymlinks(dir)
+	if err != nil {
+		l.fail(TypeComponentLoad, l.root, field, "%s: %v", base, err)
+		return
+	}
+	err = filepath.WalkDir(walkRoot, func(p string, de fs.DirEntry, err error) error {
+		sub, _ := filepath.Rel(walkRoot, p)
+		rel := path.Join(base, filepath.ToSlash(sub))
 		if err != nil {
-			l.fail(TypeComponentLoad, l.root, field, "%s: %v", l.relOf(p), err)
+			l.fail(TypeComponentLoad, l.root, field, "%s: %v", rel, err)
 			return nil
 		}
-		if p == dir {
+		if p == walkRoot {
 			return nil
 		}
 		if strings.HasPrefix(de.Name(), ".") {
@@ -424,7 +435,6 @@ func (l *loader) walkMarkdown(kind ComponentKind, dir, field string) {
 		if de.IsDir() || !strings.HasSuffix(de.Name(), ".md") {
 			return nil
 		}
-		rel := l.relOf(p)
 		if de.Type()&fs.ModeSymlink != 0 {
 			if !l.inside(p, rel, field) {
 				return nil
@@ -436,7 +446,6 @@ func (l *loader) walkMarkdown(kind ComponentKind, dir, field string) {
 		} else if !de.Type().IsRegular() {
 			return nil
 		}
-		sub, _ := filepath.Rel(dir, p)
 		name := strings.ReplaceAll(strings.TrimSuffix(filepath.ToSlash(sub), ".md"), "/", ":")
 		l.add(kind, name, rel)
 		return nil

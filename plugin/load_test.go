@@ -309,3 +309,24 @@ func TestEntryLocalDir(t *testing.T) {
 		t.Errorf("github entry: %v", err)
 	}
 }
+
+// A component directory that is a symlink inside the plugin is followed, and
+// files are named by the path the plugin uses.
+func TestLoadSymlinkInsideRoot(t *testing.T) {
+	root := filepath.Join(t.TempDir(), "p")
+	writeTree(t, root, map[string]string{
+		"src/cmds/a.md":      "x",
+		"src/skill/SKILL.md": "x",
+		"commands":           "->src/cmds",
+		"agents/b.md":        "->../src/cmds/a.md",
+		"skills/linked":      "->../src/skill",
+	})
+	p, _, err := Load(root, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"command:a=commands/a.md", "agent:b=agents/b.md", "skill:linked=skills/linked/SKILL.md"}
+	if got := componentList(p); !reflect.DeepEqual(got, want) {
+		t.Errorf("components = %v", got)
+	}
+}
