@@ -325,5 +325,5 @@ func isIdent(s string) bool {
 // parseErrorFor wraps a syntax, field or size error as wharf's typed error.
 func parseErrorFor(file string, err error) *Error {
 	return &Error{Layer: LayerMaterialization, Type: TypeManifestParse, Object: file, Err: err,
-		Hint: "fix " + file + " and run: wharf validate"}
+		Hint: "fix the file, then check it with: wharf validate " + file}
 }
