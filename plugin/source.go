@@ -254,9 +254,13 @@ func (d *decoder) source(n *node, f, pluginRoot string) Source {
 		d.errorf(n, key(f, "source"), "required field is missing (github, url, git-subdir, npm or archive)")
 		return s
 	}
-	s.Kind = SourceKind(d.str(kindNode, key(f, "source")))
+	if kindNode.kind != kindString {
+		d.typeError(kindNode, key(f, "source"), "string (github, url, git-subdir, npm or archive)")
+		return s
+	}
+	s.Kind = SourceKind(kindNode.str)
 	spec, ok := sourceFields[s.Kind]
-	if kindNode.kind == kindString && !ok {
+	if !ok {
 		d.errorf(kindNode, key(f, "source"), "unknown source kind %q; expected github, url, git-subdir, npm or archive", s.Kind)
 		return s
 	}
