@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
 """Recompute wharf's w1: content digest of a plugin directory.
 
-Usage: python3 w1digest.py <plugin-dir>
+Usage: python3 w1digest.py <plugin-dir> [<plugin-dir> ...]
 
-Prints the digest on stdout, or an error on stderr with exit status 1.
+Prints one digest per directory on stdout, or an error on stderr with exit
+status 1.
 Independent of wharf: the definition is in docs/trust.md.
 """
 import base64
@@ -109,10 +110,11 @@ def digest(root):
 
 
 if __name__ == "__main__":
-    if len(sys.argv) != 2:
-        sys.exit("usage: w1digest.py <plugin-dir>")
+    if len(sys.argv) < 2:
+        sys.exit("usage: w1digest.py <plugin-dir> [<plugin-dir> ...]")
     try:
-        print(digest(sys.argv[1]))
+        for d in sys.argv[1:]:
+            print(digest(d))
     except (TreeError, OSError) as e:
         print("w1digest: %s" % e, file=sys.stderr)
         sys.exit(1)
