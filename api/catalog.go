@@ -189,7 +189,7 @@ func (s *Server) getPlugin(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	dec, err := s.decide(ctx, eng, version, decisionInput(id, d, s.caller(c)), s.caller(c))
+	dec, err := s.decide(ctx, eng, version, decisionInput(id, d, plugin.ID{}), s.caller(c))
 	if err != nil {
 		return err
 	}
@@ -197,12 +197,12 @@ func (s *Server) getPlugin(c echo.Context) error {
 	return c.JSON(http.StatusOK, view)
 }
 
-func decisionInput(id plugin.ID, d PluginDetail, p principal) DecisionInput {
+func decisionInput(id plugin.ID, d PluginDetail, requiredBy plugin.ID) DecisionInput {
 	deps := make([]plugin.ID, len(d.Dependencies))
 	for i, dep := range d.Dependencies {
 		deps[i] = dep.Resolve(id.Source)
 	}
-	return DecisionInput{Plugin: id, MarketplaceSource: d.MarketplaceSource, Dependencies: deps, Components: d.Components, Role: string(p.Role)}
+	return DecisionInput{Plugin: id, MarketplaceSource: d.MarketplaceSource, Dependencies: deps, Components: d.Components, RequiredBy: requiredBy}
 }
 
 type resolveRequest struct {
@@ -335,7 +335,11 @@ func (s *Server) resolve(c echo.Context) error {
 	p := s.caller(c)
 	for _, st := range order {
 		d := rc.details[st.ID]
-		dec, err := s.decide(ctx, eng, version, decisionInput(st.ID, d, p), p)
+		var reqBy plugin.ID
+		if st.Role != resolver.RoleRoot {
+			reqBy = st.RequiredBy
+		}
+		dec, err := s.decide(ctx, eng, version, decisionInput(st.ID, d, reqBy), p)
 		if err != nil {
 			return err
 		}

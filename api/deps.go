@@ -112,7 +112,9 @@ type DecisionInput struct {
 	MarketplaceSource json.RawMessage
 	Dependencies      []plugin.ID
 	Components        []Component
-	Role              string // the caller's role
+	// RequiredBy is the plugin that brought this one into a closure (zero
+	// for a plugin asked for by name).
+	RequiredBy plugin.ID
 }
 
 // Decision is a policy verdict with the reasons that decided it.

@@ -2,9 +2,7 @@ package api
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
-	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -12,9 +10,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/open-policy-agent/opa/v1/ast"
-	"github.com/open-policy-agent/opa/v1/rego"
 
 	"github.com/wharfhq/wharf/store"
 )
@@ -56,7 +51,7 @@ func (e *env) start(opts ...envOption) {
 		t.Fatal(err)
 	}
 	e.st = st
-	d := Deps{Store: st, Policy: regoCompiler, RateLimit: -1}
+	d := Deps{Store: st, Policy: PolicyEngine, RateLimit: -1}
 	for _, o := range opts {
 		o(&d)
 	}
@@ -177,69 +172,3 @@ func (e *env) putLayer(name, ifMatch string, body any) resp {
 	return e.do("PUT", "/v1/policy/layers/"+name, e.tokens[RoleAdmin], body, h)
 }
 
-// regoCompiler is the policy engine the handler tests run with: each
-// layer's settings may force plugins off with managed enabledPlugins
-// (`{"p@m": false}`), and each layer's Rego modules may add
-// `deny contains msg if {...}` rules in package wharf.admin over
-// input.plugin and input.role. It is evaluated with OPA, exactly like the
-// modules an agent finds in the bundle.
-func regoCompiler(ctx context.Context, layers []PolicyLayer) (Decider, error) {
-	d := &regoDecider{}
-	var mods []func(*rego.Rego)
-	for _, l := range layers {
-		var s struct {
-			EnabledPlugins map[string]bool `json:"enabledPlugins"`
-		}
-		if err := json.Unmarshal(l.Settings, &s); err != nil {
-			return nil, fmt.Errorf("layer %s: %w", l.Name, err)
-		}
-		for id, on := range s.EnabledPlugins {
-			if !on {
-				d.off = append(d.off, [2]string{l.Name, id})
-			}
-		}
-		for n, src := range l.Modules {
-			mods = append(mods, rego.Module(l.Name+"/"+n, src))
-			d.hasModules = true
-		}
-	}
-	opts := append([]func(*rego.Rego){rego.Query("data.wharf.admin.deny"), rego.SetRegoVersion(ast.RegoV1)}, mods...)
-	pq, err := rego.New(opts...).PrepareForEval(ctx)
-	if err != nil {
-		return nil, err
-	}
-	d.pq = pq
-	return d, nil
-}
-
-type regoDecider struct {
-	off        [][2]string
-	pq         rego.PreparedEvalQuery
-	hasModules bool
-}
-
-func (d *regoDecider) Decide(ctx context.Context, in DecisionInput) (Decision, error) {
-	dec := Decision{Allowed: true}
-	for _, o := range d.off {
-		if o[1] == in.Plugin.String() {
-			dec.Allowed, dec.Forced = false, "off"
-			dec.Reasons = append(dec.Reasons, Reason{Layer: o[0], Rule: "enabledPlugins", Message: in.Plugin.String() + " is forced off"})
-		}
-	}
-	if d.hasModules {
-		rs, err := d.pq.Eval(ctx, rego.EvalInput(map[string]any{"plugin": in.Plugin.String(), "role": in.Role}))
-		if err != nil {
-			return Decision{}, err
-		}
-		for _, r := range rs {
-			for _, ex := range r.Expressions {
-				msgs, _ := ex.Value.([]any)
-				for _, m := range msgs {
-					dec.Allowed = false
-					dec.Reasons = append(dec.Reasons, Reason{Layer: "rego", Rule: "deny", Message: fmt.Sprint(m)})
-				}
-			}
-		}
-	}
-	return dec, nil
-}

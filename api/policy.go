@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -238,10 +239,14 @@ func (s *Server) getPolicy(c echo.Context) error {
 	return c.JSON(http.StatusOK, ep)
 }
 
+// layerNameRE is the policy engine's rule for layer names: admin modules of
+// layer x live in package wharf.admin.x.
+var layerNameRE = regexp.MustCompile(`^[a-z][a-z0-9_]{0,62}$`)
+
 func layerParam(c echo.Context) (string, error) {
 	name := c.Param("layer")
-	if err := plugin.ValidateName(name); err != nil {
-		return "", badField("layer", "layer name: %v", err)
+	if !layerNameRE.MatchString(name) {
+		return "", badField("layer", "layer name %q must be lower-case letters, digits and _, starting with a letter (its Rego package is wharf.admin.<layer>)", name)
 	}
 	return name, nil
 }
@@ -612,9 +617,9 @@ func (s *Server) decide(ctx context.Context, d Decider, version string, in Decis
 		s.metrics.decisions.WithLabelValues("error").Inc()
 		return Decision{}, fmt.Errorf("policy decision for %s: %w", in.Plugin, err)
 	}
-	if dec.PolicyVersion == "" {
-		dec.PolicyVersion = version
-	}
+	// The server's version (the bundle's identity) names the policy in every
+	// response, whatever the engine calls it internally.
+	dec.PolicyVersion = version
 	if dec.Reasons == nil {
 		dec.Reasons = []Reason{}
 	}

@@ -9,7 +9,7 @@ import (
 	"github.com/wharfhq/wharf/plugin"
 )
 
-const denyRiskyModule = `package wharf.admin
+const denyRiskyModule = `package wharf.admin.org
 
 deny contains msg if {
 	input.plugin == "risky@corp"
@@ -74,11 +74,11 @@ func (a *agentClient) pull() int {
 func (a *agentClient) decide(id string) Decision {
 	t := a.e.t
 	t.Helper()
-	d, err := regoCompiler(t.Context(), a.policy.Layers)
+	d, err := PolicyEngine(t.Context(), a.policy.Layers)
 	if err != nil {
 		t.Fatalf("compile bundle policy: %v", err)
 	}
-	dec, err := d.Decide(t.Context(), DecisionInput{Plugin: plugin.MustParseID(id), Role: "agent"})
+	dec, err := d.Decide(t.Context(), DecisionInput{Plugin: plugin.MustParseID(id)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -267,15 +267,15 @@ func snapshotState(e *env) string {
 
 func TestLayerThatDoesNotCompileIsRefusedWhole(t *testing.T) {
 	e := newEnv(t)
-	e.putLayer("org", "*new", map[string]any{"modules": map[string]string{"a.rego": "package wharf.admin\n\nx := 1\n"}})
+	e.putLayer("org", "*new", map[string]any{"modules": map[string]string{"a.rego": "package wharf.admin.org\n\nx := 1\n"}})
 	before := snapshotState(e)
 	// Parses, but does not compile: an undefined function.
-	res := e.putLayer("team", "*new", map[string]any{"modules": map[string]string{"b.rego": "package wharf.admin\n\ny := no_such_function(1)\n"}})
+	res := e.putLayer("team", "*new", map[string]any{"modules": map[string]string{"b.rego": "package wharf.admin.team\n\ny := no_such_function(1)\n"}})
 	if res.status != http.StatusUnprocessableEntity || res.apiError(t).Code != "policy-invalid" {
 		t.Fatalf("conflicting module: %d %s", res.status, res.body)
 	}
 	// Does not parse.
-	res = e.putLayer("team", "*new", map[string]any{"modules": map[string]string{"b.rego": "package wharf.admin\n\ndeny contains msg if {\n"}})
+	res = e.putLayer("team", "*new", map[string]any{"modules": map[string]string{"b.rego": "package wharf.admin.team\n\ndeny contains msg if {\n"}})
 	if ae := res.apiError(t); res.status != 400 || ae.Field != "modules.b.rego" || !strings.Contains(ae.Message, "b.rego:") {
 		t.Fatalf("unparsable module: %d %s", res.status, res.body)
 	}

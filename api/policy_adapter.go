@@ -1,0 +1,52 @@
+package api
+
+import (
+	"context"
+	"encoding/json"
+
+	"github.com/wharfhq/wharf/policy"
+	"github.com/wharfhq/wharf/settings"
+)
+
+// PolicyEngine is the PolicyCompiler backed by package policy: the built-in
+// Rego for the standard keys plus each layer's admin modules (package
+// wharf.admin.<layer>).
+func PolicyEngine(_ context.Context, layers []PolicyLayer) (Decider, error) {
+	pl := make([]policy.Layer, len(layers))
+	for i, l := range layers {
+		pl[i] = policy.Layer{Name: l.Name, Settings: l.Settings, Modules: l.Modules, Origin: "server layer " + l.Name}
+	}
+	e, err := policy.NewEngine(pl, policy.WithCache(4096))
+	if err != nil {
+		return nil, err
+	}
+	return policyDecider{e}, nil
+}
+
+type policyDecider struct{ e *policy.Engine }
+
+// Warnings passes on the engine's warnings (unknown keys, values that fail
+// closed) so that a layer write can report them.
+func (d policyDecider) Warnings() []string { return d.e.Warnings() }
+
+// Decide asks whether the plugin may be installed from its marketplace (as a
+// dependency of RequiredBy when set).
+func (d policyDecider) Decide(ctx context.Context, in DecisionInput) (Decision, error) {
+	req := policy.Request{Action: policy.ActionInstall, Plugin: in.Plugin, RequiredBy: in.RequiredBy,
+		Marketplace: policy.Marketplace{Name: in.Plugin.Source}}
+	if len(in.MarketplaceSource) > 0 {
+		var src settings.MarketplaceSource
+		if err := json.Unmarshal(in.MarketplaceSource, &src); err == nil {
+			req.Marketplace.Source = &src
+		}
+	}
+	pd, err := d.e.Decide(ctx, req)
+	if err != nil {
+		return Decision{}, err
+	}
+	out := Decision{Allowed: pd.Allowed, Forced: pd.Forced, Warnings: pd.Warnings, Reasons: make([]Reason, len(pd.Reasons))}
+	for i, r := range pd.Reasons {
+		out.Reasons[i] = Reason{Layer: r.Layer, Rule: r.Rule, Message: r.Message}
+	}
+	return out, nil
+}
