@@ -10,12 +10,16 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/go-git/go-billy/v5"
+	"github.com/go-git/go-billy/v5/osfs"
 	git "github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/config"
 	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/cache"
 	"github.com/go-git/go-git/v5/plumbing/transport"
 	githttp "github.com/go-git/go-git/v5/plumbing/transport/http"
 	gitssh "github.com/go-git/go-git/v5/plumbing/transport/ssh"
+	"github.com/go-git/go-git/v5/storage/filesystem"
 
 	"github.com/wharfhq/wharf/plugin"
 )
@@ -144,7 +148,9 @@ func (g *gitClient) clone(ctx context.Context, src Source, dir string) (string, 
 			return "", err
 		}
 		repo, err := g.withTimeout(ctx, func(ctx context.Context) (*git.Repository, error) {
-			return git.PlainCloneContext(ctx, dir, false, &git.CloneOptions{
+			s, wt := openStorage(dir)
+			defer s.Close()
+			return git.CloneContext(ctx, s, wt, &git.CloneOptions{
 				URL:           remote,
 				Auth:          auth,
 				ReferenceName: ref,
@@ -171,7 +177,9 @@ func (g *gitClient) clone(ctx context.Context, src Source, dir string) (string, 
 }
 
 func (g *gitClient) clonePinned(ctx context.Context, src Source, remote string, auth transport.AuthMethod, dir, sha string) (string, error) {
-	repo, err := git.PlainInit(dir, false)
+	s, fs := openStorage(dir)
+	defer s.Close()
+	repo, err := git.Init(s, fs)
 	if err != nil {
 		return "", g.fail(src, "init", err)
 	}
@@ -233,7 +241,9 @@ func (g *gitClient) fetch(ctx context.Context, repo *git.Repository, auth transp
 // work tree to it. It returns the commits before and after. If the fetch
 // fails, nothing in dir has changed.
 func (g *gitClient) update(ctx context.Context, src Source, dir string) (before, after string, err error) {
-	repo, err := git.PlainOpen(dir)
+	s, wt := openStorage(dir)
+	defer s.Close()
+	repo, err := git.Open(s, wt)
 	if err != nil {
 		return "", "", g.fail(src, "open the clone", err)
 	}
@@ -325,6 +335,18 @@ func (g *gitClient) withTimeout(ctx context.Context, fn func(context.Context) (*
 		return nil, fmt.Errorf("%w after %s (raise WHARF_GIT_TIMEOUT if the network is slow): %v", ErrTimeout, g.opts.timeout(), err)
 	}
 	return r, err
+}
+
+// openStorage returns the object storage and work tree of a clone at dir.
+// wharf is the only writer of its clones while it holds the store lock, so
+// the storage may cache pack indexes and keep pack files open; without that,
+// go-git reopens the pack for every object it checks out. Close the storage
+// when done.
+func openStorage(dir string) (*filesystem.Storage, billy.Filesystem) {
+	wt := osfs.New(dir)
+	dot, _ := wt.Chroot(git.GitDirName)
+	s := filesystem.NewStorageWithOptions(dot, cache.NewObjectLRUDefault(), filesystem.Options{ExclusiveAccess: true, KeepDescriptors: true})
+	return s, wt
 }
 
 func isRefNotFound(err error) bool {

@@ -21,11 +21,15 @@ import (
 
 // gitRepo is a real git repository in a temp dir, driven with the git binary.
 type gitRepo struct {
-	t   *testing.T
+	t   testing.TB
 	dir string
 }
 
-func newGitRepo(t *testing.T, files map[string]string) *gitRepo {
+func newGitRepo(t *testing.T, files map[string]string) *gitRepo { return newGitRepoTB(t, files) }
+
+func newGitRepoB(b *testing.B, files map[string]string) string { return newGitRepoTB(b, files).dir }
+
+func newGitRepoTB(t testing.TB, files map[string]string) *gitRepo {
 	t.Helper()
 	if _, err := exec.LookPath("git"); err != nil {
 		t.Skip("git binary not installed")
