@@ -273,6 +273,16 @@ func (in *Installer) materialize(ctx context.Context, g *graph, id plugin.ID, fo
 		return nil, err
 	}
 	entry := hit.Entry
+	// A plugin stored in the marketplace is checked where it lives, so that
+	// errors name the file the user can fix.
+	if entry.Source.Kind == plugin.SourceRelative && hit.Root != "" {
+		if dir, err := entry.LocalDir(hit.Root); err == nil {
+			if _, _, err := plugin.Load(dir, entry); err != nil {
+				return nil, &plugin.Error{Layer: plugin.LayerMaterialization, Type: plugin.TypeManifestInvalid, Object: id.String(), Err: err,
+					Hint: plugin.HintOf(err)}
+			}
+		}
+	}
 	if v := hit.Version(); v != "" && !force {
 		if _, err := plugin.SanitizeVersion(v); err == nil {
 			cv, err := in.o.Cache.Ensure(ctx, cache.Request{ID: id, Version: v, Digest: entry.Integrity})
@@ -307,7 +317,8 @@ func (in *Installer) materialize(ctx context.Context, g *graph, id plugin.ID, fo
 	}
 	p, _, err := plugin.Load(stage, entry)
 	if err != nil {
-		return nil, err
+		return nil, &plugin.Error{Layer: plugin.LayerMaterialization, Type: plugin.TypeManifestInvalid, Object: id.String(), Err: err,
+			Hint: "the fetched plugin is invalid; report it to the marketplace's owner (" + source.Describe(entry.Source) + ")"}
 	}
 	version := firstNonEmpty(p.Manifest.Version, entry.Version, fr.Version, fr.Commit, hit.Known.Commit, "unknown")
 	if _, err := plugin.SanitizeVersion(version); err != nil {

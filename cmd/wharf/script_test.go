@@ -46,6 +46,7 @@ func TestScripts(t *testing.T) {
 			env.Setenv("WHARF_HOME", filepath.Join(env.WorkDir, ".wharf"))
 			env.Setenv("HOME", filepath.Join(env.WorkDir, "userhome"))
 			env.Setenv("DEMO", demo)
+			env.Setenv("WHARF_MANAGED_DIR", filepath.Join(env.WorkDir, "managed"))
 			env.Setenv("GITHUB_TOKEN", "")
 			env.Setenv("GH_TOKEN", "")
 			env.Setenv("GIT_CONFIG_NOSYSTEM", "1")
