@@ -2,9 +2,11 @@ package cache
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
+	"os"
 	"sort"
 	"time"
 
@@ -112,4 +114,59 @@ func parseErr(field, format string, args ...any) error {
 	}
 	return &plugin.Error{Layer: plugin.LayerMaterialization, Type: plugin.TypeManifestParse, Object: obj,
 		Err: fmt.Errorf(format, args...), Hint: "fix or move aside ~/.claude/plugins/installed_plugins.json and import again"}
+}
+
+// ImportInstalled reads a Claude Code installed_plugins.json, copies each
+// plugin's installPath (Claude Code's cache dir) into this cache through the
+// same fill → seal → verify → rename path as any install, and records it
+// with its scope, times, gitCommitSha and auto flag. The registry holds one
+// record per plugin: when a plugin has entries in several scopes, the user
+// entry (else the first) is imported and the others are reported in skipped.
+// An entry whose directory is missing stops the import with an error naming
+// it; records already written stay (each is complete on its own).
+func (c *Cache) ImportInstalled(ctx context.Context, r io.Reader) (imported []Record, skipped []string, err error) {
+	recs, err := ParseInstalled(r)
+	if err != nil {
+		return nil, nil, err
+	}
+	chosen := map[plugin.ID]int{}
+	for i, rec := range recs {
+		j, ok := chosen[rec.ID]
+		switch {
+		case !ok:
+			chosen[rec.ID] = i
+		case rec.Scope == "user" && recs[j].Scope != "user":
+			skipped = append(skipped, fmt.Sprintf("%s (%s scope)", recs[j].ID, recs[j].Scope))
+			chosen[rec.ID] = i
+		default:
+			skipped = append(skipped, fmt.Sprintf("%s (%s scope)", rec.ID, rec.Scope))
+		}
+	}
+	for i, rec := range recs {
+		if chosen[rec.ID] != i {
+			continue
+		}
+		src := rec.InstallPath
+		if fi, err := os.Stat(src); err != nil || !fi.IsDir() || src == "" {
+			return imported, skipped, parseErr(fmt.Sprintf("plugins[%q].installPath", rec.ID.String()),
+				"%s is not a directory; reinstall the plugin in Claude Code or remove the entry", src)
+		}
+		v, err := c.Ensure(ctx, Request{ID: rec.ID, Version: rec.Version, Fill: func(ctx context.Context, dir string) error {
+			return copyTree(src, dir)
+		}})
+		if err != nil {
+			return imported, skipped, err
+		}
+		out := RecordFor(v, rec.Scope)
+		out.ProjectPath, out.GitCommitSha, out.Auto, out.InstalledAt = rec.ProjectPath, rec.GitCommitSha, rec.Auto, rec.InstalledAt
+		if err := c.Put(ctx, out); err != nil {
+			return imported, skipped, err
+		}
+		got, err := c.Get(rec.ID)
+		if err != nil {
+			return imported, skipped, err
+		}
+		imported = append(imported, got)
+	}
+	return imported, skipped, nil
 }

@@ -333,3 +333,36 @@ func FuzzParseInstalled(f *testing.F) {
 		}
 	})
 }
+
+func TestImportInstalledFromClaudeCode(t *testing.T) {
+	claude := t.TempDir()
+	dir := filepath.Join(claude, "plugins", "cache", "corp", "deploy", "1.2.0")
+	files(map[string]string{".claude-plugin/plugin.json": `{"name":"deploy"}`, "bin/go*": "#!/bin/sh\n"})(bg, dir)
+	js := `{"version":2,"plugins":{
+	  "deploy@corp":[
+	    {"scope":"project","projectPath":"/src/app","installPath":"` + dir + `","version":"1.2.0","installedAt":"2025-12-01T10:00:00.000Z","lastUpdated":"2025-12-02T10:00:00.000Z"},
+	    {"scope":"user","installPath":"` + dir + `","version":"1.2.0","installedAt":"2025-11-01T10:00:00.000Z","lastUpdated":"2025-11-02T10:00:00.000Z","gitCommitSha":"0123456789abcdef0123456789abcdef01234567","auto":true}
+	  ]}}`
+	c := newCache(t, Options{})
+	imported, skipped, err := c.ImportInstalled(bg, strings.NewReader(js))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(imported) != 1 || len(skipped) != 1 || !strings.Contains(skipped[0], "project") {
+		t.Fatalf("imported %+v skipped %v; want the user entry imported and the project one skipped", imported, skipped)
+	}
+	r := imported[0]
+	want := filepath.Join(c.Root(), "corp", "deploy", "1.2.0")
+	if r.InstallPath != want || r.Scope != "user" || !r.Auto || r.GitCommitSha == "" ||
+		!r.InstalledAt.Equal(time.Date(2025, 11, 1, 10, 0, 0, 0, time.UTC)) {
+		t.Fatalf("record = %+v", r)
+	}
+	src, _ := trust.Digest(dir)
+	if r.Digest != src.Digest {
+		t.Errorf("imported digest %s, Claude Code's dir has %s", r.Digest, src.Digest)
+	}
+	missing := strings.ReplaceAll(js, dir, filepath.Join(claude, "gone"))
+	if _, _, err := c.ImportInstalled(bg, strings.NewReader(missing)); err == nil || !strings.Contains(err.Error(), "installPath") {
+		t.Errorf("import with a missing installPath: %v", err)
+	}
+}
