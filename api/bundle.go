@@ -298,3 +298,6 @@ func ReadBundle(r io.Reader, key BundleKey) (BundlePolicy, error) {
 	}
 	return out, nil
 }
+
+// BundleKeyID names the key this server signs policy bundles with.
+func (s *Server) BundleKeyID() string { return s.signer.keyID }

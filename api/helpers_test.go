@@ -171,4 +171,3 @@ func (e *env) putLayer(name, ifMatch string, body any) resp {
 	}
 	return e.do("PUT", "/v1/policy/layers/"+name, e.tokens[RoleAdmin], body, h)
 }
-

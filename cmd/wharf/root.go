@@ -93,6 +93,8 @@ func newRootCmd(a *app) *cobra.Command {
 	root.AddCommand(newKeygenCmd(a))
 	root.AddCommand(newSignCmd(a))
 	root.AddCommand(newVerifyCmd(a))
+	root.AddCommand(newServeCmd(a))
+	root.AddCommand(newTokenCmd(a))
 	return root
 }
 

@@ -1,0 +1,188 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"net"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/wharfhq/wharf/api"
+	"github.com/wharfhq/wharf/marketplace"
+	"github.com/wharfhq/wharf/plugin"
+	"github.com/wharfhq/wharf/store"
+)
+
+// serveOptions are the flags of `wharf serve`.
+type serveOptions struct {
+	Addr        string
+	Data        string
+	Demo        string
+	RateLimit   float64
+	RateBurst   int
+	BodyLimit   int64
+	Timeout     time.Duration
+	Grace       time.Duration
+	LogLevel    string
+	TrustedKeys []string
+}
+
+func newServeCmd(a *app) *cobra.Command {
+	o := &serveOptions{}
+	cmd := &cobra.Command{
+		Use:   "serve [--addr 127.0.0.1:7070] [--data DIR]",
+		Short: "Run the wharf API server (catalog, policy bundle, verify, audit, tokens)",
+		Long: "Run the HTTP API with an embedded bbolt store in --data (default $WHARF_HOME/server).\n" +
+			"On first start it creates an admin token and prints it once to stderr (or uses\n" +
+			"WHARF_BOOTSTRAP_TOKEN), and registers the demo marketplace (--demo) so the catalog\n" +
+			"is not empty. Stop it with Ctrl-C or SIGTERM: in-flight requests finish first.",
+		Args: exactArgs(0, "no arguments"),
+		RunE: func(cmd *cobra.Command, _ []string) error { return a.runServe(cmd.Context(), o) },
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.Addr, "addr", "127.0.0.1:7070", "listen address")
+	f.StringVar(&o.Data, "data", "", "server data directory (default $WHARF_HOME/server)")
+	f.StringVar(&o.Demo, "demo", filepath.Join("testdata", "demo-marketplace"), "directory marketplace registered on first start; empty to skip")
+	f.Float64Var(&o.RateLimit, "rate-limit", 50, "requests per second per token; negative for no limit")
+	f.IntVar(&o.RateBurst, "rate-burst", 0, "burst per token (default twice --rate-limit)")
+	f.Int64Var(&o.BodyLimit, "body-limit", 1<<20, "largest request body in bytes")
+	f.DurationVar(&o.Timeout, "request-timeout", 30*time.Second, "longest a request may take")
+	f.DurationVar(&o.Grace, "shutdown-grace", 10*time.Second, "how long in-flight requests may finish at shutdown")
+	f.StringVar(&o.LogLevel, "log-level", "info", "debug, info, warn or error")
+	f.StringArrayVar(&o.TrustedKeys, "trusted-key", nil, "public key file (PEM) trusted for plugin signatures, in addition to $WHARF_HOME/keys/*.pub; repeatable")
+	return cmd
+}
+
+// serveInfo is printed once the server listens (stdout, JSON under --json).
+type serveInfo struct {
+	URL         string `json:"url"`
+	Data        string `json:"data"`
+	BundleKeyID string `json:"bundleKeyId"`
+	AdminToken  string `json:"adminToken,omitempty"` // only on the first start
+	Demo        string `json:"demo,omitempty"`
+}
+
+func (a *app) runServe(ctx context.Context, o *serveOptions) error {
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(o.LogLevel)); err != nil {
+		return &plugin.Error{Layer: plugin.LayerIntent, Type: typeUsage, Object: "--log-level",
+			Err: fmt.Errorf("unknown log level %q", o.LogLevel), Hint: "use debug, info, warn or error"}
+	}
+	if o.BodyLimit <= 0 {
+		return &plugin.Error{Layer: plugin.LayerIntent, Type: typeUsage, Object: "--body-limit",
+			Err: fmt.Errorf("--body-limit must be positive"), Hint: "e.g. --body-limit 1048576"}
+	}
+	logger := slog.New(slog.NewJSONHandler(a.stderr, &slog.HandlerOptions{Level: level}))
+	data := o.Data
+	if data == "" {
+		data = filepath.Join(a.env.Home(), "server")
+	}
+	data, err := filepath.Abs(data)
+	if err != nil {
+		return err
+	}
+	st, err := store.OpenBolt(filepath.Join(data, "server.db"), store.Options{LockTimeout: a.cfg.LockTimeout})
+	if err != nil {
+		hint := "check that " + data + " is writable"
+		if errors.Is(err, store.ErrLocked) {
+			hint = "another wharf serve uses " + data + "; stop it or pass another --data"
+		}
+		return &plugin.Error{Layer: plugin.LayerMaterialization, Type: "store-locked", Object: data, Err: err, Hint: hint}
+	}
+	defer st.Close()
+
+	kr, err := a.trustedKeys()
+	if err != nil {
+		return err
+	}
+	for _, f := range o.TrustedKeys {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			return &plugin.Error{Layer: plugin.LayerIntent, Type: typeUsage, Object: f, Err: err, Hint: "pass a PEM public key file made by wharf keygen"}
+		}
+		if err := kr.AddPEM(b); err != nil {
+			return &plugin.Error{Layer: plugin.LayerTrust, Type: plugin.TypeTrustRejected, Object: f, Err: err, Hint: "pass a PEM public key file made by wharf keygen"}
+		}
+	}
+
+	secret, firstStart, err := api.EnsureAdminToken(st, os.Getenv("WHARF_BOOTSTRAP_TOKEN"), time.Now())
+	if err != nil {
+		return &plugin.Error{Layer: plugin.LayerIntent, Type: typeUsage, Object: "WHARF_BOOTSTRAP_TOKEN", Err: err,
+			Hint: "set WHARF_BOOTSTRAP_TOKEN to a long random string, or unset it to have one made"}
+	}
+	mgr := marketplace.NewManager(st, marketplace.Options{Dir: filepath.Join(data, "marketplaces"), GitTimeout: a.cfg.GitTimeout, Getenv: a.getenv})
+	catalog := api.NewMarketplaceCatalog(mgr)
+	srv, err := api.New(api.Deps{
+		Store: st, Catalog: catalog, Policy: api.PolicyEngine, Verifier: api.TrustVerifier{Keyring: kr}, Logger: logger,
+		BodyLimit: o.BodyLimit, RequestTimeout: o.Timeout, RateLimit: o.RateLimit, RateBurst: o.RateBurst,
+	})
+	if err != nil {
+		return err
+	}
+	info := serveInfo{Data: data, BundleKeyID: srv.BundleKeyID()}
+	if firstStart {
+		if os.Getenv("WHARF_BOOTSTRAP_TOKEN") == "" {
+			info.AdminToken = secret
+			fmt.Fprintf(a.stderr, "wharf: first start: created an admin token; it is shown only now:\n\n    %s\n\n", secret)
+		}
+		if o.Demo != "" {
+			name, err := registerDemo(ctx, catalog, o.Demo)
+			if err != nil {
+				fmt.Fprintf(a.stderr, "wharf: warning: demo marketplace not registered: %v\n", err)
+			} else {
+				info.Demo = name
+			}
+		}
+	}
+
+	ln, err := net.Listen("tcp", o.Addr)
+	if err != nil {
+		return &plugin.Error{Layer: plugin.LayerIntent, Type: typeUsage, Object: o.Addr, Err: err,
+			Hint: "pick another --addr, or stop what listens there"}
+	}
+	info.URL = "http://" + ln.Addr().String()
+	if a.cfg.JSON {
+		if err := a.printJSON(info); err != nil {
+			return err
+		}
+	} else {
+		a.printf("wharf: serving on %s (data %s)\n", info.URL, data)
+	}
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	logger.Info("serving", "url", info.URL, "data", data)
+	return srv.Serve(ctx, ln, o.Grace)
+}
+
+// registerDemo adds the directory marketplace at dir under the name its
+// marketplace.json declares.
+func registerDemo(ctx context.Context, c *api.MarketplaceCatalog, dir string) (string, error) {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return "", err
+	}
+	if _, err := os.Stat(filepath.Join(abs, ".claude-plugin", "marketplace.json")); err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return "", fmt.Errorf("%s has no .claude-plugin/marketplace.json; run wharf serve from the wharf source tree or pass --demo DIR", abs)
+		}
+		return "", err
+	}
+	m, _, err := plugin.ReadMarketplace(abs)
+	if err != nil {
+		return "", err
+	}
+	src := fmt.Sprintf(`{"source": "directory", "path": %q}`, abs)
+	if _, err := c.AddMarketplace(ctx, m.Name, []byte(src)); err != nil {
+		return "", err
+	}
+	return strings.TrimSpace(m.Name), nil
+}

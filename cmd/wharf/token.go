@@ -1,0 +1,191 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/wharfhq/wharf/plugin"
+)
+
+// tokenClient is the part of `wharf token` that talks to a server.
+type tokenClient struct {
+	Server string
+	Token  string
+	HTTP   *http.Client
+}
+
+func newTokenCmd(a *app) *cobra.Command {
+	c := &tokenClient{}
+	cmd := &cobra.Command{
+		Use:   "token",
+		Short: "Manage bearer tokens of a wharf server",
+		Long: "Create, list and revoke the bearer tokens of a wharf server (admin only).\n" +
+			"--server defaults to $WHARF_SERVER or http://127.0.0.1:7070; --token to $WHARF_TOKEN.",
+	}
+	pf := cmd.PersistentFlags()
+	pf.StringVar(&c.Server, "server", "", "server URL (env WHARF_SERVER, default http://127.0.0.1:7070)")
+	pf.StringVar(&c.Token, "token", "", "an admin token (env WHARF_TOKEN)")
+
+	var role, note string
+	create := &cobra.Command{
+		Use:   "create --role admin|developer|ci|agent [--note TEXT]",
+		Short: "Create a token; its secret is printed once",
+		Args:  exactArgs(0, "no arguments"),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if role == "" {
+				return &plugin.Error{Layer: plugin.LayerIntent, Type: typeUsage, Object: "--role",
+					Err: errors.New("--role is required"), Hint: "e.g. wharf token create --role developer"}
+			}
+			var out struct {
+				ID    string `json:"id"`
+				Role  string `json:"role"`
+				Token string `json:"token"`
+				Note  string `json:"note,omitempty"`
+			}
+			if err := c.do(cmd.Context(), "POST", "/v1/tokens", map[string]string{"role": role, "note": note}, &out); err != nil {
+				return err
+			}
+			if a.cfg.JSON {
+				return a.printJSON(out)
+			}
+			a.printf("%s\n", out.Token)
+			fmt.Fprintf(a.stderr, "wharf: created %s token %s; the secret above is shown only once\n", out.Role, out.ID)
+			return nil
+		},
+	}
+	create.Flags().StringVar(&role, "role", "", "admin, developer, ci or agent")
+	create.Flags().StringVar(&note, "note", "", "what the token is for")
+
+	list := &cobra.Command{
+		Use:   "list",
+		Short: "List tokens (never their secrets)",
+		Args:  exactArgs(0, "no arguments"),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			var out []struct {
+				ID        string    `json:"id"`
+				Role      string    `json:"role"`
+				CreatedAt time.Time `json:"createdAt"`
+				CreatedBy string    `json:"createdBy"`
+				Note      string    `json:"note,omitempty"`
+			}
+			if err := c.do(cmd.Context(), "GET", "/v1/tokens", nil, &out); err != nil {
+				return err
+			}
+			if a.cfg.JSON {
+				return a.printJSON(out)
+			}
+			for _, t := range out {
+				a.printf("%s  %-9s  %s  %s\n", t.ID, t.Role, t.CreatedAt.Format(time.RFC3339), t.Note)
+			}
+			return nil
+		},
+	}
+	revoke := &cobra.Command{
+		Use:   "revoke <id>",
+		Short: "Revoke a token",
+		Args:  exactArgs(1, "one token id"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := c.do(cmd.Context(), "DELETE", "/v1/tokens/"+args[0], nil, nil); err != nil {
+				return err
+			}
+			if a.cfg.JSON {
+				return a.printJSON(map[string]string{"revoked": args[0]})
+			}
+			a.printf("revoked %s\n", args[0])
+			return nil
+		},
+	}
+	cmd.AddCommand(create, list, revoke)
+	return cmd
+}
+
+// do sends one request and decodes the JSON answer into out. Server errors
+// become *plugin.Error with the server's message.
+func (c *tokenClient) do(ctx context.Context, method, path string, body, out any) error {
+	server := c.Server
+	if server == "" {
+		server = os.Getenv("WHARF_SERVER")
+	}
+	if server == "" {
+		server = "http://127.0.0.1:7070"
+	}
+	token := c.Token
+	if token == "" {
+		token = os.Getenv("WHARF_TOKEN")
+	}
+	if token == "" {
+		return &plugin.Error{Layer: plugin.LayerIntent, Type: typeUsage, Object: "--token",
+			Err: errors.New("no admin token"), Hint: "pass --token or set WHARF_TOKEN (wharf serve printed one on its first start)"}
+	}
+	var rd io.Reader
+	if body != nil {
+		raw, err := json.Marshal(body)
+		if err != nil {
+			return err
+		}
+		rd = bytes.NewReader(raw)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, strings.TrimRight(server, "/")+path, rd)
+	if err != nil {
+		return &plugin.Error{Layer: plugin.LayerIntent, Type: typeUsage, Object: server, Err: err, Hint: "pass --server http://host:port"}
+	}
+	req.Header.Set("Authorization", "Bearer "+token)
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	hc := c.HTTP
+	if hc == nil {
+		hc = &http.Client{Timeout: 30 * time.Second}
+	}
+	res, err := hc.Do(req)
+	if err != nil {
+		return &plugin.Error{Layer: plugin.LayerMaterialization, Type: plugin.TypeSource, Object: server, Err: err,
+			Hint: "is wharf serve running there? start it with: wharf serve"}
+	}
+	defer res.Body.Close()
+	raw, err := io.ReadAll(io.LimitReader(res.Body, 8<<20))
+	if err != nil {
+		return err
+	}
+	if res.StatusCode >= 300 {
+		var e struct {
+			Error struct {
+				Code    string `json:"code"`
+				Message string `json:"message"`
+			} `json:"error"`
+		}
+		msg := strings.TrimSpace(string(raw))
+		if json.Unmarshal(raw, &e) == nil && e.Error.Message != "" {
+			msg = e.Error.Message
+		}
+		layer, hint := plugin.LayerMaterialization, ""
+		switch res.StatusCode {
+		case http.StatusUnauthorized:
+			layer, hint = plugin.LayerIntent, "pass a valid admin token with --token or WHARF_TOKEN"
+		case http.StatusForbidden:
+			layer, hint = plugin.LayerIntent, "this needs an admin token"
+		case http.StatusBadRequest, http.StatusNotFound, http.StatusConflict:
+			layer = plugin.LayerIntent
+		}
+		code := e.Error.Code
+		if code == "" {
+			code = "server-error"
+		}
+		return &plugin.Error{Layer: layer, Type: code, Object: server + path,
+			Err: fmt.Errorf("server answered %d: %s", res.StatusCode, msg), Hint: hint}
+	}
+	if out == nil || len(raw) == 0 {
+		return nil
+	}
+	return json.Unmarshal(raw, out)
+}
