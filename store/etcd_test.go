@@ -380,12 +380,17 @@ func TestOpenEtcdUnreachable(t *testing.T) {
 	}
 }
 
-// TestEtcdClusterSurvivesMemberLoss writes through a client on all three
-// members of a cluster, stops the leader in the middle of the load, keeps
-// writing, and then reads every acknowledged write back through the two
-// members left. The audit log's sequence numbers stay gap-free.
-func TestEtcdClusterSurvivesMemberLoss(t *testing.T) {
-	c := etcdtest.Start(t, 3)
+// TestEtcdMemberProcess hosts one etcd member in a child process for
+// etcdtest.StartProcesses; run directly, it skips.
+func TestEtcdMemberProcess(t *testing.T) { etcdtest.ServeMember(t) }
+
+// TestEtcdClusterSurvivesLeaderCrash writes through a client on all three
+// members of a cluster (each its own process), kills the leader with SIGKILL
+// in the middle of the load, keeps writing, and then reads every
+// acknowledged write back through the two members left. The audit log's
+// sequence numbers stay gap-free and no update is half applied.
+func TestEtcdClusterSurvivesLeaderCrash(t *testing.T) {
+	c := etcdtest.StartProcesses(t, 3, "TestEtcdMemberProcess")
 	s := openEtcd(t, c.Endpoints(), store.EtcdOptions{Prefix: "/ha", RequestTimeout: 5 * time.Second})
 
 	const workers, before, after = 4, 25, 25
@@ -406,10 +411,14 @@ func TestEtcdClusterSurvivesMemberLoss(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for i := 0; len(acks[w]) < before+after; i++ {
-				if len(acks[w]) == before {
+			signaled, afterKill := false, 0
+			for i := 0; afterKill < after; i++ {
+				if !signaled && len(acks[w]) >= before {
+					signaled = true
 					reached <- struct{}{}
-					<-killed
+				}
+				if len(acks[w]) >= 20*before {
+					<-killed // bound the load if the kill is slow to come
 				}
 				key, value := fmt.Sprintf("w%d-%04d", w, i), fmt.Sprintf("value %d/%d", w, i)
 				var seq uint64
@@ -425,6 +434,9 @@ func TestEtcdClusterSurvivesMemberLoss(t *testing.T) {
 				})
 				if err != nil {
 					// Not acknowledged: it may or may not have been applied.
+					if failures[w] == 0 {
+						t.Logf("worker %d: first failed write: %v", w, err)
+					}
 					if failures[w]++; failures[w] > maxErrors {
 						errs <- fmt.Errorf("worker %d: %d failed writes, last: %w", w, failures[w], err)
 						return
@@ -433,6 +445,11 @@ func TestEtcdClusterSurvivesMemberLoss(t *testing.T) {
 					continue
 				}
 				acks[w] = append(acks[w], ack{key, value, seq})
+				select {
+				case <-killed:
+					afterKill++
+				default:
+				}
 			}
 		}()
 	}
@@ -445,10 +462,12 @@ func TestEtcdClusterSurvivesMemberLoss(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// Kill the leader while the workers keep writing: some updates are in
+	// flight when it dies.
 	leader := c.Leader()
 	c.Stop(leader)
-	t.Logf("stopped leader %s after %d acknowledged writes", c.Members[leader].Name, workers*before)
 	close(killed)
+	t.Logf("killed leader %s with %d writers running", c.Members[leader].Name, workers)
 	wg.Wait()
 	close(errs)
 	for err := range errs {
@@ -497,8 +516,8 @@ func TestEtcdClusterSurvivesMemberLoss(t *testing.T) {
 			}
 		}
 	}
-	if total != workers*(before+after) {
-		t.Fatalf("%d acknowledged writes, want %d", total, workers*(before+after))
+	if total < workers*(before+after) {
+		t.Fatalf("%d acknowledged writes, want at least %d", total, workers*(before+after))
 	}
 	// Every stored entry is explained by the log, acknowledged or not.
 	if len(audit) != len(data) {

@@ -22,20 +22,22 @@ import (
 // startWait bounds how long Start waits for the members to elect a leader.
 const startWait = 60 * time.Second
 
-// Member is one etcd server of a Cluster.
+// Member is one etcd server of a Cluster, in this process or in a child
+// process (StartProcesses).
 type Member struct {
 	Name      string
 	ClientURL string // http://127.0.0.1:port
 	PeerURL   string
 	Dir       string
 	etcd      *embed.Etcd
+	proc      *process
 }
 
 // Endpoint returns the member's client address as "127.0.0.1:port".
 func (m *Member) Endpoint() string { return strings.TrimPrefix(m.ClientURL, "http://") }
 
 // Running reports whether the member has not been stopped.
-func (m *Member) Running() bool { return m.etcd != nil }
+func (m *Member) Running() bool { return m.etcd != nil || m.proc != nil }
 
 // Cluster is a set of embedded etcd members that form one cluster.
 type Cluster struct {
@@ -82,10 +84,37 @@ func freePorts(n int) ([]int, error) {
 	return ports, nil
 }
 
-func start(t testing.TB, n int) (*Cluster, error) {
+// memberConfig is what a member needs to start; a child process gets it
+// as JSON in the environment.
+type memberConfig struct {
+	Name, Dir, ClientURL, PeerURL, InitialCluster, Token string
+	NoFsync                                              bool
+}
+
+func (mc memberConfig) embedConfig() *embed.Config {
+	logger := zap.NewNop()
+	if os.Getenv("WHARF_ETCD_LOG") == "1" {
+		logger, _ = zap.NewDevelopment()
+	}
+	cfg := embed.NewConfig()
+	cfg.Name = mc.Name
+	cfg.Dir = mc.Dir
+	cu, _ := url.Parse(mc.ClientURL)
+	pu, _ := url.Parse(mc.PeerURL)
+	cfg.ListenClientUrls, cfg.AdvertiseClientUrls = []url.URL{*cu}, []url.URL{*cu}
+	cfg.ListenPeerUrls, cfg.AdvertisePeerUrls = []url.URL{*pu}, []url.URL{*pu}
+	cfg.InitialCluster = mc.InitialCluster
+	cfg.InitialClusterToken = mc.Token
+	cfg.ClusterState = embed.ClusterStateFlagNew
+	cfg.ZapLoggerBuilder = embed.NewZapLoggerBuilder(logger)
+	cfg.UnsafeNoFsync = mc.NoFsync
+	return cfg
+}
+
+func layout(t testing.TB, n int) (*Cluster, []memberConfig, error) {
 	ports, err := freePorts(2 * n)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	root := t.TempDir()
 	c := &Cluster{t: t}
@@ -100,27 +129,27 @@ func start(t testing.TB, n int) (*Cluster, error) {
 		c.Members = append(c.Members, m)
 		initial = append(initial, m.Name+"="+m.PeerURL)
 	}
-	token := fmt.Sprintf("wharf-test-%d", ports[0])
-	logger := zap.NewNop()
-	if os.Getenv("WHARF_ETCD_LOG") == "1" {
-		logger, _ = zap.NewDevelopment()
-	}
+	var cfgs []memberConfig
 	for _, m := range c.Members {
-		cfg := embed.NewConfig()
-		cfg.Name = m.Name
-		cfg.Dir = m.Dir
-		cu, _ := url.Parse(m.ClientURL)
-		pu, _ := url.Parse(m.PeerURL)
-		cfg.ListenClientUrls, cfg.AdvertiseClientUrls = []url.URL{*cu}, []url.URL{*cu}
-		cfg.ListenPeerUrls, cfg.AdvertisePeerUrls = []url.URL{*pu}, []url.URL{*pu}
-		cfg.InitialCluster = strings.Join(initial, ",")
-		cfg.InitialClusterToken = token
-		cfg.ClusterState = embed.ClusterStateFlagNew
-		cfg.ZapLoggerBuilder = embed.NewZapLoggerBuilder(logger)
-		// The data lives in a temp dir for one test; a stopped member is
-		// stopped in-process, so fsync buys nothing here but time.
-		cfg.UnsafeNoFsync = true
-		e, err := embed.StartEtcd(cfg)
+		cfgs = append(cfgs, memberConfig{
+			Name: m.Name, Dir: m.Dir, ClientURL: m.ClientURL, PeerURL: m.PeerURL,
+			InitialCluster: strings.Join(initial, ","),
+			Token:          fmt.Sprintf("wharf-test-%d", ports[0]),
+		})
+	}
+	return c, cfgs, nil
+}
+
+func start(t testing.TB, n int) (*Cluster, error) {
+	c, cfgs, err := layout(t, n)
+	if err != nil {
+		return nil, err
+	}
+	for i, m := range c.Members {
+		// The data lives in a temp dir for one test and an in-process
+		// member is only ever stopped cleanly: fsync buys nothing but time.
+		cfgs[i].NoFsync = true
+		e, err := embed.StartEtcd(cfgs[i].embedConfig())
 		if err != nil {
 			c.stopAll()
 			return nil, fmt.Errorf("member %s: %w", m.Name, err)
@@ -144,11 +173,8 @@ func start(t testing.TB, n int) (*Cluster, error) {
 }
 
 func (c *Cluster) stopAll() {
-	for _, m := range c.Members {
-		if m.etcd != nil {
-			m.etcd.Close()
-			m.etcd = nil
-		}
+	for i := range c.Members {
+		c.Stop(i)
 	}
 }
 
@@ -169,24 +195,35 @@ func (c *Cluster) URL(prefix string) string {
 }
 
 // Leader returns the index of the member that is the current leader, as the
-// running members see it, waiting up to startWait for one to be elected.
+// running members report it, waiting up to startWait for one to be elected.
 func (c *Cluster) Leader() int {
 	c.t.Helper()
+	cli, err := clientv3.New(clientv3.Config{Endpoints: c.Endpoints(), DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
+	if err != nil {
+		c.t.Fatalf("etcdtest: client: %v", err)
+	}
+	defer cli.Close()
 	deadline := time.Now().Add(startWait)
 	for time.Now().Before(deadline) {
-		for _, m := range c.Members {
+		ids := map[uint64]int{}
+		var lead uint64
+		for i, m := range c.Members {
 			if !m.Running() {
 				continue
 			}
-			lead := m.etcd.Server.Leader()
-			if lead == 0 {
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+			st, err := cli.Status(ctx, m.Endpoint())
+			cancel()
+			if err != nil {
 				continue
 			}
-			for j, o := range c.Members {
-				if o.Running() && o.etcd.Server.MemberID() == lead {
-					return j
-				}
+			ids[st.Header.MemberId] = i
+			if st.Leader != 0 {
+				lead = st.Leader
 			}
+		}
+		if i, ok := ids[lead]; ok && lead != 0 {
+			return i
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
@@ -194,13 +231,18 @@ func (c *Cluster) Leader() int {
 	return -1
 }
 
-// Stop stops member i as a crash would look to the others: its connections
-// drop and it answers no more.
+// Stop stops member i. An in-process member shuts down cleanly (a leader
+// hands its leadership over first); a child process is killed with SIGKILL,
+// as a crash or a power loss would stop it.
 func (c *Cluster) Stop(i int) {
 	m := c.Members[i]
 	if m.etcd != nil {
 		m.etcd.Close()
 		m.etcd = nil
+	}
+	if m.proc != nil {
+		m.proc.kill()
+		m.proc = nil
 	}
 }
 
