@@ -12,15 +12,19 @@ import (
 	"github.com/wharfhq/wharf/plugin"
 )
 
-// gitCmd runs the git binary in dir with a fixed identity and no user config.
-func gitCmd(t *testing.T, dir string, args ...string) string {
-	t.Helper()
+func execGit(dir string, args ...string) *exec.Cmd {
 	cmd := exec.Command("git", args...)
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(),
 		"GIT_CONFIG_NOSYSTEM=1", "HOME="+dir, "GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@example.com",
 		"GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@example.com")
-	out, err := cmd.CombinedOutput()
+	return cmd
+}
+
+// gitCmd runs the git binary in dir with a fixed identity and no user config.
+func gitCmd(t *testing.T, dir string, args ...string) string {
+	t.Helper()
+	out, err := execGit(dir, args...).CombinedOutput()
 	if err != nil {
 		t.Fatalf("git %v: %v\n%s", args, err, out)
 	}
