@@ -243,7 +243,9 @@ func (r Reason) String() string {
 }
 
 // Why returns the reason id is demoted, and false if it is not demoted. The
-// chain is computed on demand (its length is the depth of the demotion), so
+// worklist runs breadth first from the plugins that are disabled or not
+// installed, so the chain is a shortest one to such a plugin. It is computed
+// on demand (its length is the depth of the demotion), so
 // Demote stays linear even when every plugin's chain is long.
 func (a *Activation) Why(id plugin.ID) (Reason, bool) {
 	i, ok := a.g.lookup(id)
