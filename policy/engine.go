@@ -281,7 +281,6 @@ func (e *Engine) compile(layers []Layer) (*state, error) {
 			st.modules[key] = m
 		}
 	}
-	var layerValues []any
 	for i := range st.layers {
 		l := &st.layers[i]
 		var merged *settings.Settings
@@ -299,12 +298,8 @@ func (e *Engine) compile(layers []Layer) (*state, error) {
 			st.warnings = append(st.warnings, fmt.Sprintf("policy layer %s: %s", l.Name, is))
 		}
 		l.Settings = merged
-		layerValues = append(layerValues, layerData(i, l.Name, merged, l.Lockdown))
 	}
-	if layerValues == nil {
-		layerValues = []any{}
-	}
-	val, err := ast.InterfaceToValue(map[string]any{"wharf": map[string]any{"layers": layerValues}})
+	val, err := ast.InterfaceToValue(map[string]any{"wharf_index": buildIndex(st.layers)})
 	if err != nil {
 		return nil, err
 	}
@@ -361,7 +356,7 @@ func (e *Engine) Decide(ctx context.Context, req Request) (Decision, error) {
 func (st *state) eval(ctx context.Context, input map[string]any) (Decision, error) {
 	fail := func(err error) (Decision, error) {
 		return Decision{PolicyVersion: st.version, Warnings: st.warnings,
-			Reasons: []Reason{{Layer: "default", Rule: "evaluation", Message: err.Error()}}},
+				Reasons: []Reason{{Layer: "default", Rule: "evaluation", Message: err.Error()}}},
 			plugin.Errorf(plugin.LayerPolicy, plugin.TypePolicyDenied, "policy", "fix the admin module named in the message; run: wharf policy test <dir>", "policy evaluation failed, so the request is refused: %v", err)
 	}
 	v, err := ast.InterfaceToValue(input)

@@ -164,8 +164,13 @@ func (m *Settings) mergeFrom(s *Settings) {
 		b.Set = true
 		b.Invalid = b.Invalid || s.BlockedMarketplaces.Invalid
 		b.Rejected += s.BlockedMarketplaces.Rejected
+		have := make(map[string]bool, len(b.Entries))
+		for _, e := range b.Entries {
+			have[e.Key()] = true
+		}
 		for _, e := range s.BlockedMarketplaces.Entries {
-			if !containsSource(b.Entries, e) {
+			if k := e.Key(); !have[k] {
+				have[k] = true
 				b.Entries = append(b.Entries, e)
 			}
 		}
@@ -229,16 +234,6 @@ func (m *Settings) mergeFrom(s *Settings) {
 func containsID(l []plugin.ID, id plugin.ID) bool {
 	for _, x := range l {
 		if x == id {
-			return true
-		}
-	}
-	return false
-}
-
-func containsSource(l []MarketplaceSource, s MarketplaceSource) bool {
-	k := s.Key()
-	for _, x := range l {
-		if x.Key() == k {
 			return true
 		}
 	}

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"sort"
+	"strconv"
 	"strings"
 )
 
@@ -97,8 +98,9 @@ func (s MarketplaceSource) Key() string {
 	if s.Source == KindDirectory || s.Source == KindFile {
 		path = ""
 	}
-	b, _ := json.Marshal([]string{s.Source, id, s.Ref, path})
-	return string(b)
+	// Quoted fields joined with spaces: unambiguous, and cheap enough to
+	// compute per request.
+	return strconv.Quote(s.Source) + " " + strconv.Quote(id) + " " + strconv.Quote(s.Ref) + " " + strconv.Quote(path)
 }
 
 // RepoOwner is the owner a "owner/*" wildcard matches against: the owner of a

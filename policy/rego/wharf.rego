@@ -1,9 +1,24 @@
 # wharf's built-in policy: the standard managed-settings keys.
 #
-# data.wharf.layers is the ordered list of policy layers (org first), each an
-# index built from one managed settings document (see policy/data.go). Every
-# rule below is evaluated per layer, so a lower layer can only add deny
-# reasons: allowlists intersect, blocklists and admin denies union. The one
+# data.wharf_index holds the policy layers (org first) as built by
+# policy/data.go from each layer's managed settings:
+#   names[i]        the name of layer i
+#   strict_set, strict_invalid, blocked_invalid, surfaces_all, cross_set,
+#   managed_hooks_only, disable_sideload, signatures_invalid
+#                   [layer index, ...] of the layers where the key is set
+#                   (or invalid)
+#   strict_exact / strict_owner / blocked_exact / blocked_owner
+#                   source key or owner -> [layer index, ...]
+#   strict_host_patterns / strict_path_patterns / blocked_host_patterns /
+#   blocked_path_patterns
+#                   [[layer index, regex], ...]
+#   surfaces_locked surface -> [layer index, ...]
+#   cross_allowed   marketplace -> [layer index, ...]
+#   enabled         plugin id -> [[layer index, true|false|"invalid"], ...]
+#   signatures      marketplace -> [[layer index, {keyid: true}], ...]
+# The big lists are indexed across layers so a decision costs a handful of
+# lookups, but every rule still applies per layer: a lower layer can only add
+# deny reasons (allowlists intersect, blocklists and admin denies union). The
 # exception is a forced enabledPlugins state, where the highest layer that
 # names the plugin wins.
 #
@@ -11,173 +26,187 @@
 # `deny contains msg if ...`; they can add reasons, never remove one.
 package wharf.policy
 
-layers := data.wharf.layers
-
 market_actions := {"add_marketplace", "update_marketplace", "install", "enable", "load"}
 
 forced_off_actions := {"install", "enable", "load", "load_component", "run_hook"}
 
 forced_on_actions := {"disable", "uninstall"}
 
+cross_actions := {"install", "cross_dependency"}
+
 user_sources := {"user", "project"}
 
-r(l, rule, msg) := {"layer": l.name, "order": l.index, "rule": rule, "message": msg}
+r(i, rule, msg) := {"layer": data.wharf_index.names[i], "order": i, "rule": rule, "message": msg}
 
-# ---- strictKnownMarketplaces: an allowlist per layer; every layer must allow.
+# Dispatch by action, so a decision evaluates only the rules that apply.
 
-deny contains r(l, "strictKnownMarketplaces", msg) if {
+deny contains x if {
 	market_actions[input.action]
-	some l in layers
-	l.strict.invalid
+	some x in market_deny
+}
+
+deny contains x if {
+	forced_off_actions[input.action]
+	some x in forced_off_deny
+}
+
+deny contains x if {
+	forced_on_actions[input.action]
+	some x in forced_on_deny
+}
+
+deny contains x if {
+	input.action == "install"
+	some x in signature_deny
+}
+
+deny contains x if {
+	cross_actions[input.action]
+	cross
+	some x in cross_deny
+}
+
+deny contains x if {
+	input.action == "load_component"
+	user_sources[input.source_kind]
+	some x in surface_deny(input.surface)
+}
+
+deny contains x if {
+	input.action == "run_hook"
+	some x in hook_deny
+}
+
+deny contains x if {
+	input.action == "sideload"
+	some x in sideload_deny
+}
+
+deny contains x if {
+	some x in admin_deny
+}
+
+# ---- strictKnownMarketplaces: every layer that sets it must list the source.
+
+strict_allowing contains i if some i in data.wharf_index.strict_exact[input.marketplace.key]
+
+strict_allowing contains i if some i in data.wharf_index.strict_owner[input.marketplace.owner]
+
+strict_allowing contains e[0] if {
+	input.marketplace.host != ""
+	some e in data.wharf_index.strict_host_patterns
+	regex.match(e[1], input.marketplace.host)
+}
+
+strict_allowing contains e[0] if {
+	input.marketplace.path != ""
+	some e in data.wharf_index.strict_path_patterns
+	regex.match(e[1], input.marketplace.path)
+}
+
+market_deny contains r(i, "strictKnownMarketplaces", msg) if {
+	some i in data.wharf_index.strict_invalid
 	msg := sprintf("strictKnownMarketplaces is invalid, so no marketplace is allowed (fail closed); marketplace %s refused", [input.marketplace.name])
 }
 
-deny contains r(l, "strictKnownMarketplaces", msg) if {
-	market_actions[input.action]
+market_deny contains r(i, "strictKnownMarketplaces", msg) if {
 	not input.marketplace.source_known
-	some l in layers
-	l.strict.set
-	not l.strict.invalid
+	some i in data.wharf_index.strict_set
 	msg := sprintf("marketplace %s has no known source, so strictKnownMarketplaces cannot allow it", [input.marketplace.name])
 }
 
-deny contains r(l, "strictKnownMarketplaces", msg) if {
-	market_actions[input.action]
+market_deny contains r(i, "strictKnownMarketplaces", msg) if {
 	input.marketplace.source_known
-	some l in layers
-	l.strict.set
-	not l.strict.invalid
-	not listed(l.strict, input.marketplace)
+	some i in data.wharf_index.strict_set
+	not strict_allowing[i]
 	msg := sprintf("marketplace %s (%s) is not in strictKnownMarketplaces", [input.marketplace.name, input.marketplace.display])
 }
 
-listed(list, m) if list.exact[m.key]
+# ---- blockedMarketplaces: any layer may block.
 
-listed(list, m) if list.owners[m.owner]
-
-listed(list, m) if {
-	m.host != ""
-	some p in list.host_patterns
-	regex.match(p, m.host)
-}
-
-listed(list, m) if {
-	m.path != ""
-	some p in list.path_patterns
-	regex.match(p, m.path)
-}
-
-# ---- blockedMarketplaces: a blocklist per layer; any layer may block.
-
-deny contains r(l, "blockedMarketplaces", msg) if {
-	market_actions[input.action]
-	some l in layers
-	l.blocked.invalid
+market_deny contains r(i, "blockedMarketplaces", msg) if {
+	some i in data.wharf_index.blocked_invalid
 	msg := sprintf("blockedMarketplaces is invalid, so every marketplace is blocked (fail closed); marketplace %s refused", [input.marketplace.name])
 }
 
-deny contains r(l, "blockedMarketplaces", msg) if {
-	market_actions[input.action]
-	some l in layers
-	l.blocked.exact[input.marketplace.key]
+market_deny contains r(i, "blockedMarketplaces", msg) if {
+	some i in data.wharf_index.blocked_exact[input.marketplace.key]
 	msg := sprintf("marketplace %s (%s) is blocked", [input.marketplace.name, input.marketplace.display])
 }
 
-deny contains r(l, "blockedMarketplaces", msg) if {
-	market_actions[input.action]
-	some l in layers
-	l.blocked.owners[input.marketplace.owner]
+market_deny contains r(i, "blockedMarketplaces", msg) if {
+	some i in data.wharf_index.blocked_owner[input.marketplace.owner]
 	msg := sprintf("marketplace %s (%s) is blocked by the wildcard \"%s/*\"", [input.marketplace.name, input.marketplace.display, input.marketplace.owner])
 }
 
-deny contains r(l, "blockedMarketplaces", msg) if {
-	market_actions[input.action]
+market_deny contains r(e[0], "blockedMarketplaces", msg) if {
 	input.marketplace.host != ""
-	some l in layers
-	some p in l.blocked.host_patterns
-	regex.match(p, input.marketplace.host)
-	msg := sprintf("marketplace %s (%s) is blocked by hostPattern %q", [input.marketplace.name, input.marketplace.display, p])
+	some e in data.wharf_index.blocked_host_patterns
+	regex.match(e[1], input.marketplace.host)
+	msg := sprintf("marketplace %s (%s) is blocked by hostPattern %q", [input.marketplace.name, input.marketplace.display, e[1]])
 }
 
-deny contains r(l, "blockedMarketplaces", msg) if {
-	market_actions[input.action]
+market_deny contains r(e[0], "blockedMarketplaces", msg) if {
 	input.marketplace.path != ""
-	some l in layers
-	some p in l.blocked.path_patterns
-	regex.match(p, input.marketplace.path)
-	msg := sprintf("marketplace %s (%s) is blocked by pathPattern %q", [input.marketplace.name, input.marketplace.display, p])
+	some e in data.wharf_index.blocked_path_patterns
+	regex.match(e[1], input.marketplace.path)
+	msg := sprintf("marketplace %s (%s) is blocked by pathPattern %q", [input.marketplace.name, input.marketplace.display, e[1]])
 }
 
-# ---- managed enabledPlugins: forced on / forced off; the highest layer that
-# names the plugin decides.
+# ---- managed enabledPlugins: the highest layer that names the plugin decides.
 
-layer_forced(l) := "on" if l.enabled[input.plugin] == true
+forced_entry := data.wharf_index.enabled[input.plugin][0]
 
-layer_forced(l) := "off" if l.enabled[input.plugin] == false
+forced := "on" if forced_entry[1] == true
 
-layer_forced(l) := "off" if l.enabled_invalid[input.plugin]
+forced := "off" if forced_entry[1] != true
 
-forced_index := min({i | some i, l in layers; layer_forced(l)})
+default forced_state := ""
 
-forced := layer_forced(layers[forced_index])
+forced_state := forced
 
-deny contains r(l, "enabledPlugins", msg) if {
-	forced_off_actions[input.action]
-	forced == "off"
-	l := layers[forced_index]
-	not l.enabled_invalid[input.plugin]
+forced_off_deny contains r(forced_entry[0], "enabledPlugins", msg) if {
+	forced_entry[1] == false
 	msg := sprintf("%s is forbidden: managed enabledPlugins sets it to false", [input.plugin])
 }
 
-deny contains r(l, "enabledPlugins", msg) if {
-	forced_off_actions[input.action]
-	forced == "off"
-	l := layers[forced_index]
-	l.enabled_invalid[input.plugin]
+forced_off_deny contains r(forced_entry[0], "enabledPlugins", msg) if {
+	forced_entry[1] == "invalid"
 	msg := sprintf("%s is forbidden: managed enabledPlugins has an invalid value for it (fail closed)", [input.plugin])
 }
 
-deny contains r(l, "enabledPlugins", msg) if {
-	forced_on_actions[input.action]
+forced_on_deny contains r(forced_entry[0], "enabledPlugins", msg) if {
 	forced == "on"
-	l := layers[forced_index]
 	msg := sprintf("%s is forced on by managed enabledPlugins; it cannot be %s", [input.plugin, past[input.action]])
 }
 
 past := {"disable": "disabled", "uninstall": "uninstalled"}
 
+state_name(true) := "on"
+
+state_name(false) := "off"
+
+state_name("invalid") := "off (invalid value)"
+
 warnings contains msg if {
-	input.plugin != ""
-	top := layers[forced_index]
-	some i, l in layers
-	i > forced_index
-	s := layer_forced(l)
-	s != forced
-	msg := sprintf("layer %s forces %s %s, ignored: layer %s above it forces it %s", [l.name, input.plugin, s, top.name, forced])
+	some k, e in data.wharf_index.enabled[input.plugin]
+	k > 0
+	state_name(e[1]) != state_name(forced_entry[1])
+	msg := sprintf("layer %s forces %s %s, ignored: layer %s above it forces it %s", [
+		data.wharf_index.names[e[0]], input.plugin, state_name(e[1]),
+		data.wharf_index.names[forced_entry[0]], state_name(forced_entry[1]),
+	])
 }
 
 # ---- strictPluginOnlyCustomization: locked surfaces load only from managed
 # settings, plugins and builtins.
 
-deny contains r(l, "strictPluginOnlyCustomization", msg) if {
-	input.action == "load_component"
-	user_sources[input.source_kind]
-	some l in layers
-	locked(l.surfaces, input.surface)
-	msg := sprintf("%s from %s settings are locked: strictPluginOnlyCustomization allows them only from managed settings and plugins", [input.surface, input.source_kind])
+surface_deny(surface) := {r(i, "strictPluginOnlyCustomization", msg) |
+	some i in locked(surface)
+	msg := sprintf("%s from %s settings are locked: strictPluginOnlyCustomization allows them only from managed settings and plugins", [surface, input.source_kind])
 }
 
-deny contains r(l, "strictPluginOnlyCustomization", msg) if {
-	input.action == "run_hook"
-	user_sources[input.source_kind]
-	some l in layers
-	locked(l.surfaces, "hooks")
-	msg := sprintf("hooks from %s settings are locked: strictPluginOnlyCustomization allows them only from managed settings and plugins", [input.source_kind])
-}
-
-locked(s, _) if s.all
-
-locked(s, surface) if s.locked[surface]
+locked(surface) := {i | some i in data.wharf_index.surfaces_all} | {i | some i in data.wharf_index.surfaces_locked[surface]}
 
 # ---- allowCrossMarketplaceDependenciesOn: a dependency on another
 # marketplace's plugin needs every layer that sets the key to list that
@@ -189,38 +218,34 @@ cross if {
 	input.required_by_marketplace != input.plugin_marketplace
 }
 
-cross_actions := {"install", "cross_dependency"}
+cross_policy_set if count(data.wharf_index.cross_set) > 0
 
-cross_policy_set if {
-	some l in layers
-	l.cross.set
-}
-
-deny contains {"layer": "default", "order": -1, "rule": "allowCrossMarketplaceDependenciesOn", "message": msg} if {
-	cross_actions[input.action]
-	cross
+cross_deny contains {"layer": "default", "order": -1, "rule": "allowCrossMarketplaceDependenciesOn", "message": msg} if {
 	not cross_policy_set
 	not input.declared_cross[input.plugin_marketplace]
-	msg := sprintf("%s depends on %s from another marketplace (%s); no policy layer lists %s in allowCrossMarketplaceDependenciesOn", [input.required_by, input.plugin, input.plugin_marketplace, input.plugin_marketplace])
+	msg := sprintf("%s depends on %s from another marketplace (%s); no policy layer lists %s in allowCrossMarketplaceDependenciesOn and marketplace %s does not declare it", [input.required_by, input.plugin, input.plugin_marketplace, input.plugin_marketplace, input.required_by_marketplace])
 }
 
-deny contains r(l, "allowCrossMarketplaceDependenciesOn", msg) if {
-	cross_actions[input.action]
-	cross
-	some l in layers
-	l.cross.set
-	not l.cross.allowed[input.plugin_marketplace]
+cross_deny contains r(i, "allowCrossMarketplaceDependenciesOn", msg) if {
+	some i in data.wharf_index.cross_set
+	not cross_allowed[i]
 	msg := sprintf("%s depends on %s from another marketplace (%s), which allowCrossMarketplaceDependenciesOn does not list", [input.required_by, input.plugin, input.plugin_marketplace])
 }
 
-# ---- allowManagedHooksOnly: only managed hooks, builtin hooks and hooks of
-# plugins forced on by managed enabledPlugins run.
+cross_allowed contains i if some i in data.wharf_index.cross_allowed[input.plugin_marketplace]
 
-deny contains r(l, "allowManagedHooksOnly", msg) if {
-	input.action == "run_hook"
+# ---- hooks: strictPluginOnlyCustomization locks user/project hooks;
+# allowManagedHooksOnly runs only managed hooks, builtin hooks and hooks of
+# plugins forced on by managed enabledPlugins.
+
+hook_deny contains x if {
+	user_sources[input.source_kind]
+	some x in surface_deny("hooks")
+}
+
+hook_deny contains r(i, "allowManagedHooksOnly", msg) if {
 	not hook_managed
-	some l in layers
-	l.managed_hooks_only
+	some i in data.wharf_index.managed_hooks_only
 	msg := sprintf("hook from %s refused: allowManagedHooksOnly runs only managed hooks and hooks of plugins forced on by managed enabledPlugins", [hook_origin])
 }
 
@@ -239,36 +264,29 @@ else := sprintf("%s settings", [input.source_kind])
 
 # ---- disableSideloadFlags
 
-deny contains r(l, "disableSideloadFlags", msg) if {
-	input.action == "sideload"
-	some l in layers
-	l.disable_sideload
+sideload_deny contains r(i, "disableSideloadFlags", msg) if {
+	some i in data.wharf_index.disable_sideload
 	msg := sprintf("--plugin-dir %s refused: disableSideloadFlags is set", [input.path])
 }
 
-# ---- requireSignatures (wharf): installs from a listed marketplace need a
-# valid signature by one of the layer's keys; every layer that lists the
-# marketplace must be satisfied.
+# ---- requireSignatures (wharf): an install from a listed marketplace needs a
+# valid signature by one of the keys of every layer that lists it.
 
-deny contains r(l, "requireSignatures", msg) if {
-	input.action == "install"
-	some l in layers
-	l.signatures.invalid
+signature_deny contains r(i, "requireSignatures", msg) if {
+	some i in data.wharf_index.signatures_invalid
 	msg := sprintf("requireSignatures is invalid, so every install is refused (fail closed); %s refused", [input.plugin])
 }
 
-deny contains r(l, "requireSignatures", msg) if {
-	input.action == "install"
-	some l in layers
-	keys := l.signatures.keys[input.plugin_marketplace]
-	not signed(keys)
-	msg := sprintf("%s needs a valid signature by one of the keys %v (requireSignatures for %s)", [input.plugin, object.keys(keys), input.plugin_marketplace])
+signature_deny contains r(e[0], "requireSignatures", msg) if {
+	some e in data.wharf_index.signatures[input.plugin_marketplace]
+	not e[2]
+	not signed(e[1])
+	msg := sprintf("%s needs a valid signature by one of the keys %v (requireSignatures for %s)", [input.plugin, object.keys(e[1]), input.plugin_marketplace])
 }
 
-deny contains r(l, "requireSignatures", msg) if {
-	input.action == "install"
-	some l in layers
-	l.signatures.invalid_markets[input.plugin_marketplace]
+signature_deny contains r(e[0], "requireSignatures", msg) if {
+	some e in data.wharf_index.signatures[input.plugin_marketplace]
+	e[2]
 	msg := sprintf("requireSignatures for %s is invalid, so its installs are refused (fail closed); %s refused", [input.plugin_marketplace, input.plugin])
 }
 
@@ -279,18 +297,14 @@ signed(keys) if {
 
 # ---- admin rules: package wharf.admin.<layer>, `deny contains msg if ...`.
 
-deny contains r(l, "admin", admin_message(msg)) if {
-	some l in layers
-	some msg in data.wharf.admin[l.name].deny
+admin_deny contains r(i, "admin", admin_message(msg)) if {
+	some i, name in data.wharf_index.names
+	some msg in data.wharf.admin[name].deny
 }
 
-admin_message(m) := m if is_string(m)
+admin_message(x) := x if is_string(x)
 
-else := sprintf("%v", [m])
-
-default forced_state := ""
-
-forced_state := forced
+else := sprintf("%v", [x])
 
 decision := {
 	"allowed": count(deny) == 0,
