@@ -91,31 +91,13 @@ func (in *Installer) List(ctx context.Context, opts StatusOptions) ([]PluginStat
 		}
 		if st.Enabled {
 			for _, err := range in.check(ctx, g, r, opts) {
-				st.addError(err)
+				st.AddError(err)
 			}
 		}
 		effective[r.ID] = st.Enabled && len(st.Errors) == 0
 		out = append(out, st)
 	}
-	act := in.resolver(g).Demote(effective)
-	for i := range out {
-		st := &out[i]
-		switch {
-		case len(st.Errors) > 0:
-			st.Status = StatusFailed
-		case !st.Enabled:
-			st.Status = StatusDisabled
-		case act.Status(st.ID) == resolver.StatusDemoted:
-			st.Status = StatusDemoted
-			if why, ok := act.Why(st.ID); ok {
-				st.Chain = explain(why, out)
-				st.addError(plugin.Errorf(plugin.LayerDependency, plugin.TypeDependencyUnsatisfied, st.ID.String(),
-					"enable or install the missing dependency, then reload", "%s", st.Chain))
-			}
-		default:
-			st.Status = StatusActive
-		}
-	}
+	Classify(out, in.resolver(g).Demote(effective))
 	sort.Slice(out, func(i, j int) bool { return out[i].ID.String() < out[j].ID.String() })
 	return out, nil
 }
@@ -151,7 +133,8 @@ func marketSourceOf(g *graph, mkt string) *settings.MarketplaceSource {
 	return nil
 }
 
-func (st *PluginStatus) addError(err error) {
+// AddError records err on the row with its type, layer and hint.
+func (st *PluginStatus) AddError(err error) {
 	d := ErrorDetail{Type: "error", Message: err.Error(), Hint: plugin.HintOf(err)}
 	var pe *plugin.Error
 	if errors.As(err, &pe) {
@@ -159,6 +142,31 @@ func (st *PluginStatus) addError(err error) {
 	}
 	st.Errors = append(st.Errors, d.Message)
 	st.ErrorDetails = append(st.ErrorDetails, d)
+}
+
+// Classify sets the Status of every row: failed when it has errors, disabled
+// when it is not enabled, demoted (with the chain, as a dependency error)
+// when act demoted it, else active. `wharf list` and the agent's loader both
+// classify with it, so the two always agree on a plugin's state.
+func Classify(rows []PluginStatus, act *resolver.Activation) {
+	for i := range rows {
+		st := &rows[i]
+		switch {
+		case len(st.Errors) > 0:
+			st.Status = StatusFailed
+		case !st.Enabled:
+			st.Status = StatusDisabled
+		case act.Status(st.ID) == resolver.StatusDemoted:
+			st.Status = StatusDemoted
+			if why, ok := act.Why(st.ID); ok {
+				st.Chain = explain(why, rows)
+				st.AddError(plugin.Errorf(plugin.LayerDependency, plugin.TypeDependencyUnsatisfied, st.ID.String(),
+					"enable or install the missing dependency, then reload", "%s", st.Chain))
+			}
+		default:
+			st.Status = StatusActive
+		}
+	}
 }
 
 // explain renders a demotion chain, naming a failed plugin at its end as

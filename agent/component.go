@@ -1,0 +1,267 @@
+package agent
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"strings"
+
+	"github.com/wharfhq/wharf/plugin"
+)
+
+// Sources of a component, as in `wharf agent components --json`.
+const (
+	SourceBuiltin = "builtin"
+	SourcePlugin  = "plugin"
+	SourceUser    = "user"
+	SourceProject = "project"
+	SourceManaged = "managed"
+)
+
+// Variables substituted in hook commands, MCP/LSP configurations and
+// Markdown bodies, and exported to hook and server processes.
+const (
+	VarPluginRoot = "CLAUDE_PLUGIN_ROOT"
+	VarPluginData = "CLAUDE_PLUGIN_DATA"
+	VarProjectDir = "CLAUDE_PROJECT_DIR"
+	VarWharfRoot  = "WHARF_PLUGIN_ROOT"
+)
+
+// Component is one live component of a Set. It is a value: a Set never
+// changes a Component after the load that made it.
+type Component struct {
+	Kind plugin.ComponentKind `json:"kind"`
+	// Name is the name the agent registers: "<plugin>:<name>" for plugin
+	// commands, skills, agents and output styles, "plugin:<plugin>:<server>"
+	// for plugin servers, "<plugin>:<event>" for plugin hooks, and the bare
+	// name (or event) for user, project and managed components.
+	Name string `json:"name"`
+	// Local is the name inside its plugin or settings file ("help", "PreToolUse").
+	Local string `json:"-"`
+	// Plugin is the contributing plugin; zero unless Source is "plugin".
+	Plugin plugin.ID `json:"-"`
+	// Source is builtin, plugin, user, project or managed.
+	Source string `json:"source"`
+	// Path is the absolute file that defines the component; empty for one
+	// defined inline in a marketplace entry or a settings file.
+	Path string `json:"path,omitempty"`
+	// Root is the plugin root (CLAUDE_PLUGIN_ROOT); DataDir its data
+	// directory (CLAUDE_PLUGIN_DATA). Both empty for non-plugin components.
+	Root    string `json:"-"`
+	DataDir string `json:"-"`
+	// Description and Meta come from the Markdown front matter (commands,
+	// skills, agents, output styles).
+	Description string         `json:"description,omitempty"`
+	Meta        map[string]any `json:"-"`
+	// Hook holds the matchers of one event (KindHook), with variables
+	// substituted in every command.
+	Hook *Hook `json:"-"`
+	// MCP and LSP hold a server's configuration, variables substituted.
+	MCP *plugin.MCPServer `json:"-"`
+	LSP *plugin.LSPServer `json:"-"`
+
+	// sum identifies the content: two components with the same Key and sum
+	// are the same activation.
+	sum string
+}
+
+// Hook is one event's matchers from one hooks file or settings document.
+type Hook struct {
+	Event    plugin.HookEvent     `json:"event"`
+	Matchers []plugin.HookMatcher `json:"matchers"`
+}
+
+// Key identifies a component within a Set: kind, source, plugin, name and
+// defining file. No two components of a Set share a Key.
+func (c Component) Key() string {
+	return string(c.Kind) + "\x00" + c.Source + "\x00" + c.Plugin.String() + "\x00" + c.Name + "\x00" + c.Path
+}
+
+// Env is the environment a hook or server process of this component gets on
+// top of the agent's: CLAUDE_PLUGIN_ROOT, CLAUDE_PLUGIN_DATA and
+// WHARF_PLUGIN_ROOT for plugin components, and CLAUDE_PROJECT_DIR.
+func (c Component) Env(projectDir string) []string {
+	var env []string
+	if c.Root != "" {
+		env = append(env, VarPluginRoot+"="+c.Root, VarWharfRoot+"="+c.Root, VarPluginData+"="+c.DataDir)
+	}
+	if projectDir != "" {
+		env = append(env, VarProjectDir+"="+projectDir)
+	}
+	return env
+}
+
+// Expand substitutes ${CLAUDE_PLUGIN_ROOT}, ${CLAUDE_PLUGIN_DATA} and
+// ${CLAUDE_PROJECT_DIR} in s, as the loader did in the component's
+// configuration. Use it on a Markdown body before giving it to the model.
+// Other ${...} references are left as written (the shell or the server
+// expands them from its environment).
+func (c Component) Expand(s string, projectDir string) string {
+	return expander{root: c.Root, data: c.DataDir, project: projectDir}.expand(s)
+}
+
+type expander struct{ root, data, project string }
+
+func (e expander) expand(s string) string {
+	if !strings.Contains(s, "${") {
+		return s
+	}
+	r := strings.NewReplacer(
+		"${"+VarPluginRoot+"}", e.root,
+		"${"+VarPluginData+"}", e.data,
+		"${"+VarProjectDir+"}", e.project,
+	)
+	return r.Replace(s)
+}
+
+func (e expander) list(in []string) []string {
+	if in == nil {
+		return nil
+	}
+	out := make([]string, len(in))
+	for i, s := range in {
+		out[i] = e.expand(s)
+	}
+	return out
+}
+
+func (e expander) dict(in map[string]string) map[string]string {
+	if in == nil {
+		return nil
+	}
+	out := make(map[string]string, len(in))
+	for k, v := range in {
+		out[k] = e.expand(v)
+	}
+	return out
+}
+
+func (e expander) mcp(s plugin.MCPServer) *plugin.MCPServer {
+	s.Command = e.expand(s.Command)
+	s.Args = e.list(s.Args)
+	s.Env = e.dict(s.Env)
+	s.Cwd = e.expand(s.Cwd)
+	s.URL = e.expand(s.URL)
+	s.Headers = e.dict(s.Headers)
+	return &s
+}
+
+func (e expander) lsp(s plugin.LSPServer) *plugin.LSPServer {
+	s.Command = e.expand(s.Command)
+	s.Args = e.list(s.Args)
+	s.Env = e.dict(s.Env)
+	return &s
+}
+
+func (e expander) matchers(in []plugin.HookMatcher) []plugin.HookMatcher {
+	out := make([]plugin.HookMatcher, len(in))
+	for i, m := range in {
+		hs := make([]plugin.Hook, len(m.Hooks))
+		for j, h := range m.Hooks {
+			h.Command = e.expand(h.Command)
+			h.Prompt = e.expand(h.Prompt)
+			hs[j] = h
+		}
+		out[i] = plugin.HookMatcher{Matcher: m.Matcher, Hooks: hs}
+	}
+	return out
+}
+
+// seal computes the content sum of c from everything an activation reads.
+func (c *Component) seal() {
+	h := sha256.New()
+	h.Write([]byte(c.Key()))
+	h.Write([]byte{0})
+	h.Write([]byte(c.Root + "\x00" + c.DataDir + "\x00" + c.Description + "\x00"))
+	for _, v := range []any{c.Meta, c.Hook, c.MCP, c.LSP} {
+		b, _ := json.Marshal(v) // maps marshal with sorted keys
+		h.Write(b)
+		h.Write([]byte{0})
+	}
+	c.sum = hex.EncodeToString(h.Sum(nil)[:16])
+}
+
+// Builtin is a component the embedding agent ships itself ("help",
+// "clear", ...). Builtins are merged first and win every collision.
+type Builtin struct {
+	Kind plugin.ComponentKind
+	Name string
+}
+
+// CommandName is the namespaced name of a plugin command, skill, agent or
+// output style: "<plugin>:<name>".
+func CommandName(pluginName, name string) string { return pluginName + ":" + name }
+
+// ServerName is the namespaced name of a plugin MCP or LSP server:
+// "plugin:<plugin>:<server>".
+func ServerName(pluginName, server string) string { return "plugin:" + pluginName + ":" + server }
+
+// ToolName is the name under which a tool of a plugin's MCP server reaches
+// the model: "mcp__plugin_<plugin>_<server>__<tool>". Every character other
+// than ASCII letters, digits, '_' and '-' becomes '_', as agents require of
+// tool names.
+func ToolName(pluginName, server, tool string) string {
+	return "mcp__plugin_" + toolPart(pluginName) + "_" + toolPart(server) + "__" + toolPart(tool)
+}
+
+// ServerToolName is the tool name of an MCP server configured in settings
+// (user, project or managed): "mcp__<server>__<tool>".
+func ServerToolName(server, tool string) string {
+	return "mcp__" + toolPart(server) + "__" + toolPart(tool)
+}
+
+// ToolName returns the model-facing name of tool on c, an MCP server
+// component.
+func (c Component) ToolName(tool string) string {
+	if c.Source == SourcePlugin {
+		return ToolName(c.Plugin.Name, c.Local, tool)
+	}
+	return ServerToolName(c.Local, tool)
+}
+
+func toolPart(s string) string {
+	b := []byte(s)
+	for i, ch := range b {
+		if !(ch >= 'a' && ch <= 'z' || ch >= 'A' && ch <= 'Z' || ch >= '0' && ch <= '9' || ch == '_' || ch == '-') {
+			b[i] = '_'
+		}
+	}
+	return string(b)
+}
+
+// invocationNames are the names c could be invoked by (see the package doc).
+func (c Component) invocationNames() []string {
+	if c.Source == SourcePlugin {
+		switch c.Kind {
+		case plugin.KindCommand, plugin.KindSkill, plugin.KindAgent, plugin.KindOutputStyle:
+			return []string{c.Name, c.Local}
+		}
+	}
+	return []string{c.Name}
+}
+
+var kindRank = func() map[plugin.ComponentKind]int {
+	m := map[plugin.ComponentKind]int{}
+	for i, k := range plugin.ComponentKinds {
+		m[k] = i
+	}
+	return m
+}()
+
+var sourceRank = map[string]int{SourceBuiltin: 0, SourceManaged: 1, SourceProject: 2, SourceUser: 3, SourcePlugin: 4}
+
+func lessComponent(a, b *Component) bool {
+	if a.Kind != b.Kind {
+		return kindRank[a.Kind] < kindRank[b.Kind]
+	}
+	if a.Name != b.Name {
+		return a.Name < b.Name
+	}
+	if a.Source != b.Source {
+		return sourceRank[a.Source] < sourceRank[b.Source]
+	}
+	if a.Plugin != b.Plugin {
+		return a.Plugin.String() < b.Plugin.String()
+	}
+	return a.Path < b.Path
+}

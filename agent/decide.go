@@ -1,0 +1,156 @@
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+
+	"github.com/wharfhq/wharf/policy"
+	"github.com/wharfhq/wharf/settings"
+)
+
+// Policy is what the loader asks before it loads a plugin, a surface of
+// components, a hook or a session plugin dir. *policy.Engine implements it.
+// Implementations must be safe for concurrent use, and Decide must be a pure
+// function of the request and Version: the loader memoizes decisions by
+// version.
+type Policy interface {
+	Decide(ctx context.Context, req policy.Request) (policy.Decision, error)
+	Version() string
+}
+
+// decisionsFile is where decisions are memoized between processes, under
+// WHARF_HOME.
+const decisionsFile = "agent/policy-decisions.json"
+
+// maxMemo bounds the memo file read at startup.
+const maxMemo = 8 << 20
+
+// decider memoizes policy decisions for one policy version. A decision is
+// a pure function of the request and the policy version (which hashes every
+// input document and module), so a memo entry is valid exactly as long as
+// the version is the same; a new version starts an empty memo.
+type decider struct {
+	p    Policy
+	file string // "" keeps the memo in memory only
+
+	mu      sync.Mutex
+	version string
+	m       map[string]policy.Decision
+	dirty   bool
+	loaded  bool
+}
+
+type memoDoc struct {
+	Version   string                     `json:"version"`
+	Decisions map[string]policy.Decision `json:"decisions"`
+}
+
+// begin prepares the memo for the engine's current version.
+func (d *decider) begin() {
+	if d.p == nil {
+		return
+	}
+	v := d.p.Version()
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if !d.loaded && d.file != "" {
+		d.loaded = true
+		if doc, ok := readMemo(d.file); ok && doc.Version == v {
+			d.version, d.m = v, doc.Decisions
+			return
+		}
+	}
+	if d.version != v || d.m == nil {
+		d.version, d.m, d.dirty = v, map[string]policy.Decision{}, d.file != ""
+	}
+}
+
+func readMemo(file string) (memoDoc, bool) {
+	f, err := os.Open(file)
+	if err != nil {
+		return memoDoc{}, false
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil || fi.Size() > maxMemo {
+		return memoDoc{}, false
+	}
+	var doc memoDoc
+	if err := json.NewDecoder(f).Decode(&doc); err != nil || doc.Decisions == nil {
+		return memoDoc{}, false
+	}
+	return doc, true
+}
+
+// save writes the memo when it gained decisions. A failure only costs the
+// next process the evaluations again, so it is returned as a warning.
+func (d *decider) save() error {
+	d.mu.Lock()
+	if !d.dirty || d.file == "" {
+		d.mu.Unlock()
+		return nil
+	}
+	b, err := json.Marshal(memoDoc{Version: d.version, Decisions: d.m})
+	d.dirty = false
+	d.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Dir(d.file), 0o755); err != nil {
+		return err
+	}
+	return settings.WriteFileAtomic(d.file, b, 0o644)
+}
+
+func memoKey(r policy.Request) string {
+	var b strings.Builder
+	b.WriteString(string(r.Action))
+	for _, s := range []string{r.Plugin.String(), string(r.Surface), r.From, r.Path, r.Marketplace.Name} {
+		b.WriteByte(0)
+		b.WriteString(s)
+	}
+	b.WriteByte(0)
+	if r.Marketplace.Source != nil {
+		b.WriteString(r.Marketplace.Source.Key())
+	}
+	return b.String()
+}
+
+// decide returns the decision for req, from the memo when possible. An
+// evaluation error is never memoized and fails closed.
+func (d *decider) decide(ctx context.Context, req policy.Request) (policy.Decision, error) {
+	if d.p == nil {
+		return policy.Decision{Allowed: true}, nil
+	}
+	k := memoKey(req)
+	d.mu.Lock()
+	dec, ok := d.m[k]
+	d.mu.Unlock()
+	if ok {
+		return dec, nil
+	}
+	dec, err := d.p.Decide(ctx, req)
+	if err != nil {
+		return dec, err
+	}
+	d.mu.Lock()
+	if d.m != nil && (dec.PolicyVersion == "" || dec.PolicyVersion == d.version) {
+		d.m[k] = dec
+		d.dirty = d.file != ""
+	}
+	d.mu.Unlock()
+	return dec, nil
+}
+
+// check is decide in error form: nil when allowed.
+func (d *decider) check(ctx context.Context, req policy.Request) error {
+	dec, err := d.decide(ctx, req)
+	if err != nil {
+		return err
+	}
+	return dec.Err(req)
+}

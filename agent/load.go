@@ -1,0 +1,769 @@
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"sort"
+	"sync"
+
+	"github.com/wharfhq/wharf/cache"
+	"github.com/wharfhq/wharf/install"
+	"github.com/wharfhq/wharf/plugin"
+	"github.com/wharfhq/wharf/policy"
+	"github.com/wharfhq/wharf/resolver"
+	"github.com/wharfhq/wharf/settings"
+	"github.com/wharfhq/wharf/trust"
+)
+
+// Mode selects a loader.
+type Mode int
+
+// The loaders.
+const (
+	// CacheOnly reads the registry, the installed manifests and components,
+	// and checks each plugin's stat fingerprint. No network, no re-hash.
+	CacheOnly Mode = iota + 1
+	// Full re-hashes every installed plugin against its trust pin.
+	Full
+)
+
+func (m Mode) String() string {
+	switch m {
+	case CacheOnly:
+		return "cache-only"
+	case Full:
+		return "full"
+	}
+	return fmt.Sprintf("mode(%d)", int(m))
+}
+
+// Registry is the installed registry as the loader reads it. *cache.Cache
+// implements it. List must be safe to call while another process writes.
+type Registry interface {
+	List() ([]cache.Record, error)
+}
+
+// Leaser leases version directories for the session. *cache.Cache
+// implements it.
+type Leaser interface {
+	Acquire(ctx context.Context, paths ...string) (*cache.Lease, error)
+}
+
+// PluginStatus is one plugin's state after a load: the row `wharf list`
+// shows, classified by the same rules, plus where it came from and how many
+// of its components are live.
+type PluginStatus struct {
+	install.PluginStatus
+	// Source is "installed" or "inline" (a session plugin dir).
+	Source string `json:"source"`
+	// Components counts the plugin's live components.
+	Components int `json:"components"`
+	// Skipped names components of the plugin that were not loaded, and why.
+	Skipped []string `json:"skipped,omitempty"`
+}
+
+// Skipped is a component that was found but not loaded.
+type Skipped struct {
+	Component Component
+	// Err says why: a *plugin.Error of layer policy (a locked surface, a
+	// hook policy refuses) or active (a collision with a builtin or a
+	// shadowing component).
+	Err error
+}
+
+// Layer and type of a component that collides with a builtin or is
+// shadowed by another.
+const TypeCollision = "component-collision"
+
+// loadInput is what one load reads besides the filesystem.
+type loadInput struct {
+	snap    *settings.Snapshot
+	recs    []cache.Record
+	inline  []string
+	dec     *decider
+	mode    Mode
+	o       *Options
+	workers int
+}
+
+// unit is one plugin's load: its status row and its candidate components.
+type unit struct {
+	st    PluginStatus
+	comps []Component
+	skips []Skipped
+	deps  []plugin.Dependency
+	warns []string
+	path  string // version dir to lease
+}
+
+func (in *loadInput) dataDir(id plugin.ID) string {
+	return filepath.Join(in.o.Home, "data", id.Source, id.Name)
+}
+
+// build computes a complete Set. It has no side effects beyond reading
+// (and the policy memo).
+func build(ctx context.Context, in *loadInput) (*Set, error) {
+	o := in.o
+	set := &Set{mode: in.mode, settingsHash: in.snap.Hash}
+	if o.Policy != nil {
+		set.policyVersion = o.Policy.Version()
+	}
+	for _, is := range in.snap.Merged.Issues {
+		set.warnings = append(set.warnings, "settings: "+is.String())
+	}
+	enabled := in.snap.Merged.EnabledPlugins
+
+	units := make([]*unit, len(in.recs)+len(in.inline))
+	work := make(chan int)
+	var wg sync.WaitGroup
+	for w := 0; w < in.workers; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range work {
+				if i < len(in.recs) {
+					units[i] = in.loadInstalled(ctx, in.recs[i], enabled)
+				} else {
+					units[i] = in.loadInline(ctx, in.inline[i-len(in.recs)])
+				}
+			}
+		}()
+	}
+	for i := range units {
+		work <- i
+	}
+	close(work)
+	wg.Wait()
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+
+	// Inline plugins are loaded for this session; one that has the name
+	// of another inline plugin is a conflict.
+	seen := map[plugin.ID]bool{}
+	for _, u := range units {
+		if seen[u.st.ID] {
+			u.st.AddError(plugin.Errorf(plugin.LayerIntent, plugin.TypeConflict, u.st.ID.String(),
+				"pass each --plugin-dir once, or rename one of the plugins",
+				"two session plugin dirs define %s", u.st.ID))
+		}
+		seen[u.st.ID] = true
+	}
+
+	// Demotion: a plugin is active only if it is enabled, passed every
+	// check and its dependencies are active.
+	cat := unitCatalog{}
+	inst := make([]resolver.Installed, 0, len(units))
+	effective := map[plugin.ID]bool{}
+	rows := make([]install.PluginStatus, len(units))
+	for i, u := range units {
+		cat[u.st.ID] = resolver.Node{Dependencies: u.deps}
+		inst = append(inst, resolver.Installed{ID: u.st.ID, Auto: u.st.Auto})
+		effective[u.st.ID] = u.st.Enabled && len(u.st.Errors) == 0
+		rows[i] = u.st.PluginStatus
+	}
+	install.Classify(rows, resolver.New(cat, inst, nil).Demote(effective))
+	for i, u := range units {
+		u.st.PluginStatus = rows[i]
+	}
+
+	var cands []Component
+	var skips []Skipped
+	for _, u := range units {
+		set.warnings = append(set.warnings, u.warns...)
+		if u.st.Status != install.StatusActive {
+			continue
+		}
+		cands = append(cands, u.comps...)
+		skips = append(skips, u.skips...)
+		if u.path != "" {
+			set.paths = append(set.paths, u.path)
+		}
+	}
+	own, ownSkips, ownWarns := in.ownComponents(ctx)
+	cands = append(cands, own...)
+	skips = append(skips, ownSkips...)
+	set.warnings = append(set.warnings, ownWarns...)
+
+	comps, mergeSkips := merge(o.Builtins, cands)
+	skips = append(skips, mergeSkips...)
+	set.comps = comps
+	sort.SliceStable(skips, func(i, j int) bool { return lessComponent(&skips[i].Component, &skips[j].Component) })
+	set.skipped = skips
+
+	count := map[plugin.ID]int{}
+	for _, c := range comps {
+		if c.Source == SourcePlugin {
+			count[c.Plugin]++
+		}
+	}
+	skipped := map[plugin.ID][]string{}
+	for _, s := range skips {
+		if s.Component.Source == SourcePlugin {
+			skipped[s.Component.Plugin] = append(skipped[s.Component.Plugin], s.Component.Name+": "+s.Err.Error())
+		}
+	}
+	set.plugins = make([]PluginStatus, len(units))
+	for i, u := range units {
+		u.st.Components = count[u.st.ID]
+		u.st.Skipped = skipped[u.st.ID]
+		set.plugins[i] = u.st
+	}
+	sort.SliceStable(set.plugins, func(i, j int) bool { return set.plugins[i].ID.String() < set.plugins[j].ID.String() })
+	if in.mode == Full {
+		sort.Strings(set.warnings)
+	}
+	return set, nil
+}
+
+// unitCatalog answers the resolver from the manifests this load read.
+type unitCatalog map[plugin.ID]resolver.Node
+
+func (c unitCatalog) Lookup(id plugin.ID) (resolver.Node, bool) { n, ok := c[id]; return n, ok }
+func (c unitCatalog) KnownMarketplace(string) bool              { return true }
+func (c unitCatalog) AllowsCross(string, string) bool           { return true }
+
+func newRow(id plugin.ID) PluginStatus {
+	return PluginStatus{PluginStatus: install.PluginStatus{ID: id, Errors: []string{}, ErrorDetails: []install.ErrorDetail{}}}
+}
+
+func (in *loadInput) loadInstalled(ctx context.Context, r cache.Record, enabled map[plugin.ID]bool) *unit {
+	u := &unit{st: newRow(r.ID)}
+	u.st.Source = "installed"
+	u.st.Version, u.st.Scope, u.st.InstallPath, u.st.Auto, u.st.Digest = r.Version, r.Scope, r.InstallPath, r.Auto, r.Digest
+	u.st.Enabled = enabled[r.ID]
+
+	var src *settings.MarketplaceSource
+	if in.o.MarketplaceSource != nil {
+		src = in.o.MarketplaceSource(r.ID.Source)
+	}
+	req := policy.Request{Action: policy.ActionLoad, Plugin: r.ID, Marketplace: policy.Marketplace{Name: r.ID.Source, Source: src}}
+	dec, err := in.dec.decide(ctx, req)
+	if err == nil {
+		u.st.Forced = dec.Forced
+		switch dec.Forced {
+		case "on":
+			u.st.Enabled = true
+		case "off":
+			u.st.Enabled = false
+		}
+		err = dec.Err(req)
+	}
+	if !u.st.Enabled {
+		return u
+	}
+	if err != nil {
+		// A plugin policy refuses is not read at all.
+		u.st.AddError(err)
+		return u
+	}
+	if in.mode == Full || r.Fingerprint.IsZero() {
+		err = trust.CheckPin(r.ID, r.Version, r.Digest, r.InstallPath)
+	} else {
+		err = trust.CheckFingerprint(r.InstallPath, r.Fingerprint)
+	}
+	if err != nil {
+		// A tree trust refuses is not read either.
+		u.st.AddError(err)
+		return u
+	}
+	var entry *plugin.Entry
+	if in.o.Entries != nil {
+		entry = in.o.Entries(r.ID)
+	}
+	in.loadTree(ctx, u, r.ID, r.InstallPath, entry, u.st.Forced == "on")
+	if len(u.st.Errors) == 0 {
+		u.path = r.InstallPath
+	}
+	return u
+}
+
+func (in *loadInput) loadInline(ctx context.Context, dir string) *unit {
+	u := &unit{}
+	p, _, err := plugin.Load(dir, nil)
+	name := filepath.Base(dir)
+	if p != nil {
+		name = p.Manifest.Name
+	}
+	id := plugin.ID{Name: name, Source: plugin.SourceInline}
+	u.st = newRow(id)
+	u.st.Source = plugin.SourceInline
+	u.st.Scope = string(settings.ScopeFlag)
+	u.st.InstallPath = dir
+	u.st.Enabled = true
+	if p != nil {
+		u.st.Version = p.Manifest.Version
+	}
+	req := policy.Request{Action: policy.ActionSideload, Path: dir}
+	if perr := in.dec.check(ctx, req); perr != nil {
+		u.st.AddError(perr)
+		return u
+	}
+	if err != nil {
+		u.st.AddError(err)
+		return u
+	}
+	in.loadTree(ctx, u, id, dir, nil, false)
+	return u
+}
+
+// loadTree reads the components of a plugin whose tree passed the trust
+// check, applying the per-surface and hook policy.
+func (in *loadInput) loadTree(ctx context.Context, u *unit, id plugin.ID, root string, entry *plugin.Entry, forcedOn bool) {
+	p, diags, err := plugin.Load(root, entry)
+	if err != nil {
+		u.st.AddError(err)
+		return
+	}
+	for _, d := range diags {
+		if d.Severity == plugin.SeverityWarning && in.mode == Full {
+			u.warns = append(u.warns, id.String()+": "+d.String())
+		}
+	}
+	u.deps = p.Manifest.Dependencies
+	if id.Source == plugin.SourceInline {
+		u.deps = nil // a session dir has no marketplace to resolve names in
+	}
+	x := expander{root: root, data: in.dataDir(id), project: in.o.Project}
+	pc := &pluginComponents{in: in, u: u, p: p, id: id, x: x, parsed: map[string]any{}}
+
+	surfaceErr := map[settings.Surface]error{}
+	surfaceOK := func(s settings.Surface) error {
+		if err, ok := surfaceErr[s]; ok {
+			return err
+		}
+		err := in.dec.check(ctx, policy.Request{Action: policy.ActionLoadComponent, Surface: s, From: policy.FromPlugin, Plugin: id})
+		if err == nil && s == settings.SurfaceHooks {
+			err = in.dec.check(ctx, policy.Request{Action: policy.ActionRunHook, Surface: settings.SurfaceHooks, From: policy.FromPlugin, Plugin: id})
+		}
+		surfaceErr[s] = err
+		return err
+	}
+	for _, pcomp := range p.Components {
+		cs, err := pc.expand(pcomp)
+		if err != nil {
+			u.st.AddError(err)
+			continue
+		}
+		for _, c := range cs {
+			if s, ok := surfaceOf(c.Kind); ok {
+				if err := surfaceOK(s); err != nil {
+					u.skips = append(u.skips, Skipped{Component: c, Err: err})
+					continue
+				}
+			}
+			u.comps = append(u.comps, c)
+		}
+	}
+	if len(u.st.Errors) > 0 {
+		u.comps, u.skips = nil, nil
+	}
+}
+
+func surfaceOf(k plugin.ComponentKind) (settings.Surface, bool) {
+	switch k {
+	case plugin.KindCommand:
+		return settings.SurfaceCommands, true
+	case plugin.KindSkill:
+		return settings.SurfaceSkills, true
+	case plugin.KindAgent:
+		return settings.SurfaceAgents, true
+	case plugin.KindHook:
+		return settings.SurfaceHooks, true
+	case plugin.KindMCPServer:
+		return settings.SurfaceMCPServers, true
+	}
+	return "", false
+}
+
+type pluginComponents struct {
+	in     *loadInput
+	u      *unit
+	p      *plugin.Plugin
+	id     plugin.ID
+	x      expander
+	parsed map[string]any // JSON component file (or "" / manifest for inline) → parsed config
+}
+
+// expand turns one discovered component into live components: a Markdown
+// file with its front matter, or the hook/server configuration it names.
+func (pc *pluginComponents) expand(c plugin.Component) ([]Component, error) {
+	base := Component{Kind: c.Kind, Local: c.Name, Plugin: pc.id, Source: SourcePlugin, Root: pc.p.Root, DataDir: pc.x.data}
+	if c.Path != "" && c.Path != ".claude-plugin/plugin.json" {
+		base.Path = filepath.Join(pc.p.Root, filepath.FromSlash(c.Path))
+	} else if c.Path != "" {
+		base.Path = plugin.ManifestFile(pc.p.Root)
+	}
+	switch c.Kind {
+	case plugin.KindCommand, plugin.KindSkill, plugin.KindAgent, plugin.KindOutputStyle:
+		base.Name = CommandName(pc.id.Name, c.Name)
+		if err := readMarkdown(&base); err != nil {
+			return nil, plugin.Errorf(plugin.LayerActive, plugin.TypeComponentLoad, pc.id.String(),
+				"fix the file and reload", "%s %s: %v", c.Kind, base.Path, err)
+		}
+		return []Component{base}, nil
+	case plugin.KindHook:
+		cfg, err := pc.config(c)
+		if err != nil {
+			return nil, err
+		}
+		h := cfg.(*plugin.HooksConfig)
+		base.Name = CommandName(pc.id.Name, c.Name)
+		base.Hook = &Hook{Event: plugin.HookEvent(c.Name), Matchers: pc.x.matchers(h.Hooks[plugin.HookEvent(c.Name)])}
+		return []Component{base}, nil
+	case plugin.KindMCPServer:
+		cfg, err := pc.config(c)
+		if err != nil {
+			return nil, err
+		}
+		base.Name = ServerName(pc.id.Name, c.Name)
+		base.MCP = pc.x.mcp(cfg.(*plugin.MCPConfig).Servers[c.Name])
+		return []Component{base}, nil
+	case plugin.KindLSPServer:
+		cfg, err := pc.config(c)
+		if err != nil {
+			return nil, err
+		}
+		base.Name = ServerName(pc.id.Name, c.Name)
+		base.LSP = pc.x.lsp(cfg.(*plugin.LSPConfig).Servers[c.Name])
+		return []Component{base}, nil
+	}
+	return nil, plugin.Errorf(plugin.LayerActive, plugin.TypeComponentLoad, pc.id.String(), "", "unknown component kind %q", c.Kind)
+}
+
+// config parses the file (or inline object) that defines a JSON component,
+// once per file.
+func (pc *pluginComponents) config(c plugin.Component) (any, error) {
+	key := string(c.Kind) + "\x00" + c.Path
+	if v, ok := pc.parsed[key]; ok {
+		return v, nil
+	}
+	var data []byte
+	file := c.Path
+	if c.Path == "" || c.Path == ".claude-plugin/plugin.json" {
+		switch c.Kind {
+		case plugin.KindHook:
+			data = pc.p.Manifest.Hooks.Inline
+		case plugin.KindMCPServer:
+			data = pc.p.Manifest.MCPServers.Inline
+		case plugin.KindLSPServer:
+			data = pc.p.Manifest.LSPServers.Inline
+		}
+		if file == "" {
+			file = "marketplace entry"
+		}
+	} else {
+		file = filepath.Join(pc.p.Root, filepath.FromSlash(c.Path))
+		b, err := readLimited(file)
+		if err != nil {
+			return nil, plugin.Errorf(plugin.LayerActive, plugin.TypeComponentLoad, pc.id.String(), "reinstall the plugin", "%v", err)
+		}
+		data = b
+	}
+	var v any
+	var err error
+	switch c.Kind {
+	case plugin.KindHook:
+		var h *plugin.HooksConfig
+		h, _, err = plugin.ParseHooks(data, file)
+		v = h
+	case plugin.KindMCPServer:
+		var m *plugin.MCPConfig
+		m, _, err = plugin.ParseMCPServers(data, file)
+		v = m
+	case plugin.KindLSPServer:
+		var l *plugin.LSPConfig
+		l, _, err = plugin.ParseLSPServers(data, file)
+		v = l
+	}
+	if err != nil {
+		return nil, err
+	}
+	pc.parsed[key] = v
+	return v, nil
+}
+
+func readLimited(file string) ([]byte, error) {
+	f, err := os.Open(file)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if fi.Size() > plugin.MaxManifestSize {
+		return nil, &plugin.SizeError{File: file, Size: fi.Size(), Limit: plugin.MaxManifestSize}
+	}
+	b := make([]byte, fi.Size())
+	n, err := readFull(f, b)
+	return b[:n], err
+}
+
+func readFull(f *os.File, b []byte) (int, error) {
+	n := 0
+	for n < len(b) {
+		m, err := f.Read(b[n:])
+		n += m
+		if err != nil {
+			if n == len(b) {
+				return n, nil
+			}
+			return n, err
+		}
+		if m == 0 {
+			break
+		}
+	}
+	return n, nil
+}
+
+// readMarkdown reads c.Path's front matter into Description and Meta.
+// Front matter that cannot be read is not fatal (agents show such a command
+// without a description); an unreadable file is.
+func readMarkdown(c *Component) error {
+	data, err := readLimited(c.Path)
+	if err != nil {
+		return err
+	}
+	meta, _, err := plugin.ParseFrontMatter(data)
+	if err != nil {
+		return nil
+	}
+	c.Meta = meta
+	if d, ok := meta["description"].(string); ok {
+		c.Description = d
+	}
+	return nil
+}
+
+// ownComponents reads the user's and project's own commands, skills and
+// agents and the hooks and MCP servers configured in settings, applying
+// strictPluginOnlyCustomization and allowManagedHooksOnly.
+func (in *loadInput) ownComponents(ctx context.Context) (comps []Component, skips []Skipped, warns []string) {
+	o := in.o
+	allow := func(s settings.Surface, from string) error {
+		err := in.dec.check(ctx, policy.Request{Action: policy.ActionLoadComponent, Surface: s, From: from})
+		if err == nil && s == settings.SurfaceHooks {
+			err = in.dec.check(ctx, policy.Request{Action: policy.ActionRunHook, Surface: settings.SurfaceHooks, From: from})
+		}
+		return err
+	}
+	add := func(cs []Component, s settings.Surface, from string) {
+		if len(cs) == 0 {
+			return
+		}
+		if err := allow(s, from); err != nil {
+			for _, c := range cs {
+				skips = append(skips, Skipped{Component: c, Err: err})
+			}
+			return
+		}
+		comps = append(comps, cs...)
+	}
+	type dirSrc struct{ dir, from string }
+	var dirs []dirSrc
+	if o.Home != "" {
+		dirs = append(dirs, dirSrc{o.Home, SourceUser})
+	}
+	if o.Project != "" {
+		dirs = append(dirs, dirSrc{filepath.Join(o.Project, ".wharf"), SourceProject})
+	}
+	x := expander{project: o.Project}
+	for _, d := range dirs {
+		cmds, w1 := markdownDir(filepath.Join(d.dir, "commands"), plugin.KindCommand, d.from)
+		agents, w2 := markdownDir(filepath.Join(d.dir, "agents"), plugin.KindAgent, d.from)
+		skills, w3 := skillDir(filepath.Join(d.dir, "skills"), d.from)
+		warns = append(append(append(warns, w1...), w2...), w3...)
+		add(cmds, settings.SurfaceCommands, d.from)
+		add(skills, settings.SurfaceSkills, d.from)
+		add(agents, settings.SurfaceAgents, d.from)
+	}
+	for _, doc := range in.snap.Docs {
+		if doc.Missing || len(doc.Data) == 0 {
+			continue
+		}
+		from := scopeSource(doc.Scope)
+		s, err := settings.Parse(doc.Name, doc.Data)
+		if err != nil {
+			continue // already an issue of the merged snapshot
+		}
+		if len(s.Hooks) > 0 && string(s.Hooks) != "null" {
+			h, _, err := plugin.ParseHooks(s.Hooks, doc.Name)
+			if err != nil {
+				warns = append(warns, fmt.Sprintf("%s: hooks not loaded: %v", doc.Describe(), err))
+			} else {
+				var cs []Component
+				for _, ev := range hookEvents(h) {
+					cs = append(cs, Component{Kind: plugin.KindHook, Name: string(ev), Local: string(ev), Source: from, Path: doc.Name,
+						Hook: &Hook{Event: ev, Matchers: x.matchers(h.Hooks[ev])}})
+				}
+				add(cs, settings.SurfaceHooks, from)
+			}
+		}
+		if len(s.MCPServers) > 0 {
+			raw, _ := json.Marshal(map[string]any{"mcpServers": s.MCPServers})
+			m, _, err := plugin.ParseMCPServers(raw, doc.Name)
+			if err != nil {
+				warns = append(warns, fmt.Sprintf("%s: mcpServers not loaded: %v", doc.Describe(), err))
+			} else {
+				var cs []Component
+				for _, n := range m.Names() {
+					cs = append(cs, Component{Kind: plugin.KindMCPServer, Name: n, Local: n, Source: from, Path: doc.Name, MCP: x.mcp(m.Servers[n])})
+				}
+				add(cs, settings.SurfaceMCPServers, from)
+			}
+		}
+	}
+	return comps, skips, warns
+}
+
+func hookEvents(h *plugin.HooksConfig) []plugin.HookEvent {
+	var evs []plugin.HookEvent
+	for ev, ms := range h.Hooks {
+		if len(ms) > 0 {
+			evs = append(evs, ev)
+		}
+	}
+	sort.Slice(evs, func(i, j int) bool { return evs[i] < evs[j] })
+	return evs
+}
+
+// scopeSource maps a settings scope to the source its components report:
+// local settings belong to the project, the flag scope to the user.
+func scopeSource(s settings.Scope) string {
+	switch s {
+	case settings.ScopeManaged:
+		return SourceManaged
+	case settings.ScopeProject, settings.ScopeLocal:
+		return SourceProject
+	}
+	return SourceUser
+}
+
+func markdownDir(dir string, kind plugin.ComponentKind, from string) ([]Component, []string) {
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, nil
+	}
+	var out []Component
+	var warns []string
+	for _, e := range ents {
+		n := e.Name()
+		if e.IsDir() || filepath.Ext(n) != ".md" {
+			continue
+		}
+		name := n[:len(n)-3]
+		if plugin.ValidateName(name) != nil {
+			warns = append(warns, fmt.Sprintf("%s: %q is not a valid %s name; skipped", dir, name, kind))
+			continue
+		}
+		c := Component{Kind: kind, Name: name, Local: name, Source: from, Path: filepath.Join(dir, n)}
+		if err := readMarkdown(&c); err != nil {
+			warns = append(warns, fmt.Sprintf("%s: %v", c.Path, err))
+			continue
+		}
+		out = append(out, c)
+	}
+	return out, warns
+}
+
+func skillDir(dir, from string) ([]Component, []string) {
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, nil
+	}
+	var out []Component
+	var warns []string
+	for _, e := range ents {
+		if !e.IsDir() {
+			continue
+		}
+		name := e.Name()
+		p := filepath.Join(dir, name, "SKILL.md")
+		if _, err := os.Stat(p); err != nil {
+			continue
+		}
+		if plugin.ValidateName(name) != nil {
+			warns = append(warns, fmt.Sprintf("%s: %q is not a valid skill name; skipped", dir, name))
+			continue
+		}
+		c := Component{Kind: plugin.KindSkill, Name: name, Local: name, Source: from, Path: p}
+		if err := readMarkdown(&c); err != nil {
+			warns = append(warns, fmt.Sprintf("%s: %v", p, err))
+			continue
+		}
+		out = append(out, c)
+	}
+	return out, warns
+}
+
+// merge puts builtins first: a candidate whose invocation names hit a
+// builtin of its kind is skipped, and a user component is shadowed by a
+// project (or managed) one of the same kind and name.
+func merge(builtins []Builtin, cands []Component) ([]Component, []Skipped) {
+	type holder struct {
+		who     string
+		builtin bool
+	}
+	taken := map[string]holder{} // kind\x00name → who holds it
+	for _, b := range builtins {
+		taken[string(b.Kind)+"\x00"+b.Name] = holder{"builtin " + string(b.Kind) + " " + b.Name, true}
+	}
+	sort.SliceStable(cands, func(i, j int) bool {
+		a, b := &cands[i], &cands[j]
+		if sourceRank[a.Source] != sourceRank[b.Source] {
+			return sourceRank[a.Source] < sourceRank[b.Source]
+		}
+		return lessComponent(a, b)
+	})
+	var out []Component
+	var skips []Skipped
+	for _, c := range cands {
+		if c.Kind == plugin.KindHook {
+			// Hooks never collide: every armed hook runs.
+			c.seal()
+			out = append(out, c)
+			continue
+		}
+		var hit string
+		for i, n := range c.invocationNames() {
+			// A plugin's bare name yields to builtins only: its
+			// namespaced name stays reachable next to a user's own.
+			if h, ok := taken[string(c.Kind)+"\x00"+n]; ok && (i == 0 || h.builtin) {
+				hit = h.who
+				break
+			}
+		}
+		if hit != "" {
+			obj := c.Name
+			if c.Source == SourcePlugin {
+				obj = c.Plugin.String() + " " + string(c.Kind) + " " + c.Local
+			}
+			skips = append(skips, Skipped{Component: c, Err: plugin.Errorf(plugin.LayerActive, TypeCollision, obj,
+				"rename the component; builtins and higher sources keep their names",
+				"%s %s %q is not loaded: it would shadow %s", c.Source, c.Kind, c.Name, hit)})
+			continue
+		}
+		if c.Source != SourcePlugin {
+			taken[string(c.Kind)+"\x00"+c.Name] = holder{c.Source + " " + string(c.Kind) + " " + c.Name, false}
+		}
+		c.seal()
+		out = append(out, c)
+	}
+	sort.SliceStable(out, func(i, j int) bool { return lessComponent(&out[i], &out[j]) })
+	return out, skips
+}
+
+func defaultWorkers() int {
+	n := runtime.GOMAXPROCS(0)
+	if n < 1 {
+		n = 1
+	}
+	return n
+}

@@ -1,0 +1,321 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+
+	"github.com/wharfhq/wharf/cache"
+	"github.com/wharfhq/wharf/plugin"
+	"github.com/wharfhq/wharf/policy"
+	"github.com/wharfhq/wharf/settings"
+)
+
+// Activator makes components live in the embedding agent: it registers a
+// command, arms a hook, starts a server. Activate returns the undo of exactly
+// that registration; the Runtime runs undos last-in-first-out.
+//
+// During a reload a component may be activated while an older component with
+// the same Key is still active (a plugin update changed its content): the
+// newer registration must win, and the older undo must remove only its own
+// registration. Activate and the undos are called from one goroutine at a
+// time (loads are serialized).
+type Activator interface {
+	Activate(ctx context.Context, c Component) (undo func() error, err error)
+}
+
+// ActivatorFunc adapts a function to Activator.
+type ActivatorFunc func(ctx context.Context, c Component) (func() error, error)
+
+// Activate calls f.
+func (f ActivatorFunc) Activate(ctx context.Context, c Component) (func() error, error) {
+	return f(ctx, c)
+}
+
+// Options configure a Runtime.
+type Options struct {
+	// Home is WHARF_HOME: user components (commands/, skills/, agents/),
+	// plugin data dirs (data/<marketplace>/<plugin>) and the policy memo.
+	Home string
+	// Project is the project directory (CLAUDE_PROJECT_DIR; project
+	// components under .wharf/); "" for none.
+	Project string
+	// Settings says where each scope's settings file is; FlagSettings is
+	// the flag scope's document (may be nil).
+	Settings     settings.Paths
+	FlagSettings []byte
+	// Registry lists the installed plugins; required.
+	Registry Registry
+	// Leaser, when set, leases the version dirs of the current set for the
+	// session, so garbage collection keeps them (*cache.Cache).
+	Leaser Leaser
+	// Policy decides; nil allows everything.
+	Policy Policy
+	// Entries returns a plugin's marketplace entry (for entries that define
+	// components, strict: false), or nil. Optional; both loaders use it.
+	Entries func(plugin.ID) *plugin.Entry
+	// MarketplaceSource returns a known marketplace's source for policy
+	// (strictKnownMarketplaces, blockedMarketplaces), or nil.
+	MarketplaceSource func(name string) *settings.MarketplaceSource
+	// Builtins are the agent's own components; they win every collision.
+	Builtins []Builtin
+	// Activator makes components live; nil only computes sets.
+	Activator Activator
+	// Workers bounds the plugins loaded in parallel (default GOMAXPROCS).
+	Workers int
+	// NoMemo keeps policy decisions in memory only (no file under Home).
+	NoMemo bool
+}
+
+// Errors of the Runtime's lifecycle.
+var (
+	// ErrLateSideload: AddPluginDir after the first load.
+	ErrLateSideload = errors.New("session plugin dirs must be added before the first load")
+	// ErrClosed: the Runtime was closed.
+	ErrClosed = errors.New("agent runtime is closed")
+)
+
+// Runtime holds the current Set of one agent session and the activations
+// that made it live. It is safe for concurrent use; Load, AddPluginDir and
+// Close are serialized, Current never blocks.
+type Runtime struct {
+	o   Options
+	dec *decider
+	cur atomic.Pointer[Set]
+
+	mu      sync.Mutex
+	inline  []string
+	loaded  bool
+	closed  bool
+	active  []activation // in activation order
+	lease   *cache.Lease
+	dataDir map[string]bool
+}
+
+type activation struct {
+	key, sum string
+	undo     func() error
+}
+
+// New returns a Runtime. Nothing is read until the first Load.
+func New(o Options) (*Runtime, error) {
+	if o.Registry == nil {
+		return nil, errors.New("agent: Options.Registry is required")
+	}
+	if o.Workers <= 0 {
+		o.Workers = defaultWorkers()
+	}
+	r := &Runtime{o: o, dec: &decider{p: o.Policy}, dataDir: map[string]bool{}}
+	if o.Home != "" && !o.NoMemo {
+		r.dec.file = filepath.Join(o.Home, filepath.FromSlash(decisionsFile))
+	}
+	return r, nil
+}
+
+// AddPluginDir registers a session plugin dir (--plugin-dir, source
+// "inline", never persisted). It must be called before the first Load;
+// afterwards it fails with an intent error wrapping ErrLateSideload. Policy
+// (disableSideloadFlags) is asked now, and again at every load.
+func (r *Runtime) AddPluginDir(ctx context.Context, dir string) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closed {
+		return ErrClosed
+	}
+	if r.loaded {
+		return &plugin.Error{Layer: plugin.LayerIntent, Type: "usage", Object: dir, Err: ErrLateSideload,
+			Hint: "pass --plugin-dir when the session starts; it cannot be added to a running session"}
+	}
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return &plugin.Error{Layer: plugin.LayerIntent, Type: "usage", Object: dir, Err: err}
+	}
+	r.dec.begin()
+	if err := r.dec.check(ctx, policy.Request{Action: policy.ActionSideload, Path: abs}); err != nil {
+		return err
+	}
+	fi, err := os.Stat(abs)
+	if err != nil || !fi.IsDir() {
+		if err == nil {
+			err = fmt.Errorf("%s is not a directory", abs)
+		}
+		return &plugin.Error{Layer: plugin.LayerIntent, Type: plugin.TypeNotFound, Object: abs, Err: err,
+			Hint: "pass a plugin directory (one with .claude-plugin/plugin.json or commands/, skills/, ...)"}
+	}
+	for _, d := range r.inline {
+		if d == abs {
+			return nil
+		}
+	}
+	r.inline = append(r.inline, abs)
+	return nil
+}
+
+// Current returns the current Set, or nil before the first successful load.
+func (r *Runtime) Current() *Set { return r.cur.Load() }
+
+// Load builds the complete Set of mode from the settings, the registry and
+// the cache as they are now, activates what is new, swaps the Set in, then
+// undoes what is gone (last-in-first-out). On error the previous Set and its
+// activations stay in place. The first Load of a session is the startup
+// load; later ones are reloads. A Full load after a CacheOnly one replaces
+// its result.
+func (r *Runtime) Load(ctx context.Context, mode Mode) (*Set, error) {
+	if mode != CacheOnly && mode != Full {
+		return nil, fmt.Errorf("agent: unknown load mode %d", int(mode))
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closed {
+		return nil, ErrClosed
+	}
+	r.loaded = true
+	snap, err := settings.Load(r.o.Settings, r.o.FlagSettings)
+	if err != nil {
+		return nil, &plugin.Error{Layer: plugin.LayerIntent, Type: settings.TypeSettingsInvalid, Err: err, Hint: "fix the settings file named above"}
+	}
+	recs, err := r.o.Registry.List()
+	if err != nil {
+		return nil, err
+	}
+	r.dec.begin()
+	in := &loadInput{snap: snap, recs: recs, inline: r.inline, dec: r.dec, mode: mode, o: &r.o, workers: r.o.Workers}
+	set, err := build(ctx, in)
+	if err != nil {
+		return nil, err
+	}
+	if err := r.dec.save(); err != nil {
+		set.warnings = append(set.warnings, "policy decisions not memoized: "+err.Error())
+	}
+	var lease *cache.Lease
+	if r.o.Leaser != nil && len(set.paths) > 0 {
+		if lease, err = r.o.Leaser.Acquire(ctx, set.paths...); err != nil {
+			return nil, err
+		}
+	}
+	removed, err := r.activate(ctx, set)
+	if err != nil {
+		if lease != nil {
+			lease.Release()
+		}
+		return nil, err
+	}
+	r.cur.Store(set)
+	var errs []error
+	for i := len(removed) - 1; i >= 0; i-- {
+		if err := removed[i].undo(); err != nil {
+			errs = append(errs, fmt.Errorf("deactivate %s: %w", printable(removed[i].key), err))
+		}
+	}
+	if r.lease != nil {
+		if err := r.lease.Release(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	r.lease = lease
+	if len(errs) > 0 {
+		// The new set is in place; a failed undo is reported, not reverted.
+		return set, &plugin.Error{Layer: plugin.LayerActive, Type: plugin.TypeComponentLoad, Object: "reload",
+			Err: errors.Join(errs...), Hint: "the new plugin set is active; restart the session to clear what could not be deactivated"}
+	}
+	return set, nil
+}
+
+// activate makes set's new components live and returns the activations the
+// set no longer has, in activation order. On error it undoes (LIFO) what it
+// activated and leaves r.active unchanged.
+func (r *Runtime) activate(ctx context.Context, set *Set) ([]activation, error) {
+	if r.o.Activator == nil {
+		return nil, nil
+	}
+	old := map[string]int{}
+	for i, a := range r.active {
+		old[a.key+"\x00"+a.sum] = i
+	}
+	keep := make([]bool, len(r.active))
+	var added []activation
+	for _, c := range set.comps {
+		id := c.Key() + "\x00" + c.sum
+		if i, ok := old[id]; ok {
+			keep[i] = true
+			continue
+		}
+		if c.DataDir != "" && !r.dataDir[c.DataDir] && (c.Kind == "hook" || c.Kind == "mcp-server" || c.Kind == "lsp-server") {
+			if err := os.MkdirAll(c.DataDir, 0o755); err != nil {
+				rollback(added)
+				return nil, &plugin.Error{Layer: plugin.LayerActive, Type: plugin.TypeComponentLoad, Object: c.Plugin.String(), Err: err,
+					Hint: "check that WHARF_HOME is writable"}
+			}
+			r.dataDir[c.DataDir] = true
+		}
+		undo, err := r.o.Activator.Activate(ctx, c)
+		if err != nil {
+			rollback(added)
+			obj := c.Name
+			if c.Source == SourcePlugin {
+				obj = c.Plugin.String()
+			}
+			return nil, &plugin.Error{Layer: plugin.LayerActive, Type: plugin.TypeComponentLoad, Object: obj,
+				Err: fmt.Errorf("activate %s %s: %w", c.Kind, c.Name, err), Hint: "the previous plugin set stays active; fix the component and reload"}
+		}
+		if undo == nil {
+			undo = func() error { return nil }
+		}
+		added = append(added, activation{key: c.Key(), sum: c.sum, undo: undo})
+	}
+	var kept, removed []activation
+	for i, a := range r.active {
+		if keep[i] {
+			kept = append(kept, a)
+		} else {
+			removed = append(removed, a)
+		}
+	}
+	r.active = append(kept, added...)
+	return removed, nil
+}
+
+func rollback(added []activation) {
+	for i := len(added) - 1; i >= 0; i-- {
+		added[i].undo()
+	}
+}
+
+// Close deactivates every component, last-in-first-out, and releases the
+// session's lease. The Runtime cannot be used afterwards.
+func (r *Runtime) Close() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closed {
+		return nil
+	}
+	r.closed = true
+	var errs []error
+	for i := len(r.active) - 1; i >= 0; i-- {
+		if err := r.active[i].undo(); err != nil {
+			errs = append(errs, fmt.Errorf("deactivate %s: %w", printable(r.active[i].key), err))
+		}
+	}
+	r.active = nil
+	if r.lease != nil {
+		if err := r.lease.Release(); err != nil {
+			errs = append(errs, err)
+		}
+		r.lease = nil
+	}
+	return errors.Join(errs...)
+}
+
+func printable(key string) string {
+	b := []byte(key)
+	for i, c := range b {
+		if c == 0 {
+			b[i] = ' '
+		}
+	}
+	return string(b)
+}
