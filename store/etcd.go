@@ -197,8 +197,10 @@ func (e *Etcd) Update(fn func(Tx) error) error {
 }
 
 // Watch implements Watcher with etcd's own watch: it sees the commits of
-// every replica. A watch that etcd cancels (compaction, a member without a
-// leader) closes the channel.
+// every replica. The watch asks for a member that has a leader, and when it
+// breaks (a member dies or loses its leader) it resumes on another member
+// from the last revision it delivered, so no commit is skipped. Only when
+// etcd has compacted that revision away does the channel close.
 func (e *Etcd) Watch(ctx context.Context, bucket string) (<-chan Event, error) {
 	if bucket == "" {
 		return nil, errors.New("store: watch: empty bucket name")
@@ -211,31 +213,50 @@ func (e *Etcd) Watch(ctx context.Context, bucket string) (<-chan Event, error) {
 	if err != nil {
 		return nil, fmt.Errorf("store: etcd: watch %s: %w", bucket, err)
 	}
-	wctx, wcancel := context.WithCancel(clientv3.WithRequireLeader(ctx))
+	wctx, wcancel := context.WithCancel(ctx)
 	stop := context.AfterFunc(e.ctx, wcancel)
 	prefix := e.bucketPrefix(bucket)
-	wch := e.cli.Watch(wctx, prefix, clientv3.WithPrefix(), clientv3.WithRev(resp.Header.Revision+1))
 	out := make(chan Event)
 	go func() {
 		defer close(out)
 		defer stop()
 		defer wcancel()
-		for wr := range wch {
-			if wr.Err() != nil {
+		last := resp.Header.Revision // every commit up to here is delivered
+		for wctx.Err() == nil {
+			sctx, scancel := context.WithCancel(clientv3.WithRequireLeader(wctx))
+			wch := e.cli.Watch(sctx, prefix, clientv3.WithPrefix(), clientv3.WithRev(last+1))
+			compacted := false
+			for wr := range wch {
+				if wr.CompactRevision != 0 {
+					compacted = true
+					break
+				}
+				if wr.Err() != nil {
+					break
+				}
+				for _, ev := range wr.Events {
+					out1 := Event{Bucket: bucket, Key: strings.TrimPrefix(string(ev.Kv.Key), prefix)}
+					if ev.Type == clientv3.EventTypeDelete {
+						out1.Deleted = true
+					} else {
+						out1.Value = ev.Kv.Value
+					}
+					select {
+					case out <- out1:
+					case <-wctx.Done():
+						scancel()
+						return
+					}
+					last = max(last, ev.Kv.ModRevision)
+				}
+			}
+			scancel()
+			if compacted {
 				return
 			}
-			for _, ev := range wr.Events {
-				out1 := Event{Bucket: bucket, Key: strings.TrimPrefix(string(ev.Kv.Key), prefix)}
-				if ev.Type == clientv3.EventTypeDelete {
-					out1.Deleted = true
-				} else {
-					out1.Value = ev.Kv.Value
-				}
-				select {
-				case out <- out1:
-				case <-wctx.Done():
-					return
-				}
+			select { // a short pause before resuming, so a dead cluster is not spun on
+			case <-time.After(100 * time.Millisecond):
+			case <-wctx.Done():
 			}
 		}
 	}()

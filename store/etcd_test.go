@@ -406,6 +406,30 @@ func TestEtcdClusterSurvivesLeaderCrash(t *testing.T) {
 		reached  = make(chan struct{}, workers)
 		killed   = make(chan struct{})
 	)
+	// A watcher on the same client must see every write, across the crash.
+	wctx, wcancel := context.WithCancel(context.Background())
+	defer wcancel()
+	watch, err := s.Watch(wctx, "data")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var (
+		seenMu sync.Mutex
+		seen   = map[string]string{}
+		seenCh = make(chan struct{}, 1)
+	)
+	go func() {
+		for ev := range watch {
+			seenMu.Lock()
+			seen[ev.Key] = string(ev.Value)
+			seenMu.Unlock()
+			select {
+			case seenCh <- struct{}{}:
+			default:
+			}
+		}
+	}()
+
 	errs := make(chan error, workers)
 	for w := range workers {
 		wg.Add(1)
@@ -524,6 +548,28 @@ func TestEtcdClusterSurvivesLeaderCrash(t *testing.T) {
 		t.Fatalf("%d audit entries but %d data keys: an update was half applied", len(audit), len(data))
 	}
 	t.Logf("%d acknowledged of %d stored writes", total, len(audit))
+
+	missing := func() []string {
+		seenMu.Lock()
+		defer seenMu.Unlock()
+		var out []string
+		for w := range workers {
+			for _, a := range acks[w] {
+				if seen[a.key] != a.value {
+					out = append(out, a.key)
+				}
+			}
+		}
+		return out
+	}
+	deadline := time.After(30 * time.Second)
+	for m := missing(); len(m) > 0; m = missing() {
+		select {
+		case <-seenCh:
+		case <-deadline:
+			t.Fatalf("the watch missed %d acknowledged writes, e.g. %s", len(m), m[0])
+		}
+	}
 }
 
 func TestParseEtcdURL(t *testing.T) {
