@@ -7,17 +7,20 @@ import (
 	"io"
 	"net"
 	"net/url"
+	"os"
 	"regexp"
 	"strings"
 
+	"github.com/go-git/go-billy/v5/osfs"
 	git "github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/config"
 	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/cache"
 	"github.com/go-git/go-git/v5/plumbing/filemode"
 	"github.com/go-git/go-git/v5/plumbing/object"
 	"github.com/go-git/go-git/v5/plumbing/transport"
 	githttp "github.com/go-git/go-git/v5/plumbing/transport/http"
-	"github.com/go-git/go-git/v5/storage/memory"
+	"github.com/go-git/go-git/v5/storage/filesystem"
 
 	"github.com/wharfhq/wharf/plugin"
 )
@@ -175,7 +178,15 @@ func (f *Fetcher) fetchGit(ctx context.Context, req *Request, t *tree) (*Result,
 	if f.Progress != nil {
 		prog = progressWriter{f.Progress}
 	}
-	repo, err := git.Init(memory.NewStorage(), nil)
+	// Objects go to a scratch directory outside the destination rather
+	// than memory: a full-history fallback of a large repository must not
+	// exhaust RAM. Nothing of it reaches the plugin tree.
+	scratch, err := os.MkdirTemp("", "wharf-git-*")
+	if err != nil {
+		return nil, fail(req, "check that the temporary directory is writable", err)
+	}
+	defer os.RemoveAll(scratch)
+	repo, err := git.Init(filesystem.NewStorage(osfs.New(scratch), cache.NewObjectLRUDefault()), nil)
 	if err != nil {
 		return nil, fail(req, "", err)
 	}
@@ -221,7 +232,10 @@ func (f *Fetcher) fetchGit(ctx context.Context, req *Request, t *tree) (*Result,
 					return nil, f.gitErr(ctx, req, rawURL, err)
 				}
 				f.progressf("%s: commit %s not fetchable shallowly (%v); fetching full history\n", req.Plugin, want, err)
-				err = fetch("+refs/*:refs/wharf/all/*", 0, git.NoTags)
+				err = fetch("+refs/heads/*:refs/wharf/heads/*", 0, git.NoTags)
+				if err == nil {
+					err = fetch("+refs/tags/*:refs/wharf/tags/*", 0, git.NoTags)
+				}
 			}
 		}
 	default:

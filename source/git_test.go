@@ -184,3 +184,22 @@ func TestGitURLPolicy(t *testing.T) {
 		wantSourceErr(t, err, ErrUnsupported)
 	})
 }
+
+func TestFetchGitOldSHAWithoutTags(t *testing.T) {
+	work := t.TempDir()
+	gitCmd(t, work, "init", "-q", "-b", "main")
+	writeFile(t, filepath.Join(work, "a.md"), "old\n", 0o644)
+	gitCmd(t, work, "add", "-A")
+	gitCmd(t, work, "commit", "-q", "-m", "old")
+	old := gitCmd(t, work, "rev-parse", "HEAD")
+	writeFile(t, filepath.Join(work, "a.md"), "new\n", 0o644)
+	gitCmd(t, work, "commit", "-q", "-am", "new")
+	_, dest := sandbox(t)
+	res, err := fetch(t, &Fetcher{AllowFileURLs: true}, plugin.Source{Kind: plugin.SourceURL, URL: "file://" + work, SHA: old}, dest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Commit != old || readFile(t, filepath.Join(dest, "a.md")) != "old\n" {
+		t.Fatalf("res = %+v, a.md = %q", res, readFile(t, filepath.Join(dest, "a.md")))
+	}
+}
