@@ -402,9 +402,8 @@ type onlyReader struct{ r io.Reader }
 
 func (o onlyReader) Read(p []byte) (int, error) { return o.r.Read(p) }
 
-// Diff names the paths that differ between two trees: changed content or
-// kind, added and removed, in bytewise order. Each name is prefixed with
-// nothing; use DiffDetail for the kind of change.
+// Diff names the paths that differ between two trees: changed content, mode
+// or kind, added and removed, in bytewise order. DiffDetail says which.
 func Diff(expected, actual *Tree) []string {
 	var out []string
 	for _, c := range DiffDetail(expected, actual) {

@@ -147,3 +147,47 @@ func TestValidDigest(t *testing.T) {
 		}
 	}
 }
+
+// A file that changes between the walk and its hashing is refused, not
+// hashed as whatever it became.
+func TestDigestFileChangedWhileHashing(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		change func(t *testing.T, p string)
+	}{
+		{"grew", func(t *testing.T, p string) {
+			f, err := os.OpenFile(p, os.O_APPEND|os.O_WRONLY, 0)
+			must(t, err)
+			f.WriteString("appended")
+			f.Close()
+		}},
+		{"became a fifo", func(t *testing.T, p string) {
+			must(t, os.Remove(p))
+			must(t, syscall.Mkfifo(p, 0o644))
+		}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			root := t.TempDir()
+			writeFile(t, root, "commands/a.md", "a", 0o644)
+			w, err := walk(root, false)
+			must(t, err)
+			c.change(t, filepath.Join(root, "commands", "a.md"))
+			err = hashFiles(root, w.entries)
+			trustErr(t, err, "commands/a.md")
+			if !errors.Is(err, ErrChanged) {
+				t.Errorf("%v is not ErrChanged", err)
+			}
+		})
+	}
+	t.Run("became a symlink", func(t *testing.T) {
+		root := t.TempDir()
+		writeFile(t, root, "a.md", "a", 0o644)
+		writeFile(t, root, "b.md", "b", 0o644)
+		w, err := walk(root, false)
+		must(t, err)
+		must(t, os.Remove(filepath.Join(root, "a.md")))
+		must(t, os.Symlink("/etc/passwd", filepath.Join(root, "a.md")))
+		err = hashFiles(root, w.entries)
+		trustErr(t, err, "a.md") // O_NOFOLLOW: never read through it
+	})
+}

@@ -129,6 +129,9 @@ func TestVerifyFailures(t *testing.T) {
 				if !strings.Contains(r.Reason, c.reason) {
 					t.Errorf("%s: reason %q lacks %q", c.name, r.Reason, c.reason)
 				}
+				if len(c.others) > 0 && r.SignedDigest != c.others[0] {
+					t.Errorf("%s: signed digest %q, want %q", c.name, r.SignedDigest, c.others[0])
+				}
 				if prev, dup := seen[r.Reason]; dup {
 					t.Errorf("%s and %s give the same message %q", c.name, prev, r.Reason)
 				}
