@@ -135,8 +135,8 @@ type builtBundle struct {
 // policyBundle serves the signed bundle. The 304 path reads one key and
 // builds nothing.
 func (s *Server) policyBundle(c echo.Context) error {
-	var head policyHead
-	if err := s.deps.Store.View(func(r store.Reader) (err error) { head, err = readHead(r); return }); err != nil {
+	head, err := s.currentHead()
+	if err != nil {
 		return err
 	}
 	etag := bundleETag(head.Version)

@@ -164,6 +164,11 @@ type Deps struct {
 	// negative disables rate limiting. RateBurst defaults to 2×RateLimit.
 	RateLimit float64
 	RateBurst int
+	// StateCacheTTL is how long a replica may serve a known token and the
+	// policy head from memory before reading the store again (default 1s;
+	// negative: always read). Changes made through this server apply at
+	// once; changes made through another replica within the TTL.
+	StateCacheTTL time.Duration
 	// Now is the clock (tests); default time.Now.
 	Now func() time.Time
 }

@@ -21,7 +21,7 @@ type fixture struct {
 	deployW1 string
 }
 
-func writeFile(t *testing.T, path, content string) {
+func writeFile(t testing.TB, path, content string) {
 	t.Helper()
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		t.Fatal(err)
@@ -31,7 +31,7 @@ func writeFile(t *testing.T, path, content string) {
 	}
 }
 
-func newFixture(t *testing.T) *fixture {
+func newFixture(t testing.TB) *fixture {
 	t.Helper()
 	f := &fixture{root: filepath.Join(t.TempDir(), "corp-marketplace")}
 	p := func(rel, content string) { writeFile(t, filepath.Join(f.root, rel), content) }
@@ -91,7 +91,7 @@ func withCatalog(f *fixture, dataDir string) envOption {
 }
 
 // newCatalogEnv is an env with the fixture marketplace added as "corp".
-func newCatalogEnv(t *testing.T, opts ...envOption) (*env, *fixture) {
+func newCatalogEnv(t testing.TB, opts ...envOption) (*env, *fixture) {
 	t.Helper()
 	f := newFixture(t)
 	dataDir := t.TempDir()

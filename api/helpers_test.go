@@ -17,7 +17,7 @@ import (
 // env is a real server on 127.0.0.1 over a real bbolt file, with one token
 // per role.
 type env struct {
-	t      *testing.T
+	t      testing.TB
 	dir    string
 	st     *store.Bolt
 	srv    *Server
@@ -28,7 +28,7 @@ type env struct {
 
 type envOption func(*Deps)
 
-func newEnv(t *testing.T, opts ...envOption) *env {
+func newEnv(t testing.TB, opts ...envOption) *env {
 	t.Helper()
 	e := &env{t: t, dir: t.TempDir(), tokens: map[Role]string{}}
 	e.start(opts...)
@@ -89,14 +89,14 @@ type resp struct {
 	body   []byte
 }
 
-func (r resp) json(t *testing.T, v any) {
+func (r resp) json(t testing.TB, v any) {
 	t.Helper()
 	if err := json.Unmarshal(r.body, v); err != nil {
 		t.Fatalf("decode %s: %v", r.body, err)
 	}
 }
 
-func (r resp) apiError(t *testing.T) APIError {
+func (r resp) apiError(t testing.TB) APIError {
 	t.Helper()
 	var w struct {
 		Error APIError `json:"error"`

@@ -115,6 +115,36 @@ func readHead(r store.Reader) (policyHead, error) {
 	return h, nil
 }
 
+// currentHead returns the policy head, from memory for up to StateCacheTTL.
+func (s *Server) currentHead() (policyHead, error) {
+	now := time.Now()
+	s.headMu.RLock()
+	h, exp := s.headVal, s.headExp
+	s.headMu.RUnlock()
+	if now.Before(exp) {
+		return h, nil
+	}
+	if err := s.deps.Store.View(func(r store.Reader) (err error) { h, err = readHead(r); return }); err != nil {
+		return policyHead{}, err
+	}
+	if s.deps.StateCacheTTL > 0 {
+		s.headMu.Lock()
+		s.headVal, s.headExp = h, now.Add(s.deps.StateCacheTTL)
+		s.headMu.Unlock()
+	}
+	return h, nil
+}
+
+// setHead records a head this server just committed.
+func (s *Server) setHead(h policyHead) {
+	s.headMu.Lock()
+	s.headVal, s.headExp = h, time.Now().Add(s.deps.StateCacheTTL)
+	if s.deps.StateCacheTTL <= 0 {
+		s.headExp = time.Time{}
+	}
+	s.headMu.Unlock()
+}
+
 // policyVersion hashes exactly the fields that the bundle and the engine
 // read: name, rank, settings (canonical JSON) and modules. Timestamps and
 // authors are left out so that the same policy has the same version
@@ -392,6 +422,7 @@ func (s *Server) putLayer(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	s.setHead(policyHead{Revision: res.Revision, Version: res.PolicyVersion})
 	status := http.StatusOK
 	if res.Layer.Version == 1 {
 		status = http.StatusCreated
@@ -448,6 +479,7 @@ func (s *Server) deleteLayer(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	s.setHead(policyHead{Revision: res.Revision, Version: res.PolicyVersion})
 	return c.JSON(http.StatusOK, res)
 }
 
@@ -582,8 +614,8 @@ func (s *Server) decider(ctx context.Context) (Decider, string, error) {
 		return nil, "", &APIError{Status: http.StatusServiceUnavailable, Code: CodeUnavailable,
 			Message: "this server has no policy engine configured"}
 	}
-	var head policyHead
-	if err := s.deps.Store.View(func(r store.Reader) (err error) { head, err = readHead(r); return }); err != nil {
+	head, err := s.currentHead()
+	if err != nil {
 		return nil, "", err
 	}
 	s.polMu.Lock()

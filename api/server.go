@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"math"
 	"net"
@@ -36,6 +35,13 @@ type Server struct {
 	limMu    sync.Mutex
 	limiters map[string]*rate.Limiter
 
+	tokMu    sync.RWMutex
+	tokCache map[string]cachedToken // sha256 of secret → token
+
+	headMu  sync.RWMutex
+	headVal policyHead
+	headExp time.Time
+
 	polMu    sync.Mutex
 	polCache *compiledPolicy // last compiled policy, keyed by its version
 
@@ -58,7 +64,7 @@ func New(d Deps) (*Server, error) {
 		return nil, errors.New("api: Deps.Store is required")
 	}
 	if d.Logger == nil {
-		d.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+		d.Logger = slog.New(slog.DiscardHandler)
 	}
 	if d.BodyLimit <= 0 {
 		d.BodyLimit = 1 << 20
@@ -75,7 +81,10 @@ func New(d Deps) (*Server, error) {
 	if d.Now == nil {
 		d.Now = time.Now
 	}
-	s := &Server{deps: d, log: d.Logger, now: d.Now, limiters: map[string]*rate.Limiter{}}
+	if d.StateCacheTTL == 0 {
+		d.StateCacheTTL = time.Second
+	}
+	s := &Server{deps: d, log: d.Logger, now: d.Now, limiters: map[string]*rate.Limiter{}, tokCache: map[string]cachedToken{}}
 	signer, err := loadOrCreateSigner(d.Store)
 	if err != nil {
 		return nil, err

@@ -74,8 +74,18 @@ func newTokenID() (string, error) {
 }
 
 // lookupToken returns the token for a secret, or nil when it is unknown.
+// Known tokens are cached for StateCacheTTL: a revocation made through this
+// server takes effect at once, one made through another replica within the
+// TTL. Unknown secrets are never cached, so guessing cannot fill the cache.
 func (s *Server) lookupToken(secret string) (*tokenRecord, error) {
 	h := hashSecret(secret)
+	now := time.Now()
+	s.tokMu.RLock()
+	ct, ok := s.tokCache[h]
+	s.tokMu.RUnlock()
+	if ok && now.Before(ct.expires) {
+		return ct.rec, nil
+	}
 	var rec *tokenRecord
 	err := s.deps.Store.View(func(r store.Reader) error {
 		id, err := r.Get(bucketTokenIndex, h)
@@ -99,7 +109,30 @@ func (s *Server) lookupToken(secret string) (*tokenRecord, error) {
 		rec = &t
 		return nil
 	})
-	return rec, err
+	if err != nil || rec == nil || s.deps.StateCacheTTL < 0 {
+		return rec, err
+	}
+	s.tokMu.Lock()
+	if len(s.tokCache) >= maxCachedTokens {
+		clear(s.tokCache)
+	}
+	s.tokCache[h] = cachedToken{rec: rec, expires: now.Add(s.deps.StateCacheTTL)}
+	s.tokMu.Unlock()
+	return rec, nil
+}
+
+const maxCachedTokens = 10000
+
+type cachedToken struct {
+	rec     *tokenRecord
+	expires time.Time
+}
+
+// forgetToken drops a revoked token from the cache.
+func (s *Server) forgetToken(hash string) {
+	s.tokMu.Lock()
+	delete(s.tokCache, hash)
+	s.tokMu.Unlock()
 }
 
 // putToken writes a token and its index entry in tx.
@@ -237,6 +270,7 @@ func (s *Server) listTokens(c echo.Context) error {
 func (s *Server) deleteToken(c echo.Context) error {
 	id := c.Param("id")
 	p := s.caller(c)
+	var hash string
 	err := s.deps.Store.Update(func(tx store.Tx) error {
 		raw, err := tx.Get(bucketTokens, id)
 		if errors.Is(err, store.ErrNotFound) {
@@ -273,12 +307,14 @@ func (s *Server) deleteToken(c echo.Context) error {
 		if err := tx.Delete(bucketTokenIndex, t.Hash); err != nil {
 			return err
 		}
+		hash = t.Hash
 		return appendAudit(tx, AuditEntry{Time: s.now().UTC(), Action: ActionTokenDelete, Actor: p.TokenID, Role: p.Role,
 			Object: id, Detail: map[string]any{"role": t.Role}})
 	})
 	if err != nil {
 		return err
 	}
+	s.forgetToken(hash)
 	s.limMu.Lock()
 	delete(s.limiters, id)
 	s.limMu.Unlock()
