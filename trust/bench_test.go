@@ -71,6 +71,13 @@ func BenchmarkFingerprintCheck200(b *testing.B) {
 		}
 		fps[i] = fp
 	}
+	paths := 0
+	for _, fp := range fps {
+		paths += len(fp.Entries)
+	}
+	perPath := func(b *testing.B) {
+		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(paths), "ns/path")
+	}
 	b.Run("check", func(b *testing.B) {
 		for b.Loop() {
 			for i := range roots {
@@ -79,6 +86,7 @@ func BenchmarkFingerprintCheck200(b *testing.B) {
 				}
 			}
 		}
+		perPath(b)
 	})
 	b.Run("check-parallel", func(b *testing.B) {
 		checks := make([]FPCheck, len(roots))
@@ -92,6 +100,7 @@ func BenchmarkFingerprintCheck200(b *testing.B) {
 				}
 			}
 		}
+		perPath(b)
 	})
 	// The floor: os.Lstat of the same paths and nothing else, to tell the
 	// cost of the check from the cost of the machine's stat calls.
@@ -103,5 +112,6 @@ func BenchmarkFingerprintCheck200(b *testing.B) {
 				}
 			}
 		}
+		perPath(b)
 	})
 }
