@@ -10,6 +10,7 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/wharfhq/wharf/plugin"
 )
@@ -71,6 +72,9 @@ func ParseSource(s string) (Source, error) {
 	}
 	if len(s) > maxSourceLen {
 		return Source{}, sourceErr(raw[:40]+"...", "marketplace source is longer than %d bytes", maxSourceLen)
+	}
+	if !utf8.ValidString(s) {
+		return Source{}, sourceErr(strings.ToValidUTF8(raw, "?"), "marketplace source is not valid UTF-8")
 	}
 	if strings.ContainsAny(s, "\x00\n\r\t") {
 		return Source{}, sourceErr(raw, "marketplace source contains a control character")

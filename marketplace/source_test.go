@@ -1,6 +1,7 @@
 package marketplace
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"strings"
@@ -196,6 +197,38 @@ func FuzzParseSource(f *testing.F) {
 		var back Source
 		if err := json.Unmarshal(b, &back); err != nil || !back.Equal(src) {
 			t.Fatalf("JSON round trip of %q: %s -> %+v, %v", in, b, back, err)
+		}
+	})
+}
+
+func FuzzSourceJSON(f *testing.F) {
+	for _, s := range []string{
+		`{"source":"github","repo":"a/b","ref":"main","path":"x"}`,
+		`{"source":"git","url":"https://h.example/r.git"}`,
+		`{"source":"url","url":"https://h.example/m.json","headers":{"A":"b"}}`,
+		`{"source":"directory","path":"/m"}`, `{"source":"file","path":"/m.json"}`,
+		`"owner/repo@v1"`, `{"source":"npm"}`, `null`, `[]`, `{"source":1}`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		var s Source
+		if err := json.Unmarshal(data, &s); err != nil {
+			return
+		}
+		if s.Kind == "" && string(bytes.TrimSpace(data)) == "null" {
+			return // null leaves the zero value, as encoding/json does
+		}
+		if err := s.Validate(); err != nil {
+			t.Fatalf("accepted %s as %+v, which does not validate: %v", data, s, err)
+		}
+		b, err := json.Marshal(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var back Source
+		if err := json.Unmarshal(b, &back); err != nil || !back.Equal(s) {
+			t.Fatalf("round trip %s -> %s -> %+v, %v", data, b, back, err)
 		}
 	})
 }
