@@ -44,10 +44,17 @@ while [ $n -lt "$runs" ]; do
 done
 shell_ns=$((($(now) - start) / runs))
 
-wharf_ns=$(WHARF_BENCH_TREE=$tree go test ./trust -run '^$' -bench '^BenchmarkDigest$' -benchtime "${runs}x" |
-	awk '/^BenchmarkDigest/ { for (i = 1; i <= NF; i++) if ($(i+1) == "ns/op") print $i }')
+go test -c -o "${TMPDIR:-/tmp}/trust.bench.$$" ./trust
+bench() {
+	WHARF_BENCH_TREE=$tree "${TMPDIR:-/tmp}/trust.bench.$$" -test.run '^$' -test.bench '^BenchmarkDigest$' -test.benchtime "${runs}x" -test.cpu "$1" |
+		awk '/^BenchmarkDigest/ { for (i = 1; i <= NF; i++) if ($(i+1) == "ns/op") print $i }'
+}
+wharf_ns=$(bench "$(nproc)")
+serial_ns=$(bench 1)
+rm -f "${TMPDIR:-/tmp}/trust.bench.$$"
 
-awk -v w="$wharf_ns" -v s="$shell_ns" 'BEGIN {
+awk -v w="$wharf_ns" -v s="$shell_ns" -v one="$serial_ns" 'BEGIN {
+	printf "wharf digest (Go, one file at a time):      %8.2f ms/run\n", one / 1e6
 	printf "wharf digest (Go, parallel hashing):        %8.2f ms/run\n", w / 1e6
 	printf "find | sort | xargs sha256sum | sha256sum:  %8.2f ms/run\n", s / 1e6
 	printf "ratio wharf / shell: %.2fx (target <= 1.2x)\n", w / s
