@@ -1,9 +1,11 @@
 package trust
 
 import (
+	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -254,5 +256,35 @@ func TestCheckFingerprintsMany(t *testing.T) {
 		} else if err != nil {
 			t.Errorf("%d: %v", i, err)
 		}
+	}
+}
+
+func TestFingerprintRootGone(t *testing.T) {
+	root := makePlugin(t, filepath.Join(t.TempDir(), "p"), 3)
+	fp, err := Fingerprint(root)
+	must(t, err)
+	must(t, os.RemoveAll(root))
+	pe := trustErr(t, CheckFingerprint(root, fp), root)
+	if pe.Type != plugin.TypeNotFound {
+		t.Errorf("type %q, want %q", pe.Type, plugin.TypeNotFound)
+	}
+}
+
+// The fingerprint survives the registry's JSON round trip unchanged.
+func TestFingerprintJSON(t *testing.T) {
+	root := makePlugin(t, t.TempDir(), 4)
+	tree, err := Digest(root)
+	must(t, err)
+	pin := NewPin(plugin.MustParseID("deploy@corp"), "1.0.0", tree)
+	b, err := json.Marshal(pin)
+	must(t, err)
+	var back Pin
+	must(t, json.Unmarshal(b, &back))
+	if !reflect.DeepEqual(back, pin) {
+		t.Fatalf("round trip changed the pin:\n%+v\n%+v", pin, back)
+	}
+	must(t, back.CheckFast(root))
+	if _, err := back.Check(root); err != nil {
+		t.Fatal(err)
 	}
 }
