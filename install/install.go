@@ -325,20 +325,24 @@ func (in *Installer) materialize(ctx context.Context, g *graph, id plugin.ID, fo
 		return nil, plugin.Errorf(plugin.LayerMaterialization, plugin.TypeManifestInvalid, id.String(),
 			"ask the plugin's authors to use a plain version like 1.2.0", "version: %w", err)
 	}
-	tree, err := trust.CheckIntegrity(id, version, entry.Integrity, stage)
-	if err != nil {
-		return nil, err
-	}
+	// Ensure checks the entry's integrity while it seals the new version.
+	want := entry.Integrity
 	// A version dir is never replaced: the same version with other content
-	// (a plugin changed without a version bump) gets its own dir.
+	// (a plugin changed without a version bump) gets its own dir. Only then
+	// is the staged tree hashed here.
 	if final, err := in.o.Cache.Dir(id, version); err == nil {
 		if _, err := os.Lstat(final); err == nil {
+			tree, err := trust.CheckIntegrity(id, version, entry.Integrity, stage)
+			if err != nil {
+				return nil, err
+			}
+			want = tree.Digest
 			if have, err := trust.Digest(final); err == nil && have.Digest != tree.Digest {
 				version = version + "+" + shortHash(tree.Digest)
 			}
 		}
 	}
-	cv, err := in.o.Cache.Ensure(ctx, cache.Request{ID: id, Version: version, Digest: tree.Digest, Fill: moveFill(stage)})
+	cv, err := in.o.Cache.Ensure(ctx, cache.Request{ID: id, Version: version, Digest: want, Fill: moveFill(stage)})
 	if err != nil {
 		return nil, err
 	}

@@ -9,7 +9,6 @@ import (
 	"github.com/wharfhq/wharf/plugin"
 	"github.com/wharfhq/wharf/resolver"
 	"github.com/wharfhq/wharf/settings"
-	"github.com/wharfhq/wharf/trust"
 )
 
 // Status values of `wharf list`.
@@ -112,11 +111,12 @@ func (in *Installer) check(ctx context.Context, g *graph, r cache.Record, opts S
 			errs = append(errs, err)
 		}
 	}
+	pin := r.Pin()
 	if opts.Rehash || r.Fingerprint.IsZero() {
-		if err := trust.CheckPin(r.ID, r.Version, r.Digest, r.InstallPath); err != nil {
+		if _, err := pin.Check(r.InstallPath); err != nil {
 			errs = append(errs, err)
 		}
-	} else if err := trust.CheckFingerprint(r.InstallPath, r.Fingerprint); err != nil {
+	} else if err := pin.CheckFast(r.InstallPath); err != nil {
 		errs = append(errs, err)
 	}
 	entry, _ := g.entry(r.ID)

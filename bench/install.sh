@@ -1,0 +1,84 @@
+#!/usr/bin/env bash
+# Benchmark: install a 50-plugin dependency closure from a local marketplace
+# and list 50 installed plugins, with wharf and (when the `claude` CLI is on
+# the PATH) with `claude plugin install` / `claude plugin list` on the same
+# marketplace, in one run.
+#
+#   bash bench/install.sh [runs]
+#
+# Prints wall time per run (median of runs) and wharf's peak RSS.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+runs=${1:-5}
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+
+go build -o "$work/wharf" ./cmd/wharf
+
+# A marketplace of 50 plugins: p49 depends on p48 and p47, ... so installing
+# p49 brings the whole closure of 50.
+mkt="$work/mkt"
+mkdir -p "$mkt/.claude-plugin"
+entries=""
+for i in $(seq 0 49); do
+	name=$(printf 'p%02d' "$i")
+	d="$mkt/plugins/$name"
+	mkdir -p "$d/.claude-plugin" "$d/commands" "$d/skills/s$i" "$d/agents"
+	deps='[]'
+	if [ "$i" -ge 2 ]; then deps=$(printf '["p%02d","p%02d"]' $((i-1)) $((i-2))); elif [ "$i" -eq 1 ]; then deps='["p00"]'; fi
+	printf '{"name":"%s","version":"1.0.%d","description":"bench plugin %d","dependencies":%s}\n' "$name" "$i" "$i" "$deps" > "$d/.claude-plugin/plugin.json"
+	for c in 1 2 3 4 5; do printf -- '---\ndescription: command %d\n---\nDo thing %d of %s.\n' "$c" "$c" "$name" > "$d/commands/c$c.md"; done
+	printf -- '---\nname: s%d\ndescription: skill\n---\nA skill.\n' "$i" > "$d/skills/s$i/SKILL.md"
+	printf -- '---\nname: a%d\ndescription: agent\n---\nAn agent.\n' "$i" > "$d/agents/a$i.md"
+	sep=','; [ "$i" -eq 0 ] && sep=''
+	entries="$entries$sep{\"name\":\"$name\",\"source\":\"./plugins/$name\"}"
+done
+printf '{"name":"bench","owner":{"name":"bench"},"plugins":[%s]}\n' "$entries" > "$mkt/.claude-plugin/marketplace.json"
+(cd "$mkt" && git init -q -b main && git add -A && git -c user.name=b -c user.email=b@b commit -qm init)
+
+now() { date +%s%N; }
+median() { sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
+
+echo "== wharf"
+inst=() lst=()
+for r in $(seq 1 "$runs"); do
+	export WHARF_HOME="$work/home-$r" WHARF_MANAGED_DIR="$work/managed"
+	"$work/wharf" marketplace add "file://$mkt" >/dev/null
+	t0=$(now); "$work/wharf" install p49@bench >/dev/null; t1=$(now)
+	inst+=($(( (t1 - t0) / 1000000 )))
+	t0=$(now); "$work/wharf" list >/dev/null; t1=$(now)
+	lst+=($(( (t1 - t0) / 1000000 )))
+done
+n=$("$work/wharf" list --json | grep -c '"id"')
+wi=$(printf '%s\n' "${inst[@]}" | median)
+wl=$(printf '%s\n' "${lst[@]}" | median)
+rss_install=$( { /usr/bin/time -f '%M' "$work/wharf" install p49@bench >/dev/null; } 2>&1 | tail -1 )
+rss_list=$( { /usr/bin/time -f '%M' "$work/wharf" list >/dev/null; } 2>&1 | tail -1 )
+echo "installed plugins: $n"
+echo "wharf install (50-plugin closure): median ${wi} ms  [${inst[*]}]"
+echo "wharf list (50 installed):         median ${wl} ms  [${lst[*]}]"
+echo "wharf peak RSS: install ${rss_install} KiB, list ${rss_list} KiB"
+
+if command -v claude >/dev/null 2>&1; then
+	echo "== claude ($(claude --version 2>/dev/null | head -1))"
+	cinst=() clst=()
+	for r in $(seq 1 "$runs"); do
+		export HOME="$work/claude-home-$r"
+		mkdir -p "$HOME"
+		claude plugin marketplace add "$mkt" >/dev/null 2>&1 || { echo "claude plugin marketplace add failed; skipping claude arm"; break; }
+		t0=$(now); claude plugin install p49@bench >/dev/null 2>&1 || echo "claude plugin install failed"; t1=$(now)
+		cinst+=($(( (t1 - t0) / 1000000 )))
+		t0=$(now); claude plugin list >/dev/null 2>&1 || true; t1=$(now)
+		clst+=($(( (t1 - t0) / 1000000 )))
+	done
+	if [ ${#cinst[@]} -gt 0 ]; then
+		ci=$(printf '%s\n' "${cinst[@]}" | median)
+		cl=$(printf '%s\n' "${clst[@]}" | median)
+		echo "claude plugin install: median ${ci} ms  [${cinst[*]}]"
+		echo "claude plugin list:    median ${cl} ms  [${clst[*]}]"
+		awk -v a="$ci" -v b="$wi" 'BEGIN { if (b > 0) printf "install speedup (claude / wharf): %.1fx\n", a / b }'
+		awk -v a="$cl" -v b="$wl" 'BEGIN { if (b > 0) printf "list speedup (claude / wharf): %.1fx\n", a / b }'
+	fi
+else
+	echo "== claude CLI not installed (npm install -g @anthropic-ai/claude-code); skipping that arm"
+fi
