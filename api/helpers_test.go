@@ -76,6 +76,12 @@ func (e *env) stop() {
 	}
 }
 
+func httptestServer(t testing.TB, s *Server) *httptest.Server {
+	hs := httptest.NewServer(s.Handler())
+	t.Cleanup(hs.Close)
+	return hs
+}
+
 // restart closes the server and the store and starts fresh ones over the
 // same file.
 func (e *env) restart(opts ...envOption) {

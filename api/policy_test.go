@@ -283,3 +283,35 @@ func TestLayerThatDoesNotCompileIsRefusedWhole(t *testing.T) {
 		t.Fatalf("refused layers changed state")
 	}
 }
+
+// Two servers over one store stand for two replicas: the same policy has
+// the same ETag and bundle content on both, whichever took the write, and
+// both sign with the one key kept in the store.
+func TestReplicasAgreeOnETagAndKey(t *testing.T) {
+	e := newEnv(t)
+	b, err := New(Deps{Store: e.st, Policy: PolicyEngine, RateLimit: -1, StateCacheTTL: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hsB := httptestServer(t, b)
+	replicaB := &env{t: t, st: e.st, srv: b, hs: hsB, tokens: e.tokens}
+
+	a1, b1 := newAgent(e), newAgent(replicaB)
+	if a1.key != b1.key {
+		t.Fatal("replicas sign with different keys")
+	}
+	e.putLayer("org", "*new", map[string]any{"modules": map[string]string{"risky.rego": denyRiskyModule}})
+	a1.pull()
+	b1.pull()
+	if a1.etag != b1.etag || a1.policy.Version != b1.policy.Version {
+		t.Fatalf("replica ETags differ: %s vs %s", a1.etag, b1.etag)
+	}
+	if b1.decide("risky@corp").Allowed {
+		t.Fatal("the replica that did not take the write serves the old policy")
+	}
+	// A client that pulled from one replica gets 304 from the other.
+	a1.e = replicaB
+	if st := a1.pull(); st != 304 {
+		t.Fatalf("cross-replica If-None-Match: %d", st)
+	}
+}
