@@ -60,15 +60,21 @@ func (e *Engine) AllowInstall(ctx context.Context, closure []InstallItem) error 
 	return errors.Join(errs...)
 }
 
-// AllowCross reports whether plugin from may depend on plugin to when they
-// come from different marketplaces (allowCrossMarketplaceDependenciesOn).
-// Same-marketplace dependencies are always allowed.
+// AllowCross reports whether managed policy permits plugin from to depend on
+// plugin to from another marketplace: every layer that sets
+// allowCrossMarketplaceDependenciesOn must list to's marketplace. It answers
+// for policy only; that the dependent's marketplace (or the user's settings)
+// declares the other marketplace is the caller's check, or use
+// AllowCrossDeclared to have both decided here. Same-marketplace
+// dependencies are always allowed.
 func (e *Engine) AllowCross(from, to plugin.ID) error {
-	return e.AllowCrossDeclared(context.Background(), from, to, nil)
+	return e.AllowCrossDeclared(context.Background(), from, to, []string{to.Source})
 }
 
-// AllowCrossDeclared is AllowCross that also honours the dependent
-// marketplace's own allowCrossMarketplaceDependenciesOn list.
+// AllowCrossDeclared decides a cross-marketplace dependency with the intent
+// side given: declared is the dependent marketplace's
+// allowCrossMarketplaceDependenciesOn (marketplace.json) together with the
+// user's and project's settings list.
 func (e *Engine) AllowCrossDeclared(ctx context.Context, from, to plugin.ID, declared []string) error {
 	return e.Check(ctx, Request{Action: ActionCrossDependency, Plugin: to, RequiredBy: from, DeclaredCross: declared})
 }

@@ -1,5 +1,11 @@
 package policy
 
-import "github.com/wharfhq/wharf/plugin"
+import (
+	"encoding/json"
+
+	"github.com/wharfhq/wharf/plugin"
+)
 
 func mustID(s string) plugin.ID { return plugin.MustParseID(s) }
+
+func jsonMarshal(v any) ([]byte, error) { return json.Marshal(v) }

@@ -61,8 +61,9 @@ type Request struct {
 	// RequiredBy is the plugin that depends on Plugin (install of a
 	// dependency, cross_dependency).
 	RequiredBy plugin.ID `json:"-"`
-	// DeclaredCross is the dependent marketplace's own
-	// allowCrossMarketplaceDependenciesOn (marketplace.json).
+	// DeclaredCross is the intent side of allowCrossMarketplaceDependenciesOn:
+	// the dependent marketplace's marketplace.json list plus the user's and
+	// project's settings. Policy layers can only narrow it.
 	DeclaredCross []string `json:"declaredCross,omitempty"`
 	// Signatures are the key ids whose signatures over the plugin's digest
 	// verified (trust did the verifying; policy only requires them).

@@ -75,6 +75,8 @@ func RunTests(ctx context.Context, dir string) ([]TestResult, error) {
 		}
 		out = append(out, tr)
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].File < out[j].File || out[i].File == out[j].File && out[i].Name < out[j].Name })
+	sort.Slice(out, func(i, j int) bool {
+		return out[i].File < out[j].File || out[i].File == out[j].File && out[i].Name < out[j].Name
+	})
 	return out, nil
 }

@@ -209,21 +209,19 @@ surface_deny(surface) := {r(i, "strictPluginOnlyCustomization", msg) |
 locked(surface) := {i | some i in data.wharf_index.surfaces_all} | {i | some i in data.wharf_index.surfaces_locked[surface]}
 
 # ---- allowCrossMarketplaceDependenciesOn: a dependency on another
-# marketplace's plugin needs every layer that sets the key to list that
-# marketplace; with no layer setting it, the dependent's marketplace must
-# declare it.
+# marketplace's plugin must be declared by intent (input.declared_cross: the
+# dependent marketplace's marketplace.json list, plus the user's and
+# project's settings), and every policy layer that sets the key must list the
+# marketplace. Layers only narrow, so adding a layer never allows more.
 
 cross if {
 	input.required_by_marketplace != ""
 	input.required_by_marketplace != input.plugin_marketplace
 }
 
-cross_policy_set if count(data.wharf_index.cross_set) > 0
-
 cross_deny contains {"layer": "default", "order": -1, "rule": "allowCrossMarketplaceDependenciesOn", "message": msg} if {
-	not cross_policy_set
 	not input.declared_cross[input.plugin_marketplace]
-	msg := sprintf("%s depends on %s from another marketplace (%s); no policy layer lists %s in allowCrossMarketplaceDependenciesOn and marketplace %s does not declare it", [input.required_by, input.plugin, input.plugin_marketplace, input.plugin_marketplace, input.required_by_marketplace])
+	msg := sprintf("%s depends on %s from another marketplace (%s), which marketplace %s does not list in allowCrossMarketplaceDependenciesOn", [input.required_by, input.plugin, input.plugin_marketplace, input.required_by_marketplace])
 }
 
 cross_deny contains r(i, "allowCrossMarketplaceDependenciesOn", msg) if {
@@ -244,18 +242,23 @@ hook_deny contains x if {
 }
 
 hook_deny contains r(i, "allowManagedHooksOnly", msg) if {
-	not hook_managed
+	not hook_managed_source
 	some i in data.wharf_index.managed_hooks_only
+	not hook_forced_at_or_above(i)
 	msg := sprintf("hook from %s refused: allowManagedHooksOnly runs only managed hooks and hooks of plugins forced on by managed enabledPlugins", [hook_origin])
 }
 
-hook_managed if input.source_kind == "managed"
+hook_managed_source if input.source_kind == "managed"
 
-hook_managed if input.source_kind == "builtin"
+hook_managed_source if input.source_kind == "builtin"
 
-hook_managed if {
+# A plugin's hooks are exempt from layer i's allowManagedHooksOnly only when
+# the plugin is forced on by layer i or a layer above it: a lower layer
+# cannot exempt its own plugins from a higher layer's restriction.
+hook_forced_at_or_above(i) if {
 	input.source_kind == "plugin"
 	forced == "on"
+	forced_entry[0] <= i
 }
 
 hook_origin := input.plugin if input.source_kind == "plugin"
