@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/wharfhq/wharf/marketplace"
+	"github.com/wharfhq/wharf/plugin"
 )
 
 func newMarketplaceCmd(a *app) *cobra.Command {
@@ -55,6 +56,13 @@ step times out after WHARF_GIT_TIMEOUT (default 120s).`,
 			src, err := marketplace.ParseSource(args[0])
 			if err != nil {
 				return err
+			}
+			if src.Kind == marketplace.KindGitHub && src.Ref == "" {
+				if fi, err := os.Stat(src.Repo); err == nil && fi.IsDir() {
+					return &plugin.Error{Layer: plugin.LayerIntent, Type: typeUsage, Object: args[0],
+						Err:  fmt.Errorf("%q is both a GitHub repository name and a directory here", args[0]),
+						Hint: fmt.Sprintf("write ./%s for the directory, or https://github.com/%s.git for GitHub", src.Repo, src.Repo)}
+				}
 			}
 			wd, err := os.Getwd()
 			if err != nil {
