@@ -31,6 +31,7 @@ type Member struct {
 	Dir       string
 	etcd      *embed.Etcd
 	proc      *process
+	cfg       memberConfig
 }
 
 // Endpoint returns the member's client address as "127.0.0.1:port".
@@ -41,8 +42,9 @@ func (m *Member) Running() bool { return m.etcd != nil || m.proc != nil }
 
 // Cluster is a set of embedded etcd members that form one cluster.
 type Cluster struct {
-	Members []*Member
-	t       testing.TB
+	Members  []*Member
+	t        testing.TB
+	hostTest string // StartProcesses: the test that hosts a member
 }
 
 // Start starts an n-member cluster on 127.0.0.1, waits until it has a

@@ -103,50 +103,14 @@ func startProcesses(t *testing.T, n int, hostTest string) (*Cluster, error) {
 	if err != nil {
 		return nil, err
 	}
+	c.hostTest = hostTest
 	ready := make(chan error, n)
 	for i, m := range c.Members {
-		spec, err := json.Marshal(cfgs[i])
-		if err != nil {
-			return nil, err
-		}
-		cmd := exec.Command(os.Args[0], "-test.run=^"+hostTest+"$", "-test.timeout=0")
-		cmd.Env = append(os.Environ(), memberEnv+"="+string(spec))
-		stdin, err := cmd.StdinPipe()
-		if err != nil {
-			return nil, err
-		}
-		stdout, err := cmd.StdoutPipe()
-		if err != nil {
-			return nil, err
-		}
-		stderr := &syncBuffer{}
-		cmd.Stderr = stderr
-		if err := cmd.Start(); err != nil {
+		m.cfg = cfgs[i]
+		if err := m.spawn(hostTest, ready); err != nil {
 			c.stopAll()
-			return nil, fmt.Errorf("member %s: %w", m.Name, err)
+			return nil, err
 		}
-		p := &process{cmd: cmd, stdin: stdin, done: make(chan struct{})}
-		m.proc = p
-		name := m.Name
-		go func() {
-			sc := bufio.NewScanner(stdout)
-			var out strings.Builder
-			seen := false
-			for sc.Scan() {
-				if !seen && sc.Text() == "etcdtest-member-ready" {
-					seen = true
-					ready <- nil
-				}
-				out.WriteString(sc.Text() + "\n")
-			}
-			err := cmd.Wait()
-			close(p.done)
-			if !seen {
-				stderr.mu.Lock()
-				ready <- fmt.Errorf("member %s exited before it was ready (%v):\n%s%s", name, err, out.String(), stderr.String())
-				stderr.mu.Unlock()
-			}
-		}()
 	}
 	t.Cleanup(c.stopAll)
 	deadline := time.After(startWait)
@@ -163,4 +127,76 @@ func startProcesses(t *testing.T, n int, hostTest string) (*Cluster, error) {
 		}
 	}
 	return c, nil
+}
+
+// spawn starts the member's process; ready gets nil once it serves, or an
+// error with its output if it exits before.
+func (m *Member) spawn(hostTest string, ready chan<- error) error {
+	spec, err := json.Marshal(m.cfg)
+	if err != nil {
+		return err
+	}
+	cmd := exec.Command(os.Args[0], "-test.run=^"+hostTest+"$", "-test.timeout=0")
+	cmd.Env = append(os.Environ(), memberEnv+"="+string(spec))
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		return err
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return err
+	}
+	stderr := &syncBuffer{}
+	cmd.Stderr = stderr
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("member %s: %w", m.Name, err)
+	}
+	p := &process{cmd: cmd, stdin: stdin, done: make(chan struct{})}
+	m.proc = p
+	name := m.Name
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		var out strings.Builder
+		seen := false
+		for sc.Scan() {
+			if !seen && sc.Text() == "etcdtest-member-ready" {
+				seen = true
+				ready <- nil
+			}
+			out.WriteString(sc.Text() + "\n")
+		}
+		err := cmd.Wait()
+		close(p.done)
+		if !seen {
+			stderr.mu.Lock()
+			ready <- fmt.Errorf("member %s exited before it was ready (%v):\n%s%s", name, err, out.String(), stderr.String())
+			stderr.mu.Unlock()
+		}
+	}()
+	return nil
+}
+
+// Restart starts a stopped member of a StartProcesses cluster again on its
+// data and ports, and waits until it serves (which needs a quorum).
+func (c *Cluster) Restart(i int) {
+	c.t.Helper()
+	m := c.Members[i]
+	if m.Running() {
+		c.t.Fatalf("etcdtest: restart %s: it is running", m.Name)
+	}
+	if c.hostTest == "" {
+		c.t.Fatalf("etcdtest: restart %s: only members started by StartProcesses can restart", m.Name)
+	}
+	ready := make(chan error, 1)
+	if err := m.spawn(c.hostTest, ready); err != nil {
+		c.t.Fatalf("etcdtest: restart: %v", err)
+	}
+	select {
+	case err := <-ready:
+		if err != nil {
+			c.t.Fatalf("etcdtest: restart: %v", err)
+		}
+	case <-time.After(startWait):
+		c.t.Fatalf("etcdtest: restart %s: not ready after %s", m.Name, startWait)
+	}
 }
