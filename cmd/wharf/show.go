@@ -20,6 +20,8 @@ type showResult struct {
 	ResolvedSource marketplace.ResolvedSource `json:"resolvedSource"`
 	Components     []showComponent            `json:"components"`
 	Diagnostics    []plugin.Diagnostic        `json:"diagnostics,omitempty"`
+
+	manifest plugin.Manifest // the effective manifest (plugin.json merged with the entry)
 }
 
 type showComponent struct {
@@ -69,6 +71,7 @@ func newShowCmd(a *app) *cobra.Command {
 					res.Components = append(res.Components, showComponent{Kind: string(c.Kind), Name: c.Name, Path: c.Path})
 				}
 			}
+			res.manifest = manifest
 			res.Version = manifest.Version
 			if res.Version == "" {
 				res.Version = "unknown"
@@ -86,24 +89,24 @@ func newShowCmd(a *app) *cobra.Command {
 }
 
 func printShow(a *app, r showResult) {
-	e := r.Entry
+	e, m := r.Entry, r.manifest
 	a.printf("%s  %s\n", r.ID, r.Version)
-	if e.Description != "" {
-		a.printf("  %s\n", strings.Join(strings.Fields(e.Description), " "))
+	if m.Description != "" {
+		a.printf("  %s\n", strings.Join(strings.Fields(m.Description), " "))
 	}
 	field := func(k, v string) {
 		if v != "" {
 			a.printf("  %-13s %s\n", k+":", v)
 		}
 	}
-	if e.Author != nil {
-		field("author", e.Author.Name)
+	if m.Author != nil {
+		field("author", m.Author.Name)
 	}
 	field("category", e.Category)
 	field("tags", strings.Join(e.Tags, ", "))
-	field("keywords", strings.Join(e.Keywords, ", "))
-	field("homepage", e.Homepage)
-	field("license", e.License)
+	field("keywords", strings.Join(m.Keywords, ", "))
+	field("homepage", m.Homepage)
+	field("license", m.License)
 	if !e.IsStrict() {
 		field("strict", "false (the marketplace entry defines the plugin)")
 	}
