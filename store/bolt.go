@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sync"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -18,6 +19,9 @@ type Bolt struct {
 	db    *bolt.DB
 	path  string
 	watch *watchHub
+	// commitMu keeps publishing in commit order: bbolt releases its writer
+	// lock before Update returns.
+	commitMu sync.Mutex
 }
 
 // OpenBolt opens (creating if needed) the bbolt file at path. If another
@@ -57,6 +61,8 @@ func (b *Bolt) View(fn func(Reader) error) error {
 
 // Update implements Store. Watchers hear of the changes after the commit.
 func (b *Bolt) Update(fn func(Tx) error) error {
+	b.commitMu.Lock()
+	defer b.commitMu.Unlock()
 	changes := &changeSet{}
 	err := b.db.Update(func(tx *bolt.Tx) error { return fn(boltTx{tx: tx, changes: changes}) })
 	if err == nil {

@@ -64,6 +64,7 @@ func Run(t *testing.T, open Opener) {
 		}},
 		{"WatchPutAndDelete", testWatch},
 		{"WatchEndsWithContext", testWatchCancel},
+		{"WatchInCommitOrder", testWatchOrder},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, open) })
@@ -950,5 +951,47 @@ func testWatchCancel(t *testing.T, open Opener) {
 		case <-deadline:
 			t.Fatalf("watch channel still open %s after its context ended", watchWait)
 		}
+	}
+}
+
+// testWatchOrder: concurrent read-modify-write increments commit the values
+// 1..N in that order, so the watch must deliver exactly 1..N in order.
+func testWatchOrder(t *testing.T, open Opener) {
+	s := open(t)
+	w, ok := s.(store.Watcher)
+	if !ok {
+		t.Skip("backend does not implement store.Watcher")
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	ch, err := w.Watch(ctx, "counters")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const workers, each = 6, 10
+	var wg sync.WaitGroup
+	errs := make(chan error, workers)
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range each {
+				if err := addToCounter(s, "hits", 1); err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	for want := 1; want <= workers*each; want++ {
+		ev := nextEvent(t, ch)
+		if ev.Key != "hits" || string(ev.Value) != strconv.Itoa(want) {
+			t.Fatalf("event %d: %s=%s, want hits=%d (commit order)", want, ev.Key, ev.Value, want)
+		}
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
 	}
 }
