@@ -728,3 +728,59 @@ func TestEtcdWatchResumesAfterQuorumLoss(t *testing.T) {
 		expect(k)
 	}
 }
+
+// TestEtcdSnapshotCompactedRunsAgain: when etcd compacts away the revision a
+// transaction reads from, the transaction runs again on a new snapshot
+// instead of failing or mixing two snapshots.
+func TestEtcdSnapshotCompactedRunsAgain(t *testing.T) {
+	c := etcdtest.Start(t, 1)
+	s := openEtcd(t, c.Endpoints(), store.EtcdOptions{Prefix: "/p"})
+	if err := s.Update(func(tx store.Tx) error {
+		if err := tx.Put("b", "x", []byte("1")); err != nil {
+			return err
+		}
+		return tx.Put("b", "y", []byte("1"))
+	}); err != nil {
+		t.Fatal(err)
+	}
+	raw := c.Client()
+	for _, useView := range []bool{false, true} {
+		attempts := 0
+		var x, y []byte
+		fn := func(r store.Reader) error {
+			attempts++
+			var err error
+			if x, err = r.Get("b", "x"); err != nil {
+				return err
+			}
+			if attempts == 1 {
+				// Move both keys on and compact the history this snapshot needs.
+				resp, err := raw.Txn(context.Background()).Then(
+					clientv3.OpPut("/p/b/x", "2"), clientv3.OpPut("/p/b/y", "2")).Commit()
+				if err != nil {
+					return err
+				}
+				if _, err := raw.Compact(context.Background(), resp.Header.Revision); err != nil {
+					return err
+				}
+			}
+			y, err = r.Get("b", "y")
+			return err
+		}
+		var err error
+		if useView {
+			err = s.View(fn)
+		} else {
+			err = s.Update(func(tx store.Tx) error { return fn(tx) })
+		}
+		if err != nil {
+			t.Fatalf("view=%v: %v", useView, err)
+		}
+		if attempts != 2 {
+			t.Fatalf("view=%v: fn ran %d times, want 2", useView, attempts)
+		}
+		if string(x) != string(y) {
+			t.Fatalf("view=%v: x=%s y=%s: two snapshots mixed", useView, x, y)
+		}
+	}
+}
