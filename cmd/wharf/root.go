@@ -95,6 +95,7 @@ func newRootCmd(a *app) *cobra.Command {
 	root.AddCommand(newVerifyCmd(a))
 	root.AddCommand(newServeCmd(a))
 	root.AddCommand(newTokenCmd(a))
+	root.AddCommand(newPolicyCmd(a))
 	return root
 }
 
