@@ -93,6 +93,7 @@ func newRootCmd(a *app) *cobra.Command {
 	root.AddCommand(newKeygenCmd(a))
 	root.AddCommand(newSignCmd(a))
 	root.AddCommand(newVerifyCmd(a))
+	root.AddCommand(newAgentCmd(a))
 	root.AddCommand(newServeCmd(a))
 	root.AddCommand(newTokenCmd(a))
 	root.AddCommand(newPolicyCmd(a))

@@ -1,0 +1,261 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+
+	"github.com/wharfhq/wharf/agent"
+	"github.com/wharfhq/wharf/cache"
+	"github.com/wharfhq/wharf/install"
+	"github.com/wharfhq/wharf/marketplace"
+	"github.com/wharfhq/wharf/plugin"
+	"github.com/wharfhq/wharf/settings"
+)
+
+// agentOptions are the flags every `wharf agent` subcommand shares.
+type agentOptions struct {
+	pluginDirs []string
+	full       bool
+	project    string
+}
+
+// newAgentCmd is the parent of the agent runtime's verbs; subcommands add
+// themselves to it with AddCommand.
+func newAgentCmd(a *app) *cobra.Command {
+	opts := &agentOptions{}
+	cmd := &cobra.Command{
+		Use:   "agent",
+		Short: "Load the approved plugin set as an agent would and show its components and status",
+		Args:  exactArgs(0, "a subcommand"),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return usageError(errors.New("wharf agent needs a subcommand: components or status"))
+		},
+	}
+	pf := cmd.PersistentFlags()
+	pf.StringArrayVar(&opts.pluginDirs, "plugin-dir", nil, "load a plugin directory for this session only (source inline, never persisted); repeatable")
+	pf.BoolVar(&opts.full, "full", false, "use the full loader: re-hash every plugin's content instead of the quick stat check")
+	pf.StringVar(&opts.project, "project", "", "the project directory (default: the nearest directory with .wharf or .git)")
+	cmd.AddCommand(newAgentComponentsCmd(a, opts))
+	cmd.AddCommand(newAgentStatusCmd(a, opts))
+	return cmd
+}
+
+// agentRuntime builds the runtime of this home: registry, policy, the
+// marketplaces' entries and sources, the settings scopes and the session
+// plugin dirs. The caller closes it.
+func (a *app) agentRuntime(ctx context.Context, opts *agentOptions, o agent.Options) (*agent.Runtime, error) {
+	st, err := a.Store()
+	if err != nil {
+		return nil, err
+	}
+	c, err := cache.New(cache.Options{Home: a.env.Home(), Store: st, Grace: a.cfg.Grace})
+	if err != nil {
+		return nil, err
+	}
+	pol, err := a.Policy()
+	if err != nil {
+		return nil, err
+	}
+	mgr, err := a.Marketplaces()
+	if err != nil {
+		return nil, err
+	}
+	cat, err := mgr.Catalog()
+	if err != nil {
+		return nil, err
+	}
+	sources := map[string]*settings.MarketplaceSource{}
+	for _, m := range cat.Marketplaces() {
+		sources[m.Known.Name] = knownSource(m.Known.Source)
+	}
+	paths := a.settingsPaths()
+	if opts.project != "" {
+		abs, err := filepath.Abs(opts.project)
+		if err != nil {
+			return nil, usageError(err)
+		}
+		paths.Project = abs
+	}
+	o.Home = a.env.Home()
+	o.Project = paths.Project
+	o.Settings = paths
+	o.Registry = c
+	o.Policy = pol
+	o.Entries = func(id plugin.ID) *plugin.Entry {
+		if hit, err := cat.Lookup(id); err == nil {
+			return hit.Entry
+		}
+		return nil
+	}
+	o.MarketplaceSource = func(name string) *settings.MarketplaceSource { return sources[name] }
+	r, err := agent.New(o)
+	if err != nil {
+		return nil, err
+	}
+	for _, d := range opts.pluginDirs {
+		if err := r.AddPluginDir(ctx, d); err != nil {
+			r.Close()
+			return nil, err
+		}
+	}
+	return r, nil
+}
+
+func (o *agentOptions) mode() agent.Mode {
+	if o.full {
+		return agent.Full
+	}
+	return agent.CacheOnly
+}
+
+// loadAgentSet loads the set once, as a session start would.
+func (a *app) loadAgentSet(cmd *cobra.Command, opts *agentOptions) (*agent.Set, error) {
+	r, err := a.agentRuntime(cmd.Context(), opts, agent.Options{})
+	if err != nil {
+		return nil, err
+	}
+	defer r.Close()
+	return r.Load(cmd.Context(), opts.mode())
+}
+
+// componentJSON is one row of `wharf agent components --json` (FORMATS.md).
+type componentJSON struct {
+	Kind   plugin.ComponentKind `json:"kind"`
+	Name   string               `json:"name"`
+	Plugin string               `json:"plugin,omitempty"`
+	Source string               `json:"source"`
+	Path   string               `json:"path,omitempty"`
+}
+
+func componentRow(c agent.Component) componentJSON {
+	row := componentJSON{Kind: c.Kind, Name: c.Name, Source: c.Source, Path: c.Path}
+	if !c.Plugin.IsZero() {
+		row.Plugin = c.Plugin.String()
+	}
+	return row
+}
+
+func newAgentComponentsCmd(a *app, opts *agentOptions) *cobra.Command {
+	return &cobra.Command{
+		Use:   "components",
+		Short: "List the live components of the approved plugin set, namespaced as an agent registers them",
+		Args:  exactArgs(0, "no arguments"),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			set, err := a.loadAgentSet(cmd, opts)
+			if err != nil {
+				return err
+			}
+			rows := []componentJSON{}
+			for _, c := range set.Components() {
+				rows = append(rows, componentRow(c))
+			}
+			if a.cfg.JSON {
+				return a.printJSON(rows)
+			}
+			if len(rows) == 0 {
+				a.printf("no components; see why with: wharf agent status\n")
+				return nil
+			}
+			tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "KIND\tNAME\tSOURCE\tPLUGIN")
+			for _, r := range rows {
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", r.Kind, r.Name, r.Source, r.Plugin)
+			}
+			return tw.Flush()
+		},
+	}
+}
+
+// statusJSON is `wharf agent status --json`.
+type statusJSON struct {
+	Mode     string               `json:"mode"`
+	Plugins  []agent.PluginStatus `json:"plugins"`
+	Skipped  []skippedJSON        `json:"skipped"`
+	Warnings []string             `json:"warnings"`
+}
+
+type skippedJSON struct {
+	componentJSON
+	Error install.ErrorDetail `json:"error"`
+}
+
+func newAgentStatusCmd(a *app, opts *agentOptions) *cobra.Command {
+	return &cobra.Command{
+		Use:   "status",
+		Short: "Show every plugin's state for a session started now (active, demoted, failed, disabled) and why",
+		Args:  exactArgs(0, "no arguments"),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			set, err := a.loadAgentSet(cmd, opts)
+			if err != nil {
+				return err
+			}
+			out := statusJSON{Mode: set.Mode().String(), Plugins: set.Plugins(), Skipped: []skippedJSON{}, Warnings: set.Warnings()}
+			if out.Warnings == nil {
+				out.Warnings = []string{}
+			}
+			for _, s := range set.Skipped() {
+				d := install.ErrorDetail{Type: "error", Message: s.Err.Error(), Hint: plugin.HintOf(s.Err)}
+				var pe *plugin.Error
+				if errors.As(s.Err, &pe) {
+					d.Type, d.Layer = pe.Type, string(pe.Layer)
+				}
+				out.Skipped = append(out.Skipped, skippedJSON{componentRow(s.Component), d})
+			}
+			if a.cfg.JSON {
+				return a.printJSON(out)
+			}
+			if len(out.Plugins) == 0 {
+				a.printf("no plugins installed or loaded (%s load)\n", out.Mode)
+			}
+			tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
+			if len(out.Plugins) > 0 {
+				fmt.Fprintln(tw, "PLUGIN\tVERSION\tSOURCE\tSTATUS\tCOMPONENTS\tWHY")
+			}
+			for _, p := range out.Plugins {
+				var why []string
+				if p.Forced != "" {
+					why = append(why, "forced "+p.Forced+" by policy")
+				}
+				if p.Chain != "" {
+					why = append(why, p.Chain)
+				} else {
+					for _, d := range p.ErrorDetails {
+						why = append(why, d.Layer+": "+d.Message)
+					}
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\n", p.ID, p.Version, p.Source, p.Status, p.Components, strings.Join(why, "; "))
+			}
+			if err := tw.Flush(); err != nil {
+				return err
+			}
+			for _, s := range out.Skipped {
+				a.printf("not loaded: %s %s (%s): %s\n", s.Kind, s.Name, s.Source, s.Error.Message)
+			}
+			for _, w := range out.Warnings {
+				a.warnf("%s", w)
+			}
+			return nil
+		},
+	}
+}
+
+// knownSource converts a known marketplace's source to the form policy
+// matches (strictKnownMarketplaces, blockedMarketplaces); nil when it cannot.
+func knownSource(src marketplace.Source) *settings.MarketplaceSource {
+	b, err := json.Marshal(src)
+	if err != nil {
+		return nil
+	}
+	s, err := settings.ParseSource(b)
+	if err != nil {
+		return nil
+	}
+	return &s
+}
