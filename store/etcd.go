@@ -179,6 +179,11 @@ func (e *Etcd) Update(fn func(Tx) error) error {
 		if err != nil {
 			return err
 		}
+		if tx.readFailed != nil {
+			// fn went on without what it failed to read; committing could
+			// overwrite a change it never saw.
+			return fmt.Errorf("store: etcd: update not applied, one of its reads failed: %w", tx.readFailed)
+		}
 		ok, err := tx.commit()
 		if err != nil {
 			return err
@@ -269,9 +274,12 @@ type etcdTx struct {
 	writable bool
 	rev      int64 // snapshot revision; 0 until the first read
 	restart  bool  // the snapshot was compacted away: run fn again
-	reads    map[string]readRecord
-	ranges   []readRange
-	writes   map[string]*pendingWrite
+	// readFailed is the first failed read: such an update is never committed,
+	// even if fn ignored the error.
+	readFailed error
+	reads      map[string]readRecord
+	ranges     []readRange
+	writes     map[string]*pendingWrite
 }
 
 type readRecord struct {
@@ -338,7 +346,11 @@ func (t *etcdTx) readErr(err error) error {
 	if errors.Is(err, rpctypes.ErrCompacted) {
 		t.restart = true
 	}
-	return fmt.Errorf("store: etcd read: %w", err)
+	err = fmt.Errorf("store: etcd read: %w", err)
+	if t.readFailed == nil {
+		t.readFailed = err
+	}
+	return err
 }
 
 func (t *etcdTx) Get(bucket, key string) ([]byte, error) {

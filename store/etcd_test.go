@@ -784,3 +784,23 @@ func TestEtcdSnapshotCompactedRunsAgain(t *testing.T) {
 		}
 	}
 }
+
+// TestEtcdUpdateWithFailedReadIsNotApplied: an fn that ignores a failed
+// read must not commit writes made without what it could not read.
+func TestEtcdUpdateWithFailedReadIsNotApplied(t *testing.T) {
+	c := etcdtest.Start(t, 1)
+	s := openEtcd(t, c.Endpoints(), store.EtcdOptions{Prefix: "/p"})
+	huge := strings.Repeat("k", 3<<20) // larger than etcd takes in one request
+	err := s.Update(func(tx store.Tx) error {
+		if _, err := tx.Get("b", huge); err == nil || errors.Is(err, store.ErrNotFound) {
+			return fmt.Errorf("reading a 3 MiB key: %v, want a failed read", err)
+		}
+		return tx.Put("b", "small", []byte("x")) // carelessly goes on
+	})
+	if err == nil || !strings.Contains(err.Error(), "reads failed") {
+		t.Fatalf("Update = %v, want it refused because a read failed", err)
+	}
+	if err := s.View(func(r store.Reader) error { _, err := r.Get("b", "small"); return err }); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("b/small after the refused update: %v, want ErrNotFound", err)
+	}
+}
