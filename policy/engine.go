@@ -336,8 +336,7 @@ func (e *Engine) Decide(ctx context.Context, req Request) (Decision, error) {
 	input := req.Input()
 	var key string
 	if st.cache != nil {
-		b, _ := json.Marshal(input) // map keys sorted: canonical
-		key = string(b)
+		key = cacheKey(input)
 		if d, ok := st.cache.get(key); ok {
 			return d.clone(), nil
 		}
@@ -468,4 +467,46 @@ func (c *decisionCache) put(k string, d Decision) {
 	}
 	c.m[k] = d
 	c.mu.Unlock()
+}
+
+// cacheKey encodes the evaluation input canonically (sorted keys, quoted
+// strings). It is derived from the input map itself, so every field the
+// evaluation reads is part of the key.
+func cacheKey(input map[string]any) string {
+	var b strings.Builder
+	b.Grow(256)
+	writeKey(&b, input)
+	return b.String()
+}
+
+func writeKey(b *strings.Builder, v any) {
+	switch x := v.(type) {
+	case map[string]any:
+		keys := make([]string, 0, len(x))
+		for k := range x {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		b.WriteByte('{')
+		for _, k := range keys {
+			b.WriteString(strconv.Quote(k))
+			b.WriteByte(':')
+			writeKey(b, x[k])
+			b.WriteByte(',')
+		}
+		b.WriteByte('}')
+	case string:
+		b.WriteString(strconv.Quote(x))
+	case bool:
+		if x {
+			b.WriteByte('t')
+		} else {
+			b.WriteByte('f')
+		}
+	default:
+		// Input holds only the types above; anything else is encoded by
+		// its JSON form so that the key stays exact.
+		j, _ := json.Marshal(x)
+		b.Write(j)
+	}
 }

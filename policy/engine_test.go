@@ -584,3 +584,28 @@ func FuzzParseRequest(f *testing.F) {
 		}
 	})
 }
+
+// Two requests that differ in any field the evaluation reads never share a
+// cache entry.
+func TestCacheKeySeparatesRequests(t *testing.T) {
+	e, err := NewEngine([]Layer{{Name: "org", Settings: []byte(`{"requireSignatures":{"corp":["k1"]},"blockedMarketplaces":[{"source":"github","repo":"corp/evil","ref":"x"}]}`)}}, WithCache(100))
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := Request{Action: ActionInstall, Plugin: mustID("a@corp"), Marketplace: Marketplace{Name: "corp", Source: ghSource("corp/plugins")}, Signatures: []string{"k1"}}
+	evil := base
+	evil.Marketplace.Source = &settings.MarketplaceSource{Source: settings.KindGitHub, Repo: "corp/evil", Ref: "x"}
+	unsigned := base
+	unsigned.Signatures = nil
+	for i := 0; i < 2; i++ { // second round is served from the cache
+		if d, _ := e.Decide(ctx, base); !d.Allowed {
+			t.Fatalf("base denied: %+v", d)
+		}
+		if d, _ := e.Decide(ctx, evil); d.Allowed {
+			t.Fatal("blocked ref allowed from the cache")
+		}
+		if d, _ := e.Decide(ctx, unsigned); d.Allowed {
+			t.Fatal("unsigned install allowed from the cache")
+		}
+	}
+}
