@@ -5,9 +5,11 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/labstack/echo/v4"
 
@@ -60,6 +62,9 @@ func (s *Server) addMarketplace(c echo.Context) error {
 	if t := bytes.TrimSpace(req.Source); len(t) == 0 || t[0] != '{' {
 		return badField("source", "source must be an object such as {\"source\": \"github\", \"repo\": \"owner/repo\"}")
 	}
+	if err := s.gateMarketplace(c, req.Name, req.Source, false); err != nil {
+		return err
+	}
 	m, err := cat.AddMarketplace(c.Request().Context(), req.Name, req.Source)
 	if err != nil {
 		return err
@@ -68,6 +73,51 @@ func (s *Server) addMarketplace(c echo.Context) error {
 		return err
 	}
 	return c.JSON(http.StatusCreated, m)
+}
+
+func mustList(c echo.Context, cat Catalog) []Marketplace {
+	ms, _ := cat.Marketplaces(c.Request().Context())
+	return ms
+}
+
+// gateMarketplace asks the policy whether the marketplace may be added or
+// refreshed; a denial is a 403 naming the layer and rule, and is audited.
+func (s *Server) gateMarketplace(c echo.Context, name string, source json.RawMessage, update bool) error {
+	if s.deps.Policy == nil {
+		return nil
+	}
+	ctx := c.Request().Context()
+	d, version, err := s.decider(ctx)
+	if err != nil {
+		return err
+	}
+	md, ok := d.(MarketplaceDecider)
+	if !ok {
+		return nil
+	}
+	dec, err := md.DecideMarketplace(ctx, name, source, update)
+	if err != nil {
+		return fmt.Errorf("policy decision for marketplace %s: %w", name, err)
+	}
+	if dec.Allowed {
+		s.metrics.decisions.WithLabelValues("allowed").Inc()
+		return nil
+	}
+	s.metrics.decisions.WithLabelValues("denied").Inc()
+	var msgs, reasons []string
+	for _, r := range dec.Reasons {
+		msgs = append(msgs, r.Message+" (policy layer "+r.Layer+", rule "+r.Rule+")")
+		reasons = append(reasons, r.Layer+"/"+r.Rule+": "+r.Message)
+	}
+	p := s.caller(c)
+	if err := s.deps.Store.Update(func(tx store.Tx) error {
+		return appendAudit(tx, AuditEntry{Time: s.now().UTC(), Action: ActionDecisionDeny, Actor: p.TokenID, Role: p.Role,
+			Object: "marketplace " + name, Detail: map[string]any{"policyVersion": version, "reasons": reasons}})
+	}); err != nil {
+		return err
+	}
+	return apiErr(http.StatusForbidden, plugin.TypePolicyDenied, "source",
+		"policy denies marketplace %s: %s; change the policy layer named above", name, strings.Join(msgs, "; "))
 }
 
 func (s *Server) auditOnly(c echo.Context, action, object string, detail map[string]any) error {
@@ -93,6 +143,13 @@ func (s *Server) updateMarketplace(c echo.Context) error {
 	name, err := marketplaceParam(c, "name")
 	if err != nil {
 		return err
+	}
+	for _, m := range mustList(c, cat) {
+		if m.Name == name {
+			if err := s.gateMarketplace(c, name, m.Source, true); err != nil {
+				return err
+			}
+		}
 	}
 	m, err := cat.UpdateMarketplace(c.Request().Context(), name)
 	if err != nil {

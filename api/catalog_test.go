@@ -168,3 +168,44 @@ func TestVerify(t *testing.T) {
 		t.Fatalf("nothing published: %+v", v)
 	}
 }
+
+func TestMarketplacePolicyGate(t *testing.T) {
+	e, f := newCatalogEnv(t)
+	admin := e.tokens[RoleAdmin]
+	// An empty allowlist: no marketplace may be added or refreshed.
+	res := e.putLayer("org", "*new", map[string]any{"settings": map[string]any{"strictKnownMarketplaces": []any{}}})
+	if res.status != 201 {
+		t.Fatalf("layer: %d %s", res.status, res.body)
+	}
+	before := len(mustMarketplaces(t, e))
+	res = e.do("POST", "/v1/marketplaces", admin, map[string]any{"name": "other", "source": map[string]string{"source": "directory", "path": f.root}})
+	ae := res.apiError(t)
+	if res.status != 403 || ae.Code != "policy-denied" || !strings.Contains(ae.Message, "policy layer org") {
+		t.Fatalf("add under an empty allowlist: %d %s", res.status, res.body)
+	}
+	if len(mustMarketplaces(t, e)) != before {
+		t.Fatal("a denied add registered the marketplace")
+	}
+	if res = e.do("POST", "/v1/marketplaces/corp/update", admin, nil); res.status != 403 {
+		t.Fatalf("update under an empty allowlist: %d %s", res.status, res.body)
+	}
+	var page AuditPage
+	e.do("GET", "/v1/audit?action="+ActionDecisionDeny, admin, nil).json(t, &page)
+	if len(page.Entries) != 2 || page.Entries[0].Object != "marketplace other" {
+		t.Fatalf("marketplace denials audited: %+v", page.Entries)
+	}
+	// Allowing the directory by path lets it in.
+	res = e.putLayer("org", `"1"`, map[string]any{"settings": map[string]any{"strictKnownMarketplaces": []any{map[string]string{"source": "directory", "path": f.root}}}})
+	if res.status != 200 {
+		t.Fatalf("layer update: %d %s", res.status, res.body)
+	}
+	if res = e.do("POST", "/v1/marketplaces/corp/update", admin, nil); res.status != 200 {
+		t.Fatalf("update once allowed: %d %s", res.status, res.body)
+	}
+}
+
+func mustMarketplaces(t testing.TB, e *env) []Marketplace {
+	var ms []Marketplace
+	e.do("GET", "/v1/marketplaces", e.tokens[RoleAdmin], nil).json(t, &ms)
+	return ms
+}

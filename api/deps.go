@@ -106,6 +106,14 @@ type Decider interface {
 	Decide(ctx context.Context, in DecisionInput) (Decision, error)
 }
 
+// MarketplaceDecider is implemented by a Decider that can also rule on
+// marketplaces (strictKnownMarketplaces, blockedMarketplaces). When the
+// current policy's Decider has it, adding or updating a marketplace asks
+// first, before any network or disk access.
+type MarketplaceDecider interface {
+	DecideMarketplace(ctx context.Context, name string, source json.RawMessage, update bool) (Decision, error)
+}
+
 // DecisionInput is what the server knows when it asks for a decision.
 type DecisionInput struct {
 	Plugin            plugin.ID

@@ -29,6 +29,32 @@ type policyDecider struct{ e *policy.Engine }
 // closed) so that a layer write can report them.
 func (d policyDecider) Warnings() []string { return d.e.Warnings() }
 
+// DecideMarketplace asks whether the marketplace may be added (update=false)
+// or refreshed from source.
+func (d policyDecider) DecideMarketplace(ctx context.Context, name string, source json.RawMessage, update bool) (Decision, error) {
+	req := policy.Request{Action: policy.ActionAddMarketplace, Marketplace: policy.Marketplace{Name: name}}
+	if update {
+		req.Action = policy.ActionUpdateMarketplace
+	}
+	var src settings.MarketplaceSource
+	if err := json.Unmarshal(source, &src); err == nil && src.Source != "" {
+		req.Marketplace.Source = &src
+	}
+	pd, err := d.e.Decide(ctx, req)
+	if err != nil {
+		return Decision{}, err
+	}
+	return fromPolicy(pd), nil
+}
+
+func fromPolicy(pd policy.Decision) Decision {
+	out := Decision{Allowed: pd.Allowed, Forced: pd.Forced, Warnings: pd.Warnings, Reasons: make([]Reason, len(pd.Reasons))}
+	for i, r := range pd.Reasons {
+		out.Reasons[i] = Reason{Layer: r.Layer, Rule: r.Rule, Message: r.Message}
+	}
+	return out
+}
+
 // Decide asks whether the plugin may be installed from its marketplace (as a
 // dependency of RequiredBy when set).
 func (d policyDecider) Decide(ctx context.Context, in DecisionInput) (Decision, error) {
@@ -44,9 +70,5 @@ func (d policyDecider) Decide(ctx context.Context, in DecisionInput) (Decision, 
 	if err != nil {
 		return Decision{}, err
 	}
-	out := Decision{Allowed: pd.Allowed, Forced: pd.Forced, Warnings: pd.Warnings, Reasons: make([]Reason, len(pd.Reasons))}
-	for i, r := range pd.Reasons {
-		out.Reasons[i] = Reason{Layer: r.Layer, Rule: r.Rule, Message: r.Message}
-	}
-	return out, nil
+	return fromPolicy(pd), nil
 }
