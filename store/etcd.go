@@ -194,7 +194,7 @@ func (e *Etcd) Update(fn func(Tx) error) error {
 		if attempt >= e.opts.MaxAttempts {
 			return fmt.Errorf("store: etcd: %w: gave up after %d attempts, other writers kept changing what this update read; retry later", ErrConflict, attempt)
 		}
-		if attempt > 2 {
+		if attempt > 4 {
 			// Spread out the racers so that one of them gets through.
 			time.Sleep(time.Duration(rand.IntN(1+min(attempt, 50))) * time.Millisecond)
 		}
