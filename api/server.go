@@ -96,6 +96,11 @@ func New(d Deps) (*Server, error) {
 	e.HideBanner = true
 	e.HidePort = true
 	e.HTTPErrorHandler = s.errorHandler
+	ui, err := newConsole(s) // the web console under /ui/ (ui.go)
+	if err != nil {
+		return nil, err
+	}
+	e.Pre(ui.dispatch)
 	e.Use(s.recoverMiddleware, s.observe, s.limits)
 	for _, r := range s.routes() {
 		e.Add(r.Method, r.Path, r.handler, s.authorize(r.RouteInfo))

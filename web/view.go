@@ -1,0 +1,246 @@
+package web
+
+import "time"
+
+// Layout is what every page shows around its content: who is signed in,
+// where they are, and the CSRF token every POST form carries.
+type Layout struct {
+	Title string
+	// Nav names the active navigation entry: catalog, policy or audit.
+	Nav      string
+	SignedIn bool
+	Role     string
+	TokenID  string
+	IsAdmin  bool
+	// CSRF is the per-session token the POST forms send back in the
+	// hidden field "csrf".
+	CSRF     string
+	Messages []Message
+}
+
+// Message is a notice at the top of a page or next to a form.
+type Message struct {
+	// Kind is error, warning or ok; it picks the style and the ARIA role.
+	Kind string
+	Text string
+}
+
+// SignInView is the sign-in form.
+type SignInView struct {
+	Layout
+	Next string
+	// FormCSRF guards the sign-in form itself (double-submit cookie).
+	FormCSRF string
+}
+
+// Option is one choice of a select.
+type Option struct {
+	Value    string
+	Label    string
+	Selected bool
+}
+
+// CatalogQuery is the catalog page's filter form, as submitted.
+type CatalogQuery struct {
+	Text        string
+	Marketplace string
+	Category    string
+	Tag         string
+	// Decision is "", "allowed" or "blocked".
+	Decision string
+}
+
+// CatalogView is the catalog page.
+type CatalogView struct {
+	Layout
+	Query        CatalogQuery
+	Marketplaces []Option
+	Categories   []Option
+	Tags         []Option
+	Decisions    []Option
+	Plugins      []PluginRow
+	// Total is the number of catalog entries before filtering.
+	Total         int
+	PolicyVersion string
+}
+
+// PluginRow is one plugin in a list.
+type PluginRow struct {
+	ID          string
+	Name        string
+	Marketplace string
+	Version     string
+	Description string
+	Category    string
+	Tags        []string
+	URL         string
+	Decision    DecisionView
+}
+
+// DecisionView is a policy decision as shown to a person.
+type DecisionView struct {
+	Allowed bool
+	// Forced is "on", "off" or "".
+	Forced string
+	// Label is the one-word state: allowed, blocked, forced on, forced off.
+	Label    string
+	Reasons  []ReasonView
+	Warnings []string
+}
+
+// Class is the CSS modifier for the decision's badge.
+func (d DecisionView) Class() string {
+	switch {
+	case d.Forced == "off" || !d.Allowed:
+		return "blocked"
+	case d.Forced == "on":
+		return "forced"
+	}
+	return "allowed"
+}
+
+// ReasonView names the layer and rule behind a decision.
+type ReasonView struct {
+	Layer   string
+	Rule    string
+	Message string
+}
+
+// ComponentGroup is the components of one kind.
+type ComponentGroup struct {
+	Kind  string
+	Title string
+	Items []ComponentItem
+}
+
+// ComponentItem is one component with the name an agent registers it under.
+type ComponentItem struct {
+	Name       string
+	Namespaced string
+	Path       string
+}
+
+// DependencyRow is one declared dependency.
+type DependencyRow struct {
+	ID  string
+	URL string
+	// State is allowed, blocked or missing.
+	State string
+}
+
+// SignatureRow is the verdict on one published signature.
+type SignatureRow struct {
+	KeyID   string
+	Valid   bool
+	Trusted bool
+	Error   string
+}
+
+// PluginView is the plugin detail page.
+type PluginView struct {
+	Layout
+	Plugin       PluginRow
+	Components   []ComponentGroup
+	Dependencies []DependencyRow
+	Graph        Graph
+	Digest       string
+	// SignatureStatus sums up Signatures in a sentence.
+	SignatureStatus string
+	Signatures      []SignatureRow
+	PolicyVersion   string
+}
+
+// LayerRow is one policy layer in the list.
+type LayerRow struct {
+	Name      string
+	Rank      int
+	Version   uint64
+	Keys      []string
+	Modules   int
+	UpdatedAt time.Time
+	UpdatedBy string
+	URL       string
+}
+
+// PolicyView is the admin's list of policy layers.
+type PolicyView struct {
+	Layout
+	Version  string
+	Revision uint64
+	Layers   []LayerRow
+	// NewLayer is the name typed in the new-layer form, shown again with
+	// an error when it is invalid.
+	NewLayer string
+}
+
+// LayerView is the editor of one layer's settings, with the impact preview
+// once requested.
+type LayerView struct {
+	Layout
+	Name string
+	New  bool
+	// Version is the layer version the edit started from; saving sends it
+	// as If-Match, so a concurrent change is reported instead of lost.
+	Version  uint64
+	Rank     int
+	Settings string
+	Modules  []string
+	// Errors are validation problems of Settings; Warnings come from the
+	// policy engine (unknown keys, values that fail closed).
+	Errors   []string
+	Warnings []string
+	Impact   *ImpactView
+	// Conflict is set when a save found a newer version.
+	Conflict string
+	Saved    bool
+}
+
+// ImpactView lists every catalog plugin whose decision would change.
+type ImpactView struct {
+	Checked int
+	Changes []ImpactRow
+}
+
+// ImpactRow is one plugin whose decision would change.
+type ImpactRow struct {
+	ID     string
+	URL    string
+	Before DecisionView
+	After  DecisionView
+}
+
+// AuditFilter is the audit page's filter form.
+type AuditFilter struct {
+	Action string
+	Actor  string
+	Since  string
+}
+
+// AuditRow is one audit entry.
+type AuditRow struct {
+	Seq    uint64
+	Time   time.Time
+	Action string
+	Actor  string
+	Role   string
+	Object string
+	Detail string
+}
+
+// AuditView is the audit log page.
+type AuditView struct {
+	Layout
+	Filter  AuditFilter
+	Actions []Option
+	Entries []AuditRow
+	// NextURL is the link to the following page, empty on the last.
+	NextURL string
+}
+
+// ErrorView is an error page (403, 404, 500...).
+type ErrorView struct {
+	Layout
+	Status  int
+	Heading string
+	Message string
+}
