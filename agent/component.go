@@ -50,9 +50,11 @@ type Component struct {
 	Root    string `json:"-"`
 	DataDir string `json:"-"`
 	// Description and Meta come from the Markdown front matter (commands,
-	// skills, agents, output styles).
-	Description string         `json:"description,omitempty"`
-	Meta        map[string]any `json:"-"`
+	// skills, agents, output styles): Meta holds its top-level scalar
+	// values as strings ("argument-hint", "model", ...). FrontMatter reads
+	// the whole header, lists and maps included.
+	Description string            `json:"description,omitempty"`
+	Meta        map[string]string `json:"-"`
 	// Hook holds the matchers of one event (KindHook), with variables
 	// substituted in every command.
 	Hook *Hook `json:"-"`
@@ -75,6 +77,16 @@ type Hook struct {
 // defining file. No two components of a Set share a Key.
 func (c Component) Key() string {
 	return string(c.Kind) + "\x00" + c.Source + "\x00" + c.Plugin.String() + "\x00" + c.Name + "\x00" + c.Path
+}
+
+// FrontMatter reads and parses the YAML front matter of a Markdown
+// component (commands, skills, agents, output styles), and returns its body.
+func (c Component) FrontMatter() (meta map[string]any, body []byte, err error) {
+	data, err := readLimited(c.Path)
+	if err != nil {
+		return nil, nil, err
+	}
+	return plugin.ParseFrontMatter(data)
 }
 
 // Env is the environment a hook or server process of this component gets on

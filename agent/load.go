@@ -85,6 +85,7 @@ type loadInput struct {
 	recs    []cache.Record
 	inline  []string
 	dec     *decider
+	index   *componentIndex
 	mode    Mode
 	o       *Options
 	workers int
@@ -275,7 +276,19 @@ func (in *loadInput) loadInstalled(ctx context.Context, r cache.Record, enabled 
 	if in.o.Entries != nil {
 		entry = in.o.Entries(r.ID)
 	}
-	in.loadTree(ctx, u, r.ID, r.InstallPath, entry, u.st.Forced == "on")
+	x := expander{root: r.InstallPath, data: in.dataDir(r.ID), project: in.o.Project}
+	key := indexKey(r, entry, x)
+	if e, ok := in.index.get(r.InstallPath, key); ok && in.mode == CacheOnly {
+		u.deps = e.Deps
+		in.filter(ctx, u, r.ID, e.Comps)
+	} else {
+		comps := in.parseTree(u, r.ID, r.InstallPath, entry, x)
+		if len(u.st.Errors) > 0 {
+			return u
+		}
+		in.index.put(r.InstallPath, indexEntry{Key: key, Comps: comps, Deps: u.deps})
+		in.filter(ctx, u, r.ID, comps)
+	}
 	if len(u.st.Errors) == 0 {
 		u.path = r.InstallPath
 	}
@@ -307,17 +320,20 @@ func (in *loadInput) loadInline(ctx context.Context, dir string) *unit {
 		u.st.AddError(err)
 		return u
 	}
-	in.loadTree(ctx, u, id, dir, nil, false)
+	comps := in.parseTree(u, id, dir, nil, expander{root: dir, data: in.dataDir(id), project: in.o.Project})
+	if len(u.st.Errors) == 0 {
+		in.filter(ctx, u, id, comps)
+	}
 	return u
 }
 
-// loadTree reads the components of a plugin whose tree passed the trust
-// check, applying the per-surface and hook policy.
-func (in *loadInput) loadTree(ctx context.Context, u *unit, id plugin.ID, root string, entry *plugin.Entry, forcedOn bool) {
+// parseTree reads the components of a plugin whose tree passed the trust
+// check. Errors go to u's status; the components are returned normalized.
+func (in *loadInput) parseTree(u *unit, id plugin.ID, root string, entry *plugin.Entry, x expander) []Component {
 	p, diags, err := plugin.Load(root, entry)
 	if err != nil {
 		u.st.AddError(err)
-		return
+		return nil
 	}
 	for _, d := range diags {
 		if d.Severity == plugin.SeverityWarning && in.mode == Full {
@@ -325,12 +341,30 @@ func (in *loadInput) loadTree(ctx context.Context, u *unit, id plugin.ID, root s
 		}
 	}
 	u.deps = p.Manifest.Dependencies
-	if id.Source == plugin.SourceInline {
+	if id.Source == plugin.SourceInline || len(u.deps) == 0 {
 		u.deps = nil // a session dir has no marketplace to resolve names in
 	}
-	x := expander{root: root, data: in.dataDir(id), project: in.o.Project}
 	pc := &pluginComponents{in: in, u: u, p: p, id: id, x: x, parsed: map[string]any{}}
+	var comps []Component
+	for _, pcomp := range p.Components {
+		cs, err := pc.expand(pcomp)
+		if err != nil {
+			u.st.AddError(err)
+			continue
+		}
+		for i := range cs {
+			normalize(&cs[i])
+		}
+		comps = append(comps, cs...)
+	}
+	if len(u.st.Errors) > 0 {
+		return nil
+	}
+	return comps
+}
 
+// filter applies the per-surface and hook policy to a plugin's components.
+func (in *loadInput) filter(ctx context.Context, u *unit, id plugin.ID, comps []Component) {
 	surfaceErr := map[settings.Surface]error{}
 	surfaceOK := func(s settings.Surface) error {
 		if err, ok := surfaceErr[s]; ok {
@@ -343,24 +377,14 @@ func (in *loadInput) loadTree(ctx context.Context, u *unit, id plugin.ID, root s
 		surfaceErr[s] = err
 		return err
 	}
-	for _, pcomp := range p.Components {
-		cs, err := pc.expand(pcomp)
-		if err != nil {
-			u.st.AddError(err)
-			continue
-		}
-		for _, c := range cs {
-			if s, ok := surfaceOf(c.Kind); ok {
-				if err := surfaceOK(s); err != nil {
-					u.skips = append(u.skips, Skipped{Component: c, Err: err})
-					continue
-				}
+	for _, c := range comps {
+		if s, ok := surfaceOf(c.Kind); ok {
+			if err := surfaceOK(s); err != nil {
+				u.skips = append(u.skips, Skipped{Component: c, Err: err})
+				continue
 			}
-			u.comps = append(u.comps, c)
 		}
-	}
-	if len(u.st.Errors) > 0 {
-		u.comps, u.skips = nil, nil
+		u.comps = append(u.comps, c)
 	}
 }
 
@@ -535,10 +559,22 @@ func readMarkdown(c *Component) error {
 	if err != nil {
 		return nil
 	}
-	c.Meta = meta
-	if d, ok := meta["description"].(string); ok {
-		c.Description = d
+	for k, v := range meta {
+		var s string
+		switch v := v.(type) {
+		case string:
+			s = v
+		case bool, int, int64, uint64, float64:
+			s = fmt.Sprint(v)
+		default:
+			continue
+		}
+		if c.Meta == nil {
+			c.Meta = map[string]string{}
+		}
+		c.Meta[k] = s
 	}
+	c.Description = c.Meta["description"]
 	return nil
 }
 

@@ -461,10 +461,44 @@ func TestCacheOnlyAndFullAgreeOnCleanTrees(t *testing.T) {
 	w.install("a@corp", "1.0.0", smallPlugin("a"))
 	w.setEnabled("ops@corp", true)
 	w.setEnabled("a@corp", true)
-	fast := w.load(w.runtime(w.options()), CacheOnly)
+	parsed := w.load(w.runtime(w.options()), CacheOnly)
+	index := filepath.Join(w.home, "agent", "components.gob")
+	if _, err := os.Stat(index); err != nil {
+		t.Fatal(err)
+	}
+	// The next session reads the component index instead of the trees.
+	indexed := w.load(w.runtime(w.options()), CacheOnly)
 	full := w.load(w.runtime(w.options()), Full)
-	if !reflect.DeepEqual(fast.Components(), full.Components()) {
-		t.Fatalf("cache-only %q\nfull %q", names(fast), names(full))
+	if len(parsed.Components()) != 13 {
+		t.Fatalf("components %q", names(parsed))
+	}
+	if !reflect.DeepEqual(parsed.Components(), indexed.Components()) {
+		t.Fatalf("parsed %+v\nindexed %+v", parsed.Components(), indexed.Components())
+	}
+	if !reflect.DeepEqual(parsed.Components(), full.Components()) {
+		t.Fatalf("cache-only %q\nfull %q", names(parsed), names(full))
+	}
+	// A damaged index is ignored, never trusted.
+	if err := os.WriteFile(index, []byte("not gob at all"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	damaged := w.load(w.runtime(w.options()), CacheOnly)
+	if !reflect.DeepEqual(parsed.Components(), damaged.Components()) {
+		t.Fatalf("with a damaged index: %q", names(damaged))
+	}
+}
+
+func TestIndexIsKeyedOnProjectAndData(t *testing.T) {
+	w := newWorld(t)
+	w.install("ops@corp", "1.0.0", fullPlugin("ops"))
+	w.setEnabled("ops@corp", true)
+	w.load(w.runtime(w.options()), CacheOnly)
+	o := w.options()
+	o.Project = filepath.Join(t.TempDir(), "elsewhere")
+	s := w.load(w.runtime(o), CacheOnly)
+	h, _ := s.Lookup(plugin.KindHook, "ops:PreToolUse")
+	if c := h.Hook.Matchers[0].Hooks[0].Command; !strings.HasSuffix(c, "--project "+o.Project) {
+		t.Fatalf("hook command %q kept the old project dir", c)
 	}
 }
 

@@ -67,7 +67,8 @@ type Options struct {
 	Activator Activator
 	// Workers bounds the plugins loaded in parallel (default GOMAXPROCS).
 	Workers int
-	// NoMemo keeps policy decisions in memory only (no file under Home).
+	// NoMemo keeps policy decisions and the component index in memory
+	// only (no files under Home).
 	NoMemo bool
 }
 
@@ -83,9 +84,10 @@ var (
 // that made it live. It is safe for concurrent use; Load, AddPluginDir and
 // Close are serialized, Current never blocks.
 type Runtime struct {
-	o   Options
-	dec *decider
-	cur atomic.Pointer[Set]
+	o     Options
+	dec   *decider
+	index *componentIndex
+	cur   atomic.Pointer[Set]
 
 	mu      sync.Mutex
 	inline  []string
@@ -109,9 +111,10 @@ func New(o Options) (*Runtime, error) {
 	if o.Workers <= 0 {
 		o.Workers = defaultWorkers()
 	}
-	r := &Runtime{o: o, dec: &decider{p: o.Policy}, dataDir: map[string]bool{}}
+	r := &Runtime{o: o, dec: &decider{p: o.Policy}, index: &componentIndex{}, dataDir: map[string]bool{}}
 	if o.Home != "" && !o.NoMemo {
 		r.dec.file = filepath.Join(o.Home, filepath.FromSlash(decisionsFile))
+		r.index.file = filepath.Join(o.Home, filepath.FromSlash(indexFile))
 	}
 	return r, nil
 }
@@ -183,13 +186,17 @@ func (r *Runtime) Load(ctx context.Context, mode Mode) (*Set, error) {
 		return nil, err
 	}
 	r.dec.begin()
-	in := &loadInput{snap: snap, recs: recs, inline: r.inline, dec: r.dec, mode: mode, o: &r.o, workers: r.o.Workers}
+	r.index.load()
+	in := &loadInput{snap: snap, recs: recs, inline: r.inline, dec: r.dec, index: r.index, mode: mode, o: &r.o, workers: r.o.Workers}
 	set, err := build(ctx, in)
 	if err != nil {
 		return nil, err
 	}
 	if err := r.dec.save(); err != nil {
 		set.warnings = append(set.warnings, "policy decisions not memoized: "+err.Error())
+	}
+	if err := r.index.save(recs); err != nil {
+		set.warnings = append(set.warnings, "component index not saved: "+err.Error())
 	}
 	var lease *cache.Lease
 	if r.o.Leaser != nil && len(set.paths) > 0 {

@@ -1,0 +1,65 @@
+// Command testserver is a small MCP server over stdio, built from the Go
+// SDK, for the supervisor's tests. Its behavior is chosen by environment:
+//
+//	TESTSERVER_MODE=crash-at-start  write to stderr and exit 3 at once
+//	TESTSERVER_MODE=crash-later     serve, then exit 4 after 300 ms
+//	TESTSERVER_MODE=not-mcp         print garbage and sleep
+//	TESTSERVER_NAME                 the server name in the handshake
+//	TESTSERVER_PIDFILE              write the process id there
+//
+// Tools: echo (returns its text), env (returns an environment variable).
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strconv"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+type echoIn struct {
+	Text string `json:"text" jsonschema:"the text to echo"`
+}
+
+type envIn struct {
+	Name string `json:"name" jsonschema:"the variable's name"`
+}
+
+func main() {
+	if f := os.Getenv("TESTSERVER_PIDFILE"); f != "" {
+		os.WriteFile(f, []byte(strconv.Itoa(os.Getpid())), 0o644)
+	}
+	switch os.Getenv("TESTSERVER_MODE") {
+	case "crash-at-start":
+		fmt.Fprintln(os.Stderr, "testserver: config file missing, giving up")
+		os.Exit(3)
+	case "crash-later":
+		go func() {
+			time.Sleep(300 * time.Millisecond)
+			fmt.Fprintln(os.Stderr, "testserver: lost my database")
+			os.Exit(4)
+		}()
+	case "not-mcp":
+		fmt.Println("hello, I am not an MCP server")
+		time.Sleep(time.Minute)
+		return
+	}
+	name := os.Getenv("TESTSERVER_NAME")
+	if name == "" {
+		name = "testserver"
+	}
+	s := mcp.NewServer(&mcp.Implementation{Name: name, Version: "1.2.3"}, nil)
+	mcp.AddTool(s, &mcp.Tool{Name: "echo", Description: "Echo the text back"}, func(ctx context.Context, req *mcp.CallToolRequest, in echoIn) (*mcp.CallToolResult, any, error) {
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: in.Text}}}, nil, nil
+	})
+	mcp.AddTool(s, &mcp.Tool{Name: "env", Description: "Read an environment variable"}, func(ctx context.Context, req *mcp.CallToolRequest, in envIn) (*mcp.CallToolResult, any, error) {
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: os.Getenv(in.Name)}}}, nil, nil
+	})
+	if err := s.Run(context.Background(), &mcp.StdioTransport{}); err != nil {
+		fmt.Fprintln(os.Stderr, "testserver:", err)
+		os.Exit(1)
+	}
+}

@@ -1,0 +1,672 @@
+// Package mcp supervises the MCP servers of the active plugin set: it
+// starts stdio servers as child processes (or connects to HTTP and SSE
+// ones) with the official Go SDK, performs the initialize handshake and
+// tools/list, exposes the tools under their namespaced names
+// ("mcp__plugin_<plugin>_<server>__<tool>"), and stops each server when its
+// component is deactivated.
+//
+// Starting a server is an activation step that returns its undo, so a
+// Supervisor plugs into agent.Runtime through Activator. A server that fails
+// to start or crashes later is recorded in its Status, for its plugin, and
+// isolated: its activation still succeeds (a broken server must not block a
+// reload of everything else), and the other servers keep working.
+//
+// Stdio servers run in their own process group with the SDK's IOTransport
+// over pipes this package owns, so that a crash is seen the moment the
+// process exits (with its exit status and the tail of its stderr) and a stop
+// can end the whole group: stdin is closed first (the MCP shutdown), then
+// SIGTERM, then SIGKILL.
+package mcp
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"sort"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/wharfhq/wharf/agent"
+	"github.com/wharfhq/wharf/plugin"
+)
+
+// States of a server.
+const (
+	StateRunning = "running"
+	StateFailed  = "failed"  // did not start or failed the handshake
+	StateCrashed = "crashed" // exited or disconnected while running
+	StateStopped = "stopped"
+)
+
+// Options configure a Supervisor.
+type Options struct {
+	// ProjectDir is CLAUDE_PROJECT_DIR for the servers, and the working
+	// directory of stdio servers without their own cwd.
+	ProjectDir string
+	// BaseEnv is the environment servers start from (default os.Environ()).
+	BaseEnv []string
+	// StartTimeout bounds the start, handshake and tools/list (default 30 s).
+	StartTimeout time.Duration
+	// StopGrace is how long a stdio server may take to exit after its stdin
+	// is closed, and again after SIGTERM (default 2 s).
+	StopGrace time.Duration
+	// HTTPClient is used for http and sse servers (default a client with a
+	// 30 s timeout for each request).
+	HTTPClient *http.Client
+	// Stderr, when set, receives every stdio server's stderr, each line
+	// prefixed with the server's name.
+	Stderr io.Writer
+	// ClientName and ClientVersion are sent in the initialize handshake.
+	ClientName, ClientVersion string
+}
+
+// Tool is one tool of a running server.
+type Tool struct {
+	// Name is what the model sees: mcp__plugin_<plugin>_<server>__<tool>.
+	Name string `json:"name"`
+	// Tool is the name the server gave it.
+	Tool string `json:"tool"`
+	// Server is the server's namespaced name: plugin:<plugin>:<server>.
+	Server      string `json:"server"`
+	Plugin      string `json:"plugin,omitempty"`
+	Description string `json:"description,omitempty"`
+	InputSchema any    `json:"inputSchema,omitempty"`
+}
+
+// Status is one server's state.
+type Status struct {
+	Server    string `json:"server"`
+	Plugin    string `json:"plugin,omitempty"`
+	Source    string `json:"source"`
+	Transport string `json:"transport"`
+	State     string `json:"state"`
+	// PID is the stdio server's process id (0 for remote servers).
+	PID   int `json:"pid,omitempty"`
+	Tools int `json:"tools"`
+	// ServerName and ServerVersion are what the server said in the handshake.
+	ServerName    string `json:"serverName,omitempty"`
+	ServerVersion string `json:"serverVersion,omitempty"`
+	// Error says why a server failed or crashed, with the tail of its stderr.
+	Error string `json:"error,omitempty"`
+}
+
+// StartError is a server that could not be started, or failed its
+// handshake. Its plugin is in Server (plugin:<plugin>:<server>).
+type StartError struct {
+	Server string
+	Plugin string
+	Err    error
+	// Stderr is the tail of the server's stderr.
+	Stderr string
+}
+
+func (e *StartError) Error() string {
+	msg := fmt.Sprintf("MCP server %s", e.Server)
+	if e.Plugin != "" {
+		msg += " of plugin " + e.Plugin
+	}
+	msg += ": " + e.Err.Error()
+	if s := strings.TrimSpace(e.Stderr); s != "" {
+		msg += "; its stderr ends with: " + s
+	}
+	return msg
+}
+
+func (e *StartError) Unwrap() error { return e.Err }
+
+// Errors a server's configuration can have.
+var (
+	// ErrNoCommand: a stdio server without a command.
+	ErrNoCommand = errors.New("stdio server has no command; set \"command\" in .mcp.json")
+	// ErrNoURL: an http or sse server without a url.
+	ErrNoURL = errors.New("remote server has no url; set \"url\" in .mcp.json")
+	// ErrTransport: a transport this package does not speak.
+	ErrTransport = errors.New("unsupported transport; use stdio, http or sse")
+	// ErrNotRunning: a tool call to a server that is not running.
+	ErrNotRunning = errors.New("MCP server is not running")
+	// ErrUnknownTool: a tool name no running server exposes.
+	ErrUnknownTool = errors.New("no running MCP server exposes this tool")
+)
+
+// Supervisor runs MCP servers. It is safe for concurrent use.
+type Supervisor struct {
+	o Options
+
+	mu     sync.Mutex
+	serial int
+	// runs holds every started server by name, oldest first: during a
+	// reload a newer start of the same name may coexist with the older
+	// one until the older undo runs; the newest is the live one.
+	runs   map[string][]*run
+	closed bool
+}
+
+// run is one start of one server.
+type run struct {
+	serial int
+	comp   agent.Component
+	status Status
+	tools  []Tool
+
+	session *sdk.ClientSession
+	cmd     *exec.Cmd
+	exited  chan struct{} // closed when the process has been waited for
+	stderr  *tailBuffer
+
+	mu       sync.Mutex
+	stopping bool
+}
+
+// New returns a Supervisor.
+func New(o Options) *Supervisor {
+	if o.StartTimeout <= 0 {
+		o.StartTimeout = 30 * time.Second
+	}
+	if o.StopGrace <= 0 {
+		o.StopGrace = 2 * time.Second
+	}
+	if o.HTTPClient == nil {
+		o.HTTPClient = &http.Client{Timeout: 30 * time.Second}
+	}
+	if o.ClientName == "" {
+		o.ClientName = "wharf"
+	}
+	if o.ClientVersion == "" {
+		o.ClientVersion = "dev"
+	}
+	return &Supervisor{o: o, runs: map[string][]*run{}}
+}
+
+// Activator returns an agent.Activator that starts the MCP server
+// components and hands every other component to next (nil: nothing to do
+// for them). A server that fails to start does not fail the activation: it
+// is recorded in Status and its undo clears that record.
+func (s *Supervisor) Activator(next agent.Activator) agent.Activator {
+	return agent.ActivatorFunc(func(ctx context.Context, c agent.Component) (func() error, error) {
+		if c.Kind != plugin.KindMCPServer {
+			if next == nil {
+				return func() error { return nil }, nil
+			}
+			return next.Activate(ctx, c)
+		}
+		undo, _ := s.Start(ctx, c)
+		return undo, nil
+	})
+}
+
+// Start starts the MCP server component c, performs the handshake and lists
+// its tools. The undo it returns is never nil: it stops the server (or
+// forgets the failed start) and removes exactly this start, even when a newer
+// start of the same server is live. The error, a *StartError, is also kept in
+// Status.
+func (s *Supervisor) Start(ctx context.Context, c agent.Component) (undo func() error, err error) {
+	r := &run{comp: c, exited: make(chan struct{}), stderr: newTailBuffer(4 << 10)}
+	r.status = Status{Server: c.Name, Source: c.Source, State: StateFailed}
+	if !c.Plugin.IsZero() {
+		r.status.Plugin = c.Plugin.String()
+	}
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return func() error { return nil }, &StartError{Server: c.Name, Plugin: r.status.Plugin, Err: errors.New("supervisor is closed")}
+	}
+	s.serial++
+	r.serial = s.serial
+	s.runs[c.Name] = append(s.runs[c.Name], r)
+	s.mu.Unlock()
+	undo = func() error { return s.stop(r) }
+
+	serr := s.start(ctx, r)
+	if serr != nil {
+		se := &StartError{Server: c.Name, Plugin: r.status.Plugin, Err: serr, Stderr: r.stderr.String()}
+		s.setStatus(r, func(st *Status) { st.State, st.Error = StateFailed, se.Error() })
+		return undo, se
+	}
+	return undo, nil
+}
+
+func (s *Supervisor) start(ctx context.Context, r *run) error {
+	if r.comp.MCP == nil {
+		return errors.New("component has no MCP configuration")
+	}
+	cfg := *r.comp.MCP
+	env := s.env(r.comp)
+	lookup := envLookup(env)
+	ctx, cancel := context.WithTimeout(ctx, s.o.StartTimeout)
+	defer cancel()
+
+	client := sdk.NewClient(&sdk.Implementation{Name: s.o.ClientName, Version: s.o.ClientVersion}, nil)
+	var transport sdk.Transport
+	switch strings.ToLower(cfg.Type) {
+	case "", "stdio":
+		r.status.Transport = "stdio"
+		if strings.TrimSpace(cfg.Command) == "" {
+			return ErrNoCommand
+		}
+		t, err := s.spawn(r, cfg, env, lookup)
+		if err != nil {
+			return err
+		}
+		transport = t
+	case "http", "streamable-http", "sse":
+		r.status.Transport = strings.ToLower(cfg.Type)
+		url := expandVars(cfg.URL, lookup)
+		if url == "" {
+			return ErrNoURL
+		}
+		hc := s.o.HTTPClient
+		if len(cfg.Headers) > 0 {
+			h := http.Header{}
+			for k, v := range cfg.Headers {
+				h.Set(k, expandVars(v, lookup))
+			}
+			c := *hc
+			base := c.Transport
+			if base == nil {
+				base = http.DefaultTransport
+			}
+			c.Transport = headerTransport{h: h, base: base}
+			hc = &c
+		}
+		if r.status.Transport == "sse" {
+			transport = &sdk.SSEClientTransport{Endpoint: url, HTTPClient: hc}
+		} else {
+			r.status.Transport = "http"
+			transport = &sdk.StreamableClientTransport{Endpoint: url, HTTPClient: hc, MaxRetries: -1, DisableStandaloneSSE: true}
+		}
+	default:
+		r.status.Transport = cfg.Type
+		return fmt.Errorf("%w (type %q)", ErrTransport, cfg.Type)
+	}
+
+	session, err := client.Connect(ctx, transport, nil)
+	if err != nil {
+		return s.failStart(r, "initialize handshake failed", err)
+	}
+	r.session = session
+	var tools []Tool
+	for t, err := range session.Tools(ctx, nil) {
+		if err != nil {
+			session.Close()
+			return s.failStart(r, "tools/list failed", err)
+		}
+		tools = append(tools, Tool{
+			Name:        r.comp.ToolName(t.Name),
+			Tool:        t.Name,
+			Server:      r.comp.Name,
+			Plugin:      r.status.Plugin,
+			Description: t.Description,
+			InputSchema: t.InputSchema,
+		})
+	}
+	sort.Slice(tools, func(i, j int) bool { return tools[i].Name < tools[j].Name })
+	init := session.InitializeResult()
+	s.mu.Lock()
+	r.tools = tools
+	r.status.State = StateRunning
+	r.status.Tools = len(tools)
+	if init != nil && init.ServerInfo != nil {
+		r.status.ServerName, r.status.ServerVersion = init.ServerInfo.Name, init.ServerInfo.Version
+	}
+	s.mu.Unlock()
+	go s.watch(r)
+	return nil
+}
+
+// failStart ends a start that got as far as the transport: for a stdio
+// server it kills the process and says how it exited.
+func (s *Supervisor) failStart(r *run, what string, err error) error {
+	if r.cmd == nil {
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	select {
+	case <-r.exited:
+	case <-time.After(200 * time.Millisecond):
+		// Still running: a server that does not speak MCP.
+		killGroup(r.cmd, syscall.SIGKILL)
+		<-r.exited
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	return fmt.Errorf("%s: the process %s", what, exitDescription(r.cmd))
+}
+
+// spawn starts a stdio server's process in its own group, with pipes this
+// package owns (so waiting for the process never races the SDK's reads).
+func (s *Supervisor) spawn(r *run, cfg plugin.MCPServer, env []string, lookup func(string) (string, bool)) (sdk.Transport, error) {
+	args := make([]string, len(cfg.Args))
+	for i, a := range cfg.Args {
+		args[i] = expandVars(a, lookup)
+	}
+	cmd := exec.Command(expandVars(cfg.Command, lookup), args...)
+	for k, v := range cfg.Env {
+		env = append(env, k+"="+expandVars(v, lookup))
+	}
+	cmd.Env = env
+	cmd.Dir = expandVars(cfg.Cwd, lookup)
+	if cmd.Dir == "" {
+		cmd.Dir = s.o.ProjectDir
+	}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	inR, inW, err := os.Pipe()
+	if err != nil {
+		return nil, err
+	}
+	outR, outW, err := os.Pipe()
+	if err != nil {
+		inR.Close()
+		inW.Close()
+		return nil, err
+	}
+	cmd.Stdin, cmd.Stdout = inR, outW
+	var errSink io.Writer = r.stderr
+	if s.o.Stderr != nil {
+		errSink = io.MultiWriter(r.stderr, &prefixWriter{w: s.o.Stderr, prefix: r.comp.Name + ": "})
+	}
+	cmd.Stderr = errSink
+	if err := cmd.Start(); err != nil {
+		inR.Close()
+		inW.Close()
+		outR.Close()
+		outW.Close()
+		return nil, fmt.Errorf("cannot start %q: %w", cfg.Command, err)
+	}
+	inR.Close()
+	outW.Close()
+	r.cmd = cmd
+	s.mu.Lock()
+	r.status.PID = cmd.Process.Pid
+	s.mu.Unlock()
+	go func() {
+		cmd.Wait()
+		outR.Close()
+		close(r.exited)
+	}()
+	return &sdk.IOTransport{Reader: outR, Writer: inW}, nil
+}
+
+// watch waits for a running server to end by itself and records the crash.
+func (s *Supervisor) watch(r *run) {
+	var reason string
+	if r.cmd != nil {
+		<-r.exited
+		reason = "the process " + exitDescription(r.cmd)
+		r.session.Close()
+	} else {
+		err := r.session.Wait()
+		reason = "the connection closed"
+		if err != nil {
+			reason += ": " + err.Error()
+		}
+	}
+	r.mu.Lock()
+	stopping := r.stopping
+	r.mu.Unlock()
+	if stopping {
+		return
+	}
+	msg := (&StartError{Server: r.comp.Name, Plugin: r.status.Plugin, Err: errors.New("crashed: " + reason), Stderr: r.stderr.String()}).Error()
+	s.setStatus(r, func(st *Status) { st.State, st.Error, st.Tools = StateCrashed, msg, 0 })
+	s.mu.Lock()
+	r.tools = nil
+	s.mu.Unlock()
+}
+
+func (s *Supervisor) setStatus(r *run, f func(*Status)) {
+	s.mu.Lock()
+	f(&r.status)
+	s.mu.Unlock()
+}
+
+// stop ends one start: closes the session (stdin EOF for stdio servers),
+// then SIGTERM and SIGKILL to the process group if it lingers, and removes
+// the run.
+func (s *Supervisor) stop(r *run) error {
+	r.mu.Lock()
+	already := r.stopping
+	r.stopping = true
+	r.mu.Unlock()
+	if !already {
+		if r.session != nil {
+			r.session.Close()
+		}
+		if r.cmd != nil && r.cmd.Process != nil {
+			select {
+			case <-r.exited:
+			case <-time.After(s.o.StopGrace):
+				killGroup(r.cmd, syscall.SIGTERM)
+				select {
+				case <-r.exited:
+				case <-time.After(s.o.StopGrace):
+					killGroup(r.cmd, syscall.SIGKILL)
+					<-r.exited
+				}
+			}
+			// Whatever the server started in its group goes with it.
+			killGroup(r.cmd, syscall.SIGKILL)
+		}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	runs := s.runs[r.comp.Name]
+	for i, x := range runs {
+		if x == r {
+			runs = append(runs[:i:i], runs[i+1:]...)
+			break
+		}
+	}
+	if len(runs) == 0 {
+		delete(s.runs, r.comp.Name)
+	} else {
+		s.runs[r.comp.Name] = runs
+	}
+	return nil
+}
+
+// Tools returns the tools of every running server, by name.
+func (s *Supervisor) Tools() []Tool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []Tool
+	for _, runs := range s.runs {
+		r := runs[len(runs)-1]
+		if r.status.State == StateRunning {
+			out = append(out, r.tools...)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}
+
+// Status returns every server's state (the newest start of each), by name.
+func (s *Supervisor) Status() []Status {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []Status
+	for _, runs := range s.runs {
+		out = append(out, runs[len(runs)-1].status)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Server < out[j].Server })
+	return out
+}
+
+// CallTool calls a tool by its namespaced name on the server that exposes it.
+func (s *Supervisor) CallTool(ctx context.Context, name string, args any) (*sdk.CallToolResult, error) {
+	s.mu.Lock()
+	var target *run
+	var tool, state string
+	for _, runs := range s.runs {
+		r := runs[len(runs)-1]
+		for _, t := range r.tools {
+			if t.Name == name {
+				target, tool, state = r, t.Tool, r.status.State
+			}
+		}
+	}
+	s.mu.Unlock()
+	if target == nil {
+		return nil, fmt.Errorf("%w: %s", ErrUnknownTool, name)
+	}
+	if state != StateRunning {
+		return nil, fmt.Errorf("%w: %s", ErrNotRunning, target.comp.Name)
+	}
+	return target.session.CallTool(ctx, &sdk.CallToolParams{Name: tool, Arguments: args})
+}
+
+// Close stops every server. The Supervisor starts nothing afterwards.
+func (s *Supervisor) Close() error {
+	s.mu.Lock()
+	s.closed = true
+	var all []*run
+	for _, runs := range s.runs {
+		all = append(all, runs...)
+	}
+	s.mu.Unlock()
+	var wg sync.WaitGroup
+	for _, r := range all {
+		wg.Add(1)
+		go func() { defer wg.Done(); s.stop(r) }()
+	}
+	wg.Wait()
+	return nil
+}
+
+func (s *Supervisor) env(c agent.Component) []string {
+	base := s.o.BaseEnv
+	if base == nil {
+		base = os.Environ()
+	}
+	return append(append([]string(nil), base...), c.Env(s.o.ProjectDir)...)
+}
+
+func killGroup(cmd *exec.Cmd, sig syscall.Signal) {
+	if cmd.Process != nil {
+		_ = syscall.Kill(-cmd.Process.Pid, sig)
+	}
+}
+
+func exitDescription(cmd *exec.Cmd) string {
+	ps := cmd.ProcessState
+	if ps == nil {
+		return "did not exit"
+	}
+	if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		return fmt.Sprintf("was killed by signal %s", ws.Signal())
+	}
+	return fmt.Sprintf("exited with status %d", ps.ExitCode())
+}
+
+// envLookup looks a variable up in env, last definition winning.
+func envLookup(env []string) func(string) (string, bool) {
+	m := make(map[string]string, len(env))
+	for _, kv := range env {
+		if k, v, ok := strings.Cut(kv, "="); ok {
+			m[k] = v
+		}
+	}
+	return func(k string) (string, bool) { v, ok := m[k]; return v, ok }
+}
+
+// expandVars expands ${NAME} and ${NAME:-default} as Claude Code does in
+// .mcp.json; $NAME without braces and unknown names without a default are
+// left as written.
+func expandVars(s string, lookup func(string) (string, bool)) string {
+	if !strings.Contains(s, "${") {
+		return s
+	}
+	var b strings.Builder
+	for {
+		i := strings.Index(s, "${")
+		if i < 0 {
+			b.WriteString(s)
+			return b.String()
+		}
+		j := strings.IndexByte(s[i:], '}')
+		if j < 0 {
+			b.WriteString(s)
+			return b.String()
+		}
+		b.WriteString(s[:i])
+		expr := s[i+2 : i+j]
+		name, def, hasDef := strings.Cut(expr, ":-")
+		if v, ok := lookup(name); ok && (v != "" || !hasDef) {
+			b.WriteString(v)
+		} else if hasDef {
+			b.WriteString(def)
+		} else {
+			b.WriteString(s[i : i+j+1])
+		}
+		s = s[i+j+1:]
+	}
+}
+
+type headerTransport struct {
+	h    http.Header
+	base http.RoundTripper
+}
+
+func (t headerTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	req = req.Clone(req.Context())
+	for k, v := range t.h {
+		req.Header[k] = v
+	}
+	return t.base.RoundTrip(req)
+}
+
+// tailBuffer keeps the last max bytes written.
+type tailBuffer struct {
+	mu  sync.Mutex
+	b   []byte
+	max int
+}
+
+func newTailBuffer(max int) *tailBuffer { return &tailBuffer{max: max} }
+
+func (t *tailBuffer) Write(p []byte) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.b = append(t.b, p...)
+	if len(t.b) > t.max {
+		t.b = append([]byte(nil), t.b[len(t.b)-t.max:]...)
+	}
+	return len(p), nil
+}
+
+func (t *tailBuffer) String() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return string(t.b)
+}
+
+// prefixWriter prefixes each line written to w.
+type prefixWriter struct {
+	mu     sync.Mutex
+	w      io.Writer
+	prefix string
+	mid    bool
+}
+
+func (p *prefixWriter) Write(b []byte) (int, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var out []byte
+	for _, c := range b {
+		if !p.mid {
+			out = append(out, p.prefix...)
+			p.mid = true
+		}
+		out = append(out, c)
+		if c == '\n' {
+			p.mid = false
+		}
+	}
+	_, err := p.w.Write(out)
+	return len(b), err
+}

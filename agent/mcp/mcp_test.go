@@ -1,0 +1,356 @@
+package mcp
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/wharfhq/wharf/agent"
+	"github.com/wharfhq/wharf/agent/internal/worldtest"
+	"github.com/wharfhq/wharf/plugin"
+)
+
+// serverBin is the test MCP server, built once for the package.
+var serverBin string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "wharf-mcp-test")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	serverBin = filepath.Join(dir, "testserver")
+	out, err := exec.Command("go", "build", "-o", serverBin, "./internal/testserver").CombinedOutput()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "building the test MCP server: %v\n%s", err, out)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// mcpPlugin is a plugin whose .mcp.json runs the test server as "server"
+// with extra environment.
+func mcpPlugin(name, server string, env map[string]string) map[string]string {
+	var e []string
+	for k, v := range env {
+		e = append(e, strconv.Quote(k)+": "+strconv.Quote(v))
+	}
+	return map[string]string{
+		".claude-plugin/plugin.json": `{"name": "` + name + `", "version": "1.0.0"}`,
+		".mcp.json":                  `{"mcpServers": {"` + server + `": {"command": "` + serverBin + `", "args": ["--root", "${CLAUDE_PLUGIN_ROOT}"], "env": {` + strings.Join(e, ", ") + `}}}}`,
+	}
+}
+
+func newSupervisor(t *testing.T, w *worldtest.World) (*Supervisor, *agent.Runtime) {
+	t.Helper()
+	sup := New(Options{ProjectDir: w.Project, StartTimeout: 20 * time.Second, StopGrace: time.Second})
+	o := w.Options()
+	o.Activator = sup.Activator(nil)
+	rt := w.Runtime(o)
+	t.Cleanup(func() { sup.Close() })
+	return sup, rt
+}
+
+func toolNames(ts []Tool) []string {
+	var out []string
+	for _, t := range ts {
+		out = append(out, t.Name)
+	}
+	return out
+}
+
+func status(sup *Supervisor, server string) (Status, bool) {
+	for _, s := range sup.Status() {
+		if s.Server == server {
+			return s, true
+		}
+	}
+	return Status{}, false
+}
+
+func text(t *testing.T, res *sdk.CallToolResult) string {
+	t.Helper()
+	if len(res.Content) != 1 {
+		t.Fatalf("content: %+v", res.Content)
+	}
+	tc, ok := res.Content[0].(*sdk.TextContent)
+	if !ok {
+		t.Fatalf("content: %T", res.Content[0])
+	}
+	return tc.Text
+}
+
+func TestToolsUnderNamespacedNames(t *testing.T) {
+	w := worldtest.New(t)
+	rec := w.Install("db@corp", "1.0.0", mcpPlugin("db", "pg", map[string]string{"TESTSERVER_NAME": "pg", "DB_HOME": "${CLAUDE_PLUGIN_DATA}/pg"}))
+	sup, rt := newSupervisor(t, w)
+	w.Load(rt, agent.CacheOnly)
+
+	got := strings.Join(toolNames(sup.Tools()), " ")
+	if got != "mcp__plugin_db_pg__echo mcp__plugin_db_pg__env" {
+		t.Fatalf("tools = %q", got)
+	}
+	st, ok := status(sup, "plugin:db:pg")
+	if !ok || st.State != StateRunning || st.Plugin != "db@corp" || st.PID == 0 || st.ServerName != "pg" || st.ServerVersion != "1.2.3" || st.Tools != 2 {
+		t.Fatalf("status = %+v", st)
+	}
+	ctx := context.Background()
+	res, err := sup.CallTool(ctx, "mcp__plugin_db_pg__echo", map[string]any{"text": "hi"})
+	if err != nil || text(t, res) != "hi" {
+		t.Fatalf("echo: %v %+v", err, res)
+	}
+	res, err = sup.CallTool(ctx, "mcp__plugin_db_pg__env", map[string]any{"name": "CLAUDE_PLUGIN_ROOT"})
+	if err != nil || text(t, res) != rec.InstallPath {
+		t.Fatalf("server's CLAUDE_PLUGIN_ROOT = %v %+v, want %s", err, res, rec.InstallPath)
+	}
+	res, err = sup.CallTool(ctx, "mcp__plugin_db_pg__env", map[string]any{"name": "DB_HOME"})
+	if err != nil || !strings.HasPrefix(text(t, res), w.Home) || !strings.HasSuffix(text(t, res), "/pg") {
+		t.Fatalf("DB_HOME not expanded from the plugin data dir: %v %+v", err, res)
+	}
+	if _, err := sup.CallTool(ctx, "mcp__plugin_db_pg__nope", nil); !errors.Is(err, ErrUnknownTool) {
+		t.Fatalf("unknown tool: %v", err)
+	}
+}
+
+// alive reports whether pid is a running (not zombie) process.
+func alive(pid int) bool {
+	if syscall.Kill(pid, 0) != nil {
+		return false
+	}
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return false
+	}
+	s := string(b)
+	if i := strings.LastIndexByte(s, ')'); i >= 0 && i+2 < len(s) {
+		return s[i+2] != 'Z'
+	}
+	return true
+}
+
+func TestDisableStopsServerProcess(t *testing.T) {
+	w := worldtest.New(t)
+	w.Install("db@corp", "1.0.0", mcpPlugin("db", "pg", nil))
+	w.Install("docs@corp", "1.0.0", mcpPlugin("docs", "search", nil))
+	sup, rt := newSupervisor(t, w)
+	w.Load(rt, agent.CacheOnly)
+	db, _ := status(sup, "plugin:db:pg")
+	docs, _ := status(sup, "plugin:docs:search")
+	if !alive(db.PID) || !alive(docs.PID) {
+		t.Fatalf("servers not running: %+v %+v", db, docs)
+	}
+
+	w.SetEnabled("db@corp", false)
+	w.Load(rt, agent.CacheOnly)
+	if alive(db.PID) {
+		t.Fatalf("server process %d of the disabled plugin is still running", db.PID)
+	}
+	if _, ok := status(sup, "plugin:db:pg"); ok {
+		t.Fatal("disabled plugin's server still in Status")
+	}
+	if got := strings.Join(toolNames(sup.Tools()), " "); got != "mcp__plugin_docs_search__echo mcp__plugin_docs_search__env" {
+		t.Fatalf("tools after disabling db = %q", got)
+	}
+	if now, _ := status(sup, "plugin:docs:search"); now.PID != docs.PID || !alive(docs.PID) {
+		t.Fatalf("the other plugin's server was restarted or stopped: %+v", now)
+	}
+
+	// Closing the runtime undoes the rest.
+	if err := rt.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if alive(docs.PID) {
+		t.Fatalf("server %d still running after Close", docs.PID)
+	}
+}
+
+func TestUpdateReplacesServer(t *testing.T) {
+	w := worldtest.New(t)
+	w.Install("db@corp", "1.0.0", mcpPlugin("db", "pg", map[string]string{"TESTSERVER_NAME": "v1"}))
+	sup, rt := newSupervisor(t, w)
+	w.Load(rt, agent.CacheOnly)
+	old, _ := status(sup, "plugin:db:pg")
+	w.Install("db@corp", "1.0.1", mcpPlugin("db", "pg", map[string]string{"TESTSERVER_NAME": "v2"}))
+	w.Load(rt, agent.CacheOnly)
+	now, _ := status(sup, "plugin:db:pg")
+	if now.ServerName != "v2" || now.State != StateRunning || now.PID == old.PID {
+		t.Fatalf("after update: %+v (old %+v)", now, old)
+	}
+	if alive(old.PID) {
+		t.Fatalf("old server %d still running", old.PID)
+	}
+	if len(sup.Status()) != 1 || len(sup.Tools()) != 2 {
+		t.Fatalf("status %+v tools %v", sup.Status(), toolNames(sup.Tools()))
+	}
+}
+
+func TestCrashAtStartIsReportedAndIsolated(t *testing.T) {
+	w := worldtest.New(t)
+	w.Install("good@corp", "1.0.0", mcpPlugin("good", "srv", nil))
+	w.Install("bad@corp", "1.0.0", mcpPlugin("bad", "srv", map[string]string{"TESTSERVER_MODE": "crash-at-start"}))
+	sup, rt := newSupervisor(t, w)
+	w.Load(rt, agent.CacheOnly) // a broken server does not fail the load
+
+	bad, _ := status(sup, "plugin:bad:srv")
+	if bad.State != StateFailed || bad.Plugin != "bad@corp" {
+		t.Fatalf("bad: %+v", bad)
+	}
+	for _, want := range []string{"MCP server plugin:bad:srv of plugin bad@corp", "exited with status 3", "config file missing"} {
+		if !strings.Contains(bad.Error, want) {
+			t.Errorf("bad.Error = %q, want %q in it", bad.Error, want)
+		}
+	}
+	good, _ := status(sup, "plugin:good:srv")
+	if good.State != StateRunning {
+		t.Fatalf("good: %+v", good)
+	}
+	if _, err := sup.CallTool(context.Background(), "mcp__plugin_good_srv__echo", map[string]any{"text": "still here"}); err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range toolNames(sup.Tools()) {
+		if strings.Contains(n, "plugin_bad") {
+			t.Fatalf("failed server's tool listed: %s", n)
+		}
+	}
+}
+
+func TestStartErrors(t *testing.T) {
+	cases := []struct {
+		name string
+		cfg  plugin.MCPServer
+		want string
+		is   error
+	}{
+		{"no command", plugin.MCPServer{}, "stdio server has no command", ErrNoCommand},
+		{"missing binary", plugin.MCPServer{Command: "/nonexistent/mcp-server"}, "cannot start \"/nonexistent/mcp-server\"", nil},
+		{"websocket", plugin.MCPServer{Type: "ws", URL: "ws://127.0.0.1:1"}, "unsupported transport", ErrTransport},
+		{"http without url", plugin.MCPServer{Type: "http"}, "remote server has no url", ErrNoURL},
+		{"not an MCP server", plugin.MCPServer{Command: serverBin, Env: map[string]string{"TESTSERVER_MODE": "not-mcp"}}, "initialize handshake failed", nil},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			sup := New(Options{StartTimeout: 3 * time.Second})
+			defer sup.Close()
+			cfg := c.cfg
+			comp := agent.Component{Kind: plugin.KindMCPServer, Name: "plugin:p:s", Local: "s", Plugin: plugin.MustParseID("p@m"), Source: agent.SourcePlugin, MCP: &cfg}
+			undo, err := sup.Start(context.Background(), comp)
+			var se *StartError
+			if !errors.As(err, &se) || !strings.Contains(err.Error(), c.want) || (c.is != nil && !errors.Is(err, c.is)) {
+				t.Fatalf("err = %v, want *StartError with %q", err, c.want)
+			}
+			if st, _ := status(sup, "plugin:p:s"); st.State != StateFailed || st.Error != err.Error() {
+				t.Fatalf("status %+v", st)
+			}
+			if err := undo(); err != nil {
+				t.Fatal(err)
+			}
+			if len(sup.Status()) != 0 {
+				t.Fatal("undo left the failed start in Status")
+			}
+		})
+	}
+}
+
+func TestCrashWhileRunning(t *testing.T) {
+	w := worldtest.New(t)
+	w.Install("flaky@corp", "1.0.0", mcpPlugin("flaky", "srv", map[string]string{"TESTSERVER_MODE": "crash-later"}))
+	w.Install("good@corp", "1.0.0", mcpPlugin("good", "srv", nil))
+	sup, rt := newSupervisor(t, w)
+	w.Load(rt, agent.CacheOnly)
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		st, _ := status(sup, "plugin:flaky:srv")
+		if st.State == StateCrashed {
+			if !strings.Contains(st.Error, "exited with status 4") || !strings.Contains(st.Error, "lost my database") {
+				t.Fatalf("crash report %q", st.Error)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("crash not noticed: %+v", st)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if got := strings.Join(toolNames(sup.Tools()), " "); got != "mcp__plugin_good_srv__echo mcp__plugin_good_srv__env" {
+		t.Fatalf("tools after crash = %q", got)
+	}
+	if _, err := sup.CallTool(context.Background(), "mcp__plugin_good_srv__echo", map[string]any{"text": "x"}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestHTTPServer(t *testing.T) {
+	var mu sync.Mutex
+	var auth []string
+	srv := sdk.NewServer(&sdk.Implementation{Name: "remote", Version: "0.1"}, nil)
+	sdk.AddTool(srv, &sdk.Tool{Name: "ping"}, func(ctx context.Context, req *sdk.CallToolRequest, in struct{}) (*sdk.CallToolResult, any, error) {
+		return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: "pong"}}}, nil, nil
+	})
+	h := sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return srv }, nil)
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		auth = append(auth, r.Header.Get("Authorization"))
+		mu.Unlock()
+		h.ServeHTTP(w, r)
+	}))
+	defer ts.Close()
+
+	w := worldtest.New(t)
+	t.Setenv("REMOTE_TOKEN", "s3cret")
+	w.Install("remote@corp", "1.0.0", map[string]string{
+		".claude-plugin/plugin.json": `{"name": "remote", "version": "1.0.0"}`,
+		".mcp.json":                  `{"mcpServers": {"api": {"type": "http", "url": "` + ts.URL + `/mcp", "headers": {"Authorization": "Bearer ${REMOTE_TOKEN}"}}}}`,
+	})
+	sup, rt := newSupervisor(t, w)
+	w.Load(rt, agent.CacheOnly)
+	if got := strings.Join(toolNames(sup.Tools()), " "); got != "mcp__plugin_remote_api__ping" {
+		t.Fatalf("tools = %q (status %+v)", got, sup.Status())
+	}
+	st, _ := status(sup, "plugin:remote:api")
+	if st.Transport != "http" || st.PID != 0 || st.ServerName != "remote" {
+		t.Fatalf("%+v", st)
+	}
+	res, err := sup.CallTool(context.Background(), "mcp__plugin_remote_api__ping", nil)
+	if err != nil || text(t, res) != "pong" {
+		t.Fatalf("%v %+v", err, res)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(auth) == 0 || auth[0] != "Bearer s3cret" {
+		t.Fatalf("Authorization headers %q", auth)
+	}
+}
+
+func TestExpandVars(t *testing.T) {
+	look := envLookup([]string{"A=1", "EMPTY=", "A=2"})
+	cases := map[string]string{
+		"${A}":           "2",
+		"x${A}y${A}":     "x2y2",
+		"${B}":           "${B}",
+		"${B:-def}":      "def",
+		"${EMPTY:-def}":  "def",
+		"${EMPTY}":       "",
+		"$A":             "$A",
+		"${unterminated": "${unterminated",
+	}
+	for in, want := range cases {
+		if got := expandVars(in, look); got != want {
+			t.Errorf("expandVars(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
