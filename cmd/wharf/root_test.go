@@ -142,3 +142,24 @@ func TestConfigPrecedence(t *testing.T) {
 var errStop = errors.New("stop after load")
 
 func writeFileForTest(p, body string) error { return os.WriteFile(p, []byte(body), 0o644) }
+
+func TestProgressOnlyOnATerminal(t *testing.T) {
+	a := &app{stderr: &bytes.Buffer{}}
+	if a.progress() != nil {
+		t.Error("progress to a buffer")
+	}
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	defer w.Close()
+	a = &app{stderr: w}
+	if a.progress() != nil {
+		t.Error("progress to a pipe (not a terminal)")
+	}
+	a.cfg.JSON = true
+	if a.progress() != nil {
+		t.Error("progress under --json")
+	}
+}
