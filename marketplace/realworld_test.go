@@ -1,0 +1,73 @@
+package marketplace
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/wharfhq/wharf/plugin"
+)
+
+// TestRealWorldMarketplaces adds every published marketplace in
+// ../shared/realworld as a directory source and resolves every entry: a
+// relative plugin must be a directory inside the marketplace, an external
+// one a concrete URL or package.
+func TestRealWorldMarketplaces(t *testing.T) {
+	root := filepath.Join("..", "..", "shared", "realworld")
+	dirs, err := os.ReadDir(root)
+	if err != nil {
+		t.Skipf("no real-world marketplaces at %s: %v", root, err)
+	}
+	m, _ := newTestManager(t, Options{})
+	total := 0
+	for _, d := range dirs {
+		if !d.IsDir() {
+			continue
+		}
+		abs, _ := filepath.Abs(filepath.Join(root, d.Name()))
+		k, err := m.Add(context.Background(), Source{Kind: KindDirectory, Path: abs}, "")
+		if err != nil {
+			t.Errorf("%s: %v", d.Name(), err)
+			continue
+		}
+		t.Logf("%s: marketplace %s", d.Name(), k.Name)
+	}
+	c, err := m.Catalog()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range c.Problems() {
+		t.Error(p)
+	}
+	for _, h := range c.All() {
+		total++
+		rs, err := h.Resolve(func(string) string { return "" })
+		if err != nil {
+			t.Errorf("%s: %v", h.ID, err)
+			continue
+		}
+		switch rs.Kind {
+		case plugin.SourceRelative:
+			if fi, err := os.Stat(rs.Dir); err != nil || !fi.IsDir() {
+				t.Errorf("%s: relative source %s is not a directory: %v", h.ID, rs.Dir, err)
+			}
+		case plugin.SourceNPM:
+			if rs.Package == "" {
+				t.Errorf("%s: npm source without a package", h.ID)
+			}
+		default:
+			if !strings.HasPrefix(rs.URL, "https://") && !strings.HasPrefix(rs.URL, "git@") {
+				t.Errorf("%s: %s source resolved to %q", h.ID, rs.Kind, rs.URL)
+			}
+		}
+	}
+	// 13 + 92 + 3 + 10 entries, as published.
+	if total != 118 {
+		t.Errorf("catalog holds %d entries, want 118", total)
+	}
+	if hits := c.Search("superpowers"); len(hits) == 0 {
+		t.Error("search found nothing for superpowers")
+	}
+}
