@@ -729,8 +729,10 @@ func (u *console) readEdit(c echo.Context, v *web.LayerView, current *Layer) (*l
 		rank = v.Rank
 	}
 	v.Version, v.Rank = version, rank
-	var obj map[string]json.RawMessage
-	if err := decodeJSON([]byte(v.Settings), &obj); err != nil {
+	// Syntax first, with line and column in the text as typed; the shape is
+	// the API's validation below.
+	var doc any
+	if err := decodeJSON([]byte(v.Settings), &doc); err != nil {
 		v.Errors = append(v.Errors, "settings: "+toAPIError(err).Message)
 	}
 	if len(v.Errors) > 0 {
