@@ -32,9 +32,13 @@ type catalogSnapshot struct {
 	mkts   []Marketplace
 	loaded time.Time
 
-	mu      sync.Mutex
-	details map[plugin.ID]PluginDetail
+	mu       sync.Mutex
+	details  map[plugin.ID]PluginDetail
+	searches map[SearchQuery][]PluginSummary // results for this snapshot only
 }
+
+// maxCachedSearches bounds the per-snapshot search cache.
+const maxCachedSearches = 1024
 
 // NewMarketplaceCatalog returns a Catalog over m.
 func NewMarketplaceCatalog(m *marketplace.Manager) *MarketplaceCatalog {
@@ -66,7 +70,7 @@ func (mc *MarketplaceCatalog) snapshot() (*catalogSnapshot, error) {
 	if err != nil {
 		return nil, err
 	}
-	ns := &catalogSnapshot{cat: cat, loaded: time.Now(), details: map[plugin.ID]PluginDetail{}}
+	ns := &catalogSnapshot{cat: cat, loaded: time.Now(), details: map[plugin.ID]PluginDetail{}, searches: map[SearchQuery][]PluginSummary{}}
 	for _, l := range cat.Marketplaces() {
 		ns.mkts = append(ns.mkts, toMarketplace(l))
 	}
@@ -163,11 +167,18 @@ func summary(h marketplace.Hit) PluginSummary {
 		Description: e.Description, Category: e.Category, Tags: e.Tags}
 }
 
-// Search implements Catalog.
+// Search implements Catalog. A snapshot never changes, so its results are
+// kept with it (bounded) and dropped with it.
 func (mc *MarketplaceCatalog) Search(_ context.Context, q SearchQuery) ([]PluginSummary, error) {
 	s, err := mc.snapshot()
 	if err != nil {
 		return nil, err
+	}
+	s.mu.Lock()
+	hits, ok := s.searches[q]
+	s.mu.Unlock()
+	if ok {
+		return hits, nil
 	}
 	out := []PluginSummary{}
 	for _, h := range s.cat.Search(q.Text) {
@@ -182,6 +193,12 @@ func (mc *MarketplaceCatalog) Search(_ context.Context, q SearchQuery) ([]Plugin
 			break
 		}
 	}
+	s.mu.Lock()
+	if len(s.searches) >= maxCachedSearches {
+		clear(s.searches)
+	}
+	s.searches[q] = out
+	s.mu.Unlock()
 	return out, nil
 }
 
