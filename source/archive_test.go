@@ -146,6 +146,14 @@ func TestFetchArchive(t *testing.T) {
 			}
 		})
 	}
+	t.Run("redirect to plain http elsewhere", func(t *testing.T) {
+		redir := httptest.NewServer(http.RedirectHandler("http://example.com/p.zip", http.StatusFound))
+		defer redir.Close()
+		parent, dest := sandbox(t)
+		_, err := fetch(t, f, plugin.Source{Kind: plugin.SourceArchive, URL: redir.URL + "/p.zip"}, dest)
+		wantSourceErr(t, err, ErrUnsupported)
+		assertOnlyDest(t, parent)
+	})
 	t.Run("not a zip", func(t *testing.T) {
 		_, dest := sandbox(t)
 		_, err := fetch(t, f, plugin.Source{Kind: plugin.SourceArchive, URL: srv.URL + "/notzip.zip"}, dest)

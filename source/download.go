@@ -25,11 +25,28 @@ func checkHTTPURL(raw string) (*url.URL, error) {
 	return u, nil
 }
 
+// client returns the HTTP client with a redirect check: every hop must pass
+// the same URL rule as the first, so an https URL cannot redirect to plain
+// http on another host.
 func (f *Fetcher) client() *http.Client {
+	c := http.Client{}
 	if f.HTTPClient != nil {
-		return f.HTTPClient
+		c = *f.HTTPClient
 	}
-	return http.DefaultClient
+	next := c.CheckRedirect
+	c.CheckRedirect = func(req *http.Request, via []*http.Request) error {
+		if len(via) >= 10 {
+			return fmt.Errorf("stopped after 10 redirects")
+		}
+		if _, err := checkHTTPURL(req.URL.String()); err != nil {
+			return fmt.Errorf("redirect refused: %w", err)
+		}
+		if next != nil {
+			return next(req, via)
+		}
+		return nil
+	}
+	return &c
 }
 
 // get performs one GET under the fetch timeout and returns the open body.
