@@ -44,6 +44,7 @@ func newAgentCmd(a *app) *cobra.Command {
 	pf.StringVar(&opts.project, "project", "", "the project directory (default: the nearest directory with .wharf or .git)")
 	cmd.AddCommand(newAgentComponentsCmd(a, opts))
 	cmd.AddCommand(newAgentStatusCmd(a, opts))
+	cmd.AddCommand(newAgentHookCmd(a, opts), newAgentMCPCmd(a, opts), newAgentServeCmd(a, opts))
 	return cmd
 }
 

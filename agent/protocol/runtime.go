@@ -1,0 +1,207 @@
+package protocol
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+
+	"github.com/wharfhq/wharf/agent"
+	"github.com/wharfhq/wharf/agent/hooks"
+	"github.com/wharfhq/wharf/agent/mcp"
+	"github.com/wharfhq/wharf/plugin"
+	"github.com/wharfhq/wharf/policy"
+)
+
+// Runtime is the Backend over a live agent.Runtime.
+type Runtime struct {
+	// Runtime holds the current set; required. Load it before serving (the
+	// startup load) or let a client's reload do it.
+	Runtime *agent.Runtime
+	// Project is CLAUDE_PROJECT_DIR for hooks.
+	Project string
+	// Hooks runs hooks (a zero Runner when nil).
+	Hooks *hooks.Runner
+	// MCP is the supervisor that the Runtime's Activator starts servers
+	// with; nil when MCP servers are not started.
+	MCP *mcp.Supervisor
+	// Policy answers policy_check; nil answers every check with an error.
+	Policy *policy.Engine
+}
+
+// ErrNotLoaded: a request that needs the set before any load succeeded.
+var ErrNotLoaded = errors.New("no plugin set is loaded yet; send a reload request first")
+
+func (b *Runtime) set() (*agent.Set, error) {
+	s := b.Runtime.Current()
+	if s == nil {
+		return nil, ErrNotLoaded
+	}
+	return s, nil
+}
+
+// Mode is the loader of the current set.
+func (b *Runtime) Mode() string {
+	if s := b.Runtime.Current(); s != nil {
+		return s.Mode().String()
+	}
+	return ""
+}
+
+func componentOf(c agent.Component) Component {
+	out := Component{Kind: string(c.Kind), Name: c.Name, Source: c.Source, Path: c.Path, Description: c.Description}
+	if !c.Plugin.IsZero() {
+		out.Plugin = c.Plugin.String()
+	}
+	return out
+}
+
+// ListComponents lists the current set's components.
+func (b *Runtime) ListComponents(ctx context.Context, req ListComponentsRequest) (*ListComponentsResponse, error) {
+	s, err := b.set()
+	if err != nil {
+		return nil, err
+	}
+	out := &ListComponentsResponse{Mode: s.Mode().String(), Components: []Component{}}
+	for _, c := range s.Components() {
+		if req.Kind != "" && string(c.Kind) != req.Kind {
+			continue
+		}
+		if req.Plugin != "" && (c.Plugin.IsZero() || c.Plugin.String() != req.Plugin) {
+			continue
+		}
+		out.Components = append(out.Components, componentOf(c))
+	}
+	return out, nil
+}
+
+// Status reports every plugin's state.
+func (b *Runtime) Status(ctx context.Context, _ StatusRequest) (*StatusResponse, error) {
+	s, err := b.set()
+	if err != nil {
+		return nil, err
+	}
+	out := &StatusResponse{Mode: s.Mode().String(), PolicyVersion: s.PolicyVersion(), SettingsHash: s.SettingsHash(),
+		Plugins: s.Plugins(), Skipped: []Skipped{}, Warnings: s.Warnings(), MCPServers: []mcp.Status{}}
+	if out.Plugins == nil {
+		out.Plugins = []agent.PluginStatus{}
+	}
+	if out.Warnings == nil {
+		out.Warnings = []string{}
+	}
+	for _, sk := range s.Skipped() {
+		out.Skipped = append(out.Skipped, Skipped{Component: componentOf(sk.Component), Error: sk.Err.Error()})
+	}
+	if b.MCP != nil {
+		out.MCPServers = append(out.MCPServers, b.MCP.Status()...)
+	}
+	return out, nil
+}
+
+// Reload loads the set again and reports what changed.
+func (b *Runtime) Reload(ctx context.Context, req ReloadRequest) (*ReloadResponse, error) {
+	mode := agent.CacheOnly
+	switch req.Mode {
+	case "", agent.CacheOnly.String():
+	case agent.Full.String():
+		mode = agent.Full
+	default:
+		return nil, fmt.Errorf("reload mode %q: use %q or %q", req.Mode, agent.CacheOnly, agent.Full)
+	}
+	before := map[string]bool{}
+	if old := b.Runtime.Current(); old != nil {
+		for _, c := range old.Components() {
+			before[string(c.Kind)+" "+c.Name] = true
+		}
+	}
+	s, err := b.Runtime.Load(ctx, mode)
+	if err != nil {
+		return nil, err
+	}
+	out := &ReloadResponse{Mode: s.Mode().String(), Added: []string{}, Removed: []string{}, Warnings: s.Warnings()}
+	if out.Warnings == nil {
+		out.Warnings = []string{}
+	}
+	after := map[string]bool{}
+	for _, c := range s.Components() {
+		k := string(c.Kind) + " " + c.Name
+		after[k] = true
+		out.Components++
+		if !before[k] {
+			out.Added = append(out.Added, k)
+		}
+	}
+	for k := range before {
+		if !after[k] {
+			out.Removed = append(out.Removed, k)
+		}
+	}
+	sort.Strings(out.Added)
+	sort.Strings(out.Removed)
+	return out, nil
+}
+
+// RunHook runs the current set's hooks for one event.
+func (b *Runtime) RunHook(ctx context.Context, req RunHookRequest) (*hooks.Result, error) {
+	s, err := b.set()
+	if err != nil {
+		return nil, err
+	}
+	ev, err := hooks.ParseEvent(req.Event, req.Input)
+	if err != nil {
+		return nil, err
+	}
+	cmds, _ := hooks.FromSet(s, ev.Name, b.Project)
+	r := b.Hooks
+	if r == nil {
+		r = &hooks.Runner{}
+	}
+	return r.Run(ctx, ev, cmds), nil
+}
+
+// PolicyCheck asks policy.
+func (b *Runtime) PolicyCheck(ctx context.Context, req PolicyCheckRequest) (*PolicyCheckResponse, error) {
+	if b.Policy == nil {
+		return nil, errors.New("no policy engine is configured")
+	}
+	raw, err := json.Marshal(req)
+	if err != nil {
+		return nil, err
+	}
+	preq, err := policy.ParseRequest(raw)
+	if err != nil {
+		return nil, err
+	}
+	dec, err := b.Policy.Decide(ctx, preq)
+	if err != nil {
+		return nil, err
+	}
+	out := &PolicyCheckResponse{Decision: dec}
+	if err := dec.Err(preq); err != nil {
+		out.Message = err.Error()
+		if h := plugin.HintOf(err); h != "" {
+			out.Message += "; " + h
+		}
+	}
+	return out, nil
+}
+
+// MCPListTools lists the running servers' tools.
+func (b *Runtime) MCPListTools(ctx context.Context, req MCPListToolsRequest) (*MCPListToolsResponse, error) {
+	out := &MCPListToolsResponse{Tools: []mcp.Tool{}, Servers: []mcp.Status{}}
+	if b.MCP == nil {
+		return out, nil
+	}
+	for _, t := range b.MCP.Tools() {
+		if req.Server == "" || t.Server == req.Server {
+			out.Tools = append(out.Tools, t)
+		}
+	}
+	for _, st := range b.MCP.Status() {
+		if req.Server == "" || st.Server == req.Server {
+			out.Servers = append(out.Servers, st)
+		}
+	}
+	return out, nil
+}

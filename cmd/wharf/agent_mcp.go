@@ -1,0 +1,88 @@
+package main
+
+import (
+	"fmt"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+
+	"github.com/wharfhq/wharf/agent"
+	"github.com/wharfhq/wharf/agent/mcp"
+	"github.com/wharfhq/wharf/agent/protocol"
+)
+
+func newAgentMCPCmd(a *app, opts *agentOptions) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "mcp",
+		Short: "MCP servers of the active plugin set",
+		Args:  exactArgs(0, "a subcommand"),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return usageError(fmt.Errorf("wharf agent mcp needs a subcommand: list"))
+		},
+	}
+	cmd.AddCommand(newAgentMCPListCmd(a, opts))
+	return cmd
+}
+
+func newAgentMCPListCmd(a *app, opts *agentOptions) *cobra.Command {
+	return &cobra.Command{
+		Use:   "list",
+		Short: "Start the active set's MCP servers, list their tools under the names the model sees, and stop them",
+		Args:  exactArgs(0, "no arguments"),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			sup := mcp.New(mcp.Options{ProjectDir: a.agentProject(opts)})
+			defer sup.Close()
+			r, err := a.agentRuntime(cmd.Context(), opts, agent.Options{Activator: sup.Activator(nil)})
+			if err != nil {
+				return err
+			}
+			defer r.Close()
+			if _, err := r.Load(cmd.Context(), opts.mode()); err != nil {
+				return err
+			}
+			out := protocol.MCPListToolsResponse{Tools: sup.Tools(), Servers: sup.Status()}
+			if out.Tools == nil {
+				out.Tools = []mcp.Tool{}
+			}
+			if out.Servers == nil {
+				out.Servers = []mcp.Status{}
+			}
+			if a.cfg.JSON {
+				if err := a.printJSON(out); err != nil {
+					return err
+				}
+			} else {
+				if len(out.Servers) == 0 {
+					a.printf("no MCP servers in the active set; see why with: wharf agent status\n")
+					return nil
+				}
+				tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
+				fmt.Fprintln(tw, "TOOL\tSERVER\tDESCRIPTION")
+				for _, t := range out.Tools {
+					fmt.Fprintf(tw, "%s\t%s\t%s\n", t.Name, t.Server, firstLine(t.Description))
+				}
+				if err := tw.Flush(); err != nil {
+					return err
+				}
+			}
+			for _, s := range out.Servers {
+				if s.State != mcp.StateRunning {
+					a.warnf("%s", s.Error)
+				}
+			}
+			return nil
+		},
+	}
+}
+
+func firstLine(s string) string {
+	for i, c := range s {
+		if c == '\n' {
+			return s[:i]
+		}
+	}
+	if len(s) > 80 {
+		return s[:77] + "..."
+	}
+	return s
+}
