@@ -57,6 +57,9 @@ type EffectivePolicy struct {
 	Layers   []Layer `json:"layers"`
 	// BundleKeyID names the key the policy bundle is signed with.
 	BundleKeyID string `json:"bundleKeyId"`
+	// Warnings are the engine's findings on the layers: unknown keys,
+	// invalid values that fail closed.
+	Warnings []string `json:"warnings"`
 }
 
 // HistoryEntry records one change of one layer, with the layer as written
@@ -264,6 +267,16 @@ func (s *Server) getPolicy(c echo.Context) error {
 	})
 	if err != nil {
 		return err
+	}
+	ep.Warnings = []string{}
+	if s.deps.Policy != nil {
+		d, version, err := s.decider(c.Request().Context())
+		if err != nil {
+			return err
+		}
+		if w, ok := d.(interface{ Warnings() []string }); ok && version == ep.Version {
+			ep.Warnings = append(ep.Warnings, w.Warnings()...)
+		}
 	}
 	c.Response().Header().Set("ETag", bundleETag(ep.Version))
 	return c.JSON(http.StatusOK, ep)

@@ -238,6 +238,7 @@ func TestLayerVersionsAndConflicts(t *testing.T) {
 	if res.header.Get("ETag") != `"2"` || l.Version != 2 || !strings.Contains(string(l.Settings), "evil/x") {
 		t.Fatalf("get layer: %s %s", res.header.Get("ETag"), res.body)
 	}
+	var pol EffectivePolicy
 	// History records every change with its document, oldest first.
 	var h HistoryPage
 	e.do("GET", "/v1/policy/history", admin, nil).json(t, &h)
@@ -248,8 +249,13 @@ func TestLayerVersionsAndConflicts(t *testing.T) {
 	if len(h.Entries) != 1 || h.Entries[0].Layer != "dept" {
 		t.Fatalf("history filtered by layer: %+v", h.Entries)
 	}
+	// A misspelled key is reported, not silently ignored.
+	e.putLayer("dept", `"1"`, map[string]any{"settings": map[string]any{"blockedMarketplace": []any{}}})
+	e.do("GET", "/v1/policy", admin, nil).json(t, &pol)
+	if len(pol.Warnings) == 0 || !strings.Contains(strings.Join(pol.Warnings, " "), "blockedMarketplace") {
+		t.Fatalf("warnings for a misspelled key: %+v", pol.Warnings)
+	}
 	// Layers apply by rank: org (100, default) after dept (20).
-	var pol EffectivePolicy
 	e.do("GET", "/v1/policy", e.tokens[RoleAgent], nil).json(t, &pol)
 	if len(pol.Layers) != 2 || pol.Layers[0].Name != "dept" || pol.Layers[1].Name != "org" {
 		t.Fatalf("layer order: %+v", pol.Layers)
