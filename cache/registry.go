@@ -62,65 +62,87 @@ func (c *Cache) needStore() error {
 // LastUpdated is set now. A version directory the plugin no longer uses
 // becomes an orphan (collected by GC after the grace period).
 func (c *Cache) Put(ctx context.Context, rec Record) error {
+	return c.PutAll(ctx, []Record{rec})
+}
+
+// PutAll records several plugins in one registry transaction (all or none),
+// under the lock, with the same rules as Put. An install of a closure uses it
+// so that the registry never holds half of a closure.
+func (c *Cache) PutAll(ctx context.Context, recs []Record) error {
 	if err := c.needStore(); err != nil {
 		return err
 	}
-	want, err := c.Dir(rec.ID, rec.Version)
-	if err != nil {
-		return err
-	}
-	if rec.InstallPath == "" {
-		rec.InstallPath = want
-	}
-	if rec.InstallPath != want {
-		return errf(plugin.TypeConflict, rec.ID.String(), "materialize the version first and record its path",
-			"%w: installPath %s is not the cache directory %s", ErrInvalid, rec.InstallPath, want)
-	}
-	if rec.Scope == "" {
-		rec.Scope = "user"
-	}
-	if !validScopes[rec.Scope] {
-		return errf(plugin.TypeInvalidID, rec.ID.String(), "use scope user, project or local",
-			"%w: scope %q", ErrInvalid, rec.Scope)
+	recs = append([]Record(nil), recs...)
+	for i := range recs {
+		rec := &recs[i]
+		want, err := c.Dir(rec.ID, rec.Version)
+		if err != nil {
+			return err
+		}
+		if rec.InstallPath == "" {
+			rec.InstallPath = want
+		}
+		if rec.InstallPath != want {
+			return errf(plugin.TypeConflict, rec.ID.String(), "materialize the version first and record its path",
+				"%w: installPath %s is not the cache directory %s", ErrInvalid, rec.InstallPath, want)
+		}
+		if rec.Scope == "" {
+			rec.Scope = "user"
+		}
+		if !validScopes[rec.Scope] {
+			return errf(plugin.TypeInvalidID, rec.ID.String(), "use scope user, project or local",
+				"%w: scope %q", ErrInvalid, rec.Scope)
+		}
 	}
 	return c.WithLock(ctx, func(ctx context.Context) error {
-		if fi, err := os.Stat(rec.InstallPath); err != nil || !fi.IsDir() {
-			return errf(plugin.TypeNotFound, rec.ID.String()+" "+rec.Version, "materialize the version before recording it",
-				"%w: %s does not exist", ErrInvalid, rec.InstallPath)
+		for _, rec := range recs {
+			if fi, err := os.Stat(rec.InstallPath); err != nil || !fi.IsDir() {
+				return errf(plugin.TypeNotFound, rec.ID.String()+" "+rec.Version, "materialize the version before recording it",
+					"%w: %s does not exist", ErrInvalid, rec.InstallPath)
+			}
 		}
 		now := c.now().UTC()
 		return c.st.Update(func(tx store.Tx) error {
-			old, err := getRecord(tx, rec.ID)
-			switch {
-			case errors.Is(err, ErrNotInstalled):
-			case err != nil:
-				return err
-			default:
-				if rec.InstalledAt.IsZero() {
-					rec.InstalledAt = old.InstalledAt
-				}
-				if old.InstallPath != rec.InstallPath {
-					if err := markOrphan(tx, c, old.InstallPath, now); err != nil {
-						return err
-					}
-				}
-			}
-			if rec.InstalledAt.IsZero() {
-				rec.InstalledAt = now
-			}
-			rec.LastUpdated = now
-			if rel, ok := c.inCache(rec.InstallPath); ok {
-				if err := tx.Delete(bucketOrphans, rel); err != nil {
+			for _, rec := range recs {
+				if err := c.putRecord(tx, rec, now); err != nil {
 					return err
 				}
 			}
-			b, err := json.Marshal(rec)
-			if err != nil {
-				return err
-			}
-			return tx.Put(BucketInstalled, rec.ID.String(), b)
+			return nil
 		})
 	})
+}
+
+func (c *Cache) putRecord(tx store.Tx, rec Record, now time.Time) error {
+	old, err := getRecord(tx, rec.ID)
+	switch {
+	case errors.Is(err, ErrNotInstalled):
+	case err != nil:
+		return err
+	default:
+		if rec.InstalledAt.IsZero() {
+			rec.InstalledAt = old.InstalledAt
+		}
+		if old.InstallPath != rec.InstallPath {
+			if err := markOrphan(tx, c, old.InstallPath, now); err != nil {
+				return err
+			}
+		}
+	}
+	if rec.InstalledAt.IsZero() {
+		rec.InstalledAt = now
+	}
+	rec.LastUpdated = now
+	if rel, ok := c.inCache(rec.InstallPath); ok {
+		if err := tx.Delete(bucketOrphans, rel); err != nil {
+			return err
+		}
+	}
+	b, err := json.Marshal(rec)
+	if err != nil {
+		return err
+	}
+	return tx.Put(BucketInstalled, rec.ID.String(), b)
 }
 
 // Get returns the record of id, or an error wrapping ErrNotInstalled.

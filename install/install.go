@@ -167,6 +167,7 @@ func (in *Installer) Install(ctx context.Context, req Request) (*Result, error) 
 		for _, r := range recs {
 			current[r.ID] = r
 		}
+		recsToPut := make([]cache.Record, 0, len(todo))
 		for _, st := range todo {
 			sv := done[st.ID]
 			rec := cache.RecordFor(sv.v, string(scope))
@@ -181,13 +182,13 @@ func (in *Installer) Install(ctx context.Context, req Request) (*Result, error) 
 			default:
 				rec.Auto = true
 			}
-			if err := in.o.Cache.Put(ctx, rec); err != nil {
-				return err
-			}
+			recsToPut = append(recsToPut, rec)
 			res.Installed = append(res.Installed, Installed{ID: st.ID, Version: sv.v.Version, InstallPath: sv.v.Path, Digest: sv.v.Digest,
 				Auto: rec.Auto, Origin: sv.v.Origin, Commit: sv.commit, Role: st.Role.String(), Signatures: verified[st.ID]})
 		}
-		return nil
+		// The whole closure is recorded in one transaction: the registry
+		// never holds a plugin without the dependencies it was installed with.
+		return in.o.Cache.PutAll(ctx, recsToPut)
 	})
 	if err != nil {
 		return nil, err
