@@ -48,26 +48,20 @@ type bundleSigner struct {
 // the first start. Replicas over one store share it.
 func loadOrCreateSigner(st store.Store) (*bundleSigner, error) {
 	var pemBytes []byte
-	err := st.Update(func(tx store.Tx) error {
-		raw, err := tx.Get(bucketSettings, keySigningKey)
-		if err == nil {
-			pemBytes = raw
-			return nil
-		}
-		if !errors.Is(err, store.ErrNotFound) {
-			return err
-		}
-		k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-		if err != nil {
-			return err
-		}
-		der, err := x509.MarshalPKCS8PrivateKey(k)
-		if err != nil {
-			return err
-		}
-		pemBytes = pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der})
-		return tx.Put(bucketSettings, keySigningKey, pemBytes)
+	err := st.View(func(r store.Reader) (err error) {
+		pemBytes, err = r.Get(bucketSettings, keySigningKey)
+		return err
 	})
+	if errors.Is(err, store.ErrNotFound) {
+		var k *ecdsa.PrivateKey
+		var der []byte
+		if k, err = ecdsa.GenerateKey(elliptic.P256(), rand.Reader); err == nil {
+			if der, err = x509.MarshalPKCS8PrivateKey(k); err == nil {
+				// Compare-and-swap from "absent": replicas starting together agree on one key.
+				pemBytes, err = createSigningKey(st, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der}))
+			}
+		}
+	}
 	if err != nil {
 		return nil, fmt.Errorf("api: bundle signing key: %w", err)
 	}
@@ -177,7 +171,7 @@ func (s *Server) bundleFor(ctx context.Context) (*builtBundle, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	body, err := buildBundle(head, layers, s.signer)
+	body, err := s.bundleBytes(head, layers) // the same bytes on every replica (replica.go)
 	if err != nil {
 		return nil, fmt.Errorf("build policy bundle %s: %w", head.Version, err)
 	}

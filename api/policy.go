@@ -127,12 +127,15 @@ func (s *Server) currentHead() (policyHead, error) {
 	if now.Before(exp) {
 		return h, nil
 	}
+	gen := s.rep.headGen.Load() // a head seen by the watch while reading wins (replica.go)
 	if err := s.deps.Store.View(func(r store.Reader) (err error) { h, err = readHead(r); return }); err != nil {
 		return policyHead{}, err
 	}
 	if s.deps.StateCacheTTL > 0 {
 		s.headMu.Lock()
-		s.headVal, s.headExp = h, now.Add(s.deps.StateCacheTTL)
+		if s.rep.headGen.Load() == gen {
+			s.headVal, s.headExp = h, now.Add(s.deps.StateCacheTTL)
+		}
 		s.headMu.Unlock()
 	}
 	return h, nil
@@ -141,11 +144,16 @@ func (s *Server) currentHead() (policyHead, error) {
 // setHead records a head this server just committed.
 func (s *Server) setHead(h policyHead) {
 	s.headMu.Lock()
+	defer s.headMu.Unlock()
+	s.rep.headGen.Add(1)
+	if h.Revision < s.headVal.Revision { // the watch may have delivered a later head: read the store
+		s.headExp = time.Time{}
+		return
+	}
 	s.headVal, s.headExp = h, time.Now().Add(s.deps.StateCacheTTL)
 	if s.deps.StateCacheTTL <= 0 {
 		s.headExp = time.Time{}
 	}
-	s.headMu.Unlock()
 }
 
 // policyVersion hashes exactly the fields that the bundle and the engine

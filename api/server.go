@@ -48,6 +48,8 @@ type Server struct {
 	bunMu     sync.Mutex
 	bunCache  *builtBundle // last built bundle, keyed by its version
 	bunBuilds int          // how many times a bundle was built (tests)
+
+	rep replicaState // cache invalidation from the store's watch (replica.go)
 }
 
 type principal struct {
@@ -125,6 +127,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener, grace time.Duration
 		MaxHeaderBytes:    64 << 10,
 		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
 	}
+	s.follow(ctx) // other replicas' commits invalidate this one's caches
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()
 	select {

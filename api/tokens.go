@@ -87,6 +87,7 @@ func (s *Server) lookupToken(secret string) (*tokenRecord, error) {
 		return ct.rec, nil
 	}
 	var rec *tokenRecord
+	gen := s.rep.tokenGen.Load() // a revocation seen while reading wins (replica.go)
 	err := s.deps.Store.View(func(r store.Reader) error {
 		id, err := r.Get(bucketTokenIndex, h)
 		if errors.Is(err, store.ErrNotFound) {
@@ -113,6 +114,10 @@ func (s *Server) lookupToken(secret string) (*tokenRecord, error) {
 		return rec, err
 	}
 	s.tokMu.Lock()
+	if s.rep.tokenGen.Load() != gen {
+		s.tokMu.Unlock()
+		return rec, nil
+	}
 	if len(s.tokCache) >= maxCachedTokens {
 		clear(s.tokCache)
 	}

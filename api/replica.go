@@ -1,0 +1,282 @@
+package api
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync/atomic"
+	"time"
+
+	"github.com/wharfhq/wharf/marketplace"
+	"github.com/wharfhq/wharf/store"
+)
+
+// Replicas. Several servers may share one store (etcd): each keeps caches in
+// memory (known tokens, the policy head, the compiled policy and the bundle,
+// both keyed by the head's version, the marketplace catalog) and learns of
+// the other replicas' commits through the store's watch (store.Watcher):
+//
+//   - a token revoked anywhere is dropped from every replica's token cache
+//     as soon as the revocation's watch event arrives;
+//   - a policy change anywhere replaces every replica's cached head with the
+//     committed one, so the compiled policy and the bundle follow it;
+//   - when a watch is lost, every cache is dropped and the watch is set up
+//     again; until it is, the caches fall back to Deps.StateCacheTTL.
+//
+// A read that races an invalidation must not put the old value back: the
+// caches carry a generation, bumped under the cache's lock by every
+// invalidation, and a value read from the store is cached only if the
+// generation did not move while it was read.
+
+// replicaState is the bookkeeping of the caches' invalidation.
+type replicaState struct {
+	tokenGen atomic.Uint64 // bumped under Server.tokMu
+	headGen  atomic.Uint64 // bumped under Server.headMu
+	// watching counts the buckets whose watch is established (tests, readyz).
+	watching atomic.Int32
+}
+
+// bucketBundle keeps the signed bundle of recent policy versions.
+const bucketBundle = "api-bundle" // policy version → sharedBundle
+
+// followedBuckets are the buckets follow watches.
+func (s *Server) followedBuckets() []string {
+	bs := []string{bucketTokenIndex, bucketTokens, bucketSettings}
+	if _, ok := s.deps.Catalog.(*MarketplaceCatalog); ok {
+		bs = append(bs, marketplace.Bucket)
+	}
+	return bs
+}
+
+// follow sets up a watch on every bucket whose changes invalidate a cache,
+// when the store is a store.Watcher, and keeps them up until ctx ends. The
+// watches are established when follow returns (or being retried in the
+// background when the store refused one), so that a change committed after
+// follow returns is never missed.
+func (s *Server) follow(ctx context.Context) {
+	w, ok := s.deps.Store.(store.Watcher)
+	if !ok {
+		return
+	}
+	for _, b := range s.followedBuckets() {
+		ch, err := w.Watch(ctx, b)
+		if err != nil {
+			s.log.Warn("watch failed; caches fall back to their TTL until it is set up again", "bucket", b, "err", err)
+		}
+		go s.followBucket(ctx, w, b, ch)
+	}
+}
+
+// Following reports how many buckets this server currently watches.
+func (s *Server) Following() int { return int(s.rep.watching.Load()) }
+
+func (s *Server) followBucket(ctx context.Context, w store.Watcher, bucket string, ch <-chan store.Event) {
+	backoff := 50 * time.Millisecond
+	for {
+		if ch != nil {
+			s.rep.watching.Add(1)
+			// Anything committed between the loss of the previous watch and
+			// this one is unseen: forget what the caches hold.
+			s.invalidateAll()
+			for ev := range ch {
+				s.apply(ev)
+			}
+			s.rep.watching.Add(-1)
+			s.invalidateAll()
+			backoff = 50 * time.Millisecond
+		}
+		if ctx.Err() != nil {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(backoff):
+		}
+		backoff = min(2*backoff, 2*time.Second)
+		var err error
+		ch, err = w.Watch(ctx, bucket)
+		if err != nil {
+			ch = nil
+			if ctx.Err() == nil {
+				s.log.Warn("watch failed; retrying", "bucket", bucket, "err", err)
+			}
+		}
+	}
+}
+
+// apply invalidates what one committed change makes stale.
+func (s *Server) apply(ev store.Event) {
+	switch ev.Bucket {
+	case bucketTokenIndex:
+		// Key is the secret's hash: a deleted (revoked) or rewritten index
+		// entry must not be served from memory any more.
+		s.dropToken(ev.Key)
+	case bucketTokens:
+		if ev.Deleted {
+			s.limMu.Lock()
+			delete(s.limiters, ev.Key)
+			s.limMu.Unlock()
+			s.dropAllTokens() // the record's hash is gone with it
+			return
+		}
+		var t tokenRecord
+		if json.Unmarshal(ev.Value, &t) == nil && t.Hash != "" {
+			s.dropToken(t.Hash)
+		} else {
+			s.dropAllTokens()
+		}
+	case bucketSettings:
+		if ev.Key != keyPolicyHead {
+			return
+		}
+		var h policyHead
+		if ev.Deleted || json.Unmarshal(ev.Value, &h) != nil {
+			s.dropHead()
+			return
+		}
+		// Events come in commit order: the last one is the current head.
+		s.headMu.Lock()
+		s.rep.headGen.Add(1)
+		s.headVal, s.headExp = h, time.Time{}
+		if s.deps.StateCacheTTL > 0 {
+			s.headExp = time.Now().Add(s.deps.StateCacheTTL)
+		}
+		s.headMu.Unlock()
+	case marketplace.Bucket:
+		if mc, ok := s.deps.Catalog.(*MarketplaceCatalog); ok {
+			mc.invalidate()
+		}
+	}
+}
+
+func (s *Server) dropToken(hash string) {
+	s.tokMu.Lock()
+	s.rep.tokenGen.Add(1)
+	delete(s.tokCache, hash)
+	s.tokMu.Unlock()
+}
+
+func (s *Server) dropAllTokens() {
+	s.tokMu.Lock()
+	s.rep.tokenGen.Add(1)
+	clear(s.tokCache)
+	s.tokMu.Unlock()
+}
+
+func (s *Server) dropHead() {
+	s.headMu.Lock()
+	s.rep.headGen.Add(1)
+	s.headExp = time.Time{}
+	s.headMu.Unlock()
+}
+
+func (s *Server) invalidateAll() {
+	s.dropAllTokens()
+	s.dropHead()
+	if mc, ok := s.deps.Catalog.(*MarketplaceCatalog); ok {
+		mc.invalidate()
+	}
+}
+
+// sharedBundle is the bundle of one policy version as first built by any
+// replica. ECDSA signatures are randomized, so two replicas building the
+// same policy would send different bytes under one strong ETag; instead the
+// first build is kept in the store, under the policy version, and every
+// replica serves those bytes.
+type sharedBundle struct {
+	Revision uint64 `json:"revision"`
+	Body     []byte `json:"body"`
+}
+
+// keptBundles is how many policy revisions back stored bundles are kept
+// (a lagging replica may still ask for a recent one).
+const keptBundles = 8
+
+// bundleBytes returns the signed bundle for head: the stored one for head's
+// version, else a new build that it stores unless another replica stored
+// one first (then that one is returned).
+func (s *Server) bundleBytes(head policyHead, layers []Layer) ([]byte, error) {
+	stored := func(r store.Reader) ([]byte, error) {
+		raw, err := r.Get(bucketBundle, head.Version)
+		if err != nil {
+			return nil, err
+		}
+		var sb sharedBundle
+		if err := json.Unmarshal(raw, &sb); err != nil || len(sb.Body) == 0 {
+			return nil, fmt.Errorf("stored policy bundle %s is corrupt (%v); delete key %s of bucket %s to rebuild it", head.Version, err, head.Version, bucketBundle)
+		}
+		return sb.Body, nil
+	}
+	var body []byte
+	err := s.deps.Store.View(func(r store.Reader) (err error) { body, err = stored(r); return err })
+	if err == nil {
+		return body, nil
+	}
+	if !errors.Is(err, store.ErrNotFound) {
+		return nil, err
+	}
+	built, err := buildBundle(head, layers, s.signer)
+	if err != nil {
+		return nil, err
+	}
+	next, err := json.Marshal(sharedBundle{Revision: head.Revision, Body: built})
+	if err != nil {
+		return nil, err
+	}
+	err = s.deps.Store.Update(func(tx store.Tx) error {
+		b, err := stored(tx)
+		if err == nil {
+			body = b // another replica was first
+			return nil
+		}
+		if !errors.Is(err, store.ErrNotFound) {
+			return err
+		}
+		body = built
+		kvs, err := tx.List(bucketBundle, "")
+		if err != nil {
+			return err
+		}
+		for _, kv := range kvs {
+			var sb sharedBundle
+			if json.Unmarshal(kv.Value, &sb) != nil || sb.Revision+keptBundles < head.Revision {
+				if err := tx.Delete(bucketBundle, kv.Key); err != nil {
+					return err
+				}
+			}
+		}
+		return tx.Put(bucketBundle, head.Version, next)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return body, nil
+}
+
+// createSigningKey stores pemBytes as the bundle signing key unless the
+// store has one, and returns the key in force: two replicas starting
+// together end with the same key.
+func createSigningKey(st store.Store, pemBytes []byte) ([]byte, error) {
+	err := store.CompareAndSwap(st, bucketSettings, keySigningKey, nil, pemBytes)
+	if err == nil {
+		return pemBytes, nil
+	}
+	if !errors.Is(err, store.ErrConflict) {
+		return nil, err
+	}
+	var cur []byte
+	err = st.View(func(r store.Reader) (err error) {
+		cur, err = r.Get(bucketSettings, keySigningKey)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	if bytes.Equal(cur, pemBytes) {
+		return pemBytes, nil
+	}
+	return cur, nil
+}
