@@ -67,10 +67,11 @@ func benchWorld(b *testing.B, n int) (*world, Options) {
 // plugins × 10 components) is stated in.
 func benchLoad(b *testing.B, mode Mode) {
 	_, o := benchWorld(b, 200)
-	var durs []time.Duration
+	var durs, cpus []time.Duration
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
+		cpu0, _ := processCPU()
 		start := time.Now()
 		r, err := New(o)
 		if err != nil {
@@ -81,16 +82,26 @@ func benchLoad(b *testing.B, mode Mode) {
 			b.Fatal(err)
 		}
 		durs = append(durs, time.Since(start))
+		if cpu1, ok := processCPU(); ok {
+			cpus = append(cpus, cpu1-cpu0)
+		}
 		if len(s.ComponentsOf(plugin.KindCommand)) != 800 {
 			b.Fatal("wrong set")
 		}
 		r.Close()
 	}
 	b.StopTimer()
-	sort.Slice(durs, func(i, j int) bool { return durs[i] < durs[j] })
-	b.ReportMetric(float64(durs[len(durs)/2].Microseconds())/1000, "median-ms")
+	b.ReportMetric(median(durs), "median-ms")
+	if len(cpus) > 0 {
+		b.ReportMetric(median(cpus), "median-cpu-ms")
+	}
 }
 
 func BenchmarkLoadCacheOnly200(b *testing.B) { benchLoad(b, CacheOnly) }
 
 func BenchmarkLoadFull200(b *testing.B) { benchLoad(b, Full) }
+
+func median(ds []time.Duration) float64 {
+	sort.Slice(ds, func(i, j int) bool { return ds[i] < ds[j] })
+	return float64(ds[len(ds)/2].Microseconds()) / 1000
+}

@@ -2,8 +2,12 @@ package agent
 
 import (
 	"crypto/sha256"
+	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
+	"hash"
+	"io"
+	"sort"
 	"strings"
 
 	"github.com/wharfhq/wharf/plugin"
@@ -179,18 +183,86 @@ func (e expander) matchers(in []plugin.HookMatcher) []plugin.HookMatcher {
 	return out
 }
 
-// seal computes the content sum of c from everything an activation reads.
+// seal computes the content sum of c from everything an activation reads
+// besides its Key: the dirs substituted, the front matter, and the hook or
+// server configuration. It hashes the fields directly (no encoding) because
+// it runs for every component of every load.
 func (c *Component) seal() {
-	h := sha256.New()
-	h.Write([]byte(c.Key()))
-	h.Write([]byte{0})
-	h.Write([]byte(c.Root + "\x00" + c.DataDir + "\x00" + c.Description + "\x00"))
-	for _, v := range []any{c.Meta, c.Hook, c.MCP, c.LSP} {
-		b, _ := json.Marshal(v) // maps marshal with sorted keys
-		h.Write(b)
-		h.Write([]byte{0})
+	h := sumHasher{h: sha256.New()}
+	h.str(c.Root, c.DataDir, c.Description)
+	h.dict(c.Meta)
+	if c.Hook != nil {
+		h.str("hook", string(c.Hook.Event))
+		h.num(len(c.Hook.Matchers))
+		for _, m := range c.Hook.Matchers {
+			h.str(m.Matcher)
+			h.num(len(m.Hooks))
+			for _, k := range m.Hooks {
+				h.str(k.Type, k.Command, k.Prompt)
+				h.num(k.Timeout)
+				h.raw(k.Extra)
+			}
+		}
 	}
-	c.sum = hex.EncodeToString(h.Sum(nil)[:16])
+	if s := c.MCP; s != nil {
+		h.str("mcp", s.Type, s.Command, s.Cwd, s.URL)
+		h.list(s.Args)
+		h.dict(s.Env)
+		h.dict(s.Headers)
+		h.raw(s.Extra)
+	}
+	if s := c.LSP; s != nil {
+		h.str("lsp", s.Command, s.Transport, string(s.InitializationOptions), string(s.Settings))
+		h.list(s.Args)
+		h.dict(s.Env)
+		h.dict(s.ExtensionToLanguage)
+		h.raw(s.Extra)
+	}
+	c.sum = hex.EncodeToString(h.h.Sum(nil)[:16])
+}
+
+type sumHasher struct{ h hash.Hash }
+
+func (s sumHasher) num(n int) {
+	var b [8]byte
+	binary.LittleEndian.PutUint64(b[:], uint64(n))
+	s.h.Write(b[:])
+}
+
+func (s sumHasher) str(vs ...string) {
+	for _, v := range vs {
+		s.num(len(v))
+		io.WriteString(s.h, v)
+	}
+}
+
+func (s sumHasher) list(vs []string) {
+	s.num(len(vs))
+	s.str(vs...)
+}
+
+func (s sumHasher) dict(m map[string]string) {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	s.num(len(keys))
+	for _, k := range keys {
+		s.str(k, m[k])
+	}
+}
+
+func (s sumHasher) raw(m map[string]json.RawMessage) {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	s.num(len(keys))
+	for _, k := range keys {
+		s.str(k, string(m[k]))
+	}
 }
 
 // Builtin is a component the embedding agent ships itself ("help",

@@ -1,8 +1,10 @@
 package agent
 
 import (
+	"bufio"
+	"bytes"
 	"context"
-	"encoding/json"
+	"encoding/gob"
 	"os"
 	"path/filepath"
 	"strings"
@@ -24,7 +26,7 @@ type Policy interface {
 
 // decisionsFile is where decisions are memoized between processes, under
 // WHARF_HOME.
-const decisionsFile = "agent/policy-decisions.json"
+const decisionsFile = "agent/policy-decisions.gob"
 
 // maxMemo bounds the memo file read at startup.
 const maxMemo = 8 << 20
@@ -80,7 +82,7 @@ func readMemo(file string) (memoDoc, bool) {
 		return memoDoc{}, false
 	}
 	var doc memoDoc
-	if err := json.NewDecoder(f).Decode(&doc); err != nil || doc.Decisions == nil {
+	if err := gob.NewDecoder(bufio.NewReader(f)).Decode(&doc); err != nil || doc.Decisions == nil {
 		return memoDoc{}, false
 	}
 	return doc, true
@@ -94,7 +96,8 @@ func (d *decider) save() error {
 		d.mu.Unlock()
 		return nil
 	}
-	b, err := json.Marshal(memoDoc{Version: d.version, Decisions: d.m})
+	var buf bytes.Buffer
+	err := gob.NewEncoder(&buf).Encode(memoDoc{Version: d.version, Decisions: d.m})
 	d.dirty = false
 	d.mu.Unlock()
 	if err != nil {
@@ -103,7 +106,7 @@ func (d *decider) save() error {
 	if err := os.MkdirAll(filepath.Dir(d.file), 0o755); err != nil {
 		return err
 	}
-	return settings.WriteFileAtomic(d.file, b, 0o644)
+	return settings.WriteFileAtomic(d.file, buf.Bytes(), 0o644)
 }
 
 func memoKey(r policy.Request) string {

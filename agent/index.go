@@ -25,7 +25,7 @@ const indexFile = "agent/components.gob"
 
 // indexFormat changes whenever what an entry holds changes; an index of
 // another format is ignored.
-const indexFormat = 1
+const indexFormat = 2
 
 // maxIndex bounds the index file read at startup.
 const maxIndex = 64 << 20
@@ -52,6 +52,7 @@ type componentIndex struct {
 type indexEntry struct {
 	Key   string
 	Comps []Component
+	Sums  []string // Comps[i].sum, which gob does not see
 	Deps  []plugin.Dependency
 }
 
@@ -83,6 +84,15 @@ func (x *componentIndex) load() {
 	if err := gob.NewDecoder(bufio.NewReader(f)).Decode(&doc); err != nil || doc.Format != indexFormat || doc.Entries == nil {
 		return
 	}
+	for p, e := range doc.Entries {
+		if len(e.Sums) != len(e.Comps) {
+			delete(doc.Entries, p)
+			continue
+		}
+		for i := range e.Comps {
+			e.Comps[i].sum = e.Sums[i]
+		}
+	}
 	x.entries = doc.Entries
 }
 
@@ -97,6 +107,10 @@ func (x *componentIndex) get(path, key string) (indexEntry, bool) {
 }
 
 func (x *componentIndex) put(path string, e indexEntry) {
+	e.Sums = make([]string, len(e.Comps))
+	for i, c := range e.Comps {
+		e.Sums[i] = c.sum
+	}
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	x.entries[path] = e
@@ -175,7 +189,9 @@ func indexKey(r cache.Record, entry *plugin.Entry, x expander) string {
 // normalize puts c in the form an index round trip preserves: empty maps and
 // slices become nil, so a component read from the index equals one parsed
 // from the tree.
+// It also seals c (computes its content sum).
 func normalize(c *Component) {
+	defer c.seal()
 	if len(c.Meta) == 0 {
 		c.Meta = nil
 	}

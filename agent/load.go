@@ -594,6 +594,9 @@ func (in *loadInput) ownComponents(ctx context.Context) (comps []Component, skip
 		if len(cs) == 0 {
 			return
 		}
+		for i := range cs {
+			normalize(&cs[i])
+		}
 		if err := allow(s, from); err != nil {
 			for _, c := range cs {
 				skips = append(skips, Skipped{Component: c, Err: err})
@@ -763,7 +766,6 @@ func merge(builtins []Builtin, cands []Component) ([]Component, []Skipped) {
 	for _, c := range cands {
 		if c.Kind == plugin.KindHook {
 			// Hooks never collide: every armed hook runs.
-			c.seal()
 			out = append(out, c)
 			continue
 		}
@@ -789,7 +791,6 @@ func merge(builtins []Builtin, cands []Component) ([]Component, []Skipped) {
 		if c.Source != SourcePlugin {
 			taken[string(c.Kind)+"\x00"+c.Name] = holder{c.Source + " " + string(c.Kind) + " " + c.Name, false}
 		}
-		c.seal()
 		out = append(out, c)
 	}
 	sort.SliceStable(out, func(i, j int) bool { return lessComponent(&out[i], &out[j]) })

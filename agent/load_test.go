@@ -630,7 +630,7 @@ func TestPolicyMemo(t *testing.T) {
 	if first == 0 {
 		t.Fatal("policy was not asked")
 	}
-	if _, err := os.Stat(filepath.Join(w.home, "agent", "policy-decisions.json")); err != nil {
+	if _, err := os.Stat(filepath.Join(w.home, "agent", "policy-decisions.gob")); err != nil {
 		t.Fatal(err)
 	}
 	// A new process with the same policy version asks nothing.

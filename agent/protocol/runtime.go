@@ -144,11 +144,11 @@ func (b *Runtime) Reload(ctx context.Context, req ReloadRequest) (*ReloadRespons
 
 // RunHook runs the current set's hooks for one event.
 func (b *Runtime) RunHook(ctx context.Context, req RunHookRequest) (*hooks.Result, error) {
-	s, err := b.set()
+	ev, err := hooks.ParseEvent(req.Event, req.Input)
 	if err != nil {
 		return nil, err
 	}
-	ev, err := hooks.ParseEvent(req.Event, req.Input)
+	s, err := b.set()
 	if err != nil {
 		return nil, err
 	}

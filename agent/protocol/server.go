@@ -189,6 +189,10 @@ func (ss *session) handleLine(n int, line []byte) {
 	if len(line) == 0 {
 		return // blank lines are allowed between messages
 	}
+	if line[0] != '{' && json.Valid(line) {
+		ss.reply(nil, nil, fmt.Errorf("line %d is a JSON %s, not an object; send one control_request object per line", n, jsonKind(line[0])))
+		return
+	}
 	var env envelope
 	if err := json.Unmarshal(line, &env); err != nil {
 		ss.reply(nil, nil, fmt.Errorf("line %d is not a JSON object: %v", n, jsonErr(err)))
@@ -348,6 +352,20 @@ func jsonErr(err error) string {
 		return fmt.Sprintf("%v (at byte %d)", se, se.Offset)
 	}
 	return err.Error()
+}
+
+func jsonKind(first byte) string {
+	switch first {
+	case '[':
+		return "array"
+	case '"':
+		return "string"
+	case 't', 'f':
+		return "boolean"
+	case 'n':
+		return "null"
+	}
+	return "number"
 }
 
 func truncate(s string, n int) string {
