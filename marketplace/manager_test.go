@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -474,8 +475,8 @@ func (g *denyGate) AllowAdd(src Source) error {
 }
 
 func TestGateIsAskedBeforeAnyAccess(t *testing.T) {
-	hits := 0
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { hits++ }))
+	var hits atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { hits.Add(1) }))
 	defer srv.Close()
 	g := &denyGate{}
 	m, _ := newTestManager(t, Options{Gate: g})
@@ -487,8 +488,8 @@ func TestGateIsAskedBeforeAnyAccess(t *testing.T) {
 	if plugin.LayerOf(err) != plugin.LayerPolicy {
 		t.Fatalf("directory add through a denying gate: %v (disk must not be read first)", err)
 	}
-	if hits != 0 {
-		t.Errorf("server was contacted %d times despite the gate", hits)
+	if n := hits.Load(); n != 0 {
+		t.Errorf("server was contacted %d times despite the gate", n)
 	}
 	if len(g.calls) != 2 {
 		t.Errorf("gate asked %d times, want 2", len(g.calls))
