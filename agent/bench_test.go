@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/wharfhq/wharf/plugin"
+	"github.com/wharfhq/wharf/trust"
 )
 
 // benchPlugin has ten components: four commands, two skills, an agent, an
@@ -98,6 +99,41 @@ func benchLoad(b *testing.B, mode Mode) {
 }
 
 func BenchmarkLoadCacheOnly200(b *testing.B) { benchLoad(b, CacheOnly) }
+
+// BenchmarkLoadFloor200 is what any trusted cache-only load must do at the
+// least, on the same 200 plugins: read the installed registry and check
+// every plugin's stat fingerprint. The agent's cost over it is its own.
+func BenchmarkLoadFloor200(b *testing.B) {
+	w, _ := benchWorld(b, 200)
+	var durs, cpus []time.Duration
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		cpu0, _ := processCPU()
+		start := time.Now()
+		recs, err := w.c.List()
+		if err != nil {
+			b.Fatal(err)
+		}
+		checks := make([]trust.FPCheck, len(recs))
+		for j, r := range recs {
+			checks[j] = trust.FPCheck{Root: r.InstallPath, FP: r.Fingerprint}
+		}
+		for _, err := range trust.CheckFingerprints(checks) {
+			if err != nil {
+				b.Fatal(err)
+			}
+		}
+		durs = append(durs, time.Since(start))
+		if cpu1, ok := processCPU(); ok {
+			cpus = append(cpus, cpu1-cpu0)
+		}
+	}
+	b.StopTimer()
+	b.ReportMetric(median(durs), "median-ms")
+	if len(cpus) > 0 {
+		b.ReportMetric(median(cpus), "median-cpu-ms")
+	}
+}
 
 func BenchmarkLoadFull200(b *testing.B) { benchLoad(b, Full) }
 
