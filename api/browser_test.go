@@ -227,6 +227,7 @@ func TestBrowserConsoleFlows(t *testing.T) {
 		chromedp.SendKeys(chromedp.CSS("#layer"), "org"),
 		chromedp.Submit(chromedp.CSS("#layer")),
 		chromedp.WaitVisible(chromedp.CSS("#settings")))
+	b.screenshot("policy-editor")
 	b.do("edit",
 		chromedp.SetValue(chromedp.CSS("#settings"), blockDemo),
 		chromedp.SetValue(chromedp.CSS("#rank"), "10"),

@@ -407,7 +407,8 @@ func (u *console) catalogPage(c echo.Context) error {
 		if (q.Decision == "allowed" && !dec.Allowed) || (q.Decision == "blocked" && dec.Allowed) {
 			continue
 		}
-		v.Plugins = append(v.Plugins, pluginRow(h, dec))
+		// The detail's summary has the manifest's version when the entry has none.
+		v.Plugins = append(v.Plugins, pluginRow(d.PluginSummary, dec))
 	}
 	var names, cats, tags []string
 	for _, m := range mkts {

@@ -153,7 +153,7 @@ func TestConsolePagesRenderDemoData(t *testing.T) {
 		path  string
 		wants []string
 	}{
-		{"/ui/", []string{"<h1>Plugin catalog</h1>", "6 of 6 plugins", "app-deploy", "meeting-notes", `value="demo"`, `value="security"`, `value="mcp"`, "forced on"}},
+		{"/ui/", []string{"<h1>Plugin catalog</h1>", "6 of 6 plugins", "app-deploy", "v3.0.0", "meeting-notes", `value="demo"`, `value="security"`, `value="mcp"`, "forced on"}},
 		{"/ui/?q=deploy", []string{"1 of 6 plugins", `data-plugin="app-deploy@demo"`}},
 		{"/ui/?category=productivity", []string{"1 of 6 plugins", "meeting-notes"}},
 		{"/ui/?tag=hooks", []string{"1 of 6 plugins", "secrets-vault"}},
