@@ -1,0 +1,63 @@
+package agent
+
+import (
+	"bytes"
+	"encoding/gob"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/wharfhq/wharf/plugin"
+	"github.com/wharfhq/wharf/policy"
+)
+
+// The component index and the policy memo are files under WHARF_HOME that
+// anything may have damaged: reading them must never panic, and a damaged
+// file must read as empty rather than half-trusted.
+
+func FuzzReadIndex(f *testing.F) {
+	var good bytes.Buffer
+	gob.NewEncoder(&good).Encode(indexDoc{Format: indexFormat, Entries: map[string]indexEntry{
+		"/c/p/1": {Key: "k", Comps: []Component{{Kind: plugin.KindCommand, Name: "p:x", Plugin: plugin.MustParseID("p@m"), Source: SourcePlugin}}, Sums: []string{"s"}},
+	}})
+	f.Add(good.Bytes())
+	f.Add([]byte{})
+	f.Add([]byte("not gob"))
+	f.Add(good.Bytes()[:len(good.Bytes())/2])
+	f.Fuzz(func(t *testing.T, data []byte) {
+		file := filepath.Join(t.TempDir(), "components.gob")
+		if err := os.WriteFile(file, data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		x := &componentIndex{file: file}
+		x.load()
+		for p, e := range x.entries {
+			if len(e.Sums) != len(e.Comps) {
+				t.Fatalf("entry %s kept with %d sums for %d components", p, len(e.Sums), len(e.Comps))
+			}
+			if got, ok := x.get(p, e.Key); !ok || len(got.Comps) != len(e.Comps) {
+				t.Fatal("get disagrees with load")
+			}
+		}
+	})
+}
+
+func FuzzReadMemo(f *testing.F) {
+	var good bytes.Buffer
+	gob.NewEncoder(&good).Encode(memoDoc{Version: "v1", Decisions: map[string]policy.Decision{
+		"load\x00p@m": {Allowed: false, Forced: "off", Reasons: []policy.Reason{{Layer: "managed", Rule: "enabledPlugins", Message: "forced off"}}, PolicyVersion: "v1"},
+	}})
+	f.Add(good.Bytes())
+	f.Add([]byte{})
+	f.Add([]byte("{}"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		file := filepath.Join(t.TempDir(), "memo.gob")
+		if err := os.WriteFile(file, data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		doc, ok := readMemo(file)
+		if ok && doc.Decisions == nil {
+			t.Fatal("a memo without decisions was accepted")
+		}
+	})
+}
