@@ -259,6 +259,7 @@ func TestAdminModulesMayOnlyAddDenies(t *testing.T) {
 		"sibling layer": "package wharf.admin.dept\n\ndeny contains \"x\" if true\n",
 		"deny not set":  "package wharf.admin.org\n\ndeny := true\n",
 		"syntax":        "package wharf.admin.org\n\ndeny contains msg if {\n",
+		"subpackage":    "package wharf.admin.org.extra\n\ndeny contains \"x\" if true\n",
 	}
 	for name, mod := range cases {
 		t.Run(name, func(t *testing.T) {

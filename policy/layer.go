@@ -186,10 +186,16 @@ func checkModule(layer, file, text string) (*ast.Module, error) {
 	if !m.Package.Path.HasPrefix(want) {
 		return fail("package %s is outside layer %s's package wharf.admin.%s", strings.TrimPrefix(m.Package.Path.String(), "data."), layer, layer)
 	}
+	exact := m.Package.Path.Equal(want)
 	for _, r := range m.Rules {
 		if r.Head.Name.String() == "deny" || (len(r.Head.Reference) > 0 && r.Head.Reference[0].Value.Compare(ast.Var("deny")) == 0) {
 			if r.Head.RuleKind() != ast.MultiValue {
 				return fail("%s: deny must be a set rule (`deny contains msg if ...`)", r.Location)
+			}
+			if !exact {
+				// Only data.wharf.admin.<layer>.deny is read: a deny
+				// elsewhere would be silently ignored.
+				return fail("%s: deny rules in package %s are not read; only wharf.admin.%s.deny is", r.Location, strings.TrimPrefix(m.Package.Path.String(), "data."), layer)
 			}
 		}
 	}

@@ -190,6 +190,13 @@ var knownKeys = []string{
 	"disableSideloadFlags", "requireSignatures", "hooks", "mcpServers",
 }
 
+// securityKeys fail closed when their value cannot be trusted.
+var securityKeys = map[string]bool{
+	"strictKnownMarketplaces": true, "blockedMarketplaces": true, "strictPluginOnlyCustomization": true,
+	"allowCrossMarketplaceDependenciesOn": true, "allowManagedHooksOnly": true, "disableSideloadFlags": true,
+	"requireSignatures": true,
+}
+
 // claudeKeys are Claude Code settings keys that are not wharf's business but
 // are legitimate in a shared settings file; they are preserved silently.
 var claudeKeys = map[string]bool{
@@ -266,6 +273,10 @@ func Parse(file string, data []byte) (*Settings, error) {
 		}
 		if seen[key] {
 			d.issue(SeverityError, off, key, "key appears twice; remove one (JSON readers disagree on which wins)")
+			if securityKeys[key] {
+				// Which value a client honours is unknowable: fail closed.
+				d.key(off, key, json.RawMessage("null"))
+			}
 			continue
 		}
 		seen[key] = true

@@ -119,6 +119,9 @@ func TestSecurityKeysFailClosed(t *testing.T) {
 			r := s.RequireSignatures
 			return !r.Invalid && len(r.InvalidMarketplaces) == 1 && r.InvalidMarketplaces[0] == "corp" && r.Keys["ok"][0] == "k2"
 		}},
+		{"duplicate security key", `{"strictKnownMarketplaces": [], "strictKnownMarketplaces": ["a/*"]}`, func(s *Settings) bool {
+			return s.StrictKnownMarketplaces.Invalid
+		}},
 		{"cross invalid", `{"allowCrossMarketplaceDependenciesOn": "corp"}`, func(s *Settings) bool { return s.AllowCrossMarketplaceDependenciesOn.Invalid }},
 	}
 	for _, c := range cases {
