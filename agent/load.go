@@ -155,6 +155,23 @@ func build(ctx context.Context, in *loadInput) (*Set, error) {
 		seen[u.st.ID] = true
 	}
 
+	// Plugins enabled in settings (or forced on by managed settings) that
+	// are not installed cannot load; say so rather than drop them silently.
+	installed := make(map[plugin.ID]bool, len(in.recs))
+	for _, r := range in.recs {
+		installed[r.ID] = true
+	}
+	var missing []string
+	for id, on := range enabled {
+		if on && !installed[id] {
+			missing = append(missing, id.String())
+		}
+	}
+	sort.Strings(missing)
+	for _, id := range missing {
+		set.warnings = append(set.warnings, fmt.Sprintf("%s is enabled but not installed; to install it run: wharf install %s", id, id))
+	}
+
 	// Demotion: a plugin is active only if it is enabled, passed every
 	// check and its dependencies are active.
 	cat := unitCatalog{}

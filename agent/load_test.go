@@ -520,6 +520,16 @@ func TestDemotionChainInStatus(t *testing.T) {
 	if len(s.Components()) != 0 {
 		t.Fatalf("demoted components loaded: %q", names(s))
 	}
+	// Uninstalling b leaves a demoted with "not installed", and a warning.
+	w.uninstall("b@corp")
+	s = w.load(w.runtime(w.options()), CacheOnly)
+	st, _ = s.Plugin(plugin.MustParseID("a@corp"))
+	if st.Status != install.StatusDemoted || !strings.Contains(st.Chain, "b@corp is not installed") {
+		t.Fatalf("a@corp: %+v", st)
+	}
+	if w := s.Warnings(); len(w) != 1 || !strings.Contains(w[0], "b@corp is enabled but not installed") {
+		t.Fatalf("warnings %q", w)
+	}
 }
 
 func TestManagedForcing(t *testing.T) {

@@ -23,7 +23,8 @@ import (
 // the same Key is still active (a plugin update changed its content): the
 // newer registration must win, and the older undo must remove only its own
 // registration. Activate and the undos are called from one goroutine at a
-// time (loads are serialized).
+// time (loads are serialized), while the Runtime's lock is held: they must
+// not call Load, AddPluginDir or Close (Current is fine).
 type Activator interface {
 	Activate(ctx context.Context, c Component) (undo func() error, err error)
 }

@@ -55,7 +55,9 @@ func Schema() ([]byte, error) {
 		}
 		serverRefs = append(serverRefs, ref(respName))
 	}
-	g.defs["cancel"] = g.withDoc(g.inline(reflect.TypeFor[CancelRequest]()), "Cancels an in-flight request, which is then answered with an error. No response of its own.")
+	cancel := g.withDoc(g.inline(reflect.TypeFor[CancelRequest]()), "Cancels an in-flight request, which is then answered with an error. No response of its own.")
+	cancel["properties"].(map[string]any)["type"] = map[string]any{"const": TypeControlCancelRequest}
+	g.defs["cancel"] = cancel
 	clientRefs = append(clientRefs, ref("cancel"))
 	g.defs["response.error"] = map[string]any{
 		"description": "The error response to any request, or to a line that could not be read (request_id null).",
