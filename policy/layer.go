@@ -23,6 +23,8 @@ type Layer struct {
 	Fragments []settings.Document // further documents of the same layer, merged after Settings
 	Modules   map[string]string   // admin Rego modules by file name
 	Origin    string              // where the layer came from, for messages (a path, "server bundle")
+
+	settingsName string // file name of Settings in messages, when it differs from Origin
 }
 
 // TypeLayerInvalid is the error type of a layer that cannot be compiled.
@@ -125,6 +127,7 @@ func LoadDir(name, dir string) (Layer, error) {
 		}
 		if i == 0 {
 			l.Settings = d.Data
+			l.settingsName = d.Name
 			continue
 		}
 		l.Fragments = append(l.Fragments, settings.Document{Scope: settings.ScopeManaged, Name: d.Name, Data: d.Data})
@@ -157,10 +160,10 @@ func (l Layer) documents() []settings.Document {
 	if name == "" {
 		name = l.Name
 	}
+	if l.settingsName != "" {
+		name = l.settingsName
+	}
 	if l.Settings != nil {
-		if st, err := os.Stat(name); err == nil && st.IsDir() {
-			name = filepath.Join(name, "managed-settings.json")
-		}
 		docs = append(docs, settings.Document{Scope: settings.ScopeManaged, Name: name, Data: l.Settings})
 	}
 	for _, f := range l.Fragments {
