@@ -2,6 +2,7 @@ package api
 
 import (
 	"encoding/json"
+	"html/template"
 	"io"
 	"net/http"
 	"net/http/cookiejar"
@@ -536,5 +537,25 @@ func TestConsoleAuditFilters(t *testing.T) {
 	}
 	if strings.Contains(p.body, `rel="next"`) {
 		t.Error("last page has a next link")
+	}
+}
+
+func TestConsolePluginSignaturesAndMissingDependencies(t *testing.T) {
+	e, f := newCatalogEnv(t)
+	u := signedIn(t, e, RoleDeveloper)
+	p := u.get("/ui/plugins/corp/deploy")
+	if p.status != http.StatusOK {
+		t.Fatalf("deploy: %d %s", p.status, p.body)
+	}
+	mustContain(t, "signed plugin", p.body, strings.ReplaceAll(template.HTMLEscapeString(f.deployW1), "+", "&#43;"), "signed: 1 of 1 signatures valid and by a trusted key",
+		`data-id="lint@corp" data-depth="1"`, "deploy:ship", "deploy:rollback")
+	p = u.get("/ui/plugins/corp/broken")
+	if p.status != http.StatusOK {
+		t.Fatalf("broken: %d %s", p.status, p.body)
+	}
+	mustContain(t, "missing dependency", p.body, `<g class="node node-missing" data-id="ghost@corp"`,
+		`ghost@corp <span class="badge badge-missing">missing</span>`, "unsigned")
+	if strings.Contains(p.body, `href="/ui/plugins/corp/ghost"`) {
+		t.Error("a missing dependency is linked")
 	}
 }
