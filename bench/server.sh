@@ -46,18 +46,39 @@ curl -sf -X PUT "$URL/v1/policy/layers/org" -H "Authorization: Bearer $ADMIN" -H
 curl -sf -D "$WORK/bundle.h" -o "$WORK/bundle.tar.gz" -H "Authorization: Bearer $AGENT" "$URL/v1/policy/bundle"
 ETAG=$(sed -n 's/^[Ee][Tt]ag: *\(.*\)\r$/\1/p' "$WORK/bundle.h")
 
-echo "# wharf API server on $(nproc) cores, $(go version | cut -d' ' -f3); N=$N, duration cap $DURATION, $CONC connections"
+# Server CPU per request, from /proc: independent of how busy the machine
+# is, unlike req/s; "cap" is what the server alone could do on all cores.
+TCK=$(getconf CLK_TCK)
+ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }
+measure() { # measure <pid> <loadgen args...>
+  local pid=$1; shift
+  local before out after
+  before=$(ticks "$pid")
+  out=$("$WORK/loadgen" -json "$@")
+  after=$(ticks "$pid")
+  echo "$out" | awk -v t=$((after - before)) -v tck="$TCK" -v cores="$(nproc)" '
+    { match($0, /"name":"[^"]*"/); name = substr($0, RSTART + 8, RLENGTH - 9)
+      n = $0; sub(/.*"requests":/, "", n); sub(/,.*/, "", n)
+      e = $0; sub(/.*"errors":/, "", e); sub(/,.*/, "", e)
+      r = $0; sub(/.*"rps":/, "", r); sub(/,.*/, "", r)
+      p50 = $0; sub(/.*"p50_ms":/, "", p50); sub(/,.*/, "", p50)
+      p99 = $0; sub(/.*"p99_ms":/, "", p99); sub(/,.*/, "", p99)
+      us = t / tck * 1e6 / n
+      printf "%-28s %8d req %9.0f req/s  p50 %6.2f ms  p99 %6.2f ms  errors %d  server CPU %5.1f us/req (cap %6.0f req/s on %d cores)\n", name, n, r, p50, p99, e, us, cores * 1e6 / us, cores }'
+}
+
+echo "# wharf API server on $(nproc) cores, $(go version | cut -d' ' -f3), load average $(cut -d' ' -f1-3 /proc/loadavg) before the run; N=$N, duration cap $DURATION, $CONC connections"
 echo "# bundle: $(wc -c <"$WORK/bundle.tar.gz") bytes, ETag $ETAG"
-"$WORK/loadgen" -name "search (wharf serve)" -url "$URL/v1/plugins?q=deploy" -token "$AGENT" -n "$N" -d "$DURATION" -c "$CONC"
-"$WORK/loadgen" -name "bundle 304 (wharf serve)" -url "$URL/v1/policy/bundle" -token "$AGENT" -H "If-None-Match: $ETAG" -expect 304 -n "$N" -d "$DURATION" -c "$CONC"
-"$WORK/loadgen" -name "bundle 200 (wharf serve)" -url "$URL/v1/policy/bundle" -token "$AGENT" -n "$((N / 4))" -d "$DURATION" -c "$CONC"
+measure "$SERVER_PID" -name "search (wharf serve)" -url "$URL/v1/plugins?q=deploy" -token "$AGENT" -n "$N" -d "$DURATION" -c "$CONC"
+measure "$SERVER_PID" -name "bundle 304 (wharf serve)" -url "$URL/v1/policy/bundle" -token "$AGENT" -H "If-None-Match: $ETAG" -expect 304 -n "$N" -d "$DURATION" -c "$CONC"
+measure "$SERVER_PID" -name "bundle 200 (wharf serve)" -url "$URL/v1/policy/bundle" -token "$AGENT" -n "$((N / 4))" -d "$DURATION" -c "$CONC"
 
 # Baseline 1: a static bundle server (net/http, ETag) with the same bundle.
 "$WORK/staticbundle" -file "$WORK/bundle.tar.gz" >"$WORK/static.addr" &
 STATIC_PID=$!
 for _ in $(seq 100); do [ -s "$WORK/static.addr" ] && break; sleep 0.05; done
 SETAG=$(curl -sf -D - -o /dev/null "http://$(cat "$WORK/static.addr")/bundle.tar.gz" | sed -n 's/^[Ee][Tt]ag: *\(.*\)\r$/\1/p')
-"$WORK/loadgen" -name "bundle 304 (static net/http)" -url "http://$(cat "$WORK/static.addr")/bundle.tar.gz" -H "If-None-Match: $SETAG" -expect 304 -n "$N" -d "$DURATION" -c "$CONC"
+measure "$STATIC_PID" -name "bundle 304 (static net/http)" -url "http://$(cat "$WORK/static.addr")/bundle.tar.gz" -H "If-None-Match: $SETAG" -expect 304 -n "$N" -d "$DURATION" -c "$CONC"
 
 # Baseline 2: the CLI, one process per search, over the same marketplace.
 export WHARF_HOME="$WORK/cli-home"
