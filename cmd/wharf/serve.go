@@ -19,7 +19,6 @@ import (
 	"github.com/wharfhq/wharf/api"
 	"github.com/wharfhq/wharf/marketplace"
 	"github.com/wharfhq/wharf/plugin"
-	"github.com/wharfhq/wharf/store"
 )
 
 // serveOptions are the flags of `wharf serve`.
@@ -34,17 +33,20 @@ type serveOptions struct {
 	Grace       time.Duration
 	LogLevel    string
 	TrustedKeys []string
+	Store       storeFlags // serve_store.go
 }
 
 func newServeCmd(a *app) *cobra.Command {
 	o := &serveOptions{}
 	cmd := &cobra.Command{
-		Use:   "serve [--addr 127.0.0.1:7070] [--data DIR]",
+		Use:   "serve [--addr 127.0.0.1:7070] [--data DIR | --store etcd://host:2379,...]",
 		Short: "Run the wharf API server (catalog, policy bundle, verify, audit, tokens)",
 		Long: "Run the HTTP API with an embedded bbolt store in --data (default $WHARF_HOME/server).\n" +
 			"On first start it creates an admin token and prints it once to stderr (or uses\n" +
 			"WHARF_BOOTSTRAP_TOKEN), and registers the demo marketplace (--demo) so the catalog\n" +
-			"is not empty. Stop it with Ctrl-C or SIGTERM: in-flight requests finish first.",
+			"is not empty. Stop it with Ctrl-C or SIGTERM: in-flight requests finish first.\n" +
+			"Several replicas share state with --store etcd://host:2379,host2:2379/prefix\n" +
+			"(see docs/production.md).",
 		Args: exactArgs(0, "no arguments"),
 		RunE: func(cmd *cobra.Command, _ []string) error { return a.runServe(cmd.Context(), o) },
 	}
@@ -58,6 +60,7 @@ func newServeCmd(a *app) *cobra.Command {
 	f.DurationVar(&o.Timeout, "request-timeout", 30*time.Second, "longest a request may take")
 	f.DurationVar(&o.Grace, "shutdown-grace", 10*time.Second, "how long in-flight requests may finish at shutdown")
 	f.StringVar(&o.LogLevel, "log-level", "info", "debug, info, warn or error")
+	addStoreFlags(f, &o.Store)
 	f.StringArrayVar(&o.TrustedKeys, "trusted-key", nil, "public key file (PEM) trusted for plugin signatures, in addition to $WHARF_HOME/keys/*.pub; repeatable")
 	return cmd
 }
@@ -66,6 +69,7 @@ func newServeCmd(a *app) *cobra.Command {
 type serveInfo struct {
 	URL         string `json:"url"`
 	Data        string `json:"data"`
+	Store       string `json:"store"`
 	BundleKeyID string `json:"bundleKeyId"`
 	AdminToken  string `json:"adminToken,omitempty"` // only on the first start
 	Demo        string `json:"demo,omitempty"`
@@ -90,13 +94,9 @@ func (a *app) runServe(ctx context.Context, o *serveOptions) error {
 	if err != nil {
 		return err
 	}
-	st, err := store.OpenBolt(filepath.Join(data, "server.db"), store.Options{LockTimeout: a.cfg.LockTimeout})
+	st, where, err := a.openServeStore(o.Store, data)
 	if err != nil {
-		hint := "check that " + data + " is writable"
-		if errors.Is(err, store.ErrLocked) {
-			hint = "another wharf serve uses " + data + "; stop it or pass another --data"
-		}
-		return &plugin.Error{Layer: plugin.LayerMaterialization, Type: "store-locked", Object: data, Err: err, Hint: hint}
+		return err
 	}
 	defer st.Close()
 
@@ -128,7 +128,7 @@ func (a *app) runServe(ctx context.Context, o *serveOptions) error {
 	if err != nil {
 		return err
 	}
-	info := serveInfo{Data: data, BundleKeyID: srv.BundleKeyID()}
+	info := serveInfo{Data: data, Store: where, BundleKeyID: srv.BundleKeyID()}
 	if firstStart {
 		if os.Getenv("WHARF_BOOTSTRAP_TOKEN") == "" {
 			info.AdminToken = secret
@@ -155,11 +155,11 @@ func (a *app) runServe(ctx context.Context, o *serveOptions) error {
 			return err
 		}
 	} else {
-		a.printf("wharf: serving on %s (data %s)\n", info.URL, data)
+		a.printf("wharf: serving on %s (data %s, store %s)\n", info.URL, data, where)
 	}
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	logger.Info("serving", "url", info.URL, "data", data)
+	logger.Info("serving", "url", info.URL, "data", data, "store", where)
 	return srv.Serve(ctx, ln, o.Grace)
 }
 

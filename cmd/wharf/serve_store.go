@@ -1,0 +1,114 @@
+package main
+
+import (
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"github.com/wharfhq/wharf/plugin"
+	"github.com/wharfhq/wharf/store"
+)
+
+// storeFlags choose the server's store: bbolt in the data directory (one
+// server), or an etcd cluster shared by any number of replicas.
+type storeFlags struct {
+	URL         string
+	DialTimeout time.Duration
+	CACert      string
+	Cert        string
+	Key         string
+}
+
+func addStoreFlags(f *pflag.FlagSet, o *storeFlags) {
+	f.StringVar(&o.URL, "store", "", "shared store for several replicas: etcd://host:2379,host2:2379[/prefix] (default: bbolt in --data)")
+	f.DurationVar(&o.DialTimeout, "store-timeout", 5*time.Second, "how long to wait for the etcd cluster to answer at start")
+	f.StringVar(&o.CACert, "etcd-cacert", "", "CA certificate (PEM) that signed the etcd servers' certificates; turns on TLS")
+	f.StringVar(&o.Cert, "etcd-cert", "", "client certificate (PEM) for etcd client-certificate authentication")
+	f.StringVar(&o.Key, "etcd-key", "", "private key (PEM) of --etcd-cert")
+}
+
+// openServeStore opens the store the flags name. where describes it for
+// the log and the start-up line. Credentials for etcd's own authentication
+// come from WHARF_ETCD_USERNAME and WHARF_ETCD_PASSWORD, never from flags
+// (which other users can read in the process list).
+func (a *app) openServeStore(o storeFlags, data string) (st store.Store, where string, err error) {
+	if o.URL == "" || strings.HasPrefix(o.URL, "bolt:") {
+		if o.CACert != "" || o.Cert != "" || o.Key != "" {
+			return nil, "", &plugin.Error{Layer: plugin.LayerIntent, Type: typeUsage, Object: "--etcd-cacert",
+				Err: errors.New("the --etcd-* flags apply only to an etcd store"), Hint: "add --store etcd://host:2379 or drop the --etcd-* flags"}
+		}
+		path := filepath.Join(data, "server.db")
+		b, err := store.OpenBolt(path, store.Options{LockTimeout: a.cfg.LockTimeout})
+		if err != nil {
+			hint := "check that " + data + " is writable"
+			if errors.Is(err, store.ErrLocked) {
+				hint = "another wharf serve uses " + data + "; stop it or pass another --data (several replicas need --store etcd://...)"
+			}
+			return nil, "", &plugin.Error{Layer: plugin.LayerMaterialization, Type: "store-locked", Object: data, Err: err, Hint: hint}
+		}
+		return b, "bolt:" + path, nil
+	}
+	endpoints, prefix, err := store.ParseEtcdURL(o.URL)
+	if err != nil {
+		return nil, "", &plugin.Error{Layer: plugin.LayerIntent, Type: typeUsage, Object: "--store", Err: err,
+			Hint: "e.g. --store etcd://10.0.0.1:2379,10.0.0.2:2379,10.0.0.3:2379/wharf"}
+	}
+	if o.DialTimeout <= 0 {
+		return nil, "", &plugin.Error{Layer: plugin.LayerIntent, Type: typeUsage, Object: "--store-timeout",
+			Err: errors.New("--store-timeout must be positive"), Hint: "e.g. --store-timeout 5s"}
+	}
+	tlsCfg, err := etcdTLS(o)
+	if err != nil {
+		return nil, "", err
+	}
+	opts := store.EtcdOptions{Prefix: prefix, DialTimeout: o.DialTimeout, TLS: tlsCfg,
+		Username: a.getenv("WHARF_ETCD_USERNAME"), Password: a.getenv("WHARF_ETCD_PASSWORD")}
+	e, err := store.OpenEtcd(endpoints, opts)
+	if err != nil {
+		return nil, "", &plugin.Error{Layer: plugin.LayerMaterialization, Type: "store-unreachable", Object: o.URL, Err: err,
+			Hint: fmt.Sprintf("check that etcd answers at %s (etcdctl --endpoints=%s endpoint health), or raise --store-timeout",
+				strings.Join(endpoints, ","), strings.Join(endpoints, ","))}
+	}
+	return e, "etcd://" + strings.Join(endpoints, ",") + prefix, nil
+}
+
+// etcdTLS builds the client TLS configuration from the --etcd-* flags; nil
+// when none is given.
+func etcdTLS(o storeFlags) (*tls.Config, error) {
+	if o.CACert == "" && o.Cert == "" && o.Key == "" {
+		return nil, nil
+	}
+	bad := func(flag, file string, err error, hint string) error {
+		return &plugin.Error{Layer: plugin.LayerIntent, Type: typeUsage, Object: flag + " " + file, Err: err, Hint: hint}
+	}
+	cfg := &tls.Config{MinVersion: tls.VersionTLS12}
+	if o.CACert != "" {
+		pemBytes, err := os.ReadFile(o.CACert)
+		if err != nil {
+			return nil, bad("--etcd-cacert", o.CACert, err, "pass the CA certificate file (PEM) of the etcd cluster")
+		}
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(pemBytes) {
+			return nil, bad("--etcd-cacert", o.CACert, errors.New("no PEM certificate in the file"), "pass the CA certificate file (PEM) of the etcd cluster")
+		}
+		cfg.RootCAs = pool
+	}
+	if (o.Cert == "") != (o.Key == "") {
+		return nil, bad("--etcd-cert", o.Cert, errors.New("--etcd-cert and --etcd-key go together"), "pass both the client certificate and its key, or neither")
+	}
+	if o.Cert != "" {
+		pair, err := tls.LoadX509KeyPair(o.Cert, o.Key)
+		if err != nil {
+			return nil, bad("--etcd-cert", o.Cert, err, "pass a PEM client certificate and the PEM key it was issued for")
+		}
+		cfg.Certificates = []tls.Certificate{pair}
+	}
+	return cfg, nil
+}
