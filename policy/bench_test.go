@@ -105,7 +105,7 @@ func BenchmarkDecideInstall(b *testing.B) {
 		st := e.cur.Load()
 		opts := []func(*rego.Rego){rego.Query(DecisionQuery),
 			rego.Store(inmem.NewFromObjectWithOpts(mustJSONMap(b, st.data), inmem.OptReturnASTValuesOnRead(true)))}
-		opts = append(opts, rego.Module(BuiltinModuleFile, BuiltinModule))
+		opts = append(opts, rego.Module(BuiltinModuleFile, builtinModule))
 		for _, l := range layers {
 			for n, m := range l.Modules {
 				opts = append(opts, rego.Module(l.Name+"/"+n, m))

@@ -23,10 +23,12 @@ import (
 	"github.com/wharfhq/wharf/settings"
 )
 
-// BuiltinModule is the Rego source of the standard keys.
-//
 //go:embed rego/wharf.rego
-var BuiltinModule string
+var builtinModule string
+
+// BuiltinModule returns the Rego source of the standard keys
+// (policy/rego/wharf.rego), for tools that compile it themselves.
+func BuiltinModule() string { return builtinModule }
 
 // BuiltinModuleFile is the file name the built-in module compiles under.
 const BuiltinModuleFile = "wharf.rego"
@@ -206,7 +208,7 @@ type inputDoc struct {
 }
 
 func collectInputs(layers []Layer) []inputDoc {
-	in := []inputDoc{{kind: "module", layer: -1, name: BuiltinModuleFile, data: []byte(BuiltinModule)}}
+	in := []inputDoc{{kind: "module", layer: -1, name: BuiltinModuleFile, data: []byte(builtinModule)}}
 	for i, l := range layers {
 		in = append(in, inputDoc{kind: "layer", layer: i, name: l.Name, data: []byte(l.Origin)})
 		for _, d := range l.documents() {

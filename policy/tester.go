@@ -38,7 +38,7 @@ func RunTests(ctx context.Context, dir string) ([]TestResult, error) {
 	}
 	sort.Strings(files)
 	mods := map[string]*ast.Module{}
-	m, err := ast.ParseModuleWithOpts(BuiltinModuleFile, BuiltinModule, ast.ParserOptions{RegoVersion: ast.RegoV1})
+	m, err := ast.ParseModuleWithOpts(BuiltinModuleFile, builtinModule, ast.ParserOptions{RegoVersion: ast.RegoV1})
 	if err != nil {
 		return nil, err
 	}
