@@ -394,6 +394,7 @@ func (in *loadInput) filter(ctx context.Context, u *unit, id plugin.ID, comps []
 		surfaceErr[s] = err
 		return err
 	}
+	u.comps = make([]Component, 0, len(comps))
 	for _, c := range comps {
 		if s, ok := surfaceOf(c.Kind); ok {
 			if err := surfaceOK(s); err != nil {
@@ -771,19 +772,25 @@ func merge(builtins []Builtin, cands []Component) ([]Component, []Skipped) {
 	for _, b := range builtins {
 		taken[string(b.Kind)+"\x00"+b.Name] = holder{"builtin " + string(b.Kind) + " " + b.Name, true}
 	}
-	sort.SliceStable(cands, func(i, j int) bool {
-		a, b := &cands[i], &cands[j]
+	// Sort pointers, not the (large) components themselves.
+	order := make([]*Component, len(cands))
+	for i := range cands {
+		order[i] = &cands[i]
+	}
+	sort.SliceStable(order, func(i, j int) bool {
+		a, b := order[i], order[j]
 		if sourceRank[a.Source] != sourceRank[b.Source] {
 			return sourceRank[a.Source] < sourceRank[b.Source]
 		}
 		return lessComponent(a, b)
 	})
-	var out []Component
+	kept := make([]*Component, 0, len(cands))
 	var skips []Skipped
-	for _, c := range cands {
+	for _, cp := range order {
+		c := *cp
 		if c.Kind == plugin.KindHook {
 			// Hooks never collide: every armed hook runs.
-			out = append(out, c)
+			kept = append(kept, cp)
 			continue
 		}
 		var hit string
@@ -808,9 +815,13 @@ func merge(builtins []Builtin, cands []Component) ([]Component, []Skipped) {
 		if c.Source != SourcePlugin {
 			taken[string(c.Kind)+"\x00"+c.Name] = holder{c.Source + " " + string(c.Kind) + " " + c.Name, false}
 		}
-		out = append(out, c)
+		kept = append(kept, cp)
 	}
-	sort.SliceStable(out, func(i, j int) bool { return lessComponent(&out[i], &out[j]) })
+	sort.SliceStable(kept, func(i, j int) bool { return lessComponent(kept[i], kept[j]) })
+	out := make([]Component, len(kept))
+	for i, cp := range kept {
+		out[i] = *cp
+	}
 	return out, skips
 }
 
