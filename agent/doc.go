@@ -22,14 +22,19 @@
 //
 // # Loaders
 //
-// CacheOnly is the startup path: the registry, the installed manifests and
-// a stat fingerprint check per plugin; no network, no re-hash. Policy
-// decisions are memoized per policy version in $WHARF_HOME/agent, because one
-// OPA evaluation costs more than the whole cache-only load of a plugin. Full
-// re-hashes every plugin tree against its trust pin and parses every
-// component eagerly. Both produce an immutable *Set; Runtime.Load swaps the
-// new Set in atomically, so the full result replaces the cache-only one and
-// no two views of the plugin set coexist.
+// CacheOnly is the startup path: the registry, a stat fingerprint check per
+// plugin, and the installed manifests and components; no network, no
+// re-hash. Two files under $WHARF_HOME/agent keep it from redoing work an
+// earlier session did: policy decisions memoized per policy version (one OPA
+// evaluation costs more than the rest of a plugin's load), and a component
+// index per version dir, keyed on its digest, its recorded fingerprint, its
+// marketplace entry and the dirs substituted into it, so a plugin whose
+// fingerprint still matches is not parsed again. Both are accelerators only:
+// a damaged file reads as empty. Full re-hashes every plugin tree against
+// its trust pin and parses every component, ignoring (and refreshing) the
+// index. Both produce an immutable *Set; Runtime.Load swaps the new Set in
+// atomically, so the full result replaces the cache-only one and no two
+// views of the plugin set coexist.
 //
 // # Names
 //
