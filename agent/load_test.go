@@ -153,12 +153,14 @@ func TestDisabledPluginGoneAfterReload(t *testing.T) {
 	w.install("b@corp", "1.0.0", smallPlugin("b"))
 	w.setEnabled("a@corp", true)
 	w.setEnabled("b@corp", true)
+	writeTree(t, w.home, map[string]string{"commands/mine.md": "mine"})
+	w.writeManaged(map[string]any{"hooks": map[string]any{"Stop": []any{map[string]any{"hooks": []any{map[string]any{"type": "command", "command": "audit"}}}}}})
 	act := newRecorder()
 	o := w.options()
 	o.Activator = act
 	r := w.runtime(o)
 	w.load(r, CacheOnly)
-	for _, k := range []string{"command a:run", "skill a:s", "hook a:SessionStart", "command b:run"} {
+	for _, k := range []string{"command a:run", "skill a:s", "hook a:SessionStart", "command b:run", "command mine", "hook Stop"} {
 		if !act.isLive(k) {
 			t.Fatalf("%s not live: %v", k, act.liveKeys())
 		}
@@ -175,10 +177,11 @@ func TestDisabledPluginGoneAfterReload(t *testing.T) {
 			t.Errorf("%s still in the set", k)
 		}
 	}
-	if !act.isLive("command b:run") {
-		t.Error("b@corp lost its command")
+	if !act.isLive("command b:run") || !act.isLive("command mine") || !act.isLive("hook Stop") {
+		t.Errorf("reload lost components it should have kept: %q", act.liveKeys())
 	}
-	// b's components were untouched: only a's undos ran.
+	// b's, the user's and managed components were untouched: only a's
+	// undos ran.
 	for _, l := range act.takeLog() {
 		if !strings.HasPrefix(l, "-") || !strings.Contains(l, " a:") {
 			t.Errorf("reload did %s", l)
