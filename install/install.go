@@ -193,14 +193,16 @@ func (in *Installer) Install(ctx context.Context, req Request) (*Result, error) 
 	if err != nil {
 		return nil, err
 	}
+	enable := make(map[plugin.ID]bool, len(todo))
 	for _, st := range todo {
-		file, err := settings.SetEnabled(in.o.Settings, scope, st.ID, true)
-		if err != nil {
-			return res, err
-		}
-		res.Settings = file
+		enable[st.ID] = true
 		res.Enabled = append(res.Enabled, st.ID)
 	}
+	file, err := settings.SetEnabledAll(in.o.Settings, scope, enable)
+	if err != nil {
+		return res, err
+	}
+	res.Settings = file
 	in.collect(ctx)
 	return res, nil
 }

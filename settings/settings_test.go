@@ -354,3 +354,39 @@ func FuzzParse(f *testing.F) {
 		_ = Merge([]Document{{Scope: ScopeManaged, Name: "fuzz.json", Data: data}})
 	})
 }
+
+func TestSetEnabledAllWritesEveryPluginAtOnce(t *testing.T) {
+	p := Paths{Home: t.TempDir()}
+	if err := os.WriteFile(p.File(ScopeUser), []byte(`{"enabledPlugins":{"keep@m":false},"model":"x"}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ids := map[plugin.ID]bool{plugin.MustParseID("a@m"): true, plugin.MustParseID("b@m"): true, plugin.MustParseID("c@n"): false}
+	if _, err := SetEnabledAll(p, ScopeUser, ids); err != nil {
+		t.Fatal(err)
+	}
+	s, err := Parse(p.File(ScopeUser), mustRead(t, p.File(ScopeUser)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]bool{"a@m": true, "b@m": true, "c@n": false, "keep@m": false}
+	if len(s.EnabledPlugins) != len(want) {
+		t.Fatalf("enabledPlugins = %v, want %v", s.EnabledPlugins, want)
+	}
+	for id, on := range s.EnabledPlugins {
+		if want[id.String()] != on {
+			t.Errorf("%s = %v, want %v", id, on, want[id.String()])
+		}
+	}
+	if _, err := SetEnabledAll(p, ScopeManaged, ids); err == nil {
+		t.Fatal("SetEnabledAll wrote the managed scope")
+	}
+}
+
+func mustRead(t *testing.T, path string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}

@@ -18,8 +18,23 @@ import (
 // in the same directory is fsynced, renamed over the file, and the directory
 // is fsynced. A file that is not valid JSON is refused rather than replaced.
 func SetEnabled(p Paths, scope Scope, id plugin.ID, enabled bool) (string, error) {
-	if err := id.Validate(); err != nil {
-		return "", err
+	return SetEnabledAll(p, scope, map[plugin.ID]bool{id: enabled})
+}
+
+// SetEnabledAll is SetEnabled for several plugins in one crash-safe write
+// (an install enables a whole closure at once).
+func SetEnabledAll(p Paths, scope Scope, ids map[plugin.ID]bool) (string, error) {
+	var id plugin.ID // the first id, to name in errors
+	for k := range ids {
+		if err := k.Validate(); err != nil {
+			return "", err
+		}
+		if id.IsZero() || k.String() < id.String() {
+			id = k
+		}
+	}
+	if len(ids) == 0 {
+		return p.File(scope), nil
 	}
 	switch scope {
 	case ScopeUser, ScopeProject, ScopeLocal:
@@ -56,7 +71,9 @@ func SetEnabled(p Paths, scope Scope, id plugin.ID, enabled bool) (string, error
 				"make enabledPlugins an object {\"plugin@marketplace\": true|false}", "enabledPlugins is %s, not an object; refusing to overwrite it", jsonKind(raw))
 		}
 	}
-	enabledMap[id.String()] = json.RawMessage(fmt.Sprint(enabled))
+	for k, enabled := range ids {
+		enabledMap[k.String()] = json.RawMessage(fmt.Sprint(enabled))
+	}
 	b, err := json.Marshal(enabledMap)
 	if err != nil {
 		return "", err
