@@ -3,6 +3,9 @@
 // It refuses any host that is not a loopback address.
 //
 //	loadgen -url http://127.0.0.1:7070/v1/plugins?q=deploy -token $T -n 200000 -d 10s -c 32
+//
+// Several -url flags spread the requests round-robin over the servers (the
+// replicas behind a load balancer), with the same total concurrency.
 package main
 
 import (
@@ -25,6 +28,7 @@ import (
 
 type result struct {
 	Name     string  `json:"name"`
+	Targets  int     `json:"targets"`
 	Requests int64   `json:"requests"`
 	Errors   int64   `json:"errors"`
 	Seconds  float64 `json:"seconds"`
@@ -49,33 +53,41 @@ func main() {
 
 func run() error {
 	var (
-		target = flag.String("url", "", "request URL (loopback only)")
-		name   = flag.String("name", "", "label for the report")
-		token  = flag.String("token", "", "bearer token")
-		n      = flag.Int64("n", 100000, "maximum number of requests")
-		dur    = flag.Duration("d", 10*time.Second, "maximum duration")
-		conc   = flag.Int("c", 32, "concurrent connections")
-		expect = flag.Int("expect", 200, "the status every response must have")
-		asJSON = flag.Bool("json", false, "print the result as JSON")
-		warmup = flag.Int("warmup", 200, "requests sent before measuring")
-		hdrs   headers
+		targets headers // request URLs, used round-robin
+		name    = flag.String("name", "", "label for the report")
+		token   = flag.String("token", "", "bearer token")
+		n       = flag.Int64("n", 100000, "maximum number of requests")
+		dur     = flag.Duration("d", 10*time.Second, "maximum duration")
+		conc    = flag.Int("c", 32, "concurrent connections")
+		expect  = flag.Int("expect", 200, "the status every response must have")
+		asJSON  = flag.Bool("json", false, "print the result as JSON")
+		warmup  = flag.Int("warmup", 200, "requests sent before measuring")
+		hdrs    headers
 	)
 	flag.Var(&hdrs, "H", "extra header \"Name: value\" (repeatable)")
+	flag.Var(&targets, "url", "request URL (loopback only); repeat it to spread requests round-robin over several servers")
 	flag.Parse()
-	u, err := url.Parse(*target)
-	if err != nil || u.Host == "" {
-		return fmt.Errorf("-url %q is not an absolute URL", *target)
+	if len(targets) == 0 {
+		return errors.New("-url is required")
 	}
-	if ip := net.ParseIP(u.Hostname()); (ip == nil || !ip.IsLoopback()) && u.Hostname() != "localhost" {
-		return fmt.Errorf("-url host %q is not a loopback address; loadgen only loads local servers", u.Hostname())
+	for _, target := range targets {
+		u, err := url.Parse(target)
+		if err != nil || u.Host == "" {
+			return fmt.Errorf("-url %q is not an absolute URL", target)
+		}
+		if ip := net.ParseIP(u.Hostname()); (ip == nil || !ip.IsLoopback()) && u.Hostname() != "localhost" {
+			return fmt.Errorf("-url host %q is not a loopback address; loadgen only loads local servers", u.Hostname())
+		}
 	}
 	if *conc < 1 || *n < 1 || *dur <= 0 {
 		return errors.New("-c, -n and -d must be positive")
 	}
-	tr := &http.Transport{MaxIdleConns: *conc, MaxIdleConnsPerHost: *conc, MaxConnsPerHost: *conc, DisableCompression: true}
+	tr := &http.Transport{MaxIdleConns: *conc * len(targets), MaxIdleConnsPerHost: *conc, MaxConnsPerHost: *conc, DisableCompression: true}
 	client := &http.Client{Transport: tr, Timeout: 10 * time.Second}
+	var next atomic.Uint64
 	req := func() (int, error) {
-		r, err := http.NewRequest("GET", *target, nil)
+		target := targets[(next.Add(1)-1)%uint64(len(targets))]
+		r, err := http.NewRequest("GET", target, nil)
 		if err != nil {
 			return 0, err
 		}
@@ -141,7 +153,7 @@ func run() error {
 		i := int(p * float64(len(all)-1))
 		return float64(all[i].Microseconds()) / 1000
 	}
-	r := result{Name: *name, Requests: int64(len(all)), Errors: errs.Load(), Seconds: elapsed.Seconds(),
+	r := result{Name: *name, Targets: len(targets), Requests: int64(len(all)), Errors: errs.Load(), Seconds: elapsed.Seconds(),
 		RPS: float64(len(all)) / elapsed.Seconds(), P50ms: pct(0.50), P99ms: pct(0.99), Maxms: pct(1)}
 	if v, ok := firstErr.Load().(string); ok {
 		r.FirstErr = v
