@@ -75,8 +75,9 @@ type Skipped struct {
 	Err error
 }
 
-// Layer and type of a component that collides with a builtin or is
-// shadowed by another.
+// TypeCollision is the *plugin.Error type (layer active) of a component
+// that is not loaded because it would shadow a builtin or is shadowed by a
+// component of a higher source.
 const TypeCollision = "component-collision"
 
 // loadInput is what one load reads besides the filesystem.
