@@ -689,3 +689,39 @@ func TestRegistryErrorsAndLeases(t *testing.T) {
 		t.Fatal("New without a registry")
 	}
 }
+
+func TestStatusErrorLayers(t *testing.T) {
+	w := newWorld(t)
+	w.install("broken@corp", "1.0.0", map[string]string{
+		".claude-plugin/plugin.json": `{"name": "broken", "version": 1.0}`,
+		"commands/x.md":              "x",
+	})
+	w.setEnabled("broken@corp", true)
+	one := filepath.Join(t.TempDir(), "one")
+	two := filepath.Join(t.TempDir(), "two")
+	writeTree(t, one, smallPlugin("dev"))
+	writeTree(t, two, smallPlugin("dev"))
+	r := w.runtime(w.options())
+	for _, d := range []string{one, two} {
+		if err := r.AddPluginDir(bg, d); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s := w.load(r, CacheOnly)
+	st, _ := s.Plugin(plugin.MustParseID("broken@corp"))
+	if st.Status != install.StatusFailed || st.ErrorDetails[0].Layer != string(plugin.LayerMaterialization) ||
+		st.ErrorDetails[0].Type != plugin.TypeManifestParse || !strings.Contains(st.Errors[0], "version") {
+		t.Fatalf("broken manifest: %+v", st)
+	}
+	var conflict bool
+	for _, p := range s.Plugins() {
+		for _, d := range p.ErrorDetails {
+			if p.ID.Source == plugin.SourceInline && d.Layer == string(plugin.LayerIntent) && d.Type == plugin.TypeConflict {
+				conflict = true
+			}
+		}
+	}
+	if !conflict {
+		t.Fatalf("two session dirs named dev: %+v", s.Plugins())
+	}
+}
