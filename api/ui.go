@@ -244,10 +244,14 @@ func (u *console) session(roles []Role) echo.MiddlewareFunc {
 // safeNext keeps a post-sign-in destination only when it is a console path
 // on this server.
 func safeNext(next string) string {
-	if strings.HasPrefix(next, "/ui/") && !strings.HasPrefix(next, "//") && !strings.ContainsAny(next, "\\\r\n") {
-		return next
+	if !strings.HasPrefix(next, "/ui/") || strings.ContainsAny(next, "\\\r\n") {
+		return "/ui/"
 	}
-	return "/ui/"
+	u, err := url.Parse(next)
+	if err != nil || u.Scheme != "" || u.Host != "" || !strings.HasPrefix(u.Path, "/ui/") {
+		return "/ui/"
+	}
+	return next
 }
 
 func (u *console) signinForm(c echo.Context) error {

@@ -559,3 +559,21 @@ func TestConsolePluginSignaturesAndMissingDependencies(t *testing.T) {
 		t.Error("a missing dependency is linked")
 	}
 }
+
+// FuzzSafeNext: whatever a sign-in link carries as next, the redirect stays
+// on a console page of this server.
+func FuzzSafeNext(f *testing.F) {
+	for _, s := range []string{"/ui/", "/ui/plugins/demo/x?q=1", "//evil.example/", "/ui/\\evil", "https://evil.example/ui/", "/ui/\r\nSet-Cookie: x", "", "/uix"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, next string) {
+		got := safeNext(next)
+		if got != "/ui/" && got != next {
+			t.Fatalf("safeNext(%q) = %q: neither the input nor the catalog", next, got)
+		}
+		u, err := url.Parse(got)
+		if err != nil || u.Scheme != "" || u.Host != "" || !strings.HasPrefix(u.Path, "/ui/") || strings.ContainsAny(got, "\\\r\n") {
+			t.Fatalf("safeNext(%q) = %q leaves the console", next, got)
+		}
+	})
+}
