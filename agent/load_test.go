@@ -725,3 +725,38 @@ func TestStatusErrorLayers(t *testing.T) {
 		t.Fatalf("two session dirs named dev: %+v", s.Plugins())
 	}
 }
+
+func TestCurrentDuringReloads(t *testing.T) {
+	w := newWorld(t)
+	w.install("a@corp", "1.0.0", smallPlugin("a"))
+	r := w.runtime(w.options())
+	if r.Current() != nil {
+		t.Fatal("a set before the first load")
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for i := 0; i < 6; i++ {
+			w.setEnabled("a@corp", i%2 == 0)
+			if _, err := r.Load(bg, CacheOnly); err != nil {
+				t.Error(err)
+				return
+			}
+		}
+	}()
+	for {
+		select {
+		case <-done:
+			if s := r.Current(); s == nil || len(s.Components()) != 0 {
+				t.Fatalf("final set %v", s)
+			}
+			return
+		default:
+			if s := r.Current(); s != nil {
+				if n := len(s.Components()); n != 0 && n != 3 {
+					t.Fatalf("a half-built set with %d components", n)
+				}
+			}
+		}
+	}
+}
