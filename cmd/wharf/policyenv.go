@@ -58,13 +58,41 @@ func (g policyGate) AllowAdd(src marketplace.Source) error {
 	if err != nil {
 		return err
 	}
-	b, err := json.Marshal(src)
+	s, err := settingsSource(src)
 	if err != nil {
 		return err
+	}
+	return e.AllowAdd(context.Background(), "", *s)
+}
+
+// knownMarketSource returns the settings form of a known marketplace's
+// source, for policy requests; nil when the marketplace is not known.
+func (a *app) knownMarketSource(name string) *settings.MarketplaceSource {
+	mgr, err := a.Marketplaces()
+	if err != nil {
+		return nil
+	}
+	k, err := mgr.Get(name)
+	if err != nil {
+		return nil
+	}
+	s, err := settingsSource(k.Source)
+	if err != nil {
+		return nil
+	}
+	return s
+}
+
+// settingsSource converts a marketplace source into the settings form that
+// policy matches against (the two share one JSON shape).
+func settingsSource(src marketplace.Source) (*settings.MarketplaceSource, error) {
+	b, err := json.Marshal(src)
+	if err != nil {
+		return nil, err
 	}
 	s, err := settings.ParseSource(b)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	return e.AllowAdd(context.Background(), "", s)
+	return &s, nil
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/wharfhq/wharf/cache"
 	"github.com/wharfhq/wharf/plugin"
+	"github.com/wharfhq/wharf/policy"
 	"github.com/wharfhq/wharf/trust"
 )
 
@@ -181,6 +183,15 @@ func (a *app) runVerify(arg string, t *verifyTarget, keys trust.Keyring, require
 		problems = append(problems, fmt.Sprintf("no valid signature by a trusted key (trusted: %s): %s",
 			strings.Join(orNoneList(keys.IDs()), ", "), strings.Join(why, "; ")))
 	}
+	if !t.id.IsZero() {
+		// Managed policy may demand signatures by named keys for this
+		// plugin's marketplace (requireSignatures).
+		if msg, err := a.policySignatureProblem(t.id, results); err != nil {
+			return err
+		} else if msg != "" {
+			problems = append(problems, msg)
+		}
+	}
 	rep := trust.NewReport(arg, tree, t.expected, changed, results)
 	rep.OK = len(problems) == 0
 	if a.cfg.JSON {
@@ -245,4 +256,31 @@ func printVerify(a *app, rep trust.VerifyReport, results []trust.SigResult, t *v
 	if rep.OK {
 		a.printf("OK\n")
 	}
+}
+
+// policySignatureProblem asks policy whether the verified signatures satisfy
+// requireSignatures for id's marketplace, and returns the reason if not.
+func (a *app) policySignatureProblem(id plugin.ID, results []trust.SigResult) (string, error) {
+	e, err := a.Policy()
+	if err != nil {
+		return "", err
+	}
+	var verified []string
+	for _, r := range results {
+		if r.Valid && r.Trusted {
+			verified = append(verified, r.KeyID)
+		}
+	}
+	d, err := e.Decide(context.Background(), policy.Request{Action: policy.ActionInstall, Plugin: id,
+		Marketplace: policy.Marketplace{Name: id.Source, Source: a.knownMarketSource(id.Source)}, Signatures: verified})
+	if err != nil {
+		return "", err
+	}
+	var why []string
+	for _, r := range d.Reasons {
+		if r.Rule == "requireSignatures" {
+			why = append(why, r.Message+" (policy layer "+r.Layer+")")
+		}
+	}
+	return strings.Join(why, "; "), nil
 }
