@@ -219,6 +219,11 @@ func TestBrowserConsoleFlows(t *testing.T) {
 		t.Errorf("graph node is %v px wide", w)
 	}
 	b.screenshot("plugin-detail")
+	// The graph's nodes are links a keyboard reaches and follows.
+	b.do("keyboard into the graph",
+		chromedp.Focus(chromedp.CSS(`#dep-graph a[href="/ui/plugins/demo/core-utils"]`)),
+		chromedp.KeyEvent("\r"),
+		chromedp.WaitVisible(chromedp.CSS(`#dep-graph g.node-root[data-id="core-utils@demo"]`)))
 
 	// An admin blocks the demo marketplace: preview first, then save.
 	b.open("/ui/admin/policy", "#layer")
