@@ -178,16 +178,22 @@ func (r *Runtime) Load(ctx context.Context, mode Mode) (*Set, error) {
 		return nil, ErrClosed
 	}
 	r.loaded = true
+	// The memo and the index are read while the settings and the registry
+	// are: they are independent, and this is the startup path.
+	var wg sync.WaitGroup
+	wg.Add(2)
+	go func() { defer wg.Done(); r.dec.begin() }()
+	go func() { defer wg.Done(); r.index.load() }()
 	snap, err := settings.Load(r.o.Settings, r.o.FlagSettings)
 	if err != nil {
+		wg.Wait()
 		return nil, &plugin.Error{Layer: plugin.LayerIntent, Type: settings.TypeSettingsInvalid, Err: err, Hint: "fix the settings file named above"}
 	}
 	recs, err := r.o.Registry.List()
+	wg.Wait()
 	if err != nil {
 		return nil, err
 	}
-	r.dec.begin()
-	r.index.load()
 	in := &loadInput{snap: snap, recs: recs, inline: r.inline, dec: r.dec, index: r.index, mode: mode, o: &r.o, workers: r.o.Workers}
 	set, err := build(ctx, in)
 	if err != nil {
