@@ -251,7 +251,11 @@ func (s *Server) bundleBytes(head policyHead, layers []Layer) ([]byte, error) {
 		return tx.Put(bucketBundle, head.Version, next)
 	})
 	if err != nil {
-		return nil, err
+		// E.g. a bundle larger than etcd's request limit: serve this
+		// build (same ETag, other signature bytes) rather than nothing.
+		s.log.Warn("policy bundle not shared through the store; replicas may send different signature bytes for it",
+			"version", head.Version, "bytes", len(built), "err", err)
+		return built, nil
 	}
 	return body, nil
 }

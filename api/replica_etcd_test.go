@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
@@ -16,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/wharfhq/wharf/marketplace"
 	"github.com/wharfhq/wharf/store"
 	"github.com/wharfhq/wharf/store/etcdtest"
 )
@@ -92,7 +94,7 @@ func (l *trackingListener) cut() {
 // startReplicas starts n replicas over the cluster under prefix, all at
 // once (so they race to create the signing key), and waits until each
 // follows the store's watch.
-func startReplicas(t *testing.T, endpoints []string, prefix string, n int) []*replica {
+func startReplicas(t *testing.T, endpoints []string, prefix string, n int, opts ...replicaOption) []*replica {
 	t.Helper()
 	rs := make([]*replica, n)
 	errs := make([]error, n)
@@ -101,7 +103,7 @@ func startReplicas(t *testing.T, endpoints []string, prefix string, n int) []*re
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			rs[i], errs[i] = startReplica(t, endpoints, prefix, fmt.Sprintf("r%d", i))
+			rs[i], errs[i] = startReplica(t, endpoints, prefix, fmt.Sprintf("r%d", i), opts...)
 		}()
 	}
 	wg.Wait()
@@ -120,12 +122,29 @@ func startReplicas(t *testing.T, endpoints []string, prefix string, n int) []*re
 	return rs
 }
 
-func startReplica(t *testing.T, endpoints []string, prefix, name string) (*replica, error) {
+// replicaOption adds to a replica's Deps; dir is the replica's own data
+// directory.
+type replicaOption func(d *Deps, dir string)
+
+// withReplicaCatalog gives the replica the real marketplace catalog over
+// the shared store, with its clones in the replica's own directory and a
+// snapshot that would live for an hour.
+func withReplicaCatalog(d *Deps, dir string) {
+	mc := NewMarketplaceCatalog(marketplace.NewManager(d.Store, marketplace.Options{Dir: filepath.Join(dir, "marketplaces")}))
+	mc.TTL = replicaCacheTTL
+	d.Catalog = mc
+}
+
+func startReplica(t *testing.T, endpoints []string, prefix, name string, opts ...replicaOption) (*replica, error) {
 	st, err := store.OpenEtcd(endpoints, store.EtcdOptions{Prefix: prefix, RequestTimeout: 5 * time.Second})
 	if err != nil {
 		return nil, err
 	}
-	srv, err := New(Deps{Store: st, Policy: PolicyEngine, RateLimit: -1, StateCacheTTL: replicaCacheTTL})
+	d := Deps{Store: st, Policy: PolicyEngine, RateLimit: -1, StateCacheTTL: replicaCacheTTL}
+	for _, o := range opts {
+		o(&d, t.TempDir())
+	}
+	srv, err := New(d)
 	if err != nil {
 		st.Close()
 		return nil, err
@@ -495,6 +514,54 @@ func TestReplicasEtcdBundleETag(t *testing.T) {
 		if bp.Version != wr.PolicyVersion {
 			t.Fatalf("round %d: bundle holds policy %s, want %s", round, bp.Version, wr.PolicyVersion)
 		}
+	}
+}
+
+// A marketplace added through one replica is listed and searchable on the
+// others within a second, and one removed through another replica is gone
+// from all of them, although each replica's catalog snapshot would live for
+// an hour.
+func TestReplicasEtcdCatalog(t *testing.T) {
+	c := etcdtest.Start(t, 3)
+	rs := startReplicas(t, c.Endpoints(), "/catalog", 3, withReplicaCatalog)
+	f := newFixture(t)
+	listed := func(r *replica) bool {
+		res := r.must("GET", "/v1/marketplaces", replicaAdminSecret, nil)
+		if res.status != http.StatusOK {
+			t.Fatalf("%s: list marketplaces: %d %s", r.name, res.status, res.body)
+		}
+		var ms []Marketplace
+		res.json(t, &ms)
+		for _, m := range ms {
+			if m.Name == "corp" {
+				return true
+			}
+		}
+		return false
+	}
+	for _, r := range rs {
+		if listed(r) { // and the empty catalog is now cached
+			t.Fatalf("%s lists corp before it was added", r.name)
+		}
+	}
+	res := rs[0].must("POST", "/v1/marketplaces", replicaAdminSecret, map[string]any{
+		"name": "corp", "source": map[string]string{"source": "directory", "path": f.root}})
+	if res.status != http.StatusCreated {
+		t.Fatalf("add marketplace on %s: %d %s", rs[0].name, res.status, res.body)
+	}
+	for _, r := range rs[1:] {
+		took := waitFor(t, propagation, r.name+" lists the marketplace added on "+rs[0].name, func() bool { return listed(r) })
+		t.Logf("added on %s, listed on %s after %s", rs[0].name, r.name, took.Round(time.Millisecond))
+		res := r.must("GET", "/v1/plugins?q=deploy", replicaAdminSecret, nil)
+		if res.status != http.StatusOK || !strings.Contains(string(res.body), "deploy@corp") {
+			t.Fatalf("%s: search after the add: %d %s", r.name, res.status, res.body)
+		}
+	}
+	if res := rs[1].must("DELETE", "/v1/marketplaces/corp", replicaAdminSecret, nil); res.status/100 != 2 {
+		t.Fatalf("remove on %s: %d %s", rs[1].name, res.status, res.body)
+	}
+	for _, r := range []*replica{rs[0], rs[2]} {
+		waitFor(t, propagation, r.name+" forgets the marketplace removed on "+rs[1].name, func() bool { return !listed(r) })
 	}
 }
 
