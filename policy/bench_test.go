@@ -115,9 +115,13 @@ func BenchmarkDecideInstall(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		inputs := make([]map[string]any, len(reqs))
+		// The input a user of OPA would pass: the request with the facts
+		// wharf looks up in its Go index, as plain JSON-like Go values.
+		inputs := make([]any, len(reqs))
 		for i, r := range reqs {
-			inputs[i] = r.Input()
+			if inputs[i], err = ast.JSON(r.evalInput(st.facts)); err != nil {
+				b.Fatal(err)
+			}
 		}
 		b.ReportAllocs()
 		b.ResetTimer()

@@ -122,6 +122,7 @@ type state struct {
 	layers   []compiledLayer
 	modules  map[string]*ast.Module
 	data     ast.Object
+	facts    *factIndex
 	warnings []string
 	pq       rego.PreparedEvalQuery
 	cache    *decisionCache
@@ -306,6 +307,7 @@ func (e *Engine) compile(layers []Layer) (*state, error) {
 		return nil, err
 	}
 	st.data = val.(ast.Object)
+	st.facts = buildFacts(st.layers)
 	opts := []func(*rego.Rego){
 		rego.Query(DecisionQuery),
 		rego.Store(inmem.NewFromASTObject(st.data)),
@@ -335,15 +337,14 @@ func (e *Engine) Decide(ctx context.Context, req Request) (Decision, error) {
 		return Decision{Reasons: []Reason{{Layer: "default", Rule: "request", Message: err.Error()}}}, err
 	}
 	st := e.cur.Load()
-	input := req.Input()
 	var key string
 	if st.cache != nil {
-		key = cacheKey(input)
+		key = cacheKey(req.Input())
 		if d, ok := st.cache.get(key); ok {
 			return d.clone(), nil
 		}
 	}
-	d, err := st.eval(ctx, input)
+	d, err := st.eval(ctx, req)
 	if err != nil {
 		return d, err
 	}
@@ -354,17 +355,13 @@ func (e *Engine) Decide(ctx context.Context, req Request) (Decision, error) {
 	return d, nil
 }
 
-func (st *state) eval(ctx context.Context, input map[string]any) (Decision, error) {
+func (st *state) eval(ctx context.Context, req Request) (Decision, error) {
 	fail := func(err error) (Decision, error) {
 		return Decision{PolicyVersion: st.version, Warnings: st.warnings,
 				Reasons: []Reason{{Layer: "default", Rule: "evaluation", Message: err.Error()}}},
 			plugin.Errorf(plugin.LayerPolicy, plugin.TypePolicyDenied, "policy", "fix the admin module named in the message; run: wharf policy test <dir>", "policy evaluation failed, so the request is refused: %v", err)
 	}
-	v, err := ast.InterfaceToValue(input)
-	if err != nil {
-		return fail(err)
-	}
-	rs, err := st.pq.Eval(ctx, rego.EvalParsedInput(v))
+	rs, err := st.pq.Eval(ctx, rego.EvalParsedInput(req.evalInput(st.facts)))
 	if err != nil {
 		return fail(err)
 	}

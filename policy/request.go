@@ -209,57 +209,123 @@ func (r Request) target() string {
 
 // Input is the request as the Rego module reads it, with the facets of the
 // marketplace source precomputed (canonical key, owner, host, path). It is
-// exported so that benchmarks and `wharf policy eval --json` can show exactly
-// what OPA sees.
+// exported so that benchmarks and `wharf policy eval --json` can show what
+// OPA sees; the engine adds input.facts (see factIndex.facts), which depends
+// on the policy layers.
 func (r Request) Input() map[string]any {
-	m := map[string]any{
-		"action": string(r.Action),
-	}
-	pluginStr, pluginMkt := "", ""
-	if !r.Plugin.IsZero() {
-		pluginStr, pluginMkt = r.Plugin.String(), r.Plugin.Source
-	}
-	m["plugin"] = pluginStr
-	m["plugin_marketplace"] = pluginMkt
-	mk := map[string]any{"name": r.Marketplace.Name, "source_known": false, "key": "", "owner": "", "host": "", "path": "", "display": ""}
-	if mk["name"] == "" {
-		mk["name"] = pluginMkt
-	}
-	if s := r.Marketplace.Source; s != nil {
-		mk["source_known"] = true
-		mk["key"] = s.Key()
-		mk["owner"] = s.RepoOwner()
-		mk["host"] = s.Host()
-		mk["path"] = s.LocalPath()
-		mk["display"] = displaySource(*s)
-	}
-	m["marketplace"] = mk
-	rb, rbm := "", ""
-	if !r.RequiredBy.IsZero() {
-		rb, rbm = r.RequiredBy.String(), r.RequiredBy.Source
-	}
-	m["required_by"] = rb
-	m["required_by_marketplace"] = rbm
+	f := r.facets()
+	mk := map[string]any{"name": f.mktName, "source_known": f.src.known, "key": f.src.key, "owner": f.src.owner,
+		"host": f.src.host, "path": f.src.path, "display": f.src.display}
 	dc := map[string]any{}
 	for _, n := range r.DeclaredCross {
 		dc[n] = true
 	}
-	m["declared_cross"] = dc
 	sig := map[string]any{}
 	for _, k := range r.Signatures {
 		sig[k] = true
 	}
-	m["signatures"] = sig
-	m["surface"] = string(r.Surface)
-	m["source_kind"] = r.From
-	m["path"] = r.Path
-	return m
+	return map[string]any{
+		"action":                  string(r.Action),
+		"plugin":                  f.plugin,
+		"plugin_marketplace":      f.pluginMkt,
+		"marketplace":             mk,
+		"required_by":             f.requiredBy,
+		"required_by_marketplace": f.requiredByMkt,
+		"declared_cross":          dc,
+		"signatures":              sig,
+		"surface":                 string(r.Surface),
+		"source_kind":             r.From,
+		"path":                    r.Path,
+	}
 }
 
-// astInput builds the same value as Input directly as an AST object, which
-// saves OPA a conversion per evaluation.
-func (r Request) astInput() ast.Value {
-	in, _ := ast.InterfaceToValue(r.Input())
+// sourceFacets are the parts of a marketplace source that policy compares.
+type sourceFacets struct {
+	known                           bool
+	key, owner, host, path, display string
+}
+
+type requestFacets struct {
+	plugin, pluginMkt, mktName string
+	requiredBy, requiredByMkt  string
+	src                        sourceFacets
+}
+
+func (r Request) facets() requestFacets {
+	var f requestFacets
+	if !r.Plugin.IsZero() {
+		f.plugin, f.pluginMkt = r.Plugin.String(), r.Plugin.Source
+	}
+	f.mktName = r.Marketplace.Name
+	if f.mktName == "" {
+		f.mktName = f.pluginMkt
+	}
+	if s := r.Marketplace.Source; s != nil {
+		f.src = sourceFacets{known: true, key: s.Key(), owner: s.RepoOwner(), host: s.Host(), path: s.LocalPath(), display: displaySource(*s)}
+	}
+	if !r.RequiredBy.IsZero() {
+		f.requiredBy, f.requiredByMkt = r.RequiredBy.String(), r.RequiredBy.Source
+	}
+	return f
+}
+
+var (
+	keyAction        = ast.StringTerm("action")
+	keyPlugin        = ast.StringTerm("plugin")
+	keyPluginMkt     = ast.StringTerm("plugin_marketplace")
+	keyMarketplace   = ast.StringTerm("marketplace")
+	keyRequiredBy    = ast.StringTerm("required_by")
+	keyRequiredByMkt = ast.StringTerm("required_by_marketplace")
+	keyDeclaredCross = ast.StringTerm("declared_cross")
+	keySigs          = ast.StringTerm("signatures")
+	keySurface       = ast.StringTerm("surface")
+	keySourceKind    = ast.StringTerm("source_kind")
+	keyPath          = ast.StringTerm("path")
+	keyFacts         = ast.StringTerm("facts")
+	keyName          = ast.StringTerm("name")
+	keySourceKnown   = ast.StringTerm("source_known")
+	keyKey           = ast.StringTerm("key")
+	keyOwner         = ast.StringTerm("owner")
+	keyHost          = ast.StringTerm("host")
+	keyDisplay       = ast.StringTerm("display")
+)
+
+// evalInput builds the value of Input directly as an AST object, plus
+// input.facts from x (nil: no facts, as in Input).
+func (r Request) evalInput(x *factIndex) ast.Value {
+	f := r.facets()
+	trueSet := func(keys []string) *ast.Term {
+		set := ast.NewObject()
+		for _, k := range keys {
+			set.Insert(ast.StringTerm(k), ast.BooleanTerm(true))
+		}
+		return ast.NewTerm(set)
+	}
+	mk := ast.NewObject(
+		ast.Item(keyName, ast.StringTerm(f.mktName)),
+		ast.Item(keySourceKnown, ast.BooleanTerm(f.src.known)),
+		ast.Item(keyKey, ast.StringTerm(f.src.key)),
+		ast.Item(keyOwner, ast.StringTerm(f.src.owner)),
+		ast.Item(keyHost, ast.StringTerm(f.src.host)),
+		ast.Item(keyPath, ast.StringTerm(f.src.path)),
+		ast.Item(keyDisplay, ast.StringTerm(f.src.display)),
+	)
+	in := ast.NewObject(
+		ast.Item(keyAction, ast.StringTerm(string(r.Action))),
+		ast.Item(keyPlugin, ast.StringTerm(f.plugin)),
+		ast.Item(keyPluginMkt, ast.StringTerm(f.pluginMkt)),
+		ast.Item(keyMarketplace, ast.NewTerm(mk)),
+		ast.Item(keyRequiredBy, ast.StringTerm(f.requiredBy)),
+		ast.Item(keyRequiredByMkt, ast.StringTerm(f.requiredByMkt)),
+		ast.Item(keyDeclaredCross, trueSet(r.DeclaredCross)),
+		ast.Item(keySigs, trueSet(r.Signatures)),
+		ast.Item(keySurface, ast.StringTerm(string(r.Surface))),
+		ast.Item(keySourceKind, ast.StringTerm(r.From)),
+		ast.Item(keyPath, ast.StringTerm(r.Path)),
+	)
+	if x != nil {
+		in.Insert(keyFacts, x.facts(&r, f.plugin, f.pluginMkt, &f.src))
+	}
 	return in
 }
 

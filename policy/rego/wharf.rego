@@ -7,18 +7,25 @@
 #   managed_hooks_only, disable_sideload, signatures_invalid
 #                   [layer index, ...] of the layers where the key is set
 #                   (or invalid)
-#   strict_exact / strict_owner / blocked_exact / blocked_owner
-#                   source key or owner -> [layer index, ...]
-#   strict_host_patterns / strict_path_patterns / blocked_host_patterns /
-#   blocked_path_patterns
-#                   [[layer index, regex], ...]
-#   surfaces_locked surface -> [layer index, ...]
-#   cross_allowed   marketplace -> [layer index, ...]
-#   enabled         plugin id -> [[layer index, true|false|"invalid"], ...]
-#   signatures      marketplace -> [[layer index, {keyid: true}], ...]
-# The big lists are indexed across layers so a decision costs a handful of
-# lookups, but every rule still applies per layer: a lower layer can only add
-# deny reasons (allowlists intersect, blocklists and admin denies union). The
+# The big lists (strictKnownMarketplaces, blockedMarketplaces,
+# enabledPlugins, requireSignatures, surface and marketplace lists) are
+# indexed in Go; every evaluation gets, in input.facts, the entries that
+# name this request's source, plugin, surface or marketplace:
+#   strict_listing  [layer index, ...] whose strictKnownMarketplaces lists
+#                   the source (exact, "owner/*", hostPattern, pathPattern)
+#   blocked_by      [[layer index, "exact"|"owner"|"host"|"path", pattern], ...]
+#   enabled         [[layer index, true|false|"invalid"], ...] for the plugin
+#   signatures      [[layer index, {keyid, ...}, invalid, signed], ...] for
+#                   the plugin's marketplace (signed: one of the request's
+#                   verified keys is listed)
+#   surface_listing [layer index, ...] whose strictPluginOnlyCustomization
+#                   lists the surface
+#   cross_listing   [layer index, ...] whose
+#                   allowCrossMarketplaceDependenciesOn lists the plugin's
+#                   marketplace
+# so a decision costs a handful of lookups whatever the list sizes. What the
+# entries mean is decided here, per layer: a lower layer can only add deny
+# reasons (allowlists intersect, blocklists and admin denies union). The
 # exception is a forced enabledPlugins state, where the highest layer that
 # names the plugin wins.
 #
@@ -88,21 +95,7 @@ deny contains x if {
 
 # ---- strictKnownMarketplaces: every layer that sets it must list the source.
 
-strict_allowing contains i if some i in data.wharf_index.strict_exact[input.marketplace.key]
-
-strict_allowing contains i if some i in data.wharf_index.strict_owner[input.marketplace.owner]
-
-strict_allowing contains e[0] if {
-	input.marketplace.host != ""
-	some e in data.wharf_index.strict_host_patterns
-	regex.match(e[1], input.marketplace.host)
-}
-
-strict_allowing contains e[0] if {
-	input.marketplace.path != ""
-	some e in data.wharf_index.strict_path_patterns
-	regex.match(e[1], input.marketplace.path)
-}
+strict_allowing contains i if some i in input.facts.strict_listing
 
 market_deny contains r(i, "strictKnownMarketplaces", msg) if {
 	some i in data.wharf_index.strict_invalid
@@ -129,33 +122,33 @@ market_deny contains r(i, "blockedMarketplaces", msg) if {
 	msg := sprintf("blockedMarketplaces is invalid, so every marketplace is blocked (fail closed); marketplace %s refused", [input.marketplace.name])
 }
 
-market_deny contains r(i, "blockedMarketplaces", msg) if {
-	some i in data.wharf_index.blocked_exact[input.marketplace.key]
+market_deny contains r(e[0], "blockedMarketplaces", msg) if {
+	some e in input.facts.blocked_by
+	e[1] == "exact"
 	msg := sprintf("marketplace %s (%s) is blocked", [input.marketplace.name, input.marketplace.display])
 }
 
-market_deny contains r(i, "blockedMarketplaces", msg) if {
-	some i in data.wharf_index.blocked_owner[input.marketplace.owner]
+market_deny contains r(e[0], "blockedMarketplaces", msg) if {
+	some e in input.facts.blocked_by
+	e[1] == "owner"
 	msg := sprintf("marketplace %s (%s) is blocked by the wildcard \"%s/*\"", [input.marketplace.name, input.marketplace.display, input.marketplace.owner])
 }
 
 market_deny contains r(e[0], "blockedMarketplaces", msg) if {
-	input.marketplace.host != ""
-	some e in data.wharf_index.blocked_host_patterns
-	regex.match(e[1], input.marketplace.host)
-	msg := sprintf("marketplace %s (%s) is blocked by hostPattern %q", [input.marketplace.name, input.marketplace.display, e[1]])
+	some e in input.facts.blocked_by
+	e[1] == "host"
+	msg := sprintf("marketplace %s (%s) is blocked by hostPattern %q", [input.marketplace.name, input.marketplace.display, e[2]])
 }
 
 market_deny contains r(e[0], "blockedMarketplaces", msg) if {
-	input.marketplace.path != ""
-	some e in data.wharf_index.blocked_path_patterns
-	regex.match(e[1], input.marketplace.path)
-	msg := sprintf("marketplace %s (%s) is blocked by pathPattern %q", [input.marketplace.name, input.marketplace.display, e[1]])
+	some e in input.facts.blocked_by
+	e[1] == "path"
+	msg := sprintf("marketplace %s (%s) is blocked by pathPattern %q", [input.marketplace.name, input.marketplace.display, e[2]])
 }
 
 # ---- managed enabledPlugins: the highest layer that names the plugin decides.
 
-forced_entry := data.wharf_index.enabled[input.plugin][0]
+forced_entry := input.facts.enabled[0]
 
 forced := "on" if forced_entry[1] == true
 
@@ -189,7 +182,7 @@ state_name(false) := "off"
 state_name("invalid") := "off (invalid value)"
 
 warnings contains msg if {
-	some k, e in data.wharf_index.enabled[input.plugin]
+	some k, e in input.facts.enabled
 	k > 0
 	state_name(e[1]) != state_name(forced_entry[1])
 	msg := sprintf("layer %s forces %s %s, ignored: layer %s above it forces it %s", [
@@ -202,11 +195,11 @@ warnings contains msg if {
 # settings, plugins and builtins.
 
 surface_deny(surface) := {r(i, "strictPluginOnlyCustomization", msg) |
-	some i in locked(surface)
+	some i in locked
 	msg := sprintf("%s from %s settings are locked: strictPluginOnlyCustomization allows them only from managed settings and plugins", [surface, input.source_kind])
 }
 
-locked(surface) := {i | some i in data.wharf_index.surfaces_all} | {i | some i in data.wharf_index.surfaces_locked[surface]}
+locked := {i | some i in data.wharf_index.surfaces_all} | {i | some i in input.facts.surface_listing}
 
 # ---- allowCrossMarketplaceDependenciesOn: a dependency on another
 # marketplace's plugin must be declared by intent (input.declared_cross: the
@@ -230,7 +223,7 @@ cross_deny contains r(i, "allowCrossMarketplaceDependenciesOn", msg) if {
 	msg := sprintf("%s depends on %s from another marketplace (%s), which allowCrossMarketplaceDependenciesOn does not list", [input.required_by, input.plugin, input.plugin_marketplace])
 }
 
-cross_allowed contains i if some i in data.wharf_index.cross_allowed[input.plugin_marketplace]
+cross_allowed contains i if some i in input.facts.cross_listing
 
 # ---- hooks: strictPluginOnlyCustomization locks user/project hooks;
 # allowManagedHooksOnly runs only managed hooks, builtin hooks and hooks of
@@ -281,21 +274,16 @@ signature_deny contains r(i, "requireSignatures", msg) if {
 }
 
 signature_deny contains r(e[0], "requireSignatures", msg) if {
-	some e in data.wharf_index.signatures[input.plugin_marketplace]
+	some e in input.facts.signatures
 	not e[2]
-	not signed(e[1])
-	msg := sprintf("%s needs a valid signature by one of the keys %v (requireSignatures for %s)", [input.plugin, object.keys(e[1]), input.plugin_marketplace])
+	not e[3]
+	msg := sprintf("%s needs a valid signature by one of the keys %v (requireSignatures for %s)", [input.plugin, e[1], input.plugin_marketplace])
 }
 
 signature_deny contains r(e[0], "requireSignatures", msg) if {
-	some e in data.wharf_index.signatures[input.plugin_marketplace]
+	some e in input.facts.signatures
 	e[2]
 	msg := sprintf("requireSignatures for %s is invalid, so its installs are refused (fail closed); %s refused", [input.plugin_marketplace, input.plugin])
-}
-
-signed(keys) if {
-	some k, _ in input.signatures
-	keys[k]
 }
 
 # ---- admin rules: package wharf.admin.<layer>, `deny contains msg if ...`.
