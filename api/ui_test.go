@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/wharfhq/wharf/marketplace"
+	"github.com/wharfhq/wharf/plugin"
 )
 
 // demoMarketplaceDir is the demo marketplace that `wharf serve` registers
@@ -38,8 +39,16 @@ func newDemoEnv(t testing.TB) *env {
 		d.Catalog = NewMarketplaceCatalog(mgr)
 		d.Verifier = TrustVerifier{}
 	})
+	dir := demoMarketplaceDir(t)
+	m, _, err := plugin.ReadMarketplace(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.Name != "demo" {
+		t.Fatalf("the demo marketplace is called %q; these tests expect demo", m.Name)
+	}
 	res := e.do("POST", "/v1/marketplaces", e.tokens[RoleAdmin], map[string]any{
-		"name": "demo", "source": map[string]string{"source": "directory", "path": demoMarketplaceDir(t)}})
+		"name": m.Name, "source": map[string]string{"source": "directory", "path": dir}})
 	if res.status != http.StatusCreated {
 		t.Fatalf("add demo marketplace: %d %s", res.status, res.body)
 	}
