@@ -1,8 +1,11 @@
 package main
 
 import (
+	"context"
 	"errors"
+	"path/filepath"
 	"runtime/debug"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -10,6 +13,10 @@ import (
 	"github.com/wharfhq/wharf/agent/hooks"
 	"github.com/wharfhq/wharf/agent/mcp"
 	"github.com/wharfhq/wharf/agent/protocol"
+	"github.com/wharfhq/wharf/cache"
+	"github.com/wharfhq/wharf/plugin"
+	"github.com/wharfhq/wharf/settings"
+	"github.com/wharfhq/wharf/store"
 )
 
 func newAgentServeCmd(a *app, opts *agentOptions) *cobra.Command {
@@ -40,7 +47,7 @@ docs/protocol.schema.json.`,
 				defer sup.Close()
 				o.Activator = sup.Activator(nil)
 			}
-			r, err := a.agentRuntime(cmd.Context(), opts, o)
+			r, err := a.agentSessionRuntime(cmd.Context(), opts, o)
 			if err != nil {
 				return err
 			}
@@ -74,3 +81,94 @@ func buildVersion() string {
 	}
 	return "dev"
 }
+
+// agentSessionRuntime is agentRuntime for a long-lived session: its
+// registry opens state.db for each read and closes it after, so the session
+// never holds the file's lock between loads and the user's `wharf install`
+// or `wharf disable` keep working while an agent runs. The marketplaces'
+// entries and sources are read once, at start, as agentRuntime does.
+func (a *app) agentSessionRuntime(ctx context.Context, opts *agentOptions, o agent.Options) (*agent.Runtime, error) {
+	mgr, err := a.Marketplaces()
+	if err != nil {
+		return nil, err
+	}
+	cat, err := mgr.Catalog()
+	if err != nil {
+		return nil, err
+	}
+	// Everything below reads the store through sessionStore.
+	if err := a.close(); err != nil {
+		return nil, err
+	}
+	pol, err := a.Policy()
+	if err != nil {
+		return nil, err
+	}
+	c, err := cache.New(cache.Options{Home: a.env.Home(), Store: sessionStore{path: a.env.StateDB(), timeout: a.cfg.LockTimeout}, Grace: a.cfg.Grace})
+	if err != nil {
+		return nil, err
+	}
+	sources := map[string]*settings.MarketplaceSource{}
+	for _, m := range cat.Marketplaces() {
+		sources[m.Known.Name] = knownSource(m.Known.Source)
+	}
+	paths := a.settingsPaths()
+	if opts.project != "" {
+		abs, err := filepath.Abs(opts.project)
+		if err != nil {
+			return nil, usageError(err)
+		}
+		paths.Project = abs
+	}
+	o.Home = a.env.Home()
+	o.Project = paths.Project
+	o.Settings = paths
+	o.Registry = c
+	o.Leaser = c
+	o.Policy = pol
+	o.Entries = func(id plugin.ID) *plugin.Entry {
+		if hit, err := cat.Lookup(id); err == nil {
+			return hit.Entry
+		}
+		return nil
+	}
+	o.MarketplaceSource = func(name string) *settings.MarketplaceSource { return sources[name] }
+	r, err := agent.New(o)
+	if err != nil {
+		return nil, err
+	}
+	for _, d := range opts.pluginDirs {
+		if err := r.AddPluginDir(ctx, d); err != nil {
+			r.Close()
+			return nil, err
+		}
+	}
+	return r, nil
+}
+
+// sessionStore opens the bbolt file for each transaction (shared lock for
+// reads) and closes it right after.
+type sessionStore struct {
+	path    string
+	timeout time.Duration
+}
+
+func (s sessionStore) View(fn func(store.Reader) error) error {
+	b, err := store.OpenBolt(s.path, store.Options{LockTimeout: s.timeout, ReadOnly: true})
+	if err != nil {
+		return err
+	}
+	defer b.Close()
+	return b.View(fn)
+}
+
+func (s sessionStore) Update(fn func(store.Tx) error) error {
+	b, err := store.OpenBolt(s.path, store.Options{LockTimeout: s.timeout})
+	if err != nil {
+		return err
+	}
+	defer b.Close()
+	return b.Update(fn)
+}
+
+func (s sessionStore) Close() error { return nil }

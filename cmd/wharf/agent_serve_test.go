@@ -339,8 +339,9 @@ func TestAgentServeStdioProcess(t *testing.T) {
 	}
 
 	// A reload in the middle of the session, with slow still in flight,
-	// after the user disabled two plugins in their settings.
-	h.setEnabled("db@corp", false)
+	// after the user disabled a plugin with the CLI (the session does not
+	// hold state.db's lock) and another in their settings file.
+	h.run("disable", "db@corp")
 	h.setEnabled("guard@corp", false)
 	p.send("reload", "reload", "")
 	rl := p.wait("reload")
