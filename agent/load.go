@@ -102,7 +102,12 @@ type unit struct {
 	path  string // version dir to lease
 }
 
+// dataDir is CLAUDE_PLUGIN_DATA of id: under WHARF_HOME, keyed by source and
+// name (not version), so it survives updates. Without a home there is none.
 func (in *loadInput) dataDir(id plugin.ID) string {
+	if in.o.Home == "" {
+		return ""
+	}
 	return filepath.Join(in.o.Home, "data", id.Source, id.Name)
 }
 
@@ -629,8 +634,10 @@ func (in *loadInput) ownComponents(ctx context.Context) (comps []Component, skip
 	if o.Home != "" {
 		dirs = append(dirs, dirSrc{o.Home, SourceUser})
 	}
-	if o.Project != "" {
-		dirs = append(dirs, dirSrc{filepath.Join(o.Project, ".wharf"), SourceProject})
+	// A project whose .wharf is WHARF_HOME itself (a project at ~) has no
+	// components apart from the user's.
+	if pd := filepath.Join(o.Project, ".wharf"); o.Project != "" && filepath.Clean(pd) != filepath.Clean(o.Home) {
+		dirs = append(dirs, dirSrc{pd, SourceProject})
 	}
 	x := expander{project: o.Project}
 	for _, d := range dirs {

@@ -760,3 +760,15 @@ func TestCurrentDuringReloads(t *testing.T) {
 		}
 	}
 }
+
+func TestProjectAtHomeIsNotReadTwice(t *testing.T) {
+	w := newWorld(t)
+	writeTree(t, w.home, map[string]string{"commands/mine.md": "m"})
+	o := w.options()
+	o.Home = filepath.Join(w.project, ".wharf")
+	writeTree(t, o.Home, map[string]string{"commands/mine.md": "m"})
+	s := w.load(w.runtime(o), CacheOnly)
+	if got := names(s); !reflect.DeepEqual(got, []string{"command mine user"}) || len(s.Skipped()) != 0 {
+		t.Fatalf("components %q skipped %+v", got, s.Skipped())
+	}
+}
