@@ -189,11 +189,13 @@ func buildFacts(layers []compiledLayer) *factIndex {
 // facts computes input.facts for one request: only what the request's
 // action reads.
 //
-//	strict_listing  [layer, ...] whose strictKnownMarketplaces lists the source
+//	strict_listing  [layer, ...] whose strictKnownMarketplaces lists the
+//	                source; empty when the source is unknown
 //	blocked_by      [[layer, "exact"|"owner"|"host"|"path", pattern], ...]
 //	enabled         [[layer, true|false|"invalid"], ...] for the plugin
 //	signatures      [[layer, {keyid, ...}, invalid, signed], ...] for the
 //	                plugin's marketplace; signed: a verified key is listed
+//	                (never for an invalid entry)
 //	surface_listing [layer, ...] whose strictPluginOnlyCustomization lists
 //	                the surface (hooks for run_hook)
 //	cross_listing   [layer, ...] whose allowCrossMarketplaceDependenciesOn
@@ -203,8 +205,11 @@ func (x *factIndex) facts(r *Request, pluginStr, pluginMkt string, src *sourceFa
 	switch r.Action {
 	case ActionAddMarketplace, ActionUpdateMarketplace, ActionInstall, ActionEnable, ActionLoad:
 		var listing []int
-		listing = append(listing, x.strictExact[src.key]...)
-		listing = append(listing, x.strictOwner[src.owner]...)
+		if src.known {
+			// An unknown source cannot be listed.
+			listing = append(listing, x.strictExact[src.key]...)
+			listing = append(listing, x.strictOwner[src.owner]...)
+		}
 		if src.host != "" {
 			for _, p := range x.strictHost {
 				if p.re != nil && p.re.MatchString(src.host) {
@@ -253,7 +258,7 @@ func (x *factIndex) facts(r *Request, pluginStr, pluginMkt string, src *sourceFa
 	if r.Action == ActionInstall {
 		var sigs []*ast.Term
 		for _, e := range x.signatures[pluginMkt] {
-			signed := false
+			signed := false // an invalid entry is never satisfied
 			for _, k := range r.Signatures {
 				if e.keys[k] {
 					signed = true

@@ -12,12 +12,13 @@
 # indexed in Go; every evaluation gets, in input.facts, the entries that
 # name this request's source, plugin, surface or marketplace:
 #   strict_listing  [layer index, ...] whose strictKnownMarketplaces lists
-#                   the source (exact, "owner/*", hostPattern, pathPattern)
+#                   the source (exact, "owner/*", hostPattern, pathPattern);
+#                   empty when the source is unknown
 #   blocked_by      [[layer index, "exact"|"owner"|"host"|"path", pattern], ...]
 #   enabled         [[layer index, true|false|"invalid"], ...] for the plugin
 #   signatures      [[layer index, {keyid, ...}, invalid, signed], ...] for
 #                   the plugin's marketplace (signed: one of the request's
-#                   verified keys is listed)
+#                   verified keys is listed; never for an invalid entry)
 #   surface_listing [layer index, ...] whose strictPluginOnlyCustomization
 #                   lists the surface
 #   cross_listing   [layer index, ...] whose
@@ -33,33 +34,41 @@
 # `deny contains msg if ...`; they can add reasons, never remove one.
 package wharf.policy
 
-market_actions := {"add_marketplace", "update_marketplace", "install", "enable", "load"}
-
-forced_off_actions := {"install", "enable", "load", "load_component", "run_hook"}
-
-forced_on_actions := {"disable", "uninstall"}
-
-cross_actions := {"install", "cross_dependency"}
-
 user_sources := {"user", "project"}
 
 r(i, rule, msg) := {"layer": data.wharf_index.names[i], "order": i, "rule": rule, "message": msg}
 
-# Dispatch by action, so a decision evaluates only the rules that apply.
+# Dispatch by action. Every rule below starts with an equality on
+# input.action, so OPA's rule index selects the few rules of the request's
+# action and skips the rest without evaluating them.
+#
+#   marketplace rules (market_deny)    add_marketplace update_marketplace install enable load
+#   forced off (forced_off_deny)       install enable load load_component run_hook
+#   forced on (forced_on_deny)         disable uninstall
+#   requireSignatures                  install
+#   cross-marketplace dependencies     install cross_dependency
+#   locked surfaces                    load_component
+#   hooks                              run_hook
+#   disableSideloadFlags               sideload
 
 deny contains x if {
-	market_actions[input.action]
+	input.action == "add_marketplace"
 	some x in market_deny
 }
 
 deny contains x if {
-	forced_off_actions[input.action]
-	some x in forced_off_deny
+	input.action == "update_marketplace"
+	some x in market_deny
 }
 
 deny contains x if {
-	forced_on_actions[input.action]
-	some x in forced_on_deny
+	input.action == "install"
+	some x in market_deny
+}
+
+deny contains x if {
+	input.action == "install"
+	some x in forced_off_deny
 }
 
 deny contains x if {
@@ -68,9 +77,34 @@ deny contains x if {
 }
 
 deny contains x if {
-	cross_actions[input.action]
+	input.action == "install"
 	cross
 	some x in cross_deny
+}
+
+deny contains x if {
+	input.action == "enable"
+	some x in market_deny
+}
+
+deny contains x if {
+	input.action == "enable"
+	some x in forced_off_deny
+}
+
+deny contains x if {
+	input.action == "load"
+	some x in market_deny
+}
+
+deny contains x if {
+	input.action == "load"
+	some x in forced_off_deny
+}
+
+deny contains x if {
+	input.action == "load_component"
+	some x in forced_off_deny
 }
 
 deny contains x if {
@@ -81,7 +115,28 @@ deny contains x if {
 
 deny contains x if {
 	input.action == "run_hook"
+	some x in forced_off_deny
+}
+
+deny contains x if {
+	input.action == "run_hook"
 	some x in hook_deny
+}
+
+deny contains x if {
+	input.action == "disable"
+	some x in forced_on_deny
+}
+
+deny contains x if {
+	input.action == "uninstall"
+	some x in forced_on_deny
+}
+
+deny contains x if {
+	input.action == "cross_dependency"
+	cross
+	some x in cross_deny
 }
 
 deny contains x if {
@@ -95,25 +150,20 @@ deny contains x if {
 
 # ---- strictKnownMarketplaces: every layer that sets it must list the source.
 
-strict_allowing contains i if some i in input.facts.strict_listing
-
 market_deny contains r(i, "strictKnownMarketplaces", msg) if {
 	some i in data.wharf_index.strict_invalid
 	msg := sprintf("strictKnownMarketplaces is invalid, so no marketplace is allowed (fail closed); marketplace %s refused", [input.marketplace.name])
 }
 
-market_deny contains r(i, "strictKnownMarketplaces", msg) if {
-	not input.marketplace.source_known
+# input.facts.strict_listing is empty when the source is unknown.
+market_deny contains r(i, "strictKnownMarketplaces", strict_message) if {
 	some i in data.wharf_index.strict_set
-	msg := sprintf("marketplace %s has no known source, so strictKnownMarketplaces cannot allow it", [input.marketplace.name])
+	not i in input.facts.strict_listing
 }
 
-market_deny contains r(i, "strictKnownMarketplaces", msg) if {
-	input.marketplace.source_known
-	some i in data.wharf_index.strict_set
-	not strict_allowing[i]
-	msg := sprintf("marketplace %s (%s) is not in strictKnownMarketplaces", [input.marketplace.name, input.marketplace.display])
-}
+strict_message := sprintf("marketplace %s has no known source, so strictKnownMarketplaces cannot allow it", [input.marketplace.name]) if {
+	not input.marketplace.source_known
+} else := sprintf("marketplace %s (%s) is not in strictKnownMarketplaces", [input.marketplace.name, input.marketplace.display])
 
 # ---- blockedMarketplaces: any layer may block.
 
@@ -122,29 +172,15 @@ market_deny contains r(i, "blockedMarketplaces", msg) if {
 	msg := sprintf("blockedMarketplaces is invalid, so every marketplace is blocked (fail closed); marketplace %s refused", [input.marketplace.name])
 }
 
-market_deny contains r(e[0], "blockedMarketplaces", msg) if {
-	some e in input.facts.blocked_by
-	e[1] == "exact"
-	msg := sprintf("marketplace %s (%s) is blocked", [input.marketplace.name, input.marketplace.display])
-}
+market_deny contains r(e[0], "blockedMarketplaces", blocked_message(e[1], e[2])) if some e in input.facts.blocked_by
 
-market_deny contains r(e[0], "blockedMarketplaces", msg) if {
-	some e in input.facts.blocked_by
-	e[1] == "owner"
-	msg := sprintf("marketplace %s (%s) is blocked by the wildcard \"%s/*\"", [input.marketplace.name, input.marketplace.display, input.marketplace.owner])
-}
+blocked_message("exact", _) := sprintf("marketplace %s (%s) is blocked", [input.marketplace.name, input.marketplace.display])
 
-market_deny contains r(e[0], "blockedMarketplaces", msg) if {
-	some e in input.facts.blocked_by
-	e[1] == "host"
-	msg := sprintf("marketplace %s (%s) is blocked by hostPattern %q", [input.marketplace.name, input.marketplace.display, e[2]])
-}
+blocked_message("owner", _) := sprintf("marketplace %s (%s) is blocked by the wildcard \"%s/*\"", [input.marketplace.name, input.marketplace.display, input.marketplace.owner])
 
-market_deny contains r(e[0], "blockedMarketplaces", msg) if {
-	some e in input.facts.blocked_by
-	e[1] == "path"
-	msg := sprintf("marketplace %s (%s) is blocked by pathPattern %q", [input.marketplace.name, input.marketplace.display, e[2]])
-}
+blocked_message("host", pattern) := sprintf("marketplace %s (%s) is blocked by hostPattern %q", [input.marketplace.name, input.marketplace.display, pattern])
+
+blocked_message("path", pattern) := sprintf("marketplace %s (%s) is blocked by pathPattern %q", [input.marketplace.name, input.marketplace.display, pattern])
 
 # ---- managed enabledPlugins: the highest layer that names the plugin decides.
 
@@ -158,15 +194,11 @@ default forced_state := ""
 
 forced_state := forced
 
-forced_off_deny contains r(forced_entry[0], "enabledPlugins", msg) if {
-	forced_entry[1] == false
-	msg := sprintf("%s is forbidden: managed enabledPlugins sets it to false", [input.plugin])
-}
+forced_off_deny contains r(forced_entry[0], "enabledPlugins", forced_off_message(forced_entry[1])) if forced == "off"
 
-forced_off_deny contains r(forced_entry[0], "enabledPlugins", msg) if {
-	forced_entry[1] == "invalid"
-	msg := sprintf("%s is forbidden: managed enabledPlugins has an invalid value for it (fail closed)", [input.plugin])
-}
+forced_off_message(false) := sprintf("%s is forbidden: managed enabledPlugins sets it to false", [input.plugin])
+
+forced_off_message("invalid") := sprintf("%s is forbidden: managed enabledPlugins has an invalid value for it (fail closed)", [input.plugin])
 
 forced_on_deny contains r(forced_entry[0], "enabledPlugins", msg) if {
 	forced == "on"
@@ -273,18 +305,15 @@ signature_deny contains r(i, "requireSignatures", msg) if {
 	msg := sprintf("requireSignatures is invalid, so every install is refused (fail closed); %s refused", [input.plugin])
 }
 
-signature_deny contains r(e[0], "requireSignatures", msg) if {
+# An invalid entry denies whatever was signed.
+signature_deny contains r(e[0], "requireSignatures", signature_message(e[2], e[1])) if {
 	some e in input.facts.signatures
-	not e[2]
 	not e[3]
-	msg := sprintf("%s needs a valid signature by one of the keys %v (requireSignatures for %s)", [input.plugin, e[1], input.plugin_marketplace])
 }
 
-signature_deny contains r(e[0], "requireSignatures", msg) if {
-	some e in input.facts.signatures
-	e[2]
-	msg := sprintf("requireSignatures for %s is invalid, so its installs are refused (fail closed); %s refused", [input.plugin_marketplace, input.plugin])
-}
+signature_message(false, keys) := sprintf("%s needs a valid signature by one of the keys %v (requireSignatures for %s)", [input.plugin, keys, input.plugin_marketplace])
+
+signature_message(true, _) := sprintf("requireSignatures for %s is invalid, so its installs are refused (fail closed); %s refused", [input.plugin_marketplace, input.plugin])
 
 # ---- admin rules: package wharf.admin.<layer>, `deny contains msg if ...`.
 
