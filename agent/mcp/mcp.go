@@ -245,9 +245,14 @@ func (s *Supervisor) start(ctx context.Context, r *run) error {
 
 	client := sdk.NewClient(&sdk.Implementation{Name: s.o.ClientName, Version: s.o.ClientVersion}, nil)
 	var transport sdk.Transport
-	switch strings.ToLower(cfg.Type) {
-	case "", "stdio":
-		r.status.Transport = "stdio"
+	kind := strings.ToLower(cfg.Type)
+	switch kind {
+	case "", "stdio", "streamable-http":
+		kind = map[string]string{"": "stdio", "stdio": "stdio", "streamable-http": "http"}[kind]
+	}
+	s.setStatus(r, func(st *Status) { st.Transport = kind })
+	switch kind {
+	case "stdio":
 		if strings.TrimSpace(cfg.Command) == "" {
 			return ErrNoCommand
 		}
@@ -256,8 +261,7 @@ func (s *Supervisor) start(ctx context.Context, r *run) error {
 			return err
 		}
 		transport = t
-	case "http", "streamable-http", "sse":
-		r.status.Transport = strings.ToLower(cfg.Type)
+	case "http", "sse":
 		url := expandVars(cfg.URL, lookup)
 		if url == "" {
 			return ErrNoURL
@@ -276,14 +280,12 @@ func (s *Supervisor) start(ctx context.Context, r *run) error {
 			c.Transport = headerTransport{h: h, base: base}
 			hc = &c
 		}
-		if r.status.Transport == "sse" {
+		if kind == "sse" {
 			transport = &sdk.SSEClientTransport{Endpoint: url, HTTPClient: hc}
 		} else {
-			r.status.Transport = "http"
 			transport = &sdk.StreamableClientTransport{Endpoint: url, HTTPClient: hc, MaxRetries: -1, DisableStandaloneSSE: true}
 		}
 	default:
-		r.status.Transport = cfg.Type
 		return fmt.Errorf("%w (type %q)", ErrTransport, cfg.Type)
 	}
 
@@ -413,10 +415,9 @@ func (s *Supervisor) watch(r *run) {
 		return
 	}
 	msg := (&StartError{Server: r.comp.Name, Plugin: r.status.Plugin, Err: errors.New("crashed: " + reason), Stderr: r.stderr.String()}).Error()
+	// The tools stay recorded, so a call to one says the server crashed
+	// rather than that the tool is unknown; Tools lists running servers only.
 	s.setStatus(r, func(st *Status) { st.State, st.Error, st.Tools = StateCrashed, msg, 0 })
-	s.mu.Lock()
-	r.tools = nil
-	s.mu.Unlock()
 }
 
 func (s *Supervisor) setStatus(r *run, f func(*Status)) {
@@ -501,12 +502,12 @@ func (s *Supervisor) Status() []Status {
 func (s *Supervisor) CallTool(ctx context.Context, name string, args any) (*sdk.CallToolResult, error) {
 	s.mu.Lock()
 	var target *run
-	var tool, state string
+	var tool, state, why string
 	for _, runs := range s.runs {
 		r := runs[len(runs)-1]
 		for _, t := range r.tools {
 			if t.Name == name {
-				target, tool, state = r, t.Tool, r.status.State
+				target, tool, state, why = r, t.Tool, r.status.State, r.status.Error
 			}
 		}
 	}
@@ -515,7 +516,7 @@ func (s *Supervisor) CallTool(ctx context.Context, name string, args any) (*sdk.
 		return nil, fmt.Errorf("%w: %s", ErrUnknownTool, name)
 	}
 	if state != StateRunning {
-		return nil, fmt.Errorf("%w: %s", ErrNotRunning, target.comp.Name)
+		return nil, fmt.Errorf("%w: %s (%s)", ErrNotRunning, target.comp.Name, why)
 	}
 	return target.session.CallTool(ctx, &sdk.CallToolParams{Name: tool, Arguments: args})
 }

@@ -289,6 +289,10 @@ func TestCrashWhileRunning(t *testing.T) {
 	if got := strings.Join(toolNames(sup.Tools()), " "); got != "mcp__plugin_good_srv__echo mcp__plugin_good_srv__env" {
 		t.Fatalf("tools after crash = %q", got)
 	}
+	_, err := sup.CallTool(context.Background(), "mcp__plugin_flaky_srv__echo", map[string]any{"text": "x"})
+	if !errors.Is(err, ErrNotRunning) || !strings.Contains(err.Error(), "exited with status 4") {
+		t.Fatalf("call to the crashed server's tool: %v", err)
+	}
 	if _, err := sup.CallTool(context.Background(), "mcp__plugin_good_srv__echo", map[string]any{"text": "x"}); err != nil {
 		t.Fatal(err)
 	}
@@ -352,5 +356,38 @@ func TestExpandVars(t *testing.T) {
 		if got := expandVars(in, look); got != want {
 			t.Errorf("expandVars(%q) = %q, want %q", in, got, want)
 		}
+	}
+}
+
+// TestConcurrentReadsDuringStart reads Status and Tools while servers start
+// and stop (run with -race).
+func TestConcurrentReadsDuringStart(t *testing.T) {
+	w := worldtest.New(t)
+	for _, n := range []string{"a", "b", "c"} {
+		w.Install(n+"@corp", "1.0.0", mcpPlugin(n, "srv", nil))
+	}
+	sup, rt := newSupervisor(t, w)
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+				sup.Status()
+				sup.Tools()
+			}
+		}
+	}()
+	w.Load(rt, agent.CacheOnly)
+	w.SetEnabled("b@corp", false)
+	w.Load(rt, agent.CacheOnly)
+	close(stop)
+	wg.Wait()
+	if got := len(sup.Tools()); got != 4 {
+		t.Fatalf("%d tools, want 4 (a and c)", got)
 	}
 }
