@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -238,13 +239,12 @@ func build(ctx context.Context, in *loadInput) (*Set, error) {
 		set.plugins[i] = u.st
 	}
 	sort.SliceStable(set.plugins, func(i, j int) bool { return set.plugins[i].ID.String() < set.plugins[j].ID.String() })
-	if in.mode == Full {
-		sort.Strings(set.warnings)
-	}
 	return set, nil
 }
 
 // unitCatalog answers the resolver from the manifests this load read.
+// Demote does not apply the cross-marketplace rules (install does), so the
+// marketplace questions are answered permissively.
 type unitCatalog map[plugin.ID]resolver.Node
 
 func (c unitCatalog) Lookup(id plugin.ID) (resolver.Node, bool) { n, ok := c[id]; return n, ok }
@@ -549,26 +549,11 @@ func readLimited(file string) ([]byte, error) {
 		return nil, &plugin.SizeError{File: file, Size: fi.Size(), Limit: plugin.MaxManifestSize}
 	}
 	b := make([]byte, fi.Size())
-	n, err := readFull(f, b)
-	return b[:n], err
-}
-
-func readFull(f *os.File, b []byte) (int, error) {
-	n := 0
-	for n < len(b) {
-		m, err := f.Read(b[n:])
-		n += m
-		if err != nil {
-			if n == len(b) {
-				return n, nil
-			}
-			return n, err
-		}
-		if m == 0 {
-			break
-		}
+	if _, err := io.ReadFull(f, b); err != nil {
+		// The file shrank while it was read: it is changing under us.
+		return nil, fmt.Errorf("read %s: %w", file, err)
 	}
-	return n, nil
+	return b, nil
 }
 
 // readMarkdown reads c.Path's front matter into Description and Meta.
