@@ -59,20 +59,25 @@ type Server struct {
 
 // session is the state of one Serve call.
 type session struct {
-	s      *Server
-	ctx    context.Context
-	out    chan []byte
-	wg     sync.WaitGroup
-	sem    chan struct{}
-	mu     sync.Mutex
-	flight map[string]context.CancelFunc
+	s        *Server
+	ctx      context.Context
+	out      chan []byte
+	wg       sync.WaitGroup
+	sem      chan struct{}
+	mu       sync.Mutex
+	flight   map[string]context.CancelFunc
+	stopping bool // no new request starts; guarded by mu
+
+	quit       chan struct{} // tells the writer to drain and stop
+	writerDone chan struct{} // closed when the writer has stopped
 }
 
 // Serve reads requests from in and writes responses to out until in ends or
-// ctx is canceled (in-flight requests are then canceled), waits for every
-// request in flight to be answered, and returns. It returns the first error
-// writing to out, or reading from in. A Read blocked on in returns only when
-// in has data or is closed: close in to stop a Serve promptly.
+// ctx is canceled, waits for every request in flight to be answered (on
+// cancellation they are canceled first and answer with an error), and
+// returns nil. It returns the first error writing to out, or reading from
+// in. On cancellation it does not wait for a Read blocked on in: that
+// goroutine ends when in is closed.
 func (s *Server) Serve(ctx context.Context, in io.Reader, out io.Writer) error {
 	if s.Log == nil {
 		s.Log = io.Discard
@@ -83,14 +88,27 @@ func (s *Server) Serve(ctx context.Context, in io.Reader, out io.Writer) error {
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	ss := &session{s: s, ctx: ctx, out: make(chan []byte, 64), sem: make(chan struct{}, maxInFlight), flight: map[string]context.CancelFunc{}}
+	ss := &session{s: s, ctx: ctx, out: make(chan []byte, 64), sem: make(chan struct{}, maxInFlight),
+		flight: map[string]context.CancelFunc{}, quit: make(chan struct{}), writerDone: make(chan struct{})}
 
 	writeErr := make(chan error, 1)
-	go func() { writeErr <- ss.writeLoop(out, cancel) }()
+	go func() {
+		writeErr <- ss.writeLoop(out, cancel)
+		close(ss.writerDone)
+	}()
+	readDone := make(chan error, 1)
+	go func() { readDone <- ss.readLoop(in) }()
 
-	readErr := ss.readLoop(in)
+	var readErr error
+	select {
+	case readErr = <-readDone:
+	case <-ctx.Done():
+	}
+	ss.mu.Lock()
+	ss.stopping = true
+	ss.mu.Unlock()
 	ss.wg.Wait()
-	close(ss.out)
+	close(ss.quit)
 	werr := <-writeErr
 	if werr != nil {
 		return werr
@@ -101,13 +119,14 @@ func (s *Server) Serve(ctx context.Context, in io.Reader, out io.Writer) error {
 	return nil
 }
 
-// writeLoop is the one writer of out: each message is one line.
+// writeLoop is the one writer of out: each message is one line. After quit
+// it writes what is queued and stops.
 func (ss *session) writeLoop(out io.Writer, cancel context.CancelFunc) error {
 	w := bufio.NewWriterSize(out, 64<<10)
 	var err error
-	for msg := range ss.out {
+	write := func(msg []byte) {
 		if err != nil {
-			continue // drain so senders never block
+			return // keep draining so senders never block
 		}
 		w.Write(msg)
 		w.WriteByte('\n')
@@ -119,10 +138,24 @@ func (ss *session) writeLoop(out io.Writer, cancel context.CancelFunc) error {
 			cancel()
 		}
 	}
-	if err == nil {
-		err = w.Flush()
+	for {
+		select {
+		case msg := <-ss.out:
+			write(msg)
+		case <-ss.quit:
+			for {
+				select {
+				case msg := <-ss.out:
+					write(msg)
+				default:
+					if err == nil {
+						err = w.Flush()
+					}
+					return err
+				}
+			}
+		}
 	}
-	return err
 }
 
 // readLoop reads lines, bounded, and dispatches each.
@@ -248,6 +281,11 @@ func (ss *session) handleLine(n int, line []byte) {
 
 	ctx, cancel := context.WithCancel(ss.ctx)
 	ss.mu.Lock()
+	if ss.stopping {
+		ss.mu.Unlock()
+		cancel()
+		return
+	}
 	if _, dup := ss.flight[*id]; dup {
 		ss.mu.Unlock()
 		cancel()
@@ -255,6 +293,7 @@ func (ss *session) handleLine(n int, line []byte) {
 		return
 	}
 	ss.flight[*id] = cancel
+	ss.wg.Add(1)
 	ss.mu.Unlock()
 
 	select {
@@ -265,9 +304,9 @@ func (ss *session) handleLine(n int, line []byte) {
 		ss.mu.Unlock()
 		cancel()
 		ss.reply(id, nil, fmt.Errorf("request %q not run: the server is stopping", *id))
+		ss.wg.Done()
 		return
 	}
-	ss.wg.Add(1)
 	go func() {
 		defer ss.wg.Done()
 		defer func() { <-ss.sem }()
@@ -312,7 +351,11 @@ func (ss *session) reply(id *string, resp any, err error) {
 	if merr != nil {
 		b, _ = json.Marshal(ControlResponse{Type: TypeControlResponse, Response: ResponseBody{Subtype: SubtypeError, RequestID: id, Error: "encoding the response: " + merr.Error()}})
 	}
-	ss.out <- b
+	select {
+	case ss.out <- b:
+	case <-ss.writerDone:
+		// The session is over; a line read after the end gets no answer.
+	}
 }
 
 func (s *Server) initialize(req InitializeRequest) (*InitializeResponse, error) {

@@ -455,3 +455,51 @@ func TestServeReportsWriteError(t *testing.T) {
 		t.Fatalf("err = %v", err)
 	}
 }
+
+// TestServeStopsOnCancel: a canceled context ends the session even while
+// the input blocks, and the request in flight is answered (canceled).
+func TestServeStopsOnCancel(t *testing.T) {
+	w, srv := newRuntimeServer(t)
+	w.Install("slow@corp", "1.0.0", gatedPlugin("slow"))
+	t.Setenv("GATE", filepath.Join(t.TempDir(), "never"))
+	w.Load(srv.Backend.(*Runtime).Runtime, agent.CacheOnly)
+	inR, inW := io.Pipe()
+	defer inW.Close()
+	var out syncBuffer
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve(ctx, inR, &out) }()
+	io.WriteString(inW, req("slow", "run_hook", `"event":"PreToolUse","input":{"tool_name":"Slow"}`)+"\n"+req("st", "status", "")+"\n")
+	for !strings.Contains(out.String(), `"request_id":"st"`) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	cancel()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("Serve did not return after cancel")
+	}
+	if !strings.Contains(out.String(), `"request_id":"slow","error":"request \"slow\" canceled`) {
+		t.Fatalf("in-flight request not answered: %s", out.String())
+	}
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
