@@ -249,7 +249,7 @@ func (x *factIndex) facts(r *Request, pluginStr, pluginMkt string, src *sourceFa
 				}
 			}
 		}
-		obj.Insert(keyBlockedBy, ast.ArrayTerm(blocked...))
+		obj.Insert(keyBlockedBy, termArray(blocked))
 	case ActionLoadComponent:
 		obj.Insert(keySurfaceListing, layerArray(x.surfacesLocked[string(r.Surface)]))
 	case ActionRunHook:
@@ -267,21 +267,33 @@ func (x *factIndex) facts(r *Request, pluginStr, pluginMkt string, src *sourceFa
 			}
 			sigs = append(sigs, ast.ArrayTerm(ast.IntNumberTerm(e.layer), e.keySet, ast.BooleanTerm(e.invalid), ast.BooleanTerm(signed)))
 		}
-		obj.Insert(keySignatures, ast.ArrayTerm(sigs...))
+		obj.Insert(keySignatures, termArray(sigs))
 	}
 	if r.Action == ActionInstall || r.Action == ActionCrossDependency {
 		obj.Insert(keyCrossListing, layerArray(x.crossAllowed[pluginMkt]))
 	}
 	if pluginStr != "" {
-		obj.Insert(keyEnabled, ast.ArrayTerm(x.enabled[pluginStr]...))
+		obj.Insert(keyEnabled, termArray(x.enabled[pluginStr]))
 	}
 	return ast.NewTerm(obj)
 }
 
 func layerArray(l []int) *ast.Term {
+	if len(l) == 0 {
+		return emptyArray
+	}
 	ts := make([]*ast.Term, len(l))
 	for i, n := range l {
 		ts[i] = ast.IntNumberTerm(n)
+	}
+	return ast.ArrayTerm(ts...)
+}
+
+var emptyArray = ast.ArrayTerm()
+
+func termArray(ts []*ast.Term) *ast.Term {
+	if len(ts) == 0 {
+		return emptyArray
 	}
 	return ast.ArrayTerm(ts...)
 }

@@ -16,6 +16,7 @@ import (
 	"sync/atomic"
 
 	"github.com/open-policy-agent/opa/v1/ast"
+	"github.com/open-policy-agent/opa/v1/metrics"
 	"github.com/open-policy-agent/opa/v1/rego"
 	"github.com/open-policy-agent/opa/v1/storage/inmem"
 
@@ -312,6 +313,7 @@ func (e *Engine) compile(layers []Layer) (*state, error) {
 		rego.Query(DecisionQuery),
 		rego.Store(inmem.NewFromASTObject(st.data)),
 		rego.SetRegoVersion(ast.RegoV1),
+		rego.GenerateJSON(keepAST),
 	}
 	keys := make([]string, 0, len(st.modules))
 	for k := range st.modules {
@@ -361,7 +363,7 @@ func (st *state) eval(ctx context.Context, req Request) (Decision, error) {
 				Reasons: []Reason{{Layer: "default", Rule: "evaluation", Message: err.Error()}}},
 			plugin.Errorf(plugin.LayerPolicy, plugin.TypePolicyDenied, "policy", "fix the admin module named in the message; run: wharf policy test <dir>", "policy evaluation failed, so the request is refused: %v", err)
 	}
-	rs, err := st.pq.Eval(ctx, rego.EvalParsedInput(req.evalInput(st.facts)))
+	rs, err := st.pq.Eval(ctx, rego.EvalParsedInput(req.evalInput(st.facts)), rego.EvalMetrics(noMetrics))
 	if err != nil {
 		return fail(err)
 	}
@@ -379,37 +381,54 @@ func (st *state) eval(ctx context.Context, req Request) (Decision, error) {
 	return d, nil
 }
 
+// toDecision reads data.wharf.policy.decision, which the prepared query
+// hands over as an AST term (see keepAST).
 func toDecision(v any) (Decision, error) {
-	m, ok := v.(map[string]any)
+	t, ok := v.(*ast.Term)
 	if !ok {
-		return Decision{}, fmt.Errorf("decision is %T, not an object", v)
+		return Decision{}, fmt.Errorf("decision is %T, not a term", v)
+	}
+	m, ok := t.Value.(ast.Object)
+	if !ok {
+		return Decision{}, fmt.Errorf("decision is %s, not an object", ast.ValueName(t.Value))
 	}
 	var d Decision
-	if d.Allowed, ok = m["allowed"].(bool); !ok {
+	allowed, ok := valueAt(m, fieldAllowed).(ast.Boolean)
+	if !ok {
 		return Decision{}, errors.New("decision.allowed is not a boolean")
 	}
-	d.Forced, _ = m["forced"].(string)
-	reasons, _ := m["reasons"].([]any)
-	d.Reasons = make([]Reason, 0, len(reasons))
-	for _, r := range reasons {
-		ro, ok := r.(map[string]any)
-		if !ok {
-			return Decision{}, fmt.Errorf("reason is %T, not an object", r)
+	d.Allowed = bool(allowed)
+	if f, ok := valueAt(m, fieldForced).(ast.String); ok {
+		d.Forced = string(f)
+	}
+	reasons, _ := valueAt(m, fieldReasons).(ast.Set)
+	n := 0
+	if reasons != nil {
+		n = reasons.Len()
+	}
+	d.Reasons = make([]Reason, 0, n)
+	if reasons != nil {
+		var bad error
+		reasons.Foreach(func(rt *ast.Term) {
+			ro, ok := rt.Value.(ast.Object)
+			if !ok {
+				bad = fmt.Errorf("reason is %s, not an object", ast.ValueName(rt.Value))
+				return
+			}
+			var rr Reason
+			rr.Layer = stringAt(ro, fieldLayer)
+			rr.Rule = stringAt(ro, fieldRule)
+			rr.Message = stringAt(ro, fieldMessage)
+			if o, ok := valueAt(ro, fieldOrder).(ast.Number); ok {
+				if i, ok := o.Int(); ok {
+					rr.order = i
+				}
+			}
+			d.Reasons = append(d.Reasons, rr)
+		})
+		if bad != nil {
+			return Decision{}, bad
 		}
-		var rr Reason
-		rr.Layer, _ = ro["layer"].(string)
-		rr.Rule, _ = ro["rule"].(string)
-		rr.Message, _ = ro["message"].(string)
-		switch n := ro["order"].(type) {
-		case json.Number:
-			o, _ := n.Int64()
-			rr.order = int(o)
-		case float64:
-			rr.order = int(n)
-		case int:
-			rr.order = n
-		}
-		d.Reasons = append(d.Reasons, rr)
 	}
 	sort.SliceStable(d.Reasons, func(i, j int) bool {
 		a, b := d.Reasons[i], d.Reasons[j]
@@ -421,18 +440,51 @@ func toDecision(v any) (Decision, error) {
 		}
 		return a.Message < b.Message
 	})
-	ws, _ := m["warnings"].([]any)
-	d.Warnings = make([]string, 0, len(ws))
-	for _, w := range ws {
-		if s, ok := w.(string); ok {
-			d.Warnings = append(d.Warnings, s)
-		}
+	ws, _ := valueAt(m, fieldWarnings).(ast.Set)
+	d.Warnings = []string{}
+	if ws != nil {
+		// Sorted, as OPA's JSON form of a set is.
+		ws.Sorted().Foreach(func(w *ast.Term) {
+			if s, ok := w.Value.(ast.String); ok {
+				d.Warnings = append(d.Warnings, string(s))
+			}
+		})
 	}
 	if d.Allowed != (len(d.Reasons) == 0) {
 		return Decision{}, errors.New("decision.allowed disagrees with its reasons")
 	}
 	return d, nil
 }
+
+var (
+	fieldAllowed  = ast.StringTerm("allowed")
+	fieldForced   = ast.StringTerm("forced")
+	fieldReasons  = ast.StringTerm("reasons")
+	fieldWarnings = ast.StringTerm("warnings")
+	fieldLayer    = ast.StringTerm("layer")
+	fieldRule     = ast.StringTerm("rule")
+	fieldMessage  = ast.StringTerm("message")
+	fieldOrder    = ast.StringTerm("order")
+)
+
+func valueAt(o ast.Object, k *ast.Term) ast.Value {
+	if t := o.Get(k); t != nil {
+		return t.Value
+	}
+	return nil
+}
+
+func stringAt(o ast.Object, k *ast.Term) string {
+	s, _ := valueAt(o, k).(ast.String)
+	return string(s)
+}
+
+// keepAST hands query results over as AST terms: toDecision reads them
+// directly instead of through a JSON-like copy.
+func keepAST(t *ast.Term, _ *rego.EvalContext) (any, error) { return t, nil }
+
+// noMetrics: decisions are not timed per evaluation.
+var noMetrics = metrics.NoOp()
 
 func (d Decision) clone() Decision {
 	d.Reasons = append([]Reason(nil), d.Reasons...)

@@ -291,42 +291,72 @@ var (
 )
 
 // evalInput builds the value of Input directly as an AST object, plus
-// input.facts from x (nil: no facts, as in Input).
+// input.facts from x (nil: no facts, as in Input). Terms that do not depend
+// on the request (keys, empty sets, common strings) are shared: OPA never
+// modifies its input.
 func (r Request) evalInput(x *factIndex) ast.Value {
 	f := r.facets()
 	trueSet := func(keys []string) *ast.Term {
-		set := ast.NewObject()
-		for _, k := range keys {
-			set.Insert(ast.StringTerm(k), ast.BooleanTerm(true))
+		if len(keys) == 0 {
+			return emptyObject
 		}
-		return ast.NewTerm(set)
+		items := make([][2]*ast.Term, len(keys))
+		for i, k := range keys {
+			items[i] = ast.Item(ast.StringTerm(k), trueTerm)
+		}
+		return ast.NewTerm(ast.NewObject(items...))
 	}
 	mk := ast.NewObject(
-		ast.Item(keyName, ast.StringTerm(f.mktName)),
-		ast.Item(keySourceKnown, ast.BooleanTerm(f.src.known)),
-		ast.Item(keyKey, ast.StringTerm(f.src.key)),
-		ast.Item(keyOwner, ast.StringTerm(f.src.owner)),
-		ast.Item(keyHost, ast.StringTerm(f.src.host)),
-		ast.Item(keyPath, ast.StringTerm(f.src.path)),
-		ast.Item(keyDisplay, ast.StringTerm(f.src.display)),
+		ast.Item(keyName, strTerm(f.mktName)),
+		ast.Item(keySourceKnown, ast.InternedTerm(f.src.known)),
+		ast.Item(keyKey, strTerm(f.src.key)),
+		ast.Item(keyOwner, strTerm(f.src.owner)),
+		ast.Item(keyHost, strTerm(f.src.host)),
+		ast.Item(keyPath, strTerm(f.src.path)),
+		ast.Item(keyDisplay, strTerm(f.src.display)),
 	)
-	in := ast.NewObject(
-		ast.Item(keyAction, ast.StringTerm(string(r.Action))),
-		ast.Item(keyPlugin, ast.StringTerm(f.plugin)),
-		ast.Item(keyPluginMkt, ast.StringTerm(f.pluginMkt)),
+	items := [...][2]*ast.Term{
+		ast.Item(keyAction, strTerm(string(r.Action))),
+		ast.Item(keyPlugin, strTerm(f.plugin)),
+		ast.Item(keyPluginMkt, strTerm(f.pluginMkt)),
 		ast.Item(keyMarketplace, ast.NewTerm(mk)),
-		ast.Item(keyRequiredBy, ast.StringTerm(f.requiredBy)),
-		ast.Item(keyRequiredByMkt, ast.StringTerm(f.requiredByMkt)),
+		ast.Item(keyRequiredBy, strTerm(f.requiredBy)),
+		ast.Item(keyRequiredByMkt, strTerm(f.requiredByMkt)),
 		ast.Item(keyDeclaredCross, trueSet(r.DeclaredCross)),
 		ast.Item(keySigs, trueSet(r.Signatures)),
-		ast.Item(keySurface, ast.StringTerm(string(r.Surface))),
-		ast.Item(keySourceKind, ast.StringTerm(r.From)),
-		ast.Item(keyPath, ast.StringTerm(r.Path)),
-	)
-	if x != nil {
-		in.Insert(keyFacts, x.facts(&r, f.plugin, f.pluginMkt, &f.src))
+		ast.Item(keySurface, strTerm(string(r.Surface))),
+		ast.Item(keySourceKind, strTerm(r.From)),
+		ast.Item(keyPath, strTerm(r.Path)),
+		{},
 	}
-	return in
+	if x == nil {
+		return ast.NewObject(items[:len(items)-1]...)
+	}
+	items[len(items)-1] = ast.Item(keyFacts, x.facts(&r, f.plugin, f.pluginMkt, &f.src))
+	return ast.NewObject(items[:]...)
+}
+
+var (
+	emptyObject = ast.NewTerm(ast.NewObject())
+	trueTerm    = ast.InternedTerm(true)
+	// commonStrings are the values most requests share.
+	commonStrings = func() map[string]*ast.Term {
+		m := map[string]*ast.Term{"": ast.StringTerm("")}
+		for a := range actions {
+			m[string(a)] = ast.StringTerm(string(a))
+		}
+		for k := range sourceKinds {
+			m[k] = ast.StringTerm(k)
+		}
+		return m
+	}()
+)
+
+func strTerm(s string) *ast.Term {
+	if t, ok := commonStrings[s]; ok {
+		return t
+	}
+	return ast.StringTerm(s)
 }
 
 func displaySource(s settings.MarketplaceSource) string {
