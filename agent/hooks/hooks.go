@@ -62,7 +62,9 @@ type Hook struct {
 	Path    string           `json:"path,omitempty"`
 	Event   plugin.HookEvent `json:"event"`
 	Matcher string           `json:"matcher,omitempty"`
-	Command string           `json:"command"`
+	// Type is "" for a command hook; other types (prompt) are not run.
+	Type    string `json:"type,omitempty"`
+	Command string `json:"command"`
 	// Timeout is 0 for DefaultTimeout.
 	Timeout time.Duration `json:"-"`
 	// Env is added to the runner's base environment.
@@ -73,14 +75,15 @@ type Hook struct {
 	plugin plugin.ID
 }
 
-// FromSet returns the command hooks of the Set for event, in the Set's
-// order (which is deterministic), with the environment of their component.
-// Hooks of another type (prompt hooks) need a model and are left to the
-// agent; they are returned in other.
-func FromSet(s *agent.Set, event plugin.HookEvent, projectDir string) (cmds []Hook, other []Hook) {
+// FromSet returns the hooks of the Set for event, in the Set's order (which
+// is deterministic), with the environment of their component. Run runs the
+// command hooks and reports the others (prompt hooks need a model: the
+// agent runs them) in Result.NotRun.
+func FromSet(s *agent.Set, event plugin.HookEvent, projectDir string) []Hook {
 	if s == nil {
-		return nil, nil
+		return nil
 	}
+	var out []Hook
 	for _, c := range s.ComponentsOf(plugin.KindHook) {
 		if c.Hook == nil || c.Hook.Event != event {
 			continue
@@ -108,17 +111,13 @@ func FromSet(s *agent.Set, event plugin.HookEvent, projectDir string) (cmds []Ho
 					hk.Plugin = c.Plugin.String()
 				}
 				if h.Type != "" && h.Type != "command" {
-					if hk.Command == "" {
-						hk.Command = h.Prompt
-					}
-					other = append(other, hk)
-					continue
+					hk.Type = h.Type
 				}
-				cmds = append(cmds, hk)
+				out = append(out, hk)
 			}
 		}
 	}
-	return cmds, other
+	return out
 }
 
 // Gate decides whether a hook from a source kind may run; id is the plugin
@@ -199,6 +198,9 @@ type Result struct {
 	Errors []string `json:"errors,omitempty"`
 	// Refused are hooks the Gate refused.
 	Refused []string `json:"refused,omitempty"`
+	// NotRun are matching hooks of a type this runner does not run (prompt
+	// hooks need a model; the agent runs them).
+	NotRun []string `json:"notRun,omitempty"`
 }
 
 // Blocked reports whether the combined decision blocks.
@@ -246,6 +248,10 @@ func (r *Runner) Run(ctx context.Context, ev Event, hooks []Hook) *Result {
 				res.Refused = append(res.Refused, h.ID+": "+err.Error())
 				continue
 			}
+		}
+		if h.Type != "" && h.Type != "command" {
+			res.NotRun = append(res.NotRun, h.ID+": "+h.Type+" hook; the agent runs it")
+			continue
 		}
 		if strings.TrimSpace(h.Command) == "" {
 			o.Error = "hook has no command"

@@ -33,7 +33,7 @@ func guardPlugin(t testing.TB, name, scriptName string) map[string]string {
 
 func runSet(t *testing.T, s *agent.Set, project, tool string) *Result {
 	t.Helper()
-	cmds, _ := FromSet(s, plugin.HookPreToolUse, project)
+	cmds := FromSet(s, plugin.HookPreToolUse, project)
 	return (&Runner{}).Run(context.Background(), preToolUse(t, tool), cmds)
 }
 
@@ -115,7 +115,7 @@ func TestManagedHooksOnly(t *testing.T) {
 		t.Fatalf("%s", dump(res))
 	}
 	// The same policy as a Gate refuses hooks handed to the runner directly.
-	cmds, _ := FromSet(w.Load(w.Runtime(w.Options()), agent.CacheOnly), plugin.HookPreToolUse, w.Project)
+	cmds := FromSet(w.Load(w.Runtime(w.Options()), agent.CacheOnly), plugin.HookPreToolUse, w.Project)
 	res = (&Runner{Gate: w.Policy()}).Run(context.Background(), preToolUse(t, "Bash"), cmds)
 	if len(res.Hooks) != 1 || res.Hooks[0].Plugin != "forced@corp" || len(res.Refused) != 2 {
 		t.Fatalf("Gate: %s", dump(res))
@@ -136,5 +136,21 @@ func TestStrictPluginOnlyCustomizationSkipsUserHooks(t *testing.T) {
 	res := runSet(t, s, w.Project, "Bash")
 	if res.Blocked() || len(res.Hooks) != 1 || res.Hooks[0].Plugin != "guard@corp" {
 		t.Fatalf("hooks surface locked: user/project hooks must not run: %s", dump(res))
+	}
+}
+
+func TestPromptHooksReportedNotRun(t *testing.T) {
+	w := worldtest.New(t)
+	w.Install("mixed@corp", "1.0.0", map[string]string{
+		".claude-plugin/plugin.json": `{"name": "mixed", "version": "1.0.0"}`,
+		"hooks/hooks.json":           `{"hooks": {"PreToolUse": [{"hooks": [{"type": "prompt", "prompt": "Is this safe?"}, {"type": "command", "command": "` + script(t, "approve_json.sh") + `"}]}]}}`,
+	})
+	s := w.Load(w.Runtime(w.Options()), agent.CacheOnly)
+	res := runSet(t, s, w.Project, "Bash")
+	if len(res.Hooks) != 1 || res.Decision != "approve" {
+		t.Fatalf("%s", dump(res))
+	}
+	if len(res.NotRun) != 1 || !strings.HasPrefix(res.NotRun[0], "plugin:mixed@corp:PreToolUse[0][0]: prompt hook") {
+		t.Fatalf("NotRun = %q", res.NotRun)
 	}
 }

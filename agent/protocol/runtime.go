@@ -152,7 +152,7 @@ func (b *Runtime) RunHook(ctx context.Context, req RunHookRequest) (*hooks.Resul
 	if err != nil {
 		return nil, err
 	}
-	cmds, _ := hooks.FromSet(s, ev.Name, b.Project)
+	cmds := hooks.FromSet(s, ev.Name, b.Project)
 	r := b.Hooks
 	if r == nil {
 		r = &hooks.Runner{}

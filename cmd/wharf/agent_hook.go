@@ -42,7 +42,7 @@ not block. Events: ` + fmt.Sprint(plugin.HookEvents),
 			if err != nil {
 				return err
 			}
-			cmds, _ := hooks.FromSet(set, ev.Name, a.agentProject(opts))
+			cmds := hooks.FromSet(set, ev.Name, a.agentProject(opts))
 			res := (&hooks.Runner{Parallel: parallel}).Run(cmd.Context(), ev, cmds)
 			if err := a.printJSON(res); err != nil {
 				return err
