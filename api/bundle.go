@@ -6,16 +6,13 @@ import (
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
-	"crypto/sha256"
 	"crypto/x509"
-	"encoding/hex"
 	"encoding/json"
 	"encoding/pem"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
-	"path"
 	"sort"
 	"strings"
 
@@ -24,11 +21,12 @@ import (
 	"github.com/open-policy-agent/opa/v1/bundle"
 	"github.com/open-policy-agent/opa/v1/util"
 
+	"github.com/wharfhq/wharf/policy"
 	"github.com/wharfhq/wharf/store"
 )
 
 // BundleAlgorithm is the JWS algorithm of the bundle signature.
-const BundleAlgorithm = "ES256"
+const BundleAlgorithm = policy.BundleAlgorithm
 
 // The bundle's layout: data.json holds {"wharf": {"policy": {"version",
 // "revision", "layers": [{"name", "rank", "version", "settings"}]}}} with the
@@ -36,7 +34,7 @@ const BundleAlgorithm = "ES256"
 // /wharf/layers/<layer>/<module>.rego. The manifest's revision is the policy
 // version. .signatures.json is an ES256 JWS over every file's hash, made
 // with the server's key (GET /v1/policy/bundle/key).
-const bundleModulePrefix = "/wharf/layers/"
+const bundleModulePrefix = policy.BundleModulePrefix
 
 type bundleSigner struct {
 	keyID     string
@@ -81,9 +79,12 @@ func loadOrCreateSigner(st store.Store) (*bundleSigner, error) {
 	if err != nil {
 		return nil, err
 	}
-	sum := sha256.Sum256(pubDER)
+	keyID, err := policy.BundleKeyID(&ek.PublicKey)
+	if err != nil {
+		return nil, err
+	}
 	return &bundleSigner{
-		keyID:     "wharf-" + hex.EncodeToString(sum[:8]),
+		keyID:     keyID,
 		privPEM:   string(pemBytes),
 		publicPEM: string(pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: pubDER})),
 	}, nil
@@ -245,50 +246,22 @@ type BundlePolicy struct {
 // ReadBundle verifies a policy bundle's signature with the server's public
 // key and returns its layers in authority order, ready for a policy engine.
 // A bundle that is unsigned, signed by another key or altered after signing
-// is refused.
+// is refused. The format and its checks are policy.ReadBundle's.
 func ReadBundle(r io.Reader, key BundleKey) (BundlePolicy, error) {
-	vc := bundle.NewVerificationConfig(map[string]*bundle.KeyConfig{
-		key.KeyID: {Key: key.PublicKey, Algorithm: key.Algorithm},
-	}, key.KeyID, "", nil)
-	b, err := bundle.NewReader(r).WithBundleVerificationConfig(vc).WithRegoVersion(ast.RegoV1).WithSizeLimitBytes(64 << 20).Read()
-	if err != nil {
-		return BundlePolicy{}, fmt.Errorf("policy bundle: %w", err)
+	if key.Algorithm != "" && key.Algorithm != BundleAlgorithm {
+		return BundlePolicy{}, fmt.Errorf("policy bundle: key algorithm %q, want %s", key.Algorithm, BundleAlgorithm)
 	}
-	var doc struct {
-		Wharf struct {
-			Policy struct {
-				Version  string        `json:"version"`
-				Revision uint64        `json:"revision"`
-				Layers   []bundleLayer `json:"layers"`
-			} `json:"policy"`
-		} `json:"wharf"`
-	}
-	raw, err := json.Marshal(b.Data)
+	layers, info, err := policy.ReadBundle(r, []byte(key.PublicKey))
 	if err != nil {
 		return BundlePolicy{}, err
 	}
-	if err := json.Unmarshal(raw, &doc); err != nil {
-		return BundlePolicy{}, fmt.Errorf("policy bundle data.json: %w", err)
-	}
-	if doc.Wharf.Policy.Version != b.Manifest.Revision {
-		return BundlePolicy{}, fmt.Errorf("policy bundle: manifest revision %q does not match data version %q", b.Manifest.Revision, doc.Wharf.Policy.Version)
-	}
-	out := BundlePolicy{Version: doc.Wharf.Policy.Version, Revision: doc.Wharf.Policy.Revision}
-	idx := map[string]int{}
-	for _, l := range doc.Wharf.Policy.Layers {
-		idx[l.Name] = len(out.Layers)
-		out.Layers = append(out.Layers, PolicyLayer{Name: l.Name, Settings: l.Settings, Modules: map[string]string{}})
-	}
-	for _, m := range b.Modules {
-		p := "/" + strings.TrimPrefix(m.Path, "/")
-		rest, ok := strings.CutPrefix(p, bundleModulePrefix)
-		layer, file := path.Split(rest)
-		layer = strings.TrimSuffix(layer, "/")
-		i, known := idx[layer]
-		if !ok || !known || strings.Contains(layer, "/") {
-			return BundlePolicy{}, fmt.Errorf("policy bundle: module %s is not under %s<layer>/", m.Path, bundleModulePrefix)
+	out := BundlePolicy{Version: info.Version, Revision: info.Revision}
+	for _, l := range layers {
+		m := l.Modules
+		if m == nil {
+			m = map[string]string{}
 		}
-		out.Layers[i].Modules[file] = string(m.Raw)
+		out.Layers = append(out.Layers, PolicyLayer{Name: l.Name, Settings: l.Settings, Modules: m})
 	}
 	return out, nil
 }
