@@ -198,8 +198,9 @@ type Result struct {
 	Errors []string `json:"errors,omitempty"`
 	// Refused are hooks the Gate refused.
 	Refused []string `json:"refused,omitempty"`
-	// NotRun are matching hooks of a type this runner does not run (prompt
-	// hooks need a model; the agent runs them).
+	// NotRun are matching hooks that did not run, and why: a type this
+	// runner does not run (prompt hooks need a model; the agent runs them),
+	// or a duplicate of an earlier hook's command and environment.
 	NotRun []string `json:"notRun,omitempty"`
 }
 
@@ -227,6 +228,9 @@ func Matches(matcher, target string) (bool, error) {
 func (r *Runner) Run(ctx context.Context, ev Event, hooks []Hook) *Result {
 	res := &Result{Event: ev.Name, Hooks: []Outcome{}}
 	var todo []int
+	// Identical commands with the same environment run once, as in Claude
+	// Code (a user and a project settings file often repeat a hook).
+	seen := map[string]string{}
 	for _, h := range hooks {
 		if h.Event != "" && h.Event != ev.Name {
 			continue
@@ -258,6 +262,12 @@ func (r *Runner) Run(ctx context.Context, ev Event, hooks []Hook) *Result {
 			res.Hooks = append(res.Hooks, o)
 			continue
 		}
+		key := h.Command + "\x00" + h.Dir + "\x00" + strings.Join(h.Env, "\x00")
+		if first, dup := seen[key]; dup {
+			res.NotRun = append(res.NotRun, h.ID+": same command and environment as "+first+", run once")
+			continue
+		}
+		seen[key] = h.ID
 		res.Hooks = append(res.Hooks, o)
 		todo = append(todo, len(res.Hooks)-1)
 	}

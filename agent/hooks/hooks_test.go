@@ -307,3 +307,23 @@ func TestCancelStopsHooks(t *testing.T) {
 		t.Fatalf("%s", dump(res))
 	}
 }
+
+func TestIdenticalCommandsRunOnce(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "count")
+	h := Hook{ID: "user:PreToolUse[0][0]", Source: "user", Event: plugin.HookPreToolUse, Command: "cat > /dev/null; echo x >> " + out}
+	p := h
+	p.ID, p.Source = "project:PreToolUse[0][0]", "project"
+	other := h
+	other.ID, other.Env = "plugin:x@m:PreToolUse[0][0]", []string{"CLAUDE_PLUGIN_ROOT=/x"}
+	res := (&Runner{}).Run(context.Background(), preToolUse(t, "Bash"), []Hook{h, p, other})
+	b, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Count(string(b), "x"); got != 2 {
+		t.Fatalf("ran %d times, want 2 (the duplicate once, the other environment once)", got)
+	}
+	if len(res.NotRun) != 1 || !strings.Contains(res.NotRun[0], "project:PreToolUse[0][0]: same command and environment as user:PreToolUse[0][0]") {
+		t.Fatalf("NotRun = %q", res.NotRun)
+	}
+}
