@@ -83,8 +83,8 @@ func (s *Server) followBucket(ctx context.Context, w store.Watcher, bucket strin
 			for ev := range ch {
 				s.apply(ev)
 			}
-			s.rep.watching.Add(-1)
 			s.invalidateAll()
+			s.rep.watching.Add(-1)
 			backoff = 50 * time.Millisecond
 		}
 		if ctx.Err() != nil {
