@@ -38,9 +38,11 @@ user_sources := {"user", "project"}
 
 r(i, rule, msg) := {"layer": data.wharf_index.names[i], "order": i, "rule": rule, "message": msg}
 
-# Dispatch by action. Every rule below starts with an equality on
-# input.action, so OPA's rule index selects the few rules of the request's
-# action and skips the rest without evaluating them.
+# Dispatch by action. Every deny rule starts with an equality on
+# input.action (admin rules aside), so OPA's rule index selects the few rules
+# of the request's action and skips the rest without evaluating them. Rules
+# of a single action (requireSignatures, disableSideloadFlags) are deny rules
+# themselves; the others are dispatched here:
 #
 #   marketplace rules (market_deny)    add_marketplace update_marketplace install enable load
 #   forced off (forced_off_deny)       install enable load load_component run_hook
@@ -69,11 +71,6 @@ deny contains x if {
 deny contains x if {
 	input.action == "install"
 	some x in forced_off_deny
-}
-
-deny contains x if {
-	input.action == "install"
-	some x in signature_deny
 }
 
 deny contains x if {
@@ -137,15 +134,6 @@ deny contains x if {
 	input.action == "cross_dependency"
 	cross
 	some x in cross_deny
-}
-
-deny contains x if {
-	input.action == "sideload"
-	some x in sideload_deny
-}
-
-deny contains x if {
-	some x in admin_deny
 }
 
 # ---- strictKnownMarketplaces: every layer that sets it must list the source.
@@ -292,7 +280,8 @@ else := sprintf("%s settings", [input.source_kind])
 
 # ---- disableSideloadFlags
 
-sideload_deny contains r(i, "disableSideloadFlags", msg) if {
+deny contains r(i, "disableSideloadFlags", msg) if {
+	input.action == "sideload"
 	some i in data.wharf_index.disable_sideload
 	msg := sprintf("--plugin-dir %s refused: disableSideloadFlags is set", [input.path])
 }
@@ -300,13 +289,15 @@ sideload_deny contains r(i, "disableSideloadFlags", msg) if {
 # ---- requireSignatures (wharf): an install from a listed marketplace needs a
 # valid signature by one of the keys of every layer that lists it.
 
-signature_deny contains r(i, "requireSignatures", msg) if {
+deny contains r(i, "requireSignatures", msg) if {
+	input.action == "install"
 	some i in data.wharf_index.signatures_invalid
 	msg := sprintf("requireSignatures is invalid, so every install is refused (fail closed); %s refused", [input.plugin])
 }
 
 # An invalid entry denies whatever was signed.
-signature_deny contains r(e[0], "requireSignatures", signature_message(e[2], e[1])) if {
+deny contains r(e[0], "requireSignatures", signature_message(e[2], e[1])) if {
+	input.action == "install"
 	some e in input.facts.signatures
 	not e[3]
 }
@@ -317,7 +308,8 @@ signature_message(true, _) := sprintf("requireSignatures for %s is invalid, so i
 
 # ---- admin rules: package wharf.admin.<layer>, `deny contains msg if ...`.
 
-admin_deny contains r(i, "admin", admin_message(msg)) if {
+# Every action.
+deny contains r(i, "admin", admin_message(msg)) if {
 	some i, name in data.wharf_index.names
 	some msg in data.wharf.admin[name].deny
 }
