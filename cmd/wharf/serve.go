@@ -16,6 +16,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	wharf "github.com/wharfhq/wharf"
 	"github.com/wharfhq/wharf/api"
 	"github.com/wharfhq/wharf/marketplace"
 	"github.com/wharfhq/wharf/plugin"
@@ -53,7 +54,7 @@ func newServeCmd(a *app) *cobra.Command {
 	f := cmd.Flags()
 	f.StringVar(&o.Addr, "addr", "127.0.0.1:7070", "listen address")
 	f.StringVar(&o.Data, "data", "", "server data directory (default $WHARF_HOME/server)")
-	f.StringVar(&o.Demo, "demo", filepath.Join("testdata", "demo-marketplace"), "directory marketplace registered on first start; empty to skip")
+	f.StringVar(&o.Demo, "demo", defaultDemo, "directory marketplace registered on first start (default: the source tree's, else the copy built into wharf); empty to skip")
 	f.Float64Var(&o.RateLimit, "rate-limit", 50, "requests per second per token; negative for no limit")
 	f.IntVar(&o.RateBurst, "rate-burst", 0, "burst per token (default twice --rate-limit)")
 	f.Int64Var(&o.BodyLimit, "body-limit", 1<<20, "largest request body in bytes")
@@ -135,7 +136,7 @@ func (a *app) runServe(ctx context.Context, o *serveOptions) error {
 			fmt.Fprintf(a.stderr, "wharf: first start: created an admin token; it is shown only now:\n\n    %s\n\n", secret)
 		}
 		if o.Demo != "" {
-			name, err := registerDemo(ctx, catalog, o.Demo)
+			name, err := registerDemo(ctx, catalog, demoDir(o.Demo, data))
 			if err != nil {
 				fmt.Fprintf(a.stderr, "wharf: warning: demo marketplace not registered: %v\n", err)
 			} else {
@@ -162,6 +163,26 @@ func (a *app) runServe(ctx context.Context, o *serveOptions) error {
 	logger.Info("serving", "url", info.URL, "data", data, "store", where)
 	return srv.Serve(ctx, ln, o.Grace)
 }
+
+// demoDir is the demo marketplace to register: dir when it exists; else, for
+// the default, the copy built into the binary, written under the data dir
+// (so that `wharf serve` shows a catalog wherever it runs).
+func demoDir(dir, data string) string {
+	if _, err := os.Stat(dir); err == nil || dir != defaultDemo {
+		return dir
+	}
+	embedded := filepath.Join(data, "demo-marketplace")
+	if _, err := os.Stat(embedded); err == nil {
+		return embedded
+	}
+	if err := wharf.WriteDemoMarketplace(embedded); err != nil {
+		return dir
+	}
+	return embedded
+}
+
+// defaultDemo is --demo's default, relative to the source tree.
+var defaultDemo = filepath.Join("testdata", "demo-marketplace")
 
 // registerDemo adds the directory marketplace at dir under the name its
 // marketplace.json declares.

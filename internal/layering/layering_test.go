@@ -30,6 +30,7 @@ var allowed = map[string][]string{
 	"store":       {},
 	"plugin":      {},
 	"internal":    {"*"},
+	"(root)":      {}, // embedded assets (the demo marketplace)
 }
 
 type pkg struct {
@@ -38,6 +39,9 @@ type pkg struct {
 }
 
 func top(p string) string {
+	if p+"/" == module {
+		return "(root)"
+	}
 	rel := strings.TrimPrefix(p, module)
 	first, _, _ := strings.Cut(rel, "/")
 	return first
