@@ -93,7 +93,7 @@ func (l *trackingListener) cut() {
 // startReplicas starts n replicas over the cluster under prefix, all at
 // once (so they race to create the signing key), and waits until each
 // follows the store's watch.
-func startReplicas(t *testing.T, endpoints []string, prefix string, n int, opts ...replicaOption) []*replica {
+func startReplicas(t testing.TB, endpoints []string, prefix string, n int, opts ...replicaOption) []*replica {
 	t.Helper()
 	rs := make([]*replica, n)
 	errs := make([]error, n)
@@ -134,7 +134,7 @@ func withReplicaCatalog(d *Deps, dir string) {
 	d.Catalog = mc
 }
 
-func startReplica(t *testing.T, endpoints []string, prefix, name string, opts ...replicaOption) (*replica, error) {
+func startReplica(t testing.TB, endpoints []string, prefix, name string, opts ...replicaOption) (*replica, error) {
 	st, err := store.OpenEtcd(endpoints, store.EtcdOptions{Prefix: prefix, RequestTimeout: 5 * time.Second})
 	if err != nil {
 		return nil, err
