@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -29,7 +30,7 @@ func newPolicyCmd(a *app) *cobra.Command {
 			"Lower layers only tighten: allowlists intersect, blocklists and admin denies union, a forced state set higher wins.",
 	}
 	cmd.PersistentFlags().StringVar(&o.managedDir, "managed-dir", "", "managed policy directory (managed-settings.json, managed-settings.d/*.json, *.rego); default WHARF_MANAGED_DIR or /etc/wharf")
-	cmd.AddCommand(newPolicyCheckCmd(a, o), newPolicyEvalCmd(a, o), newPolicyTestCmd(a), newPolicyExportCmd(a, o))
+	cmd.AddCommand(newPolicyCheckCmd(a, o), newPolicyEvalCmd(a, o), newPolicyTestCmd(a), newPolicyExportCmd(a, o), newPolicyPullCmd(a))
 	return cmd
 }
 
@@ -42,7 +43,7 @@ func (o *policyOptions) sources(a *app) policy.Sources {
 }
 
 func (o *policyOptions) engine(a *app) (*policy.Engine, []policy.Layer, error) {
-	layers, err := o.sources(a).Load()
+	layers, err := a.loadPolicyLayers(context.Background(), o.sources(a))
 	if err != nil {
 		return nil, nil, err
 	}

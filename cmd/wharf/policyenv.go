@@ -24,7 +24,7 @@ func (a *app) Policy() (*policy.Engine, error) {
 	if a.pol != nil {
 		return a.pol, nil
 	}
-	e, err := policy.Open(policy.Sources{ManagedDir: a.managedDir(), Paths: a.policyPaths})
+	e, err := a.openPolicy(policy.Sources{ManagedDir: a.managedDir(), Paths: a.policyPaths})
 	if err != nil {
 		return nil, err
 	}

@@ -39,6 +39,7 @@ type app struct {
 	// policyPaths are the --policy layers, after the managed directory.
 	policyPaths []string
 	pol         *policy.Engine
+	remote      remotePolicyFlags // --policy-url, --token, --policy-key
 }
 
 // config is the resolved configuration. Precedence: flags > WHARF_* env >
@@ -74,6 +75,7 @@ func newRootCmd(a *app) *cobra.Command {
 	pf.String("home", "", "wharf's state directory (env WHARF_HOME, default ~/.wharf)")
 	pf.Bool("json", false, "print machine-readable JSON (errors go to stderr as JSON)")
 	pf.StringArrayVar(&a.policyPaths, "policy", nil, "an extra policy layer (settings JSON, .rego file or managed-style directory), after the managed directory; repeatable, highest first")
+	addRemotePolicyFlags(pf, &a.remote)
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError(err) })
 	root.SetOut(a.stdout)
 	root.SetErr(a.stderr)
