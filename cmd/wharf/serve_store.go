@@ -39,7 +39,7 @@ func addStoreFlags(f *pflag.FlagSet, o *storeFlags) {
 // come from WHARF_ETCD_USERNAME and WHARF_ETCD_PASSWORD, never from flags
 // (which other users can read in the process list).
 func (a *app) openServeStore(o storeFlags, data string) (st store.Store, where string, err error) {
-	if o.URL == "" || strings.HasPrefix(o.URL, "bolt:") {
+	if o.URL == "" {
 		if o.CACert != "" || o.Cert != "" || o.Key != "" {
 			return nil, "", &plugin.Error{Layer: plugin.LayerIntent, Type: typeUsage, Object: "--etcd-cacert",
 				Err: errors.New("the --etcd-* flags apply only to an etcd store"), Hint: "add --store etcd://host:2379 or drop the --etcd-* flags"}
@@ -58,7 +58,7 @@ func (a *app) openServeStore(o storeFlags, data string) (st store.Store, where s
 	endpoints, prefix, err := store.ParseEtcdURL(o.URL)
 	if err != nil {
 		return nil, "", &plugin.Error{Layer: plugin.LayerIntent, Type: typeUsage, Object: "--store", Err: err,
-			Hint: "e.g. --store etcd://10.0.0.1:2379,10.0.0.2:2379,10.0.0.3:2379/wharf"}
+			Hint: "e.g. --store etcd://10.0.0.1:2379,10.0.0.2:2379,10.0.0.3:2379/wharf, or leave --store out for the embedded bbolt store in --data"}
 	}
 	if o.DialTimeout <= 0 {
 		return nil, "", &plugin.Error{Layer: plugin.LayerIntent, Type: typeUsage, Object: "--store-timeout",

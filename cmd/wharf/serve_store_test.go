@@ -136,6 +136,7 @@ func TestServeEtcdStoreErrors(t *testing.T) {
 		{"unreachable", []string{"--store", "etcd://" + dead + "/x", "--store-timeout", "1s"}, 1,
 			[]string{dead, "etcdctl --endpoints=" + dead + " endpoint health", "--store-timeout"}},
 		{"no host", []string{"--store", "etcd:///wharf"}, 2, []string{"--store", "no host", "etcd://10.0.0.1:2379"}},
+		{"not etcd", []string{"--store", "bolt:/var/lib/wharf/server.db"}, 2, []string{"must start with etcd://", "leave --store out"}},
 		{"bad port", []string{"--store", "etcd://127.0.0.1:99999"}, 2, []string{"port", "99999"}},
 		{"tls flags without etcd", []string{"--etcd-cacert", "/nonexistent/ca.pem"}, 2, []string{"--etcd-", "--store etcd://"}},
 		{"missing CA file", []string{"--store", "etcd://" + dead, "--etcd-cacert", "/nonexistent/ca.pem"}, 2, []string{"/nonexistent/ca.pem"}},
