@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"fmt"
 	"testing"
 
 	"github.com/open-policy-agent/opa/v1/ast"
@@ -52,6 +53,52 @@ func TestEvalInputMatchesInput(t *testing.T) {
 		got := c.req.evalInput(st.facts).(ast.Object).Get(ast.StringTerm("facts"))
 		if got.String() != c.want {
 			t.Errorf("%s %s: facts %v, want %s", c.req.Action, c.req.target(), got, c.want)
+		}
+	}
+}
+
+// Facts share terms between evaluations (a layer's enabledPlugins entries,
+// signature key sets): concurrent decisions give the same answers as
+// sequential ones (run with -race).
+func TestConcurrentDecisionsShareFacts(t *testing.T) {
+	e, err := NewEngine([]Layer{
+		{Name: "org", Settings: []byte(`{"enabledPlugins":{"a@corp":false,"b@corp":true},"requireSignatures":{"corp":["k1","k2"]}}`)},
+		{Name: "team", Settings: []byte(`{"enabledPlugins":{"a@corp":true},"requireSignatures":{"corp":["k3"]},"blockedMarketplaces":[{"source":"hostPattern","hostPattern":"^evil"}]}`)},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	reqs := []Request{
+		{Action: ActionInstall, Plugin: mustID("a@corp"), Marketplace: Marketplace{Name: "corp", Source: ghSource("corp/plugins")}, Signatures: []string{"k3"}},
+		{Action: ActionDisable, Plugin: mustID("b@corp")},
+		{Action: ActionAddMarketplace, Marketplace: Marketplace{Name: "x", Source: &settings.MarketplaceSource{Source: settings.KindURL, URL: "https://evil.example/m.json"}}},
+	}
+	want := make([]Decision, len(reqs))
+	for i, r := range reqs {
+		if want[i], err = e.Decide(ctx, r); err != nil || want[i].Allowed {
+			t.Fatalf("%s: %+v %v, want a denial", r.Action, want[i], err)
+		}
+	}
+	if len(want[0].Reasons) != 2 || len(want[0].Warnings) != 1 {
+		t.Fatalf("install: %+v, want forced off and one missing signature, and a warning", want[0])
+	}
+	done := make(chan error)
+	for g := 0; g < 4; g++ {
+		go func() {
+			for i := 0; i < 30; i++ {
+				r := reqs[i%len(reqs)]
+				d, err := e.Decide(ctx, r)
+				if err != nil || fmt.Sprint(d) != fmt.Sprint(want[i%len(reqs)]) {
+					done <- fmt.Errorf("%s: %+v %v, want %+v", r.Action, d, err, want[i%len(reqs)])
+					return
+				}
+			}
+			done <- nil
+		}()
+	}
+	for g := 0; g < 4; g++ {
+		if err := <-done; err != nil {
+			t.Error(err)
 		}
 	}
 }
