@@ -157,9 +157,13 @@ type run struct {
 	tools  []Tool
 
 	session *sdk.ClientSession
-	cmd     *exec.Cmd
-	exited  chan struct{} // closed when the process has been waited for
-	stderr  *tailBuffer
+	// cancel ends the run's own context, which outlives Start: a remote
+	// transport's long-lived streams (SSE) are bound to the context of
+	// Connect, so it must not be the caller's or a start timeout's.
+	cancel context.CancelFunc
+	cmd    *exec.Cmd
+	exited chan struct{} // closed when the process has been waited for
+	stderr *tailBuffer
 
 	mu       sync.Mutex
 	stopping bool
@@ -226,6 +230,11 @@ func (s *Supervisor) Start(ctx context.Context, c agent.Component) (undo func() 
 
 	serr := s.start(ctx, r)
 	if serr != nil {
+		s.mu.Lock()
+		if r.cancel != nil {
+			r.cancel()
+		}
+		s.mu.Unlock()
 		se := &StartError{Server: c.Name, Plugin: r.status.Plugin, Err: serr, Stderr: r.stderr.String()}
 		s.setStatus(r, func(st *Status) { st.State, st.Error = StateFailed, se.Error() })
 		return undo, se
@@ -240,6 +249,18 @@ func (s *Supervisor) start(ctx context.Context, r *run) error {
 	cfg := *r.comp.MCP
 	env := s.env(r.comp)
 	lookup := envLookup(env)
+	runCtx, runCancel := context.WithCancel(context.WithoutCancel(ctx))
+	s.mu.Lock()
+	r.cancel = runCancel
+	s.mu.Unlock()
+	// Until the start is over, the caller's cancellation and the start
+	// timeout end the run too.
+	stopEarly := context.AfterFunc(ctx, runCancel)
+	timer := time.AfterFunc(s.o.StartTimeout, runCancel)
+	defer func() {
+		stopEarly()
+		timer.Stop()
+	}()
 	ctx, cancel := context.WithTimeout(ctx, s.o.StartTimeout)
 	defer cancel()
 
@@ -289,7 +310,7 @@ func (s *Supervisor) start(ctx context.Context, r *run) error {
 		return fmt.Errorf("%w (type %q)", ErrTransport, cfg.Type)
 	}
 
-	session, err := client.Connect(ctx, transport, nil)
+	session, err := client.Connect(runCtx, transport, nil)
 	if err != nil {
 		return s.failStart(r, "initialize handshake failed", err)
 	}
@@ -437,6 +458,12 @@ func (s *Supervisor) stop(r *run) error {
 	if !already {
 		if r.session != nil {
 			r.session.Close()
+		}
+		s.mu.Lock()
+		cancel := r.cancel
+		s.mu.Unlock()
+		if cancel != nil {
+			cancel()
 		}
 		if r.cmd != nil && r.cmd.Process != nil {
 			select {

@@ -391,3 +391,36 @@ func TestConcurrentReadsDuringStart(t *testing.T) {
 		t.Fatalf("%d tools, want 4 (a and c)", got)
 	}
 }
+
+func TestSSEServer(t *testing.T) {
+	srv := sdk.NewServer(&sdk.Implementation{Name: "legacy", Version: "0.1"}, nil)
+	sdk.AddTool(srv, &sdk.Tool{Name: "ping"}, func(ctx context.Context, req *sdk.CallToolRequest, in struct{}) (*sdk.CallToolResult, any, error) {
+		return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: "pong"}}}, nil, nil
+	})
+	ts := httptest.NewServer(sdk.NewSSEHandler(func(*http.Request) *sdk.Server { return srv }, nil))
+	defer ts.Close()
+	sup := New(Options{StartTimeout: 10 * time.Second})
+	defer sup.Close()
+	comp := agent.Component{Kind: plugin.KindMCPServer, Name: "plugin:legacy:sse", Local: "sse", Plugin: plugin.MustParseID("legacy@corp"),
+		Source: agent.SourcePlugin, MCP: &plugin.MCPServer{Type: "sse", URL: ts.URL}}
+	undo, err := sup.Start(context.Background(), comp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := toolNames(sup.Tools()); len(got) != 1 || got[0] != "mcp__plugin_legacy_sse__ping" {
+		t.Fatalf("tools = %v", got)
+	}
+	res, err := sup.CallTool(context.Background(), "mcp__plugin_legacy_sse__ping", nil)
+	if err != nil || text(t, res) != "pong" {
+		t.Fatalf("%v %+v", err, res)
+	}
+	if st, _ := status(sup, comp.Name); st.Transport != "sse" {
+		t.Fatalf("%+v", st)
+	}
+	if err := undo(); err != nil {
+		t.Fatal(err)
+	}
+	if len(sup.Tools()) != 0 {
+		t.Fatal("tools left after undo")
+	}
+}
