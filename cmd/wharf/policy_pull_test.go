@@ -219,7 +219,7 @@ func TestServerPolicyBlocksThenAllowsThenHoldsOffline(t *testing.T) {
 	if r.From != "cache" || r.Status != 0 || len(r.Warnings) != 1 {
 		t.Fatalf("offline pull: %+v", r)
 	}
-	// Commands that do not consult policy still work offline; install does consult it.
+	// Offline, what the cached policy allows still works.
 	if code, _, stderr := c.run("--policy-url", url, "install", "tool@corp"); code != 0 {
 		t.Fatalf("install from an allowed marketplace offline: exit %d %s", code, stderr)
 	}
@@ -234,9 +234,11 @@ func TestServerPolicyBlocksThenAllowsThenHoldsOffline(t *testing.T) {
 	if code != 4 || !strings.Contains(stderr, "bundle.tar.gz") {
 		t.Fatalf("tampered cache: exit %d\n%s%s", code, out, stderr)
 	}
-	code, _, stderr = c.run("--policy-url", url, "install", "tool@corp")
-	if code != 4 {
-		t.Fatalf("tampered cache must stop install too: exit %d %s", code, stderr)
+	for _, args := range [][]string{{"install", "tool@corp"}, {"list"}} {
+		code, _, stderr = c.run(append([]string{"--policy-url", url}, args...)...)
+		if code != 4 {
+			t.Fatalf("tampered cache must stop %v too: exit %d %s", args, code, stderr)
+		}
 	}
 }
 
@@ -309,7 +311,7 @@ func TestServerPolicyLayersBetweenManagedAndPolicyPaths(t *testing.T) {
 	if !strings.Contains(out, "layers, highest first: managed ("+managed+"), org (server "+srv.hs.URL+" layer org), org_2 ("+team+")") {
 		t.Fatalf("layer order:\n%s", out)
 	}
-	if !strings.Contains(out, "org:         enabledPlugins: tool@corp is forced off") && !strings.Contains(out, "forced off") {
+	if !strings.Contains(out, "install    DENIED (forced off)") || !strings.Contains(out, "org:         enabledPlugins: tool@corp is forbidden") || !strings.Contains(out, "org_2:       allows") {
 		t.Fatalf("the server layer's reason is missing:\n%s", out)
 	}
 }
