@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -98,6 +99,23 @@ func (a *app) trustedKeys() (trust.Keyring, error) {
 	return kr, nil
 }
 
+// withInstaller runs fn with this home's installer, then prints its result:
+// as JSON under --json, else with human.
+func withInstaller[T any](a *app, cmd *cobra.Command, fn func(context.Context, *install.Installer) (T, error), human func(T) error) error {
+	in, err := a.Installer()
+	if err != nil {
+		return err
+	}
+	res, err := fn(cmd.Context(), in)
+	if err != nil {
+		return err
+	}
+	if a.cfg.JSON {
+		return a.printJSON(res)
+	}
+	return human(res)
+}
+
 func parseIDArg(s string) (plugin.ID, error) { return plugin.ParseID(s) }
 
 func scopeFlag(cmd *cobra.Command, p *string) {
@@ -121,29 +139,22 @@ func newInstallCmd(a *app) *cobra.Command {
 			if err != nil {
 				return usageError(err)
 			}
-			in, err := a.Installer()
-			if err != nil {
-				return err
-			}
-			res, err := in.Install(cmd.Context(), install.Request{ID: id, Scope: sc, Force: force})
-			if err != nil {
-				return err
-			}
-			if a.cfg.JSON {
-				return a.printJSON(res)
-			}
-			for _, w := range res.Warnings {
-				a.warnf("%s", w)
-			}
-			for _, i := range res.Installed {
-				mark := ""
-				if i.Auto {
-					mark = " (dependency)"
+			return withInstaller(a, cmd, func(ctx context.Context, in *install.Installer) (*install.Result, error) {
+				return in.Install(ctx, install.Request{ID: id, Scope: sc, Force: force})
+			}, func(res *install.Result) error {
+				for _, w := range res.Warnings {
+					a.warnf("%s", w)
 				}
-				a.printf("installed %s %s%s\n", i.ID, i.Version, mark)
-			}
-			a.printf("enabled in %s\n", res.Settings)
-			return nil
+				for _, i := range res.Installed {
+					mark := ""
+					if i.Auto {
+						mark = " (dependency)"
+					}
+					a.printf("installed %s %s%s\n", i.ID, i.Version, mark)
+				}
+				a.printf("enabled in %s\n", res.Settings)
+				return nil
+			})
 		},
 	}
 	scopeFlag(cmd, &scope)
@@ -162,24 +173,17 @@ func newUninstallCmd(a *app) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			in, err := a.Installer()
-			if err != nil {
-				return err
-			}
-			res, err := in.Uninstall(cmd.Context(), id, prune)
-			if err != nil {
-				return err
-			}
-			if a.cfg.JSON {
-				return a.printJSON(res)
-			}
-			for _, w := range res.Warnings {
-				a.warnf("%s", w)
-			}
-			for _, r := range res.Removed {
-				a.printf("removed %s\n", r)
-			}
-			return nil
+			return withInstaller(a, cmd, func(ctx context.Context, in *install.Installer) (*install.Removed, error) {
+				return in.Uninstall(ctx, id, prune)
+			}, func(res *install.Removed) error {
+				for _, w := range res.Warnings {
+					a.warnf("%s", w)
+				}
+				for _, r := range res.Removed {
+					a.printf("removed %s\n", r)
+				}
+				return nil
+			})
 		},
 	}
 	cmd.Flags().BoolVar(&prune, "prune", false, "also remove dependencies installed only for it that nothing else needs")
@@ -192,24 +196,17 @@ func newPruneCmd(a *app) *cobra.Command {
 		Short: "Remove auto-installed dependencies that nothing needs any more",
 		Args:  exactArgs(0, "no arguments"),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			in, err := a.Installer()
-			if err != nil {
-				return err
-			}
-			res, err := in.Prune(cmd.Context())
-			if err != nil {
-				return err
-			}
-			if a.cfg.JSON {
-				return a.printJSON(res)
-			}
-			if len(res.Removed) == 0 {
-				a.printf("nothing to prune\n")
-			}
-			for _, r := range res.Removed {
-				a.printf("removed %s\n", r)
-			}
-			return nil
+			return withInstaller(a, cmd, func(ctx context.Context, in *install.Installer) (*install.Removed, error) {
+				return in.Prune(ctx)
+			}, func(res *install.Removed) error {
+				if len(res.Removed) == 0 {
+					a.printf("nothing to prune\n")
+				}
+				for _, r := range res.Removed {
+					a.printf("removed %s\n", r)
+				}
+				return nil
+			})
 		},
 	}
 }
@@ -235,25 +232,18 @@ the new version after their next reload.`,
 				}
 				ids = append(ids, id)
 			}
-			in, err := a.Installer()
-			if err != nil {
-				return err
-			}
-			res, err := in.Update(cmd.Context(), ids)
-			if err != nil {
-				return err
-			}
-			if a.cfg.JSON {
-				return a.printJSON(res)
-			}
-			for _, u := range res {
-				if u.Changed {
-					a.printf("updated %s %s -> %s (%s)\n", u.ID, u.From, u.To, u.Note)
-				} else {
-					a.printf("%s %s: %s\n", u.ID, u.From, u.Note)
+			return withInstaller(a, cmd, func(ctx context.Context, in *install.Installer) ([]install.Updated, error) {
+				return in.Update(ctx, ids)
+			}, func(res []install.Updated) error {
+				for _, u := range res {
+					if u.Changed {
+						a.printf("updated %s %s -> %s (%s)\n", u.ID, u.From, u.To, u.Note)
+					} else {
+						a.printf("%s %s: %s\n", u.ID, u.From, u.Note)
+					}
 				}
-			}
-			return nil
+				return nil
+			})
 		},
 	}
 	cmd.Flags().BoolVar(&all, "all", false, "update every installed plugin")
@@ -305,42 +295,35 @@ func newListCmd(a *app) *cobra.Command {
 		Short: "List installed plugins with their status: active, demoted, failed or disabled",
 		Args:  exactArgs(0, "no arguments"),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			in, err := a.Installer()
-			if err != nil {
-				return err
-			}
-			rows, err := in.List(cmd.Context(), install.StatusOptions{Rehash: rehash})
-			if err != nil {
-				return err
-			}
-			if a.cfg.JSON {
-				return a.printJSON(rows)
-			}
-			if len(rows) == 0 {
-				a.printf("no plugins installed; find some with: wharf search\n")
-				return nil
-			}
-			tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "PLUGIN\tVERSION\tSCOPE\tSTATUS\tNOTES")
-			for _, r := range rows {
-				var notes []string
-				if r.Auto {
-					notes = append(notes, "auto")
+			return withInstaller(a, cmd, func(ctx context.Context, in *install.Installer) ([]install.PluginStatus, error) {
+				return in.List(ctx, install.StatusOptions{Rehash: rehash})
+			}, func(rows []install.PluginStatus) error {
+				if len(rows) == 0 {
+					a.printf("no plugins installed; find some with: wharf search\n")
+					return nil
 				}
-				if r.Forced != "" {
-					notes = append(notes, "forced "+r.Forced+" by policy")
+				tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
+				fmt.Fprintln(tw, "PLUGIN\tVERSION\tSCOPE\tSTATUS\tNOTES")
+				for _, r := range rows {
+					var notes []string
+					if r.Auto {
+						notes = append(notes, "auto")
+					}
+					if r.Forced != "" {
+						notes = append(notes, "forced "+r.Forced+" by policy")
+					}
+					if r.Delisted {
+						notes = append(notes, "no longer listed by its marketplace")
+					}
+					if r.Chain != "" {
+						notes = append(notes, r.Chain)
+					} else if len(r.Errors) > 0 {
+						notes = append(notes, r.Errors[0])
+					}
+					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", r.ID, r.Version, r.Scope, r.Status, strings.Join(notes, "; "))
 				}
-				if r.Delisted {
-					notes = append(notes, "no longer listed by its marketplace")
-				}
-				if r.Chain != "" {
-					notes = append(notes, r.Chain)
-				} else if len(r.Errors) > 0 {
-					notes = append(notes, r.Errors[0])
-				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", r.ID, r.Version, r.Scope, r.Status, strings.Join(notes, "; "))
-			}
-			return tw.Flush()
+				return tw.Flush()
+			})
 		},
 	}
 	cmd.Flags().BoolVar(&rehash, "rehash", false, "re-hash every plugin's content instead of the quick stat check")
@@ -353,24 +336,17 @@ func newGCCmd(a *app) *cobra.Command {
 		Short: "Remove cached plugin versions nothing uses, after their grace period",
 		Args:  exactArgs(0, "no arguments"),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			in, err := a.Installer()
-			if err != nil {
-				return err
-			}
-			rep, err := in.GC(cmd.Context())
-			if err != nil {
-				return err
-			}
-			if a.cfg.JSON {
-				return a.printJSON(rep)
-			}
-			for _, r := range rep.Removed {
-				a.printf("removed %s\n", r)
-			}
-			for _, k := range rep.Kept {
-				a.printf("kept %s (%s since %s)\n", k.Path, k.Reason, k.Since.Format("2006-01-02"))
-			}
-			return nil
+			return withInstaller(a, cmd, func(ctx context.Context, in *install.Installer) (*cache.GCReport, error) {
+				return in.GC(ctx)
+			}, func(rep *cache.GCReport) error {
+				for _, r := range rep.Removed {
+					a.printf("removed %s\n", r)
+				}
+				for _, k := range rep.Kept {
+					a.printf("kept %s (%s since %s)\n", k.Path, k.Reason, k.Since.Format("2006-01-02"))
+				}
+				return nil
+			})
 		},
 	}
 }
