@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"path/filepath"
@@ -16,6 +15,7 @@ import (
 	"github.com/wharfhq/wharf/install"
 	"github.com/wharfhq/wharf/marketplace"
 	"github.com/wharfhq/wharf/plugin"
+	"github.com/wharfhq/wharf/policy"
 	"github.com/wharfhq/wharf/settings"
 )
 
@@ -72,6 +72,13 @@ func (a *app) agentRuntime(ctx context.Context, opts *agentOptions, o agent.Opti
 	if err != nil {
 		return nil, err
 	}
+	return a.newAgentRuntime(ctx, opts, o, cat, c, pol, nil)
+}
+
+// newAgentRuntime wires a runtime over a registry, the marketplaces' entries
+// and sources, policy, the settings scopes and the session plugin dirs.
+// leaser, when not nil, leases the version dirs the session uses.
+func (a *app) newAgentRuntime(ctx context.Context, opts *agentOptions, o agent.Options, cat *marketplace.Catalog, c *cache.Cache, pol *policy.Engine, leaser agent.Leaser) (*agent.Runtime, error) {
 	sources := map[string]*settings.MarketplaceSource{}
 	for _, m := range cat.Marketplaces() {
 		sources[m.Known.Name] = knownSource(m.Known.Source)
@@ -88,6 +95,9 @@ func (a *app) agentRuntime(ctx context.Context, opts *agentOptions, o agent.Opti
 	o.Project = paths.Project
 	o.Settings = paths
 	o.Registry = c
+	if leaser != nil {
+		o.Leaser = leaser
+	}
 	o.Policy = pol
 	o.Entries = func(id plugin.ID) *plugin.Entry {
 		if hit, err := cat.Lookup(id); err == nil {
@@ -250,13 +260,9 @@ func newAgentStatusCmd(a *app, opts *agentOptions) *cobra.Command {
 // knownSource converts a known marketplace's source to the form policy
 // matches (strictKnownMarketplaces, blockedMarketplaces); nil when it cannot.
 func knownSource(src marketplace.Source) *settings.MarketplaceSource {
-	b, err := json.Marshal(src)
+	s, err := settingsSource(src)
 	if err != nil {
 		return nil
 	}
-	s, err := settings.ParseSource(b)
-	if err != nil {
-		return nil
-	}
-	return &s
+	return s
 }

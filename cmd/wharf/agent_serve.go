@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"path/filepath"
 	"runtime/debug"
 	"time"
 
@@ -14,8 +13,6 @@ import (
 	"github.com/wharfhq/wharf/agent/mcp"
 	"github.com/wharfhq/wharf/agent/protocol"
 	"github.com/wharfhq/wharf/cache"
-	"github.com/wharfhq/wharf/plugin"
-	"github.com/wharfhq/wharf/settings"
 	"github.com/wharfhq/wharf/store"
 )
 
@@ -108,42 +105,7 @@ func (a *app) agentSessionRuntime(ctx context.Context, opts *agentOptions, o age
 	if err != nil {
 		return nil, err
 	}
-	sources := map[string]*settings.MarketplaceSource{}
-	for _, m := range cat.Marketplaces() {
-		sources[m.Known.Name] = knownSource(m.Known.Source)
-	}
-	paths := a.settingsPaths()
-	if opts.project != "" {
-		abs, err := filepath.Abs(opts.project)
-		if err != nil {
-			return nil, usageError(err)
-		}
-		paths.Project = abs
-	}
-	o.Home = a.env.Home()
-	o.Project = paths.Project
-	o.Settings = paths
-	o.Registry = c
-	o.Leaser = c
-	o.Policy = pol
-	o.Entries = func(id plugin.ID) *plugin.Entry {
-		if hit, err := cat.Lookup(id); err == nil {
-			return hit.Entry
-		}
-		return nil
-	}
-	o.MarketplaceSource = func(name string) *settings.MarketplaceSource { return sources[name] }
-	r, err := agent.New(o)
-	if err != nil {
-		return nil, err
-	}
-	for _, d := range opts.pluginDirs {
-		if err := r.AddPluginDir(ctx, d); err != nil {
-			r.Close()
-			return nil, err
-		}
-	}
-	return r, nil
+	return a.newAgentRuntime(ctx, opts, o, cat, c, pol, c)
 }
 
 // sessionStore opens the bbolt file for each transaction (shared lock for
