@@ -188,7 +188,7 @@ func (o Options) Fetch(ctx context.Context) (*Result, error) {
 	case err == nil && status == http.StatusOK:
 		layers, info, rerr := policy.ReadBundle(bytes.NewReader(body), key)
 		if rerr != nil {
-			return nil, rerr // never cached
+			return nil, o.keyHint(res, rerr) // never cached
 		}
 		m := meta{URL: base, ETag: respETag, Version: info.Version, SHA256: sha256hex(body), Confirmed: o.Now().UTC()}
 		if werr := o.writeCache(body, m); werr != nil {
@@ -261,6 +261,19 @@ func (o Options) refusedByServer(base string, status int, body []byte) error {
 	}
 	return plugin.Errorf(plugin.LayerPolicy, TypeUnavailable, base, hint,
 		"policy server %s refused the bundle request: %d %s; failing closed", base, status, strings.TrimSpace(string(firstLine(body))))
+}
+
+// keyHint says what to do when a fresh bundle does not verify with the
+// key trusted on first use: the server's key may have changed.
+func (o Options) keyHint(res *Result, err error) error {
+	var pe *plugin.Error
+	if res.KeySource != "stored" || !errors.As(err, &pe) || pe.Type != plugin.TypeTrustRejected {
+		return err
+	}
+	c := *pe
+	p := filepath.Join(o.CacheDir, KeyFile)
+	c.Hint = "the server's bundle is not signed by the key trusted on first use (" + p + "); if the server's key changed on purpose, remove that file or pin the new key with --policy-key"
+	return &c
 }
 
 func cacheRefused(dir string, err error) error {

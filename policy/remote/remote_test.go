@@ -276,8 +276,8 @@ func TestFetchRefusesBundleOfAnotherKey(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err = o.Fetch(context.Background())
-	if l, _ := layerOf(err); l != plugin.LayerTrust {
-		t.Fatalf("bundle of another key than the stored one: %v", err)
+	if l, _ := layerOf(err); l != plugin.LayerTrust || !strings.Contains(plugin.HintOf(err), KeyFile) {
+		t.Fatalf("bundle of another key than the stored one: %v (hint %q)", err, plugin.HintOf(err))
 	}
 }
 
