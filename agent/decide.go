@@ -10,8 +10,8 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/wharfhq/wharf/atomicfile"
 	"github.com/wharfhq/wharf/policy"
-	"github.com/wharfhq/wharf/settings"
 )
 
 // Policy is what the loader asks before it loads a plugin, a surface of
@@ -106,7 +106,7 @@ func (d *decider) save() error {
 	if err := os.MkdirAll(filepath.Dir(d.file), 0o755); err != nil {
 		return err
 	}
-	return settings.WriteFileAtomic(d.file, buf.Bytes(), 0o644)
+	return atomicfile.WriteFile(d.file, buf.Bytes(), 0o644)
 }
 
 func memoKey(r policy.Request) string {

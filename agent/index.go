@@ -12,9 +12,9 @@ import (
 	"path/filepath"
 	"sync"
 
+	"github.com/wharfhq/wharf/atomicfile"
 	"github.com/wharfhq/wharf/cache"
 	"github.com/wharfhq/wharf/plugin"
-	"github.com/wharfhq/wharf/settings"
 )
 
 // indexFile keeps, per installed version dir, the components a load parsed
@@ -145,7 +145,7 @@ func (x *componentIndex) save(recs []cache.Record) error {
 	if err := os.MkdirAll(filepath.Dir(x.file), 0o755); err != nil {
 		return err
 	}
-	return settings.WriteFileAtomic(x.file, buf.Bytes(), 0o644)
+	return atomicfile.WriteFile(x.file, buf.Bytes(), 0o644)
 }
 
 // indexKey hashes everything an index entry of r depends on.

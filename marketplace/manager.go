@@ -18,6 +18,7 @@ import (
 	git "github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/plumbing"
 
+	"github.com/wharfhq/wharf/atomicfile"
 	"github.com/wharfhq/wharf/plugin"
 	"github.com/wharfhq/wharf/store"
 )
@@ -411,7 +412,7 @@ func (m *Manager) download(ctx context.Context, src Source, dir string) error {
 	if len(data) > maxManifestBytes {
 		return fail(fmt.Errorf("download: marketplace.json is larger than %d bytes", maxManifestBytes), "point at a real marketplace.json")
 	}
-	return writeFileAtomic(filepath.Join(dir, ManifestPath), data)
+	return atomicfile.WriteFile(filepath.Join(dir, ManifestPath), data, 0o644)
 }
 
 // manifestFile is where the marketplace.json of src lives once at root.
@@ -474,46 +475,11 @@ func swapDir(tmp, dst string) error {
 		}
 		return err
 	}
-	syncDir(filepath.Dir(dst))
+	_ = atomicfile.SyncDir(filepath.Dir(dst)) // best effort: the swap itself is done
 	if old != "" {
 		_ = os.RemoveAll(old)
 	}
 	return nil
-}
-
-// writeFileAtomic writes via a temp file in the same dir, fsync, rename, fsync dir.
-func writeFileAtomic(path string, data []byte) error {
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return err
-	}
-	f, err := os.CreateTemp(filepath.Dir(path), ".tmp-*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(f.Name())
-	if _, err := f.Write(data); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	if err := os.Rename(f.Name(), path); err != nil {
-		return err
-	}
-	syncDir(filepath.Dir(path))
-	return nil
-}
-
-func syncDir(dir string) {
-	if d, err := os.Open(dir); err == nil {
-		_ = d.Sync()
-		d.Close()
-	}
 }
 
 func randSuffix() string {

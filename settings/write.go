@@ -7,8 +7,8 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
-	"path/filepath"
 
+	"github.com/wharfhq/wharf/atomicfile"
 	"github.com/wharfhq/wharf/plugin"
 )
 
@@ -84,52 +84,9 @@ func SetEnabledAll(p Paths, scope Scope, ids map[plugin.ID]bool) (string, error)
 		return "", err
 	}
 	out = append(out, '\n')
-	if err := WriteFileAtomic(path, out, 0o644); err != nil {
+	if err := atomicfile.WriteFile(path, out, 0o644); err != nil {
 		return "", plugin.Errorf(plugin.LayerIntent, TypeSettingsInvalid, path, "check the directory's permissions and free space", "writing settings: %v", err)
 	}
 	return path, nil
 }
 
-// WriteFileAtomic writes data to path so that a crash leaves either the old
-// or the new content: temp file in the same directory, fsync, rename, fsync
-// of the directory.
-func WriteFileAtomic(path string, data []byte, perm fs.FileMode) error {
-	dir := filepath.Dir(path)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return err
-	}
-	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
-	if err != nil {
-		return err
-	}
-	tmp := f.Name()
-	ok := false
-	defer func() {
-		if !ok {
-			f.Close()
-			os.Remove(tmp)
-		}
-	}()
-	if _, err := f.Write(data); err != nil {
-		return err
-	}
-	if err := f.Chmod(perm); err != nil {
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		return err
-	}
-	ok = true
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
-}

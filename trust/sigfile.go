@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/wharfhq/wharf/atomicfile"
 	"github.com/wharfhq/wharf/plugin"
 )
 
@@ -101,7 +102,7 @@ func WriteSignatures(root string, sigs []Signature) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return sigFileError(dir, err)
 	}
-	return WriteFileAtomic(filepath.Join(root, filepath.FromSlash(SignaturesFile)), data, 0o644)
+	return writeSigFile(filepath.Join(root, filepath.FromSlash(SignaturesFile)), data, 0o644)
 }
 
 // AddSignature adds sig to the detached signatures of root, replacing an
@@ -125,41 +126,10 @@ func MergeSignature(sigs []Signature, sig Signature) []Signature {
 	return append(out, sig)
 }
 
-// WriteFileAtomic writes data to name through a temporary file in the same
-// directory: write, fsync, rename over name, fsync the directory.
-func WriteFileAtomic(name string, data []byte, perm fs.FileMode) (err error) {
-	dir := filepath.Dir(name)
-	f, err := os.CreateTemp(dir, "."+filepath.Base(name)+".tmp-*")
-	if err != nil {
+// writeSigFile writes a signatures file crash-safely.
+func writeSigFile(name string, data []byte, perm fs.FileMode) error {
+	if err := atomicfile.WriteFile(name, data, perm); err != nil {
 		return sigFileError(name, err)
-	}
-	tmp := f.Name()
-	defer func() {
-		if err != nil {
-			os.Remove(tmp)
-		}
-	}()
-	if _, err = f.Write(data); err == nil {
-		err = f.Chmod(perm)
-	}
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return sigFileError(name, err)
-	}
-	if err = os.Rename(tmp, name); err != nil {
-		return sigFileError(name, err)
-	}
-	if d, derr := os.Open(dir); derr == nil {
-		serr := d.Sync()
-		d.Close()
-		if serr != nil {
-			return sigFileError(dir, serr)
-		}
 	}
 	return nil
 }

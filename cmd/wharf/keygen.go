@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/wharfhq/wharf/atomicfile"
 	"github.com/wharfhq/wharf/plugin"
 	"github.com/wharfhq/wharf/trust"
 )
@@ -59,10 +60,10 @@ func newKeygenCmd(a *app) *cobra.Command {
 			}
 			// The private key is never visible with wider permissions: the
 			// temporary file is created 0600 and renamed into place.
-			if err := trust.WriteFileAtomic(privFile, priv, 0o600); err != nil {
+			if err := atomicfile.WriteFile(privFile, priv, 0o600); err != nil {
 				return err
 			}
-			if err := trust.WriteFileAtomic(pubFile, pub, 0o644); err != nil {
+			if err := atomicfile.WriteFile(pubFile, pub, 0o644); err != nil {
 				return err
 			}
 			res := keygenResult{KeyID: id, Alg: alg, Private: privFile, Public: pubFile}

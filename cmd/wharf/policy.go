@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/wharfhq/wharf/atomicfile"
 	"github.com/wharfhq/wharf/plugin"
 	"github.com/wharfhq/wharf/policy"
 	"github.com/wharfhq/wharf/settings"
@@ -421,7 +422,7 @@ func newPolicyExportCmd(a *app, o *policyOptions) *cobra.Command {
 				return err
 			}
 			if output != "" {
-				if err := settings.WriteFileAtomic(output, doc, 0o644); err != nil {
+				if err := atomicfile.WriteFile(output, doc, 0o644); err != nil {
 					return &plugin.Error{Layer: plugin.LayerMaterialization, Type: "write-failed", Object: output, Err: err, Hint: "check that the directory is writable"}
 				}
 			}

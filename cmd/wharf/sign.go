@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/wharfhq/wharf/atomicfile"
 	"github.com/wharfhq/wharf/plugin"
 	"github.com/wharfhq/wharf/trust"
 )
@@ -151,7 +152,7 @@ func signEntry(file, name, digest string, sig trust.Signature) ([]string, error)
 	if fi, err := os.Stat(file); err == nil {
 		perm = fi.Mode().Perm()
 	}
-	return dropped, trust.WriteFileAtomic(file, out, perm)
+	return dropped, atomicfile.WriteFile(file, out, perm)
 }
 
 // jsonObj is a JSON object that keeps its key order, so rewriting a user's
