@@ -89,4 +89,3 @@ func SetEnabledAll(p Paths, scope Scope, ids map[plugin.ID]bool) (string, error)
 	}
 	return path, nil
 }
-
