@@ -201,14 +201,17 @@ func buildFacts(layers []compiledLayer) *factIndex {
 //	cross_listing   [layer, ...] whose allowCrossMarketplaceDependenciesOn
 //	                lists the plugin's marketplace
 func (x *factIndex) facts(r *Request, pluginStr, pluginMkt string, src *sourceFacets) *ast.Term {
-	obj := ast.NewObject()
+	items := make([][2]*ast.Term, 0, 5)
+	add := func(k, v *ast.Term) { items = append(items, ast.Item(k, v)) }
 	switch r.Action {
 	case ActionAddMarketplace, ActionUpdateMarketplace, ActionInstall, ActionEnable, ActionLoad:
 		var listing []int
 		if src.known {
 			// An unknown source cannot be listed.
-			listing = append(listing, x.strictExact[src.key]...)
-			listing = append(listing, x.strictOwner[src.owner]...)
+			// The full slice expression makes any append copy: the index
+			// is shared by every evaluation.
+			exact := x.strictExact[src.key]
+			listing = append(exact[:len(exact):len(exact)], x.strictOwner[src.owner]...)
 		}
 		if src.host != "" {
 			for _, p := range x.strictHost {
@@ -224,7 +227,7 @@ func (x *factIndex) facts(r *Request, pluginStr, pluginMkt string, src *sourceFa
 				}
 			}
 		}
-		obj.Insert(keyStrictListing, layerArray(listing))
+		add(keyStrictListing, layerArray(listing))
 		var blocked []*ast.Term
 		hit := func(layer int, kind, pattern string) {
 			blocked = append(blocked, ast.ArrayTerm(ast.IntNumberTerm(layer), ast.StringTerm(kind), ast.StringTerm(pattern)))
@@ -249,11 +252,11 @@ func (x *factIndex) facts(r *Request, pluginStr, pluginMkt string, src *sourceFa
 				}
 			}
 		}
-		obj.Insert(keyBlockedBy, termArray(blocked))
+		add(keyBlockedBy, termArray(blocked))
 	case ActionLoadComponent:
-		obj.Insert(keySurfaceListing, layerArray(x.surfacesLocked[string(r.Surface)]))
+		add(keySurfaceListing, layerArray(x.surfacesLocked[string(r.Surface)]))
 	case ActionRunHook:
-		obj.Insert(keySurfaceListing, layerArray(x.surfacesLocked[string(settings.SurfaceHooks)]))
+		add(keySurfaceListing, layerArray(x.surfacesLocked[string(settings.SurfaceHooks)]))
 	}
 	if r.Action == ActionInstall {
 		var sigs []*ast.Term
@@ -267,15 +270,15 @@ func (x *factIndex) facts(r *Request, pluginStr, pluginMkt string, src *sourceFa
 			}
 			sigs = append(sigs, ast.ArrayTerm(ast.IntNumberTerm(e.layer), e.keySet, ast.BooleanTerm(e.invalid), ast.BooleanTerm(signed)))
 		}
-		obj.Insert(keySignatures, termArray(sigs))
+		add(keySignatures, termArray(sigs))
 	}
 	if r.Action == ActionInstall || r.Action == ActionCrossDependency {
-		obj.Insert(keyCrossListing, layerArray(x.crossAllowed[pluginMkt]))
+		add(keyCrossListing, layerArray(x.crossAllowed[pluginMkt]))
 	}
 	if pluginStr != "" {
-		obj.Insert(keyEnabled, termArray(x.enabled[pluginStr]))
+		add(keyEnabled, termArray(x.enabled[pluginStr]))
 	}
-	return ast.NewTerm(obj)
+	return ast.NewTerm(ast.NewObject(items...))
 }
 
 func layerArray(l []int) *ast.Term {
