@@ -45,8 +45,8 @@ r(i, rule, msg) := {"layer": data.wharf_index.names[i], "order": i, "rule": rule
 # themselves; the others are dispatched here:
 #
 #   marketplace rules (market_deny)    add_marketplace update_marketplace install enable load
-#   forced off (forced_off_deny)       install enable load load_component run_hook
-#   forced on (forced_on_deny)         disable uninstall
+#   forced off (forced_off_reason)     install enable load load_component run_hook
+#   forced on (forced_on_reason)       disable uninstall
 #   requireSignatures                  install
 #   cross-marketplace dependencies     install cross_dependency
 #   locked surfaces                    load_component
@@ -68,9 +68,9 @@ deny contains x if {
 	some x in market_deny
 }
 
-deny contains x if {
+deny contains forced_off_reason if {
 	input.action == "install"
-	some x in forced_off_deny
+	forced == "off"
 }
 
 deny contains x if {
@@ -84,9 +84,9 @@ deny contains x if {
 	some x in market_deny
 }
 
-deny contains x if {
+deny contains forced_off_reason if {
 	input.action == "enable"
-	some x in forced_off_deny
+	forced == "off"
 }
 
 deny contains x if {
@@ -94,14 +94,14 @@ deny contains x if {
 	some x in market_deny
 }
 
-deny contains x if {
+deny contains forced_off_reason if {
 	input.action == "load"
-	some x in forced_off_deny
+	forced == "off"
 }
 
-deny contains x if {
+deny contains forced_off_reason if {
 	input.action == "load_component"
-	some x in forced_off_deny
+	forced == "off"
 }
 
 deny contains x if {
@@ -110,9 +110,9 @@ deny contains x if {
 	some x in surface_deny(input.surface)
 }
 
-deny contains x if {
+deny contains forced_off_reason if {
 	input.action == "run_hook"
-	some x in forced_off_deny
+	forced == "off"
 }
 
 deny contains x if {
@@ -120,14 +120,14 @@ deny contains x if {
 	some x in hook_deny
 }
 
-deny contains x if {
+deny contains forced_on_reason if {
 	input.action == "disable"
-	some x in forced_on_deny
+	forced == "on"
 }
 
-deny contains x if {
+deny contains forced_on_reason if {
 	input.action == "uninstall"
-	some x in forced_on_deny
+	forced == "on"
 }
 
 deny contains x if {
@@ -182,14 +182,13 @@ default forced_state := ""
 
 forced_state := forced
 
-forced_off_deny contains r(forced_entry[0], "enabledPlugins", forced_off_message(forced_entry[1])) if forced == "off"
+forced_off_reason := r(forced_entry[0], "enabledPlugins", forced_off_message(forced_entry[1]))
 
 forced_off_message(false) := sprintf("%s is forbidden: managed enabledPlugins sets it to false", [input.plugin])
 
 forced_off_message("invalid") := sprintf("%s is forbidden: managed enabledPlugins has an invalid value for it (fail closed)", [input.plugin])
 
-forced_on_deny contains r(forced_entry[0], "enabledPlugins", msg) if {
-	forced == "on"
+forced_on_reason := r(forced_entry[0], "enabledPlugins", msg) if {
 	msg := sprintf("%s is forced on by managed enabledPlugins; it cannot be %s", [input.plugin, past[input.action]])
 }
 
