@@ -162,6 +162,11 @@ func (r *Runtime) AddPluginDir(ctx context.Context, dir string) error {
 // Current returns the current Set, or nil before the first successful load.
 func (r *Runtime) Current() *Set { return r.cur.Load() }
 
+// policyReloader is a Policy that can re-read its inputs (*policy.Engine).
+type policyReloader interface {
+	Reload(ctx context.Context) (bool, error)
+}
+
 // Load builds the complete Set of mode from the settings, the registry and
 // the cache as they are now, activates what is new, swaps the Set in, then
 // undoes what is gone (last-in-first-out). On error the previous Set and its
@@ -178,6 +183,17 @@ func (r *Runtime) Load(ctx context.Context, mode Mode) (*Set, error) {
 		return nil, ErrClosed
 	}
 	r.loaded = true
+	// A reload also picks up a policy change (managed files, --policy layers,
+	// the server's bundle): intent, policy included, takes effect at an
+	// explicit reload. A policy that cannot be read keeps the previous one.
+	var polWarn string
+	if r.cur.Load() != nil {
+		if rl, ok := r.o.Policy.(policyReloader); ok {
+			if _, err := rl.Reload(ctx); err != nil {
+				polWarn = "policy not reloaded, the previous policy stays in force: " + err.Error()
+			}
+		}
+	}
 	// The memo and the index are read while the settings and the registry
 	// are: they are independent, and this is the startup path.
 	var wg sync.WaitGroup
@@ -198,6 +214,9 @@ func (r *Runtime) Load(ctx context.Context, mode Mode) (*Set, error) {
 	set, err := build(ctx, in)
 	if err != nil {
 		return nil, err
+	}
+	if polWarn != "" {
+		set.warnings = append(set.warnings, polWarn)
 	}
 	if err := r.dec.save(); err != nil {
 		set.warnings = append(set.warnings, "policy decisions not memoized: "+err.Error())

@@ -32,6 +32,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/wharfhq/wharf/atomicfile"
 	"github.com/wharfhq/wharf/plugin"
 	"github.com/wharfhq/wharf/policy"
 )
@@ -203,7 +204,7 @@ func (o Options) Fetch(ctx context.Context) (*Result, error) {
 		}
 		m := *cachedMeta
 		m.Confirmed = o.Now().UTC()
-		if werr := writeFileAtomic(filepath.Join(o.CacheDir, MetaFile), mustJSON(m)); werr != nil {
+		if werr := atomicfile.WriteFile(filepath.Join(o.CacheDir, MetaFile), mustJSON(m), 0o644); werr != nil {
 			res.Warnings = append(res.Warnings, fmt.Sprintf("could not record the check in %s: %v", o.CacheDir, werr))
 		}
 		res.fill(layers, info, m, "cache", status, base)
@@ -346,7 +347,7 @@ func (o Options) trustedKey(ctx context.Context, base string, res *Result) ([]by
 	if err := os.MkdirAll(o.CacheDir, 0o755); err != nil {
 		return nil, err
 	}
-	if err := writeFileAtomic(p, []byte(bk.PublicKey)); err != nil {
+	if err := atomicfile.WriteFile(p, []byte(bk.PublicKey), 0o644); err != nil {
 		return nil, fmt.Errorf("storing the policy server's key: %w", err)
 	}
 	res.KeySource, res.KeyID = "first-use", id
@@ -405,50 +406,12 @@ func (o Options) writeCache(body []byte, m meta) error {
 	if err := os.MkdirAll(o.CacheDir, 0o755); err != nil {
 		return err
 	}
-	if err := writeFileAtomic(filepath.Join(o.CacheDir, BundleFile), body); err != nil {
+	if err := atomicfile.WriteFile(filepath.Join(o.CacheDir, BundleFile), body, 0o644); err != nil {
 		return err
 	}
-	return writeFileAtomic(filepath.Join(o.CacheDir, MetaFile), mustJSON(m))
+	return atomicfile.WriteFile(filepath.Join(o.CacheDir, MetaFile), mustJSON(m), 0o644)
 }
 
-// writeFileAtomic: temp file in the same dir, fsync, rename, fsync the dir.
-func writeFileAtomic(p string, data []byte) error {
-	dir := filepath.Dir(p)
-	f, err := os.CreateTemp(dir, "."+filepath.Base(p)+".tmp-*")
-	if err != nil {
-		return err
-	}
-	tmp := f.Name()
-	ok := false
-	defer func() {
-		if !ok {
-			f.Close()
-			os.Remove(tmp)
-		}
-	}()
-	if _, err := f.Write(data); err != nil {
-		return err
-	}
-	if err := f.Chmod(0o644); err != nil {
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	if err := os.Rename(tmp, p); err != nil {
-		return err
-	}
-	ok = true
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
-}
 
 func mustJSON(v any) []byte {
 	b, _ := json.MarshalIndent(v, "", "  ")
