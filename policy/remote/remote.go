@@ -412,7 +412,6 @@ func (o Options) writeCache(body []byte, m meta) error {
 	return atomicfile.WriteFile(filepath.Join(o.CacheDir, MetaFile), mustJSON(m), 0o644)
 }
 
-
 func mustJSON(v any) []byte {
 	b, _ := json.MarshalIndent(v, "", "  ")
 	return append(b, '\n')
