@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"path"
+	"strings"
 
 	"github.com/wharfhq/wharf/marketplace"
 	"github.com/wharfhq/wharf/policy"
@@ -62,7 +64,10 @@ func (g policyGate) AllowAdd(src marketplace.Source) error {
 	if err != nil {
 		return err
 	}
-	return e.AllowAdd(context.Background(), "", *s)
+	// The marketplace's own name is only known after its manifest is read;
+	// until then it goes by the last element of where it comes from.
+	label := strings.TrimSuffix(path.Base(strings.TrimRight(src.String(), "/")), ".git")
+	return e.AllowAdd(context.Background(), label, *s)
 }
 
 // knownMarketSource returns the settings form of a known marketplace's
