@@ -392,6 +392,8 @@ func (s *Server) putLayer(c echo.Context) error {
 	p := s.caller(c)
 	ctx := c.Request().Context()
 	var res LayerWriteResult
+	var compiledVersion string
+	var compiledWarnings []string
 	err = s.deps.Store.Update(func(tx store.Tx) error {
 		layers, err := readLayers(tx)
 		if err != nil {
@@ -429,10 +431,17 @@ func (s *Server) putLayer(c echo.Context) error {
 			}
 		}
 		sortLayers(layers)
-		warnings, err := s.checkCompiles(ctx, layers)
-		if err != nil {
-			return err
+		// A shared store runs fn again when a concurrent commit (often an
+		// unrelated audit entry) touched what it read: compile each
+		// candidate layer set once, not once per attempt.
+		v := policyVersion(layers)
+		if v != compiledVersion {
+			if compiledWarnings, err = s.checkCompiles(ctx, layers); err != nil {
+				return err
+			}
+			compiledVersion = v
 		}
+		warnings := compiledWarnings
 		head, err := s.commitLayers(tx, layers, name, &nl, action, p)
 		if err != nil {
 			return err
