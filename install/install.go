@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"sync"
 
 	"github.com/wharfhq/wharf/cache"
 	"github.com/wharfhq/wharf/plugin"
@@ -124,20 +125,21 @@ func (in *Installer) Install(ctx context.Context, req Request) (*Result, error) 
 		if err := in.checkPolicy(ctx, g, todo, nil); err != nil {
 			return nil, err
 		}
-		fresh := 0
+		var need []plugin.ID
 		for _, st := range todo {
-			if _, ok := done[st.ID]; ok {
-				continue
+			if _, ok := done[st.ID]; !ok {
+				need = append(need, st.ID)
 			}
-			sv, err := in.materialize(ctx, g, st.ID, req.Force)
-			if err != nil {
-				return nil, err
-			}
-			done[st.ID] = sv
-			g.setFetched(st.ID, sv.v.Path)
-			fresh++
 		}
-		if fresh == 0 {
+		got, err := in.materializeAll(ctx, g, need, req.Force)
+		for id, sv := range got {
+			done[id] = sv
+			g.setFetched(id, sv.v.Path)
+		}
+		if err != nil {
+			return nil, err
+		}
+		if len(need) == 0 {
 			break
 		}
 		if round == maxReplans {
@@ -252,6 +254,45 @@ func (in *Installer) verifiedSignatures(g *graph, id plugin.ID, v *cache.Version
 		}
 	}
 	return ids
+}
+
+// fetchWorkers bounds how many plugins of a closure are fetched and
+// materialized at once: most of the time goes to fsync and network waits,
+// which overlap well.
+const fetchWorkers = 4
+
+// materializeAll materializes ids concurrently. It returns every version it
+// produced (so the caller can clean them up) and the first error, in ids'
+// order.
+func (in *Installer) materializeAll(ctx context.Context, g *graph, ids []plugin.ID, force bool) (map[plugin.ID]*stagedVersion, error) {
+	out := make(map[plugin.ID]*stagedVersion, len(ids))
+	errs := make([]error, len(ids))
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, fetchWorkers)
+	for i, id := range ids {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			sv, err := in.materialize(ctx, g, id, force)
+			if err != nil {
+				errs[i] = err
+				return
+			}
+			mu.Lock()
+			out[id] = sv
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return out, err
+		}
+	}
+	return out, nil
 }
 
 // stagedVersion is a version materialized in the cache (not yet registered).
