@@ -116,19 +116,7 @@ func (d *decoder) serverMap(n *node, f, wrapKey string) (*node, string) {
 
 func (d *decoder) mcpFile(n *node, f string) *MCPConfig {
 	c := &MCPConfig{Servers: map[string]MCPServer{}}
-	servers, sf := d.serverMap(n, f, "mcpServers")
-	if servers == nil {
-		return c
-	}
-	for _, m := range servers.members {
-		mf := key(sf, m.key)
-		if err := ValidateName(m.key); err != nil {
-			d.errorf(&node{off: m.keyOff}, mf, "server name: %v", err)
-			continue
-		}
-		if !d.object(m.val, mf) {
-			continue
-		}
+	d.eachServer(n, f, "mcpServers", func(m member, mf string) {
 		var s MCPServer
 		for _, k := range m.val.members {
 			kf := key(mf, k.key)
@@ -148,11 +136,7 @@ func (d *decoder) mcpFile(n *node, f string) *MCPConfig {
 			case "headers":
 				s.Headers = d.strMap(k.val, kf)
 			default:
-				d.unknown(k, mf)
-				if s.Extra == nil {
-					s.Extra = map[string]json.RawMessage{}
-				}
-				s.Extra[k.key] = d.raw(k.val)
+				s.Extra = d.extra(s.Extra, k, mf)
 			}
 		}
 		switch s.Type {
@@ -174,7 +158,7 @@ func (d *decoder) mcpFile(n *node, f string) *MCPConfig {
 			d.errorf(m.val.get("type"), key(mf, "type"), "unknown server type %q; expected stdio, http, sse or ws", s.Type)
 		}
 		c.Servers[m.key] = s
-	}
+	})
 	return c
 }
 
@@ -192,19 +176,7 @@ func checkRemoteURL(s string) (string, bool) {
 
 func (d *decoder) lspFile(n *node, f string) *LSPConfig {
 	c := &LSPConfig{Servers: map[string]LSPServer{}}
-	servers, sf := d.serverMap(n, f, "lspServers")
-	if servers == nil {
-		return c
-	}
-	for _, m := range servers.members {
-		mf := key(sf, m.key)
-		if err := ValidateName(m.key); err != nil {
-			d.errorf(&node{off: m.keyOff}, mf, "server name: %v", err)
-			continue
-		}
-		if !d.object(m.val, mf) {
-			continue
-		}
+	d.eachServer(n, f, "lspServers", func(m member, mf string) {
 		var s LSPServer
 		for _, k := range m.val.members {
 			kf := key(mf, k.key)
@@ -227,19 +199,47 @@ func (d *decoder) lspFile(n *node, f string) *LSPConfig {
 			case "settings":
 				s.Settings = d.raw(k.val)
 			default:
-				d.unknown(k, mf)
-				if s.Extra == nil {
-					s.Extra = map[string]json.RawMessage{}
-				}
-				s.Extra[k.key] = d.raw(k.val)
+				s.Extra = d.extra(s.Extra, k, mf)
 			}
 		}
 		if s.Command == "" {
 			d.errorf(m.val, key(mf, "command"), "required field is missing")
 		}
 		c.Servers[m.key] = s
-	}
+	})
 	return c
+}
+
+// eachServer calls fn for every well-formed entry of a server map (the
+// wrapped {"<wrapKey>": {...}} form or the bare map): a valid name whose
+// value is an object. Other entries are reported and skipped.
+func (d *decoder) eachServer(n *node, f, wrapKey string, fn func(m member, mf string)) {
+	servers, sf := d.serverMap(n, f, wrapKey)
+	if servers == nil {
+		return
+	}
+	for _, m := range servers.members {
+		mf := key(sf, m.key)
+		if err := ValidateName(m.key); err != nil {
+			d.errorf(&node{off: m.keyOff}, mf, "server name: %v", err)
+			continue
+		}
+		if !d.object(m.val, mf) {
+			continue
+		}
+		fn(m, mf)
+	}
+}
+
+// extra keeps an unknown key of a server entry (warning about it), so that
+// nothing a plugin declares is silently dropped.
+func (d *decoder) extra(x map[string]json.RawMessage, k member, mf string) map[string]json.RawMessage {
+	d.unknown(k, mf)
+	if x == nil {
+		x = map[string]json.RawMessage{}
+	}
+	x[k.key] = d.raw(k.val)
+	return x
 }
 
 func sortedKeys[V any](m map[string]V) []string {
