@@ -206,10 +206,7 @@ func (d *decoder) hook(n *node, f string) (Hook, bool) {
 			if !hookExtraKeys[m.key] {
 				d.unknown(m, f)
 			}
-			if hk.Extra == nil {
-				hk.Extra = map[string]json.RawMessage{}
-			}
-			hk.Extra[m.key] = d.raw(m.val)
+			hk.Extra = d.keep(hk.Extra, m)
 		}
 	}
 	switch hk.Type {

@@ -177,10 +177,7 @@ func (d *decoder) manifest(n *node) *Manifest {
 		} else {
 			d.unknown(mem, "")
 		}
-		if m.Extra == nil {
-			m.Extra = map[string]json.RawMessage{}
-		}
-		m.Extra[mem.key] = d.raw(mem.val)
+		m.Extra = d.keep(m.Extra, mem)
 	}
 	nameNode := n.get("name")
 	if nameNode == nil {

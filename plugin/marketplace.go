@@ -259,10 +259,7 @@ func (d *decoder) marketplace(n *node) *Marketplace {
 			}
 		default:
 			d.unknown(mem, "")
-			if m.Extra == nil {
-				m.Extra = map[string]json.RawMessage{}
-			}
-			m.Extra[mem.key] = d.raw(v)
+			m.Extra = d.keep(m.Extra, mem)
 		}
 	}
 	for _, req := range []string{"name", "owner", "plugins"} {
@@ -304,10 +301,7 @@ func (d *decoder) entry(n *node, f, pluginRoot string) Entry {
 			e.Signatures = d.signatures(v, mf)
 		default:
 			d.unknown(mem, f)
-			if e.Extra == nil {
-				e.Extra = map[string]json.RawMessage{}
-			}
-			e.Extra[mem.key] = d.raw(v)
+			e.Extra = d.keep(e.Extra, mem)
 		}
 	}
 	for _, req := range []string{"name", "source"} {

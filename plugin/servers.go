@@ -136,7 +136,8 @@ func (d *decoder) mcpFile(n *node, f string) *MCPConfig {
 			case "headers":
 				s.Headers = d.strMap(k.val, kf)
 			default:
-				s.Extra = d.extra(s.Extra, k, mf)
+				d.unknown(k, mf)
+				s.Extra = d.keep(s.Extra, k)
 			}
 		}
 		switch s.Type {
@@ -199,7 +200,8 @@ func (d *decoder) lspFile(n *node, f string) *LSPConfig {
 			case "settings":
 				s.Settings = d.raw(k.val)
 			default:
-				s.Extra = d.extra(s.Extra, k, mf)
+				d.unknown(k, mf)
+				s.Extra = d.keep(s.Extra, k)
 			}
 		}
 		if s.Command == "" {
@@ -231,10 +233,9 @@ func (d *decoder) eachServer(n *node, f, wrapKey string, fn func(m member, mf st
 	}
 }
 
-// extra keeps an unknown key of a server entry (warning about it), so that
-// nothing a plugin declares is silently dropped.
-func (d *decoder) extra(x map[string]json.RawMessage, k member, mf string) map[string]json.RawMessage {
-	d.unknown(k, mf)
+// keep stores a key wharf does not interpret in an Extra map, so that
+// nothing a manifest declares is silently dropped.
+func (d *decoder) keep(x map[string]json.RawMessage, k member) map[string]json.RawMessage {
 	if x == nil {
 		x = map[string]json.RawMessage{}
 	}
