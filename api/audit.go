@@ -89,6 +89,40 @@ func parseCursor(c echo.Context) (uint64, error) {
 	return n, nil
 }
 
+// readLog reads one page of an append-only log (audit, policy history)
+// whose keys are seqKey numbers: the entries after the cursor that keep
+// accepts, at most limit, and the cursor of the next page ("" at the end).
+func readLog[T any](st store.Store, bucket, what string, after uint64, limit int, keep func(T) bool, seq func(T) uint64) ([]T, string, error) {
+	out := []T{}
+	next := ""
+	err := st.View(func(r store.Reader) error {
+		kvs, err := r.List(bucket, "")
+		if err != nil {
+			return err
+		}
+		for _, kv := range kvs {
+			n, err := strconv.ParseUint(kv.Key, 10, 64)
+			if err != nil || n <= after {
+				continue
+			}
+			var e T
+			if err := json.Unmarshal(kv.Value, &e); err != nil {
+				return fmt.Errorf("%s %s: corrupt: %w", what, kv.Key, err)
+			}
+			if !keep(e) {
+				continue
+			}
+			if len(out) == limit {
+				next = strconv.FormatUint(seq(out[limit-1]), 10)
+				return nil
+			}
+			out = append(out, e)
+		}
+		return nil
+	})
+	return out, next, err
+}
+
 func (s *Server) audit(c echo.Context) error {
 	limit, err := parseLimit(c)
 	if err != nil {
@@ -106,34 +140,12 @@ func (s *Server) audit(c echo.Context) error {
 			return badField("since", "since %q is not an RFC 3339 time such as 2026-01-02T15:04:05Z", v)
 		}
 	}
-	page := AuditPage{Entries: []AuditEntry{}}
-	err = s.deps.Store.View(func(r store.Reader) error {
-		kvs, err := r.List(bucketAudit, "")
-		if err != nil {
-			return err
-		}
-		for _, kv := range kvs {
-			n, err := strconv.ParseUint(kv.Key, 10, 64)
-			if err != nil || n <= after {
-				continue
-			}
-			var e AuditEntry
-			if err := json.Unmarshal(kv.Value, &e); err != nil {
-				return fmt.Errorf("audit entry %s: corrupt: %w", kv.Key, err)
-			}
-			if (action != "" && e.Action != action) || (actor != "" && e.Actor != actor) || (!since.IsZero() && e.Time.Before(since)) {
-				continue
-			}
-			if len(page.Entries) == limit {
-				page.Next = strconv.FormatUint(page.Entries[limit-1].Seq, 10)
-				return nil
-			}
-			page.Entries = append(page.Entries, e)
-		}
-		return nil
-	})
+	entries, next, err := readLog(s.deps.Store, bucketAudit, "audit entry", after, limit, func(e AuditEntry) bool {
+		return (action == "" || e.Action == action) && (actor == "" || e.Actor == actor) && (since.IsZero() || !e.Time.Before(since))
+	}, func(e AuditEntry) uint64 { return e.Seq })
 	if err != nil {
 		return err
 	}
+	page := AuditPage{Entries: entries, Next: next}
 	return c.JSON(http.StatusOK, page)
 }

@@ -600,35 +600,13 @@ func (s *Server) policyHistory(c echo.Context) error {
 		return err
 	}
 	layer := c.QueryParam("layer")
-	page := HistoryPage{Entries: []HistoryEntry{}}
-	err = s.deps.Store.View(func(r store.Reader) error {
-		kvs, err := r.List(bucketHistory, "")
-		if err != nil {
-			return err
-		}
-		for _, kv := range kvs {
-			n, err := strconv.ParseUint(kv.Key, 10, 64)
-			if err != nil || n <= after {
-				continue
-			}
-			var e HistoryEntry
-			if err := json.Unmarshal(kv.Value, &e); err != nil {
-				return fmt.Errorf("policy history %s: corrupt: %w", kv.Key, err)
-			}
-			if layer != "" && e.Layer != layer {
-				continue
-			}
-			if len(page.Entries) == limit {
-				page.Next = strconv.FormatUint(page.Entries[limit-1].Seq, 10)
-				return nil
-			}
-			page.Entries = append(page.Entries, e)
-		}
-		return nil
-	})
+	entries, next, err := readLog(s.deps.Store, bucketHistory, "policy history", after, limit,
+		func(e HistoryEntry) bool { return layer == "" || e.Layer == layer },
+		func(e HistoryEntry) uint64 { return e.Seq })
 	if err != nil {
 		return err
 	}
+	page := HistoryPage{Entries: entries, Next: next}
 	return c.JSON(http.StatusOK, page)
 }
 
