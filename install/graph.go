@@ -16,6 +16,12 @@ type graph struct {
 	installed map[plugin.ID]cache.Record
 	fetched   map[plugin.ID]string // id → staged or materialized dir
 	nodes     map[plugin.ID]nodeInfo
+	loads     map[string]loaded // dir → plugin.Load of it, once per graph
+}
+
+type loaded struct {
+	p   *plugin.Plugin
+	err error
 }
 
 type nodeInfo struct {
@@ -24,7 +30,8 @@ type nodeInfo struct {
 }
 
 func newGraph(cat *marketplace.Catalog, recs []cache.Record) *graph {
-	g := &graph{cat: cat, installed: map[plugin.ID]cache.Record{}, fetched: map[plugin.ID]string{}, nodes: map[plugin.ID]nodeInfo{}}
+	g := &graph{cat: cat, installed: map[plugin.ID]cache.Record{}, fetched: map[plugin.ID]string{}, nodes: map[plugin.ID]nodeInfo{},
+		loads: map[string]loaded{}}
 	for _, r := range recs {
 		g.installed[r.ID] = r
 	}
@@ -45,6 +52,17 @@ func (g *graph) entry(id plugin.ID) (*plugin.Entry, string) {
 	return hit.Entry, hit.Root
 }
 
+// load is plugin.Load of dir with entry, done once per graph: the resolver's
+// lookup and the load-time checks of `list` ask for the same trees.
+func (g *graph) load(dir string, entry *plugin.Entry) (*plugin.Plugin, error) {
+	if l, ok := g.loads[dir]; ok {
+		return l.p, l.err
+	}
+	p, _, err := plugin.Load(dir, entry)
+	g.loads[dir] = loaded{p, err}
+	return p, err
+}
+
 // Lookup implements resolver.Catalog.
 func (g *graph) Lookup(id plugin.ID) (resolver.Node, bool) {
 	if n, ok := g.nodes[id]; ok {
@@ -58,12 +76,12 @@ func (g *graph) Lookup(id plugin.ID) (resolver.Node, bool) {
 func (g *graph) lookup(id plugin.ID) nodeInfo {
 	entry, root := g.entry(id)
 	if dir, ok := g.fetched[id]; ok {
-		if p, _, err := plugin.Load(dir, entry); err == nil {
+		if p, err := g.load(dir, entry); err == nil {
 			return nodeInfo{resolver.Node{Dependencies: p.Manifest.Dependencies}, true}
 		}
 	}
 	if rec, ok := g.installed[id]; ok {
-		if p, _, err := plugin.Load(rec.InstallPath, entry); err == nil {
+		if p, err := g.load(rec.InstallPath, entry); err == nil {
 			return nodeInfo{resolver.Node{Dependencies: p.Manifest.Dependencies}, true}
 		}
 		if entry == nil {

@@ -120,7 +120,7 @@ func (in *Installer) check(ctx context.Context, g *graph, r cache.Record, opts S
 		errs = append(errs, err)
 	}
 	entry, _ := g.entry(r.ID)
-	if _, _, err := plugin.Load(r.InstallPath, entry); err != nil {
+	if _, err := g.load(r.InstallPath, entry); err != nil {
 		errs = append(errs, err)
 	}
 	return errs

@@ -294,6 +294,9 @@ func unionPaths(a, b []string) []string {
 // inside reports whether the file at abs (rel from the root) stays inside
 // the root once symlinks are resolved; it records an error when it does not.
 func (l *loader) inside(abs, rel, field string) bool {
+	if l.linkFree(rel) {
+		return true
+	}
 	real, err := filepath.EvalSymlinks(abs)
 	if err != nil {
 		l.fail(TypeComponentLoad, abs, field, "%s: %v", rel, err)
@@ -304,6 +307,29 @@ func (l *loader) inside(abs, rel, field string) bool {
 	if err != nil || r == ".." || strings.HasPrefix(r, ".."+string(filepath.Separator)) {
 		l.fail(TypeComponentLoad, abs, field, "%s resolves to %s, outside the plugin root", rel, real)
 		return false
+	}
+	return true
+}
+
+// linkFree reports whether no component of rel (a path from the root with
+// no ".." in it) is a symlink, so that it resolves to the root's real path
+// joined with rel: inside the root, without resolving every component of the
+// absolute path as EvalSymlinks does.
+func (l *loader) linkFree(rel string) bool {
+	rel = cleanRel(filepath.ToSlash(rel))
+	if rel == "." {
+		return true
+	}
+	p := l.root
+	for _, seg := range strings.Split(rel, "/") {
+		if seg == ".." {
+			return false
+		}
+		p = filepath.Join(p, seg)
+		fi, err := os.Lstat(p)
+		if err != nil || fi.Mode()&fs.ModeSymlink != 0 {
+			return false
+		}
 	}
 	return true
 }
@@ -411,7 +437,10 @@ func (l *loader) walkMarkdown(kind ComponentKind, dir, field string) {
 	// to (already checked to be inside the plugin) and name files by the
 	// path the manifest used.
 	base := l.relOf(dir)
-	walkRoot, err := filepath.EvalSymlinks(dir)
+	walkRoot, err := dir, error(nil)
+	if !l.linkFree(base) {
+		walkRoot, err = filepath.EvalSymlinks(dir)
+	}
 	if err != nil {
 		l.fail(TypeComponentLoad, l.root, field, "%s: %v", base, err)
 		return

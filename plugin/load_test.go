@@ -218,7 +218,8 @@ func TestLoadInlineComponents(t *testing.T) {
 
 func TestLoadErrors(t *testing.T) {
 	outside := t.TempDir()
-	writeTree(t, outside, map[string]string{"secret.md": "x", "skill/SKILL.md": "x", "hooks.json": `{"hooks":{}}`})
+	writeTree(t, outside, map[string]string{"secret.md": "x", "skill/SKILL.md": "x", "hooks.json": `{"hooks":{}}`,
+		"meta/plugin.json": `{"name":"p"}`, "hookdir/hooks.json": `{"hooks":{}}`})
 	tests := []struct {
 		name  string
 		files map[string]string
@@ -234,6 +235,8 @@ func TestLoadErrors(t *testing.T) {
 		{"symlinked skill escapes", map[string]string{"skills/s": "->" + filepath.Join(outside, "skill")}, TypeComponentLoad, "skills", "outside the plugin root"},
 		{"symlinked hooks escape", map[string]string{"hooks/hooks.json": "->" + filepath.Join(outside, "hooks.json")}, TypeComponentLoad, "hooks", "outside the plugin root"},
 		{"symlinked plugin.json escapes", map[string]string{".claude-plugin/plugin.json": "->" + filepath.Join(outside, "hooks.json")}, TypeComponentLoad, "plugin.json", "outside the plugin root"},
+		{"symlinked manifest dir escapes", map[string]string{".claude-plugin": "->" + filepath.Join(outside, "meta")}, TypeComponentLoad, "plugin.json", "outside the plugin root"},
+		{"symlinked hooks dir escapes", map[string]string{"hooks": "->" + filepath.Join(outside, "hookdir")}, TypeComponentLoad, "hooks", "outside the plugin root"},
 		{"bad hooks file", map[string]string{"hooks/hooks.json": `{"hooks":{"Stop":[{"hooks":[{"type":"command","timeout":"soon","command":"x"}]}]}}`}, TypeComponentLoad, "hooks.Stop[0].hooks[0].timeout", "expected number"},
 		{"bad mcp file", map[string]string{".mcp.json": `{"mcpServers":{"db":{"args":["x"]}}}`}, TypeComponentLoad, "mcpServers.db.command", "required"},
 		{"command path not markdown", map[string]string{".claude-plugin/plugin.json": `{"name":"p","commands":"./run.sh"}`, "run.sh": "x"}, TypeComponentLoad, "commands[0]", "Markdown"},
