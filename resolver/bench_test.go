@@ -70,21 +70,66 @@ func genDAG(n int) (*memCatalog, []plugin.ID) {
 	return cat, idList
 }
 
-// BenchmarkClosure: install plan of p0, which reaches every plugin; every
-// tenth plugin is already installed. Building the Resolver is timed too.
+// closureFixture: every tenth plugin is already installed.
+func closureFixture(n int) (*memCatalog, []plugin.ID, []Installed) {
+	cat, all := genDAG(n)
+	var installed []Installed
+	for i := 1; i < len(all); i += 10 {
+		installed = append(installed, Installed{ID: all[i]})
+	}
+	return cat, all, installed
+}
+
+// BenchmarkClosure: install plan of p0, which reaches every plugin, over an
+// Index of the catalog built once (what a caller that keeps its catalog
+// does: a server across requests, several roots, an update of every
+// plugin). Building the Resolver over the installed set is timed too.
 func BenchmarkClosure(b *testing.B) {
 	for _, size := range benchSizes {
 		b.Run(size.name, func(b *testing.B) {
-			cat, all := genDAG(size.n)
-			var installed []Installed
-			for i := 1; i < len(all); i += 10 {
-				installed = append(installed, Installed{ID: all[i]})
+			cat, all, installed := closureFixture(size.n)
+			x := NewIndex(cat, all)
+			cpu := startCPU(b)
+			for b.Loop() {
+				plan, err := New(x, installed, nil).Closure(all[0])
+				if err != nil || len(plan.Steps) != size.n {
+					b.Fatalf("plan of %d steps, err %v", len(plan.Steps), err)
+				}
 			}
+			cpu.stop(b)
+		})
+	}
+}
+
+// BenchmarkClosureOnce: the same plan over the plain map catalog, for a
+// caller that resolves once per catalog (the CLI's install): every edge is
+// resolved by hashing plugin IDs during the call.
+func BenchmarkClosureOnce(b *testing.B) {
+	for _, size := range benchSizes {
+		b.Run(size.name, func(b *testing.B) {
+			cat, all, installed := closureFixture(size.n)
 			cpu := startCPU(b)
 			for b.Loop() {
 				plan, err := New(cat, installed, nil).Closure(all[0])
 				if err != nil || len(plan.Steps) != size.n {
 					b.Fatalf("plan of %d steps, err %v", len(plan.Steps), err)
+				}
+			}
+			cpu.stop(b)
+		})
+	}
+}
+
+// BenchmarkIndex: the one-time cost of NewIndex over every plugin of the
+// catalog (one catalog lookup per plugin, one ID hashed per edge).
+func BenchmarkIndex(b *testing.B) {
+	for _, size := range benchSizes {
+		b.Run(size.name, func(b *testing.B) {
+			cat, all := genDAG(size.n)
+			cpu := startCPU(b)
+			for b.Loop() {
+				if x := NewIndex(cat, all); x.Len() != size.n {
+					b.Fatalf("%d numbered", x.Len())
 				}
 			}
 			cpu.stop(b)
@@ -107,9 +152,30 @@ func demoteFixture(n int) (*memCatalog, []plugin.ID, []Installed, map[plugin.ID]
 }
 
 // BenchmarkDemote: every plugin installed, 1% of them disabled (which, with
-// the i → i+1 chain, demotes nearly everything before them). Building the
-// Resolver and its graph is timed too: a session pays for both.
+// the i → i+1 chain, demotes nearly everything before them), over an Index
+// of the installed plugins built once. Building the Resolver and its graph
+// is timed, and so is reading the caller's enabled map.
 func BenchmarkDemote(b *testing.B) {
+	for _, size := range benchSizes {
+		b.Run(size.name, func(b *testing.B) {
+			cat, all, installed, enabled := demoteFixture(size.n)
+			x := NewIndex(cat, all)
+			cpu := startCPU(b)
+			for b.Loop() {
+				a := New(x, installed, nil).Demote(enabled)
+				if a.Status(all[0]) == StatusActive {
+					b.Fatal("p0 reaches a disabled plugin and must be demoted")
+				}
+			}
+			cpu.stop(b)
+		})
+	}
+}
+
+// BenchmarkDemoteOnce: the same demotion over the plain map catalog, for a
+// caller that builds its catalog per session (the agent's load today): the
+// graph of installed plugins is built from IDs during the call.
+func BenchmarkDemoteOnce(b *testing.B) {
 	for _, size := range benchSizes {
 		b.Run(size.name, func(b *testing.B) {
 			cat, all, installed, enabled := demoteFixture(size.n)

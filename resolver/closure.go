@@ -96,6 +96,11 @@ func (p *Plan) ToInstall() []Step {
 // Closure is iterative (no recursion depth limit) and runs in time linear in
 // the plugins and edges it visits.
 func (r *Resolver) Closure(root plugin.ID) (*Plan, error) {
+	if r.idx != nil {
+		if i, ok := r.idx.tab.find(root); ok && r.idx.listed(i) {
+			return r.closureIndexed(root, i)
+		}
+	}
 	rootNode, ok := r.cat.Lookup(root)
 	if !ok {
 		if !r.IsInstalled(root) {
@@ -108,10 +113,6 @@ func (r *Resolver) Closure(root plugin.ID) (*Plan, error) {
 		return &Plan{Steps: []Step{{ID: root, Role: RoleRoot}}}, nil
 	}
 
-	const ( // state of a plugin met (a plugin not met has no index yet)
-		onPath uint8 = iota + 1 // on the current DFS path: meeting it again is a cycle
-		done                    // planned with all its dependencies
-	)
 	type frame struct {
 		idx  int32
 		mkt  uint32 // marketplace index in tab
@@ -218,16 +219,134 @@ func (r *Resolver) Closure(root plugin.ID) (*Plan, error) {
 			plan.Steps[k].RequiredBy = tab.ids[reqBy[i]]
 		}
 	}
-	if ranges > 0 {
-		more := ""
-		if ranges > 1 {
-			more = fmt.Sprintf(" and %d more", ranges-1)
-		}
-		plan.Warnings = append(plan.Warnings, fmt.Sprintf(
-			"dependency version ranges are ignored; wharf only checks that a dependency is installed and enabled (%s%s)", firstRng, more))
-	}
+	plan.Warnings = rangeWarning(ranges, firstRng)
 	return plan, nil
 }
+
+// rangeWarning is the one warning of a plan about version ranges, if any.
+func rangeWarning(ranges int, first string) []string {
+	if ranges == 0 {
+		return nil
+	}
+	more := ""
+	if ranges > 1 {
+		more = fmt.Sprintf(" and %d more", ranges-1)
+	}
+	return []string{fmt.Sprintf(
+		"dependency version ranges are ignored; wharf only checks that a dependency is installed and enabled (%s%s)", first, more)}
+}
+
+// closureIndexed is Closure over the numbers of r.idx, for a root the Index
+// lists: the same walk, the same checks in the same order and the same
+// results, with per-plugin state in reused slices indexed by number.
+func (r *Resolver) closureIndexed(root plugin.ID, rootNum int32) (*Plan, error) {
+	x := r.idx
+	s := x.getScratch()
+	defer x.putScratch(s)
+	gen := s.gen
+	type frame struct {
+		num       int32
+		next, end int32 // remaining edges: x.edges[next:end]
+	}
+	var (
+		path     = make([]frame, 0, 64)
+		order    []int32 // post-order numbers
+		roles    []Role  // by position in order
+		cross    crossCache
+		ranges   int
+		firstRng string
+	)
+	push := func(i int32) {
+		s.state[i] = onPath
+		s.pathPos[i] = int32(len(path))
+		path = append(grow2(path), frame{num: i, next: x.start[i], end: x.start[i+1]})
+	}
+	emit := func(i int32, role Role) {
+		order = append(grow2(order), i)
+		roles = append(grow2(roles), role)
+	}
+	s.stamp[rootNum] = gen
+	s.reqBy[rootNum] = -1
+	push(rootNum)
+
+	for len(path) > 0 {
+		top := &path[len(path)-1]
+		if top.next == top.end {
+			i := top.num
+			s.state[i] = done
+			role := RoleDependency
+			switch {
+			case len(path) == 1:
+				role = RoleRoot
+			case r.installedNum(i):
+				role = RoleInstalled
+			}
+			emit(i, role)
+			path = path[:len(path)-1]
+			continue
+		}
+		from, e := top.num, top.next
+		top.next++
+		j := x.edges[e]
+		if x.flags[from]&flagRanged != 0 {
+			if d := &x.nodes[from].Dependencies[e-x.start[from]]; d.Version != "" {
+				if ranges == 0 {
+					firstRng = fmt.Sprintf("%s → %s %q", x.tab.ids[from], x.tab.ids[j], d.Version)
+				}
+				ranges++
+			}
+		}
+		if x.mkt[j] != x.mkt[from] {
+			if err := cross.check(r, x.mkt[from], x.mkt[j], x.tab.ids[from], x.tab.ids[j]); err != nil {
+				return nil, depError(root, err)
+			}
+		}
+		if s.stamp[j] == gen {
+			if s.state[j] == onPath {
+				chain := make([]plugin.ID, 0, len(path)-int(s.pathPos[j])+1)
+				for _, f := range path[s.pathPos[j]:] {
+					chain = append(chain, x.tab.ids[f.num])
+				}
+				chain = append(chain, x.tab.ids[j])
+				return nil, depError(root, &CycleError{Chain: chain})
+			}
+			continue // done: a diamond, or a plugin already planned
+		}
+		s.stamp[j] = gen
+		s.reqBy[j] = from
+		switch {
+		case x.listed(j):
+			push(j)
+		case r.installedNum(j):
+			s.state[j] = done
+			emit(j, RoleInstalled)
+		default:
+			p := make([]plugin.ID, len(path))
+			for k, f := range path {
+				p[k] = x.tab.ids[f.num]
+			}
+			to := x.tab.ids[j]
+			return nil, depError(root, &MissingError{Dep: to, RequiredBy: x.tab.ids[from], Path: p,
+				MarketplaceKnown: r.cat.KnownMarketplace(to.Source)})
+		}
+	}
+
+	plan := &Plan{Steps: make([]Step, len(order))}
+	for k, i := range order {
+		plan.Steps[k] = Step{ID: x.tab.ids[i], Role: roles[k]}
+		if q := s.reqBy[i]; q >= 0 {
+			plan.Steps[k].RequiredBy = x.tab.ids[q]
+		}
+	}
+	plan.Warnings = rangeWarning(ranges, firstRng)
+	return plan, nil
+}
+
+// DFS state of a plugin that Closure has met.
+const (
+	onPath uint8 = iota + 1 // on the current DFS path: meeting it again is a cycle
+	done                    // planned with all its dependencies
+)
 
 // crossCache remembers the marketplace part of the cross-marketplace rule per
 // pair of marketplace indexes, so the Catalog is asked once per pair and not

@@ -12,19 +12,36 @@ import (
 // have no edges of their own). Edges are kept in compressed rows (CSR), both
 // forward (dependent → dependency) and reverse. It is built once per Resolver
 // and read-only after that.
+//
+// Without an Index, nodes are named by two ID tables; over an Index, by
+// Index numbers (nodeOf maps a number to its node).
 type graph struct {
-	installed  *idTable // the Resolver's, shared and read-only: nodes [0, nInstalled)
-	extra      *idTable // targets that are not installed: nodes nInstalled + i
+	list       []Installed // the Resolver's: node i < nInstalled is list[i]
 	nInstalled int
 	fwdStart   []int32 // edges of i: fwd[fwdStart[i]:fwdStart[i+1]]
 	fwd        []int32
 	revStart   []int32
 	rev        []int32
+
+	// Without an Index.
+	installed *idTable // the Resolver's, shared and read-only: nodes [0, nInstalled)
+	extra     *idTable // targets that are not installed: nodes nInstalled + i
+
+	// Over an Index.
+	idx       *Index
+	nodeOf    []int32 // by number: node + 1; 0 when the number is no node
+	extraNums []int32 // number of node nInstalled + i
 }
 
 // graph returns the installed graph, building it on first use.
 func (r *Resolver) graph() *graph {
-	r.once.Do(func() { r.g = r.buildGraph() })
+	r.once.Do(func() {
+		if r.idx != nil {
+			r.g = r.buildIndexedGraph()
+		} else {
+			r.g = r.buildGraph()
+		}
+	})
 	return r.g
 }
 
@@ -33,11 +50,11 @@ func (r *Resolver) buildGraph() *graph {
 	// The Resolver's table already numbers the installed plugins 0..n-1 in
 	// list order; it is only read here (Closure may read it concurrently).
 	// Dependency targets that are not installed go to a table of their own.
-	g := &graph{installed: r.installed, extra: newIDTable(16), nInstalled: n}
+	g := &graph{list: r.list, installed: r.installed, extra: newIDTable(16), nInstalled: n}
 	g.fwdStart = make([]int32, n+1)
 	g.fwd = make([]int32, 0, 3*n)
 	for i := 0; i < n; i++ {
-		from := g.installed.ids[i]
+		from := g.list[i].ID
 		node, _ := r.cat.Lookup(from) // unknown manifest: no known dependencies
 		for _, d := range node.Dependencies {
 			to := d.Resolve(from.Source)
@@ -50,8 +67,44 @@ func (r *Resolver) buildGraph() *graph {
 		}
 		g.fwdStart[i+1] = int32(len(g.fwd))
 	}
-	// Reverse edges by counting sort; a duplicate edge stays duplicate, which
-	// is harmless for every traversal below.
+	g.buildReverse()
+	return g
+}
+
+// buildIndexedGraph is buildGraph over the Index's numbers: the edges are
+// already resolved, so each is only renumbered (number → node), which reads
+// a slice instead of hashing an ID.
+func (r *Resolver) buildIndexedGraph() *graph {
+	x, n := r.idx, len(r.list)
+	g := &graph{list: r.list, nInstalled: n, idx: x, nodeOf: make([]int32, x.Len())}
+	for k, i := range r.nums {
+		g.nodeOf[i] = int32(k) + 1
+	}
+	edges := 0
+	for _, i := range r.nums {
+		edges += int(x.start[i+1] - x.start[i])
+	}
+	g.fwdStart = make([]int32, n+1)
+	g.fwd = make([]int32, 0, edges)
+	for k, i := range r.nums {
+		for _, e := range x.deps(i) {
+			j := g.nodeOf[e] - 1
+			if j < 0 {
+				j = int32(n + len(g.extraNums))
+				g.nodeOf[e] = j + 1
+				g.extraNums = append(g.extraNums, e)
+			}
+			g.fwd = append(g.fwd, j)
+		}
+		g.fwdStart[k+1] = int32(len(g.fwd))
+	}
+	g.buildReverse()
+	return g
+}
+
+// buildReverse fills the reverse edges by counting sort; a duplicate edge
+// stays duplicate, which is harmless for every traversal below.
+func (g *graph) buildReverse() {
 	total := g.len()
 	g.revStart = make([]int32, total+1)
 	for _, j := range g.fwd {
@@ -63,13 +116,12 @@ func (r *Resolver) buildGraph() *graph {
 	g.rev = make([]int32, len(g.fwd))
 	fill := make([]int32, total)
 	copy(fill, g.revStart[:total])
-	for i := 0; i < n; i++ {
+	for i := 0; i < g.nInstalled; i++ {
 		for _, j := range g.fwd[g.fwdStart[i]:g.fwdStart[i+1]] {
 			g.rev[fill[j]] = int32(i)
 			fill[j]++
 		}
 	}
-	return g
 }
 
 func (g *graph) deps(i int32) []int32 {
@@ -81,16 +133,30 @@ func (g *graph) deps(i int32) []int32 {
 
 func (g *graph) dependents(i int32) []int32 { return g.rev[g.revStart[i]:g.revStart[i+1]] }
 
-func (g *graph) len() int { return g.nInstalled + g.extra.len() }
+func (g *graph) len() int {
+	if g.idx != nil {
+		return g.nInstalled + len(g.extraNums)
+	}
+	return g.nInstalled + g.extra.len()
+}
 
 func (g *graph) id(i int32) plugin.ID {
-	if int(i) < g.nInstalled {
-		return g.installed.ids[i]
+	switch {
+	case int(i) < g.nInstalled:
+		return g.list[i].ID
+	case g.idx != nil:
+		return g.idx.tab.ids[g.extraNums[int(i)-g.nInstalled]]
 	}
 	return g.extra.ids[int(i)-g.nInstalled]
 }
 
 func (g *graph) lookup(id plugin.ID) (int32, bool) {
+	if g.idx != nil {
+		if e, ok := g.idx.tab.find(id); ok && g.nodeOf[e] > 0 {
+			return g.nodeOf[e] - 1, true
+		}
+		return -1, false
+	}
 	if i, ok := g.installed.find(id); ok {
 		return i, true
 	}
@@ -161,7 +227,7 @@ func (r *Resolver) Demote(enabled map[plugin.ID]bool) *Activation {
 	queue := make([]int32, 0, 64)
 	for i := 0; i < total; i++ {
 		a.cause[i] = -1
-		if i < g.nInstalled && enabled[g.installed.ids[i]] {
+		if i < g.nInstalled && enabled[g.list[i].ID] {
 			a.enabled[i] = true
 			continue
 		}
@@ -200,7 +266,7 @@ func (a *Activation) Active() []plugin.ID {
 	var out []plugin.ID
 	for i := 0; i < a.g.nInstalled; i++ {
 		if !a.inactive[i] {
-			out = append(out, a.g.installed.ids[i])
+			out = append(out, a.g.list[i].ID)
 		}
 	}
 	return out
@@ -212,7 +278,7 @@ func (a *Activation) Demoted() []plugin.ID {
 	var out []plugin.ID
 	for i := 0; i < a.g.nInstalled; i++ {
 		if a.enabled[i] && a.inactive[i] {
-			out = append(out, a.g.installed.ids[i])
+			out = append(out, a.g.list[i].ID)
 		}
 	}
 	return out
@@ -311,10 +377,10 @@ func (r *Resolver) ReverseDependents(id plugin.ID) Dependents {
 			continue
 		}
 		if direct[i] {
-			out.Direct = append(out.Direct, g.installed.ids[i])
+			out.Direct = append(out.Direct, g.list[i].ID)
 		}
 		if seen[i] {
-			out.Transitive = append(out.Transitive, g.installed.ids[i])
+			out.Transitive = append(out.Transitive, g.list[i].ID)
 		}
 	}
 	return out

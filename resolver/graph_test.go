@@ -111,37 +111,39 @@ func TestDemote(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			r := New(tc.cat(t), manual(tc.installed...), nil)
-			enabled := enabledSet(tc.enabled...)
-			before := maps.Clone(enabled)
-			a := r.Demote(enabled)
-			if !maps.Equal(before, enabled) {
-				t.Errorf("Demote changed the enabled set: %v → %v", before, enabled)
-			}
-			if got := fmt.Sprint(idStrings(a.Active())); got != fmt.Sprint(tc.active) {
-				t.Errorf("active = %s, want %v", got, tc.active)
-			}
-			demoted := a.Demoted()
-			if len(demoted) != len(tc.why) {
-				t.Errorf("demoted = %v, want %d: %v", idStrings(demoted), len(tc.why), tc.why)
-			}
-			for _, id := range demoted {
-				reason, ok := a.Why(id)
-				if !ok {
-					t.Errorf("Why(%s) = false for a demoted plugin", id)
+			overBoth(t, tc.cat(t), manual(tc.installed...), func(t *testing.T, _ Catalog, newResolver func(CrossPolicy) *Resolver) {
+				r := newResolver(nil)
+				enabled := enabledSet(tc.enabled...)
+				before := maps.Clone(enabled)
+				a := r.Demote(enabled)
+				if !maps.Equal(before, enabled) {
+					t.Errorf("Demote changed the enabled set: %v → %v", before, enabled)
 				}
-				if reason.String() != tc.why[id.String()] {
-					t.Errorf("Why(%s) = %q, want %q", id, reason, tc.why[id.String()])
+				if got := fmt.Sprint(idStrings(a.Active())); got != fmt.Sprint(tc.active) {
+					t.Errorf("active = %s, want %v", got, tc.active)
 				}
-				if a.Status(id) != StatusDemoted {
-					t.Errorf("Status(%s) = %s, want demoted", id, a.Status(id))
+				demoted := a.Demoted()
+				if len(demoted) != len(tc.why) {
+					t.Errorf("demoted = %v, want %d: %v", idStrings(demoted), len(tc.why), tc.why)
 				}
-			}
-			for _, s := range tc.active {
-				if _, ok := a.Why(plugin.MustParseID(s)); ok {
-					t.Errorf("Why(%s) = true for an active plugin", s)
+				for _, id := range demoted {
+					reason, ok := a.Why(id)
+					if !ok {
+						t.Errorf("Why(%s) = false for a demoted plugin", id)
+					}
+					if reason.String() != tc.why[id.String()] {
+						t.Errorf("Why(%s) = %q, want %q", id, reason, tc.why[id.String()])
+					}
+					if a.Status(id) != StatusDemoted {
+						t.Errorf("Status(%s) = %s, want demoted", id, a.Status(id))
+					}
 				}
-			}
+				for _, s := range tc.active {
+					if _, ok := a.Why(plugin.MustParseID(s)); ok {
+						t.Errorf("Why(%s) = true for an active plugin", s)
+					}
+				}
+			})
 		})
 	}
 }

@@ -59,10 +59,17 @@ type Installed struct {
 // immutable after New and safe for concurrent use, provided its Catalog and
 // CrossPolicy are.
 type Resolver struct {
-	cat       Catalog
-	policy    CrossPolicy
-	list      []Installed
-	installed *idTable // installed IDs, interned in list order; read-only
+	cat    Catalog
+	policy CrossPolicy
+	list   []Installed
+
+	// Without an Index: installed IDs, interned in list order; read-only.
+	installed *idTable
+	// Over an *Index that numbers every installed plugin: the Index, the
+	// number of each list entry, and a bitset of installed numbers.
+	idx      *Index
+	nums     []int32
+	instBits []uint64
 
 	once sync.Once
 	g    *graph
@@ -72,13 +79,20 @@ type Resolver struct {
 // meaning no restriction beyond allowCrossMarketplaceDependenciesOn. If an ID
 // appears twice in installed, the last entry's Auto wins. New copies
 // installed; the caller may reuse the slice.
+//
+// When cat is an *Index that numbers every installed plugin, the Resolver
+// works on its numbers (see Index); the results are the same.
 func New(cat Catalog, installed []Installed, policy CrossPolicy) *Resolver {
 	r := &Resolver{
-		cat:       cat,
-		policy:    policy,
-		list:      make([]Installed, 0, len(installed)),
-		installed: newIDTable(len(installed)),
+		cat:    cat,
+		policy: policy,
+		list:   make([]Installed, 0, len(installed)),
 	}
+	if x, ok := cat.(*Index); ok && r.numberInstalled(x, installed) {
+		return r
+	}
+	r.list = r.list[:0]
+	r.installed = newIDTable(len(installed))
 	for _, in := range installed {
 		if i, added := r.installed.intern(in.ID); !added {
 			r.list[i].Auto = in.Auto
@@ -89,8 +103,51 @@ func New(cat Catalog, installed []Installed, policy CrossPolicy) *Resolver {
 	return r
 }
 
+// numberInstalled fills list, nums and instBits from x, or reports false if
+// x does not number some installed plugin. An installed set in the order the
+// Index numbered it is matched by comparing IDs, without hashing.
+func (r *Resolver) numberInstalled(x *Index, installed []Installed) bool {
+	nums := make([]int32, 0, len(installed))
+	bits := make([]uint64, (x.Len()+63)/64)
+	var pos map[int32]int // by number: position in list; only once there are duplicates
+	for k, in := range installed {
+		var i int32
+		if k < x.Len() && x.tab.ids[k] == in.ID {
+			i = int32(k)
+		} else if j, ok := x.tab.find(in.ID); ok {
+			i = j
+		} else {
+			return false
+		}
+		if bits[i/64]&(1<<(i%64)) != 0 {
+			if pos == nil {
+				pos = make(map[int32]int, len(nums))
+				for p, n := range nums {
+					pos[n] = p
+				}
+			}
+			r.list[pos[i]].Auto = in.Auto
+			continue
+		}
+		bits[i/64] |= 1 << (i % 64)
+		if pos != nil {
+			pos[i] = len(nums)
+		}
+		nums = append(nums, i)
+		r.list = append(r.list, in)
+	}
+	r.idx, r.nums, r.instBits = x, nums, bits
+	return true
+}
+
+func (r *Resolver) installedNum(i int32) bool { return r.instBits[i/64]&(1<<(i%64)) != 0 }
+
 // IsInstalled reports whether id is in the installed set given to New.
 func (r *Resolver) IsInstalled(id plugin.ID) bool {
+	if r.idx != nil {
+		i, ok := r.idx.tab.find(id)
+		return ok && r.installedNum(i)
+	}
 	_, ok := r.installed.find(id)
 	return ok
 }
