@@ -20,7 +20,8 @@ const (
 
 // Record is one installed plugin in the registry. Its JSON uses the field
 // names of a Claude Code installed_plugins.json entry, plus id, digest and
-// fingerprint (ignored by Claude Code).
+// fingerprint (ignored by Claude Code). The registry stores it in a compact
+// binary encoding (see recordMagic) and still reads records stored as JSON.
 type Record struct {
 	ID           plugin.ID `json:"id"`
 	Version      string    `json:"version"`
@@ -138,7 +139,7 @@ func (c *Cache) putRecord(tx store.Tx, rec Record, now time.Time) error {
 			return err
 		}
 	}
-	b, err := json.Marshal(rec)
+	b, err := encodeRecord(rec)
 	if err != nil {
 		return err
 	}
@@ -170,9 +171,12 @@ func (c *Cache) List() ([]Record, error) {
 		if err != nil {
 			return err
 		}
+		if len(kvs) > 0 {
+			out = make([]Record, 0, len(kvs))
+		}
 		for _, kv := range kvs {
-			var rec Record
-			if err := json.Unmarshal(kv.Value, &rec); err != nil {
+			rec, err := decodeRecord(kv.Value)
+			if err != nil {
 				return errf(plugin.TypeManifestParse, kv.Key, "reinstall the plugin: wharf install "+kv.Key,
 					"installed registry record: %w", err)
 			}
@@ -215,8 +219,8 @@ func getRecord(r store.Reader, id plugin.ID) (Record, error) {
 	if err != nil {
 		return Record{}, err
 	}
-	var rec Record
-	if err := json.Unmarshal(b, &rec); err != nil {
+	rec, err := decodeRecord(b)
+	if err != nil {
 		return Record{}, errf(plugin.TypeManifestParse, id.String(), "reinstall the plugin: wharf install "+id.String(),
 			"installed registry record: %w", err)
 	}

@@ -79,6 +79,7 @@ func BenchmarkFingerprintCheck200(b *testing.B) {
 		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(paths), "ns/path")
 	}
 	b.Run("check", func(b *testing.B) {
+		b.ReportAllocs()
 		for b.Loop() {
 			for i := range roots {
 				if err := CheckFingerprint(roots[i], fps[i]); err != nil {
@@ -93,6 +94,7 @@ func BenchmarkFingerprintCheck200(b *testing.B) {
 		for i := range roots {
 			checks[i] = FPCheck{roots[i], fps[i]}
 		}
+		b.ReportAllocs()
 		for b.Loop() {
 			for _, err := range CheckFingerprints(checks) {
 				if err != nil {
@@ -114,4 +116,5 @@ func BenchmarkFingerprintCheck200(b *testing.B) {
 		}
 		perPath(b)
 	})
+	syscallFloors(b, roots, fps, perPath)
 }

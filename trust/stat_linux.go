@@ -17,7 +17,12 @@ import (
 type statBuf struct {
 	st   unix.Stat_t
 	root int
+	path [pathBuf]byte
 }
+
+// pathBuf bounds the relative paths stat'ed without an allocation; longer
+// ones are stat'ed the ordinary way.
+const pathBuf = 512
 
 func (b *statBuf) open(root string) error {
 	fd, err := unix.Open(root, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
@@ -31,11 +36,11 @@ func (b *statBuf) open(root string) error {
 func (b *statBuf) close() { unix.Close(b.root) }
 
 func (b *statBuf) same(rel string, e *FPEntry) bool {
-	if err := unix.Fstatat(b.root, rel, &b.st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+	if err := fstatatRel(b.root, rel, &b.path, &b.st); err != nil {
 		return false
 	}
 	st := &b.st
-	return st.Size == e.Size && st.Mtim.Sec*1e9+st.Mtim.Nsec == e.Mtime && unixMode(st.Mode) == e.Mode
+	return int64(st.Size) == e.Size && int64(st.Mtim.Sec)*1e9+int64(st.Mtim.Nsec) == e.Mtime && unixMode(st.Mode) == e.Mode
 }
 
 // unixMode converts st_mode to fs.FileMode the way package os does.

@@ -288,3 +288,36 @@ func TestFingerprintJSON(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// The check stats each recorded path through a reused buffer; a path longer
+// than the buffer is stat'ed the ordinary way and still caught when it
+// changes, and a recorded path with a NUL byte (a corrupt registry) never
+// matches the file its first part names.
+func TestFingerprintPathForms(t *testing.T) {
+	root := makePlugin(t, t.TempDir(), 4)
+	long := strings.Repeat("d", 200) + "/" + strings.Repeat("e", 200) + "/" + strings.Repeat("f", 200) + ".md"
+	writeFile(t, root, long, "long", 0o644)
+	fp, err := Fingerprint(root)
+	must(t, err)
+	if err := CheckFingerprint(root, fp); err != nil {
+		t.Fatalf("untouched tree: %v", err)
+	}
+	must(t, os.WriteFile(filepath.Join(root, long), []byte("LONG"), 0o644))
+	must(t, os.Chtimes(filepath.Join(root, long), time.Unix(1, 0), time.Unix(1, 0)))
+	var fe *FingerprintError
+	if err := CheckFingerprint(root, fp); !errors.As(err, &fe) || !slices.Contains(fe.Changed, Change{long, "modified"}) {
+		t.Fatalf("a changed file with a %d-byte path: %v, want it named modified", len(long), err)
+	}
+
+	root = makePlugin(t, t.TempDir(), 4)
+	fp, err = Fingerprint(root)
+	must(t, err)
+	for i, e := range fp.Entries {
+		if e.Path == "commands/c00.md" {
+			fp.Entries[i].Path += "\x00/../../evil"
+		}
+	}
+	if err := CheckFingerprint(root, fp); err == nil {
+		t.Fatal("a recorded path with a NUL byte matched the file before the NUL")
+	}
+}
