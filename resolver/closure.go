@@ -238,42 +238,35 @@ func rangeWarning(ranges int, first string) []string {
 
 // closureIndexed is Closure over the numbers of r.idx, for a root the Index
 // lists: the same walk, the same checks in the same order and the same
-// results, with per-plugin state in reused slices indexed by number.
+// results. Per-plugin state lives in slices indexed by number and reused
+// across calls; per edge it reads the edge row in order and one stamp.
 func (r *Resolver) closureIndexed(root plugin.ID, rootNum int32) (*Plan, error) {
 	x := r.idx
 	s := x.getScratch()
 	defer x.putScratch(s)
-	gen := s.gen
-	type frame struct {
-		num       int32
-		next, end int32 // remaining edges: x.edges[next:end]
-	}
+	met, fin := s.gen<<1, s.gen<<1|1 // stamp of a plugin on the path, done
 	var (
-		path     = make([]frame, 0, 64)
-		order    []int32 // post-order numbers
-		roles    []Role  // by position in order
-		cross    crossCache
+		path     = s.path[:0]
+		order    = s.order[:0] // post-order numbers
+		roles    = s.roles[:0] // by position in order
+		cross    = crossCache{n: uint32(len(x.tab.mkts))}
 		ranges   int
 		firstRng string
 	)
+	defer func() { s.path, s.order, s.roles = path, order, roles }()
 	push := func(i int32) {
-		s.state[i] = onPath
+		s.stamp[i] = met
 		s.pathPos[i] = int32(len(path))
-		path = append(grow2(path), frame{num: i, next: x.start[i], end: x.start[i+1]})
+		path = append(grow2(path), indexFrame{num: uint32(i), mkt: x.mkt[i], next: x.start[i], end: x.start[i+1]})
 	}
-	emit := func(i int32, role Role) {
-		order = append(grow2(order), i)
-		roles = append(grow2(roles), role)
-	}
-	s.stamp[rootNum] = gen
 	s.reqBy[rootNum] = -1
 	push(rootNum)
 
 	for len(path) > 0 {
 		top := &path[len(path)-1]
 		if top.next == top.end {
-			i := top.num
-			s.state[i] = done
+			i := int32(top.num)
+			s.stamp[i] = fin
 			role := RoleDependency
 			switch {
 			case len(path) == 1:
@@ -281,11 +274,12 @@ func (r *Resolver) closureIndexed(root plugin.ID, rootNum int32) (*Plan, error) 
 			case r.installedNum(i):
 				role = RoleInstalled
 			}
-			emit(i, role)
+			order = append(grow2(order), i)
+			roles = append(grow2(roles), uint8(role))
 			path = path[:len(path)-1]
 			continue
 		}
-		from, e := top.num, top.next
+		from, fromMkt, e := int32(top.num), top.mkt, top.next
 		top.next++
 		j := x.edges[e]
 		if x.flags[from]&flagRanged != 0 {
@@ -296,30 +290,34 @@ func (r *Resolver) closureIndexed(root plugin.ID, rootNum int32) (*Plan, error) 
 				ranges++
 			}
 		}
-		if x.mkt[j] != x.mkt[from] {
-			if err := cross.check(r, x.mkt[from], x.mkt[j], x.tab.ids[from], x.tab.ids[j]); err != nil {
-				return nil, depError(root, err)
-			}
-		}
-		if s.stamp[j] == gen {
-			if s.state[j] == onPath {
-				chain := make([]plugin.ID, 0, len(path)-int(s.pathPos[j])+1)
-				for _, f := range path[s.pathPos[j]:] {
-					chain = append(chain, x.tab.ids[f.num])
+		if toMkt := x.emkt[e]; toMkt != fromMkt {
+			from, to := &x.tab.ids[from], &x.tab.ids[j]
+			v := cross.reason(r, fromMkt, toMkt, from.Source, to.Source)
+			if v != 0 || r.policy != nil {
+				if err := r.crossError(v, *from, *to); err != nil {
+					return nil, depError(root, err)
 				}
-				chain = append(chain, x.tab.ids[j])
-				return nil, depError(root, &CycleError{Chain: chain})
 			}
-			continue // done: a diamond, or a plugin already planned
 		}
-		s.stamp[j] = gen
+		switch st := s.stamp[j]; st {
+		case met:
+			chain := make([]plugin.ID, 0, len(path)-int(s.pathPos[j])+1)
+			for _, f := range path[s.pathPos[j]:] {
+				chain = append(chain, x.tab.ids[f.num])
+			}
+			chain = append(chain, x.tab.ids[j])
+			return nil, depError(root, &CycleError{Chain: chain})
+		case fin:
+			continue // a diamond, or a plugin already planned
+		}
 		s.reqBy[j] = from
 		switch {
 		case x.listed(j):
 			push(j)
 		case r.installedNum(j):
-			s.state[j] = done
-			emit(j, RoleInstalled)
+			s.stamp[j] = fin
+			order = append(grow2(order), j)
+			roles = append(grow2(roles), uint8(RoleInstalled))
 		default:
 			p := make([]plugin.ID, len(path))
 			for k, f := range path {
@@ -333,9 +331,10 @@ func (r *Resolver) closureIndexed(root plugin.ID, rootNum int32) (*Plan, error) 
 
 	plan := &Plan{Steps: make([]Step, len(order))}
 	for k, i := range order {
-		plan.Steps[k] = Step{ID: x.tab.ids[i], Role: roles[k]}
+		st := &plan.Steps[k]
+		st.ID, st.Role = x.tab.ids[i], Role(roles[k])
 		if q := s.reqBy[i]; q >= 0 {
-			plan.Steps[k].RequiredBy = x.tab.ids[q]
+			st.RequiredBy = x.tab.ids[q]
 		}
 	}
 	plan.Warnings = rangeWarning(ranges, firstRng)
@@ -351,25 +350,55 @@ const (
 // crossCache remembers the marketplace part of the cross-marketplace rule per
 // pair of marketplace indexes, so the Catalog is asked once per pair and not
 // once per edge. The CrossPolicy is still asked per edge: it judges plugins.
+// With n set (the marketplaces are numbered up front, as in an Index) and
+// few of them, verdicts live in an n×n table instead of a map.
 type crossCache struct {
-	verdict map[[2]uint32]CrossReason // 0: marketplaces allow it
+	n       uint32
+	dense   []uint8 // n*n: verdict+1; 0 = not asked yet
+	verdict map[[2]uint32]CrossReason
 }
 
-func (c *crossCache) check(r *Resolver, fromMkt, toMkt uint32, from, to plugin.ID) *CrossMarketplaceError {
-	key := [2]uint32{fromMkt, toMkt}
-	v, ok := c.verdict[key]
-	if !ok {
-		switch {
-		case !r.cat.AllowsCross(from.Source, to.Source):
-			v = CrossNotAllowed
-		case !r.cat.KnownMarketplace(to.Source):
-			v = CrossUnknownMarketplace
+const maxDenseMarkets = 64
+
+// reason returns the marketplaces' verdict on an edge from marketplace
+// fromMkt (named fromSrc) to toMkt (toSrc); 0 means they allow it.
+func (c *crossCache) reason(r *Resolver, fromMkt, toMkt uint32, fromSrc, toSrc string) CrossReason {
+	dense := c.n > 0 && c.n <= maxDenseMarkets
+	if dense {
+		if c.dense == nil {
+			c.dense = make([]uint8, c.n*c.n)
 		}
+		if v := c.dense[fromMkt*c.n+toMkt]; v != 0 {
+			return CrossReason(v - 1)
+		}
+	} else if v, ok := c.verdict[[2]uint32{fromMkt, toMkt}]; ok {
+		return v
+	}
+	var v CrossReason
+	switch {
+	case !r.cat.AllowsCross(fromSrc, toSrc):
+		v = CrossNotAllowed
+	case !r.cat.KnownMarketplace(toSrc):
+		v = CrossUnknownMarketplace
+	}
+	if dense {
+		c.dense[fromMkt*c.n+toMkt] = uint8(v) + 1
+	} else {
 		if c.verdict == nil {
 			c.verdict = map[[2]uint32]CrossReason{}
 		}
-		c.verdict[key] = v
+		c.verdict[[2]uint32{fromMkt, toMkt}] = v
 	}
+	return v
+}
+
+func (c *crossCache) check(r *Resolver, fromMkt, toMkt uint32, from, to plugin.ID) *CrossMarketplaceError {
+	return r.crossError(c.reason(r, fromMkt, toMkt, from.Source, to.Source), from, to)
+}
+
+// crossError turns the marketplaces' verdict v on from → to into the error,
+// asking the CrossPolicy when they allow it; nil if the edge is allowed.
+func (r *Resolver) crossError(v CrossReason, from, to plugin.ID) *CrossMarketplaceError {
 	if v != 0 {
 		return &CrossMarketplaceError{From: from, To: to, Reason: v}
 	}

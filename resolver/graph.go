@@ -224,7 +224,7 @@ func (r *Resolver) Demote(enabled map[plugin.ID]bool) *Activation {
 		inactive: make([]bool, total),
 		cause:    make([]int32, total),
 	}
-	queue := make([]int32, 0, 64)
+	queue := make([]int32, 0, total) // a plugin is queued at most once
 	for i := 0; i < total; i++ {
 		a.cause[i] = -1
 		if i < g.nInstalled && enabled[g.list[i].ID] {

@@ -31,6 +31,7 @@ type Index struct {
 	nodes []Node   // by number: what Lookup returned (zero when not listed)
 	start []int32  // dependencies of i: edges[start[i]:start[i+1]], in declaration order
 	edges []int32
+	emkt  []uint32 // by edge: marketplace index of its target
 
 	scratch sync.Pool // *closureScratch
 }
@@ -57,6 +58,7 @@ func NewIndex(cat Catalog, ids []plugin.ID) *Index {
 	x.nodes = make([]Node, 0, x.tab.len())
 	x.start = make([]int32, 1, x.tab.len()+1)
 	x.edges = make([]int32, 0, 3*x.tab.len())
+	x.emkt = make([]uint32, 0, 3*x.tab.len())
 	// Numbers are handed out in order, so walking them in order visits every
 	// plugin reached (breadth first) and fills the edge rows in order.
 	for i := 0; i < x.tab.len(); i++ {
@@ -83,6 +85,7 @@ func NewIndex(cat Catalog, ids []plugin.ID) *Index {
 				x.mkt = append(grow2(x.mkt), toMkt)
 			}
 			x.edges = append(grow2(x.edges), j)
+			x.emkt = append(grow2(x.emkt), toMkt)
 		}
 		x.flags = append(grow2(x.flags), fl)
 		x.nodes = append(grow2(x.nodes), node)
@@ -115,25 +118,33 @@ func (x *Index) listed(i int32) bool { return x.flags[i]&flagListed != 0 }
 func (x *Index) deps(i int32) []int32 { return x.edges[x.start[i]:x.start[i+1]] }
 
 // closureScratch is the per-plugin state of one indexed Closure, reused
-// across calls: an entry is valid only when its stamp equals gen, so a new
-// call starts from a clean state without clearing anything.
+// across calls so that a Closure allocates little more than its plan. A
+// plugin's entries are valid only when its stamp belongs to the current call
+// (stamp>>1 == gen), so a new call starts clean without clearing anything.
 type closureScratch struct {
 	gen     uint32
-	stamp   []uint32 // by number: gen when met by the current call
-	state   []uint8  // by number: onPath or done
-	pathPos []int32  // by number: position on the path while onPath
+	stamp   []uint32 // by number: gen<<1 on the path, gen<<1|1 done
+	pathPos []int32  // by number: position on the path while on it
 	reqBy   []int32  // by number: who brought it in; -1 for the root
+	path    []indexFrame
+	order   []int32
+	roles   []uint8
+}
+
+// indexFrame is a plugin on the path of an indexed Closure.
+type indexFrame struct {
+	num, mkt  uint32 // the plugin and its marketplace
+	next, end int32  // its edges not walked yet: edges[next:end]
 }
 
 func (x *Index) getScratch() *closureScratch {
 	s, _ := x.scratch.Get().(*closureScratch)
 	if s == nil {
 		n := x.Len()
-		s = &closureScratch{stamp: make([]uint32, n), state: make([]uint8, n),
-			pathPos: make([]int32, n), reqBy: make([]int32, n)}
+		s = &closureScratch{stamp: make([]uint32, n), pathPos: make([]int32, n), reqBy: make([]int32, n)}
 	}
 	s.gen++
-	if s.gen == 0 { // wrapped: old stamps could match again
+	if s.gen >= 1<<31 { // stamps would wrap: old ones could match again
 		clear(s.stamp)
 		s.gen = 1
 	}
