@@ -2,6 +2,7 @@ package policy
 
 import (
 	"regexp"
+	"slices"
 	"sort"
 
 	"github.com/open-policy-agent/opa/v1/ast"
@@ -11,50 +12,52 @@ import (
 
 // The layers' merged settings become two things:
 //
-//   - data.wharf_index (buildIndex): per-layer flags, a handful of layer
-//     indexes per key, which the Rego module reads directly;
-//   - a Go index of the big lists (factIndex), from which every evaluation
-//     gets input.facts: which layers list this request's marketplace source,
-//     plugin, surface or marketplace name. A lookup is a map access whatever
-//     the list sizes.
+//   - data.wharf_index (buildIndex): the layers' names, for reasons;
+//   - a Go index of the lists (factIndex), from which every evaluation gets
+//     input.facts: which layers list (or fail to list) this request's
+//     marketplace source, plugin, surface or marketplace name, and the
+//     layers where a key is invalid or a flag is set. A lookup is a map
+//     access whatever the list sizes.
 //
 // What a match means (allowlists intersect, blocklists union, the highest
 // forced state wins, invalid values fail closed) is decided in Rego; see the
 // layout at the top of rego/wharf.rego.
 
-// buildIndex builds data.wharf_index.
+// buildIndex builds data.wharf_index: the layers' names.
 func buildIndex(layers []compiledLayer) map[string]any {
-	idx := map[string]any{}
 	names := []any{}
-	lists := map[string][]any{}
-	for _, k := range []string{"strict_set", "strict_invalid", "blocked_invalid", "surfaces_all", "cross_set",
-		"managed_hooks_only", "disable_sideload", "signatures_invalid"} {
-		lists[k] = []any{}
+	for _, cl := range layers {
+		names = append(names, cl.Name)
 	}
-	flag := func(k string, on bool, i int) {
-		if on {
-			lists[k] = append(lists[k], i)
+	return map[string]any{"names": names}
+}
+
+// layerFlags are the input.facts entries every request gets: the layers
+// where a key is invalid or (for the last four) set. A flag no layer has is
+// left out.
+func layerFlags(layers []compiledLayer) [][2]*ast.Term {
+	var out [][2]*ast.Term
+	flag := func(k string, on func(cl compiledLayer) bool) {
+		var l []int
+		for i, cl := range layers {
+			if on(cl) {
+				l = append(l, i)
+			}
+		}
+		if len(l) > 0 {
+			out = append(out, ast.Item(ast.StringTerm(k), layerArray(l)))
 		}
 	}
-	for i, cl := range layers {
-		s := cl.Settings
-		names = append(names, cl.Name)
-		strict, blocked := effectiveLists(cl)
-		flag("strict_invalid", strict.Invalid, i)
-		flag("strict_set", strict.Set && !strict.Invalid, i)
-		flag("blocked_invalid", blocked.Invalid, i)
-		flag("signatures_invalid", s.RequireSignatures.Invalid || cl.Lockdown, i)
-		surf := s.StrictPluginOnlyCustomization
-		flag("surfaces_all", surf.All || surf.Invalid || cl.Lockdown, i)
-		flag("cross_set", s.AllowCrossMarketplaceDependenciesOn.Set, i)
-		flag("managed_hooks_only", s.AllowManagedHooksOnly.On() || cl.Lockdown, i)
-		flag("disable_sideload", s.DisableSideloadFlags.On() || cl.Lockdown, i)
-	}
-	idx["names"] = names
-	for k, v := range lists {
-		idx[k] = v
-	}
-	return idx
+	flag("strict_invalid", func(cl compiledLayer) bool { s, _ := effectiveLists(cl); return s.Invalid })
+	flag("blocked_invalid", func(cl compiledLayer) bool { _, b := effectiveLists(cl); return b.Invalid })
+	flag("signatures_invalid", func(cl compiledLayer) bool { return cl.Settings.RequireSignatures.Invalid || cl.Lockdown })
+	flag("surfaces_all", func(cl compiledLayer) bool {
+		surf := cl.Settings.StrictPluginOnlyCustomization
+		return surf.All || surf.Invalid || cl.Lockdown
+	})
+	flag("managed_hooks_only", func(cl compiledLayer) bool { return cl.Settings.AllowManagedHooksOnly.On() || cl.Lockdown })
+	flag("disable_sideload", func(cl compiledLayer) bool { return cl.Settings.DisableSideloadFlags.On() || cl.Lockdown })
+	return out
 }
 
 // effectiveLists returns a layer's strictKnownMarketplaces and
@@ -77,6 +80,9 @@ type patternEntry struct {
 // Lists of layer indexes are in layer order (highest first) without
 // repeats.
 type factIndex struct {
+	flags                      [][2]*ast.Term // layerFlags, in every request's facts
+	strictSet                  []int          // layers whose strictKnownMarketplaces is set (and valid)
+	crossSet                   []int          // layers that set allowCrossMarketplaceDependenciesOn
 	strictExact, strictOwner   map[string][]int
 	blockedExact, blockedOwner map[string][]int
 	strictHost, strictPath     []patternEntry
@@ -116,10 +122,17 @@ func buildFacts(layers []compiledLayer) *factIndex {
 		blockedExact: map[string][]int{}, blockedOwner: map[string][]int{},
 		enabled: map[string][]*ast.Term{}, signatures: map[string][]sigEntry{},
 		surfacesLocked: map[string][]int{}, crossAllowed: map[string][]int{},
+		flags: layerFlags(layers),
 	}
 	for i, cl := range layers {
 		s := cl.Settings
 		strict, blocked := effectiveLists(cl)
+		if strict.Set && !strict.Invalid {
+			x.strictSet = append(x.strictSet, i)
+		}
+		if s.AllowCrossMarketplaceDependenciesOn.Set {
+			x.crossSet = append(x.crossSet, i)
+		}
 		for _, e := range strict.Entries {
 			switch e.Source {
 			case settings.KindOwnerWildcard:
@@ -187,10 +200,12 @@ func buildFacts(layers []compiledLayer) *factIndex {
 }
 
 // facts computes input.facts for one request: only what the request's
-// action reads.
+// action reads, and only keys that are not empty (see the layout at the top
+// of rego/wharf.rego).
 //
-//	strict_listing  [layer, ...] whose strictKnownMarketplaces lists the
-//	                source; empty when the source is unknown
+//	strict_unlisted [layer, ...] whose strictKnownMarketplaces is set and
+//	                does not list the source; every such layer when the
+//	                source is unknown
 //	blocked_by      [[layer, "exact"|"owner"|"host"|"path", pattern], ...]
 //	enabled         [[layer, true|false|"invalid"], ...] for the plugin
 //	signatures      [[layer, {keyid, ...}, invalid, signed], ...] for the
@@ -198,39 +213,69 @@ func buildFacts(layers []compiledLayer) *factIndex {
 //	                (never for an invalid entry)
 //	surface_listing [layer, ...] whose strictPluginOnlyCustomization lists
 //	                the surface (hooks for run_hook)
-//	cross_listing   [layer, ...] whose allowCrossMarketplaceDependenciesOn
-//	                lists the plugin's marketplace
-func (x *factIndex) facts(r *Request, pluginStr, pluginMkt string, src *sourceFacets) *ast.Term {
-	items := make([][2]*ast.Term, 0, 5)
+//	strict_invalid, blocked_invalid, signatures_invalid, surfaces_all,
+//	managed_hooks_only, disable_sideload
+//	                the same for every request: see layerFlags
+//	cross           for a dependency on another marketplace's plugin:
+//	                {"unlisted": [layer, ...] whose
+//	                allowCrossMarketplaceDependenciesOn is set and does not
+//	                list the plugin's marketplace}
+func (x *factIndex) facts(r *Request, f *requestFacets) *ast.Term {
+	var buf [12][2]*ast.Term
+	items := append(buf[:0], x.flags...)
 	add := func(k, v *ast.Term) { items = append(items, ast.Item(k, v)) }
+	src := &f.src
 	switch r.Action {
 	case ActionAddMarketplace, ActionUpdateMarketplace, ActionInstall, ActionEnable, ActionLoad:
-		var listing []int
-		if src.known {
-			// An unknown source cannot be listed.
-			// The full slice expression makes any append copy: the index
-			// is shared by every evaluation.
-			exact := x.strictExact[src.key]
-			listing = append(exact[:len(exact):len(exact)], x.strictOwner[src.owner]...)
-		}
-		if src.host != "" {
-			for _, p := range x.strictHost {
-				if p.re != nil && p.re.MatchString(src.host) {
-					listing = append(listing, p.layer)
+		if len(x.strictSet) > 0 {
+			var listed uint64 // bit i: layer i lists the source (layers < 64)
+			var listedBig map[int]bool
+			mark := func(i int) {
+				if i < 64 {
+					listed |= 1 << uint(i)
+					return
+				}
+				if listedBig == nil {
+					listedBig = map[int]bool{}
+				}
+				listedBig[i] = true
+			}
+			if src.known {
+				// An unknown source cannot be listed.
+				for _, i := range x.strictExact[src.key] {
+					mark(i)
+				}
+				for _, i := range x.strictOwner[src.owner] {
+					mark(i)
 				}
 			}
-		}
-		if src.path != "" {
-			for _, p := range x.strictPath {
-				if p.re != nil && p.re.MatchString(src.path) {
-					listing = append(listing, p.layer)
+			if src.host != "" {
+				for _, p := range x.strictHost {
+					if p.re != nil && p.re.MatchString(src.host) {
+						mark(p.layer)
+					}
 				}
 			}
+			if src.path != "" {
+				for _, p := range x.strictPath {
+					if p.re != nil && p.re.MatchString(src.path) {
+						mark(p.layer)
+					}
+				}
+			}
+			var unlisted []int
+			for _, i := range x.strictSet {
+				if i < 64 && listed&(1<<uint(i)) == 0 || i >= 64 && !listedBig[i] {
+					unlisted = append(unlisted, i)
+				}
+			}
+			if len(unlisted) > 0 {
+				add(keyStrictUnlisted, layerArray(unlisted))
+			}
 		}
-		add(keyStrictListing, layerArray(listing))
 		var blocked []*ast.Term
 		hit := func(layer int, kind, pattern string) {
-			blocked = append(blocked, ast.ArrayTerm(ast.IntNumberTerm(layer), ast.StringTerm(kind), ast.StringTerm(pattern)))
+			blocked = append(blocked, ast.ArrayTerm(ast.InternedTerm(layer), strTerm(kind), strTerm(pattern)))
 		}
 		for _, i := range x.blockedExact[src.key] {
 			hit(i, "exact", "")
@@ -252,15 +297,21 @@ func (x *factIndex) facts(r *Request, pluginStr, pluginMkt string, src *sourceFa
 				}
 			}
 		}
-		add(keyBlockedBy, termArray(blocked))
+		if len(blocked) > 0 {
+			add(keyBlockedBy, ast.ArrayTerm(blocked...))
+		}
 	case ActionLoadComponent:
-		add(keySurfaceListing, layerArray(x.surfacesLocked[string(r.Surface)]))
+		if l := x.surfacesLocked[string(r.Surface)]; len(l) > 0 {
+			add(keySurfaceListing, layerArray(l))
+		}
 	case ActionRunHook:
-		add(keySurfaceListing, layerArray(x.surfacesLocked[string(settings.SurfaceHooks)]))
+		if l := x.surfacesLocked[string(settings.SurfaceHooks)]; len(l) > 0 {
+			add(keySurfaceListing, layerArray(l))
+		}
 	}
 	if r.Action == ActionInstall {
 		var sigs []*ast.Term
-		for _, e := range x.signatures[pluginMkt] {
+		for _, e := range x.signatures[f.pluginMkt] {
 			signed := false // an invalid entry is never satisfied
 			for _, k := range r.Signatures {
 				if e.keys[k] {
@@ -268,44 +319,51 @@ func (x *factIndex) facts(r *Request, pluginStr, pluginMkt string, src *sourceFa
 					break
 				}
 			}
-			sigs = append(sigs, ast.ArrayTerm(ast.IntNumberTerm(e.layer), e.keySet, ast.BooleanTerm(e.invalid), ast.BooleanTerm(signed)))
+			sigs = append(sigs, ast.ArrayTerm(ast.InternedTerm(e.layer), e.keySet, ast.InternedTerm(e.invalid), ast.InternedTerm(signed)))
 		}
-		add(keySignatures, termArray(sigs))
+		if len(sigs) > 0 {
+			add(keySignatures, ast.ArrayTerm(sigs...))
+		}
 	}
-	if r.Action == ActionInstall || r.Action == ActionCrossDependency {
-		add(keyCrossListing, layerArray(x.crossAllowed[pluginMkt]))
+	if (r.Action == ActionInstall || r.Action == ActionCrossDependency) && f.requiredByMkt != "" && f.requiredByMkt != f.pluginMkt {
+		var unlisted []int
+		allowed := x.crossAllowed[f.pluginMkt]
+		for _, i := range x.crossSet {
+			if !slices.Contains(allowed, i) {
+				unlisted = append(unlisted, i)
+			}
+		}
+		cross := emptyObject
+		if len(unlisted) > 0 {
+			cross = ast.NewTerm(ast.NewObject(ast.Item(keyUnlisted, layerArray(unlisted))))
+		}
+		add(keyCross, cross)
 	}
-	if pluginStr != "" {
-		add(keyEnabled, termArray(x.enabled[pluginStr]))
+	if f.plugin != "" {
+		if l := x.enabled[f.plugin]; len(l) > 0 {
+			add(keyEnabled, ast.ArrayTerm(l...))
+		}
+	}
+	if len(items) == 0 {
+		return emptyObject
 	}
 	return ast.NewTerm(ast.NewObject(items...))
 }
 
 func layerArray(l []int) *ast.Term {
-	if len(l) == 0 {
-		return emptyArray
-	}
 	ts := make([]*ast.Term, len(l))
 	for i, n := range l {
-		ts[i] = ast.IntNumberTerm(n)
-	}
-	return ast.ArrayTerm(ts...)
-}
-
-var emptyArray = ast.ArrayTerm()
-
-func termArray(ts []*ast.Term) *ast.Term {
-	if len(ts) == 0 {
-		return emptyArray
+		ts[i] = ast.InternedTerm(n)
 	}
 	return ast.ArrayTerm(ts...)
 }
 
 var (
-	keyStrictListing  = ast.StringTerm("strict_listing")
+	keyStrictUnlisted = ast.StringTerm("strict_unlisted")
+	keyCross          = ast.StringTerm("cross")
+	keyUnlisted       = ast.StringTerm("unlisted")
 	keyBlockedBy      = ast.StringTerm("blocked_by")
 	keySurfaceListing = ast.StringTerm("surface_listing")
 	keySignatures     = ast.StringTerm("signatures")
-	keyCrossListing   = ast.StringTerm("cross_listing")
 	keyEnabled        = ast.StringTerm("enabled")
 )

@@ -34,8 +34,14 @@ func BuiltinModule() string { return builtinModule }
 // BuiltinModuleFile is the file name the built-in module compiles under.
 const BuiltinModuleFile = "wharf.rego"
 
-// DecisionQuery is the query every decision evaluates.
+// DecisionQuery is the decision as one object, for Rego tests and tools.
 const DecisionQuery = "data.wharf.policy.decision"
+
+// OutcomeQuery is the query every decision evaluates: the same answer as
+// DecisionQuery as one set of tagged entries (["deny", reason],
+// ["warning", message], ["forced", state]), which OPA builds without
+// entering the rules that do not apply (see rego/wharf.rego).
+const OutcomeQuery = "data.wharf.policy.outcome"
 
 // Reason says which layer and rule denied, and why.
 type Reason struct {
@@ -116,6 +122,8 @@ type compiledLayer struct {
 	Origin   string
 	Settings *settings.Settings
 	Lockdown bool
+	// HasModules: the layer has admin Rego modules.
+	HasModules bool
 }
 
 type state struct {
@@ -283,6 +291,9 @@ func (e *Engine) compile(layers []Layer) (*state, error) {
 				key = st.layers[in.layer].Name + "/" + in.name
 			}
 			st.modules[key] = m
+			if in.layer >= 0 {
+				st.layers[in.layer].HasModules = true
+			}
 		}
 	}
 	for i := range st.layers {
@@ -303,6 +314,11 @@ func (e *Engine) compile(layers []Layer) (*state, error) {
 		}
 		l.Settings = merged
 	}
+	if m, err := adminModule(st.layers); err != nil {
+		return nil, err
+	} else if m != nil {
+		st.modules[adminModuleFile] = m
+	}
 	val, err := ast.InterfaceToValue(map[string]any{"wharf_index": buildIndex(st.layers)})
 	if err != nil {
 		return nil, err
@@ -310,7 +326,7 @@ func (e *Engine) compile(layers []Layer) (*state, error) {
 	st.data = val.(ast.Object)
 	st.facts = buildFacts(st.layers)
 	opts := []func(*rego.Rego){
-		rego.Query(DecisionQuery),
+		rego.Query(OutcomeQuery),
 		rego.Store(inmem.NewFromASTObject(st.data)),
 		rego.SetRegoVersion(ast.RegoV1),
 		rego.GenerateJSON(keepAST),
@@ -329,6 +345,27 @@ func (e *Engine) compile(layers []Layer) (*state, error) {
 	}
 	st.pq = pq
 	return st, nil
+}
+
+// adminModuleFile names the module adminModule builds.
+const adminModuleFile = "wharf_admin.rego"
+
+// adminModule builds the rules that turn each layer's admin denies into
+// reasons (see the end of rego/wharf.rego): one rule per layer with admin
+// modules, naming its package. It depends only on the layers' names and
+// which of them have modules, both part of the version. nil when no layer
+// has admin modules.
+func adminModule(layers []compiledLayer) (*ast.Module, error) {
+	var b strings.Builder
+	for i, l := range layers {
+		if l.HasModules {
+			fmt.Fprintf(&b, "outcome contains [\"deny\", r(%d, \"admin\", admin_message(msg))] if {\n\tsome msg in data.wharf.admin[%q].deny\n}\n\n", i, l.Name)
+		}
+	}
+	if b.Len() == 0 {
+		return nil, nil
+	}
+	return ast.ParseModuleWithOpts(adminModuleFile, "package wharf.policy\n\n"+b.String(), ast.ParserOptions{RegoVersion: ast.RegoV1})
 }
 
 // Decide evaluates req against the current policy. An evaluation error
@@ -381,38 +418,37 @@ func (st *state) eval(ctx context.Context, req Request) (Decision, error) {
 	return d, nil
 }
 
-// toDecision reads data.wharf.policy.decision, which the prepared query
-// hands over as an AST term (see keepAST).
+// toDecision reads data.wharf.policy.outcome, which the prepared query
+// hands over as an AST term (see keepAST). An undefined outcome is an empty
+// set: nothing denies.
 func toDecision(v any) (Decision, error) {
 	t, ok := v.(*ast.Term)
 	if !ok {
-		return Decision{}, fmt.Errorf("decision is %T, not a term", v)
+		return Decision{}, fmt.Errorf("outcome is %T, not a term", v)
 	}
-	m, ok := t.Value.(ast.Object)
+	set, ok := t.Value.(ast.Set)
 	if !ok {
-		return Decision{}, fmt.Errorf("decision is %s, not an object", ast.ValueName(t.Value))
+		return Decision{}, fmt.Errorf("outcome is %s, not a set", ast.ValueName(t.Value))
 	}
 	var d Decision
-	allowed, ok := valueAt(m, fieldAllowed).(ast.Boolean)
-	if !ok {
-		return Decision{}, errors.New("decision.allowed is not a boolean")
-	}
-	d.Allowed = bool(allowed)
-	if f, ok := valueAt(m, fieldForced).(ast.String); ok {
-		d.Forced = string(f)
-	}
-	reasons, _ := valueAt(m, fieldReasons).(ast.Set)
-	n := 0
-	if reasons != nil {
-		n = reasons.Len()
-	}
-	d.Reasons = make([]Reason, 0, n)
-	if reasons != nil {
-		var bad error
-		reasons.Foreach(func(rt *ast.Term) {
-			ro, ok := rt.Value.(ast.Object)
+	var bad error
+	var warnings []string
+	set.Foreach(func(et *ast.Term) {
+		if bad != nil {
+			return
+		}
+		e, ok := et.Value.(*ast.Array)
+		if !ok || e.Len() != 2 {
+			bad = fmt.Errorf("outcome entry %v is not a [tag, value] pair", et)
+			return
+		}
+		tag, _ := e.Elem(0).Value.(ast.String)
+		v := e.Elem(1).Value
+		switch tag {
+		case "deny":
+			ro, ok := v.(ast.Object)
 			if !ok {
-				bad = fmt.Errorf("reason is %s, not an object", ast.ValueName(rt.Value))
+				bad = fmt.Errorf("reason is %s, not an object", ast.ValueName(v))
 				return
 			}
 			var rr Reason
@@ -425,10 +461,26 @@ func toDecision(v any) (Decision, error) {
 				}
 			}
 			d.Reasons = append(d.Reasons, rr)
-		})
-		if bad != nil {
-			return Decision{}, bad
+		case "warning":
+			if s, ok := v.(ast.String); ok {
+				warnings = append(warnings, string(s))
+			}
+		case "forced":
+			s, ok := v.(ast.String)
+			if !ok || d.Forced != "" && d.Forced != string(s) {
+				bad = fmt.Errorf("forced state %v is not one string", v)
+				return
+			}
+			d.Forced = string(s)
+		default:
+			bad = fmt.Errorf("outcome entry %v has an unknown tag", et)
 		}
+	})
+	if bad != nil {
+		return Decision{}, bad
+	}
+	if d.Reasons == nil {
+		d.Reasons = []Reason{}
 	}
 	sort.SliceStable(d.Reasons, func(i, j int) bool {
 		a, b := d.Reasons[i], d.Reasons[j]
@@ -440,31 +492,21 @@ func toDecision(v any) (Decision, error) {
 		}
 		return a.Message < b.Message
 	})
-	ws, _ := valueAt(m, fieldWarnings).(ast.Set)
-	d.Warnings = []string{}
-	if ws != nil {
-		// Sorted, as OPA's JSON form of a set is.
-		ws.Sorted().Foreach(func(w *ast.Term) {
-			if s, ok := w.Value.(ast.String); ok {
-				d.Warnings = append(d.Warnings, string(s))
-			}
-		})
+	// Sorted, as OPA's JSON form of a set is.
+	sort.Strings(warnings)
+	d.Warnings = warnings
+	if d.Warnings == nil {
+		d.Warnings = []string{}
 	}
-	if d.Allowed != (len(d.Reasons) == 0) {
-		return Decision{}, errors.New("decision.allowed disagrees with its reasons")
-	}
+	d.Allowed = len(d.Reasons) == 0
 	return d, nil
 }
 
 var (
-	fieldAllowed  = ast.StringTerm("allowed")
-	fieldForced   = ast.StringTerm("forced")
-	fieldReasons  = ast.StringTerm("reasons")
-	fieldWarnings = ast.StringTerm("warnings")
-	fieldLayer    = ast.StringTerm("layer")
-	fieldRule     = ast.StringTerm("rule")
-	fieldMessage  = ast.StringTerm("message")
-	fieldOrder    = ast.StringTerm("order")
+	fieldLayer   = ast.StringTerm("layer")
+	fieldRule    = ast.StringTerm("rule")
+	fieldMessage = ast.StringTerm("message")
+	fieldOrder   = ast.StringTerm("order")
 )
 
 func valueAt(o ast.Object, k *ast.Term) ast.Value {

@@ -38,17 +38,25 @@ func TestEvalInputMatchesInput(t *testing.T) {
 			t.Errorf("%s: no input.facts", r.Action)
 		}
 	}
-	// Every layer lists corp/tools; p3@m1 is forced off by layer dept and
-	// bad1/repo7 blocked by it.
+	// Every layer lists corp/tools, so nothing is left to say about it; p3@m1
+	// is forced off by layer dept and bad1/repo7 blocked by it; no layer
+	// lists bad1/repo7 or the evil.example source. Empty facts are left out.
 	for _, c := range []struct {
 		req  Request
 		want string
 	}{
-		{benchRequests()[0], `{"blocked_by": [], "cross_listing": [], "enabled": [], "signatures": [], "strict_listing": [0, 1, 2]}`},
+		{benchRequests()[0], `{}`},
 		{Request{Action: ActionEnable, Plugin: mustID("p3@m1"), Marketplace: Marketplace{Name: "m1", Source: ghSource("bad1/repo7")}},
-			`{"blocked_by": [[1, "exact", ""]], "enabled": [[1, false]], "strict_listing": []}`},
+			`{"blocked_by": [[1, "exact", ""]], "enabled": [[1, false]], "strict_unlisted": [0, 1, 2]}`},
 		{Request{Action: ActionAddMarketplace, Marketplace: Marketplace{Name: "e", Source: &settings.MarketplaceSource{Source: settings.KindGit, URL: "https://evil.example/x.git"}}},
-			`{"blocked_by": [[0, "host", "^evil\\.example$"], [1, "host", "^evil\\.example$"], [2, "host", "^evil\\.example$"]], "strict_listing": []}`},
+			`{"blocked_by": [[0, "host", "^evil\\.example$"], [1, "host", "^evil\\.example$"], [2, "host", "^evil\\.example$"]], "strict_unlisted": [0, 1, 2]}`},
+		// A dependency on another marketplace's plugin gets input.facts.cross
+		// (no layer here sets allowCrossMarketplaceDependenciesOn); one in the
+		// same marketplace does not.
+		{Request{Action: ActionInstall, Plugin: mustID("p3@m1"), Marketplace: Marketplace{Name: "m1", Source: ghSource("corp/tools")}, RequiredBy: mustID("app@corp")},
+			`{"cross": {}, "enabled": [[1, false]]}`},
+		{Request{Action: ActionInstall, Plugin: mustID("p3@m1"), Marketplace: Marketplace{Name: "m1", Source: ghSource("corp/tools")}, RequiredBy: mustID("app@m1")},
+			`{"enabled": [[1, false]]}`},
 	} {
 		got := c.req.evalInput(st.facts).(ast.Object).Get(ast.StringTerm("facts"))
 		if got.String() != c.want {

@@ -332,7 +332,7 @@ func (r Request) evalInput(x *factIndex) ast.Value {
 	if x == nil {
 		return ast.NewObject(items[:len(items)-1]...)
 	}
-	items[len(items)-1] = ast.Item(keyFacts, x.facts(&r, f.plugin, f.pluginMkt, &f.src))
+	items[len(items)-1] = ast.Item(keyFacts, x.facts(&r, &f))
 	return ast.NewObject(items[:]...)
 }
 
@@ -346,6 +346,9 @@ var (
 			m[string(a)] = ast.StringTerm(string(a))
 		}
 		for k := range sourceKinds {
+			m[k] = ast.StringTerm(k)
+		}
+		for _, k := range []string{"exact", "owner", "host", "path"} {
 			m[k] = ast.StringTerm(k)
 		}
 		return m
