@@ -7,7 +7,6 @@ import (
 	"encoding/gob"
 	"os"
 	"path/filepath"
-	"strings"
 	"sync"
 
 	"github.com/wharfhq/wharf/atomicfile"
@@ -109,29 +108,34 @@ func (d *decider) save() error {
 	return atomicfile.WriteFile(d.file, buf.Bytes(), 0o644)
 }
 
-func memoKey(r policy.Request) string {
-	var b strings.Builder
-	b.WriteString(string(r.Action))
-	for _, s := range []string{r.Plugin.String(), string(r.Surface), r.From, r.Path, r.Marketplace.Name} {
-		b.WriteByte(0)
-		b.WriteString(s)
+// appendMemoKey appends the memo key of r to dst: every field of a request
+// the loader makes, NUL-separated.
+func appendMemoKey(dst []byte, r policy.Request) []byte {
+	dst = append(dst, r.Action...)
+	dst = append(dst, 0)
+	dst = append(append(append(dst, r.Plugin.Name...), '@'), r.Plugin.Source...)
+	for _, s := range []string{string(r.Surface), r.From, r.Path, r.Marketplace.Name} {
+		dst = append(dst, 0)
+		dst = append(dst, s...)
 	}
-	b.WriteByte(0)
+	dst = append(dst, 0)
 	if r.Marketplace.Source != nil {
-		b.WriteString(r.Marketplace.Source.Key())
+		dst = append(dst, r.Marketplace.Source.Key()...)
 	}
-	return b.String()
+	return dst
 }
 
 // decide returns the decision for req, from the memo when possible. An
-// evaluation error is never memoized and fails closed.
+// evaluation error is never memoized and fails closed. A memo hit, the
+// common case at startup, allocates nothing.
 func (d *decider) decide(ctx context.Context, req policy.Request) (policy.Decision, error) {
 	if d.p == nil {
 		return policy.Decision{Allowed: true}, nil
 	}
-	k := memoKey(req)
+	var buf [256]byte
+	k := appendMemoKey(buf[:0], req)
 	d.mu.Lock()
-	dec, ok := d.m[k]
+	dec, ok := d.m[string(k)]
 	d.mu.Unlock()
 	if ok {
 		return dec, nil
@@ -142,7 +146,7 @@ func (d *decider) decide(ctx context.Context, req policy.Request) (policy.Decisi
 	}
 	d.mu.Lock()
 	if d.m != nil && (dec.PolicyVersion == "" || dec.PolicyVersion == d.version) {
-		d.m[k] = dec
+		d.m[string(k)] = dec
 		d.dirty = d.file != ""
 	}
 	d.mu.Unlock()

@@ -1,13 +1,14 @@
 package agent
 
 import (
-	"bufio"
-	"bytes"
 	"crypto/sha256"
 	"encoding/binary"
-	"encoding/gob"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"sync"
@@ -21,11 +22,15 @@ import (
 // from it, so that the cache-only loader of the next session does not read
 // and parse every manifest and Markdown file again. It lives under
 // WHARF_HOME and is only an accelerator: the full loader never reads it.
-const indexFile = "agent/components.gob"
+const indexFile = "agent/components.idx"
+
+// legacyIndexFile is where earlier versions kept the index, gob-encoded;
+// saving the index removes it.
+const legacyIndexFile = "agent/components.gob"
 
 // indexFormat changes whenever what an entry holds changes; an index of
 // another format is ignored.
-const indexFormat = 2
+const indexFormat = 3
 
 // maxIndex bounds the index file read at startup.
 const maxIndex = 64 << 20
@@ -52,13 +57,7 @@ type componentIndex struct {
 type indexEntry struct {
 	Key   string
 	Comps []Component
-	Sums  []string // Comps[i].sum, which gob does not see
 	Deps  []plugin.Dependency
-}
-
-type indexDoc struct {
-	Format  int
-	Entries map[string]indexEntry
 }
 
 func (x *componentIndex) load() {
@@ -72,28 +71,34 @@ func (x *componentIndex) load() {
 	if x.file == "" {
 		return
 	}
-	f, err := os.Open(x.file)
+	data, err := readBounded(x.file, maxIndex)
 	if err != nil {
 		return
 	}
+	if entries, err := decodeIndex(data); err == nil {
+		x.entries = entries
+	}
+}
+
+// readBounded reads a whole file that may be at most limit bytes.
+func readBounded(file string, limit int64) ([]byte, error) {
+	f, err := os.Open(file)
+	if err != nil {
+		return nil, err
+	}
 	defer f.Close()
-	if fi, err := f.Stat(); err != nil || fi.Size() > maxIndex {
-		return
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, err
 	}
-	var doc indexDoc
-	if err := gob.NewDecoder(bufio.NewReader(f)).Decode(&doc); err != nil || doc.Format != indexFormat || doc.Entries == nil {
-		return
+	if fi.Size() > limit {
+		return nil, fmt.Errorf("%s: %d bytes, more than %d", file, fi.Size(), limit)
 	}
-	for p, e := range doc.Entries {
-		if len(e.Sums) != len(e.Comps) {
-			delete(doc.Entries, p)
-			continue
-		}
-		for i := range e.Comps {
-			e.Comps[i].sum = e.Sums[i]
-		}
+	b := make([]byte, fi.Size())
+	if _, err := io.ReadFull(f, b); err != nil {
+		return nil, err
 	}
-	x.entries = doc.Entries
+	return b, nil
 }
 
 func (x *componentIndex) get(path, key string) (indexEntry, bool) {
@@ -107,10 +112,6 @@ func (x *componentIndex) get(path, key string) (indexEntry, bool) {
 }
 
 func (x *componentIndex) put(path string, e indexEntry) {
-	e.Sums = make([]string, len(e.Comps))
-	for i, c := range e.Comps {
-		e.Sums[i] = c.sum
-	}
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	x.entries[path] = e
@@ -135,33 +136,38 @@ func (x *componentIndex) save(recs []cache.Record) error {
 		x.mu.Unlock()
 		return nil
 	}
-	var buf bytes.Buffer
-	err := gob.NewEncoder(&buf).Encode(indexDoc{Format: indexFormat, Entries: x.entries})
+	data := encodeIndex(x.entries)
 	x.dirty = false
 	x.mu.Unlock()
-	if err != nil {
-		return err
-	}
 	if err := os.MkdirAll(filepath.Dir(x.file), 0o755); err != nil {
 		return err
 	}
-	return atomicfile.WriteFile(x.file, buf.Bytes(), 0o644)
+	if err := atomicfile.WriteFile(x.file, data, 0o644); err != nil {
+		return err
+	}
+	legacy := filepath.Join(filepath.Dir(filepath.Dir(x.file)), filepath.FromSlash(legacyIndexFile))
+	if err := os.Remove(legacy); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	return nil
 }
 
-// indexKey hashes everything an index entry of r depends on.
+// indexKey hashes everything an index entry of r depends on. The fields are
+// appended to one buffer and hashed at once: it runs for every plugin of
+// every load, and hashing each small field separately cost more than the
+// hash.
 func indexKey(r cache.Record, entry *plugin.Entry, x expander) string {
-	h := sha256.New()
-	var n [8]byte
+	n := 256 + len(r.InstallPath)*2 + len(x.data) + len(x.project)
+	for _, e := range r.Fingerprint.Entries {
+		n += len(e.Path) + len(e.Kind) + len(e.Hash) + 48
+	}
+	b := make([]byte, 0, n)
 	str := func(s string) {
-		binary.LittleEndian.PutUint64(n[:], uint64(len(s)))
-		h.Write(n[:])
-		h.Write([]byte(s))
+		b = binary.LittleEndian.AppendUint64(b, uint64(len(s)))
+		b = append(b, s...)
 	}
-	num := func(v int64) {
-		binary.LittleEndian.PutUint64(n[:], uint64(v))
-		h.Write(n[:])
-	}
-	str(r.ID.String())
+	num := func(v int64) { b = binary.LittleEndian.AppendUint64(b, uint64(v)) }
+	str(r.ID.Name + "@" + r.ID.Source)
 	str(r.Version)
 	str(r.InstallPath)
 	str(r.Digest)
@@ -178,12 +184,13 @@ func indexKey(r cache.Record, entry *plugin.Entry, x expander) string {
 		num(int64(e.Mode))
 	}
 	if entry != nil {
-		b, _ := json.Marshal(entry)
-		str(string(b))
+		js, _ := json.Marshal(entry)
+		str(string(js))
 	} else {
 		str("")
 	}
-	return hex.EncodeToString(h.Sum(nil))
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])
 }
 
 // normalize puts c in the form an index round trip preserves: empty maps and

@@ -386,46 +386,49 @@ func (in *loadInput) parseTree(u *unit, id plugin.ID, root string, entry *plugin
 	return comps
 }
 
-// filter applies the per-surface and hook policy to a plugin's components.
+// filter applies the per-surface and hook policy to a plugin's components,
+// asking once per surface the plugin has.
 func (in *loadInput) filter(ctx context.Context, u *unit, id plugin.ID, comps []Component) {
-	surfaceErr := map[settings.Surface]error{}
-	surfaceOK := func(s settings.Surface) error {
-		if err, ok := surfaceErr[s]; ok {
-			return err
+	var asked [5]bool
+	var surfaceErr [5]error
+	surfaceOK := func(s settings.Surface, i int) error {
+		if asked[i] {
+			return surfaceErr[i]
 		}
 		err := in.dec.check(ctx, policy.Request{Action: policy.ActionLoadComponent, Surface: s, From: policy.FromPlugin, Plugin: id})
 		if err == nil && s == settings.SurfaceHooks {
 			err = in.dec.check(ctx, policy.Request{Action: policy.ActionRunHook, Surface: settings.SurfaceHooks, From: policy.FromPlugin, Plugin: id})
 		}
-		surfaceErr[s] = err
+		asked[i], surfaceErr[i] = true, err
 		return err
 	}
 	u.comps = make([]Component, 0, len(comps))
-	for _, c := range comps {
-		if s, ok := surfaceOf(c.Kind); ok {
-			if err := surfaceOK(s); err != nil {
-				u.skips = append(u.skips, Skipped{Component: c, Err: err})
+	for i := range comps {
+		if s, si, ok := surfaceIndex(comps[i].Kind); ok {
+			if err := surfaceOK(s, si); err != nil {
+				u.skips = append(u.skips, Skipped{Component: comps[i], Err: err})
 				continue
 			}
 		}
-		u.comps = append(u.comps, c)
+		u.comps = append(u.comps, comps[i])
 	}
 }
 
-func surfaceOf(k plugin.ComponentKind) (settings.Surface, bool) {
+// surfaceIndex is surfaceOf with a small index per surface.
+func surfaceIndex(k plugin.ComponentKind) (settings.Surface, int, bool) {
 	switch k {
 	case plugin.KindCommand:
-		return settings.SurfaceCommands, true
+		return settings.SurfaceCommands, 0, true
 	case plugin.KindSkill:
-		return settings.SurfaceSkills, true
+		return settings.SurfaceSkills, 1, true
 	case plugin.KindAgent:
-		return settings.SurfaceAgents, true
+		return settings.SurfaceAgents, 2, true
 	case plugin.KindHook:
-		return settings.SurfaceHooks, true
+		return settings.SurfaceHooks, 3, true
 	case plugin.KindMCPServer:
-		return settings.SurfaceMCPServers, true
+		return settings.SurfaceMCPServers, 4, true
 	}
-	return "", false
+	return "", 0, false
 }
 
 type pluginComponents struct {

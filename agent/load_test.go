@@ -465,7 +465,7 @@ func TestCacheOnlyAndFullAgreeOnCleanTrees(t *testing.T) {
 	w.setEnabled("ops@corp", true)
 	w.setEnabled("a@corp", true)
 	parsed := w.load(w.runtime(w.options()), CacheOnly)
-	index := filepath.Join(w.home, "agent", "components.gob")
+	index := filepath.Join(w.home, "agent", "components.idx")
 	if _, err := os.Stat(index); err != nil {
 		t.Fatal(err)
 	}
@@ -482,7 +482,7 @@ func TestCacheOnlyAndFullAgreeOnCleanTrees(t *testing.T) {
 		t.Fatalf("cache-only %q\nfull %q", names(parsed), names(full))
 	}
 	// A damaged index is ignored, never trusted.
-	if err := os.WriteFile(index, []byte("not gob at all"), 0o644); err != nil {
+	if err := os.WriteFile(index, []byte("not an index at all"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	damaged := w.load(w.runtime(w.options()), CacheOnly)
