@@ -324,28 +324,49 @@ func (c Component) invocationNames() []string {
 	return []string{c.Name}
 }
 
-var kindRank = func() map[plugin.ComponentKind]int {
-	m := map[plugin.ComponentKind]int{}
-	for i, k := range plugin.ComponentKinds {
-		m[k] = i
+// kindRank orders kinds as plugin.ComponentKinds lists them. It and
+// sourceRank are switches and a scan of a short list rather than maps: the
+// merge compares ranks about 40,000 times for 2,000 components.
+func kindRank(k plugin.ComponentKind) int {
+	for i, x := range plugin.ComponentKinds {
+		if x == k {
+			return i
+		}
 	}
-	return m
-}()
+	return len(plugin.ComponentKinds)
+}
 
-var sourceRank = map[string]int{SourceBuiltin: 0, SourceManaged: 1, SourceProject: 2, SourceUser: 3, SourcePlugin: 4}
+func sourceRank(s string) int {
+	switch s {
+	case SourceBuiltin:
+		return 0
+	case SourceManaged:
+		return 1
+	case SourceProject:
+		return 2
+	case SourceUser:
+		return 3
+	case SourcePlugin:
+		return 4
+	}
+	return 0
+}
 
-func lessComponent(a, b *Component) bool {
+func lessComponent(a, b *Component) bool { return cmpComponent(a, b) < 0 }
+
+// cmpComponent orders components by kind, name, source, plugin and path.
+func cmpComponent(a, b *Component) int {
 	if a.Kind != b.Kind {
-		return kindRank[a.Kind] < kindRank[b.Kind]
+		return kindRank(a.Kind) - kindRank(b.Kind)
 	}
-	if a.Name != b.Name {
-		return a.Name < b.Name
+	if c := strings.Compare(a.Name, b.Name); c != 0 {
+		return c
 	}
 	if a.Source != b.Source {
-		return sourceRank[a.Source] < sourceRank[b.Source]
+		return sourceRank(a.Source) - sourceRank(b.Source)
 	}
 	if a.Plugin != b.Plugin {
-		return a.Plugin.String() < b.Plugin.String()
+		return strings.Compare(a.Plugin.String(), b.Plugin.String())
 	}
-	return a.Path < b.Path
+	return strings.Compare(a.Path, b.Path)
 }

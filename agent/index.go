@@ -157,40 +157,31 @@ func (x *componentIndex) save(recs []cache.Record) error {
 // every load, and hashing each small field separately cost more than the
 // hash.
 func indexKey(r cache.Record, entry *plugin.Entry, x expander) string {
-	n := 256 + len(r.InstallPath)*2 + len(x.data) + len(x.project)
-	for _, e := range r.Fingerprint.Entries {
-		n += len(e.Path) + len(e.Kind) + len(e.Hash) + 48
+	var stack [4096]byte
+	b := keyStr(stack[:0], r.ID.Name+"@"+r.ID.Source)
+	for _, s := range []string{r.Version, r.InstallPath, r.Digest, x.root, x.data, x.project} {
+		b = keyStr(b, s)
 	}
-	b := make([]byte, 0, n)
-	str := func(s string) {
-		b = binary.LittleEndian.AppendUint64(b, uint64(len(s)))
-		b = append(b, s...)
-	}
-	num := func(v int64) { b = binary.LittleEndian.AppendUint64(b, uint64(v)) }
-	str(r.ID.Name + "@" + r.ID.Source)
-	str(r.Version)
-	str(r.InstallPath)
-	str(r.Digest)
-	str(x.root)
-	str(x.data)
-	str(x.project)
-	num(int64(len(r.Fingerprint.Entries)))
+	b = binary.LittleEndian.AppendUint64(b, uint64(len(r.Fingerprint.Entries)))
 	for _, e := range r.Fingerprint.Entries {
-		str(e.Path)
-		str(e.Kind)
-		str(e.Hash)
-		num(e.Size)
-		num(e.Mtime)
-		num(int64(e.Mode))
+		b = keyStr(keyStr(keyStr(b, e.Path), e.Kind), e.Hash)
+		b = binary.LittleEndian.AppendUint64(b, uint64(e.Size))
+		b = binary.LittleEndian.AppendUint64(b, uint64(e.Mtime))
+		b = binary.LittleEndian.AppendUint64(b, uint64(e.Mode))
 	}
 	if entry != nil {
 		js, _ := json.Marshal(entry)
-		str(string(js))
+		b = keyStr(b, string(js))
 	} else {
-		str("")
+		b = keyStr(b, "")
 	}
 	sum := sha256.Sum256(b)
 	return hex.EncodeToString(sum[:])
+}
+
+func keyStr(b []byte, s string) []byte {
+	b = binary.LittleEndian.AppendUint64(b, uint64(len(s)))
+	return append(b, s...)
 }
 
 // normalize puts c in the form an index round trip preserves: empty maps and

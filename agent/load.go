@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"sort"
 	"sync"
 
@@ -196,7 +197,13 @@ func build(ctx context.Context, in *loadInput) (*Set, error) {
 		u.st.PluginStatus = rows[i]
 	}
 
-	var cands []Component
+	n := 0
+	for _, u := range units {
+		if u.st.Status == install.StatusActive {
+			n += len(u.comps)
+		}
+	}
+	cands := make([]Component, 0, n)
 	var skips []Skipped
 	for _, u := range units {
 		set.warnings = append(set.warnings, u.warns...)
@@ -401,6 +408,19 @@ func (in *loadInput) filter(ctx context.Context, u *unit, id plugin.ID, comps []
 		}
 		asked[i], surfaceErr[i] = true, err
 		return err
+	}
+	// Nothing refused (the common case): the components are used as they
+	// are; nothing writes to a unit's components after the load.
+	refused := false
+	for i := range comps {
+		if s, si, ok := surfaceIndex(comps[i].Kind); ok && surfaceOK(s, si) != nil {
+			refused = true
+			break
+		}
+	}
+	if !refused {
+		u.comps = comps
+		return
 	}
 	u.comps = make([]Component, 0, len(comps))
 	for i := range comps {
@@ -773,12 +793,11 @@ func merge(builtins []Builtin, cands []Component) ([]Component, []Skipped) {
 	for i := range cands {
 		order[i] = &cands[i]
 	}
-	sort.SliceStable(order, func(i, j int) bool {
-		a, b := order[i], order[j]
-		if sourceRank[a.Source] != sourceRank[b.Source] {
-			return sourceRank[a.Source] < sourceRank[b.Source]
+	slices.SortStableFunc(order, func(a, b *Component) int {
+		if ra, rb := sourceRank(a.Source), sourceRank(b.Source); ra != rb {
+			return ra - rb
 		}
-		return lessComponent(a, b)
+		return cmpComponent(a, b)
 	})
 	kept := make([]*Component, 0, len(cands))
 	var skips []Skipped
@@ -813,7 +832,7 @@ func merge(builtins []Builtin, cands []Component) ([]Component, []Skipped) {
 		}
 		kept = append(kept, cp)
 	}
-	sort.SliceStable(kept, func(i, j int) bool { return lessComponent(kept[i], kept[j]) })
+	slices.SortStableFunc(kept, cmpComponent)
 	out := make([]Component, len(kept))
 	for i, cp := range kept {
 		out[i] = *cp
