@@ -134,6 +134,7 @@ type state struct {
 	facts    *factIndex
 	warnings []string
 	pq       rego.PreparedEvalQuery
+	setup    *evalSetup
 	cache    *decisionCache
 }
 
@@ -325,9 +326,13 @@ func (e *Engine) compile(layers []Layer) (*state, error) {
 	}
 	st.data = val.(ast.Object)
 	st.facts = buildFacts(st.layers)
+	store := inmem.NewFromASTObject(st.data)
+	if st.setup, err = newEvalSetup(context.Background(), store); err != nil {
+		return nil, err
+	}
 	opts := []func(*rego.Rego){
 		rego.Query(OutcomeQuery),
-		rego.Store(inmem.NewFromASTObject(st.data)),
+		rego.Store(store),
 		rego.SetRegoVersion(ast.RegoV1),
 		rego.GenerateJSON(keepAST),
 	}
@@ -400,7 +405,13 @@ func (st *state) eval(ctx context.Context, req Request) (Decision, error) {
 				Reasons: []Reason{{Layer: "default", Rule: "evaluation", Message: err.Error()}}},
 			plugin.Errorf(plugin.LayerPolicy, plugin.TypePolicyDenied, "policy", "fix the admin module named in the message; run: wharf policy test <dir>", "policy evaluation failed, so the request is refused: %v", err)
 	}
-	rs, err := st.pq.Eval(ctx, rego.EvalParsedInput(req.evalInput(st.facts)), rego.EvalMetrics(noMetrics))
+	if err := ctx.Err(); err != nil {
+		return fail(err)
+	}
+	cache := getEvalCache()
+	var buf [6]rego.EvalOption
+	rs, err := st.pq.Eval(ctx, st.setup.options(ctx, req.evalInput(st.facts), cache, buf[:0])...)
+	cache.release()
 	if err != nil {
 		return fail(err)
 	}
