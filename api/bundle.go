@@ -15,6 +15,7 @@ import (
 	"net/http"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/labstack/echo/v4"
 	"github.com/open-policy-agent/opa/v1/ast"
@@ -110,16 +111,37 @@ func bundleETag(version string) string {
 
 // etagMatches implements If-None-Match for GET (weak comparison, lists, *).
 func etagMatches(header, etag string) bool {
-	if header == "" {
-		return false
-	}
-	for _, part := range strings.Split(header, ",") {
+	for header != "" {
+		var part string
+		part, header, _ = strings.Cut(header, ",")
 		p := strings.TrimSpace(part)
 		if p == "*" || strings.TrimPrefix(p, "W/") == etag {
 			return true
 		}
 	}
 	return false
+}
+
+// bundleTag is the ETag of one policy version, with header values made
+// once: a poll that gets a 304 allocates nothing for them.
+type bundleTag struct {
+	version string
+	etag    string
+	etagHdr []string // {etag}
+}
+
+// noCache is the Cache-Control value of the bundle.
+var noCache = []string{"no-cache"}
+
+// bundleTag returns the ETag of version.
+func (s *Server) bundleTag(version string) *bundleTag {
+	if t := s.etag.Load(); t != nil && t.version == version {
+		return t
+	}
+	etag := bundleETag(version)
+	t := &bundleTag{version: version, etag: etag, etagHdr: []string{etag}}
+	s.etag.Store(t)
+	return t
 }
 
 type builtBundle struct {
@@ -130,15 +152,20 @@ type builtBundle struct {
 // policyBundle serves the signed bundle. The 304 path reads one key and
 // builds nothing.
 func (s *Server) policyBundle(c echo.Context) error {
-	head, err := s.currentHead()
+	now := time.Now()
+	if r, ok := c.(*request); ok {
+		now = r.start
+	}
+	head, err := s.currentHeadAt(now)
 	if err != nil {
 		return err
 	}
-	etag := bundleETag(head.Version)
+	tag := s.bundleTag(head.Version)
+	// The values are shared, read-only slices (len = cap, so an Add copies).
 	hdr := c.Response().Header()
-	hdr.Set("ETag", etag)
-	hdr.Set("Cache-Control", "no-cache")
-	if etagMatches(c.Request().Header.Get("If-None-Match"), etag) {
+	hdr["Etag"] = tag.etagHdr
+	hdr["Cache-Control"] = noCache
+	if etagMatches(c.Request().Header.Get("If-None-Match"), tag.etag) {
 		return c.NoContent(http.StatusNotModified)
 	}
 	b, err := s.bundleFor(c.Request().Context())

@@ -118,15 +118,27 @@ func readHead(r store.Reader) (policyHead, error) {
 	return h, nil
 }
 
-// currentHead returns the policy head, from memory for up to StateCacheTTL.
+// currentHead returns the policy head: from memory while the store's watch
+// is up (it reports every change) or, without a watch, for up to
+// StateCacheTTL.
 func (s *Server) currentHead() (policyHead, error) {
-	now := time.Now()
+	return s.currentHeadAt(time.Now())
+}
+
+// currentHeadAt is currentHead with the caller's clock reading.
+func (s *Server) currentHeadAt(now time.Time) (policyHead, error) {
 	s.headMu.RLock()
 	h, exp := s.headVal, s.headExp
 	s.headMu.RUnlock()
-	if now.Before(exp) {
+	if s.fresh(exp, now) {
 		return h, nil
 	}
+	return s.readHead(now)
+}
+
+// readHead reads the head from the store and caches it.
+func (s *Server) readHead(now time.Time) (policyHead, error) {
+	var h policyHead
 	gen := s.rep.headGen.Load() // a head seen by the watch while reading wins (replica.go)
 	if err := s.deps.Store.View(func(r store.Reader) (err error) { h, err = readHead(r); return }); err != nil {
 		return policyHead{}, err

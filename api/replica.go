@@ -3,6 +3,8 @@ package api
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -36,6 +38,22 @@ type replicaState struct {
 	headGen  atomic.Uint64 // bumped under Server.headMu
 	// watching counts the buckets whose watch is established (tests, readyz).
 	watching atomic.Int32
+	// followed is how many buckets follow watches (0: the store has no
+	// watch, or Serve has not started following).
+	followed atomic.Int32
+}
+
+// fresh reports whether a cache entry that expires at exp may be used at
+// now. While every watch is up, the watch invalidates entries and they do
+// not expire; otherwise they live until exp. A zero exp is no entry.
+func (s *Server) fresh(exp, now time.Time) bool {
+	if exp.IsZero() {
+		return false
+	}
+	if f := s.rep.followed.Load(); f > 0 && s.rep.watching.Load() == f {
+		return true
+	}
+	return now.Before(exp)
 }
 
 // bucketBundle keeps the signed bundle of recent policy versions.
@@ -60,7 +78,9 @@ func (s *Server) follow(ctx context.Context) {
 	if !ok {
 		return
 	}
-	for _, b := range s.followedBuckets() {
+	buckets := s.followedBuckets()
+	s.rep.followed.Store(int32(len(buckets)))
+	for _, b := range buckets {
 		ch, err := w.Watch(ctx, b)
 		if err != nil {
 			s.log.Warn("watch failed; caches fall back to their TTL until it is set up again", "bucket", b, "err", err)
@@ -76,15 +96,16 @@ func (s *Server) followBucket(ctx context.Context, w store.Watcher, bucket strin
 	backoff := 50 * time.Millisecond
 	for {
 		if ch != nil {
-			s.rep.watching.Add(1)
 			// Anything committed between the loss of the previous watch and
-			// this one is unseen: forget what the caches hold.
+			// this one is unseen: forget what the caches hold. Only then
+			// may entries outlive their TTL (fresh).
 			s.invalidateAll()
+			s.rep.watching.Add(1)
 			for ev := range ch {
 				s.apply(ev)
 			}
-			s.invalidateAll()
 			s.rep.watching.Add(-1)
+			s.invalidateAll()
 			backoff = 50 * time.Millisecond
 		}
 		if ctx.Err() != nil {
@@ -116,9 +137,7 @@ func (s *Server) apply(ev store.Event) {
 		s.dropToken(ev.Key)
 	case bucketTokens:
 		if ev.Deleted {
-			s.limMu.Lock()
-			delete(s.limiters, ev.Key)
-			s.limMu.Unlock()
+			s.forgetLimiter(ev.Key)
 			s.dropAllTokens() // the record's hash is gone with it
 			return
 		}
@@ -152,10 +171,17 @@ func (s *Server) apply(ev store.Event) {
 	}
 }
 
+// dropToken forgets the token whose secret hashes to hash (hex).
 func (s *Server) dropToken(hash string) {
+	var key [sha256.Size]byte
+	n, err := hex.Decode(key[:], []byte(hash))
+	if err != nil || n != len(key) {
+		s.dropAllTokens() // not a hash this server wrote: forget everything
+		return
+	}
 	s.tokMu.Lock()
 	s.rep.tokenGen.Add(1)
-	delete(s.tokCache, hash)
+	delete(s.tokCache, key)
 	s.tokMu.Unlock()
 }
 

@@ -2,6 +2,7 @@ package api
 
 import (
 	"context"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -11,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -25,6 +27,7 @@ import (
 type Server struct {
 	deps Deps
 	e    *echo.Echo
+	ui   *console
 	log  *slog.Logger
 	now  func() time.Time
 
@@ -36,7 +39,11 @@ type Server struct {
 	limiters map[string]*rate.Limiter
 
 	tokMu    sync.RWMutex
-	tokCache map[string]cachedToken // sha256 of secret → token
+	tokCache map[[sha256.Size]byte]cachedToken // sha256 of secret → token
+
+	etag atomic.Pointer[bundleTag] // the bundle ETag of the last policy version served
+
+	reqPool sync.Pool // *request
 
 	headMu  sync.RWMutex
 	headVal policyHead
@@ -86,7 +93,8 @@ func New(d Deps) (*Server, error) {
 	if d.StateCacheTTL == 0 {
 		d.StateCacheTTL = time.Second
 	}
-	s := &Server{deps: d, log: d.Logger, now: d.Now, limiters: map[string]*rate.Limiter{}, tokCache: map[string]cachedToken{}}
+	s := &Server{deps: d, log: d.Logger, now: d.Now, limiters: map[string]*rate.Limiter{}, tokCache: map[[sha256.Size]byte]cachedToken{}}
+	s.reqPool.New = func() any { return new(request) }
 	signer, err := loadOrCreateSigner(d.Store)
 	if err != nil {
 		return nil, err
@@ -102,24 +110,37 @@ func New(d Deps) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	e.Pre(ui.dispatch)
-	e.Use(s.recoverMiddleware, s.observe, s.limits)
+	s.ui = ui
+	// One middleware (recover, metrics and logs, limits) for every request,
+	// matched or not; each route's authorization is composed with its
+	// handler once, here, rather than on every request.
+	e.Use(s.middleware)
 	for _, r := range s.routes() {
-		e.Add(r.Method, r.Path, r.handler, s.authorize(r.RouteInfo))
+		e.Add(r.Method, r.Path, s.authorize(r.RouteInfo)(r.handler))
 	}
 	s.e = e
 	return s, nil
 }
 
 // Handler returns the HTTP handler (for httptest or a custom http.Server).
-func (s *Server) Handler() http.Handler { return s.e }
+func (s *Server) Handler() http.Handler { return s }
+
+// ServeHTTP sends the console's paths to the console and everything else
+// to the API.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if s.ui.owns(r.URL.Path) {
+		s.ui.e.ServeHTTP(w, r)
+		return
+	}
+	s.e.ServeHTTP(w, r)
+}
 
 // Serve serves on ln until ctx is cancelled, then shuts down gracefully:
 // it stops accepting, lets in-flight requests finish (up to grace), and
 // returns.
 func (s *Server) Serve(ctx context.Context, ln net.Listener, grace time.Duration) error {
 	hs := &http.Server{
-		Handler:           s.e,
+		Handler:           s,
 		ReadHeaderTimeout: 10 * time.Second,
 		ReadTimeout:       s.deps.RequestTimeout + 10*time.Second,
 		WriteTimeout:      s.deps.RequestTimeout + 10*time.Second,
@@ -147,75 +168,84 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener, grace time.Duration
 	return nil
 }
 
-// recoverMiddleware turns a handler panic into a 500 without crashing the
-// process.
-func (s *Server) recoverMiddleware(next echo.HandlerFunc) echo.HandlerFunc {
-	return func(c echo.Context) (err error) {
-		defer func() {
-			if r := recover(); r != nil {
-				err = fmt.Errorf("panic: %v", r)
-			}
-		}()
-		return next(c)
-	}
+// request is the echo.Context of one request inside the middleware, with
+// what the middleware learns about it: when it started and who is calling.
+// Requests are pooled; nothing may keep one after its handler returns.
+type request struct {
+	echo.Context
+	start  time.Time
+	caller principal
+	authed bool // caller is set
 }
 
-// observe logs every request and records metrics by route pattern, so that
-// /v1/plugins/a/b and /v1/plugins/c/d share one series.
-func (s *Server) observe(next echo.HandlerFunc) echo.HandlerFunc {
-	return func(c echo.Context) error {
-		start := time.Now()
-		err := next(c)
-		if err != nil {
+// middleware is the API's and the console's one middleware: it recovers
+// from a handler panic (a 500, not a crash), records metrics by route
+// pattern (so /v1/plugins/a/b and /v1/plugins/c/d share one series), logs
+// the request and applies the body limit and the request deadline.
+func (s *Server) middleware(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) (err error) {
+		r := s.reqPool.Get().(*request)
+		*r = request{Context: c, start: time.Now()}
+		defer func() {
+			if p := recover(); p != nil {
+				err = fmt.Errorf("panic: %v", p)
+			}
+			*r = request{}
+			s.reqPool.Put(r)
+		}()
+		if err := s.limits(r, next); err != nil {
 			c.Error(err)
 		}
-		routePath := c.Path()
-		if routePath == "" {
-			routePath = "unmatched"
-		}
-		status := c.Response().Status
-		d := time.Since(start)
-		method := c.Request().Method
-		s.metrics.requests.WithLabelValues(routePath, method, strconv.Itoa(status)).Inc()
-		s.metrics.latency.WithLabelValues(routePath, method).Observe(d.Seconds())
-		if s.log.Enabled(c.Request().Context(), slog.LevelInfo) {
-			attrs := []any{"method", method, "route", routePath, "path", c.Request().URL.Path,
-				"status", status, "duration_ms", float64(d.Microseconds()) / 1000}
-			if p, ok := c.Get(principalKey).(principal); ok {
-				attrs = append(attrs, "token", p.TokenID, "role", p.Role)
-			}
-			s.log.Info("request", attrs...)
-		}
+		s.record(r)
 		return nil
 	}
 }
 
-// limits applies the body limit and the request deadline.
-func (s *Server) limits(next echo.HandlerFunc) echo.HandlerFunc {
-	return func(c echo.Context) error {
-		req := c.Request()
-		if req.ContentLength > s.deps.BodyLimit {
-			return apiErr(http.StatusRequestEntityTooLarge, CodeTooLarge, "",
-				"request body is %d bytes; the limit is %d", req.ContentLength, s.deps.BodyLimit)
-		}
-		if req.Body != nil && req.Body != http.NoBody {
-			req.Body = http.MaxBytesReader(c.Response(), req.Body, s.deps.BodyLimit)
-		}
-		// Requests that change state may fetch from the network (marketplace
-		// add/update) and get a deadline their handlers pass on; reads of
-		// local state are bounded by the HTTP server's write timeout, which
-		// keeps the hot read paths (search, bundle 304) free of a timer each.
-		if req.Method != http.MethodGet && req.Method != http.MethodHead {
-			ctx, cancel := context.WithTimeout(req.Context(), s.deps.RequestTimeout)
-			defer cancel()
-			c.SetRequest(req.WithContext(ctx))
-		}
-		err := next(c)
-		if err != nil && errors.Is(err, context.DeadlineExceeded) {
-			return fmt.Errorf("%w: %w", errDeadline, err)
-		}
-		return err
+// record counts the request in the metrics and logs it.
+func (s *Server) record(r *request) {
+	routePath := r.Path()
+	if routePath == "" {
+		routePath = "unmatched"
 	}
+	req := r.Request()
+	status := r.Response().Status
+	d := time.Since(r.start)
+	s.metrics.observe(routePath, req.Method, status, d)
+	if s.log.Enabled(req.Context(), slog.LevelInfo) {
+		attrs := make([]slog.Attr, 0, 7)
+		attrs = append(attrs, slog.String("method", req.Method), slog.String("route", routePath), slog.String("path", req.URL.Path),
+			slog.Int("status", status), slog.Float64("duration_ms", float64(d.Microseconds())/1000))
+		if p, ok := callerOf(r); ok {
+			attrs = append(attrs, slog.String("token", p.TokenID), slog.String("role", string(p.Role)))
+		}
+		s.log.LogAttrs(req.Context(), slog.LevelInfo, "request", attrs...)
+	}
+}
+
+// limits applies the body limit and the request deadline around next.
+func (s *Server) limits(c *request, next echo.HandlerFunc) error {
+	req := c.Request()
+	if req.ContentLength > s.deps.BodyLimit {
+		return apiErr(http.StatusRequestEntityTooLarge, CodeTooLarge, "",
+			"request body is %d bytes; the limit is %d", req.ContentLength, s.deps.BodyLimit)
+	}
+	if req.Body != nil && req.Body != http.NoBody {
+		req.Body = http.MaxBytesReader(c.Response(), req.Body, s.deps.BodyLimit)
+	}
+	// Requests that change state may fetch from the network (marketplace
+	// add/update) and get a deadline their handlers pass on; reads of
+	// local state are bounded by the HTTP server's write timeout, which
+	// keeps the hot read paths (search, bundle 304) free of a timer each.
+	if req.Method != http.MethodGet && req.Method != http.MethodHead {
+		ctx, cancel := context.WithTimeout(req.Context(), s.deps.RequestTimeout)
+		defer cancel()
+		c.SetRequest(req.WithContext(ctx))
+	}
+	err := next(c)
+	if err != nil && errors.Is(err, context.DeadlineExceeded) {
+		return fmt.Errorf("%w: %w", errDeadline, err)
+	}
+	return err
 }
 
 // authorize enforces one row of the matrix: 401 without a valid token, 403
@@ -238,22 +268,33 @@ func (s *Server) authorize(ri RouteInfo) echo.MiddlewareFunc {
 				return apiErr(http.StatusUnauthorized, CodeUnauthorized, "Authorization",
 					"the Authorization header is not \"Bearer <token>\"")
 			}
-			tok, err := s.lookupToken(strings.TrimSpace(secret))
+			r, _ := c.(*request)
+			var now time.Time
+			if r != nil {
+				now = r.start
+			} else {
+				now = time.Now()
+			}
+			tok, err := s.knownToken(strings.TrimSpace(secret), now)
 			if err != nil {
 				return err
 			}
-			if tok == nil {
+			if tok.rec == nil {
 				c.Response().Header().Set("WWW-Authenticate", `Bearer realm="wharf", error="invalid_token"`)
 				return apiErr(http.StatusUnauthorized, CodeUnauthorized, "Authorization",
 					"the bearer token is unknown or was revoked; ask an admin for a new one")
 			}
-			p := principal{TokenID: tok.ID, Role: tok.Role}
-			c.Set(principalKey, p)
-			if !roleAllowed(ri.Roles, tok.Role) {
-				return apiErr(http.StatusForbidden, CodeForbidden, "",
-					"role %q may not %s %s; allowed: %s", tok.Role, ri.Method, ri.Path, joinRoles(ri.Roles))
+			p := principal{TokenID: tok.rec.ID, Role: tok.rec.Role}
+			if r != nil {
+				r.caller, r.authed = p, true
+			} else {
+				c.Set(principalKey, p)
 			}
-			if err := s.allow(tok.ID); err != nil {
+			if !roleAllowed(ri.Roles, p.Role) {
+				return apiErr(http.StatusForbidden, CodeForbidden, "",
+					"role %q may not %s %s; allowed: %s", p.Role, ri.Method, ri.Path, joinRoles(ri.Roles))
+			}
+			if err := s.take(tok.limiter, p.TokenID, now); err != nil {
 				return err
 			}
 			return next(c)
@@ -269,31 +310,69 @@ func joinRoles(rs []Role) string {
 	return strings.Join(ss, ", ")
 }
 
-// allow takes one token from the caller's bucket.
-func (s *Server) allow(tokenID string) error {
+// allow takes one token from the bucket of key (a token ID, or another
+// caller's name).
+func (s *Server) allow(key string) error {
+	return s.take(nil, key, time.Now())
+}
+
+// limiter returns key's bucket, creating it on first use; nil when rate
+// limiting is off.
+func (s *Server) limiter(key string) *rate.Limiter {
 	if s.deps.RateLimit < 0 {
 		return nil
 	}
 	s.limMu.Lock()
-	l := s.limiters[tokenID]
+	defer s.limMu.Unlock()
+	l := s.limiters[key]
 	if l == nil {
 		l = rate.NewLimiter(rate.Limit(s.deps.RateLimit), s.deps.RateBurst)
-		s.limiters[tokenID] = l
+		s.limiters[key] = l
 	}
+	return l
+}
+
+// take takes one token at now from l, or from key's bucket when l is nil.
+func (s *Server) take(l *rate.Limiter, key string, now time.Time) error {
+	if s.deps.RateLimit < 0 {
+		return nil
+	}
+	if l == nil {
+		l = s.limiter(key)
+	}
+	if l.AllowN(now, 1) {
+		return nil
+	}
+	r := l.ReserveN(now, 1)
+	d := r.DelayFrom(now)
+	if d <= 0 {
+		return nil
+	}
+	r.CancelAt(now)
+	secs := int(math.Ceil(d.Seconds()))
+	return &APIError{Status: http.StatusTooManyRequests, Code: CodeRateLimited, RetryAfter: secs,
+		Message: fmt.Sprintf("rate limit of %g requests/s for this token exceeded; retry in %ds", s.deps.RateLimit, secs)}
+}
+
+// forgetLimiter drops key's bucket (a revoked token).
+func (s *Server) forgetLimiter(key string) {
+	s.limMu.Lock()
+	delete(s.limiters, key)
 	s.limMu.Unlock()
-	r := l.Reserve()
-	if d := r.Delay(); d > 0 {
-		r.Cancel()
-		secs := int(math.Ceil(d.Seconds()))
-		return &APIError{Status: http.StatusTooManyRequests, Code: CodeRateLimited, RetryAfter: secs,
-			Message: fmt.Sprintf("rate limit of %g requests/s for this token exceeded; retry in %ds", s.deps.RateLimit, secs)}
-	}
-	return nil
 }
 
 func (s *Server) caller(c echo.Context) principal {
-	p, _ := c.Get(principalKey).(principal)
+	p, _ := callerOf(c)
 	return p
+}
+
+// callerOf returns the authenticated caller of c, if any.
+func callerOf(c echo.Context) (principal, bool) {
+	if r, ok := c.(*request); ok && r.authed {
+		return r.caller, true
+	}
+	p, ok := c.Get(principalKey).(principal)
+	return p, ok
 }
 
 func (s *Server) healthz(c echo.Context) error {
@@ -318,6 +397,92 @@ type metrics struct {
 	latency   *prometheus.HistogramVec
 	decisions *prometheus.CounterVec
 	handler   http.Handler
+
+	// The series of each route and method, resolved once: a request finds
+	// them with one lookup instead of hashing its labels into both vectors.
+	seriesMu sync.Mutex                                // held by writers
+	series   atomic.Pointer[map[routeKey]*routeSeries] // copied on write
+}
+
+type routeKey struct{ route, method string }
+
+// routeSeries is one route's and method's latency histogram and request
+// counters, one per status code seen.
+type routeSeries struct {
+	key     routeKey
+	latency prometheus.Observer
+	mu      sync.Mutex
+	codes   atomic.Pointer[[]codeCounter] // copied on write
+}
+
+type codeCounter struct {
+	code int
+	c    prometheus.Counter
+}
+
+// maxRouteSeries bounds the cache; beyond it (requests with made-up
+// methods on every route) series are looked up in the vectors directly.
+const maxRouteSeries = 256
+
+// observe counts one request of route and method that answered status in d.
+func (m *metrics) observe(route, method string, status int, d time.Duration) {
+	rs := m.routeSeries(route, method)
+	if rs == nil {
+		m.requests.WithLabelValues(route, method, strconv.Itoa(status)).Inc()
+		m.latency.WithLabelValues(route, method).Observe(d.Seconds())
+		return
+	}
+	rs.counter(m.requests, status).Inc()
+	rs.latency.Observe(d.Seconds())
+}
+
+func (m *metrics) routeSeries(route, method string) *routeSeries {
+	k := routeKey{route, method}
+	if rs := (*m.series.Load())[k]; rs != nil {
+		return rs
+	}
+	m.seriesMu.Lock()
+	defer m.seriesMu.Unlock()
+	cur := *m.series.Load()
+	if rs := cur[k]; rs != nil {
+		return rs
+	}
+	if len(cur) >= maxRouteSeries {
+		return nil
+	}
+	rs := &routeSeries{key: k, latency: m.latency.WithLabelValues(route, method)}
+	next := make(map[routeKey]*routeSeries, len(cur)+1)
+	for k, v := range cur {
+		next[k] = v
+	}
+	next[k] = rs
+	m.series.Store(&next)
+	return rs
+}
+
+func (rs *routeSeries) counter(v *prometheus.CounterVec, status int) prometheus.Counter {
+	if cs := rs.codes.Load(); cs != nil {
+		for _, c := range *cs {
+			if c.code == status {
+				return c.c
+			}
+		}
+	}
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	var cur []codeCounter
+	if cs := rs.codes.Load(); cs != nil {
+		cur = *cs
+	}
+	for _, c := range cur {
+		if c.code == status {
+			return c.c
+		}
+	}
+	c := v.WithLabelValues(rs.key.route, rs.key.method, strconv.Itoa(status))
+	next := append(append(make([]codeCounter, 0, len(cur)+1), cur...), codeCounter{status, c})
+	rs.codes.Store(&next)
+	return c
 }
 
 func newMetrics() *metrics {
@@ -335,6 +500,7 @@ func newMetrics() *metrics {
 			Name: "wharf_policy_decisions_total", Help: "Policy decisions by outcome (allowed, denied, forced-on, forced-off, error).",
 		}, []string{"outcome"}),
 	}
+	m.series.Store(&map[routeKey]*routeSeries{})
 	reg.MustRegister(m.requests, m.latency, m.decisions,
 		prometheus.NewGoCollector(), prometheus.NewProcessCollector(prometheus.ProcessCollectorOpts{}))
 	m.handler = promhttp.HandlerFor(reg, promhttp.HandlerOpts{})

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/labstack/echo/v4"
+	"golang.org/x/time/rate"
 
 	"github.com/wharfhq/wharf/store"
 )
@@ -74,22 +75,37 @@ func newTokenID() (string, error) {
 }
 
 // lookupToken returns the token for a secret, or nil when it is unknown.
-// Known tokens are cached for StateCacheTTL: a revocation made through this
-// server takes effect at once, one made through another replica within the
-// TTL. Unknown secrets are never cached, so guessing cannot fill the cache.
 func (s *Server) lookupToken(secret string) (*tokenRecord, error) {
-	h := hashSecret(secret)
-	now := time.Now()
+	t, err := s.knownToken(secret, time.Now())
+	return t.rec, err
+}
+
+// knownToken returns the token for a secret (rec nil when it is unknown)
+// with its rate limiter. Known tokens are kept in memory, under the
+// secret's sha256: a revocation made through this server drops its entry at
+// once, one made through another replica as soon as the store's watch
+// reports it (replica.go). While a watch is down, an entry is used for at
+// most StateCacheTTL. Unknown secrets are never cached, so guessing cannot
+// fill the cache.
+func (s *Server) knownToken(secret string, now time.Time) (cachedToken, error) {
+	var buf [128]byte // a secret's bytes, without an allocation
+	h := sha256.Sum256(append(buf[:0], secret...))
 	s.tokMu.RLock()
 	ct, ok := s.tokCache[h]
 	s.tokMu.RUnlock()
-	if ok && now.Before(ct.expires) {
-		return ct.rec, nil
+	if ok && s.fresh(ct.expires, now) {
+		return ct, nil
 	}
+	return s.readToken(h, now)
+}
+
+// readToken reads the token whose secret hashes to h from the store and
+// caches it.
+func (s *Server) readToken(h [sha256.Size]byte, now time.Time) (cachedToken, error) {
 	var rec *tokenRecord
 	gen := s.rep.tokenGen.Load() // a revocation seen while reading wins (replica.go)
 	err := s.deps.Store.View(func(r store.Reader) error {
-		id, err := r.Get(bucketTokenIndex, h)
+		id, err := r.Get(bucketTokenIndex, hex.EncodeToString(h[:]))
 		if errors.Is(err, store.ErrNotFound) {
 			return nil
 		}
@@ -110,34 +126,37 @@ func (s *Server) lookupToken(secret string) (*tokenRecord, error) {
 		rec = &t
 		return nil
 	})
-	if err != nil || rec == nil || s.deps.StateCacheTTL < 0 {
-		return rec, err
+	if err != nil || rec == nil {
+		return cachedToken{}, err
+	}
+	ct := cachedToken{rec: rec, limiter: s.limiter(rec.ID), expires: now.Add(s.deps.StateCacheTTL)}
+	if s.deps.StateCacheTTL < 0 {
+		return ct, nil
 	}
 	s.tokMu.Lock()
 	if s.rep.tokenGen.Load() != gen {
 		s.tokMu.Unlock()
-		return rec, nil
+		return ct, nil
 	}
 	if len(s.tokCache) >= maxCachedTokens {
 		clear(s.tokCache)
 	}
-	s.tokCache[h] = cachedToken{rec: rec, expires: now.Add(s.deps.StateCacheTTL)}
+	s.tokCache[h] = ct
 	s.tokMu.Unlock()
-	return rec, nil
+	return ct, nil
 }
 
 const maxCachedTokens = 10000
 
 type cachedToken struct {
 	rec     *tokenRecord
-	expires time.Time
+	limiter *rate.Limiter // the token's bucket; nil when rate limiting is off
+	expires time.Time     // when the entry must be read again, unless the watch is up
 }
 
 // forgetToken drops a revoked token from the cache.
 func (s *Server) forgetToken(hash string) {
-	s.tokMu.Lock()
-	delete(s.tokCache, hash)
-	s.tokMu.Unlock()
+	s.dropToken(hash)
 }
 
 // putToken writes a token and its index entry in tx.
@@ -320,8 +339,6 @@ func (s *Server) deleteToken(c echo.Context) error {
 		return err
 	}
 	s.forgetToken(hash)
-	s.limMu.Lock()
-	delete(s.limiters, id)
-	s.limMu.Unlock()
+	s.forgetLimiter(id)
 	return c.NoContent(http.StatusNoContent)
 }

@@ -69,7 +69,7 @@ func newConsole(s *Server) (*console, error) {
 	e.HideBanner = true
 	e.HidePort = true
 	e.HTTPErrorHandler = u.errorHandler
-	e.Use(s.recoverMiddleware, s.observe, s.limits, u.headers)
+	e.Use(s.middleware, u.headers)
 
 	toCatalog := func(c echo.Context) error { return c.Redirect(http.StatusFound, "/ui/") }
 	e.GET("/", toCatalog)
@@ -93,17 +93,10 @@ func newConsole(s *Server) (*console, error) {
 	return u, nil
 }
 
-// dispatch is a pre-routing middleware of the API's echo: the console's
-// paths go to the console, everything else to the API.
-func (u *console) dispatch(next echo.HandlerFunc) echo.HandlerFunc {
-	return func(c echo.Context) error {
-		p := c.Request().URL.Path
-		if p == "/" || p == "/ui" || strings.HasPrefix(p, "/ui/") {
-			u.e.ServeHTTP(c.Response(), c.Request())
-			return nil
-		}
-		return next(c)
-	}
+// owns reports whether path is the console's: Server.ServeHTTP sends those
+// requests to the console's router, everything else to the API's.
+func (u *console) owns(path string) bool {
+	return path == "/" || path == "/ui" || strings.HasPrefix(path, "/ui/")
 }
 
 // headers sets the security headers of every console response: no script,
