@@ -3,6 +3,7 @@ package policy
 import (
 	"encoding/json"
 	"strings"
+	"sync"
 
 	"github.com/open-policy-agent/opa/v1/ast"
 
@@ -251,7 +252,15 @@ type requestFacets struct {
 	src                        sourceFacets
 }
 
-func (r Request) facets() requestFacets {
+func facetsOf(s *settings.MarketplaceSource) sourceFacets {
+	return sourceFacets{known: true, key: s.Key(), owner: s.RepoOwner(), host: s.Host(), path: s.LocalPath(), display: displaySource(*s)}
+}
+
+// facets computes what policy compares of the request. With withSource
+// false the marketplace source is left out (see marketplaceTerm).
+func (r Request) facets() requestFacets { return r.facetsWith(true) }
+
+func (r Request) facetsWith(withSource bool) requestFacets {
 	var f requestFacets
 	if !r.Plugin.IsZero() {
 		f.plugin, f.pluginMkt = r.Plugin.String(), r.Plugin.Source
@@ -260,8 +269,8 @@ func (r Request) facets() requestFacets {
 	if f.mktName == "" {
 		f.mktName = f.pluginMkt
 	}
-	if s := r.Marketplace.Source; s != nil {
-		f.src = sourceFacets{known: true, key: s.Key(), owner: s.RepoOwner(), host: s.Host(), path: s.LocalPath(), display: displaySource(*s)}
+	if s := r.Marketplace.Source; s != nil && withSource {
+		f.src = facetsOf(s)
 	}
 	if !r.RequiredBy.IsZero() {
 		f.requiredBy, f.requiredByMkt = r.RequiredBy.String(), r.RequiredBy.Source
@@ -295,7 +304,9 @@ var (
 // on the request (keys, empty sets, common strings) are shared: OPA never
 // modifies its input.
 func (r Request) evalInput(x *factIndex) ast.Value {
-	f := r.facets()
+	f := r.facetsWith(false)
+	var mk *ast.Term
+	f.src, mk = marketplaceTerm(f.mktName, r.Marketplace.Source)
 	trueSet := func(keys []string) *ast.Term {
 		if len(keys) == 0 {
 			return emptyObject
@@ -306,20 +317,11 @@ func (r Request) evalInput(x *factIndex) ast.Value {
 		}
 		return ast.NewTerm(ast.NewObject(items...))
 	}
-	mk := ast.NewObject(
-		ast.Item(keyName, strTerm(f.mktName)),
-		ast.Item(keySourceKnown, ast.InternedTerm(f.src.known)),
-		ast.Item(keyKey, strTerm(f.src.key)),
-		ast.Item(keyOwner, strTerm(f.src.owner)),
-		ast.Item(keyHost, strTerm(f.src.host)),
-		ast.Item(keyPath, strTerm(f.src.path)),
-		ast.Item(keyDisplay, strTerm(f.src.display)),
-	)
 	items := [...][2]*ast.Term{
 		ast.Item(keyAction, strTerm(string(r.Action))),
 		ast.Item(keyPlugin, strTerm(f.plugin)),
 		ast.Item(keyPluginMkt, strTerm(f.pluginMkt)),
-		ast.Item(keyMarketplace, ast.NewTerm(mk)),
+		ast.Item(keyMarketplace, mk),
 		ast.Item(keyRequiredBy, strTerm(f.requiredBy)),
 		ast.Item(keyRequiredByMkt, strTerm(f.requiredByMkt)),
 		ast.Item(keyDeclaredCross, trueSet(r.DeclaredCross)),
@@ -334,6 +336,64 @@ func (r Request) evalInput(x *factIndex) ast.Value {
 	}
 	items[len(items)-1] = ast.Item(keyFacts, x.facts(&r, &f))
 	return ast.NewObject(items[:]...)
+}
+
+// marketplaceKey is what input.marketplace depends on: the name and the
+// source without its headers (headers are not identity).
+type marketplaceKey struct {
+	name                                  string
+	known                                 bool
+	kind, repo, url, ref, path            string
+	hostPattern, pathPattern, ownerPrefix string
+}
+
+type marketplaceEntry struct {
+	src  sourceFacets
+	term *ast.Term
+}
+
+// marketplaceTerms keeps input.marketplace objects already built: requests
+// about the plugins of one marketplace share it. Bounded: when full it
+// starts over.
+var marketplaceTerms struct {
+	sync.RWMutex
+	m map[marketplaceKey]marketplaceEntry
+}
+
+const marketplaceTermsMax = 1024
+
+// marketplaceTerm returns the facets of src and input.marketplace.
+func marketplaceTerm(name string, src *settings.MarketplaceSource) (sourceFacets, *ast.Term) {
+	k := marketplaceKey{name: name}
+	if src != nil {
+		k = marketplaceKey{name: name, known: true, kind: src.Source, repo: src.Repo, url: src.URL, ref: src.Ref, path: src.Path,
+			hostPattern: src.HostPattern, pathPattern: src.PathPattern, ownerPrefix: src.Owner}
+	}
+	marketplaceTerms.RLock()
+	e, ok := marketplaceTerms.m[k]
+	marketplaceTerms.RUnlock()
+	if ok {
+		return e.src, e.term
+	}
+	if src != nil {
+		e.src = facetsOf(src)
+	}
+	e.term = ast.NewTerm(ast.NewObject(
+		ast.Item(keyName, strTerm(name)),
+		ast.Item(keySourceKnown, ast.InternedTerm(e.src.known)),
+		ast.Item(keyKey, strTerm(e.src.key)),
+		ast.Item(keyOwner, strTerm(e.src.owner)),
+		ast.Item(keyHost, strTerm(e.src.host)),
+		ast.Item(keyPath, strTerm(e.src.path)),
+		ast.Item(keyDisplay, strTerm(e.src.display)),
+	))
+	marketplaceTerms.Lock()
+	if marketplaceTerms.m == nil || len(marketplaceTerms.m) >= marketplaceTermsMax {
+		marketplaceTerms.m = make(map[marketplaceKey]marketplaceEntry)
+	}
+	marketplaceTerms.m[k] = e
+	marketplaceTerms.Unlock()
+	return e.src, e.term
 }
 
 var (
