@@ -176,8 +176,9 @@ type Deps struct {
 	// policy head from memory before reading the store again (default 1s;
 	// negative: always read). Changes made through this server apply at
 	// once. While Serve runs over a store.Watcher, changes made through
-	// another replica apply as soon as their watch event arrives; the TTL
-	// bounds staleness only while a watch is down (replica.go).
+	// another replica apply as soon as their watch event arrives, and
+	// entries do not expire while every watch is up: the TTL bounds
+	// staleness only while a watch is down (replica.go).
 	StateCacheTTL time.Duration
 	// Now is the clock (tests); default time.Now.
 	Now func() time.Time

@@ -24,8 +24,10 @@ import (
 //     as soon as the revocation's watch event arrives;
 //   - a policy change anywhere replaces every replica's cached head with the
 //     committed one, so the compiled policy and the bundle follow it;
-//   - when a watch is lost, every cache is dropped and the watch is set up
-//     again; until it is, the caches fall back to Deps.StateCacheTTL.
+//   - while every watch is up, cached tokens and the head do not expire
+//     (the hot paths read no store); when a watch is lost, every cache is
+//     dropped and the watch is set up again; until it is, the caches fall
+//     back to Deps.StateCacheTTL.
 //
 // A read that races an invalidation must not put the old value back: the
 // caches carry a generation, bumped under the cache's lock by every

@@ -7,7 +7,10 @@
 #     against net/http serving the same bundle file with an ETag (a static
 #     bundle server, the usual way to publish OPA bundles).
 # Every load run is bounded by request count (N) and time (DURATION) and hits
-# 127.0.0.1 only. Usage: bench/server.sh [N] [DURATION] [CONCURRENCY]
+# 127.0.0.1 only. The load generator (bench/loadgen, wrk-like: a keep-alive
+# connection per worker, a request prepared once) shares the cores with the
+# server, so it is kept lean; the static baseline is loaded by the same one.
+# Usage: bench/server.sh [N] [DURATION] [CONCURRENCY]
 set -euo pipefail
 N=${1:-200000}
 DURATION=${2:-10s}
@@ -50,12 +53,14 @@ ETAG=$(sed -n 's/^[Ee][Tt]ag: *\(.*\)\r$/\1/p' "$WORK/bundle.h")
 # is, unlike req/s; "cap" is what the server alone could do on all cores.
 TCK=$(getconf CLK_TCK)
 ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }
-measure() { # measure <pid> <loadgen args...>
+measure() { # measure <pid> <loadgen args...>; leaves req/s and server CPU us/req in RPS and US
   local pid=$1; shift
   local before out after
   before=$(ticks "$pid")
   out=$("$WORK/loadgen" -json "$@")
   after=$(ticks "$pid")
+  RPS=$(echo "$out" | sed 's/.*"rps":\([0-9.]*\).*/\1/')
+  US=$(echo "$out" | awk -v t=$((after - before)) -v tck="$TCK" '{ n = $0; sub(/.*"requests":/, "", n); sub(/,.*/, "", n); printf "%.1f", t / tck * 1e6 / n }')
   echo "$out" | awk -v t=$((after - before)) -v tck="$TCK" -v cores="$(nproc)" '
     { match($0, /"name":"[^"]*"/); name = substr($0, RSTART + 8, RLENGTH - 9)
       n = $0; sub(/.*"requests":/, "", n); sub(/,.*/, "", n)
@@ -71,6 +76,7 @@ echo "# wharf API server on $(nproc) cores, $(go version | cut -d' ' -f3), load 
 echo "# bundle: $(wc -c <"$WORK/bundle.tar.gz") bytes, ETag $ETAG"
 measure "$SERVER_PID" -name "search (wharf serve)" -url "$URL/v1/plugins?q=deploy" -token "$AGENT" -n "$N" -d "$DURATION" -c "$CONC"
 measure "$SERVER_PID" -name "bundle 304 (wharf serve)" -url "$URL/v1/policy/bundle" -token "$AGENT" -H "If-None-Match: $ETAG" -expect 304 -n "$N" -d "$DURATION" -c "$CONC"
+W304_RPS=$RPS W304_US=$US
 measure "$SERVER_PID" -name "bundle 200 (wharf serve)" -url "$URL/v1/policy/bundle" -token "$AGENT" -n "$((N / 4))" -d "$DURATION" -c "$CONC"
 
 # Baseline 1: a static bundle server (net/http, ETag) with the same bundle.
@@ -79,6 +85,7 @@ STATIC_PID=$!
 for _ in $(seq 100); do [ -s "$WORK/static.addr" ] && break; sleep 0.05; done
 SETAG=$(curl -sf -D - -o /dev/null "http://$(cat "$WORK/static.addr")/bundle.tar.gz" | sed -n 's/^[Ee][Tt]ag: *\(.*\)\r$/\1/p')
 measure "$STATIC_PID" -name "bundle 304 (static net/http)" -url "http://$(cat "$WORK/static.addr")/bundle.tar.gz" -H "If-None-Match: $SETAG" -expect 304 -n "$N" -d "$DURATION" -c "$CONC"
+awk -v w="$W304_RPS" -v s="$RPS" -v wu="$W304_US" -v su="$US" 'BEGIN { printf "%-28s wharf/static: %.3f of the req/s, %.2fx the server CPU per request\n", "bundle 304", w / s, wu / su }'
 
 # Baseline 2: the CLI, one process per search, over the same marketplace.
 export WHARF_HOME="$WORK/cli-home"
