@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -658,7 +659,7 @@ func (in *loadInput) ownComponents(ctx context.Context) (comps []Component, skip
 		add(agents, settings.SurfaceAgents, d.from)
 	}
 	for _, doc := range in.snap.Docs {
-		if doc.Missing || len(doc.Data) == 0 {
+		if doc.Missing || len(doc.Data) == 0 || !mayConfigure(doc.Data) {
 			continue
 		}
 		from := scopeSource(doc.Scope)
@@ -694,6 +695,14 @@ func (in *loadInput) ownComponents(ctx context.Context) (comps []Component, skip
 		}
 	}
 	return comps, skips, warns
+}
+
+// mayConfigure reports whether a settings document can hold hooks or MCP
+// servers. Without a backslash no JSON key is escaped, so such a key must
+// appear literally; a document with neither word (a user's settings listing
+// hundreds of enabled plugins, typically) is not parsed a second time.
+func mayConfigure(data []byte) bool {
+	return bytes.IndexByte(data, '\\') >= 0 || bytes.Contains(data, []byte(`"hooks"`)) || bytes.Contains(data, []byte(`"mcpServers"`))
 }
 
 func hookEvents(h *plugin.HooksConfig) []plugin.HookEvent {

@@ -772,3 +772,31 @@ func TestProjectAtHomeIsNotReadTwice(t *testing.T) {
 		t.Fatalf("components %q skipped %+v", got, s.Skipped())
 	}
 }
+
+// Settings documents without hooks or MCP servers are not parsed again for
+// them; a document whose keys are written with JSON escapes still is.
+func TestSettingsHooksWithEscapedKeys(t *testing.T) {
+	w := newWorld(t)
+	p := w.paths().File(settings.ScopeUser)
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	doc := `{"\u0068ooks": {"Stop": [{"\u0068ooks": [{"type": "command", "command": "audit"}]}]},
+		"mcp\u0053ervers": {"api": {"command": "api"}}}`
+	if err := os.WriteFile(p, []byte(doc), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s := w.load(w.runtime(w.options()), CacheOnly)
+	if h, ok := s.Lookup(plugin.KindHook, "Stop"); !ok || h.Source != SourceUser {
+		t.Errorf("hook of an escaped key not loaded: %q", names(s))
+	}
+	if _, ok := s.Lookup(plugin.KindMCPServer, "api"); !ok {
+		t.Errorf("MCP server of an escaped key not loaded: %q", names(s))
+	}
+	if err := os.WriteFile(p, []byte(`{"enabledPlugins": {}}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if s := w.load(w.runtime(w.options()), CacheOnly); len(s.Components()) != 0 {
+		t.Errorf("components from a document without any: %q", names(s))
+	}
+}
