@@ -175,7 +175,7 @@ func (r *Resolver) Closure(root plugin.ID) (*Plan, error) {
 			ranges++
 		}
 		if toMkt != fromMkt {
-			if err := cross.check(r, fromMkt, toMkt, from, to); err != nil {
+			if err := cross.check(r, fromMkt, toMkt, tab.mkts, from, to); err != nil {
 				return nil, depError(root, err)
 			}
 		}
@@ -291,10 +291,9 @@ func (r *Resolver) closureIndexed(root plugin.ID, rootNum int32) (*Plan, error) 
 			}
 		}
 		if toMkt := x.emkt[e]; toMkt != fromMkt {
-			from, to := &x.tab.ids[from], &x.tab.ids[j]
-			v := cross.reason(r, fromMkt, toMkt, from.Source, to.Source)
-			if v != 0 || r.policy != nil {
-				if err := r.crossError(v, *from, *to); err != nil {
+			// Plugin IDs are read only for an error or the policy.
+			if v := cross.reason(r, fromMkt, toMkt, x.tab.mkts); v != 0 || r.policy != nil {
+				if err := r.crossError(v, x.tab.ids[from], x.tab.ids[j]); err != nil {
 					return nil, depError(root, err)
 				}
 			}
@@ -361,8 +360,8 @@ type crossCache struct {
 const maxDenseMarkets = 64
 
 // reason returns the marketplaces' verdict on an edge from marketplace
-// fromMkt (named fromSrc) to toMkt (toSrc); 0 means they allow it.
-func (c *crossCache) reason(r *Resolver, fromMkt, toMkt uint32, fromSrc, toSrc string) CrossReason {
+// fromMkt to toMkt, indexes into names; 0 means they allow it.
+func (c *crossCache) reason(r *Resolver, fromMkt, toMkt uint32, names []string) CrossReason {
 	dense := c.n > 0 && c.n <= maxDenseMarkets
 	if dense {
 		if c.dense == nil {
@@ -376,9 +375,9 @@ func (c *crossCache) reason(r *Resolver, fromMkt, toMkt uint32, fromSrc, toSrc s
 	}
 	var v CrossReason
 	switch {
-	case !r.cat.AllowsCross(fromSrc, toSrc):
+	case !r.cat.AllowsCross(names[fromMkt], names[toMkt]):
 		v = CrossNotAllowed
-	case !r.cat.KnownMarketplace(toSrc):
+	case !r.cat.KnownMarketplace(names[toMkt]):
 		v = CrossUnknownMarketplace
 	}
 	if dense {
@@ -392,8 +391,8 @@ func (c *crossCache) reason(r *Resolver, fromMkt, toMkt uint32, fromSrc, toSrc s
 	return v
 }
 
-func (c *crossCache) check(r *Resolver, fromMkt, toMkt uint32, from, to plugin.ID) *CrossMarketplaceError {
-	return r.crossError(c.reason(r, fromMkt, toMkt, from.Source, to.Source), from, to)
+func (c *crossCache) check(r *Resolver, fromMkt, toMkt uint32, names []string, from, to plugin.ID) *CrossMarketplaceError {
+	return r.crossError(c.reason(r, fromMkt, toMkt, names), from, to)
 }
 
 // crossError turns the marketplaces' verdict v on from → to into the error,
