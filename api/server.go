@@ -183,22 +183,28 @@ type request struct {
 // pattern (so /v1/plugins/a/b and /v1/plugins/c/d share one series), logs
 // the request and applies the body limit and the request deadline.
 func (s *Server) middleware(next echo.HandlerFunc) echo.HandlerFunc {
-	return func(c echo.Context) (err error) {
+	return func(c echo.Context) error {
 		r := s.reqPool.Get().(*request)
 		*r = request{Context: c, start: time.Now()}
-		defer func() {
-			if p := recover(); p != nil {
-				err = fmt.Errorf("panic: %v", p)
-			}
-			*r = request{}
-			s.reqPool.Put(r)
-		}()
-		if err := s.limits(r, next); err != nil {
+		if err := s.run(r, next); err != nil {
 			c.Error(err)
 		}
 		s.record(r)
+		*r = request{}
+		s.reqPool.Put(r)
 		return nil
 	}
+}
+
+// run runs next within the limits, turning a panic into an error (a 500
+// that is counted and logged like any other).
+func (s *Server) run(r *request, next echo.HandlerFunc) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("panic: %v", p)
+		}
+	}()
+	return s.limits(r, next)
 }
 
 // record counts the request in the metrics and logs it.

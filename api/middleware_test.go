@@ -232,3 +232,27 @@ func TestAccessLogOneLinePerRequest(t *testing.T) {
 		t.Errorf("a request without a token logs one: %v", anon)
 	}
 }
+
+// panickyCatalog is a catalog whose search panics.
+type panickyCatalog struct{ Catalog }
+
+func (panickyCatalog) Search(context.Context, SearchQuery) ([]PluginSummary, error) {
+	panic("catalog index corrupt")
+}
+
+// A handler that panics answers 500 without its text, the server goes on,
+// and the 500 is counted like any other answer.
+func TestPanicIsA500AndCounted(t *testing.T) {
+	e := newEnv(t, func(d *Deps) { d.Catalog = panickyCatalog{} })
+	res := e.do("GET", "/v1/plugins?q=x", e.tokens[RoleAgent], nil)
+	if res.status != http.StatusInternalServerError || strings.Contains(string(res.body), "corrupt") {
+		t.Fatalf("panicking search: %d %s", res.status, res.body)
+	}
+	if res := e.do("GET", "/healthz", "", nil); res.status != http.StatusOK {
+		t.Fatalf("after a panic: %d", res.status)
+	}
+	body := string(e.do("GET", "/metrics", e.tokens[RoleAdmin], nil).body)
+	if want := `wharf_http_requests_total{code="500",method="GET",route="/v1/plugins"} 1`; !strings.Contains(body, want) {
+		t.Errorf("metrics lack %s", want)
+	}
+}
