@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -109,12 +110,16 @@ func WithCache(n int) Option { return func(e *Engine) { e.cacheSize = n } }
 func WithLoader(load func() ([]Layer, error)) Option { return func(e *Engine) { e.load = load } }
 
 // Engine evaluates policy. It is safe for concurrent use: decisions read an
-// immutable compiled state that Reload and Replace swap atomically.
+// immutable state (compiled once, on first use) that Reload and Replace
+// swap atomically.
 type Engine struct {
 	load      func() ([]Layer, error)
 	cacheSize int
 	reloadMu  sync.Mutex
 	cur       atomic.Pointer[state]
+	// compiles counts the prepared queries built (tests).
+	compiles atomic.Int64
+	memo     *memo // WithMemoFile
 }
 
 type compiledLayer struct {
@@ -133,12 +138,17 @@ type state struct {
 	data     ast.Object
 	facts    *factIndex
 	warnings []string
+	once     sync.Once // prepare
+	prepErr  error
 	pq       rego.PreparedEvalQuery
 	setup    *evalSetup
 	cache    *decisionCache
 }
 
-// NewEngine compiles layers (highest first) with the built-in module.
+// NewEngine reads layers (highest first): it computes the policy version,
+// parses the settings and the admin modules and checks that the modules
+// compile, and reports any problem. The prepared query is compiled with the
+// built-in module on the first decision that needs an evaluation.
 func NewEngine(layers []Layer, opts ...Option) (*Engine, error) {
 	e := &Engine{}
 	for _, o := range opts {
@@ -192,8 +202,8 @@ func (e *Engine) Reload(ctx context.Context) (bool, error) {
 	return e.Replace(ctx, layers)
 }
 
-// Replace compiles layers and swaps them in when their version differs. On
-// error the previous policy stays in force.
+// Replace reads layers as NewEngine does and swaps them in when their
+// version differs. On error the previous policy stays in force.
 func (e *Engine) Replace(ctx context.Context, layers []Layer) (bool, error) {
 	e.reloadMu.Lock()
 	defer e.reloadMu.Unlock()
@@ -326,30 +336,96 @@ func (e *Engine) compile(layers []Layer) (*state, error) {
 	}
 	st.data = val.(ast.Object)
 	st.facts = buildFacts(st.layers)
-	store := inmem.NewFromASTObject(st.data)
-	if st.setup, err = newEvalSetup(context.Background(), store); err != nil {
+	if err := checkAdminCompiles(st.modules); err != nil {
 		return nil, err
 	}
-	opts := []func(*rego.Rego){
-		rego.Query(OutcomeQuery),
-		rego.Store(store),
-		rego.SetRegoVersion(ast.RegoV1),
-		rego.GenerateJSON(keepAST),
-	}
-	keys := make([]string, 0, len(st.modules))
-	for k := range st.modules {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
-		opts = append(opts, rego.ParsedModule(st.modules[k]))
-	}
-	pq, err := rego.New(opts...).PrepareForEval(context.Background())
-	if err != nil {
-		return nil, plugin.Errorf(plugin.LayerPolicy, TypeLayerInvalid, "policy", "fix the admin module named in the message; run: wharf policy test <dir>", "compiling policy: %v", err)
-	}
-	st.pq = pq
 	return st, nil
+}
+
+// prepare compiles the modules into the prepared query, once per state, on
+// the first decision that needs an evaluation: a process whose answers all
+// come from a cache or the memo never pays for it. A failure fails every
+// evaluation of this state closed.
+func (st *state) prepare(e *Engine) error {
+	st.once.Do(func() {
+		e.compiles.Add(1)
+		store := inmem.NewFromASTObject(st.data)
+		setup, err := newEvalSetup(context.Background(), store)
+		if err != nil {
+			st.prepErr = err
+			return
+		}
+		opts := []func(*rego.Rego){
+			rego.Query(OutcomeQuery),
+			rego.Store(store),
+			rego.SetRegoVersion(ast.RegoV1),
+			rego.GenerateJSON(keepAST),
+		}
+		keys := make([]string, 0, len(st.modules))
+		for k := range st.modules {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		for _, k := range keys {
+			opts = append(opts, rego.ParsedModule(st.modules[k]))
+		}
+		pq, err := rego.New(opts...).PrepareForEval(context.Background())
+		if err != nil {
+			st.prepErr = compileError(err)
+			return
+		}
+		st.pq, st.setup = pq, setup
+	})
+	return st.prepErr
+}
+
+func compileError(err error) error {
+	return plugin.Errorf(plugin.LayerPolicy, TypeLayerInvalid, "policy", "fix the admin module named in the message; run: wharf policy test <dir>", "compiling policy: %v", err)
+}
+
+// checkAdminCompiles reports the admin modules' compile errors (undefined
+// functions, unsafe variables, type errors...) when the policy is built,
+// without compiling the built-in module, which is most of the cost and
+// always compiles. Admin modules are compiled on their own, which gives
+// the same errors as compiling them with the built-in module unless they
+// refer to it (anything under data.wharf but data.wharf.admin): then
+// everything is compiled now, as the evaluation would.
+func checkAdminCompiles(modules map[string]*ast.Module) error {
+	admin := map[string]*ast.Module{}
+	refersToBuiltin := false
+	wharf, adminRoot := ast.MustParseRef("data.wharf"), ast.MustParseRef("data.wharf.admin")
+	outside := func(r ast.Ref) bool {
+		return len(r) > 0 && r[0].Equal(ast.DefaultRootDocument) && wharf.HasPrefix(r.ConstantPrefix()) && !r.HasPrefix(adminRoot) ||
+			r.HasPrefix(wharf) && !r.HasPrefix(adminRoot)
+	}
+	for k, m := range modules {
+		if k == BuiltinModuleFile || k == adminModuleFile {
+			continue
+		}
+		admin[k] = m
+		for _, imp := range m.Imports {
+			if r, ok := imp.Path.Value.(ast.Ref); ok && outside(r) {
+				refersToBuiltin = true
+			}
+		}
+		ast.WalkRefs(m, func(r ast.Ref) bool {
+			if outside(r) {
+				refersToBuiltin = true
+			}
+			return refersToBuiltin
+		})
+	}
+	if len(admin) == 0 {
+		return nil
+	}
+	if refersToBuiltin {
+		admin = modules
+	}
+	c := ast.NewCompiler().WithDefaultRegoVersion(ast.RegoV1)
+	if c.Compile(admin); c.Failed() {
+		return compileError(c.Errors)
+	}
+	return nil
 }
 
 // adminModuleFile names the module adminModule builds.
@@ -382,15 +458,31 @@ func (e *Engine) Decide(ctx context.Context, req Request) (Decision, error) {
 	}
 	st := e.cur.Load()
 	var key string
-	if st.cache != nil {
+	if st.cache != nil || e.memo != nil {
 		key = cacheKey(req.Input())
+	}
+	if st.cache != nil {
 		if d, ok := st.cache.get(key); ok {
 			return d.clone(), nil
 		}
 	}
+	if e.memo != nil {
+		if d, ok := e.memo.get(st.version, key); ok {
+			if st.cache != nil {
+				st.cache.put(key, d.clone())
+			}
+			return d, nil
+		}
+	}
+	if err := st.prepare(e); err != nil {
+		return st.failed(err)
+	}
 	d, err := st.eval(ctx, req)
 	if err != nil {
 		return d, err
+	}
+	if e.memo != nil {
+		e.memo.put(st.version, key, d)
 	}
 	if st.cache != nil {
 		st.cache.put(key, d)
@@ -399,12 +491,16 @@ func (e *Engine) Decide(ctx context.Context, req Request) (Decision, error) {
 	return d, nil
 }
 
+// failed is the denying decision of a policy that cannot be compiled or
+// evaluated, with its error.
+func (st *state) failed(err error) (Decision, error) {
+	return Decision{PolicyVersion: st.version, Warnings: append([]string{}, st.warnings...),
+			Reasons: []Reason{{Layer: "default", Rule: "evaluation", Message: err.Error()}}},
+		plugin.Errorf(plugin.LayerPolicy, plugin.TypePolicyDenied, "policy", "fix the admin module named in the message; run: wharf policy test <dir>", "policy evaluation failed, so the request is refused: %v", err)
+}
+
 func (st *state) eval(ctx context.Context, req Request) (Decision, error) {
-	fail := func(err error) (Decision, error) {
-		return Decision{PolicyVersion: st.version, Warnings: st.warnings,
-				Reasons: []Reason{{Layer: "default", Rule: "evaluation", Message: err.Error()}}},
-			plugin.Errorf(plugin.LayerPolicy, plugin.TypePolicyDenied, "policy", "fix the admin module named in the message; run: wharf policy test <dir>", "policy evaluation failed, so the request is refused: %v", err)
-	}
+	fail := st.failed
 	if err := ctx.Err(); err != nil {
 		return fail(err)
 	}
@@ -503,6 +599,9 @@ func toDecision(v any) (Decision, error) {
 		}
 		return a.Message < b.Message
 	})
+	for i := range d.Reasons {
+		d.Reasons[i].order = 0 // only for sorting: a decision read back from JSON is the same
+	}
 	// Sorted, as OPA's JSON form of a set is.
 	sort.Strings(warnings)
 	d.Warnings = warnings
@@ -540,8 +639,8 @@ func keepAST(t *ast.Term, _ *rego.EvalContext) (any, error) { return t, nil }
 var noMetrics = metrics.NoOp()
 
 func (d Decision) clone() Decision {
-	d.Reasons = append([]Reason(nil), d.Reasons...)
-	d.Warnings = append([]string(nil), d.Warnings...)
+	d.Reasons = slices.Clone(d.Reasons) // an empty list stays empty, not nil
+	d.Warnings = slices.Clone(d.Warnings)
 	return d
 }
 

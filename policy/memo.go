@@ -1,0 +1,186 @@
+package policy
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"sync"
+
+	"github.com/wharfhq/wharf/atomicfile"
+	"github.com/wharfhq/wharf/plugin"
+)
+
+// WithMemoFile keeps decisions between processes in the file at path: the
+// decisions memoized for the policy version in force are read from it on
+// the first decision, and SaveMemo writes the ones added since. A decision
+// is a function of the request and the policy version (a hash of every
+// input the evaluation reads), so an entry is used only under the version
+// it was made under; a file of another version, or one that cannot be
+// read, is ignored. A decision answered from the memo compiles nothing.
+func WithMemoFile(path string) Option { return func(e *Engine) { e.memo = &memo{path: path} } }
+
+// memoHeader starts every memo file; a file without it is not a memo.
+const memoHeader = "wharf policy decision memo 1\n"
+
+// Bounds: the file read at first use, and the decisions kept per version.
+const (
+	memoMaxBytes   = 8 << 20
+	memoMaxEntries = 4096
+)
+
+// TypeMemoWrite is the error type of a memo file that cannot be written.
+const TypeMemoWrite = "policy-memo-write"
+
+type memoDoc struct {
+	Version   string              `json:"version"`
+	Decisions map[string]Decision `json:"decisions"`
+}
+
+type memo struct {
+	path   string
+	saveMu sync.Mutex // one SaveMemo at a time, so an older snapshot never overwrites a newer one
+
+	mu      sync.Mutex
+	read    bool    // the file has been read
+	file    memoDoc // what it held, when it was a memo
+	version string  // the version m belongs to
+	m       map[string]Decision
+	dirty   bool
+}
+
+// forVersion makes m the memo of version v. Called with mu held.
+func (mm *memo) forVersion(v string) {
+	if !mm.read {
+		mm.read = true
+		mm.file, _ = readMemo(mm.path)
+	}
+	if mm.m != nil && mm.version == v {
+		return
+	}
+	mm.version, mm.m, mm.dirty = v, map[string]Decision{}, false
+	if mm.file.Version == v {
+		for k, d := range mm.file.Decisions {
+			if d.PolicyVersion == v && len(mm.m) < memoMaxEntries {
+				mm.m[k] = d
+			}
+		}
+	}
+}
+
+func (mm *memo) get(v, key string) (Decision, bool) {
+	mm.mu.Lock()
+	defer mm.mu.Unlock()
+	mm.forVersion(v)
+	d, ok := mm.m[key]
+	if !ok {
+		return Decision{}, false
+	}
+	return d.clone(), true
+}
+
+func (mm *memo) put(v, key string, d Decision) {
+	if d.PolicyVersion != v {
+		return
+	}
+	mm.mu.Lock()
+	defer mm.mu.Unlock()
+	mm.forVersion(v)
+	if _, ok := mm.m[key]; ok || len(mm.m) >= memoMaxEntries {
+		return
+	}
+	mm.m[key] = d.clone()
+	mm.dirty = true
+}
+
+// readMemo reads a memo file; ok is false when there is none or it is not
+// a readable memo (missing, too large, another kind of file, corrupt).
+func readMemo(path string) (memoDoc, bool) {
+	f, err := os.Open(path)
+	if err != nil {
+		return memoDoc{}, false
+	}
+	defer f.Close()
+	r := bufio.NewReader(io.LimitReader(f, memoMaxBytes+1))
+	head := make([]byte, len(memoHeader))
+	if _, err := io.ReadFull(r, head); err != nil || string(head) != memoHeader {
+		return memoDoc{}, false
+	}
+	body, err := io.ReadAll(r)
+	if err != nil || len(body)+len(memoHeader) > memoMaxBytes {
+		return memoDoc{}, false
+	}
+	var doc memoDoc
+	if err := json.Unmarshal(body, &doc); err != nil || doc.Version == "" {
+		return memoDoc{}, false
+	}
+	for k, d := range doc.Decisions {
+		if d.Allowed != (len(d.Reasons) == 0) || d.Reasons == nil || d.Warnings == nil {
+			delete(doc.Decisions, k) // not something Decide returns
+		}
+	}
+	return doc, true
+}
+
+// SaveMemo writes the memo file (see WithMemoFile) when decisions were
+// added since it was read, replacing it crash-safely. It does nothing
+// without a memo file. A file that exists and is not a memo is left alone
+// and reported: the path was probably meant for something else.
+func (e *Engine) SaveMemo() error {
+	mm := e.memo
+	if mm == nil {
+		return nil
+	}
+	mm.saveMu.Lock()
+	defer mm.saveMu.Unlock()
+	mm.mu.Lock()
+	if !mm.dirty {
+		mm.mu.Unlock()
+		return nil
+	}
+	doc := memoDoc{Version: mm.version, Decisions: make(map[string]Decision, len(mm.m))}
+	for k, d := range mm.m {
+		doc.Decisions[k] = d
+	}
+	mm.mu.Unlock()
+	if err := checkReplaceable(mm.path); err != nil {
+		return err
+	}
+	body, err := json.Marshal(doc)
+	if err != nil {
+		return err
+	}
+	if err := atomicfile.WriteFile(mm.path, append([]byte(memoHeader), body...), 0o644); err != nil {
+		return plugin.Errorf(plugin.LayerPolicy, TypeMemoWrite, mm.path, "check that the directory is writable, or remove the memo option", "saving policy decisions: %v", err)
+	}
+	mm.mu.Lock()
+	if mm.version == doc.Version && len(mm.m) == len(doc.Decisions) {
+		mm.dirty = false
+	}
+	mm.file = doc
+	mm.mu.Unlock()
+	return nil
+}
+
+// checkReplaceable refuses to overwrite a non-empty file that does not
+// start like a memo.
+func checkReplaceable(path string) error {
+	f, err := os.Open(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return plugin.Errorf(plugin.LayerPolicy, TypeMemoWrite, path, "check the file's permissions", "saving policy decisions: %v", err)
+	}
+	defer f.Close()
+	head := make([]byte, len(memoHeader))
+	n, _ := io.ReadFull(f, head)
+	if n == 0 || bytes.Equal(head[:n], []byte(memoHeader)[:n]) {
+		return nil
+	}
+	return plugin.Errorf(plugin.LayerPolicy, TypeMemoWrite, path, "point the memo at a file of its own, or remove this one",
+		"%s is not a policy decision memo; not overwriting it", fmt.Sprint(path))
+}
