@@ -127,11 +127,8 @@ func (s *Server) currentHead() (policyHead, error) {
 
 // currentHeadAt is currentHead with the caller's clock reading.
 func (s *Server) currentHeadAt(now time.Time) (policyHead, error) {
-	s.headMu.RLock()
-	h, exp := s.headVal, s.headExp
-	s.headMu.RUnlock()
-	if s.fresh(exp, now) {
-		return h, nil
+	if e := s.headSnap.Load(); e != nil && s.fresh(e.exp, now) {
+		return e.head, nil
 	}
 	return s.readHead(now)
 }
@@ -147,16 +144,29 @@ func (s *Server) readHead(now time.Time) (policyHead, error) {
 		s.headMu.Lock()
 		if s.rep.headGen.Load() == gen {
 			s.headVal, s.headExp = h, now.Add(s.deps.StateCacheTTL)
+			s.publishHead()
 		}
 		s.headMu.Unlock()
 	}
 	return h, nil
 }
 
+// headEntry is the cached policy head as readers see it.
+type headEntry struct {
+	head policyHead
+	exp  time.Time // zero: no head cached
+}
+
+// publishHead makes headVal and headExp what readers see; s.headMu is held.
+func (s *Server) publishHead() {
+	s.headSnap.Store(&headEntry{head: s.headVal, exp: s.headExp})
+}
+
 // setHead records a head this server just committed.
 func (s *Server) setHead(h policyHead) {
 	s.headMu.Lock()
 	defer s.headMu.Unlock()
+	defer s.publishHead()
 	s.rep.headGen.Add(1)
 	if h.Revision < s.headVal.Revision { // the watch may have delivered a later head: read the store
 		s.headExp = time.Time{}

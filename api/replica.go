@@ -165,6 +165,7 @@ func (s *Server) apply(ev store.Event) {
 		if s.deps.StateCacheTTL > 0 {
 			s.headExp = time.Now().Add(s.deps.StateCacheTTL)
 		}
+		s.publishHead()
 		s.headMu.Unlock()
 	case marketplace.Bucket:
 		if mc, ok := s.deps.Catalog.(*MarketplaceCatalog); ok {
@@ -198,6 +199,7 @@ func (s *Server) dropHead() {
 	s.headMu.Lock()
 	s.rep.headGen.Add(1)
 	s.headExp = time.Time{}
+	s.publishHead()
 	s.headMu.Unlock()
 }
 

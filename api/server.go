@@ -45,9 +45,10 @@ type Server struct {
 
 	reqPool sync.Pool // *request
 
-	headMu  sync.RWMutex
-	headVal policyHead
-	headExp time.Time
+	headMu   sync.Mutex // held by writers of headVal, headExp
+	headVal  policyHead
+	headExp  time.Time
+	headSnap atomic.Pointer[headEntry] // what readers see: headVal, headExp as last written
 
 	polMu    sync.Mutex
 	polCache *compiledPolicy // last compiled policy, keyed by its version
