@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"sort"
 	"strconv"
@@ -287,24 +288,17 @@ func (e *Engine) compile(layers []Layer) (*state, error) {
 		case "settings":
 			docs[in.layer] = append(docs[in.layer], settings.Document{Scope: settings.ScopeManaged, Name: in.name, Data: in.data})
 		case "module":
-			var m *ast.Module
-			var err error
 			if in.layer < 0 {
-				m, err = ast.ParseModuleWithOpts(in.name, string(in.data), ast.ParserOptions{RegoVersion: ast.RegoV1})
-			} else {
-				m, err = checkModule(st.layers[in.layer].Name, in.name, string(in.data))
+				// The built-in module (the same text in every state) is
+				// parsed when the first state is compiled: see builtinParsed.
+				continue
 			}
+			m, err := checkModule(st.layers[in.layer].Name, in.name, string(in.data))
 			if err != nil {
 				return nil, err
 			}
-			key := in.name
-			if in.layer >= 0 {
-				key = st.layers[in.layer].Name + "/" + in.name
-			}
-			st.modules[key] = m
-			if in.layer >= 0 {
-				st.layers[in.layer].HasModules = true
-			}
+			st.modules[st.layers[in.layer].Name+"/"+in.name] = m
+			st.layers[in.layer].HasModules = true
 		}
 	}
 	for i := range st.layers {
@@ -361,13 +355,19 @@ func (st *state) prepare(e *Engine) error {
 			rego.SetRegoVersion(ast.RegoV1),
 			rego.GenerateJSON(keepAST),
 		}
+		builtin, err := builtinParsed()
+		if err != nil {
+			st.prepErr = compileError(err)
+			return
+		}
+		opts = append(opts, rego.ParsedModule(uniquelyNamed(builtin, BuiltinModuleFile)))
 		keys := make([]string, 0, len(st.modules))
 		for k := range st.modules {
 			keys = append(keys, k)
 		}
 		sort.Strings(keys)
 		for _, k := range keys {
-			opts = append(opts, rego.ParsedModule(st.modules[k]))
+			opts = append(opts, rego.ParsedModule(uniquelyNamed(st.modules[k], k)))
 		}
 		pq, err := rego.New(opts...).PrepareForEval(context.Background())
 		if err != nil {
@@ -377,6 +377,29 @@ func (st *state) prepare(e *Engine) error {
 		st.pq, st.setup = pq, setup
 	})
 	return st.prepErr
+}
+
+// builtinParsed is the built-in module, parsed once per process. The
+// compiler copies the modules it compiles, so every state shares it.
+var builtinParsed = sync.OnceValues(func() (*ast.Module, error) {
+	return ast.ParseModuleWithOpts(BuiltinModuleFile, builtinModule, ast.ParserOptions{RegoVersion: ast.RegoV1})
+})
+
+// uniquelyNamed returns m under the name key. rego keeps parsed modules by
+// the file name of their package clause, and two layers may each have an
+// admin module of the same file name: under that name one would replace the
+// other. The compiler copies modules, so a shallow copy will do.
+func uniquelyNamed(m *ast.Module, key string) *ast.Module {
+	mc := *m
+	pkg := *m.Package
+	loc := ast.Location{File: key}
+	if pkg.Location != nil {
+		loc = *pkg.Location
+		loc.File = key
+	}
+	pkg.Location = &loc
+	mc.Package = &pkg
+	return &mc
 }
 
 func compileError(err error) error {
@@ -399,7 +422,7 @@ func checkAdminCompiles(modules map[string]*ast.Module) error {
 			r.HasPrefix(wharf) && !r.HasPrefix(adminRoot)
 	}
 	for k, m := range modules {
-		if k == BuiltinModuleFile || k == adminModuleFile {
+		if k == adminModuleFile {
 			continue
 		}
 		admin[k] = m
@@ -419,7 +442,12 @@ func checkAdminCompiles(modules map[string]*ast.Module) error {
 		return nil
 	}
 	if refersToBuiltin {
-		admin = modules
+		builtin, err := builtinParsed()
+		if err != nil {
+			return compileError(err)
+		}
+		admin = maps.Clone(modules)
+		admin[BuiltinModuleFile] = builtin
 	}
 	c := ast.NewCompiler().WithDefaultRegoVersion(ast.RegoV1)
 	if c.Compile(admin); c.Failed() {

@@ -280,6 +280,24 @@ func TestAdminModulesMayOnlyAddDenies(t *testing.T) {
 	}
 }
 
+// Two layers may each have an admin module of the same file name; both
+// apply.
+func TestAdminModulesOfTheSameFileNameInTwoLayers(t *testing.T) {
+	e, err := NewEngine([]Layer{
+		{Name: "org", Modules: map[string]string{"policy.rego": "package wharf.admin.org\n\ndeny contains \"org says no\" if input.plugin == \"x@corp\"\n"}},
+		{Name: "team", Modules: map[string]string{"policy.rego": "package wharf.admin.team\n\ndeny contains \"team says no\" if input.plugin == \"y@corp\"\n"}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for p, layer := range map[string]string{"x@corp": "org", "y@corp": "team"} {
+		d, err := e.Decide(ctx, Request{Action: ActionInstall, Plugin: mustID(p)})
+		if err != nil || d.Allowed || d.Reasons[0].Layer != layer {
+			t.Errorf("%s: %+v %v, want a denial by layer %s", p, d, err, layer)
+		}
+	}
+}
+
 func TestAdminRuleRuntimeErrorFailsClosed(t *testing.T) {
 	mod := "package wharf.admin.org\n\nx := 1 if input.action == \"install\"\n\nx := 2 if input.action == \"install\"\n\ndeny contains \"conflict\" if x == 3\n"
 	e, err := NewEngine([]Layer{{Name: "org", Modules: map[string]string{"a.rego": mod}}})
