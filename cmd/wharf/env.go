@@ -20,5 +20,10 @@ func (e Env) Marketplaces() string { return filepath.Join(e.home, "marketplaces"
 // Cache holds versioned plugin dirs: cache/<marketplace>/<plugin>/<version>/.
 func (e Env) Cache() string { return filepath.Join(e.home, "cache") }
 
+// PolicyMemo keeps the policy decisions of the policy version in force
+// between commands, so a command whose every decision is known compiles no
+// Rego.
+func (e Env) PolicyMemo() string { return filepath.Join(e.home, "policy-decisions.memo") }
+
 // Settings is the user-scope settings file.
 func (e Env) Settings() string { return filepath.Join(e.home, "settings.json") }

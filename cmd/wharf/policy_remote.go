@@ -121,5 +121,9 @@ func (a *app) openPolicy(src policy.Sources) (*policy.Engine, error) {
 	if err != nil {
 		return nil, err
 	}
-	return policy.NewEngine(layers, policy.WithLoader(load))
+	opts := []policy.Option{policy.WithLoader(load)}
+	if a.env.Home() != "" {
+		opts = append(opts, policy.WithMemoFile(a.env.PolicyMemo()))
+	}
+	return policy.NewEngine(layers, opts...)
 }

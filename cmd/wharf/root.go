@@ -320,12 +320,33 @@ func (a *app) Store() (store.Store, error) {
 }
 
 func (a *app) close() error {
+	a.saveMemo()
 	if a.st == nil {
 		return nil
 	}
 	err := a.st.Close()
 	a.st = nil
 	return err
+}
+
+// saveMemo keeps the policy decisions this command made for the next one.
+// Nothing is written when WHARF_HOME does not exist (a command that only
+// read policy); a write that fails costs the next command speed, not
+// correctness, so it is a warning.
+func (a *app) saveMemo() {
+	if a.pol == nil || a.env.Home() == "" {
+		return
+	}
+	if fi, err := os.Stat(a.env.Home()); err != nil || !fi.IsDir() {
+		return
+	}
+	if err := a.pol.SaveMemo(); err != nil {
+		if hint := plugin.HintOf(err); hint != "" {
+			a.warnf("%v (%s)", err, hint)
+			return
+		}
+		a.warnf("%v", err)
+	}
 }
 
 // Marketplaces returns a Manager over the store and WHARF_HOME/marketplaces.
