@@ -174,3 +174,58 @@ func cpuTime() time.Duration {
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
+
+// BenchmarkOpenDecide is what one short-lived process (a CLI command) pays
+// for its first decision under a small managed policy with an admin rule:
+// opening the policy alone, opening and deciding (which compiles the
+// policy), and opening and deciding with the answer in a memo file written
+// by an earlier process (which compiles nothing). Each iteration starts
+// like a new process: the built-in module is not parsed yet.
+func BenchmarkOpenDecide(b *testing.B) {
+	ctx := context.Background()
+	layers := []Layer{{Name: "managed",
+		Settings: []byte(`{"strictKnownMarketplaces":["corp/*",{"source":"github","repo":"acme/tools"}],"blockedMarketplaces":["evil/*"],"enabledPlugins":{"audit@corp":true}}`),
+		Modules:  map[string]string{"team.rego": "package wharf.admin.managed\n\ndeny contains \"deploy plugins need a change ticket\" if {\n\tinput.action == \"install\"\n\tstartswith(input.plugin, \"deploy@\")\n}\n"},
+	}}
+	req := Request{Action: ActionLoad, Plugin: mustID("fmt@corp"), Marketplace: Marketplace{Name: "corp", Source: &settings.MarketplaceSource{Source: settings.KindGitHub, Repo: "corp/plugins"}}}
+	memo := b.TempDir() + "/memo"
+	e, err := NewEngine(layers, WithMemoFile(memo))
+	if err != nil {
+		b.Fatal(err)
+	}
+	if _, err := e.Decide(ctx, req); err != nil {
+		b.Fatal(err)
+	}
+	if err := e.SaveMemo(); err != nil {
+		b.Fatal(err)
+	}
+	for _, c := range []struct {
+		name   string
+		decide bool
+		opts   []Option
+	}{
+		{"open", false, nil},
+		{"open+decide", true, nil},
+		{"open+decide-memo", true, []Option{WithMemoFile(memo)}},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			b.ReportAllocs()
+			cpu0 := cpuTime()
+			for i := 0; i < b.N; i++ {
+				builtinParsed = newBuiltinParser()
+				e, err := NewEngine(layers, c.opts...)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if c.decide {
+					if d, err := e.Decide(ctx, req); err != nil || !d.Allowed {
+						b.Fatalf("%+v %v", d, err)
+					}
+				}
+			}
+			if cpu := cpuTime() - cpu0; cpu > 0 {
+				b.ReportMetric(float64(cpu.Nanoseconds())/float64(b.N), "cpu-ns/op")
+			}
+		})
+	}
+}

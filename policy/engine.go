@@ -381,9 +381,13 @@ func (st *state) prepare(e *Engine) error {
 
 // builtinParsed is the built-in module, parsed once per process. The
 // compiler copies the modules it compiles, so every state shares it.
-var builtinParsed = sync.OnceValues(func() (*ast.Module, error) {
-	return ast.ParseModuleWithOpts(BuiltinModuleFile, builtinModule, ast.ParserOptions{RegoVersion: ast.RegoV1})
-})
+var builtinParsed = newBuiltinParser()
+
+func newBuiltinParser() func() (*ast.Module, error) {
+	return sync.OnceValues(func() (*ast.Module, error) {
+		return ast.ParseModuleWithOpts(BuiltinModuleFile, builtinModule, ast.ParserOptions{RegoVersion: ast.RegoV1})
+	})
+}
 
 // uniquelyNamed returns m under the name key. rego keeps parsed modules by
 // the file name of their package clause, and two layers may each have an
