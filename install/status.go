@@ -60,6 +60,7 @@ func (in *Installer) List(ctx context.Context, opts StatusOptions) ([]PluginStat
 	if err != nil {
 		return nil, err
 	}
+	g.preload(recs)
 	snap, err := settings.Load(in.o.Settings, in.o.FlagSettings)
 	if err != nil {
 		return nil, err
