@@ -11,6 +11,7 @@ import (
 	"runtime"
 	"slices"
 	"sort"
+	"strings"
 	"sync"
 
 	"github.com/wharfhq/wharf/cache"
@@ -802,11 +803,13 @@ func merge(builtins []Builtin, cands []Component) ([]Component, []Skipped) {
 	for i := range cands {
 		order[i] = &cands[i]
 	}
-	slices.SortStableFunc(order, func(a, b *Component) int {
+	// The orders are total (the content sum breaks what the key does not),
+	// so an unstable sort, about twice as fast here, gives one result.
+	slices.SortFunc(order, func(a, b *Component) int {
 		if ra, rb := sourceRank(a.Source), sourceRank(b.Source); ra != rb {
 			return ra - rb
 		}
-		return cmpComponent(a, b)
+		return cmpTotal(a, b)
 	})
 	kept := make([]*Component, 0, len(cands))
 	var skips []Skipped
@@ -841,12 +844,19 @@ func merge(builtins []Builtin, cands []Component) ([]Component, []Skipped) {
 		}
 		kept = append(kept, cp)
 	}
-	slices.SortStableFunc(kept, cmpComponent)
+	slices.SortFunc(kept, cmpTotal)
 	out := make([]Component, len(kept))
 	for i, cp := range kept {
 		out[i] = *cp
 	}
 	return out, skips
+}
+
+func cmpTotal(a, b *Component) int {
+	if c := cmpComponent(a, b); c != 0 {
+		return c
+	}
+	return strings.Compare(a.sum, b.sum)
 }
 
 func defaultWorkers() int {
