@@ -319,7 +319,7 @@ func (e *Engine) compile(layers []Layer) (*state, error) {
 		}
 		l.Settings = merged
 	}
-	if m, err := adminModule(st.layers); err != nil {
+	if m, err := adminModule(st.layers, st.modules); err != nil {
 		return nil, err
 	} else if m != nil {
 		st.modules[adminModuleFile] = m
@@ -458,27 +458,6 @@ func checkAdminCompiles(modules map[string]*ast.Module) error {
 		return compileError(c.Errors)
 	}
 	return nil
-}
-
-// adminModuleFile names the module adminModule builds.
-const adminModuleFile = "wharf_admin.rego"
-
-// adminModule builds the rules that turn each layer's admin denies into
-// reasons (see the end of rego/wharf.rego): one rule per layer with admin
-// modules, naming its package. It depends only on the layers' names and
-// which of them have modules, both part of the version. nil when no layer
-// has admin modules.
-func adminModule(layers []compiledLayer) (*ast.Module, error) {
-	var b strings.Builder
-	for i, l := range layers {
-		if l.HasModules {
-			fmt.Fprintf(&b, "outcome contains [\"deny\", r(%d, \"admin\", admin_message(msg))] if {\n\tsome msg in data.wharf.admin[%q].deny\n}\n\n", i, l.Name)
-		}
-	}
-	if b.Len() == 0 {
-		return nil, nil
-	}
-	return ast.ParseModuleWithOpts(adminModuleFile, "package wharf.policy\n\n"+b.String(), ast.ParserOptions{RegoVersion: ast.RegoV1})
 }
 
 // Decide evaluates req against the current policy. An evaluation error
