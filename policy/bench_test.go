@@ -111,6 +111,11 @@ func BenchmarkDecideInstall(b *testing.B) {
 				opts = append(opts, rego.Module(l.Name+"/"+n, m))
 			}
 		}
+		// The rules that turn the admin denies into reasons, which wharf
+		// writes from the layers' names and modules.
+		if glue, ok := st.modules[adminModuleFile]; ok {
+			opts = append(opts, rego.Module(adminModuleFile, glue.String()))
+		}
 		pq, err := rego.New(opts...).PrepareForEval(ctx)
 		if err != nil {
 			b.Fatal(err)

@@ -6,7 +6,6 @@ import (
 	_ "embed"
 	"encoding/binary"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
@@ -468,9 +467,14 @@ func (e *Engine) Decide(ctx context.Context, req Request) (Decision, error) {
 		return Decision{Reasons: []Reason{{Layer: "default", Rule: "request", Message: err.Error()}}}, err
 	}
 	st := e.cur.Load()
+	// The evaluation input: the request (Input) and its facts under this
+	// version. Its text, canonical (sorted keys), is the key of the cache
+	// and the memo, which both belong to one version: every field the
+	// evaluation reads is part of the key.
+	input := req.evalInput(st.facts)
 	var key string
 	if st.cache != nil || e.memo != nil {
-		key = cacheKey(req.Input())
+		key = input.String()
 	}
 	if st.cache != nil {
 		if d, ok := st.cache.get(key); ok {
@@ -488,7 +492,7 @@ func (e *Engine) Decide(ctx context.Context, req Request) (Decision, error) {
 	if err := st.prepare(e); err != nil {
 		return st.failed(err)
 	}
-	d, err := st.eval(ctx, req)
+	d, err := st.eval(ctx, input)
 	if err != nil {
 		return d, err
 	}
@@ -510,14 +514,14 @@ func (st *state) failed(err error) (Decision, error) {
 		plugin.Errorf(plugin.LayerPolicy, plugin.TypePolicyDenied, "policy", "fix the admin module named in the message; run: wharf policy test <dir>", "policy evaluation failed, so the request is refused: %v", err)
 }
 
-func (st *state) eval(ctx context.Context, req Request) (Decision, error) {
+func (st *state) eval(ctx context.Context, input ast.Value) (Decision, error) {
 	fail := st.failed
 	if err := ctx.Err(); err != nil {
 		return fail(err)
 	}
 	cache := getEvalCache()
 	var buf [6]rego.EvalOption
-	rs, err := st.pq.Eval(ctx, st.setup.options(ctx, req.evalInput(st.facts), cache, buf[:0])...)
+	rs, err := st.pq.Eval(ctx, st.setup.options(ctx, input, cache, buf[:0])...)
 	cache.release()
 	if err != nil {
 		return fail(err)
@@ -681,46 +685,4 @@ func (c *decisionCache) put(k string, d Decision) {
 	}
 	c.m[k] = d
 	c.mu.Unlock()
-}
-
-// cacheKey encodes the evaluation input canonically (sorted keys, quoted
-// strings). It is derived from the input map itself, so every field the
-// evaluation reads is part of the key.
-func cacheKey(input map[string]any) string {
-	var b strings.Builder
-	b.Grow(256)
-	writeKey(&b, input)
-	return b.String()
-}
-
-func writeKey(b *strings.Builder, v any) {
-	switch x := v.(type) {
-	case map[string]any:
-		keys := make([]string, 0, len(x))
-		for k := range x {
-			keys = append(keys, k)
-		}
-		sort.Strings(keys)
-		b.WriteByte('{')
-		for _, k := range keys {
-			b.WriteString(strconv.Quote(k))
-			b.WriteByte(':')
-			writeKey(b, x[k])
-			b.WriteByte(',')
-		}
-		b.WriteByte('}')
-	case string:
-		b.WriteString(strconv.Quote(x))
-	case bool:
-		if x {
-			b.WriteByte('t')
-		} else {
-			b.WriteByte('f')
-		}
-	default:
-		// Input holds only the types above; anything else is encoded by
-		// its JSON form so that the key stays exact.
-		j, _ := json.Marshal(x)
-		b.Write(j)
-	}
 }
