@@ -20,8 +20,9 @@ type Node struct {
 // actually run.
 //
 // The resolver calls a Catalog only during a call to one of its methods and
-// never keeps what it returns beyond the result; a Catalog shared by several
-// Resolvers used from several goroutines must be safe for concurrent reads.
+// never keeps what it returns beyond the result (an Index, built on purpose
+// to keep it, is the exception); a Catalog shared by several Resolvers used
+// from several goroutines must be safe for concurrent reads.
 type Catalog interface {
 	// Lookup returns the plugin's node, or false if no known marketplace
 	// lists it (and, for an installed plugin, its manifest is unknown).
