@@ -11,6 +11,7 @@
 //
 // An Engine is safe for concurrent use. Its Version hashes every input
 // document and module (derived from the same list the evaluation reads); the
-// prepared query and the decision cache are keyed on it, and Reload swaps in a
-// new set of layers atomically.
+// prepared query (compiled on the first decision that evaluates), the
+// decision cache and the optional memo file (WithMemoFile) are keyed on it,
+// and Reload swaps in a new set of layers atomically.
 package policy

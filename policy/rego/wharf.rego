@@ -42,7 +42,7 @@
 # test`). Every rule of `outcome` starts with conditions OPA's rule index
 # decides without entering the rule: an equality on input.action and the
 # presence of the input.facts entry it reads. A request that nothing
-# restricts enters no rule but the admin ones.
+# restricts enters no rule here; admin rules: see the end.
 package wharf.policy
 
 r(i, rule, msg) := {"layer": data.wharf_index.names[i], "order": i, "rule": rule, "message": msg}
@@ -277,12 +277,15 @@ signature_message(true, _) := sprintf("requireSignatures for %s is invalid, so i
 # on every action. For each layer that has admin modules the engine adds
 #
 #   outcome contains ["deny", r(i, "admin", admin_message(msg))] if {
+#   	input.action in {"install"}    # the comparisons every deny rule of
+#   	                               # the layer makes, if any
 #   	some msg in data.wharf.admin["<layer>"].deny
 #   }
 #
-# (see adminModule in policy/engine.go): a reference to a known package is
+# (see adminModule in policy/admin.go): a reference to a known package is
 # looked up directly, where one built at evaluation would walk every
-# package under data.wharf.admin.
+# package under data.wharf.admin, and the rule index skips a layer whose
+# rules cannot match the request.
 
 admin_message(x) := x if is_string(x)
 
