@@ -110,3 +110,23 @@ func TestConcurrentDecisionsShareFacts(t *testing.T) {
 		}
 	}
 }
+
+// Layer indexes past 63 are tracked as well as the first 64.
+func TestStrictUnlistedManyLayers(t *testing.T) {
+	var layers []Layer
+	for i := 0; i < 70; i++ {
+		repo := "corp/tools"
+		if i == 3 || i == 68 {
+			repo = "other/tools"
+		}
+		layers = append(layers, Layer{Name: fmt.Sprintf("l%d", i), Settings: []byte(`{"strictKnownMarketplaces":[{"source":"github","repo":"` + repo + `"}]}`)})
+	}
+	e, err := NewEngine(layers)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := e.Decide(ctx, Request{Action: ActionAddMarketplace, Marketplace: Marketplace{Name: "t", Source: ghSource("corp/tools")}})
+	if err != nil || d.Allowed || len(d.Reasons) != 2 || d.Reasons[0].Layer != "l3" || d.Reasons[1].Layer != "l68" {
+		t.Fatalf("%+v %v, want denials by l3 and l68", d, err)
+	}
+}

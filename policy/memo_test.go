@@ -271,3 +271,33 @@ func TestMemoConcurrentAndBounded(t *testing.T) {
 		t.Fatalf("memo holds %d decisions, want at most %d", len(doc.Decisions), memoMaxEntries)
 	}
 }
+
+// FuzzReadMemo: any file content is either ignored or read into decisions
+// that Decide could have returned; never a panic.
+func FuzzReadMemo(f *testing.F) {
+	f.Add([]byte(memoHeader + `{"version":"sha256:x","decisions":{"k":{"allowed":true,"reasons":[],"warnings":[],"policyVersion":"sha256:x"}}}`))
+	f.Add([]byte(memoHeader + `{"version":"sha256:x","decisions":{"k":{"allowed":false,"reasons":[{"layer":"org","rule":"admin","message":"no"}],"warnings":["w"],"policyVersion":"sha256:x"}}}`))
+	f.Add([]byte(memoHeader + `{"version":"sha256:x","decisions":{"k":{"allowed":true,"reasons":[{"layer":"org"}]}}}`))
+	f.Add([]byte(memoHeader + `{"version":`))
+	f.Add([]byte(`{"blockedMarketplaces":[]}`))
+	f.Add([]byte{})
+	dir := f.TempDir()
+	f.Fuzz(func(t *testing.T, data []byte) {
+		file := filepath.Join(dir, "memo")
+		if err := os.WriteFile(file, data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		doc, ok := readMemo(file)
+		if !ok {
+			return
+		}
+		if doc.Version == "" {
+			t.Fatal("memo without a version accepted")
+		}
+		for k, d := range doc.Decisions {
+			if d.Allowed != (len(d.Reasons) == 0) || d.Reasons == nil || d.Warnings == nil {
+				t.Fatalf("%q: decision %+v kept", k, d)
+			}
+		}
+	})
+}
