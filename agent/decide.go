@@ -47,6 +47,7 @@ type decider struct {
 
 type memoDoc struct {
 	Version   string                     `json:"version"`
+	Build     string                     `json:"build"` // policy.CodeStamp of the build that made it
 	Decisions map[string]policy.Decision `json:"decisions"`
 }
 
@@ -81,7 +82,7 @@ func readMemo(file string) (memoDoc, bool) {
 		return memoDoc{}, false
 	}
 	var doc memoDoc
-	if err := gob.NewDecoder(bufio.NewReader(f)).Decode(&doc); err != nil || doc.Decisions == nil {
+	if err := gob.NewDecoder(bufio.NewReader(f)).Decode(&doc); err != nil || doc.Decisions == nil || doc.Build != policy.CodeStamp() {
 		return memoDoc{}, false
 	}
 	return doc, true
@@ -96,7 +97,7 @@ func (d *decider) save() error {
 		return nil
 	}
 	var buf bytes.Buffer
-	err := gob.NewEncoder(&buf).Encode(memoDoc{Version: d.version, Decisions: d.m})
+	err := gob.NewEncoder(&buf).Encode(memoDoc{Version: d.version, Build: policy.CodeStamp(), Decisions: d.m})
 	d.dirty = false
 	d.mu.Unlock()
 	if err != nil {

@@ -46,7 +46,7 @@ func FuzzReadIndex(f *testing.F) {
 
 func FuzzReadMemo(f *testing.F) {
 	var good bytes.Buffer
-	gob.NewEncoder(&good).Encode(memoDoc{Version: "v1", Decisions: map[string]policy.Decision{
+	gob.NewEncoder(&good).Encode(memoDoc{Version: "v1", Build: policy.CodeStamp(), Decisions: map[string]policy.Decision{
 		"load\x00p@m": {Allowed: false, Forced: "off", Reasons: []policy.Reason{{Layer: "managed", Rule: "enabledPlugins", Message: "forced off"}}, PolicyVersion: "v1"},
 	}})
 	f.Add(good.Bytes())

@@ -1,7 +1,9 @@
 package agent
 
 import (
+	"bytes"
 	"context"
+	"encoding/gob"
 	"errors"
 	"os"
 	"path/filepath"
@@ -650,6 +652,24 @@ func TestPolicyMemo(t *testing.T) {
 	w.load(w.runtime(o), CacheOnly)
 	if count.n != first {
 		t.Fatalf("memoized decisions were evaluated again: %d → %d", first, count.n)
+	}
+	// A memo made by another build of wharf is not used.
+	memo := filepath.Join(w.home, "agent", "policy-decisions.gob")
+	doc, ok := readMemo(memo)
+	if !ok {
+		t.Fatal("memo not readable")
+	}
+	doc.Build = "another build"
+	var other bytes.Buffer
+	if err := gob.NewEncoder(&other).Encode(doc); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(memo, other.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	w.load(w.runtime(o), CacheOnly)
+	if count.n != 2*first {
+		t.Fatalf("a memo of another build answered: %d → %d decisions", first, count.n)
 	}
 	// A changed policy makes the memo stale: forced off now wins.
 	w.writeManaged(map[string]any{"enabledPlugins": map[string]bool{"a@corp": false}})

@@ -17,10 +17,11 @@ import (
 // WithMemoFile keeps decisions between processes in the file at path: the
 // decisions memoized for the policy version in force are read from it on
 // the first decision, and SaveMemo writes the ones added since. A decision
-// is a function of the request and the policy version (a hash of every
-// input the evaluation reads), so an entry is used only under the version
-// it was made under; a file of another version, or one that cannot be
-// read, is ignored. A decision answered from the memo compiles nothing.
+// is a function of the request, the policy version (a hash of every input
+// the evaluation reads) and the code that evaluates it, so an entry is used
+// only under the version and by the build (CodeStamp) it was made under; a
+// file of another version or build, or one that cannot be read, is
+// ignored. A decision answered from the memo compiles nothing.
 func WithMemoFile(path string) Option { return func(e *Engine) { e.memo = &memo{path: path} } }
 
 // memoHeader starts every memo file; a file without it is not a memo.
@@ -37,6 +38,7 @@ const TypeMemoWrite = "policy-memo-write"
 
 type memoDoc struct {
 	Version   string              `json:"version"`
+	Build     string              `json:"build"` // CodeStamp of the build that made it
 	Decisions map[string]Decision `json:"decisions"`
 }
 
@@ -114,7 +116,7 @@ func readMemo(path string) (memoDoc, bool) {
 		return memoDoc{}, false
 	}
 	var doc memoDoc
-	if err := json.Unmarshal(body, &doc); err != nil || doc.Version == "" {
+	if err := json.Unmarshal(body, &doc); err != nil || doc.Version == "" || doc.Build != CodeStamp() {
 		return memoDoc{}, false
 	}
 	for k, d := range doc.Decisions {
@@ -141,7 +143,7 @@ func (e *Engine) SaveMemo() error {
 		mm.mu.Unlock()
 		return nil
 	}
-	doc := memoDoc{Version: mm.version, Decisions: make(map[string]Decision, len(mm.m))}
+	doc := memoDoc{Version: mm.version, Build: CodeStamp(), Decisions: make(map[string]Decision, len(mm.m))}
 	for k, d := range mm.m {
 		doc.Decisions[k] = d
 	}

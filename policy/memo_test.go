@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -300,4 +301,39 @@ func FuzzReadMemo(f *testing.F) {
 			}
 		}
 	})
+}
+
+// A memo made by another build of wharf is not used: the Go code that
+// computes a request's facts is part of every decision.
+func TestMemoIgnoredFromAnotherBuild(t *testing.T) {
+	if CodeStamp() == "" {
+		t.Fatal("empty code stamp")
+	}
+	file := filepath.Join(t.TempDir(), "memo")
+	e1, _ := NewEngine(memoLayers("evil/*"), WithMemoFile(file))
+	if _, err := e1.Decide(ctx, installReq("a@corp")); err != nil {
+		t.Fatal(err)
+	}
+	if err := e1.SaveMemo(); err != nil {
+		t.Fatal(err)
+	}
+	b, _ := os.ReadFile(file)
+	stamp, _ := json.Marshal(CodeStamp())
+	other := strings.Replace(string(b), `"build":`+string(stamp), `"build":"go0.0 another build"`, 1)
+	if other == string(b) {
+		t.Fatal("memo file does not hold the build")
+	}
+	// Same build: answered from the memo, nothing compiled.
+	e2, _ := NewEngine(memoLayers("evil/*"), WithMemoFile(file))
+	if _, err := e2.Decide(ctx, installReq("a@corp")); err != nil || e2.compiles.Load() != 0 {
+		t.Fatalf("same build: %d compiles, %v", e2.compiles.Load(), err)
+	}
+	// Another build: evaluated again.
+	if err := os.WriteFile(file, []byte(other), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	e3, _ := NewEngine(memoLayers("evil/*"), WithMemoFile(file))
+	if _, err := e3.Decide(ctx, installReq("a@corp")); err != nil || e3.compiles.Load() != 1 {
+		t.Fatalf("another build: %d compiles, %v", e3.compiles.Load(), err)
+	}
 }
