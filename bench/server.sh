@@ -86,6 +86,15 @@ for _ in $(seq 100); do [ -s "$WORK/static.addr" ] && break; sleep 0.05; done
 SETAG=$(curl -sf -D - -o /dev/null "http://$(cat "$WORK/static.addr")/bundle.tar.gz" | sed -n 's/^[Ee][Tt]ag: *\(.*\)\r$/\1/p')
 measure "$STATIC_PID" -name "bundle 304 (static net/http)" -url "http://$(cat "$WORK/static.addr")/bundle.tar.gz" -H "If-None-Match: $SETAG" -expect 304 -n "$N" -d "$DURATION" -c "$CONC"
 awk -v w="$W304_RPS" -v s="$RPS" -v wu="$W304_US" -v su="$US" 'BEGIN { printf "%-28s wharf/static: %.3f of the req/s, %.2fx the server CPU per request\n", "bundle 304", w / s, wu / su }'
+kill "$STATIC_PID" && wait "$STATIC_PID" 2>/dev/null || true
+# The same static server with wharf serve's HTTP server timeouts, sent the
+# same request (bearer token included): what net/http itself costs for the
+# limits every wharf request has, to tell it apart from wharf's own work.
+"$WORK/staticbundle" -timeouts -file "$WORK/bundle.tar.gz" >"$WORK/static.addr" &
+STATIC_PID=$!
+for _ in $(seq 100); do [ -s "$WORK/static.addr" ] && break; sleep 0.05; done
+measure "$STATIC_PID" -name "bundle 304 (static+timeouts)" -url "http://$(cat "$WORK/static.addr")/bundle.tar.gz" -token "$AGENT" -H "If-None-Match: $SETAG" -expect 304 -n "$N" -d "$DURATION" -c "$CONC"
+awk -v w="$W304_RPS" -v s="$RPS" -v wu="$W304_US" -v su="$US" 'BEGIN { printf "%-28s wharf/(static+timeouts): %.3f of the req/s, %.2fx the server CPU per request\n", "bundle 304", w / s, wu / su }'
 
 # Baseline 2: the CLI, one process per search, over the same marketplace.
 export WHARF_HOME="$WORK/cli-home"

@@ -1,6 +1,9 @@
 // Command staticbundle serves one file on the loopback interface with
 // net/http's file serving (ETag + If-None-Match), the way a bundle would be
 // published without wharf: the baseline bench/server.sh compares with.
+// With -timeouts it runs with the HTTP server limits of wharf serve (header,
+// read, write and idle timeouts, header size), which cost net/http some work
+// on every request (a read and a write deadline).
 package main
 
 import (
@@ -18,6 +21,7 @@ import (
 func main() {
 	file := flag.String("file", "", "file to serve at /bundle.tar.gz")
 	addr := flag.String("addr", "127.0.0.1:0", "loopback address")
+	timeouts := flag.Bool("timeouts", false, "use wharf serve's HTTP server timeouts and header limit")
 	flag.Parse()
 	body, err := os.ReadFile(*file)
 	if err != nil {
@@ -37,8 +41,16 @@ func main() {
 	}
 	fmt.Println(ln.Addr().String())
 	mod := time.Now()
-	http.Serve(ln, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	hs := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("ETag", etag)
 		http.ServeContent(w, r, "bundle.tar.gz", mod, bytes.NewReader(body))
-	}))
+	})}
+	if *timeouts { // as api.Server.Serve with the default --request-timeout of 30s
+		hs.ReadHeaderTimeout = 10 * time.Second
+		hs.ReadTimeout = 40 * time.Second
+		hs.WriteTimeout = 40 * time.Second
+		hs.IdleTimeout = 120 * time.Second
+		hs.MaxHeaderBytes = 64 << 10
+	}
+	hs.Serve(ln)
 }
