@@ -18,9 +18,23 @@ import (
 
 // TestMain lets scripts run `wharf` as a real subprocess of this binary.
 func TestMain(m *testing.M) {
-	os.Exit(testscript.RunMain(m, map[string]func() int{
+	os.Exit(testscript.RunMain(cleanupRun{m}, map[string]func() int{
 		"wharf": func() int { return run(os.Args[1:], os.Stdout, os.Stderr) },
 	}))
+}
+
+// cleanupRun runs the tests, then removes the binaries built once for the
+// whole run, which live outside any test's TempDir.
+type cleanupRun struct{ m *testing.M }
+
+func (c cleanupRun) Run() int {
+	code := c.m.Run()
+	for _, bin := range []string{buildOnce.bin, mcpServerOnce.bin} {
+		if bin != "" {
+			os.RemoveAll(filepath.Dir(bin))
+		}
+	}
+	return code
 }
 
 // TestScripts runs the CLI flows in testdata/script/*.txtar.
