@@ -93,32 +93,45 @@ func parseCursor(c echo.Context) (uint64, error) {
 // whose keys are seqKey numbers: the entries after the cursor that keep
 // accepts, at most limit, and the cursor of the next page ("" at the end).
 func readLog[T any](st store.Store, bucket, what string, after uint64, limit int, keep func(T) bool, seq func(T) uint64) ([]T, string, error) {
-	out := []T{}
+	var out []T
 	next := ""
 	err := st.View(func(r store.Reader) error {
-		kvs, err := r.List(bucket, "")
-		if err != nil {
-			return err
+		out, next = []T{}, ""
+		from := ""
+		if after > 0 {
+			from = seqKey(after)
 		}
-		for _, kv := range kvs {
-			n, err := strconv.ParseUint(kv.Key, 10, 64)
-			if err != nil || n <= after {
-				continue
+		// Read in steps from the cursor on: a page costs the entries up to
+		// its end (more when a filter skips many), never the whole log.
+		step := max(limit+1, 64)
+		for {
+			kvs, err := r.ListAfter(bucket, from, step)
+			if err != nil {
+				return err
 			}
-			var e T
-			if err := json.Unmarshal(kv.Value, &e); err != nil {
-				return fmt.Errorf("%s %s: corrupt: %w", what, kv.Key, err)
+			for _, kv := range kvs {
+				n, err := strconv.ParseUint(kv.Key, 10, 64)
+				if err != nil || n <= after {
+					continue
+				}
+				var e T
+				if err := json.Unmarshal(kv.Value, &e); err != nil {
+					return fmt.Errorf("%s %s: corrupt: %w", what, kv.Key, err)
+				}
+				if !keep(e) {
+					continue
+				}
+				if len(out) == limit {
+					next = strconv.FormatUint(seq(out[limit-1]), 10)
+					return nil
+				}
+				out = append(out, e)
 			}
-			if !keep(e) {
-				continue
-			}
-			if len(out) == limit {
-				next = strconv.FormatUint(seq(out[limit-1]), 10)
+			if len(kvs) < step {
 				return nil
 			}
-			out = append(out, e)
+			from = kvs[len(kvs)-1].Key
 		}
-		return nil
 	})
 	return out, next, err
 }

@@ -108,6 +108,23 @@ func (t boltTx) List(bucket, prefix string) ([]KV, error) {
 	return out, nil
 }
 
+func (t boltTx) ListAfter(bucket, after string, limit int) ([]KV, error) {
+	bk := t.tx.Bucket([]byte(bucket))
+	if bk == nil {
+		return nil, nil
+	}
+	var out []KV
+	c := bk.Cursor()
+	k, v := c.Seek([]byte(after))
+	if k != nil && string(k) == after {
+		k, v = c.Next()
+	}
+	for ; k != nil && (limit <= 0 || len(out) < limit); k, v = c.Next() {
+		out = append(out, KV{Key: string(k), Value: bytes.Clone(v)})
+	}
+	return out, nil
+}
+
 func (t boltTx) Put(bucket, key string, value []byte) error {
 	if key == "" {
 		return fmt.Errorf("store: put into %s: empty key", bucket)

@@ -371,12 +371,40 @@ func (t *etcdTx) List(bucket, prefix string) ([]KV, error) {
 	if err := t.checkBucket("list", bucket); err != nil {
 		return nil, err
 	}
+	start := t.e.bucketPrefix(bucket) + prefix
+	return t.rangeRead(bucket, start, clientv3.GetPrefixRangeEnd(start), 0)
+}
+
+func (t *etcdTx) ListAfter(bucket, after string, limit int) ([]KV, error) {
+	if err := t.checkBucket("list", bucket); err != nil {
+		return nil, err
+	}
 	bp := t.e.bucketPrefix(bucket)
-	start := bp + prefix
-	end := clientv3.GetPrefixRangeEnd(start)
+	// The first key after "after" is after+"\x00": the range starts there.
+	return t.rangeRead(bucket, bp+after+"\x00", clientv3.GetPrefixRangeEnd(bp), limit)
+}
+
+// rangeRead returns the bucket's entries in [start, end) as this
+// transaction sees them (its own writes included), at most limit of them
+// when limit > 0, and records the range it read for the commit's conflict
+// check.
+func (t *etcdTx) rangeRead(bucket, start, end string, limit int) ([]KV, error) {
+	bp := t.e.bucketPrefix(bucket)
+	pending := false
+	for k := range t.writes {
+		if k >= start && k < end {
+			pending = true
+			break
+		}
+	}
 	ctx, cancel := t.e.requestCtx()
 	defer cancel()
 	opts := []clientv3.OpOption{clientv3.WithRange(end)}
+	if limit > 0 && !pending {
+		// Without writes of its own in the range, the server's first
+		// limit keys are the answer.
+		opts = append(opts, clientv3.WithLimit(int64(limit)))
+	}
 	if t.rev > 0 {
 		opts = append(opts, clientv3.WithRev(t.rev))
 	}
@@ -387,13 +415,17 @@ func (t *etcdTx) List(bucket, prefix string) ([]KV, error) {
 	if t.rev == 0 {
 		t.rev = resp.Header.Revision
 	}
-	t.ranges = append(t.ranges, readRange{bucket: bucket, start: start, end: end})
+	readEnd := end
+	if resp.More && len(resp.Kvs) > 0 {
+		readEnd = string(resp.Kvs[len(resp.Kvs)-1].Key) + "\x00"
+	}
+	t.ranges = append(t.ranges, readRange{bucket: bucket, start: start, end: readEnd})
 	merged := make(map[string][]byte, len(resp.Kvs))
 	for _, kv := range resp.Kvs {
 		merged[string(kv.Key)] = kv.Value
 	}
 	for k, w := range t.writes {
-		if !strings.HasPrefix(k, start) {
+		if k < start || k >= end {
 			continue
 		}
 		if w.deleted {
@@ -407,6 +439,9 @@ func (t *etcdTx) List(bucket, prefix string) ([]KV, error) {
 		out = append(out, KV{Key: strings.TrimPrefix(k, bp), Value: append([]byte{}, v...)})
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Key < out[j].Key })
+	if limit > 0 && len(out) > limit {
+		out = out[:limit]
+	}
 	return out, nil
 }
 

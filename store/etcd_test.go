@@ -214,6 +214,9 @@ func TestEtcdConflictDetection(t *testing.T) {
 	listP := func(bucket, prefix string) func(tx store.Tx) error {
 		return func(tx store.Tx) error { _, err := tx.List(bucket, prefix); return err }
 	}
+	listAfter := func(bucket, after string, limit int) func(tx store.Tx) error {
+		return func(tx store.Tx) error { _, err := tx.ListAfter(bucket, after, limit); return err }
+	}
 	// want: runs of fn with per-key checks; coarse: with per-bucket checks,
 	// which also rerun on a change in the bucket that fn did not read.
 	cases := []struct {
@@ -232,6 +235,10 @@ func TestEtcdConflictDetection(t *testing.T) {
 		{"key deleted from listed range", listP("b", "k"), del("b", "k"), 2, 2},
 		{"key inserted outside listed range", listP("b", "k"), put("b", "z", "x"), 1, 1},
 		{"key inserted in another bucket", listP("b", ""), put("b2", "k", "x"), 1, 1},
+		{"key inserted into a page read", listAfter("b", "", 1), put("b", "a", "x"), 2, 2},
+		{"key inserted after the last page", listAfter("b", "", 5), put("b", "z", "x"), 2, 2},
+		{"key changed in a page read", listAfter("b", "", 1), put("b", "k", "3"), 2, 2},
+		{"key inserted before a page", listAfter("b", "k", 5), put("b", "a", "x"), 1, 1},
 		{"sequence taken by another", func(tx store.Tx) error { _, err := tx.NextSequence("audit"); return err }, func(s store.Store) error {
 			return s.Update(func(tx store.Tx) error { _, err := tx.NextSequence("audit"); return err })
 		}, 2, 2},

@@ -31,6 +31,11 @@ type Reader interface {
 	Get(bucket, key string) ([]byte, error)
 	// List returns the entries whose key has the prefix, in key order.
 	List(bucket, prefix string) ([]KV, error)
+	// ListAfter returns, in key order, at most limit entries whose key
+	// sorts after the given one ("" for the first); limit <= 0 means all.
+	// It reads only what it returns, so a log can be paged through in
+	// steps that cost the page, not the log.
+	ListAfter(bucket, after string, limit int) ([]KV, error)
 }
 
 // Tx is a read-write transaction: all of its writes apply together or not at all.

@@ -36,6 +36,7 @@ func Run(t *testing.T, open Opener) {
 		{"NotFound", testNotFound},
 		{"DeleteMissingIsNoError", testDeleteMissing},
 		{"ListOrderAndPrefix", testListOrderAndPrefix},
+		{"ListAfterPages", testListAfter},
 		{"BucketsAreIsolated", testBucketsIsolated},
 		{"EmptyNamesRejected", testEmptyNames},
 		{"ValuesAreCopies", testValuesAreCopies},
@@ -252,6 +253,91 @@ func testListOrderAndPrefix(t *testing.T, open Opener) {
 	}
 	if got := list(t, s, "nobucket", ""); len(got) != 0 {
 		t.Fatalf("list of a missing bucket = %v, want empty", got)
+	}
+}
+
+func testListAfter(t *testing.T, open Opener) {
+	s := open(t)
+	in := []string{"b", "abc", "a", "a/x", "ab", "\xff", "a\x00", "B", "ac"}
+	if err := s.Update(func(tx store.Tx) error {
+		for _, k := range in {
+			if err := tx.Put("keys", k, []byte("val-"+k)); err != nil {
+				return err
+			}
+		}
+		return tx.Put("keysx", "a-other-bucket", []byte("x"))
+	}); err != nil {
+		t.Fatal(err)
+	}
+	after := func(r store.Reader, from string, limit int) []store.KV {
+		t.Helper()
+		kvs, err := r.ListAfter("keys", from, limit)
+		if err != nil {
+			t.Fatalf("list after %q: %v", from, err)
+		}
+		return kvs
+	}
+	want := slices.Clone(in)
+	slices.Sort(want)
+	if err := s.View(func(r store.Reader) error {
+		if got := keys(after(r, "", 0)); !slices.Equal(got, want) {
+			t.Errorf("list after \"\" = %q, want %q", got, want)
+		}
+		// Paging two at a time visits every key once, in order.
+		var paged []string
+		for from := ""; ; {
+			page := after(r, from, 2)
+			for _, kv := range page {
+				if string(kv.Value) != "val-"+kv.Key {
+					t.Errorf("value of %q = %q", kv.Key, kv.Value)
+				}
+				paged = append(paged, kv.Key)
+			}
+			if len(page) < 2 {
+				break
+			}
+			from = page[len(page)-1].Key
+		}
+		if !slices.Equal(paged, want) {
+			t.Errorf("paged = %q, want %q", paged, want)
+		}
+		cases := []struct {
+			from  string
+			limit int
+			want  []string
+		}{
+			{"a", 3, []string{"a\x00", "a/x", "ab"}},
+			{"aa", 0, []string{"ab", "abc", "ac", "b", "\xff"}},
+			{"b", 1, []string{"\xff"}},
+			{"\xff", 5, []string{}},
+			{"A", 1, []string{"B"}},
+		}
+		for _, tc := range cases {
+			if got := keys(after(r, tc.from, tc.limit)); !slices.Equal(got, tc.want) {
+				t.Errorf("list after %q limit %d = %q, want %q", tc.from, tc.limit, got, tc.want)
+			}
+		}
+		if kvs, err := r.ListAfter("nobucket", "", 3); err != nil || len(kvs) != 0 {
+			t.Errorf("list after in a missing bucket = %v, %v", kvs, err)
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	// Inside a transaction its own writes count.
+	if err := s.Update(func(tx store.Tx) error {
+		if err := tx.Put("keys", "aa", []byte("val-aa")); err != nil {
+			return err
+		}
+		if err := tx.Delete("keys", "ab"); err != nil {
+			return err
+		}
+		if got := keys(after(tx, "a/x", 3)); !slices.Equal(got, []string{"aa", "abc", "ac"}) {
+			t.Errorf("list after within a transaction = %q", got)
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
 	}
 }
 
