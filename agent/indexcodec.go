@@ -9,6 +9,7 @@ import (
 	"unsafe"
 
 	"github.com/wharfhq/wharf/plugin"
+	"github.com/wharfhq/wharf/wire"
 )
 
 // The component index is read at every startup and holds every component of
@@ -147,106 +148,43 @@ func (w *indexWriter) component(c *Component) {
 // indexReader decodes an index. Every string it returns is a slice of s,
 // which the caller never modifies, so decoding allocates the containers
 // (components, maps, configurations) and no string data.
-type indexReader struct {
-	s   string
-	off int
-	err error
-}
-
-func (r *indexReader) fail(what string) {
-	if r.err == nil {
-		r.err = fmt.Errorf("%w: %s at byte %d", errIndex, what, r.off)
-	}
-	r.off = len(r.s)
-}
-
-func (r *indexReader) uvarint() int {
-	var x uint64
-	var shift uint
-	for i := 0; r.off+i < len(r.s) && i < binary.MaxVarintLen64; i++ {
-		c := r.s[r.off+i]
-		if c < 0x80 {
-			x |= uint64(c) << shift
-			r.off += i + 1
-			// A count or a length is never more than the bytes left.
-			if x > uint64(len(r.s)) {
-				r.fail("count beyond the end")
-				return 0
-			}
-			return int(x)
-		}
-		x |= uint64(c&0x7f) << shift
-		shift += 7
-	}
-	r.fail("truncated varint")
-	return 0
-}
-
-func (r *indexReader) varint() int64 {
-	x, n := binary.Varint([]byte(r.s[r.off:min(len(r.s), r.off+binary.MaxVarintLen64)]))
-	if n <= 0 {
-		r.fail("bad varint")
-		return 0
-	}
-	r.off += n
-	return x
-}
-
-func (r *indexReader) byte() byte {
-	if r.off >= len(r.s) {
-		r.fail("truncated")
-		return 0
-	}
-	c := r.s[r.off]
-	r.off++
-	return c
-}
-
-func (r *indexReader) str() string {
-	n := r.uvarint()
-	if r.off+n > len(r.s) {
-		r.fail("string beyond the end")
-		return ""
-	}
-	v := r.s[r.off : r.off+n]
-	r.off += n
-	return v
-}
+// indexReader reads the index's composite values over a wire.Reader.
+type indexReader struct{ *wire.Reader }
 
 func (r *indexReader) list() []string {
-	n := r.uvarint()
+	n := r.Count()
 	if n == 0 {
 		return nil
 	}
 	out := make([]string, n)
 	for i := range out {
-		out[i] = r.str()
+		out[i] = r.Str()
 	}
 	return out
 }
 
 func (r *indexReader) dict() map[string]string {
-	n := r.uvarint()
+	n := r.Count()
 	if n == 0 {
 		return nil
 	}
 	m := make(map[string]string, n)
 	for range n {
-		k := r.str()
-		m[k] = r.str()
+		k := r.Str()
+		m[k] = r.Str()
 	}
 	return m
 }
 
 func (r *indexReader) raw() map[string]json.RawMessage {
-	n := r.uvarint()
+	n := r.Count()
 	if n == 0 {
 		return nil
 	}
 	m := make(map[string]json.RawMessage, n)
 	for range n {
-		k := r.str()
-		m[k] = json.RawMessage(r.str())
+		k := r.Str()
+		m[k] = json.RawMessage(r.Str())
 	}
 	return m
 }
@@ -257,65 +195,67 @@ func decodeIndex(data []byte) (map[string]indexEntry, error) {
 	if len(data) < len(indexMagic) || string(data[:len(indexMagic)]) != indexMagic {
 		return nil, fmt.Errorf("%w: not an index file", errIndex)
 	}
-	r := &indexReader{s: unsafe.String(unsafe.SliceData(data), len(data)), off: len(indexMagic)}
-	if f := r.uvarint(); f != indexFormat || r.err != nil {
+	r := indexReader{wire.NewReader(unsafe.String(unsafe.SliceData(data), len(data)), len(indexMagic), func(what string, off int) error {
+		return fmt.Errorf("%w: %s at byte %d", errIndex, what, off)
+	})}
+	if f := r.Count(); f != indexFormat || r.Err() != nil {
 		return nil, fmt.Errorf("%w: format %d, want %d", errIndex, f, indexFormat)
 	}
-	n := r.uvarint()
+	n := r.Count()
 	entries := make(map[string]indexEntry, n)
 	for range n {
-		p, key := r.str(), r.str()
+		p, key := r.Str(), r.Str()
 		e := indexEntry{Key: key}
-		if nd := r.uvarint(); nd > 0 {
+		if nd := r.Count(); nd > 0 {
 			e.Deps = make([]plugin.Dependency, nd)
 			for i := range e.Deps {
-				e.Deps[i] = plugin.Dependency{Name: r.str(), Marketplace: r.str(), Version: r.str()}
+				e.Deps[i] = plugin.Dependency{Name: r.Str(), Marketplace: r.Str(), Version: r.Str()}
 			}
 		}
-		if nc := r.uvarint(); nc > 0 {
+		if nc := r.Count(); nc > 0 {
 			e.Comps = make([]Component, nc)
 			for i := range e.Comps {
 				r.component(&e.Comps[i])
 			}
 		}
-		if r.err != nil {
-			return nil, r.err
+		if r.Err() != nil {
+			return nil, r.Err()
 		}
 		entries[p] = e
 	}
-	if r.err == nil && r.off != len(r.s) {
-		r.fail("trailing bytes")
+	if r.Err() == nil && r.Left() != 0 {
+		r.Fail("trailing bytes")
 	}
-	if r.err != nil {
-		return nil, r.err
+	if r.Err() != nil {
+		return nil, r.Err()
 	}
 	return entries, nil
 }
 
 func (r *indexReader) component(c *Component) {
-	c.Kind = plugin.ComponentKind(r.str())
-	c.Name, c.Local = r.str(), r.str()
-	c.Plugin = plugin.ID{Name: r.str(), Source: r.str()}
-	c.Source, c.Path, c.Root, c.DataDir, c.Description, c.sum = r.str(), r.str(), r.str(), r.str(), r.str(), r.str()
+	c.Kind = plugin.ComponentKind(r.Str())
+	c.Name, c.Local = r.Str(), r.Str()
+	c.Plugin = plugin.ID{Name: r.Str(), Source: r.Str()}
+	c.Source, c.Path, c.Root, c.DataDir, c.Description, c.sum = r.Str(), r.Str(), r.Str(), r.Str(), r.Str(), r.Str()
 	c.Meta = r.dict()
-	parts := r.byte()
+	parts := r.Byte()
 	if parts&^7 != 0 {
-		r.fail("unknown component parts")
+		r.Fail("unknown component parts")
 		return
 	}
 	if parts&1 != 0 {
-		h := &Hook{Event: plugin.HookEvent(r.str())}
-		if n := r.uvarint(); n > 0 {
+		h := &Hook{Event: plugin.HookEvent(r.Str())}
+		if n := r.Count(); n > 0 {
 			h.Matchers = make([]plugin.HookMatcher, n)
 			for i := range h.Matchers {
 				m := &h.Matchers[i]
-				m.Matcher = r.str()
-				if k := r.uvarint(); k > 0 {
+				m.Matcher = r.Str()
+				if k := r.Count(); k > 0 {
 					m.Hooks = make([]plugin.Hook, k)
 					for j := range m.Hooks {
 						hk := &m.Hooks[j]
-						hk.Type, hk.Command, hk.Prompt = r.str(), r.str(), r.str()
-						hk.Timeout = int(r.varint())
+						hk.Type, hk.Command, hk.Prompt = r.Str(), r.Str(), r.Str()
+						hk.Timeout = int(r.Varint())
 						hk.Extra = r.raw()
 					}
 				}
@@ -324,21 +264,21 @@ func (r *indexReader) component(c *Component) {
 		c.Hook = h
 	}
 	if parts&2 != 0 {
-		s := &plugin.MCPServer{Type: r.str(), Command: r.str()}
+		s := &plugin.MCPServer{Type: r.Str(), Command: r.Str()}
 		s.Args, s.Env = r.list(), r.dict()
-		s.Cwd, s.URL = r.str(), r.str()
+		s.Cwd, s.URL = r.Str(), r.Str()
 		s.Headers, s.Extra = r.dict(), r.raw()
 		c.MCP = s
 	}
 	if parts&4 != 0 {
-		s := &plugin.LSPServer{Command: r.str()}
+		s := &plugin.LSPServer{Command: r.Str()}
 		s.Args, s.Env = r.list(), r.dict()
-		s.Transport = r.str()
+		s.Transport = r.Str()
 		s.ExtensionToLanguage = r.dict()
-		if v := r.str(); v != "" {
+		if v := r.Str(); v != "" {
 			s.InitializationOptions = json.RawMessage(v)
 		}
-		if v := r.str(); v != "" {
+		if v := r.Str(); v != "" {
 			s.Settings = json.RawMessage(v)
 		}
 		s.Extra = r.raw()

@@ -10,6 +10,7 @@ import (
 
 	"github.com/wharfhq/wharf/plugin"
 	"github.com/wharfhq/wharf/trust"
+	"github.com/wharfhq/wharf/wire"
 )
 
 // recordMagic starts a registry record in wharf's binary encoding. A JSON
@@ -104,46 +105,48 @@ func decodeRecord(v []byte) (Record, error) {
 	// One string holds every text of the record; the fields are slices of
 	// it, so the decode allocates the string, the entries and little else.
 	s := string(v[len(recordMagic):])
-	d := recordDecoder{s: s}
-	id := d.str()
-	rec.Version = d.str()
-	rec.Scope = d.str()
-	rec.ProjectPath = d.str()
-	rec.InstallPath = d.str()
-	rec.GitCommitSha = d.str()
-	rec.Digest = d.str()
-	installed, updated := d.str(), d.str()
-	flags := d.byte()
-	n := d.uvarint()
-	if d.err != nil {
-		return Record{}, d.err
+	d := wire.NewReader(s, 0, func(what string, off int) error {
+		return fmt.Errorf("%w: truncated at byte %d (%s)", errRecord, off+len(recordMagic), what)
+	})
+	id := d.Str()
+	rec.Version = d.Str()
+	rec.Scope = d.Str()
+	rec.ProjectPath = d.Str()
+	rec.InstallPath = d.Str()
+	rec.GitCommitSha = d.Str()
+	rec.Digest = d.Str()
+	installed, updated := d.Str(), d.Str()
+	flags := d.Byte()
+	n := d.Uvarint()
+	if d.Err() != nil {
+		return Record{}, d.Err()
 	}
 	// Every entry takes at least 6 bytes; a count beyond that is garbage,
 	// not a reason to allocate.
-	if n > uint64(len(s)-d.off)/6 {
-		return Record{}, fmt.Errorf("%w: %d fingerprint entries in %d bytes", errRecord, n, len(s)-d.off)
+	if n > uint64(d.Left())/6 {
+		return Record{}, fmt.Errorf("%w: %d fingerprint entries in %d bytes", errRecord, n, d.Left())
 	}
 	if n > 0 {
 		rec.Fingerprint.Entries = make([]trust.FPEntry, n)
 	}
 	for i := range rec.Fingerprint.Entries {
 		e := &rec.Fingerprint.Entries[i]
-		e.Path = d.str()
-		k := d.byte()
+		e.Path = d.Str()
+		k := d.Byte()
 		e.Kind = kindString(k)
-		e.Size = d.varint()
-		e.Mtime = d.varint()
-		e.Mode = fs.FileMode(d.uvarint())
-		e.Hash = d.str()
-		if d.err == nil && e.Kind == "" {
-			d.err = fmt.Errorf("%w: fingerprint entry %q has kind %q", errRecord, e.Path, k)
+		e.Size = d.Varint()
+		e.Mtime = d.Varint()
+		e.Mode = fs.FileMode(d.Uvarint())
+		e.Hash = d.Str()
+		if d.Err() != nil {
+			return Record{}, d.Err()
 		}
-		if d.err != nil {
-			return Record{}, d.err
+		if e.Kind == "" {
+			return Record{}, fmt.Errorf("%w: fingerprint entry %q has kind %q", errRecord, e.Path, k)
 		}
 	}
-	if d.off != len(s) {
-		return Record{}, fmt.Errorf("%w: %d trailing bytes", errRecord, len(s)-d.off)
+	if d.Left() != 0 {
+		return Record{}, fmt.Errorf("%w: %d trailing bytes", errRecord, d.Left())
 	}
 	var err error
 	if rec.ID, err = plugin.ParseID(id); err != nil {
@@ -160,69 +163,4 @@ func decodeRecord(v []byte) (Record, error) {
 	}
 	rec.Auto = flags&1 != 0
 	return rec, nil
-}
-
-type recordDecoder struct {
-	s   string
-	off int
-	err error
-}
-
-func (d *recordDecoder) fail(what string) {
-	if d.err == nil {
-		d.err = fmt.Errorf("%w: truncated at byte %d (%s)", errRecord, d.off+len(recordMagic), what)
-	}
-	d.off = len(d.s)
-}
-
-func (d *recordDecoder) uvarint() uint64 {
-	var x uint64
-	var shift uint
-	for i := 0; d.off+i < len(d.s) && i < binary.MaxVarintLen64; i++ {
-		c := d.s[d.off+i]
-		if c < 0x80 {
-			if i == binary.MaxVarintLen64-1 && c > 1 {
-				break
-			}
-			d.off += i + 1
-			return x | uint64(c)<<shift
-		}
-		x |= uint64(c&0x7f) << shift
-		shift += 7
-	}
-	d.fail("varint")
-	return 0
-}
-
-func (d *recordDecoder) varint() int64 {
-	ux := d.uvarint()
-	x := int64(ux >> 1)
-	if ux&1 != 0 {
-		x = ^x
-	}
-	return x
-}
-
-func (d *recordDecoder) byte() byte {
-	if d.off >= len(d.s) {
-		d.fail("byte")
-		return 0
-	}
-	c := d.s[d.off]
-	d.off++
-	return c
-}
-
-func (d *recordDecoder) str() string {
-	n := d.uvarint()
-	if d.err != nil {
-		return ""
-	}
-	if n > uint64(len(d.s)-d.off) {
-		d.fail("string")
-		return ""
-	}
-	v := d.s[d.off : d.off+int(n)]
-	d.off += int(n)
-	return v
 }

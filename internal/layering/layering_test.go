@@ -16,13 +16,13 @@ const module = "github.com/wharfhq/wharf/"
 var allowed = map[string][]string{
 	"cmd":         {"*"},
 	"bench":       {"*"},
-	"api":         {"install", "policy", "trust", "marketplace", "store", "web", "resolver", "cache", "plugin", "settings", "source", "atomicfile"},
+	"api":         {"install", "policy", "trust", "marketplace", "store", "web", "resolver", "cache", "plugin", "settings", "source", "atomicfile", "wire"},
 	"web":         {},
-	"agent":       {"install", "policy", "trust", "cache", "plugin", "settings", "resolver", "store", "marketplace", "source", "atomicfile"},
-	"install":     {"resolver", "marketplace", "cache", "trust", "policy", "plugin", "store", "settings", "source", "atomicfile"},
+	"agent":       {"install", "policy", "trust", "cache", "plugin", "settings", "resolver", "store", "marketplace", "source", "atomicfile", "wire"},
+	"install":     {"resolver", "marketplace", "cache", "trust", "policy", "plugin", "store", "settings", "source", "atomicfile", "wire"},
 	"resolver":    {"plugin", "atomicfile"},
 	"marketplace": {"plugin", "store", "atomicfile"},
-	"cache":       {"plugin", "trust", "store", "atomicfile"},
+	"cache":       {"plugin", "trust", "store", "atomicfile", "wire"},
 	"source":      {"plugin", "atomicfile"},
 	"trust":       {"plugin", "atomicfile"},
 	"policy":      {"plugin", "settings", "atomicfile"},
@@ -32,6 +32,7 @@ var allowed = map[string][]string{
 	"internal":    {"*"},
 	"(root)":      {}, // embedded assets (the demo marketplace)
 	"atomicfile":  {},
+	"wire":        {},
 }
 
 type pkg struct {
