@@ -214,11 +214,15 @@ func testDeleteMissing(t *testing.T, open Opener) {
 	}
 }
 
-func testListOrderAndPrefix(t *testing.T, open Opener) {
-	s := open(t)
-	in := []string{"b", "abc", "a", "a/x", "ab", "\xff", "a\x00", "B", "ac"}
+// listKeys are keys whose byte order differs from a naive order, put into
+// bucket "keys" (each with the value "val-<key>") next to a bucket whose
+// name extends it.
+var listKeys = []string{"b", "abc", "a", "a/x", "ab", "\xff", "a\x00", "B", "ac"}
+
+func putListKeys(t *testing.T, s store.Store) {
+	t.Helper()
 	if err := s.Update(func(tx store.Tx) error {
-		for _, k := range in {
+		for _, k := range listKeys {
 			if err := tx.Put("keys", k, []byte("val-"+k)); err != nil {
 				return err
 			}
@@ -227,6 +231,11 @@ func testListOrderAndPrefix(t *testing.T, open Opener) {
 	}); err != nil {
 		t.Fatal(err)
 	}
+}
+
+func testListOrderAndPrefix(t *testing.T, open Opener) {
+	s, in := open(t), listKeys
+	putListKeys(t, s)
 	all := list(t, s, "keys", "")
 	want := slices.Clone(in)
 	slices.Sort(want) // byte order
@@ -257,18 +266,8 @@ func testListOrderAndPrefix(t *testing.T, open Opener) {
 }
 
 func testListAfter(t *testing.T, open Opener) {
-	s := open(t)
-	in := []string{"b", "abc", "a", "a/x", "ab", "\xff", "a\x00", "B", "ac"}
-	if err := s.Update(func(tx store.Tx) error {
-		for _, k := range in {
-			if err := tx.Put("keys", k, []byte("val-"+k)); err != nil {
-				return err
-			}
-		}
-		return tx.Put("keysx", "a-other-bucket", []byte("x"))
-	}); err != nil {
-		t.Fatal(err)
-	}
+	s, in := open(t), listKeys
+	putListKeys(t, s)
 	after := func(r store.Reader, from string, limit int) []store.KV {
 		t.Helper()
 		kvs, err := r.ListAfter("keys", from, limit)
