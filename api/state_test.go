@@ -99,20 +99,8 @@ func TestAuditFiltersAndPages(t *testing.T) {
 	}
 	// Pages of 2 over the policy changes only, following next.
 	var seen []string
-	cursor := ""
-	for pages := 0; ; pages++ {
-		if pages > 5 {
-			t.Fatal("pagination does not end")
-		}
-		var p AuditPage
-		e.do("GET", "/v1/audit?limit=2&action="+ActionPolicyPut+"&cursor="+cursor, admin, nil).json(t, &p)
-		for _, en := range p.Entries {
-			seen = append(seen, en.Object)
-		}
-		if p.Next == "" {
-			break
-		}
-		cursor = p.Next
+	for _, en := range auditPages(t, e, admin, "limit=2&action="+ActionPolicyPut, 5) {
+		seen = append(seen, en.Object)
 	}
 	if strings.Join(seen, ",") != "l0,l1,l2,l3,l4" {
 		t.Fatalf("paged policy changes: %v", seen)
@@ -257,20 +245,8 @@ func TestAuditPagesAcrossReadSteps(t *testing.T) {
 		t.Fatal(err)
 	}
 	var seen []string
-	cursor := ""
-	for pages := 0; ; pages++ {
-		if pages > 10 {
-			t.Fatal("pagination does not end")
-		}
-		var p AuditPage
-		e.do("GET", "/v1/audit?limit=5&action="+ActionMarketplaceRemove+"&cursor="+cursor, admin, nil).json(t, &p)
-		for _, en := range p.Entries {
-			seen = append(seen, en.Object)
-		}
-		if p.Next == "" {
-			break
-		}
-		cursor = p.Next
+	for _, en := range auditPages(t, e, admin, "limit=5&action="+ActionMarketplaceRemove, 10) {
+		seen = append(seen, en.Object)
 	}
 	want := []string{}
 	for i := 0; i < 300; i += 25 {
@@ -280,19 +256,7 @@ func TestAuditPagesAcrossReadSteps(t *testing.T) {
 		t.Fatalf("paged removals: %v, want %v", seen, want)
 	}
 	// Unfiltered pages of 100 cover the whole log once.
-	total, cursor := 0, ""
-	for pages := 0; ; pages++ {
-		if pages > 10 {
-			t.Fatal("pagination does not end")
-		}
-		var p AuditPage
-		e.do("GET", "/v1/audit?limit=100&cursor="+cursor, admin, nil).json(t, &p)
-		total += len(p.Entries)
-		if p.Next == "" {
-			break
-		}
-		cursor = p.Next
-	}
+	total := len(auditPages(t, e, admin, "limit=100", 10))
 	var all int
 	e.st.View(func(r store.Reader) error {
 		kvs, _ := r.List(bucketAudit, "")
@@ -301,5 +265,25 @@ func TestAuditPagesAcrossReadSteps(t *testing.T) {
 	})
 	if total != all || all < 300 {
 		t.Fatalf("pages held %d entries, the log %d", total, all)
+	}
+}
+
+// auditPages reads GET /v1/audit?query page by page, following next, and
+// returns every entry; more than maxPages pages fails the test.
+func auditPages(t *testing.T, e *env, token, query string, maxPages int) []AuditEntry {
+	t.Helper()
+	var all []AuditEntry
+	cursor := ""
+	for pages := 0; ; pages++ {
+		if pages > maxPages {
+			t.Fatal("pagination does not end")
+		}
+		var p AuditPage
+		e.do("GET", "/v1/audit?"+query+"&cursor="+cursor, token, nil).json(t, &p)
+		all = append(all, p.Entries...)
+		if p.Next == "" {
+			return all
+		}
+		cursor = p.Next
 	}
 }
