@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -85,7 +86,11 @@ func runMarketplaceAdd(cmd *cobra.Command, a *app, opts *marketplaceAddOptions) 
 	if err != nil {
 		return err
 	}
-	k, err := mgr.Add(cmd.Context(), opts.Source, opts.Name)
+	var k marketplace.Known
+	err = a.withHomeLock(cmd.Context(), func(ctx context.Context) error {
+		k, err = mgr.Add(ctx, opts.Source, opts.Name)
+		return err
+	})
 	if err != nil {
 		return err
 	}
@@ -169,8 +174,13 @@ func newMarketplaceUpdateCmd(a *app) *cobra.Command {
 			updated := []marketplace.Known{}
 			var errs []error
 			for _, name := range names {
-				before, _ := mgr.Get(name)
-				k, err := mgr.Update(cmd.Context(), name)
+				var before, k marketplace.Known
+				err := a.withHomeLock(cmd.Context(), func(ctx context.Context) error {
+					before, _ = mgr.Get(name)
+					var err error
+					k, err = mgr.Update(ctx, name)
+					return err
+				})
 				if err != nil {
 					if len(names) > 1 {
 						a.printError(err)
@@ -222,7 +232,11 @@ func newMarketplaceRemoveCmd(a *app) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			k, err := mgr.Remove(args[0])
+			var k marketplace.Known
+			err = a.withHomeLock(cmd.Context(), func(context.Context) error {
+				k, err = mgr.Remove(args[0])
+				return err
+			})
 			if err != nil {
 				return err
 			}

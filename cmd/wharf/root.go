@@ -33,7 +33,7 @@ type app struct {
 	// gate is consulted before marketplace sources are fetched; nil allows all.
 	gate marketplace.Gate
 
-	st      *store.Bolt
+	st      *store.OnUse
 	running bool
 
 	// policyPaths are the --policy layers, after the managed directory.
@@ -307,16 +307,17 @@ func (a *app) Store() (store.Store, error) {
 	if a.st != nil {
 		return a.st, nil
 	}
-	b, err := store.OpenBolt(a.env.StateDB(), store.Options{LockTimeout: a.cfg.LockTimeout})
-	if err != nil {
+	// The file is held only while a transaction runs, so a long command
+	// (an install fetching plugins) does not lock out an agent starting
+	// or a `wharf list` meanwhile.
+	a.st = store.OpenBoltOnUse(a.env.StateDB(), store.Options{LockTimeout: a.cfg.LockTimeout}, func(err error) error {
 		hint := "check that " + a.env.Home() + " is writable"
 		if errors.Is(err, store.ErrLocked) {
 			hint = "another wharf command is using " + a.env.StateDB() + "; wait for it to finish, or raise WHARF_LOCK_TIMEOUT"
 		}
-		return nil, &plugin.Error{Layer: plugin.LayerMaterialization, Type: "store-locked", Object: a.env.StateDB(), Err: err, Hint: hint}
-	}
-	a.st = b
-	return b, nil
+		return &plugin.Error{Layer: plugin.LayerMaterialization, Type: "store-locked", Object: a.env.StateDB(), Err: err, Hint: hint}
+	})
+	return a.st, nil
 }
 
 func (a *app) close() error {
@@ -327,6 +328,21 @@ func (a *app) close() error {
 	err := a.st.Close()
 	a.st = nil
 	return err
+}
+
+// withHomeLock runs fn holding the home's writer lock, the one installs and
+// uninstalls take: commands that change wharf's state serialize on it (and
+// re-check what they read before it), while readers go on.
+func (a *app) withHomeLock(ctx context.Context, fn func(context.Context) error) error {
+	st, err := a.Store()
+	if err != nil {
+		return err
+	}
+	c, err := cache.New(cache.Options{Home: a.env.Home(), Store: st})
+	if err != nil {
+		return err
+	}
+	return c.WithLock(ctx, fn)
 }
 
 // saveMemo keeps the policy decisions this command made for the next one.

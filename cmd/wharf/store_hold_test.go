@@ -1,0 +1,91 @@
+package main
+
+import (
+	"archive/zip"
+	"bytes"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// A command that spends its time on other work does not hold wharf's state
+// file meanwhile: while an install waits on a stalled download, `wharf
+// list` and `wharf marketplace list` answer with a short lock timeout, and
+// the install completes once the download does.
+func TestSlowInstallDoesNotLockOutReaders(t *testing.T) {
+	var zipBody bytes.Buffer
+	zw := zip.NewWriter(&zipBody)
+	for name, body := range map[string]string{
+		".claude-plugin/plugin.json": `{"name": "slow", "version": "1.0.0"}`,
+		"commands/wait.md":           "Wait.\n",
+	} {
+		f, err := zw.Create(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		f.Write([]byte(body))
+	}
+	if err := zw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	asked, release := make(chan struct{}, 1), make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case asked <- struct{}{}:
+		default:
+		}
+		<-release
+		w.Write(zipBody.Bytes())
+	}))
+	defer srv.Close()
+	released := false
+	defer func() {
+		if !released {
+			close(release)
+		}
+	}()
+
+	mkt := t.TempDir()
+	writeFile(t, filepath.Join(mkt, ".claude-plugin", "marketplace.json"),
+		`{"name": "m", "owner": {"name": "t"}, "plugins": [{"name": "slow", "source": {"source": "archive", "url": "`+srv.URL+`/slow.zip"}}]}`)
+	w := newWharfRun(t)
+	w.ok("marketplace", "add", mkt)
+
+	install := w.cmd("install", "slow@m")
+	var out bytes.Buffer
+	install.Stdout, install.Stderr = &out, &out
+	if err := install.Start(); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-asked:
+	case <-time.After(60 * time.Second):
+		install.Process.Kill()
+		t.Fatalf("the install never asked for the archive:\n%s", out.String())
+	}
+	// The install is now waiting on the download. Readers with a 2 s lock
+	// timeout must not wait for it.
+	w.env = append(w.env, "WHARF_LOCK_TIMEOUT=2s")
+	if got := w.ok("list", "--json"); strings.TrimSpace(got) != "[]" {
+		t.Fatalf("list during the install: %s", got)
+	}
+	if got := w.ok("marketplace", "list", "--json"); !strings.Contains(got, `"m"`) {
+		t.Fatalf("marketplace list during the install: %s", got)
+	}
+	close(release)
+	released = true
+	if err := install.Wait(); err != nil {
+		t.Fatalf("install: %v\n%s", err, out.String())
+	}
+	var rows []listRow
+	if err := json.Unmarshal([]byte(w.ok("list", "--json")), &rows); err != nil {
+		t.Fatal(err)
+	}
+	if len(rows) != 1 || rows[0].ID != "slow@m" || rows[0].Status != "active" {
+		t.Fatalf("after the install: %+v", rows)
+	}
+}
