@@ -27,15 +27,25 @@ func (c *Cache) WithLock(ctx context.Context, fn func(ctx context.Context) error
 	if ctx.Value(key) != nil {
 		return fn(ctx)
 	}
-	if err := os.MkdirAll(c.home, 0o755); err != nil {
-		return errf(plugin.TypeSource, c.home, "check that WHARF_HOME is writable", "create %s: %w", c.home, err)
+	unlock, err := LockFile(ctx, filepath.Join(c.home, ".lock"))
+	if err != nil {
+		return err
 	}
-	path := filepath.Join(c.home, ".lock")
+	defer unlock()
+	return fn(context.WithValue(ctx, key, true))
+}
+
+// LockFile takes the exclusive lock (flock) of the file at path, creating
+// it and its directory when missing, and waits until the lock is free or
+// ctx is done. unlock releases it.
+func LockFile(ctx context.Context, path string) (unlock func(), err error) {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return nil, errf(plugin.TypeSource, filepath.Dir(path), "check that WHARF_HOME is writable", "create %s: %w", filepath.Dir(path), err)
+	}
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
 	if err != nil {
-		return errf(plugin.TypeSource, path, "check that WHARF_HOME is writable", "open lock: %w", err)
+		return nil, errf(plugin.TypeSource, path, "check that WHARF_HOME is writable", "open lock: %w", err)
 	}
-	defer f.Close()
 	tick := time.NewTicker(20 * time.Millisecond)
 	defer tick.Stop()
 	for {
@@ -44,17 +54,21 @@ func (c *Cache) WithLock(ctx context.Context, fn func(ctx context.Context) error
 			break
 		}
 		if !errors.Is(err, syscall.EWOULDBLOCK) && !errors.Is(err, syscall.EINTR) {
-			return errf(plugin.TypeSource, path, "", "flock: %w", err)
+			f.Close()
+			return nil, errf(plugin.TypeSource, path, "", "flock: %w", err)
 		}
 		select {
 		case <-ctx.Done():
-			return errf(plugin.TypeConflict, path, "wait for the other wharf command to finish, or stop it",
+			f.Close()
+			return nil, errf(plugin.TypeConflict, path, "wait for the other wharf command to finish, or stop it",
 				"%w: %s is held by another wharf process: %v", ErrLocked, path, ctx.Err())
 		case <-tick.C:
 		}
 	}
-	defer syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
-	return fn(context.WithValue(ctx, key, true))
+	return func() {
+		syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
+		f.Close()
+	}, nil
 }
 
 // errf builds a materialization-layer error; typ is a plugin.Type* constant.

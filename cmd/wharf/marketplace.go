@@ -87,7 +87,7 @@ func runMarketplaceAdd(cmd *cobra.Command, a *app, opts *marketplaceAddOptions) 
 		return err
 	}
 	var k marketplace.Known
-	err = a.withHomeLock(cmd.Context(), func(ctx context.Context) error {
+	err = a.withMarketplaceLock(cmd.Context(), func(ctx context.Context) error {
 		k, err = mgr.Add(ctx, opts.Source, opts.Name)
 		return err
 	})
@@ -175,7 +175,7 @@ func newMarketplaceUpdateCmd(a *app) *cobra.Command {
 			var errs []error
 			for _, name := range names {
 				var before, k marketplace.Known
-				err := a.withHomeLock(cmd.Context(), func(ctx context.Context) error {
+				err := a.withMarketplaceLock(cmd.Context(), func(ctx context.Context) error {
 					before, _ = mgr.Get(name)
 					var err error
 					k, err = mgr.Update(ctx, name)
@@ -233,7 +233,7 @@ func newMarketplaceRemoveCmd(a *app) *cobra.Command {
 				return err
 			}
 			var k marketplace.Known
-			err = a.withHomeLock(cmd.Context(), func(context.Context) error {
+			err = a.withMarketplaceLock(cmd.Context(), func(context.Context) error {
 				k, err = mgr.Remove(args[0])
 				return err
 			})

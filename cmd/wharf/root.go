@@ -330,19 +330,17 @@ func (a *app) close() error {
 	return err
 }
 
-// withHomeLock runs fn holding the home's writer lock, the one installs and
-// uninstalls take: commands that change wharf's state serialize on it (and
-// re-check what they read before it), while readers go on.
-func (a *app) withHomeLock(ctx context.Context, fn func(context.Context) error) error {
-	st, err := a.Store()
+// withMarketplaceLock runs fn holding the lock of the marketplaces' clones
+// ($WHARF_HOME/marketplaces/.lock): adds, updates and removes serialize on
+// it (a git update changes its clone in place), while readers, installs
+// and agent sessions go on.
+func (a *app) withMarketplaceLock(ctx context.Context, fn func(context.Context) error) error {
+	unlock, err := cache.LockFile(ctx, filepath.Join(a.env.Marketplaces(), ".lock"))
 	if err != nil {
 		return err
 	}
-	c, err := cache.New(cache.Options{Home: a.env.Home(), Store: st})
-	if err != nil {
-		return err
-	}
-	return c.WithLock(ctx, fn)
+	defer unlock()
+	return fn(ctx)
 }
 
 // saveMemo keeps the policy decisions this command made for the next one.

@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -87,5 +89,50 @@ func TestSlowInstallDoesNotLockOutReaders(t *testing.T) {
 	}
 	if len(rows) != 1 || rows[0].ID != "slow@m" || rows[0].Status != "active" {
 		t.Fatalf("after the install: %+v", rows)
+	}
+}
+
+// Two processes adding the same marketplace name from different git
+// repositories at once: one wins, the other is refused with the conflict,
+// and the clone on disk is the winner's.
+func TestConcurrentMarketplaceAddsOfOneName(t *testing.T) {
+	repo := func(desc string) string {
+		dir := t.TempDir()
+		writeFile(t, filepath.Join(dir, ".claude-plugin", "marketplace.json"),
+			`{"name": "same", "owner": {"name": "t"}, "metadata": {"description": "`+desc+`"}, "plugins": []}`)
+		for _, args := range [][]string{{"init", "-q", "-b", "main"}, {"add", "-A"}, {"-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", desc}} {
+			c := exec.Command("git", args...)
+			c.Dir = dir
+			if out, err := c.CombinedOutput(); err != nil {
+				t.Fatalf("git %v: %v\n%s", args, err, out)
+			}
+		}
+		return dir
+	}
+	a, b := repo("from a"), repo("from b")
+	w := newWharfRun(t)
+	cmds := []*exec.Cmd{w.cmd("marketplace", "add", "file://"+a), w.cmd("marketplace", "add", "file://"+b)}
+	outs := make([]bytes.Buffer, 2)
+	for i, c := range cmds {
+		c.Stdout, c.Stderr = &outs[i], &outs[i]
+		if err := c.Start(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var won []int
+	for i, c := range cmds {
+		if err := c.Wait(); err == nil {
+			won = append(won, i)
+		} else if !strings.Contains(outs[i].String(), "already known from") {
+			t.Fatalf("the loser must be refused as a conflict:\n%s", outs[i].String())
+		}
+	}
+	if len(won) != 1 {
+		t.Fatalf("%d adds succeeded, want 1:\n%s\n%s", len(won), outs[0].String(), outs[1].String())
+	}
+	desc := []string{"from a", "from b"}[won[0]]
+	manifest, err := os.ReadFile(filepath.Join(w.home, "marketplaces", "same", ".claude-plugin", "marketplace.json"))
+	if err != nil || !strings.Contains(string(manifest), desc) {
+		t.Fatalf("the clone on disk is not the winner's (%s): %s %v", desc, manifest, err)
 	}
 }
