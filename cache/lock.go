@@ -39,6 +39,16 @@ func (c *Cache) WithLock(ctx context.Context, fn func(ctx context.Context) error
 // it and its directory when missing, and waits until the lock is free or
 // ctx is done. unlock releases it.
 func LockFile(ctx context.Context, path string) (unlock func(), err error) {
+	return lockFile(ctx, path, syscall.LOCK_EX)
+}
+
+// RLockFile is LockFile for a shared lock: any number of holders, none
+// while an exclusive holder has it.
+func RLockFile(ctx context.Context, path string) (unlock func(), err error) {
+	return lockFile(ctx, path, syscall.LOCK_SH)
+}
+
+func lockFile(ctx context.Context, path string, how int) (unlock func(), err error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return nil, errf(plugin.TypeSource, filepath.Dir(path), "check that WHARF_HOME is writable", "create %s: %w", filepath.Dir(path), err)
 	}
@@ -49,7 +59,7 @@ func LockFile(ctx context.Context, path string) (unlock func(), err error) {
 	tick := time.NewTicker(20 * time.Millisecond)
 	defer tick.Stop()
 	for {
-		err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
+		err := syscall.Flock(int(f.Fd()), how|syscall.LOCK_NB)
 		if err == nil {
 			break
 		}

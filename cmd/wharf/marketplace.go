@@ -82,7 +82,7 @@ step times out after WHARF_GIT_TIMEOUT (default 120s).`,
 }
 
 func runMarketplaceAdd(cmd *cobra.Command, a *app, opts *marketplaceAddOptions) error {
-	mgr, err := a.Marketplaces()
+	mgr, err := a.marketplaceWriter()
 	if err != nil {
 		return err
 	}
@@ -155,7 +155,7 @@ func newMarketplaceUpdateCmd(a *app) *cobra.Command {
 		Long:  "Fetch and hard-reset each git marketplace to its remote ref (or pinned commit), download URL marketplaces again, and re-read local ones. If anything fails, the previous copy stays as it was.",
 		Args:  maxArgs(1, "one marketplace name"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			mgr, err := a.Marketplaces()
+			mgr, err := a.marketplaceWriter()
 			if err != nil {
 				return err
 			}
@@ -228,7 +228,7 @@ func newMarketplaceRemoveCmd(a *app) *cobra.Command {
 		Long:    "Forget a marketplace and delete wharf's clone of it. A local directory or file source is never deleted.",
 		Args:    exactArgs(1, "one marketplace name"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			mgr, err := a.Marketplaces()
+			mgr, err := a.marketplaceWriter()
 			if err != nil {
 				return err
 			}

@@ -35,6 +35,10 @@ type app struct {
 
 	st      *store.OnUse
 	running bool
+	// mktWriter marks a command that changes marketplaces; mktUnlock
+	// releases the shared marketplace lock a reading command holds.
+	mktWriter bool
+	mktUnlock func()
 
 	// policyPaths are the --policy layers, after the managed directory.
 	policyPaths []string
@@ -322,6 +326,10 @@ func (a *app) Store() (store.Store, error) {
 
 func (a *app) close() error {
 	a.saveMemo()
+	if a.mktUnlock != nil {
+		a.mktUnlock()
+		a.mktUnlock = nil
+	}
 	if a.st == nil {
 		return nil
 	}
@@ -330,17 +338,38 @@ func (a *app) close() error {
 	return err
 }
 
-// withMarketplaceLock runs fn holding the lock of the marketplaces' clones
-// ($WHARF_HOME/marketplaces/.lock): adds, updates and removes serialize on
-// it (a git update changes its clone in place), while readers, installs
-// and agent sessions go on.
+// marketplaceLock is $WHARF_HOME/marketplaces/.lock: marketplace add,
+// update and remove hold it exclusively around each change (a git update
+// rewrites its clone in place); every other command that reads the clones
+// holds it shared, from its first use of the marketplaces to its end, so it
+// never copies a plugin out of a half-updated clone. Readers do not wait
+// for each other.
+func (a *app) marketplaceLock() string { return filepath.Join(a.env.Marketplaces(), ".lock") }
+
+// lockWait bounds how long a command waits for the marketplace lock.
+func (a *app) lockWait() (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.Background(), a.cfg.LockTimeout)
+}
+
+// withMarketplaceLock runs fn holding the marketplace lock exclusively.
+// Only commands that started with marketplaceWriter may call it.
 func (a *app) withMarketplaceLock(ctx context.Context, fn func(context.Context) error) error {
-	unlock, err := cache.LockFile(ctx, filepath.Join(a.env.Marketplaces(), ".lock"))
+	wait, cancel := a.lockWait()
+	defer cancel()
+	unlock, err := cache.LockFile(wait, a.marketplaceLock())
 	if err != nil {
 		return err
 	}
 	defer unlock()
 	return fn(ctx)
+}
+
+// marketplaceWriter returns the Manager for a command that changes
+// marketplaces: it takes the marketplace lock exclusively per change
+// (withMarketplaceLock), never shared.
+func (a *app) marketplaceWriter() (*marketplace.Manager, error) {
+	a.mktWriter = true
+	return a.Marketplaces()
 }
 
 // saveMemo keeps the policy decisions this command made for the next one.
@@ -368,6 +397,15 @@ func (a *app) Marketplaces() (*marketplace.Manager, error) {
 	st, err := a.Store()
 	if err != nil {
 		return nil, err
+	}
+	if !a.mktWriter && a.mktUnlock == nil {
+		wait, cancel := a.lockWait()
+		unlock, err := cache.RLockFile(wait, a.marketplaceLock())
+		cancel()
+		if err != nil {
+			return nil, err
+		}
+		a.mktUnlock = unlock
 	}
 	return marketplace.NewManager(st, marketplace.Options{
 		Dir:        a.env.Marketplaces(),

@@ -16,8 +16,9 @@ import (
 
 // A command that spends its time on other work does not hold wharf's state
 // file meanwhile: while an install waits on a stalled download, `wharf
-// list` and `wharf marketplace list` answer with a short lock timeout, and
-// the install completes once the download does.
+// list` and `wharf marketplace list` answer with a short lock timeout, a
+// marketplace update (which would rewrite the clone the install reads)
+// waits for it, and the install completes once the download does.
 func TestSlowInstallDoesNotLockOutReaders(t *testing.T) {
 	var zipBody bytes.Buffer
 	zw := zip.NewWriter(&zipBody)
@@ -78,6 +79,12 @@ func TestSlowInstallDoesNotLockOutReaders(t *testing.T) {
 	if got := w.ok("marketplace", "list", "--json"); !strings.Contains(got, `"m"`) {
 		t.Fatalf("marketplace list during the install: %s", got)
 	}
+	// A marketplace update would rewrite the clone the install copies
+	// from: it waits for the install, here past its 2 s lock timeout.
+	upd := w.cmd("marketplace", "update", "m")
+	if out, err := upd.CombinedOutput(); err == nil || !strings.Contains(string(out), "held by another wharf process") {
+		t.Fatalf("marketplace update during the install: %v\n%s", err, out)
+	}
 	close(release)
 	released = true
 	if err := install.Wait(); err != nil {
@@ -90,6 +97,7 @@ func TestSlowInstallDoesNotLockOutReaders(t *testing.T) {
 	if len(rows) != 1 || rows[0].ID != "slow@m" || rows[0].Status != "active" {
 		t.Fatalf("after the install: %+v", rows)
 	}
+	w.ok("marketplace", "update", "m")
 }
 
 // Two processes adding the same marketplace name from different git
