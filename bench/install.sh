@@ -59,14 +59,16 @@ wi=$(printf '%s\n' "${inst[@]}" | median)
 wl=$(printf '%s\n' "${lst[@]}" | median)
 wl2=$(printf '%s\n' "${lst2[@]}" | median)
 wh=$(printf '%s\n' "${help[@]}" | median)
-rss_install=$( { /usr/bin/time -f '%M' "$work/wharf" install p49@bench >/dev/null; } 2>&1 | tail -1 )
-rss_list=$( { /usr/bin/time -f '%M' "$work/wharf" list >/dev/null; } 2>&1 | tail -1 )
+# Peak RSS varies by a few MB from run to run (GC timing): the median of runs.
+rss() { for r in $(seq 1 "$runs"); do { /usr/bin/time -f '%M' "$work/wharf" "$@" >/dev/null; } 2>&1 | tail -1; done | median; }
+rss_install=$(rss install p49@bench)
+rss_list=$(rss list)
 echo "installed plugins: $n"
 echo "wharf install (50-plugin closure): median ${wi} ms  [${inst[*]}]"
 echo "wharf list (50 installed):         median ${wl} ms  [${lst[*]}]"
 echo "wharf list, again:                 median ${wl2} ms  [${lst2[*]}]"
 echo "wharf --help (process start floor): median ${wh} ms  [${help[*]}]"
-echo "wharf peak RSS: install ${rss_install} KiB, list ${rss_list} KiB"
+echo "wharf peak RSS (median): install ${rss_install} KiB, list ${rss_list} KiB"
 
 if command -v claude >/dev/null 2>&1; then
 	echo "== claude ($(claude --version 2>/dev/null | head -1))"
