@@ -213,25 +213,32 @@ type PluginView struct {
 	Decision *Decision `json:"decision"`
 }
 
-func (s *Server) getPlugin(c echo.Context) error {
+// pluginAt returns the catalog and its entry for the path's {marketplace}
+// and {name}, after checking both.
+func (s *Server) pluginAt(c echo.Context) (Catalog, plugin.ID, PluginDetail, error) {
 	cat, err := s.catalog()
 	if err != nil {
-		return err
+		return nil, plugin.ID{}, PluginDetail{}, err
 	}
 	mkt, err := marketplaceParam(c, "marketplace")
 	if err != nil {
-		return err
+		return nil, plugin.ID{}, PluginDetail{}, err
 	}
 	name := c.Param("name")
 	if err := plugin.ValidateName(name); err != nil {
-		return badField("name", "plugin name: %v", err)
+		return nil, plugin.ID{}, PluginDetail{}, badField("name", "plugin name: %v", err)
 	}
-	ctx := c.Request().Context()
 	id := plugin.ID{Name: name, Source: mkt}
-	d, err := cat.Plugin(ctx, id)
+	d, err := cat.Plugin(c.Request().Context(), id)
+	return cat, id, d, err
+}
+
+func (s *Server) getPlugin(c echo.Context) error {
+	_, id, d, err := s.pluginAt(c)
 	if err != nil {
 		return err
 	}
+	ctx := c.Request().Context()
 	if d.Components == nil {
 		d.Components = []Component{}
 	}

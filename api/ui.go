@@ -488,24 +488,11 @@ func componentGroups(pluginName string, comps []Component) []web.ComponentGroup 
 }
 
 func (u *console) pluginPage(c echo.Context) error {
-	cat, err := u.s.catalog()
+	cat, id, d, err := u.s.pluginAt(c)
 	if err != nil {
 		return err
-	}
-	mkt, err := marketplaceParam(c, "marketplace")
-	if err != nil {
-		return err
-	}
-	name := c.Param("name")
-	if err := plugin.ValidateName(name); err != nil {
-		return badField("name", "plugin name: %v", err)
 	}
 	ctx := c.Request().Context()
-	id := plugin.ID{Name: name, Source: mkt}
-	d, err := cat.Plugin(ctx, id)
-	if err != nil {
-		return err
-	}
 	eng, version, err := u.s.decider(ctx)
 	if err != nil {
 		return err
