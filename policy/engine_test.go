@@ -229,9 +229,12 @@ func TestPropertyAddingALayerNeverAllowsMore(t *testing.T) {
 		}
 		// The one documented exception: a forced state set higher wins, so
 		// a layer added above the others that forces this plugin on
-		// overrides a lower layer's forced off (and exempts its hooks).
-		// Added below the others, a layer never allows more.
-		if !d1.Allowed && d2.Allowed && pos < len(docs) && forcesOn(extra, req.Plugin) {
+		// overrides a lower layer's forced off (and exempts its hooks), and
+		// one that forces it off (or names it with an invalid value, which
+		// fails closed to off) overrides a lower layer's forced on, so
+		// disabling or uninstalling it is no longer refused. Added below
+		// the others, a layer never allows more.
+		if !d1.Allowed && d2.Allowed && pos < len(docs) && forcesState(extra, req.Plugin) {
 			return
 		}
 		if !d1.Allowed && d2.Allowed {
@@ -240,9 +243,15 @@ func TestPropertyAddingALayerNeverAllowsMore(t *testing.T) {
 	})
 }
 
-func forcesOn(doc map[string]any, id plugin.ID) bool {
+// forcesState reports whether doc's enabledPlugins forces id on or off.
+// An invalid value forces it off (fail closed), so any entry counts.
+func forcesState(doc map[string]any, id plugin.ID) bool {
 	m, _ := doc["enabledPlugins"].(map[string]any)
-	return !id.IsZero() && m[id.String()] == true
+	if id.IsZero() {
+		return false
+	}
+	_, named := m[id.String()]
+	return named
 }
 
 func mustJSON(v any) []byte {
