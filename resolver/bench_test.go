@@ -147,8 +147,9 @@ func demoteFixture(n int) (*memCatalog, []plugin.ID, []Installed, map[plugin.ID]
 	enabled := make(map[plugin.ID]bool, len(all))
 	rng := rand.New(rand.NewPCG(2, uint64(n)))
 	for i, id := range all {
-		installed[i] = Installed{ID: id}
-		enabled[id] = rng.IntN(100) != 0
+		on := rng.IntN(100) != 0
+		installed[i] = Installed{ID: id, Enabled: on}
+		enabled[id] = on
 	}
 	return cat, all, installed, enabled
 }
@@ -156,8 +157,29 @@ func demoteFixture(n int) (*memCatalog, []plugin.ID, []Installed, map[plugin.ID]
 // BenchmarkDemoteIndex: every plugin installed, 1% of them disabled (which,
 // with the i → i+1 chain, demotes nearly everything before them), over an
 // Index of the installed plugins built once. Building the Resolver and its
-// graph is timed, and so is reading the caller's enabled map.
+// graph is timed. The enabled flags travel with the installed entries
+// (DemoteInstalled), as the agent's load and wharf list pass them.
 func BenchmarkDemoteIndex(b *testing.B) {
+	for _, size := range benchSizes {
+		b.Run(size.name, func(b *testing.B) {
+			cat, all, installed, _ := demoteFixture(size.n)
+			x := NewIndex(cat, all)
+			cpu := startCPU(b)
+			for b.Loop() {
+				a := New(x, installed, nil).DemoteInstalled()
+				if a.Status(all[0]) == StatusActive {
+					b.Fatal("p0 reaches a disabled plugin and must be demoted")
+				}
+			}
+			cpu.stop(b)
+		})
+	}
+}
+
+// BenchmarkDemoteIndexMap: BenchmarkDemoteIndex with the enabled set given
+// as a map (Demote): one probe of the caller's map per installed plugin is
+// added, and on 100k plugins those probes cost more than the demotion.
+func BenchmarkDemoteIndexMap(b *testing.B) {
 	for _, size := range benchSizes {
 		b.Run(size.name, func(b *testing.B) {
 			cat, all, installed, enabled := demoteFixture(size.n)
@@ -175,16 +197,16 @@ func BenchmarkDemoteIndex(b *testing.B) {
 }
 
 // BenchmarkDemote: the same demotion over a plain map catalog, as the agent's
-// load and wharf list call it today (catalog and Resolver built per
-// session): the graph of installed plugins is built from IDs during the
-// call, with the Resolver.
+// load and wharf list call it (catalog and Resolver built per session): the
+// graph of installed plugins is built from IDs during the call, with the
+// Resolver.
 func BenchmarkDemote(b *testing.B) {
 	for _, size := range benchSizes {
 		b.Run(size.name, func(b *testing.B) {
-			cat, all, installed, enabled := demoteFixture(size.n)
+			cat, all, installed, _ := demoteFixture(size.n)
 			cpu := startCPU(b)
 			for b.Loop() {
-				a := New(cat, installed, nil).Demote(enabled)
+				a := New(cat, installed, nil).DemoteInstalled()
 				if a.Status(all[0]) == StatusActive {
 					b.Fatal("p0 reaches a disabled plugin and must be demoted")
 				}

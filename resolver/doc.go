@@ -9,7 +9,8 @@
 //   - Demote: the fixed point of "a plugin is active only if it is enabled
 //     and all its dependencies are active", computed with a worklist over
 //     reverse edges (linear in plugins + edges), with the chain of why for
-//     every demoted plugin;
+//     every demoted plugin; DemoteInstalled is the same with the enabled
+//     flag carried by each installed entry instead of a map;
 //   - ReverseDependents: who would lose a dependency if a plugin went away;
 //   - Prunable: plugins installed only as dependencies (auto) that no manually
 //     installed plugin needs any more.
@@ -44,5 +45,8 @@
 // cost. A caller that keeps a catalog across calls can compile it once with
 // NewIndex and build its Resolvers over the *Index: Closure then reads each
 // edge's number and one stamp per edge, and Demote renumbers the installed
-// plugins from slices, with the same results as over the Catalog.
+// plugins from slices, with the same results as over the Catalog. Installed
+// entries are not copied (only their flags are), and DemoteInstalled reads
+// no map of the caller's, so a demotion over an Index touches only
+// pointer-free slices.
 package resolver

@@ -16,7 +16,7 @@ import (
 // Without an Index, nodes are named by two ID tables; over an Index, by
 // Index numbers (nodeOf maps a number to its node).
 type graph struct {
-	list       []Installed // the Resolver's: node i < nInstalled is list[i]
+	r          *Resolver // node i < nInstalled is the Resolver's installed plugin i
 	nInstalled int
 	fwdStart   []int32 // edges of i: fwd[fwdStart[i]:fwdStart[i+1]]
 	fwd        []int32
@@ -46,15 +46,15 @@ func (r *Resolver) graph() *graph {
 }
 
 func (r *Resolver) buildGraph() *graph {
-	n := len(r.list)
+	n := len(r.flags)
 	// The Resolver's table already numbers the installed plugins 0..n-1 in
 	// list order; it is only read here (Closure may read it concurrently).
 	// Dependency targets that are not installed go to a table of their own.
-	g := &graph{list: r.list, installed: r.installed, extra: newIDTable(16), nInstalled: n}
+	g := &graph{r: r, installed: r.installed, extra: newIDTable(16), nInstalled: n}
 	g.fwdStart = make([]int32, n+1)
 	g.fwd = make([]int32, 0, 3*n)
 	for i := 0; i < n; i++ {
-		from := g.list[i].ID
+		from := g.installed.ids[i]
 		node, _ := r.cat.Lookup(from) // unknown manifest: no known dependencies
 		for _, d := range node.Dependencies {
 			to := d.Resolve(from.Source)
@@ -75,8 +75,8 @@ func (r *Resolver) buildGraph() *graph {
 // already resolved, so each is only renumbered (number → node), which reads
 // a slice instead of hashing an ID.
 func (r *Resolver) buildIndexedGraph() *graph {
-	x, n := r.idx, len(r.list)
-	g := &graph{list: r.list, nInstalled: n, idx: x, nodeOf: make([]int32, x.Len())}
+	x, n := r.idx, len(r.flags)
+	g := &graph{r: r, nInstalled: n, idx: x, nodeOf: make([]int32, x.Len())}
 	for k, i := range r.nums {
 		g.nodeOf[i] = int32(k) + 1
 	}
@@ -143,7 +143,7 @@ func (g *graph) len() int {
 func (g *graph) id(i int32) plugin.ID {
 	switch {
 	case int(i) < g.nInstalled:
-		return g.list[i].ID
+		return g.r.installedID(int(i))
 	case g.idx != nil:
 		return g.idx.tab.ids[g.extraNums[int(i)-g.nInstalled]]
 	}
@@ -216,19 +216,48 @@ type Activation struct {
 // ignored. Dependency edges are taken from the Catalog as for Closure;
 // cross-marketplace rules are enforced at install by Closure, not here.
 func (r *Resolver) Demote(enabled map[plugin.ID]bool) *Activation {
+	a := r.newActivation()
+	for i := range a.g.nInstalled {
+		a.enabled[i] = enabled[a.g.r.installedID(i)]
+	}
+	a.demote()
+	return a
+}
+
+// DemoteInstalled is Demote with the enabled set taken from the Enabled
+// field of each installed entry given to New. A caller that already walks
+// its installed plugins to decide which are enabled (settings, policy,
+// trust) should set the field and call this: Demote looks every installed
+// plugin up in its map, and on a large set those probes, each to a random
+// place in memory, cost more than the demotion itself.
+func (r *Resolver) DemoteInstalled() *Activation {
+	a := r.newActivation()
+	for i := range a.g.nInstalled {
+		a.enabled[i] = a.g.r.flags[i]&instEnabled != 0
+	}
+	a.demote()
+	return a
+}
+
+func (r *Resolver) newActivation() *Activation {
 	g := r.graph()
 	total := g.len()
-	a := &Activation{
+	return &Activation{
 		g:        g,
 		enabled:  make([]bool, g.nInstalled),
 		inactive: make([]bool, total),
 		cause:    make([]int32, total),
 	}
+}
+
+// demote runs the worklist from a.enabled.
+func (a *Activation) demote() {
+	g := a.g
+	total := g.len()
 	queue := make([]int32, 0, total) // a plugin is queued at most once
 	for i := 0; i < total; i++ {
 		a.cause[i] = -1
-		if i < g.nInstalled && enabled[g.list[i].ID] {
-			a.enabled[i] = true
+		if i < g.nInstalled && a.enabled[i] {
 			continue
 		}
 		a.inactive[i] = true
@@ -244,7 +273,6 @@ func (r *Resolver) Demote(enabled map[plugin.ID]bool) *Activation {
 			}
 		}
 	}
-	return a
 }
 
 // Status returns the status of id.
@@ -266,7 +294,7 @@ func (a *Activation) Active() []plugin.ID {
 	var out []plugin.ID
 	for i := 0; i < a.g.nInstalled; i++ {
 		if !a.inactive[i] {
-			out = append(out, a.g.list[i].ID)
+			out = append(out, a.g.r.installedID(i))
 		}
 	}
 	return out
@@ -278,7 +306,7 @@ func (a *Activation) Demoted() []plugin.ID {
 	var out []plugin.ID
 	for i := 0; i < a.g.nInstalled; i++ {
 		if a.enabled[i] && a.inactive[i] {
-			out = append(out, a.g.list[i].ID)
+			out = append(out, a.g.r.installedID(i))
 		}
 	}
 	return out
@@ -377,10 +405,10 @@ func (r *Resolver) ReverseDependents(id plugin.ID) Dependents {
 			continue
 		}
 		if direct[i] {
-			out.Direct = append(out.Direct, g.list[i].ID)
+			out.Direct = append(out.Direct, r.installedID(i))
 		}
 		if seen[i] {
-			out.Transitive = append(out.Transitive, g.list[i].ID)
+			out.Transitive = append(out.Transitive, r.installedID(i))
 		}
 	}
 	return out
@@ -396,8 +424,8 @@ func (r *Resolver) Prunable() []plugin.ID {
 	g := r.graph()
 	reached := make([]bool, g.len())
 	var stack []int32
-	for i, in := range r.list {
-		if !in.Auto {
+	for i := range r.flags {
+		if !r.auto(i) {
 			reached[i] = true
 			stack = append(stack, int32(i))
 		}
@@ -413,9 +441,9 @@ func (r *Resolver) Prunable() []plugin.ID {
 		}
 	}
 	var out []plugin.ID
-	for i, in := range r.list {
-		if in.Auto && !reached[i] {
-			out = append(out, in.ID)
+	for i := range r.flags {
+		if r.auto(i) && !reached[i] {
+			out = append(out, r.installedID(i))
 		}
 	}
 	return out

@@ -2,6 +2,7 @@ package resolver
 
 import (
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 
@@ -55,25 +56,34 @@ func TestIndexNotCovering(t *testing.T) {
 	}
 }
 
-// An ID installed twice keeps its first position and its last Auto, over an
-// Index as over a catalog.
+// An ID installed twice keeps its first position and its last Auto and
+// Enabled, over an Index as over a catalog.
 func TestIndexInstalledTwice(t *testing.T) {
 	cat := newCatalog().market("m").add(t, "a@m", "b").add(t, "b@m").add(t, "c@m")
 	installed := []Installed{
-		{ID: plugin.MustParseID("b@m"), Auto: true},
+		{ID: plugin.MustParseID("b@m"), Auto: true, Enabled: true},
 		{ID: plugin.MustParseID("c@m"), Auto: true},
 		{ID: plugin.MustParseID("b@m")},
 		{ID: plugin.MustParseID("c@m"), Auto: true},
 		{ID: plugin.MustParseID("c@m")},
-		{ID: plugin.MustParseID("c@m"), Auto: true},
+		{ID: plugin.MustParseID("c@m"), Auto: true, Enabled: true},
 	}
 	overBoth(t, cat, installed, func(t *testing.T, _ Catalog, newResolver func(CrossPolicy) *Resolver) {
 		r := newResolver(nil)
-		if got := fmt.Sprint(r.list); got != "[{b@m false} {c@m true}]" {
-			t.Errorf("installed = %s, want b@m manual then c@m auto", got)
+		var list []string
+		for k := range r.flags {
+			list = append(list, fmt.Sprintf("%s auto=%v enabled=%v", r.installedID(k), r.auto(k), r.flags[k]&instEnabled != 0))
+		}
+		if got := strings.Join(list, ", "); got != "b@m auto=false enabled=false, c@m auto=true enabled=true" {
+			t.Errorf("installed = %s, want b@m manual and disabled, then c@m auto and enabled", got)
 		}
 		if got := idStrings(r.Prunable()); fmt.Sprint(got) != "[c@m]" {
 			t.Errorf("Prunable = %v, want [c@m]", got)
+		}
+		a := r.DemoteInstalled()
+		if a.Status(plugin.MustParseID("b@m")) != StatusDisabled || a.Status(plugin.MustParseID("c@m")) != StatusActive {
+			t.Errorf("DemoteInstalled: b@m %s, c@m %s; want disabled and active (the last entry's Enabled)",
+				a.Status(plugin.MustParseID("b@m")), a.Status(plugin.MustParseID("c@m")))
 		}
 	})
 }

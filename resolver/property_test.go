@@ -422,6 +422,25 @@ func TestPropertyDemote(t *testing.T) {
 				t.Fatalf("reason %q ends in %s, which is %s", r, end, a.Status(end))
 			}
 		}
+		// DemoteInstalled, with the enabled set carried by the installed
+		// entries, gives the same statuses and reasons, plain and over an
+		// Index.
+		flagged := make([]Installed, len(w.installed))
+		ids := make([]plugin.ID, len(w.installed))
+		for i, in := range w.installed {
+			in.Enabled = w.enabled[in.ID]
+			flagged[i], ids[i] = in, in.ID
+		}
+		for _, cat := range []Catalog{w.catalog(), NewIndex(w.catalog(), ids)} {
+			b := New(cat, flagged, nil).DemoteInstalled()
+			for _, in := range w.installed {
+				ra, _ := a.Why(in.ID)
+				rb, _ := b.Why(in.ID)
+				if a.Status(in.ID) != b.Status(in.ID) || ra.String() != rb.String() {
+					t.Fatalf("%s over %T: DemoteInstalled says %s (%s), Demote %s (%s)", in.ID, cat, b.Status(in.ID), rb, a.Status(in.ID), ra)
+				}
+			}
+		}
 		// Demote on its own output changes nothing.
 		again := w.resolver().Demote(toSet(a.Active()))
 		if fmt.Sprint(again.Active()) != fmt.Sprint(a.Active()) || len(again.Demoted()) != 0 {

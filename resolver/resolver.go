@@ -51,6 +51,9 @@ type Installed struct {
 	// Auto marks a plugin installed only because something depended on it;
 	// Prunable may offer it for removal.
 	Auto bool
+	// Enabled marks a plugin enabled for this session; DemoteInstalled
+	// reads it (Demote takes an enabled set instead).
+	Enabled bool
 }
 
 // Resolver answers dependency questions over one catalog and one installed
@@ -62,7 +65,11 @@ type Installed struct {
 type Resolver struct {
 	cat    Catalog
 	policy CrossPolicy
-	list   []Installed
+	// flags of each installed plugin, in the order of first appearance in
+	// the installed set given to New; its ID is installedID(position). The
+	// entries are not copied: on a large set, a copy of pointer-holding
+	// structs cost write barriers and garbage-collector scans.
+	flags []uint8
 
 	// Without an Index: installed IDs, interned in list order; read-only.
 	installed *idTable
@@ -78,7 +85,7 @@ type Resolver struct {
 
 // New returns a Resolver over cat and the installed set. policy may be nil,
 // meaning no restriction beyond allowCrossMarketplaceDependenciesOn. If an ID
-// appears twice in installed, the last entry's Auto wins. New copies
+// appears twice in installed, the last entry's Auto and Enabled win. New copies
 // installed; the caller may reuse the slice.
 //
 // When cat is an *Index that numbers every installed plugin, the Resolver
@@ -87,24 +94,50 @@ func New(cat Catalog, installed []Installed, policy CrossPolicy) *Resolver {
 	r := &Resolver{
 		cat:    cat,
 		policy: policy,
-		list:   make([]Installed, 0, len(installed)),
+		flags:  make([]uint8, 0, len(installed)),
 	}
 	if x, ok := cat.(*Index); ok && r.numberInstalled(x, installed) {
 		return r
 	}
-	r.list = r.list[:0]
+	r.flags = r.flags[:0]
 	r.installed = newIDTable(len(installed))
 	for _, in := range installed {
 		if i, added := r.installed.intern(in.ID); !added {
-			r.list[i].Auto = in.Auto
+			r.flags[i] = flagsOf(in)
 			continue
 		}
-		r.list = append(r.list, in)
+		r.flags = append(r.flags, flagsOf(in))
 	}
 	return r
 }
 
-// numberInstalled fills list, nums and instBits from x, or reports false if
+const (
+	instAuto    uint8 = 1 << iota // Installed.Auto
+	instEnabled                   // Installed.Enabled
+)
+
+func flagsOf(in Installed) uint8 {
+	var f uint8
+	if in.Auto {
+		f |= instAuto
+	}
+	if in.Enabled {
+		f |= instEnabled
+	}
+	return f
+}
+
+// installedID returns the ID of the installed plugin at position k.
+func (r *Resolver) installedID(k int) plugin.ID {
+	if r.idx != nil {
+		return r.idx.tab.ids[r.nums[k]]
+	}
+	return r.installed.ids[k]
+}
+
+func (r *Resolver) auto(k int) bool { return r.flags[k]&instAuto != 0 }
+
+// numberInstalled fills flags, nums and instBits from x, or reports false if
 // x does not number some installed plugin. An installed set in the order the
 // Index numbered it is matched by comparing IDs, without hashing.
 func (r *Resolver) numberInstalled(x *Index, installed []Installed) bool {
@@ -127,7 +160,7 @@ func (r *Resolver) numberInstalled(x *Index, installed []Installed) bool {
 					pos[n] = p
 				}
 			}
-			r.list[pos[i]].Auto = in.Auto
+			r.flags[pos[i]] = flagsOf(in)
 			continue
 		}
 		bits[i/64] |= 1 << (i % 64)
@@ -135,7 +168,7 @@ func (r *Resolver) numberInstalled(x *Index, installed []Installed) bool {
 			pos[i] = len(nums)
 		}
 		nums = append(nums, i)
-		r.list = append(r.list, in)
+		r.flags = append(r.flags, flagsOf(in))
 	}
 	r.idx, r.nums, r.instBits = x, nums, bits
 	return true
