@@ -186,15 +186,13 @@ func build(ctx context.Context, in *loadInput) (*Set, error) {
 	// check and its dependencies are active.
 	cat := unitCatalog{}
 	inst := make([]resolver.Installed, 0, len(units))
-	effective := map[plugin.ID]bool{}
 	rows := make([]install.PluginStatus, len(units))
 	for i, u := range units {
 		cat[u.st.ID] = resolver.Node{Dependencies: u.deps}
-		inst = append(inst, resolver.Installed{ID: u.st.ID, Auto: u.st.Auto})
-		effective[u.st.ID] = u.st.Enabled && len(u.st.Errors) == 0
+		inst = append(inst, resolver.Installed{ID: u.st.ID, Auto: u.st.Auto, Enabled: u.st.Enabled && len(u.st.Errors) == 0})
 		rows[i] = u.st.PluginStatus
 	}
-	install.Classify(rows, resolver.New(cat, inst, nil).Demote(effective))
+	install.Classify(rows, resolver.New(cat, inst, nil).DemoteInstalled())
 	for i, u := range units {
 		u.st.PluginStatus = rows[i]
 	}

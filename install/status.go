@@ -70,7 +70,7 @@ func (in *Installer) List(ctx context.Context, opts StatusOptions) ([]PluginStat
 		enabled[id] = on
 	}
 	out := make([]PluginStatus, 0, len(recs))
-	effective := map[plugin.ID]bool{}
+	inst := make([]resolver.Installed, 0, len(recs))
 	for _, r := range recs {
 		st := PluginStatus{ID: r.ID, Version: r.Version, Scope: r.Scope, InstallPath: r.InstallPath, Auto: r.Auto,
 			Enabled: enabled[r.ID], Digest: r.Digest, Errors: []string{}, ErrorDetails: []ErrorDetail{}}
@@ -94,10 +94,10 @@ func (in *Installer) List(ctx context.Context, opts StatusOptions) ([]PluginStat
 				st.AddError(err)
 			}
 		}
-		effective[r.ID] = st.Enabled && len(st.Errors) == 0
+		inst = append(inst, resolver.Installed{ID: r.ID, Auto: r.Auto, Enabled: st.Enabled && len(st.Errors) == 0})
 		out = append(out, st)
 	}
-	Classify(out, in.resolver(g).Demote(effective))
+	Classify(out, resolver.New(g, inst, nil).DemoteInstalled())
 	sort.Slice(out, func(i, j int) bool { return out[i].ID.String() < out[j].ID.String() })
 	return out, nil
 }
