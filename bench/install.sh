@@ -6,7 +6,10 @@
 #
 #   bash bench/install.sh [runs]
 #
-# Prints wall time per run (median of runs) and wharf's peak RSS.
+# Prints wall time per run (median of runs) and wharf's peak RSS, and the
+# process start floor in the same run: an empty Go program, a program that
+# links the third-party libraries wharf links and does nothing
+# (bench/startfloor), and `wharf --help`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 runs=${1:-5}
@@ -14,6 +17,8 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
 go build -o "$work/wharf" ./cmd/wharf
+go build -o "$work/libs-floor" ./bench/startfloor
+go build -o "$work/empty" ./bench/startfloor/empty
 
 # A marketplace of 50 plugins: p49 depends on p48 and p47, ... so installing
 # p49 brings the whole closure of 50.
@@ -54,6 +59,14 @@ for r in $(seq 1 "$runs"); do
 	t0=$(now); "$work/wharf" --help >/dev/null; t1=$(now)
 	help+=($(( (t1 - t0) / 1000000 )))
 done
+# The start floor: the same number of runs of each, interleaved.
+empty=() libs=()
+for r in $(seq 1 $((runs * 2))); do
+	t0=$(now); "$work/empty"; t1=$(now)
+	empty+=($(( (t1 - t0) / 1000000 )))
+	t0=$(now); "$work/libs-floor"; t1=$(now)
+	libs+=($(( (t1 - t0) / 1000000 )))
+done
 n=$("$work/wharf" list --json | grep -c '"id"')
 wi=$(printf '%s\n' "${inst[@]}" | median)
 wl=$(printf '%s\n' "${lst[@]}" | median)
@@ -68,6 +81,8 @@ echo "wharf install (50-plugin closure): median ${wi} ms  [${inst[*]}]"
 echo "wharf list (50 installed):         median ${wl} ms  [${lst[*]}]"
 echo "wharf list, again:                 median ${wl2} ms  [${lst2[*]}]"
 echo "wharf --help (process start floor): median ${wh} ms  [${help[*]}]"
+echo "start floor, libraries wharf links:  median $(printf '%s\n' "${libs[@]}" | median) ms  [${libs[*]}]"
+echo "start floor, empty Go program:       median $(printf '%s\n' "${empty[@]}" | median) ms  [${empty[*]}]"
 echo "wharf peak RSS (median): install ${rss_install} KiB, list ${rss_list} KiB"
 
 if command -v claude >/dev/null 2>&1; then
