@@ -27,7 +27,9 @@ type graph struct {
 	installed *idTable // the Resolver's, shared and read-only: nodes [0, nInstalled)
 	extra     *idTable // targets that are not installed: nodes nInstalled + i
 
-	// Over an Index.
+	// Over an Index. With ident, node i is number i and the rows are the
+	// Index's (shared, read-only); nodeOf and extraNums are not used.
+	ident     bool
 	idx       *Index
 	nodeOf    []int32 // by number: node + 1; 0 when the number is no node
 	extraNums []int32 // number of node nInstalled + i
@@ -76,6 +78,11 @@ func (r *Resolver) buildGraph() *graph {
 // a slice instead of hashing an ID.
 func (r *Resolver) buildIndexedGraph() *graph {
 	x, n := r.idx, len(r.flags)
+	if r.ident {
+		g := &graph{r: r, nInstalled: n, idx: x, ident: true, fwdStart: x.start, fwd: x.edges}
+		g.revStart, g.rev = x.reverse()
+		return g
+	}
 	g := &graph{r: r, nInstalled: n, idx: x, nodeOf: make([]int32, x.Len())}
 	for k, i := range r.nums {
 		g.nodeOf[i] = int32(k) + 1
@@ -102,26 +109,36 @@ func (r *Resolver) buildIndexedGraph() *graph {
 	return g
 }
 
-// buildReverse fills the reverse edges by counting sort; a duplicate edge
-// stays duplicate, which is harmless for every traversal below.
+// buildReverse fills the reverse edges of the graph.
 func (g *graph) buildReverse() {
-	total := g.len()
-	g.revStart = make([]int32, total+1)
-	for _, j := range g.fwd {
-		g.revStart[j+1]++
+	g.revStart, g.rev = reverseRows(g.len(), g.nInstalled, g.fwdStart, g.fwd)
+}
+
+// reverseRows returns the reverse of the compressed rows (start, edges) of
+// nodes [0, from) over nodes [0, total), by counting sort: the dependents of
+// j are rev[revStart[j]:revStart[j+1]], in increasing order. A duplicate
+// edge stays duplicate, which is harmless for every traversal.
+func reverseRows(total, from int, start, edges []int32) (revStart, rev []int32) {
+	revStart = make([]int32, total+1)
+	for _, j := range edges[:start[from]] {
+		revStart[j+1]++
 	}
 	for j := 0; j < total; j++ {
-		g.revStart[j+1] += g.revStart[j]
+		revStart[j+1] += revStart[j]
 	}
-	g.rev = make([]int32, len(g.fwd))
-	fill := make([]int32, total)
-	copy(fill, g.revStart[:total])
-	for i := 0; i < g.nInstalled; i++ {
-		for _, j := range g.fwd[g.fwdStart[i]:g.fwdStart[i+1]] {
-			g.rev[fill[j]] = int32(i)
-			fill[j]++
+	rev = make([]int32, start[from])
+	// Each row is filled from its end, walking the nodes from the last, so
+	// rows come out in increasing order; revStart[j+1], the end of row j,
+	// is its cursor, and once done it holds the start of row j.
+	for i := from - 1; i >= 0; i-- {
+		for _, j := range edges[start[i]:start[i+1]] {
+			revStart[j+1]--
+			rev[revStart[j+1]] = int32(i)
 		}
 	}
+	copy(revStart, revStart[1:])
+	revStart[total] = int32(len(rev))
+	return revStart, rev
 }
 
 func (g *graph) deps(i int32) []int32 {
@@ -152,7 +169,11 @@ func (g *graph) id(i int32) plugin.ID {
 
 func (g *graph) lookup(id plugin.ID) (int32, bool) {
 	if g.idx != nil {
-		if e, ok := g.idx.tab.find(id); ok && g.nodeOf[e] > 0 {
+		e, ok := g.idx.tab.find(id)
+		if ok && g.ident {
+			return e, true
+		}
+		if ok && g.nodeOf[e] > 0 {
 			return g.nodeOf[e] - 1, true
 		}
 		return -1, false

@@ -34,6 +34,12 @@ type Index struct {
 	emkt  []uint32 // by edge: marketplace index of its target
 
 	scratch sync.Pool // *closureScratch
+
+	// Reverse rows over every number, built on first use by a Resolver
+	// whose installed set is exactly the Index's numbering (see
+	// buildIndexedGraph).
+	revOnce       sync.Once
+	revStart, rev []int32
 }
 
 const (
@@ -112,6 +118,12 @@ func (x *Index) KnownMarketplace(name string) bool { return x.cat.KnownMarketpla
 
 // AllowsCross implements Catalog by asking the catalog.
 func (x *Index) AllowsCross(from, to string) bool { return x.cat.AllowsCross(from, to) }
+
+// reverse returns the dependents of every number as compressed rows.
+func (x *Index) reverse() (revStart, rev []int32) {
+	x.revOnce.Do(func() { x.revStart, x.rev = reverseRows(x.Len(), x.Len(), x.start, x.edges) })
+	return x.revStart, x.rev
+}
 
 func (x *Index) listed(i int32) bool { return x.flags[i]&flagListed != 0 }
 

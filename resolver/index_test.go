@@ -2,6 +2,7 @@ package resolver
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -147,4 +148,47 @@ func TestIndexConcurrentClosures(t *testing.T) {
 		}()
 	}
 	wg.Wait()
+}
+
+// An Index of exactly the installed set, in installed order, lends the
+// Resolver its own rows (no renumbering); every answer is the same as over
+// the plain catalog, and the same again once the installed order no longer
+// matches the numbering.
+func TestIndexOfTheInstalledSet(t *testing.T) {
+	cat, all := genDAG(300)
+	installed := make([]Installed, len(all))
+	for i, id := range all {
+		installed[i] = Installed{ID: id, Auto: i%3 == 0, Enabled: i%17 != 5}
+	}
+	x := NewIndex(cat, all)
+	reversed := slices.Clone(installed)
+	slices.Reverse(reversed)
+	describe := func(r *Resolver) string {
+		var b strings.Builder
+		a := r.DemoteInstalled()
+		for _, id := range all {
+			why, _ := a.Why(id)
+			rd := r.ReverseDependents(id)
+			fmt.Fprintf(&b, "%s %s %q %v %v\n", id, a.Status(id), why, idStrings(rd.Direct), len(rd.Transitive))
+		}
+		fmt.Fprintln(&b, idStrings(r.Prunable()))
+		return b.String()
+	}
+	want := describe(New(cat, installed, nil))
+	r := New(x, installed, nil)
+	if !r.ident {
+		t.Fatal("the Index numbers exactly the installed set in order; the Resolver must share its rows")
+	}
+	if got := describe(r); got != want {
+		t.Errorf("over the Index of the installed set:\n%s\nover the catalog:\n%s", got, want)
+	}
+	r = New(x, reversed, nil)
+	if r.ident || r.idx == nil {
+		t.Fatalf("installed in another order: ident %v, over the Index %v; want renumbered Index numbers", r.ident, r.idx != nil)
+	}
+	// Answers in installed order (Prunable) follow the installed order.
+	wantRev := describe(New(cat, reversed, nil))
+	if got := describe(r); got != wantRev {
+		t.Errorf("over the Index, installed in reverse:\n%s\nover the catalog:\n%s", got, wantRev)
+	}
 }

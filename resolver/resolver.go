@@ -78,6 +78,9 @@ type Resolver struct {
 	idx      *Index
 	nums     []int32
 	instBits []uint64
+	// ident: the installed set is the Index's numbering, in order (nums[k]
+	// is k for every number), so its graph is the Index's own rows.
+	ident bool
 
 	once sync.Once
 	g    *graph
@@ -144,6 +147,7 @@ func (r *Resolver) numberInstalled(x *Index, installed []Installed) bool {
 	nums := make([]int32, 0, len(installed))
 	bits := make([]uint64, (x.Len()+63)/64)
 	var pos map[int32]int // by number: position in list; only once there are duplicates
+	inOrder := true       // so far nums[k] == k
 	for k, in := range installed {
 		var i int32
 		if k < x.Len() && x.tab.ids[k] == in.ID {
@@ -164,6 +168,7 @@ func (r *Resolver) numberInstalled(x *Index, installed []Installed) bool {
 			continue
 		}
 		bits[i/64] |= 1 << (i % 64)
+		inOrder = inOrder && i == int32(len(nums))
 		if pos != nil {
 			pos[i] = len(nums)
 		}
@@ -171,6 +176,7 @@ func (r *Resolver) numberInstalled(x *Index, installed []Installed) bool {
 		r.flags = append(r.flags, flagsOf(in))
 	}
 	r.idx, r.nums, r.instBits = x, nums, bits
+	r.ident = len(nums) == x.Len() && inOrder
 	return true
 }
 
