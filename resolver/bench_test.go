@@ -176,6 +176,35 @@ func BenchmarkDemoteIndex(b *testing.B) {
 	}
 }
 
+// BenchmarkDemoteIndexShuffled: BenchmarkDemoteIndex with the plugins
+// installed and numbered in a random order instead of the generator's
+// (where every dependency comes after its dependents, the order demotion's
+// sweeps favour): the worst case for the sweeps, which then fall back to a
+// FIFO worklist.
+func BenchmarkDemoteIndexShuffled(b *testing.B) {
+	for _, size := range benchSizes {
+		b.Run(size.name, func(b *testing.B) {
+			cat, all, installed, _ := demoteFixture(size.n)
+			rng := rand.New(rand.NewPCG(3, uint64(size.n)))
+			perm := rng.Perm(len(all))
+			order := make([]plugin.ID, len(all))
+			shuffled := make([]Installed, len(all))
+			for k, p := range perm {
+				order[k], shuffled[k] = all[p], installed[p]
+			}
+			x := NewIndex(cat, order)
+			cpu := startCPU(b)
+			for b.Loop() {
+				a := New(x, shuffled, nil).DemoteInstalled()
+				if a.Status(all[0]) == StatusActive {
+					b.Fatal("p0 reaches a disabled plugin and must be demoted")
+				}
+			}
+			cpu.stop(b)
+		})
+	}
+}
+
 // BenchmarkDemoteIndexMap: BenchmarkDemoteIndex with the enabled set given
 // as a map (Demote): one probe of the caller's map per installed plugin is
 // added, and on 100k plugins those probes cost more than the demotion.

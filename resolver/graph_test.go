@@ -225,3 +225,47 @@ func TestPrunable(t *testing.T) {
 		t.Errorf("after marking e manual: Prunable = %v, want [d@m i@m]", idStrings(got))
 	}
 }
+
+// Demotion drains its worklist highest number first, in a few sweeps, then
+// in FIFO order. A chain numbered against that order (each plugin depends
+// on the one numbered just before it) needs one sweep per 64 plugins and
+// reaches the FIFO fallback; one numbered along it needs one sweep. Both
+// give the rescan's answer and a full chain of why.
+func TestDemoteLongChainsInEitherNumbering(t *testing.T) {
+	const n = 1000
+	for _, ascending := range []bool{true, false} {
+		t.Run(fmt.Sprintf("dependency numbered first: %v", ascending), func(t *testing.T) {
+			cat := newCatalog().market("m")
+			name := func(k int) string { return fmt.Sprintf("p%d@m", k) }
+			installed := make([]Installed, n)
+			enabled := map[plugin.ID]bool{}
+			for k := 0; k < n; k++ {
+				if k == 0 {
+					cat.add(t, name(k))
+				} else {
+					cat.add(t, name(k), fmt.Sprintf("p%d", k-1))
+				}
+				pos := k
+				if !ascending {
+					pos = n - 1 - k
+				}
+				id := plugin.MustParseID(name(k))
+				installed[pos] = Installed{ID: id, Enabled: k != 0}
+				enabled[id] = k != 0
+			}
+			for _, cat := range []Catalog{cat, compile(cat, installed)} {
+				a := New(cat, installed, nil).DemoteInstalled()
+				want := naiveDemote(cat, installed, enabled)
+				for _, in := range installed {
+					if got := a.Status(in.ID) == StatusActive; got != want[in.ID] {
+						t.Fatalf("%T: %s active = %v, rescan says %v", cat, in.ID, got, want[in.ID])
+					}
+				}
+				why, ok := a.Why(plugin.MustParseID(name(n - 1)))
+				if !ok || len(why.Chain) != n || why.Chain[n-1].String() != name(0) || why.End != StatusDisabled {
+					t.Fatalf("%T: Why(%s) = %d links ending in %v (%v), want %d ending in the disabled %s", cat, name(n-1), len(why.Chain), why.Chain[len(why.Chain)-1], why.End, n, name(0))
+				}
+			}
+		})
+	}
+}
