@@ -154,26 +154,42 @@ func demoteFixture(n int) (*memCatalog, []plugin.ID, []Installed, map[plugin.ID]
 	return cat, all, installed, enabled
 }
 
-// BenchmarkDemoteIndex: every plugin installed, 1% of them disabled (which,
-// with the i → i+1 chain, demotes nearly everything before them), over an
-// Index of the installed plugins built once. Building the Resolver and its
-// graph is timed. The enabled flags travel with the installed entries
-// (DemoteInstalled), as the agent's load and wharf list pass them.
-func BenchmarkDemoteIndex(b *testing.B) {
+// benchDemote runs demote (made by prepare, untimed, from the fixture of
+// each size) at every size; only what demote does is timed.
+func benchDemote(b *testing.B, prepare func(f demoteWorld) func() *Activation) {
 	for _, size := range benchSizes {
 		b.Run(size.name, func(b *testing.B) {
-			cat, all, installed, _ := demoteFixture(size.n)
-			x := NewIndex(cat, all)
+			var f demoteWorld
+			f.cat, f.all, f.installed, f.enabled = demoteFixture(size.n)
+			demote := prepare(f)
 			cpu := startCPU(b)
 			for b.Loop() {
-				a := New(x, installed, nil).DemoteInstalled()
-				if a.Status(all[0]) == StatusActive {
+				if demote().Status(f.all[0]) == StatusActive {
 					b.Fatal("p0 reaches a disabled plugin and must be demoted")
 				}
 			}
 			cpu.stop(b)
 		})
 	}
+}
+
+type demoteWorld struct {
+	cat       *memCatalog
+	all       []plugin.ID
+	installed []Installed
+	enabled   map[plugin.ID]bool
+}
+
+// BenchmarkDemoteIndex: every plugin installed, 1% of them disabled (which,
+// with the i → i+1 chain, demotes nearly everything before them), over an
+// Index of the installed plugins built once. Building the Resolver and its
+// graph is timed. The enabled flags travel with the installed entries
+// (DemoteInstalled), as the agent's load and wharf list pass them.
+func BenchmarkDemoteIndex(b *testing.B) {
+	benchDemote(b, func(f demoteWorld) func() *Activation {
+		x := NewIndex(f.cat, f.all)
+		return func() *Activation { return New(x, f.installed, nil).DemoteInstalled() }
+	})
 }
 
 // BenchmarkDemoteIndexShuffled: BenchmarkDemoteIndex with the plugins
@@ -182,47 +198,26 @@ func BenchmarkDemoteIndex(b *testing.B) {
 // sweeps favour): the worst case for the sweeps, which then fall back to a
 // FIFO worklist.
 func BenchmarkDemoteIndexShuffled(b *testing.B) {
-	for _, size := range benchSizes {
-		b.Run(size.name, func(b *testing.B) {
-			cat, all, installed, _ := demoteFixture(size.n)
-			rng := rand.New(rand.NewPCG(3, uint64(size.n)))
-			perm := rng.Perm(len(all))
-			order := make([]plugin.ID, len(all))
-			shuffled := make([]Installed, len(all))
-			for k, p := range perm {
-				order[k], shuffled[k] = all[p], installed[p]
-			}
-			x := NewIndex(cat, order)
-			cpu := startCPU(b)
-			for b.Loop() {
-				a := New(x, shuffled, nil).DemoteInstalled()
-				if a.Status(all[0]) == StatusActive {
-					b.Fatal("p0 reaches a disabled plugin and must be demoted")
-				}
-			}
-			cpu.stop(b)
-		})
-	}
+	benchDemote(b, func(f demoteWorld) func() *Activation {
+		rng := rand.New(rand.NewPCG(3, uint64(len(f.all))))
+		order := make([]plugin.ID, len(f.all))
+		shuffled := make([]Installed, len(f.all))
+		for k, p := range rng.Perm(len(f.all)) {
+			order[k], shuffled[k] = f.all[p], f.installed[p]
+		}
+		x := NewIndex(f.cat, order)
+		return func() *Activation { return New(x, shuffled, nil).DemoteInstalled() }
+	})
 }
 
 // BenchmarkDemoteIndexMap: BenchmarkDemoteIndex with the enabled set given
 // as a map (Demote): one probe of the caller's map per installed plugin is
 // added, and on 100k plugins those probes cost more than the demotion.
 func BenchmarkDemoteIndexMap(b *testing.B) {
-	for _, size := range benchSizes {
-		b.Run(size.name, func(b *testing.B) {
-			cat, all, installed, enabled := demoteFixture(size.n)
-			x := NewIndex(cat, all)
-			cpu := startCPU(b)
-			for b.Loop() {
-				a := New(x, installed, nil).Demote(enabled)
-				if a.Status(all[0]) == StatusActive {
-					b.Fatal("p0 reaches a disabled plugin and must be demoted")
-				}
-			}
-			cpu.stop(b)
-		})
-	}
+	benchDemote(b, func(f demoteWorld) func() *Activation {
+		x := NewIndex(f.cat, f.all)
+		return func() *Activation { return New(x, f.installed, nil).Demote(f.enabled) }
+	})
 }
 
 // BenchmarkDemote: the same demotion over a plain map catalog, as the agent's
@@ -230,19 +225,9 @@ func BenchmarkDemoteIndexMap(b *testing.B) {
 // graph of installed plugins is built from IDs during the call, with the
 // Resolver.
 func BenchmarkDemote(b *testing.B) {
-	for _, size := range benchSizes {
-		b.Run(size.name, func(b *testing.B) {
-			cat, all, installed, _ := demoteFixture(size.n)
-			cpu := startCPU(b)
-			for b.Loop() {
-				a := New(cat, installed, nil).DemoteInstalled()
-				if a.Status(all[0]) == StatusActive {
-					b.Fatal("p0 reaches a disabled plugin and must be demoted")
-				}
-			}
-			cpu.stop(b)
-		})
-	}
+	benchDemote(b, func(f demoteWorld) func() *Activation {
+		return func() *Activation { return New(f.cat, f.installed, nil).DemoteInstalled() }
+	})
 }
 
 // BenchmarkDemoteNaive is the reference point: the same demotion done by
