@@ -44,6 +44,11 @@ type tree struct {
 	entries int
 	bytes   int64
 	links   []string
+	// dirs are the directories this tree made (or found to be real
+	// directories): the tree starts empty and only its own writes change
+	// it, so one of these is still a directory, not a link or a file, and
+	// need not be looked at again for every entry below it.
+	dirs map[string]bool
 }
 
 func newTree(dir string, limits Limits) (*tree, error) {
@@ -58,7 +63,7 @@ func newTree(dir string, limits Limits) (*tree, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &tree{root: r, dir: dir, limits: limits.withDefaults()}, nil
+	return &tree{root: r, dir: dir, limits: limits.withDefaults(), dirs: map[string]bool{}}, nil
 }
 
 func (t *tree) close() { t.root.Close() }
@@ -78,12 +83,18 @@ func (t *tree) parents(name string) error {
 	if dir == "." {
 		return nil
 	}
+	if t.dirs[dir] {
+		return nil
+	}
 	cur := ""
 	for _, p := range strings.Split(dir, "/") {
 		if cur == "" {
 			cur = p
 		} else {
 			cur += "/" + p
+		}
+		if t.dirs[cur] {
+			continue
 		}
 		fi, err := t.root.Lstat(cur)
 		switch {
@@ -94,12 +105,15 @@ func (t *tree) parents(name string) error {
 			if err := t.root.Mkdir(cur, 0o755); err != nil {
 				return err
 			}
+			t.dirs[cur] = true
 		case err != nil:
 			return err
 		case fi.Mode()&fs.ModeSymlink != 0:
 			return fmt.Errorf("%w: %q is written through symlink %q", ErrLink, name, cur)
 		case !fi.IsDir():
 			return fmt.Errorf("%w: %q is written below file %q", ErrUnsafePath, name, cur)
+		default:
+			t.dirs[cur] = true
 		}
 	}
 	return nil
@@ -113,9 +127,13 @@ func (t *tree) mkdir(raw string) error {
 	if err := t.parents(name); err != nil {
 		return err
 	}
+	if t.dirs[name] {
+		return nil
+	}
 	fi, err := t.root.Lstat(name)
 	if err == nil {
 		if fi.IsDir() {
+			t.dirs[name] = true
 			return nil
 		}
 		return fmt.Errorf("%w: directory %q is also a file or link", ErrUnsafePath, name)
@@ -123,7 +141,11 @@ func (t *tree) mkdir(raw string) error {
 	if err := t.count(name); err != nil {
 		return err
 	}
-	return t.root.Mkdir(name, 0o755)
+	if err := t.root.Mkdir(name, 0o755); err != nil {
+		return err
+	}
+	t.dirs[name] = true
+	return nil
 }
 
 // file writes one regular file; exec keeps the executable bit.
@@ -155,6 +177,11 @@ func (t *tree) file(raw string, exec bool, r io.Reader) error {
 	budget := t.limits.MaxBytes - t.bytes
 	n, err := io.Copy(f, io.LimitReader(r, budget+1))
 	t.bytes += n
+	if err == nil && n <= budget {
+		// The umask may have dropped bits; set what the entry says, on
+		// the open file (no second walk of the path).
+		err = f.Chmod(mode)
+	}
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
@@ -164,8 +191,7 @@ func (t *tree) file(raw string, exec bool, r io.Reader) error {
 	if n > budget {
 		return fmt.Errorf("%w: more than %d bytes uncompressed (at %q)", ErrTooLarge, t.limits.MaxBytes, name)
 	}
-	// The umask may have dropped bits; set what the entry says.
-	return t.root.Chmod(name, mode)
+	return nil
 }
 
 // symlink writes a relative symlink whose target stays inside the root. The
