@@ -1,6 +1,7 @@
 package install
 
 import (
+	"path/filepath"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -20,7 +21,13 @@ type graph struct {
 	installed map[plugin.ID]cache.Record
 	fetched   map[plugin.ID]string // id → staged or materialized dir
 	nodes     map[plugin.ID]nodeInfo
-	loads     map[string]loaded // dir → plugin.Load of it, once per graph
+
+	// loads is dir → plugin.Load of it, once per graph. Materializations
+	// run in parallel and read and fill it too, hence the lock; it is not
+	// held while loading (two goroutines may then load one dir twice, with
+	// the same result).
+	mu    sync.Mutex
+	loads map[string]loaded
 }
 
 type loaded struct {
@@ -59,12 +66,35 @@ func (g *graph) entry(id plugin.ID) (*plugin.Entry, string) {
 // load is plugin.Load of dir with entry, done once per graph: the resolver's
 // lookup and the load-time checks of `list` ask for the same trees.
 func (g *graph) load(dir string, entry *plugin.Entry) (*plugin.Plugin, error) {
-	if l, ok := g.loads[dir]; ok {
+	g.mu.Lock()
+	l, ok := g.loads[dir]
+	g.mu.Unlock()
+	if ok {
 		return l.p, l.err
 	}
 	p, _, err := plugin.Load(dir, entry)
-	g.loads[dir] = loaded{p, err}
+	g.remember(dir, loaded{p, err})
 	return p, err
+}
+
+func (g *graph) remember(dir string, l loaded) {
+	g.mu.Lock()
+	g.loads[dir] = l
+	g.mu.Unlock()
+}
+
+// moved records that the tree plugin.Load read as p now lives at dir (a
+// staged tree renamed into the cache, or a cached version with the same
+// digest), so that the plan made after the fetch does not read it again. A
+// plugin whose name Load took from the directory's base name is not
+// recorded: under its new name it could read differently.
+func (g *graph) moved(p *plugin.Plugin, dir string) {
+	if p.Manifest.Name == filepath.Base(p.Root) {
+		return
+	}
+	q := *p
+	q.Root = dir
+	g.remember(dir, loaded{p: &q})
 }
 
 // preload loads every installed tree of recs into the graph on all CPUs,
@@ -76,6 +106,8 @@ func (g *graph) preload(recs []cache.Record) {
 		entry *plugin.Entry
 	}
 	var jobs []job
+	g.mu.Lock()
+	defer g.mu.Unlock()
 	for _, r := range recs {
 		if _, ok := g.loads[r.InstallPath]; !ok {
 			e, _ := g.entry(r.ID)
@@ -131,7 +163,7 @@ func (g *graph) lookup(id plugin.ID) nodeInfo {
 	}
 	if entry.Source.Kind == plugin.SourceRelative && root != "" {
 		if dir, err := entry.LocalDir(root); err == nil {
-			if p, _, err := plugin.Load(dir, entry); err == nil {
+			if p, err := g.load(dir, entry); err == nil {
 				return nodeInfo{resolver.Node{Dependencies: p.Manifest.Dependencies}, true}
 			}
 		}

@@ -321,7 +321,7 @@ func (in *Installer) materialize(ctx context.Context, g *graph, id plugin.ID, fo
 	// errors name the file the user can fix.
 	if entry.Source.Kind == plugin.SourceRelative && hit.Root != "" {
 		if dir, err := entry.LocalDir(hit.Root); err == nil {
-			if _, _, err := plugin.Load(dir, entry); err != nil {
+			if _, err := g.load(dir, entry); err != nil {
 				return nil, &plugin.Error{Layer: plugin.LayerMaterialization, Type: plugin.TypeManifestInvalid, Object: id.String(), Err: err,
 					Hint: plugin.HintOf(err)}
 			}
@@ -391,6 +391,9 @@ func (in *Installer) materialize(ctx context.Context, g *graph, id plugin.ID, fo
 		return nil, err
 	}
 	sv.v, sv.commit = cv, fr.Commit
+	if cv.Origin != "seed" { // a seed's copy may differ from what was fetched
+		g.moved(p, cv.Path)
+	}
 	ok = true
 	in.progress("%s %s: %s", id, version, cv.Path)
 	return sv, nil
