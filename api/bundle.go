@@ -172,9 +172,15 @@ func (s *Server) policyBundle(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	// The store may have moved on between the two reads: the ETag must name
-	// the bundle actually sent.
-	hdr.Set("ETag", bundleETag(b.version))
+	// The store may have moved on between the two reads (the head above
+	// can lag the store by a watch event): the ETag must name the bundle
+	// actually sent, and a client that already holds it gets 304 — the one
+	// it got from another replica, or from this one a moment ago.
+	etag := bundleETag(b.version)
+	hdr.Set("ETag", etag)
+	if etagMatches(c.Request().Header.Get("If-None-Match"), etag) {
+		return c.NoContent(http.StatusNotModified)
+	}
 	hdr.Set("X-Wharf-Policy-Version", b.version)
 	return c.Blob(http.StatusOK, "application/gzip", b.body)
 }

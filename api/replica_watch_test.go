@@ -123,3 +123,44 @@ func TestReplicaWatchLossDropsCachesAndResumes(t *testing.T) {
 	revokeBehindTheServer(t, cs, id)
 	waitFor(t, propagation, "revocation seen through the resumed watch", func() bool { return !accepted(secret) })
 }
+
+// A server whose policy head lags the store (here it follows no watch and
+// caches the head for an hour) serves the bundle the store holds, and
+// answers 304 to that bundle's ETag: the full path compares If-None-Match
+// again with what it read, so a client that got the ETag from another
+// replica, or from this one a moment ago, is not sent the bytes again.
+func TestBundle304WhenTheCachedHeadLags(t *testing.T) {
+	b, err := store.OpenBolt(filepath.Join(t.TempDir(), "state.db"), store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	if _, _, err := EnsureAdminToken(b, replicaAdminSecret, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	var rs []*replica
+	for _, name := range []string{"lagging", "writer"} {
+		srv, err := New(Deps{Store: b, Policy: PolicyEngine, RateLimit: -1, StateCacheTTL: time.Hour})
+		if err != nil {
+			t.Fatal(err)
+		}
+		hs := httptestServer(t, srv)
+		rs = append(rs, &replica{t: t, name: name, url: hs.URL, client: hs.Client()})
+	}
+	lagging, writer := rs[0], rs[1]
+	before := lagging.bundleETag() // caches the head
+	body := map[string]any{"settings": map[string]any{"blockedMarketplaces": []map[string]string{{"source": "directory", "path": "/blocked"}}}}
+	if res := writer.must("PUT", "/v1/policy/layers/org", replicaAdminSecret, body, "If-None-Match: *"); res.status/100 != 2 {
+		t.Fatalf("put on %s: %d %s", writer.name, res.status, res.body)
+	}
+	current := writer.bundleETag()
+	if current == before {
+		t.Fatal("the policy put did not change the bundle ETag")
+	}
+	if got := lagging.bundleETag(); got != current {
+		t.Fatalf("%s serves ETag %s, the store holds %s", lagging.name, got, current)
+	}
+	if st := lagging.must("GET", "/v1/policy/bundle", replicaAdminSecret, nil, "If-None-Match: "+current).status; st != http.StatusNotModified {
+		t.Fatalf("%s answers %d to the ETag of the bundle it serves, want 304", lagging.name, st)
+	}
+}
