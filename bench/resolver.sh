@@ -60,25 +60,25 @@ function ratio(a, b) { return (a && b) ? sprintf("%.1fx", b / a) : "-" }
 function ms(x) { return x ? sprintf("%.2f", x / 1e6) : "-" }
 END {
 	printf "fastest of %s runs each\n", runs
-	printf "%-12s %11s %11s %11s %11s\n", "benchmark", "size", "wall ms/op", "cpu ms/op", "xMapFloor"
+	printf "%-20s %6s %11s %11s %11s\n", "benchmark", "size", "wall ms/op", "cpu ms/op", "xMapFloor"
 	for (i = 1; i <= n; i++) {
 		b = order[i]
 		split("1k 10k 100k", sizes, " ")
 		for (k = 1; k <= 3; k++) {
 			s = sizes[k]
 			if (!ns[b, s]) continue
-			printf "%-12s %11s %11s %11s %11s\n", b, s, ms(ns[b, s]), ms(cpu[b, s]), floor(b, s)
+			printf "%-20s %6s %11s %11s %11s\n", b, s, ms(ns[b, s]), ms(cpu[b, s]), floor(b, s)
 		}
 	}
 	print ""
-	printf "%-12s %12s %12s %14s %14s\n", "growth", "wall 1k->10k", "wall 10k->100k", "cpu 1k->10k", "cpu 10k->100k"
+	printf "%-20s %12s %14s %12s %14s\n", "growth", "wall 1k->10k", "wall 10k->100k", "cpu 1k->10k", "cpu 10k->100k"
 	for (i = 1; i <= n; i++) {
 		b = order[i]
 		if (!ns[b, "10k"]) continue
-		printf "%-12s %12s %12s %14s %14s\n", b, ratio(ns[b, "1k"], ns[b, "10k"]), ratio(ns[b, "10k"], ns[b, "100k"]), ratio(cpu[b, "1k"], cpu[b, "10k"]), ratio(cpu[b, "10k"], cpu[b, "100k"])
+		printf "%-20s %12s %14s %12s %14s\n", b, ratio(ns[b, "1k"], ns[b, "10k"]), ratio(ns[b, "10k"], ns[b, "100k"]), ratio(cpu[b, "1k"], cpu[b, "10k"]), ratio(cpu[b, "10k"], cpu[b, "100k"])
 	}
 	if (cpu["DemoteNaive", "1k"] && cpu["Demote", "1k"])
 		printf "\nnaive rescan / worklist Demote at 1k (cpu): %.1fx\n", cpu["DemoteNaive", "1k"] / cpu["Demote", "1k"]
 	printf "targets: 100k under 100 ms/op each; 10x plugins at most ~12x time\n"
-	printf "(ClosureIndex/DemoteIndex run over an Index built once; Closure/Demote number plugin IDs again on every call)\n"
+	printf "(*Index run over an Index built once; Closure/Demote number plugin IDs again on every call)\n"
 }' runs="${COUNT:-3}" "$out"
