@@ -2,9 +2,7 @@ package install
 
 import (
 	"path/filepath"
-	"runtime"
 	"sync"
-	"sync/atomic"
 
 	"github.com/wharfhq/wharf/cache"
 	"github.com/wharfhq/wharf/marketplace"
@@ -95,42 +93,6 @@ func (g *graph) moved(p *plugin.Plugin, dir string) {
 	q := *p
 	q.Root = dir
 	g.remember(dir, loaded{p: &q})
-}
-
-// preload loads every installed tree of recs into the graph on all CPUs,
-// ahead of the lookups and checks that will ask for them one by one (the
-// work is mostly system calls, independent per tree).
-func (g *graph) preload(recs []cache.Record) {
-	type job struct {
-		dir   string
-		entry *plugin.Entry
-	}
-	var jobs []job
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	for _, r := range recs {
-		if _, ok := g.loads[r.InstallPath]; !ok {
-			e, _ := g.entry(r.ID)
-			jobs = append(jobs, job{r.InstallPath, e})
-		}
-	}
-	res := make([]loaded, len(jobs))
-	var next atomic.Int64
-	var wg sync.WaitGroup
-	for w := 0; w < min(runtime.GOMAXPROCS(0), len(jobs)); w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := int(next.Add(1)) - 1; i < len(jobs); i = int(next.Add(1)) - 1 {
-				p, _, err := plugin.Load(jobs[i].dir, jobs[i].entry)
-				res[i] = loaded{p, err}
-			}
-		}()
-	}
-	wg.Wait()
-	for i, j := range jobs {
-		g.loads[j.dir] = res[i]
-	}
 }
 
 // Lookup implements resolver.Catalog.

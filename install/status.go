@@ -3,7 +3,10 @@ package install
 import (
 	"context"
 	"errors"
+	"runtime"
 	"sort"
+	"sync"
+	"sync/atomic"
 
 	"github.com/wharfhq/wharf/cache"
 	"github.com/wharfhq/wharf/plugin"
@@ -60,7 +63,6 @@ func (in *Installer) List(ctx context.Context, opts StatusOptions) ([]PluginStat
 	if err != nil {
 		return nil, err
 	}
-	g.preload(recs)
 	snap, err := settings.Load(in.o.Settings, in.o.FlagSettings)
 	if err != nil {
 		return nil, err
@@ -69,37 +71,58 @@ func (in *Installer) List(ctx context.Context, opts StatusOptions) ([]PluginStat
 	for id, on := range snap.Merged.EnabledPlugins {
 		enabled[id] = on
 	}
-	out := make([]PluginStatus, 0, len(recs))
-	inst := make([]resolver.Installed, 0, len(recs))
-	for _, r := range recs {
-		st := PluginStatus{ID: r.ID, Version: r.Version, Scope: r.Scope, InstallPath: r.InstallPath, Auto: r.Auto,
-			Enabled: enabled[r.ID], Digest: r.Digest, Errors: []string{}, ErrorDetails: []ErrorDetail{}}
-		if in.o.Policy != nil {
-			forced, err := in.o.Policy.Forced(ctx, r.ID)
-			if err == nil {
-				st.Forced = forced
-				switch forced {
-				case "on":
-					st.Enabled = true
-				case "off":
-					st.Enabled = false
-				}
+	// Each plugin's row is independent work (its tree, its policy
+	// decisions, its fingerprint; mostly system calls), done on all CPUs.
+	out := make([]PluginStatus, len(recs))
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for w := 0; w < min(runtime.GOMAXPROCS(0), len(recs)); w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := int(next.Add(1)) - 1; i < len(recs); i = int(next.Add(1)) - 1 {
+				out[i] = in.status(ctx, g, recs[i], enabled[recs[i].ID], opts)
 			}
-		}
-		if _, err := g.cat.Lookup(r.ID); err != nil && g.KnownMarketplace(r.ID.Source) {
-			st.Delisted = true
-		}
-		if st.Enabled {
-			for _, err := range in.check(ctx, g, r, opts) {
-				st.AddError(err)
-			}
-		}
-		inst = append(inst, resolver.Installed{ID: r.ID, Auto: r.Auto, Enabled: st.Enabled && len(st.Errors) == 0})
-		out = append(out, st)
+		}()
+	}
+	wg.Wait()
+	inst := make([]resolver.Installed, len(recs))
+	for i, r := range recs {
+		inst[i] = resolver.Installed{ID: r.ID, Auto: r.Auto, Enabled: out[i].Enabled && len(out[i].Errors) == 0}
 	}
 	Classify(out, resolver.New(g, inst, nil).DemoteInstalled())
 	sort.Slice(out, func(i, j int) bool { return out[i].ID.String() < out[j].ID.String() })
 	return out, nil
+}
+
+// status is r's row of List before demotion: enabled (settings, or forced
+// by policy), delisted, and the errors of its load-time checks. It loads
+// r's tree whatever the state, for the dependency graph List demotes with.
+func (in *Installer) status(ctx context.Context, g *graph, r cache.Record, enabled bool, opts StatusOptions) PluginStatus {
+	entry, _ := g.entry(r.ID)
+	g.load(r.InstallPath, entry)
+	st := PluginStatus{ID: r.ID, Version: r.Version, Scope: r.Scope, InstallPath: r.InstallPath, Auto: r.Auto,
+		Enabled: enabled, Digest: r.Digest, Errors: []string{}, ErrorDetails: []ErrorDetail{}}
+	if in.o.Policy != nil {
+		if forced, err := in.o.Policy.Forced(ctx, r.ID); err == nil {
+			st.Forced = forced
+			switch forced {
+			case "on":
+				st.Enabled = true
+			case "off":
+				st.Enabled = false
+			}
+		}
+	}
+	if _, err := g.cat.Lookup(r.ID); err != nil && g.KnownMarketplace(r.ID.Source) {
+		st.Delisted = true
+	}
+	if st.Enabled {
+		for _, err := range in.check(ctx, g, r, opts) {
+			st.AddError(err)
+		}
+	}
+	return st
 }
 
 // check runs the load-time checks of one installed plugin: policy, trust
