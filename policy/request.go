@@ -1,7 +1,11 @@
 package policy
 
 import (
+	"bytes"
 	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
 	"strings"
 	"sync"
 
@@ -117,10 +121,16 @@ func ParseRequest(data []byte) (Request, error) {
 	bad := func(format string, args ...any) (Request, error) {
 		return Request{}, plugin.Errorf(plugin.LayerIntent, TypeRequestInvalid, "request", "see docs/policy.md for the request fields", format, args...)
 	}
-	dec := json.NewDecoder(strings.NewReader(string(data)))
+	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&raw); err != nil {
-		return bad("request is not valid: %v", err)
+		line, col := jsonPosition(data, err, dec.InputOffset())
+		msg := strings.TrimPrefix(err.Error(), "json: ")
+		if te := (*json.UnmarshalTypeError)(nil); errors.As(err, &te) {
+			field := strings.TrimPrefix(te.Field, "wireRequest.")
+			msg = fmt.Sprintf("field %q: expected %s, got JSON %s", field, te.Type, te.Value)
+		}
+		return bad("request is not valid JSON at line %d, column %d: %s", line, col, msg)
 	}
 	req := Request{Action: raw.Action, DeclaredCross: raw.DeclaredCross, Signatures: raw.Signatures,
 		Surface: raw.Surface, From: raw.From, Path: raw.Path}
@@ -149,6 +159,31 @@ func ParseRequest(data []byte) (Request, error) {
 		return Request{}, err
 	}
 	return req, nil
+}
+
+// jsonPosition is the 1-based line and column a JSON decoding error points
+// at: the offending byte of a syntax error, the end of a truncated document,
+// or the decoder's offset for a value of the wrong type or an unknown field.
+func jsonPosition(data []byte, err error, decoded int64) (int, int) {
+	off := decoded
+	var se *json.SyntaxError
+	switch {
+	case errors.As(err, &se):
+		off = se.Offset - 1
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		off = int64(len(data))
+	default:
+		// An unknown field: point at its key, the last one of that name
+		// before where decoding stopped.
+		if name, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok && off <= int64(len(data)) {
+			if i := bytes.LastIndex(data[:off], []byte(name)); i >= 0 {
+				off = int64(i)
+			}
+		}
+	}
+	off = max(0, min(off, int64(len(data))))
+	prefix := data[:off]
+	return bytes.Count(prefix, []byte("\n")) + 1, int(off) - bytes.LastIndexByte(prefix, '\n')
 }
 
 // TypeRequestInvalid is the error type of a malformed Request.

@@ -285,6 +285,13 @@ func newPolicyEvalCmd(a *app, o *policyOptions) *cobra.Command {
 				return &plugin.Error{Layer: plugin.LayerIntent, Type: typeUsage, Object: input, Err: err, Hint: "give a readable request file"}
 			}
 			req, err := policy.ParseRequest(data)
+			if pe := (*plugin.Error)(nil); errors.As(err, &pe) && pe.Type == policy.TypeRequestInvalid {
+				// Name the file the user gave rather than "request".
+				pe.Object = input
+				if input == "-" {
+					pe.Object = "stdin"
+				}
+			}
 			if err != nil {
 				return err
 			}
