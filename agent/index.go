@@ -167,6 +167,7 @@ func indexKey(r cache.Record, entry *plugin.Entry, x expander) string {
 		b = keyStr(keyStr(keyStr(b, e.Path), e.Kind), e.Hash)
 		b = binary.LittleEndian.AppendUint64(b, uint64(e.Size))
 		b = binary.LittleEndian.AppendUint64(b, uint64(e.Mtime))
+		b = binary.LittleEndian.AppendUint64(b, uint64(e.Ctime))
 		b = binary.LittleEndian.AppendUint64(b, uint64(e.Mode))
 	}
 	if entry != nil {

@@ -16,6 +16,7 @@ import (
 	"github.com/wharfhq/wharf/plugin"
 	"github.com/wharfhq/wharf/policy"
 	"github.com/wharfhq/wharf/settings"
+	"github.com/wharfhq/wharf/trust"
 )
 
 func TestLoadNamespacesAndSubstitutes(t *testing.T) {
@@ -435,12 +436,16 @@ func TestFullLoadReplacesCacheOnly(t *testing.T) {
 	o.Activator = act
 	r := w.runtime(o)
 
-	// Same-size edit with the mtime put back: the stat fingerprint cannot
-	// see it; only the full loader's re-hash can.
-	f := filepath.Join(rec.InstallPath, "commands", "run.md")
-	fi, _ := os.Stat(f)
+	// An edit whose new stats were also written into the registry's
+	// fingerprint (the digest left as installed): the stat check passes;
+	// only the full loader's re-hash sees it.
 	tamper(t, rec.InstallPath, "modify-a-byte")
-	if err := os.Chtimes(f, fi.ModTime(), fi.ModTime()); err != nil {
+	fp, err := trust.Fingerprint(rec.InstallPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec.Fingerprint = fp
+	if err := w.c.Put(bg, rec); err != nil {
 		t.Fatal(err)
 	}
 	fast := w.load(r, CacheOnly)

@@ -15,7 +15,8 @@ import (
 
 // recordMagic starts a registry record in wharf's binary encoding. A JSON
 // record (what earlier versions wrote, still read) starts with '{' or
-// whitespace, never with a NUL byte.
+// whitespace, never with a NUL byte. recordMagicV1 is the binary encoding
+// before fingerprints recorded ctimes; it is still read.
 //
 // The registry is read at every agent startup, and a record is mostly its
 // fingerprint: a JSON decode of 200 records with ~20 fingerprint entries
@@ -27,23 +28,32 @@ import (
 //	byte flags                       (bit 0: auto)
 //	uvarint n, then n fingerprint entries:
 //	  str path, byte kind ('d','f','x','l'), varint size, varint mtime,
-//	  uvarint mode, str hash (hex, may be empty)
+//	  varint ctime (not in recordMagicV1), uvarint mode, str hash (hex,
+//	  may be empty)
 //
 // where str and bytes are a uvarint length and that many bytes.
-const recordMagic = "\x00wr\x01"
+const (
+	recordMagic   = "\x00wr\x02"
+	recordMagicV1 = "\x00wr\x01"
+)
 
 // errRecord is a binary record that does not decode.
 var errRecord = errors.New("malformed binary record")
 
 // encodeRecord writes rec in the binary encoding.
-func encodeRecord(rec Record) ([]byte, error) {
+func encodeRecord(rec Record) ([]byte, error) { return encodeRecordAs(rec, recordMagic) }
+
+// encodeRecordAs writes rec in the binary encoding that magic names;
+// recordMagicV1 leaves the ctimes out (tests write it to check that
+// records of earlier versions still read).
+func encodeRecordAs(rec Record, magic string) ([]byte, error) {
 	n := len(recordMagic) + 64 + len(rec.ID.Name) + len(rec.ID.Source) + len(rec.Version) + len(rec.Scope) +
 		len(rec.ProjectPath) + len(rec.InstallPath) + len(rec.GitCommitSha) + len(rec.Digest)
 	for _, e := range rec.Fingerprint.Entries {
 		n += len(e.Path) + len(e.Hash) + 32
 	}
 	b := make([]byte, 0, n)
-	b = append(b, recordMagic...)
+	b = append(b, magic...)
 	str := func(s string) {
 		b = binary.AppendUvarint(b, uint64(len(s)))
 		b = append(b, s...)
@@ -73,6 +83,9 @@ func encodeRecord(rec Record) ([]byte, error) {
 		b = append(b, e.Kind[0])
 		b = binary.AppendVarint(b, e.Size)
 		b = binary.AppendVarint(b, e.Mtime)
+		if magic != recordMagicV1 {
+			b = binary.AppendVarint(b, e.Ctime)
+		}
 		b = binary.AppendUvarint(b, uint64(e.Mode))
 		str(e.Hash)
 	}
@@ -98,10 +111,11 @@ func kindString(k byte) string {
 // decodeRecord reads a registry record in either encoding.
 func decodeRecord(v []byte) (Record, error) {
 	var rec Record
-	if len(v) < len(recordMagic) || string(v[:len(recordMagic)]) != recordMagic {
+	if len(v) < len(recordMagic) || string(v[:len(recordMagic)]) != recordMagic && string(v[:len(recordMagicV1)]) != recordMagicV1 {
 		err := json.Unmarshal(v, &rec)
 		return rec, err
 	}
+	withCtime := string(v[:len(recordMagic)]) == recordMagic
 	// One string holds every text of the record; the fields are slices of
 	// it, so the decode allocates the string, the entries and little else.
 	s := string(v[len(recordMagic):])
@@ -136,6 +150,9 @@ func decodeRecord(v []byte) (Record, error) {
 		e.Kind = kindString(k)
 		e.Size = d.Varint()
 		e.Mtime = d.Varint()
+		if withCtime {
+			e.Ctime = d.Varint()
+		}
 		e.Mode = fs.FileMode(d.Uvarint())
 		e.Hash = d.Str()
 		if d.Err() != nil {

@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"errors"
 	"reflect"
+	"runtime"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -59,6 +61,35 @@ func TestRegistryRecordEncodings(t *testing.T) {
 	}
 	// The fingerprint still checks against the tree through the decoded record.
 	if err := got.Pin().CheckFast(got.InstallPath); err != nil {
+		t.Fatal(err)
+	}
+	if runtime.GOOS == "linux" {
+		for _, e := range got.Fingerprint.Entries {
+			if (e.Kind == "d") != (e.Ctime == 0) {
+				t.Fatalf("entry %+v: files and symlinks keep a ctime, directories none", e)
+			}
+		}
+	}
+
+	// A record in the binary encoding before ctimes reads back without them.
+	v1, err := encodeRecordAs(got, recordMagicV1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	putRaw(t, c, pid, v1)
+	fromV1, err := c.Get(pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	noCtimes := want
+	noCtimes.Fingerprint.Entries = slices.Clone(want.Fingerprint.Entries)
+	for i := range noCtimes.Fingerprint.Entries {
+		noCtimes.Fingerprint.Entries[i].Ctime = 0
+	}
+	if !reflect.DeepEqual(fromV1, noCtimes) {
+		t.Fatalf("earlier binary record:\n got %+v\nwant %+v", fromV1, noCtimes)
+	}
+	if err := fromV1.Pin().CheckFast(fromV1.InstallPath); err != nil {
 		t.Fatal(err)
 	}
 
@@ -138,13 +169,17 @@ func TestRegistryCorruptBinaryRecord(t *testing.T) {
 func FuzzDecodeRecord(f *testing.F) {
 	rec := Record{ID: pid, Version: "1.0.0", Scope: "user", InstallPath: "/h/cache/corp/deploy/1.0.0", Digest: "w1:x",
 		InstalledAt: time.Unix(1, 2).UTC(), LastUpdated: time.Unix(3, 4).UTC(),
-		Fingerprint: trust.FP{Entries: []trust.FPEntry{{Path: ".", Kind: "d", Mode: 0o555}, {Path: "a", Kind: "x", Size: 3, Mtime: -5, Mode: 0o555, Hash: "ab"}}}}
+		Fingerprint: trust.FP{Entries: []trust.FPEntry{{Path: ".", Kind: "d", Mode: 0o555}, {Path: "a", Kind: "x", Size: 3, Mtime: -5, Ctime: 7, Mode: 0o555, Hash: "ab"}}}}
 	b, err := encodeRecord(rec)
 	if err != nil {
 		f.Fatal(err)
 	}
 	f.Add(b)
 	f.Add([]byte(recordMagic))
+	if b, err = encodeRecordAs(rec, recordMagicV1); err != nil {
+		f.Fatal(err)
+	}
+	f.Add(b)
 	js, _ := json.Marshal(rec)
 	f.Add(js)
 	f.Fuzz(func(t *testing.T, in []byte) {

@@ -55,14 +55,16 @@ const (
 
 func (k Kind) String() string { return string(rune(k)) }
 
-// Entry is one file or symlink of a digested tree. Size, ModTime and Mode are
-// what lstat said when the entry was hashed; they feed the fingerprint.
+// Entry is one file or symlink of a digested tree. Size, ModTime, Ctime and
+// Mode are what lstat said when the entry was hashed; they feed the
+// fingerprint.
 type Entry struct {
 	Path    string // relative to the root, "/" separated
 	Kind    Kind
 	Hash    [sha256.Size]byte // of the content, or of the link target string
 	Size    int64
 	ModTime time.Time
+	Ctime   int64 // inode change time, Unix nanoseconds; 0 where the platform has none
 	Mode    fs.FileMode
 }
 
@@ -214,7 +216,7 @@ func (w *walked) dir(root, rel string) error {
 			if mode.Perm()&0o100 != 0 {
 				k = KindExec
 			}
-			w.entries = append(w.entries, Entry{Path: p, Kind: k, Size: info.Size(), ModTime: info.ModTime(), Mode: mode})
+			w.entries = append(w.entries, Entry{Path: p, Kind: k, Size: info.Size(), ModTime: info.ModTime(), Ctime: ctimeOf(info), Mode: mode})
 		case mode&fs.ModeSymlink != 0:
 			if err := checkPath(root, p); err != nil {
 				return err
@@ -224,7 +226,7 @@ func (w *walked) dir(root, rel string) error {
 				return ioError(root, p, err)
 			}
 			w.entries = append(w.entries, Entry{Path: p, Kind: KindSymlink, Hash: sha256.Sum256([]byte(target)),
-				Size: info.Size(), ModTime: info.ModTime(), Mode: mode})
+				Size: info.Size(), ModTime: info.ModTime(), Ctime: ctimeOf(info), Mode: mode})
 		default:
 			return treeError(root, p, fmt.Errorf("%s (%s): %w", p, mode.Type(), ErrSpecialFile))
 		}

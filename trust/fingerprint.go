@@ -1,6 +1,7 @@
 package trust
 
 import (
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -26,9 +27,13 @@ import (
 // but would need the directories read again to know what to stat, and could
 // not say which file changed.
 //
-// The fingerprint catches accidents and careless edits; someone who resets
-// mtimes on purpose defeats it, which is why the full load and `wharf verify`
-// re-hash the content.
+// Files and symlinks also record their inode change time (ctime), which no
+// system call can set back: an edit that restores the size and the mtime
+// (touch -r, cp --preserve) still moves it. A file whose size and mode match
+// but whose times moved is re-hashed and compared with the recorded hash, so
+// a touch, a chown or a restore from backup costs a re-hash of that file,
+// not a false alarm. Only someone who can change the clock or write the
+// block device defeats it, which is why `wharf verify` re-hashes everything.
 type FP struct {
 	Entries []FPEntry `json:"entries"`
 }
@@ -40,7 +45,8 @@ type FPEntry struct {
 	Path  string      `json:"path"`
 	Kind  string      `json:"kind"` // "d", "f", "x" or "l"
 	Size  int64       `json:"size"`
-	Mtime int64       `json:"mtime"` // Unix nanoseconds
+	Mtime int64       `json:"mtime"`           // Unix nanoseconds
+	Ctime int64       `json:"ctime,omitempty"` // Unix nanoseconds; 0 (directories, old records) is not checked
 	Mode  fs.FileMode `json:"mode"`
 	Hash  string      `json:"hash,omitempty"`
 }
@@ -104,7 +110,7 @@ func fingerprintOf(dirs, entries []Entry, withHash bool) FP {
 		fp.Entries = append(fp.Entries, FPEntry{Path: d.Path, Kind: "d", Size: d.Size, Mtime: d.ModTime.UnixNano(), Mode: d.Mode})
 	}
 	for _, e := range entries {
-		fe := FPEntry{Path: e.Path, Kind: e.Kind.String(), Size: e.Size, Mtime: e.ModTime.UnixNano(), Mode: e.Mode}
+		fe := FPEntry{Path: e.Path, Kind: e.Kind.String(), Size: e.Size, Mtime: e.ModTime.UnixNano(), Ctime: e.Ctime, Mode: e.Mode}
 		if withHash {
 			fe.Hash = e.HexHash()
 		}
@@ -180,9 +186,13 @@ func explain(root string, fp FP, bad []int) []Change {
 			continue
 		}
 		if e.Kind != "d" {
-			if fi.Mode() != e.Mode && fi.Size() == e.Size && fi.ModTime().UnixNano() == e.Mtime {
+			switch {
+			case fi.Mode() != e.Mode && fi.Size() == e.Size && fi.ModTime().UnixNano() == e.Mtime:
 				out = append(out, Change{e.Path, "mode"})
-			} else {
+			case fi.Mode() == e.Mode && fi.Size() == e.Size && sameContent(root, e):
+				// Only its times moved (touch, chown, a restore): the
+				// content is the one recorded.
+			default:
 				out = append(out, Change{e.Path, "modified"})
 			}
 			continue
@@ -207,6 +217,25 @@ func explain(root string, fp FP, bad []int) []Change {
 	}
 	sortChanges(out)
 	return out
+}
+
+// sameContent re-hashes one recorded file or symlink and compares it with
+// the hash recorded for it; without a recorded hash it reports false.
+func sameContent(root string, e FPEntry) bool {
+	if len(e.Hash) != 2*sha256.Size {
+		return false
+	}
+	cur := Entry{Path: e.Path, Size: e.Size}
+	if e.Kind == "l" {
+		target, err := os.Readlink(filepath.Join(root, filepath.FromSlash(e.Path)))
+		if err != nil {
+			return false
+		}
+		cur.Hash = sha256.Sum256([]byte(target))
+	} else if err := hashFile(root, &cur, make([]byte, 64<<10)); err != nil {
+		return false
+	}
+	return cur.HexHash() == e.Hash
 }
 
 func kindOf(m fs.FileMode) string {

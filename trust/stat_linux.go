@@ -5,6 +5,7 @@ package trust
 import (
 	"io/fs"
 	"os"
+	"syscall"
 
 	"golang.org/x/sys/unix"
 )
@@ -40,7 +41,16 @@ func (b *statBuf) same(rel string, e *FPEntry) bool {
 		return false
 	}
 	st := &b.st
-	return int64(st.Size) == e.Size && int64(st.Mtim.Sec)*1e9+int64(st.Mtim.Nsec) == e.Mtime && unixMode(st.Mode) == e.Mode
+	return int64(st.Size) == e.Size && int64(st.Mtim.Sec)*1e9+int64(st.Mtim.Nsec) == e.Mtime && unixMode(st.Mode) == e.Mode &&
+		(e.Ctime == 0 || int64(st.Ctim.Sec)*1e9+int64(st.Ctim.Nsec) == e.Ctime)
+}
+
+// ctimeOf is the inode change time of an lstat result, in Unix nanoseconds.
+func ctimeOf(fi fs.FileInfo) int64 {
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+		return int64(st.Ctim.Sec)*1e9 + int64(st.Ctim.Nsec)
+	}
+	return 0
 }
 
 // unixMode converts st_mode to fs.FileMode the way package os does.

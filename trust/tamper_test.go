@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -54,7 +55,7 @@ func TestTamper(t *testing.T) {
 			b[0] ^= 1
 			must(t, os.WriteFile(p, b, 0o644))
 			must(t, os.Chtimes(p, fi.ModTime(), fi.ModTime()))
-		}, "commands/c02.md", "", false},
+		}, "commands/c02.md", "modified", runtime.GOOS == "linux"}, // the ctime moved
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -98,7 +99,7 @@ func TestTamper(t *testing.T) {
 			err = pin.CheckFast(root)
 			if !c.statHit {
 				if err != nil {
-					t.Fatalf("a same-size edit with the mtime restored is invisible to stat; got %v", err)
+					t.Fatalf("without ctimes a same-size edit with the mtime restored is invisible to stat; got %v", err)
 				}
 				return
 			}
@@ -319,5 +320,37 @@ func TestFingerprintPathForms(t *testing.T) {
 	}
 	if err := CheckFingerprint(root, fp); err == nil {
 		t.Fatal("a recorded path with a NUL byte matched the file before the NUL")
+	}
+}
+
+// Moving a file's times without changing its content (touch, chown, a
+// restore from backup, the same bytes written again) is not a tamper: the
+// fingerprint re-hashes that file and accepts it.
+func TestFingerprintAcceptsTimesMovedWithSameContent(t *testing.T) {
+	root := makePlugin(t, t.TempDir(), 10)
+	tree, err := Digest(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pin := NewPin(plugin.MustParseID("deploy@corp"), "1.2.0", tree)
+	p := filepath.Join(root, "commands", "c04.md")
+	later := time.Now().Add(time.Hour)
+	must(t, os.Chtimes(p, later, later))
+	same := filepath.Join(root, "commands", "c05.md")
+	b, err := os.ReadFile(same)
+	must(t, err)
+	must(t, os.WriteFile(same, b, 0o644)) // the same bytes written again
+	if err := pin.CheckFast(root); err != nil {
+		t.Fatalf("times moved, content unchanged: %v", err)
+	}
+	// The same check still refuses a real edit next to them.
+	b, err = os.ReadFile(p)
+	must(t, err)
+	b[0] ^= 1
+	must(t, os.WriteFile(p, b, 0o644))
+	err = pin.CheckFast(root)
+	var fe *FingerprintError
+	if !errors.As(err, &fe) || !slices.Equal(fe.Paths(), []string{"commands/c04.md"}) {
+		t.Fatalf("edit after a touch: %v", err)
 	}
 }
