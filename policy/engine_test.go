@@ -352,10 +352,10 @@ func TestInvalidRequests(t *testing.T) {
 // user of the JSON knows (no Go type names).
 func TestInvalidRequestPositions(t *testing.T) {
 	for doc, want := range map[string]string{
-		"{\n \"action\": \"install\",\n \"plugin\": 3}":   `line 3, column 14: field "plugin": expected string, got JSON number`,
+		"{\n \"action\": \"install\",\n \"plugin\": 3}":      `line 3, column 14: field "plugin": expected string, got JSON number`,
 		"{\n \"action\": \"install\",\n \"plugin\": \"a@m\"": "line 3, column 17: unexpected EOF",
-		"{\"action\": \"install\" \"plugin\": 1}":           "line 1, column 22: invalid character",
-		"{\"action\": \"install\",\n\"typo\": 1}":           `line 2, column 1: unknown field "typo"`,
+		"{\"action\": \"install\" \"plugin\": 1}":            "line 1, column 22: invalid character",
+		"{\"action\": \"install\",\n\"typo\": 1}":            `line 2, column 1: unknown field "typo"`,
 	} {
 		_, err := ParseRequest([]byte(doc))
 		if err == nil || !strings.Contains(err.Error(), want) || strings.Contains(err.Error(), "wireRequest") {
