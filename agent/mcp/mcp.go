@@ -11,6 +11,13 @@
 // isolated: its activation still succeeds (a broken server must not block a
 // reload of everything else), and the other servers keep working.
 //
+// A server that crashes while running is started again after a backoff
+// (1 s, doubling up to 30 s), at most Options.MaxRestarts times in a row; a
+// server that stayed up for Options.StableAfter before crashing gets its full
+// budget back. While it waits its state is "restarting"; once the budget is
+// spent it stays "crashed", with the last exit and stderr in its Status. A
+// stop (disable, reload, Close) ends a pending or running restart.
+//
 // Stdio servers run in their own process group with the SDK's IOTransport
 // over pipes this package owns, so that a crash is seen the moment the
 // process exits (with its exit status and the tail of its stderr) and a stop
@@ -42,8 +49,9 @@ import (
 const (
 	StateRunning = "running"
 	StateFailed  = "failed"  // did not start or failed the handshake
-	StateCrashed = "crashed" // exited or disconnected while running
-	StateStopped = "stopped"
+	StateCrashed    = "crashed"    // exited or disconnected while running, no restart left
+	StateRestarting = "restarting" // crashed; waiting to be started again
+	StateStopped    = "stopped"
 )
 
 // Options configure a Supervisor.
@@ -66,7 +74,19 @@ type Options struct {
 	Stderr io.Writer
 	// ClientName and ClientVersion are sent in the initialize handshake.
 	ClientName, ClientVersion string
+	// MaxRestarts is how many times in a row a crashed server is started
+	// again (default 5; negative: never).
+	MaxRestarts int
+	// RestartBackoff is the wait before the first restart; it doubles for
+	// each further one, up to 30 s (default 1 s).
+	RestartBackoff time.Duration
+	// StableAfter is how long a server must have run before a crash for
+	// the restarts before it to be forgotten (default 1 min).
+	StableAfter time.Duration
 }
+
+// maxBackoff caps the wait between restarts.
+const maxBackoff = 30 * time.Second
 
 // Tool is one tool of a running server.
 type Tool struct {
@@ -96,6 +116,9 @@ type Status struct {
 	ServerVersion string `json:"serverVersion,omitempty"`
 	// Error says why a server failed or crashed, with the tail of its stderr.
 	Error string `json:"error,omitempty"`
+	// Restarts counts the times the server was started again after a
+	// crash since it last ran for StableAfter.
+	Restarts int `json:"restarts,omitempty"`
 }
 
 // StartError is a server that could not be started, or failed its
@@ -165,8 +188,17 @@ type run struct {
 	exited chan struct{} // closed when the process has been waited for
 	stderr *tailBuffer
 
+	// life ends when the run is stopped: it bounds every start of the run,
+	// first or restart, and the waits between them.
+	life context.Context
+	end  context.CancelFunc
+
 	mu       sync.Mutex
 	stopping bool
+	// restarting is closed when a restart in progress is over; nil when
+	// none is. The fields above belong to that restart until then.
+	restarting chan struct{}
+	started    time.Time // when the current process passed its handshake
 }
 
 // New returns a Supervisor.
@@ -185,6 +217,15 @@ func New(o Options) *Supervisor {
 	}
 	if o.ClientVersion == "" {
 		o.ClientVersion = "dev"
+	}
+	if o.MaxRestarts == 0 {
+		o.MaxRestarts = 5
+	}
+	if o.RestartBackoff <= 0 {
+		o.RestartBackoff = time.Second
+	}
+	if o.StableAfter <= 0 {
+		o.StableAfter = time.Minute
 	}
 	return &Supervisor{o: o, runs: map[string][]*run{}}
 }
@@ -213,6 +254,7 @@ func (s *Supervisor) Activator(next agent.Activator) agent.Activator {
 // Status.
 func (s *Supervisor) Start(ctx context.Context, c agent.Component) (undo func() error, err error) {
 	r := &run{comp: c, exited: make(chan struct{}), stderr: newTailBuffer(4 << 10)}
+	r.life, r.end = context.WithCancel(context.Background())
 	r.status = Status{Server: c.Name, Source: c.Source, State: StateFailed}
 	if !c.Plugin.IsZero() {
 		r.status.Plugin = c.Plugin.String()
@@ -220,6 +262,7 @@ func (s *Supervisor) Start(ctx context.Context, c agent.Component) (undo func() 
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
+		r.end()
 		return func() error { return nil }, &StartError{Server: c.Name, Plugin: r.status.Plugin, Err: errors.New("supervisor is closed")}
 	}
 	s.serial++
@@ -249,7 +292,7 @@ func (s *Supervisor) start(ctx context.Context, r *run) error {
 	cfg := *r.comp.MCP
 	env := s.env(r.comp)
 	lookup := envLookup(env)
-	runCtx, runCancel := context.WithCancel(context.WithoutCancel(ctx))
+	runCtx, runCancel := context.WithCancel(r.life)
 	s.mu.Lock()
 	r.cancel = runCancel
 	s.mu.Unlock()
@@ -314,7 +357,9 @@ func (s *Supervisor) start(ctx context.Context, r *run) error {
 	if err != nil {
 		return s.failStart(r, "initialize handshake failed", err)
 	}
+	s.mu.Lock()
 	r.session = session
+	s.mu.Unlock()
 	var tools []Tool
 	for t, err := range session.Tools(ctx, nil) {
 		if err != nil {
@@ -335,11 +380,15 @@ func (s *Supervisor) start(ctx context.Context, r *run) error {
 	s.mu.Lock()
 	r.tools = tools
 	r.status.State = StateRunning
+	r.status.Error = ""
 	r.status.Tools = len(tools)
 	if init != nil && init.ServerInfo != nil {
 		r.status.ServerName, r.status.ServerVersion = init.ServerInfo.Name, init.ServerInfo.Version
 	}
 	s.mu.Unlock()
+	r.mu.Lock()
+	r.started = time.Now()
+	r.mu.Unlock()
 	go s.watch(r)
 	return nil
 }
@@ -407,15 +456,17 @@ func (s *Supervisor) spawn(r *run, cfg plugin.MCPServer, env []string, lookup fu
 	s.mu.Lock()
 	r.status.PID = cmd.Process.Pid
 	s.mu.Unlock()
+	exited := r.exited
 	go func() {
 		cmd.Wait()
 		outR.Close()
-		close(r.exited)
+		close(exited)
 	}()
 	return &sdk.IOTransport{Reader: outR, Writer: inW}, nil
 }
 
-// watch waits for a running server to end by itself and records the crash.
+// watch waits for a running server to end by itself, records the crash and
+// starts the server again while its restart budget lasts.
 func (s *Supervisor) watch(r *run) {
 	var reason string
 	if r.cmd != nil {
@@ -431,6 +482,7 @@ func (s *Supervisor) watch(r *run) {
 	}
 	r.mu.Lock()
 	stopping := r.stopping
+	stable := time.Since(r.started) >= s.o.StableAfter
 	r.mu.Unlock()
 	if stopping {
 		return
@@ -438,7 +490,69 @@ func (s *Supervisor) watch(r *run) {
 	msg := (&StartError{Server: r.comp.Name, Plugin: r.status.Plugin, Err: errors.New("crashed: " + reason), Stderr: r.stderr.String()}).Error()
 	// The tools stay recorded, so a call to one says the server crashed
 	// rather than that the tool is unknown; Tools lists running servers only.
-	s.setStatus(r, func(st *Status) { st.State, st.Error, st.Tools = StateCrashed, msg, 0 })
+	s.setStatus(r, func(st *Status) {
+		st.State, st.Error, st.Tools = StateCrashed, msg, 0
+		if stable {
+			st.Restarts = 0
+		}
+	})
+	s.restart(r)
+}
+
+// restart starts a crashed run again after a backoff, until a start
+// succeeds (its watch takes over), the budget is spent or the run is
+// stopped.
+func (s *Supervisor) restart(r *run) {
+	for {
+		s.mu.Lock()
+		n := r.status.Restarts
+		s.mu.Unlock()
+		if s.o.MaxRestarts < 0 || n >= s.o.MaxRestarts {
+			if s.o.MaxRestarts > 0 {
+				s.setStatus(r, func(st *Status) {
+					st.Error += fmt.Sprintf(" (gave up after %d restarts; disable its plugin and enable it again to start it anew)", n)
+				})
+			}
+			return
+		}
+		wait := s.o.RestartBackoff << n
+		if wait > maxBackoff || wait <= 0 {
+			wait = maxBackoff
+		}
+		s.setStatus(r, func(st *Status) { st.State = StateRestarting })
+		t := time.NewTimer(wait)
+		select {
+		case <-r.life.Done():
+			t.Stop()
+			return
+		case <-t.C:
+		}
+		r.mu.Lock()
+		if r.stopping {
+			r.mu.Unlock()
+			return
+		}
+		done := make(chan struct{})
+		r.restarting = done
+		r.mu.Unlock()
+
+		r.cmd, r.exited, r.stderr = nil, make(chan struct{}), newTailBuffer(4<<10)
+		s.setStatus(r, func(st *Status) { st.Restarts++; st.PID = 0 })
+		s.mu.Lock()
+		r.session, r.cancel = nil, nil
+		s.mu.Unlock()
+		err := s.start(r.life, r)
+
+		r.mu.Lock()
+		r.restarting = nil
+		r.mu.Unlock()
+		close(done)
+		if err == nil {
+			return
+		}
+		se := &StartError{Server: r.comp.Name, Plugin: r.status.Plugin, Err: fmt.Errorf("restart failed: %w", err), Stderr: r.stderr.String()}
+		s.setStatus(r, func(st *Status) { st.State, st.Error = StateCrashed, se.Error() })
+	}
 }
 
 func (s *Supervisor) setStatus(r *run, f func(*Status)) {
@@ -454,7 +568,14 @@ func (s *Supervisor) stop(r *run) error {
 	r.mu.Lock()
 	already := r.stopping
 	r.stopping = true
+	busy := r.restarting
 	r.mu.Unlock()
+	// Ending the run's life cuts a pending restart's wait and a restart's
+	// start short; the teardown below then waits for that start to be over.
+	r.end()
+	if busy != nil {
+		<-busy
+	}
 	if !already {
 		if r.session != nil {
 			r.session.Close()
@@ -529,12 +650,13 @@ func (s *Supervisor) Status() []Status {
 func (s *Supervisor) CallTool(ctx context.Context, name string, args any) (*sdk.CallToolResult, error) {
 	s.mu.Lock()
 	var target *run
+	var session *sdk.ClientSession
 	var tool, state, why string
 	for _, runs := range s.runs {
 		r := runs[len(runs)-1]
 		for _, t := range r.tools {
 			if t.Name == name {
-				target, tool, state, why = r, t.Tool, r.status.State, r.status.Error
+				target, session, tool, state, why = r, r.session, t.Tool, r.status.State, r.status.Error
 			}
 		}
 	}
@@ -545,7 +667,7 @@ func (s *Supervisor) CallTool(ctx context.Context, name string, args any) (*sdk.
 	if state != StateRunning {
 		return nil, fmt.Errorf("%w: %s (%s)", ErrNotRunning, target.comp.Name, why)
 	}
-	return target.session.CallTool(ctx, &sdk.CallToolParams{Name: tool, Arguments: args})
+	return session.CallTool(ctx, &sdk.CallToolParams{Name: tool, Arguments: args})
 }
 
 // Close stops every server. The Supervisor starts nothing afterwards.

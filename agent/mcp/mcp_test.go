@@ -56,9 +56,13 @@ func mcpPlugin(name, server string, env map[string]string) map[string]string {
 	}
 }
 
-func newSupervisor(t *testing.T, w *worldtest.World) (*Supervisor, *agent.Runtime) {
+func newSupervisor(t *testing.T, w *worldtest.World, with ...func(*Options)) (*Supervisor, *agent.Runtime) {
 	t.Helper()
-	sup := New(Options{ProjectDir: w.Project, StartTimeout: 20 * time.Second, StopGrace: time.Second})
+	so := Options{ProjectDir: w.Project, StartTimeout: 20 * time.Second, StopGrace: time.Second}
+	for _, f := range with {
+		f(&so)
+	}
+	sup := New(so)
 	o := w.Options()
 	o.Activator = sup.Activator(nil)
 	rt := w.Runtime(o)
@@ -270,7 +274,7 @@ func TestCrashWhileRunning(t *testing.T) {
 	w := worldtest.New(t)
 	w.Install("flaky@corp", "1.0.0", mcpPlugin("flaky", "srv", map[string]string{"TESTSERVER_MODE": "crash-later"}))
 	w.Install("good@corp", "1.0.0", mcpPlugin("good", "srv", nil))
-	sup, rt := newSupervisor(t, w)
+	sup, rt := newSupervisor(t, w, func(o *Options) { o.MaxRestarts = -1 })
 	w.Load(rt, agent.CacheOnly)
 	deadline := time.Now().Add(10 * time.Second)
 	for {
@@ -422,5 +426,99 @@ func TestSSEServer(t *testing.T) {
 	}
 	if len(sup.Tools()) != 0 {
 		t.Fatal("tools left after undo")
+	}
+}
+
+// waitStatus polls the server's status until ok accepts it.
+func waitStatus(t *testing.T, sup *Supervisor, server string, ok func(Status) bool) Status {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		st, _ := status(sup, server)
+		if ok(st) {
+			return st
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s never reached the expected state; last %+v", server, st)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func startsIn(t *testing.T, file string) []string {
+	t.Helper()
+	b, err := os.ReadFile(file)
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		t.Fatal(err)
+	}
+	return strings.Fields(string(b))
+}
+
+// A server that crashes while running is started again, as a new process,
+// and its tools answer again.
+func TestCrashedServerIsRestarted(t *testing.T) {
+	w := worldtest.New(t)
+	starts := filepath.Join(t.TempDir(), "starts")
+	w.Install("flaky@corp", "1.0.0", mcpPlugin("flaky", "srv", map[string]string{
+		"TESTSERVER_CRASH_FIRST": filepath.Join(t.TempDir(), "crashed"), "TESTSERVER_STARTS": starts}))
+	sup, rt := newSupervisor(t, w, func(o *Options) { o.RestartBackoff = 20 * time.Millisecond })
+	w.Load(rt, agent.CacheOnly)
+	first := waitStatus(t, sup, "plugin:flaky:srv", func(st Status) bool { return st.State == StateRunning })
+	st := waitStatus(t, sup, "plugin:flaky:srv", func(st Status) bool { return st.State == StateRunning && st.Restarts == 1 })
+	if st.PID == first.PID || st.PID == 0 || st.Error != "" || st.Tools != 2 {
+		t.Fatalf("after the restart: %+v (first start %+v)", st, first)
+	}
+	if got := startsIn(t, starts); len(got) != 2 || got[1] != strconv.Itoa(st.PID) {
+		t.Fatalf("processes started: %q, want 2 ending with %d", got, st.PID)
+	}
+	res, err := sup.CallTool(context.Background(), "mcp__plugin_flaky_srv__echo", map[string]any{"text": "back"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if text(t, res) != "back" {
+		t.Fatalf("echo after restart = %q", text(t, res))
+	}
+}
+
+// A server that keeps crashing is started again MaxRestarts times, then
+// left crashed with its last exit, its stderr and the way to start it again.
+func TestRestartsGiveUp(t *testing.T) {
+	w := worldtest.New(t)
+	starts := filepath.Join(t.TempDir(), "starts")
+	w.Install("flaky@corp", "1.0.0", mcpPlugin("flaky", "srv", map[string]string{"TESTSERVER_MODE": "crash-later", "TESTSERVER_STARTS": starts}))
+	sup, rt := newSupervisor(t, w, func(o *Options) { o.RestartBackoff, o.MaxRestarts = 10*time.Millisecond, 2 })
+	w.Load(rt, agent.CacheOnly)
+	st := waitStatus(t, sup, "plugin:flaky:srv", func(st Status) bool { return strings.Contains(st.Error, "gave up") })
+	if st.State != StateCrashed || st.Restarts != 2 || !strings.Contains(st.Error, "gave up after 2 restarts") ||
+		!strings.Contains(st.Error, "exited with status 4") || !strings.Contains(st.Error, "lost my database") {
+		t.Fatalf("status after giving up: %+v", st)
+	}
+	if got := startsIn(t, starts); len(got) != 3 {
+		t.Fatalf("processes started: %q, want 3 (the first and 2 restarts)", got)
+	}
+	if _, err := sup.CallTool(context.Background(), "mcp__plugin_flaky_srv__echo", map[string]any{"text": "x"}); !errors.Is(err, ErrNotRunning) {
+		t.Fatalf("call after giving up: %v", err)
+	}
+}
+
+// Disabling a plugin whose server waits for a restart ends the wait: no
+// process is started afterwards and the server leaves Status.
+func TestStopCancelsPendingRestart(t *testing.T) {
+	w := worldtest.New(t)
+	starts := filepath.Join(t.TempDir(), "starts")
+	w.Install("flaky@corp", "1.0.0", mcpPlugin("flaky", "srv", map[string]string{"TESTSERVER_MODE": "crash-later", "TESTSERVER_STARTS": starts}))
+	sup, rt := newSupervisor(t, w, func(o *Options) { o.RestartBackoff = 300 * time.Millisecond })
+	w.Load(rt, agent.CacheOnly)
+	waitStatus(t, sup, "plugin:flaky:srv", func(st Status) bool { return st.State == StateRestarting })
+	w.SetEnabled("flaky@corp", false)
+	w.Load(rt, agent.CacheOnly)
+	if st, ok := status(sup, "plugin:flaky:srv"); ok {
+		t.Fatalf("disabled server still in Status: %+v", st)
+	}
+	// Well past the backoff: a restart that was not cancelled would have
+	// started a second process by now.
+	time.Sleep(time.Second)
+	if got := startsIn(t, starts); len(got) != 1 {
+		t.Fatalf("processes started: %q, want only the first", got)
 	}
 }

@@ -6,6 +6,9 @@
 //	TESTSERVER_MODE=not-mcp         print garbage and sleep
 //	TESTSERVER_NAME                 the server name in the handshake
 //	TESTSERVER_PIDFILE              write the process id there
+//	TESTSERVER_STARTS               append the process id to this file
+//	TESTSERVER_CRASH_FIRST=FILE     crash-later when FILE does not exist
+//	                                (creating it), serve normally when it does
 //
 // Tools: echo (returns its text), env (returns an environment variable).
 package main
@@ -32,7 +35,20 @@ func main() {
 	if f := os.Getenv("TESTSERVER_PIDFILE"); f != "" {
 		os.WriteFile(f, []byte(strconv.Itoa(os.Getpid())), 0o644)
 	}
-	switch os.Getenv("TESTSERVER_MODE") {
+	if f := os.Getenv("TESTSERVER_STARTS"); f != "" {
+		if out, err := os.OpenFile(f, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644); err == nil {
+			fmt.Fprintln(out, os.Getpid())
+			out.Close()
+		}
+	}
+	mode := os.Getenv("TESTSERVER_MODE")
+	if f := os.Getenv("TESTSERVER_CRASH_FIRST"); f != "" {
+		if out, err := os.OpenFile(f, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644); err == nil {
+			out.Close()
+			mode = "crash-later"
+		}
+	}
+	switch mode {
 	case "crash-at-start":
 		fmt.Fprintln(os.Stderr, "testserver: config file missing, giving up")
 		os.Exit(3)
