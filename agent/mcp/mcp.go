@@ -47,8 +47,8 @@ import (
 
 // States of a server.
 const (
-	StateRunning = "running"
-	StateFailed  = "failed"  // did not start or failed the handshake
+	StateRunning    = "running"
+	StateFailed     = "failed"     // did not start or failed the handshake
 	StateCrashed    = "crashed"    // exited or disconnected while running, no restart left
 	StateRestarting = "restarting" // crashed; waiting to be started again
 	StateStopped    = "stopped"
