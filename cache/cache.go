@@ -110,6 +110,23 @@ func (c *Cache) Dir(id plugin.ID, version string) (string, error) {
 	return versionDir(c.root, id, version)
 }
 
+// StageDir makes a new, empty temporary directory next to id's versions
+// (the same filesystem, so renaming it into place is atomic), named so
+// that GC and cleanups know which process owns it: ".tmp-<what>-<pid>-"
+// and a random suffix. The caller removes it.
+func (c *Cache) StageDir(id plugin.ID, what string) (string, error) {
+	final, err := versionDir(c.root, id, "0")
+	if err != nil {
+		return "", err
+	}
+	parent := filepath.Dir(final)
+	dir, err := mkdirTempIn(parent, tmpPrefix+what+"-"+strconv.Itoa(os.Getpid())+"-")
+	if err != nil {
+		return "", errf(plugin.TypeSource, parent, "check that WHARF_HOME is writable", "%w", err)
+	}
+	return dir, nil
+}
+
 func versionDir(root string, id plugin.ID, version string) (string, error) {
 	if err := plugin.ValidateName(id.Source); err != nil {
 		return "", errf(plugin.TypeInvalidID, id.String(), "use a valid marketplace name", "%w: marketplace: %v", ErrInvalid, err)
@@ -196,13 +213,10 @@ func (c *Cache) ensure(ctx context.Context, req Request, useSeeds bool) (*Versio
 			"%w: version is not cached and no source was given", ErrNotInstalled)
 	}
 	parent := filepath.Dir(final)
-	if err := os.MkdirAll(parent, 0o755); err != nil {
-		return nil, errf(plugin.TypeSource, parent, "check that WHARF_HOME is writable", "%w", err)
-	}
 	if _, err := cleanStaleTemps(parent); err != nil {
 		return nil, errf(plugin.TypeSource, parent, "remove the .tmp-* directories by hand", "clean stale temporary dirs: %w", err)
 	}
-	tmp, err := os.MkdirTemp(parent, tmpPrefix+filepath.Base(final)+"-"+strconv.Itoa(os.Getpid())+"-")
+	tmp, err := mkdirTempIn(parent, tmpPrefix+filepath.Base(final)+"-"+strconv.Itoa(os.Getpid())+"-")
 	if err != nil {
 		return nil, errf(plugin.TypeSource, parent, "check that WHARF_HOME is writable", "%w", err)
 	}

@@ -200,3 +200,23 @@ func cleanStaleTemps(parent string) ([]string, error) {
 	}
 	return removed, nil
 }
+
+// mkdirTempIn makes a temporary directory in dir, making dir (and its
+// parents) first. GC in another process removes the plugin and marketplace
+// directories it finds empty; when it does so between the two steps, they
+// are tried again.
+func mkdirTempIn(dir, pattern string) (string, error) {
+	var err error
+	for range 20 {
+		if err = os.MkdirAll(dir, 0o755); err == nil {
+			var tmp string
+			if tmp, err = os.MkdirTemp(dir, pattern); err == nil {
+				return tmp, nil
+			}
+		}
+		if !errors.Is(err, fs.ErrNotExist) {
+			return "", err
+		}
+	}
+	return "", err
+}

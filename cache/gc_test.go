@@ -5,9 +5,11 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -364,5 +366,49 @@ func TestImportInstalledFromClaudeCode(t *testing.T) {
 	missing := strings.ReplaceAll(js, dir, filepath.Join(claude, "gone"))
 	if _, _, err := c.ImportInstalled(bg, strings.NewReader(missing)); err == nil || !strings.Contains(err.Error(), "installPath") {
 		t.Errorf("import with a missing installPath: %v", err)
+	}
+}
+
+// GC removes plugin and marketplace directories it finds empty. A staging
+// directory made at the same time (another process's install) must still
+// be made: the cache re-creates the parents GC removed under it.
+func TestStageDirWhileGCRemovesEmptyDirs(t *testing.T) {
+	c := newCache(t, Options{})
+	stop := make(chan struct{})
+	gcErr := make(chan error, 1)
+	go func() {
+		defer close(gcErr)
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			if _, err := c.GC(bg, time.Now()); err != nil {
+				gcErr <- err
+				return
+			}
+		}
+	}()
+	for i := range 3000 {
+		id := plugin.ID{Name: fmt.Sprintf("p%d", i%7), Source: "m" + strconv.Itoa(i%3)}
+		dir, err := c.StageDir(id, "stage")
+		if err != nil {
+			close(stop)
+			t.Fatalf("stage %d: %v", i, err)
+		}
+		if fi, err := os.Stat(dir); err != nil || !fi.IsDir() || filepath.Dir(dir) != filepath.Join(c.Root(), id.Source, id.Name) {
+			close(stop)
+			t.Fatalf("stage dir %s: %v", dir, err)
+		}
+		// Leave the plugin directory empty again, for GC to remove.
+		if err := os.Remove(dir); err != nil {
+			close(stop)
+			t.Fatal(err)
+		}
+	}
+	close(stop)
+	if err := <-gcErr; err != nil {
+		t.Fatalf("GC: %v", err)
 	}
 }

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strconv"
 	"sync"
 
 	"github.com/wharfhq/wharf/cache"
@@ -339,13 +338,9 @@ func (in *Installer) materialize(ctx context.Context, g *graph, id plugin.ID, fo
 			}
 		}
 	}
-	parent := filepath.Join(in.o.Cache.Root(), id.Source, id.Name)
-	if err := os.MkdirAll(parent, 0o755); err != nil {
-		return nil, plugin.Errorf(plugin.LayerMaterialization, plugin.TypeSource, parent, "check that WHARF_HOME is writable", "%w", err)
-	}
-	stage, err := os.MkdirTemp(parent, ".tmp-stage-"+strconv.Itoa(os.Getpid())+"-")
+	stage, err := in.o.Cache.StageDir(id, "stage")
 	if err != nil {
-		return nil, plugin.Errorf(plugin.LayerMaterialization, plugin.TypeSource, parent, "check that WHARF_HOME is writable", "%w", err)
+		return nil, err
 	}
 	sv := &stagedVersion{stage: stage}
 	ok := false
