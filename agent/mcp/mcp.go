@@ -119,6 +119,9 @@ type Status struct {
 	// Restarts counts the times the server was started again after a
 	// crash since it last ran for StableAfter.
 	Restarts int `json:"restarts,omitempty"`
+	// LastCrash says why the server last crashed, with the tail of its
+	// stderr; it stays after a restart clears Error.
+	LastCrash string `json:"lastCrash,omitempty"`
 }
 
 // StartError is a server that could not be started, or failed its
@@ -491,7 +494,7 @@ func (s *Supervisor) watch(r *run) {
 	// The tools stay recorded, so a call to one says the server crashed
 	// rather than that the tool is unknown; Tools lists running servers only.
 	s.setStatus(r, func(st *Status) {
-		st.State, st.Error, st.Tools = StateCrashed, msg, 0
+		st.State, st.Error, st.LastCrash, st.Tools = StateCrashed, msg, msg, 0
 		if stable {
 			st.Restarts = 0
 		}

@@ -464,7 +464,7 @@ func TestCrashedServerIsRestarted(t *testing.T) {
 	sup, rt := newSupervisor(t, w, func(o *Options) { o.RestartBackoff = 20 * time.Millisecond })
 	w.Load(rt, agent.CacheOnly)
 	st := waitStatus(t, sup, "plugin:flaky:srv", func(st Status) bool { return st.State == StateRunning && st.Restarts == 1 })
-	if st.PID == 0 || st.Error != "" || st.Tools != 2 {
+	if st.PID == 0 || st.Error != "" || st.Tools != 2 || !strings.Contains(st.LastCrash, "exited with status 4") {
 		t.Fatalf("after the restart: %+v", st)
 	}
 	if got := startsIn(t, starts); len(got) != 2 || got[0] == got[1] || got[1] != strconv.Itoa(st.PID) {
