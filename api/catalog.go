@@ -10,9 +10,11 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/wharfhq/wharf/marketplace"
 	"github.com/wharfhq/wharf/plugin"
 	"github.com/wharfhq/wharf/resolver"
 	"github.com/wharfhq/wharf/store"
@@ -65,11 +67,12 @@ func (s *Server) addMarketplace(c echo.Context) error {
 	if err := s.gateMarketplace(c, req.Name, req.Source, false); err != nil {
 		return err
 	}
-	m, err := cat.AddMarketplace(c.Request().Context(), req.Name, req.Source)
+	ctx, audit := s.auditWithChange(c, ActionMarketplaceAdd, req.Name, map[string]any{"source": json.RawMessage(req.Source)})
+	m, err := cat.AddMarketplace(ctx, req.Name, req.Source)
 	if err != nil {
 		return err
 	}
-	if err := s.auditOnly(c, ActionMarketplaceAdd, req.Name, map[string]any{"source": json.RawMessage(req.Source)}); err != nil {
+	if err := audit(); err != nil {
 		return err
 	}
 	return c.JSON(http.StatusCreated, m)
@@ -120,11 +123,26 @@ func (s *Server) gateMarketplace(c echo.Context, name string, source json.RawMes
 		"policy denies marketplace %s: %s; change the policy layer named above", name, strings.Join(msgs, "; "))
 }
 
-func (s *Server) auditOnly(c echo.Context, action, object string, detail map[string]any) error {
+// auditWithChange returns the request's context with a marketplace
+// transaction hook that appends the audit entry in the transaction that
+// records the change, so that the change and its entry commit together.
+// Call done after the change: it appends the entry on its own only when
+// the Catalog recorded the change without that hook (a Catalog not backed
+// by a marketplace.Manager).
+func (s *Server) auditWithChange(c echo.Context, action, object string, detail map[string]any) (ctx context.Context, done func() error) {
 	p := s.caller(c)
-	return s.deps.Store.Update(func(tx store.Tx) error {
-		return appendAudit(tx, AuditEntry{Time: s.now().UTC(), Action: action, Actor: p.TokenID, Role: p.Role, Object: object, Detail: detail})
+	entry := AuditEntry{Time: s.now().UTC(), Action: action, Actor: p.TokenID, Role: p.Role, Object: object, Detail: detail}
+	var hooked atomic.Bool
+	ctx = marketplace.WithTxHook(c.Request().Context(), func(tx store.Tx, _ marketplace.Change) error {
+		hooked.Store(true)
+		return appendAudit(tx, entry)
 	})
+	return ctx, func() error {
+		if hooked.Load() {
+			return nil
+		}
+		return s.deps.Store.Update(func(tx store.Tx) error { return appendAudit(tx, entry) })
+	}
 }
 
 func marketplaceParam(c echo.Context, param string) (string, error) {
@@ -151,11 +169,12 @@ func (s *Server) updateMarketplace(c echo.Context) error {
 			}
 		}
 	}
-	m, err := cat.UpdateMarketplace(c.Request().Context(), name)
+	ctx, audit := s.auditWithChange(c, ActionMarketplaceUpdate, name, nil)
+	m, err := cat.UpdateMarketplace(ctx, name)
 	if err != nil {
 		return err
 	}
-	if err := s.auditOnly(c, ActionMarketplaceUpdate, name, nil); err != nil {
+	if err := audit(); err != nil {
 		return err
 	}
 	return c.JSON(http.StatusOK, m)
@@ -170,10 +189,11 @@ func (s *Server) removeMarketplace(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := cat.RemoveMarketplace(c.Request().Context(), name); err != nil {
+	ctx, audit := s.auditWithChange(c, ActionMarketplaceRemove, name, nil)
+	if err := cat.RemoveMarketplace(ctx, name); err != nil {
 		return err
 	}
-	if err := s.auditOnly(c, ActionMarketplaceRemove, name, nil); err != nil {
+	if err := audit(); err != nil {
 		return err
 	}
 	return c.NoContent(http.StatusNoContent)

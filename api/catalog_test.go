@@ -1,9 +1,12 @@
 package api
 
 import (
+	"errors"
 	"strings"
+	"sync/atomic"
 	"testing"
 
+	"github.com/wharfhq/wharf/store"
 	"github.com/wharfhq/wharf/trust"
 )
 
@@ -208,4 +211,83 @@ func mustMarketplaces(t testing.TB, e *env) []Marketplace {
 	var ms []Marketplace
 	e.do("GET", "/v1/marketplaces", e.tokens[RoleAdmin], nil).json(t, &ms)
 	return ms
+}
+
+// auditFailStore fails every audit write while fail is set, as a full disk
+// would at that moment.
+type auditFailStore struct {
+	store.Store
+	fail atomic.Bool
+}
+
+func (s *auditFailStore) Update(fn func(store.Tx) error) error {
+	return s.Store.Update(func(tx store.Tx) error { return fn(auditFailTx{tx, s}) })
+}
+
+type auditFailTx struct {
+	store.Tx
+	s *auditFailStore
+}
+
+func (t auditFailTx) Put(bucket, key string, value []byte) error {
+	if bucket == bucketAudit && t.s.fail.Load() {
+		return errors.New("no space left on device")
+	}
+	return t.Tx.Put(bucket, key, value)
+}
+
+// A marketplace change and its audit entry commit together: when the entry
+// cannot be written, the change is not made either.
+func TestMarketplaceChangeAndAuditCommitTogether(t *testing.T) {
+	f := newFixture(t)
+	var fs *auditFailStore
+	wrap := func(d *Deps) { fs = &auditFailStore{Store: d.Store}; d.Store = fs }
+	e := newEnv(t, wrap, withCatalog(f, t.TempDir()))
+	admin := e.tokens[RoleAdmin]
+	add := func(name string) resp {
+		return e.do("POST", "/v1/marketplaces", admin, map[string]any{
+			"name": name, "source": map[string]string{"source": "directory", "path": f.root}})
+	}
+	names := func() string {
+		var ms []Marketplace
+		e.do("GET", "/v1/marketplaces", admin, nil).json(t, &ms)
+		var out []string
+		for _, m := range ms {
+			out = append(out, m.Name)
+		}
+		return strings.Join(out, " ")
+	}
+	audited := func(action string) int {
+		var page AuditPage
+		e.do("GET", "/v1/audit?action="+action, admin, nil).json(t, &page)
+		return len(page.Entries)
+	}
+	if res := add("corp"); res.status != 201 {
+		t.Fatalf("add: %d %s", res.status, res.body)
+	}
+
+	fs.fail.Store(true)
+	if res := add("other"); res.status != 500 {
+		t.Fatalf("add with the audit failing: %d %s", res.status, res.body)
+	}
+	if res := e.do("DELETE", "/v1/marketplaces/corp", admin, nil); res.status != 500 {
+		t.Fatalf("remove with the audit failing: %d %s", res.status, res.body)
+	}
+	if res := e.do("POST", "/v1/marketplaces/corp/update", admin, nil); res.status != 500 {
+		t.Fatalf("update with the audit failing: %d %s", res.status, res.body)
+	}
+	fs.fail.Store(false)
+
+	if got := names(); got != "corp" {
+		t.Fatalf("marketplaces after the failed changes: %q, want only corp", got)
+	}
+	if n, m, u := audited(ActionMarketplaceAdd), audited(ActionMarketplaceRemove), audited(ActionMarketplaceUpdate); n != 1 || m != 0 || u != 0 {
+		t.Fatalf("audited adds %d, removes %d, updates %d; want 1, 0, 0", n, m, u)
+	}
+	if res := e.do("DELETE", "/v1/marketplaces/corp", admin, nil); res.status != 204 {
+		t.Fatalf("remove: %d %s", res.status, res.body)
+	}
+	if got, n := names(), audited(ActionMarketplaceRemove); got != "" || n != 1 {
+		t.Fatalf("after the remove: marketplaces %q, %d remove entries", got, n)
+	}
 }

@@ -153,9 +153,9 @@ func (mc *MarketplaceCatalog) UpdateMarketplace(ctx context.Context, name string
 }
 
 // RemoveMarketplace implements Catalog.
-func (mc *MarketplaceCatalog) RemoveMarketplace(_ context.Context, name string) error {
+func (mc *MarketplaceCatalog) RemoveMarketplace(ctx context.Context, name string) error {
 	mc.mgrMu.Lock()
-	_, err := mc.mgr.Remove(name)
+	_, err := mc.mgr.Remove(ctx, name)
 	mc.mgrMu.Unlock()
 	mc.invalidate()
 	return err

@@ -201,7 +201,7 @@ func (m *Manager) Add(ctx context.Context, src Source, name string) (Known, erro
 		}
 		fetched.tmp = ""
 	}
-	if err := m.put(k); err != nil {
+	if err := m.put(ctx, k, ChangeAdd); err != nil {
 		return Known{}, err
 	}
 	return k, nil
@@ -269,12 +269,12 @@ func (m *Manager) Update(ctx context.Context, name string) (Known, error) {
 		k.Commit = fetched.commit
 	}
 	k.LastUpdated = m.opts.now()
-	return k, m.put(k)
+	return k, m.put(ctx, k, ChangeUpdate)
 }
 
 // Remove forgets the marketplace called name and deletes its clone. A local
 // directory or file source is never deleted: wharf only read it.
-func (m *Manager) Remove(name string) (Known, error) {
+func (m *Manager) Remove(ctx context.Context, name string) (Known, error) {
 	k, err := m.Get(name)
 	if err != nil {
 		return Known{}, err
@@ -286,7 +286,16 @@ func (m *Manager) Remove(name string) (Known, error) {
 			return Known{}, fmt.Errorf("remove marketplace %s: %w", name, err)
 		}
 	}
-	if err := m.st.Update(func(tx store.Tx) error { return tx.Delete(Bucket, name) }); err != nil {
+	hook := txHookOf(ctx)
+	if err := m.st.Update(func(tx store.Tx) error {
+		if err := tx.Delete(Bucket, name); err != nil {
+			return err
+		}
+		if hook != nil {
+			return hook(tx, Change{Op: ChangeRemove, Known: k})
+		}
+		return nil
+	}); err != nil {
 		if trash != "" {
 			_ = os.Rename(trash, k.InstallLocation)
 		}
@@ -314,12 +323,50 @@ func (m *Manager) allow(src Source) error {
 	return m.opts.Gate.AllowAdd(src)
 }
 
-func (m *Manager) put(k Known) error {
+func (m *Manager) put(ctx context.Context, k Known, op string) error {
 	b, err := json.Marshal(k)
 	if err != nil {
 		return err
 	}
-	return m.st.Update(func(tx store.Tx) error { return tx.Put(Bucket, k.Name, b) })
+	hook := txHookOf(ctx)
+	return m.st.Update(func(tx store.Tx) error {
+		if err := tx.Put(Bucket, k.Name, b); err != nil {
+			return err
+		}
+		if hook != nil {
+			return hook(tx, Change{Op: op, Known: k})
+		}
+		return nil
+	})
+}
+
+// Kinds of Change.
+const (
+	ChangeAdd    = "add"
+	ChangeUpdate = "update"
+	ChangeRemove = "remove"
+)
+
+// Change is a marketplace change about to be committed to the store.
+type Change struct {
+	Op    string // ChangeAdd, ChangeUpdate or ChangeRemove
+	Known Known  // the record written, or the one removed
+}
+
+type txHookKey struct{}
+
+// WithTxHook returns a context under which the Manager's Add, Update and
+// Remove call hook inside the store transaction that records the change,
+// so that what hook writes (an audit entry) commits with the change or not
+// at all. An error from hook aborts the transaction: the store keeps the
+// previous record.
+func WithTxHook(ctx context.Context, hook func(store.Tx, Change) error) context.Context {
+	return context.WithValue(ctx, txHookKey{}, hook)
+}
+
+func txHookOf(ctx context.Context) func(store.Tx, Change) error {
+	h, _ := ctx.Value(txHookKey{}).(func(store.Tx, Change) error)
+	return h
 }
 
 // fetched is a marketplace brought to local disk but not yet installed.

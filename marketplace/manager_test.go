@@ -350,7 +350,7 @@ func TestAddDirectoryAndFileReadInPlace(t *testing.T) {
 		t.Errorf("resolved %+v, %v", rs, err)
 	}
 	// Remove never deletes a directory wharf only read.
-	if _, err := m.Remove("local"); err != nil {
+	if _, err := m.Remove(context.Background(), "local"); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := os.Stat(filepath.Join(dir, ManifestPath)); err != nil {
@@ -379,7 +379,7 @@ func TestRemoveDeletesClone(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := m.Remove("corp"); err != nil {
+	if _, err := m.Remove(context.Background(), "corp"); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := os.Stat(k.InstallLocation); !os.IsNotExist(err) {
@@ -388,7 +388,7 @@ func TestRemoveDeletesClone(t *testing.T) {
 	if _, err := m.Get("corp"); !errors.Is(err, ErrUnknown) {
 		t.Errorf("Get after remove: %v", err)
 	}
-	if _, err := m.Remove("corp"); !errors.Is(err, ErrUnknown) || plugin.HintOf(err) == "" {
+	if _, err := m.Remove(context.Background(), "corp"); !errors.Is(err, ErrUnknown) || plugin.HintOf(err) == "" {
 		t.Errorf("second remove: %v", err)
 	}
 }
@@ -594,5 +594,57 @@ func TestKnownJSONShape(t *testing.T) {
 	want := `{"name":"demo","source":{"source":"directory","path":"/m"},"installLocation":"/m","lastUpdated":"2026-01-02T03:04:05Z"}`
 	if string(b) != want {
 		t.Errorf("Known JSON = %s\nwant         %s", b, want)
+	}
+}
+
+// A transaction hook runs in the transaction that records each change and
+// sees it; its error aborts the change, so the store keeps what it had.
+func TestTxHookCommitsWithTheChange(t *testing.T) {
+	dir := t.TempDir()
+	for name, body := range marketFiles("local", "fmt") {
+		p := filepath.Join(dir, filepath.FromSlash(name))
+		_ = os.MkdirAll(filepath.Dir(p), 0o755)
+		_ = os.WriteFile(p, []byte(body), 0o644)
+	}
+	m, _ := newTestManager(t, Options{})
+	src := Source{Kind: KindDirectory, Path: dir}
+	refuse := errors.New("audit log unavailable")
+	var seen []string
+	hook := func(fail bool) context.Context {
+		return WithTxHook(context.Background(), func(tx store.Tx, c Change) error {
+			seen = append(seen, c.Op+" "+c.Known.Name)
+			if _, err := tx.Get(Bucket, c.Known.Name); (err == nil) != (c.Op != ChangeRemove) {
+				t.Errorf("%s %s: the record in the hook's transaction: %v", c.Op, c.Known.Name, err)
+			}
+			if fail {
+				return refuse
+			}
+			return nil
+		})
+	}
+	if _, err := m.Add(hook(true), src, ""); !errors.Is(err, refuse) {
+		t.Fatalf("add with a failing hook: %v", err)
+	}
+	if _, err := m.Get("local"); !errors.Is(err, ErrUnknown) {
+		t.Fatalf("the refused add was recorded: %v", err)
+	}
+	if _, err := m.Add(hook(false), src, ""); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := m.Update(hook(false), "local"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := m.Remove(hook(true), "local"); !errors.Is(err, refuse) {
+		t.Fatalf("remove with a failing hook: %v", err)
+	}
+	if _, err := m.Get("local"); err != nil {
+		t.Fatalf("the refused remove was applied: %v", err)
+	}
+	if _, err := m.Remove(hook(false), "local"); err != nil {
+		t.Fatal(err)
+	}
+	want := "add local, add local, update local, remove local, remove local"
+	if got := strings.Join(seen, ", "); got != want {
+		t.Fatalf("hook saw %q, want %q", got, want)
 	}
 }

@@ -233,8 +233,8 @@ func newMarketplaceRemoveCmd(a *app) *cobra.Command {
 				return err
 			}
 			var k marketplace.Known
-			err = a.withMarketplaceLock(cmd.Context(), func(context.Context) error {
-				k, err = mgr.Remove(args[0])
+			err = a.withMarketplaceLock(cmd.Context(), func(ctx context.Context) error {
+				k, err = mgr.Remove(ctx, args[0])
 				return err
 			})
 			if err != nil {
