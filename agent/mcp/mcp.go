@@ -33,6 +33,7 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -160,6 +161,8 @@ var (
 	ErrNotRunning = errors.New("MCP server is not running")
 	// ErrUnknownTool: a tool name no running server exposes.
 	ErrUnknownTool = errors.New("no running MCP server exposes this tool")
+	// ErrUnknownServer: a server name the active set does not have.
+	ErrUnknownServer = errors.New("no MCP server of that name in the active set")
 )
 
 // Supervisor runs MCP servers. It is safe for concurrent use.
@@ -202,6 +205,16 @@ type run struct {
 	// none is. The fields above belong to that restart until then.
 	restarting chan struct{}
 	started    time.Time // when the current process passed its handshake
+
+	slot *slot
+}
+
+// slot is what the undo of one Start stops: the run that Start made, or
+// the run a Restart replaced it with.
+type slot struct {
+	mu     sync.Mutex
+	cur    *run
+	closed bool // the undo ran
 }
 
 // New returns a Supervisor.
@@ -256,12 +269,7 @@ func (s *Supervisor) Activator(next agent.Activator) agent.Activator {
 // start of the same server is live. The error, a *StartError, is also kept in
 // Status.
 func (s *Supervisor) Start(ctx context.Context, c agent.Component) (undo func() error, err error) {
-	r := &run{comp: c, exited: make(chan struct{}), stderr: newTailBuffer(4 << 10)}
-	r.life, r.end = context.WithCancel(context.Background())
-	r.status = Status{Server: c.Name, Source: c.Source, State: StateFailed}
-	if !c.Plugin.IsZero() {
-		r.status.Plugin = c.Plugin.String()
-	}
+	r := newRun(c)
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
@@ -272,20 +280,105 @@ func (s *Supervisor) Start(ctx context.Context, c agent.Component) (undo func() 
 	r.serial = s.serial
 	s.runs[c.Name] = append(s.runs[c.Name], r)
 	s.mu.Unlock()
-	undo = func() error { return s.stop(r) }
-
-	serr := s.start(ctx, r)
-	if serr != nil {
-		s.mu.Lock()
-		if r.cancel != nil {
-			r.cancel()
-		}
-		s.mu.Unlock()
-		se := &StartError{Server: c.Name, Plugin: r.status.Plugin, Err: serr, Stderr: r.stderr.String()}
-		s.setStatus(r, func(st *Status) { st.State, st.Error = StateFailed, se.Error() })
-		return undo, se
+	sl := &slot{cur: r}
+	r.slot = sl
+	undo = func() error {
+		sl.mu.Lock()
+		sl.closed = true
+		cur := sl.cur
+		sl.mu.Unlock()
+		return s.stop(cur)
+	}
+	if serr := s.start(ctx, r); serr != nil {
+		return undo, s.startFailed(r, serr)
 	}
 	return undo, nil
+}
+
+func newRun(c agent.Component) *run {
+	r := &run{comp: c, exited: make(chan struct{}), stderr: newTailBuffer(4 << 10)}
+	r.life, r.end = context.WithCancel(context.Background())
+	r.status = Status{Server: c.Name, Source: c.Source, State: StateFailed}
+	if !c.Plugin.IsZero() {
+		r.status.Plugin = c.Plugin.String()
+	}
+	return r
+}
+
+// startFailed records a failed start in the run's Status.
+func (s *Supervisor) startFailed(r *run, err error) *StartError {
+	s.mu.Lock()
+	if r.cancel != nil {
+		r.cancel()
+	}
+	s.mu.Unlock()
+	se := &StartError{Server: r.comp.Name, Plugin: r.status.Plugin, Err: err, Stderr: r.stderr.String()}
+	s.setStatus(r, func(st *Status) { st.State, st.Error = StateFailed, se.Error() })
+	return se
+}
+
+// Restart stops the named server (plugin:<plugin>:<server>) whatever its
+// state, running, restarting, crashed, given up or failed to start, and
+// starts it again as a new process with a fresh restart budget. The undo of
+// the Start that made it stops the new process. It returns the server's
+// Status after the start; a start that fails is a *StartError and is in
+// that Status too.
+func (s *Supervisor) Restart(ctx context.Context, server string) (Status, error) {
+	s.mu.Lock()
+	runs := s.runs[server]
+	if len(runs) == 0 {
+		s.mu.Unlock()
+		return Status{}, fmt.Errorf("%w: %s", ErrUnknownServer, server)
+	}
+	old := runs[len(runs)-1]
+	s.mu.Unlock()
+
+	sl := old.slot
+	sl.mu.Lock()
+	if sl.closed || sl.cur != old {
+		sl.mu.Unlock()
+		return Status{}, fmt.Errorf("%w: %s is being stopped or restarted; try again", ErrNotRunning, server)
+	}
+	r := newRun(old.comp)
+	r.slot = sl
+	r.status.State = StateRestarting
+	done := make(chan struct{})
+	r.restarting = done
+	s.mu.Lock()
+	i := slices.Index(s.runs[server], old)
+	if s.closed || i < 0 {
+		s.mu.Unlock()
+		sl.mu.Unlock()
+		r.end()
+		return Status{}, fmt.Errorf("%w: %s (the supervisor is closing)", ErrNotRunning, server)
+	}
+	// The new run takes the old one's place among the starts of this name.
+	s.serial++
+	r.serial = s.serial
+	runs = slices.Clone(s.runs[server])
+	runs[i] = r
+	s.runs[server] = runs
+	s.mu.Unlock()
+	sl.cur = r
+	sl.mu.Unlock()
+
+	s.stop(old)
+	err := s.start(ctx, r)
+	r.mu.Lock()
+	r.restarting = nil
+	r.mu.Unlock()
+	close(done)
+	if err != nil {
+		se := s.startFailed(r, err)
+		return s.statusOf(r), se
+	}
+	return s.statusOf(r), nil
+}
+
+func (s *Supervisor) statusOf(r *run) Status {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return r.status
 }
 
 func (s *Supervisor) start(ctx context.Context, r *run) error {

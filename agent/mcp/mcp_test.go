@@ -522,3 +522,49 @@ func TestStopCancelsPendingRestart(t *testing.T) {
 		t.Fatalf("processes started after the disable: %q, before it %q", got, before)
 	}
 }
+
+// Restart replaces a running server's process with a new one, brings back a
+// crashed server that has no restarts left, and the plugin's undo stops the
+// process Restart started.
+func TestRestartOnRequest(t *testing.T) {
+	w := worldtest.New(t)
+	w.Install("db@corp", "1.0.0", mcpPlugin("db", "pg", nil))
+	w.Install("flaky@corp", "1.0.0", mcpPlugin("flaky", "srv", map[string]string{"TESTSERVER_MODE": "crash-later"}))
+	sup, rt := newSupervisor(t, w, func(o *Options) { o.MaxRestarts = -1 })
+	w.Load(rt, agent.CacheOnly)
+	ctx := context.Background()
+
+	before, _ := status(sup, "plugin:db:pg")
+	st, err := sup.Restart(ctx, "plugin:db:pg")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.State != StateRunning || st.PID == before.PID || st.Tools != 2 {
+		t.Fatalf("after Restart: %+v (before %+v)", st, before)
+	}
+	if alive(before.PID) {
+		t.Fatalf("the old process %d still runs", before.PID)
+	}
+	res, err := sup.CallTool(ctx, "mcp__plugin_db_pg__echo", map[string]any{"text": "again"})
+	if err != nil || text(t, res) != "again" {
+		t.Fatalf("call after Restart: %v", err)
+	}
+
+	waitStatus(t, sup, "plugin:flaky:srv", func(st Status) bool { return st.State == StateCrashed })
+	if st, err := sup.Restart(ctx, "plugin:flaky:srv"); err != nil || st.State != StateRunning || st.Restarts != 0 {
+		t.Fatalf("Restart of a crashed server: %+v, %v", st, err)
+	}
+
+	if _, err := sup.Restart(ctx, "plugin:nope:srv"); !errors.Is(err, ErrUnknownServer) {
+		t.Fatalf("Restart of an unknown server: %v", err)
+	}
+
+	w.SetEnabled("db@corp", false)
+	w.Load(rt, agent.CacheOnly)
+	if alive(st.PID) {
+		t.Fatalf("the restarted process %d outlived its plugin's disable", st.PID)
+	}
+	if _, ok := status(sup, "plugin:db:pg"); ok {
+		t.Fatal("disabled plugin's server still in Status")
+	}
+}

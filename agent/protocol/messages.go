@@ -183,6 +183,29 @@ type MCPListToolsResponse struct {
 	Servers []mcp.Status `json:"servers"`
 }
 
+// MCPCallToolRequest calls one tool of a running MCP server.
+type MCPCallToolRequest struct {
+	Name      string          `json:"name" doc:"the tool's namespaced name, mcp__plugin_<plugin>_<server>__<tool>"`
+	Arguments json.RawMessage `json:"arguments,omitempty" doc:"the tool's arguments, a JSON object"`
+}
+
+// MCPCallToolResponse is the tool's result as its MCP server sent it.
+type MCPCallToolResponse struct {
+	Content           []json.RawMessage `json:"content" doc:"MCP content blocks: text, image, audio, resource links, embedded resources"`
+	StructuredContent json.RawMessage   `json:"structuredContent,omitempty" doc:"the tool's structured result, when it has one"`
+	IsError           bool              `json:"isError,omitempty" doc:"the tool reported an error (the call itself succeeded)"`
+}
+
+// MCPRestartRequest restarts one MCP server.
+type MCPRestartRequest struct {
+	Server string `json:"server" doc:"the server's namespaced name, plugin:<plugin>:<server>"`
+}
+
+// MCPRestartResponse is the server's state after the restart.
+type MCPRestartResponse struct {
+	Server mcp.Status `json:"server"`
+}
+
 // Backend answers the requests. Implementations must be safe for concurrent
 // use: the server handles requests concurrently.
 type Backend interface {
@@ -192,6 +215,8 @@ type Backend interface {
 	RunHook(context.Context, RunHookRequest) (*hooks.Result, error)
 	PolicyCheck(context.Context, PolicyCheckRequest) (*PolicyCheckResponse, error)
 	MCPListTools(context.Context, MCPListToolsRequest) (*MCPListToolsResponse, error)
+	MCPCallTool(context.Context, MCPCallToolRequest) (*MCPCallToolResponse, error)
+	MCPRestart(context.Context, MCPRestartRequest) (*MCPRestartResponse, error)
 	// Mode is the loader of the current set, "" before the first load.
 	Mode() string
 }
@@ -259,6 +284,14 @@ func methodTable() []method {
 		def("mcp_list_tools", "The tools of the running MCP servers under their namespaced names, and every server's state.",
 			func(ctx context.Context, s *Server, req MCPListToolsRequest) (*MCPListToolsResponse, error) {
 				return s.Backend.MCPListTools(ctx, req)
+			}),
+		def("mcp_call_tool", "Calls a tool of a running MCP server by its namespaced name; a tool that fails answers with isError, a server that is not running with an error.",
+			func(ctx context.Context, s *Server, req MCPCallToolRequest) (*MCPCallToolResponse, error) {
+				return s.Backend.MCPCallTool(ctx, req)
+			}),
+		def("mcp_restart", "Stops an MCP server whatever its state and starts it again as a new process, with a fresh restart budget.",
+			func(ctx context.Context, s *Server, req MCPRestartRequest) (*MCPRestartResponse, error) {
+				return s.Backend.MCPRestart(ctx, req)
 			}),
 	}
 }

@@ -1,6 +1,7 @@
 package protocol
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -204,4 +205,57 @@ func (b *Runtime) MCPListTools(ctx context.Context, req MCPListToolsRequest) (*M
 		}
 	}
 	return out, nil
+}
+
+// errNoMCP answers MCP requests in a session that starts no MCP servers.
+var errNoMCP = errors.New("this session starts no MCP servers (wharf agent serve --no-mcp); restart it without --no-mcp")
+
+// MCPCallTool calls a tool of a running server.
+func (b *Runtime) MCPCallTool(ctx context.Context, req MCPCallToolRequest) (*MCPCallToolResponse, error) {
+	if b.MCP == nil {
+		return nil, errNoMCP
+	}
+	if req.Name == "" {
+		return nil, errors.New("name: the tool's namespaced name is required (see mcp_list_tools)")
+	}
+	var args map[string]any
+	if t := bytes.TrimSpace(req.Arguments); len(t) > 0 && string(t) != "null" {
+		if t[0] != '{' {
+			return nil, errors.New("arguments: must be a JSON object")
+		}
+		if err := json.Unmarshal(t, &args); err != nil {
+			return nil, fmt.Errorf("arguments: %v", err)
+		}
+	}
+	res, err := b.MCP.CallTool(ctx, req.Name, args)
+	if err != nil {
+		return nil, err
+	}
+	raw, err := json.Marshal(res)
+	if err != nil {
+		return nil, fmt.Errorf("the result of %s: %w", req.Name, err)
+	}
+	out := &MCPCallToolResponse{}
+	if err := json.Unmarshal(raw, out); err != nil {
+		return nil, fmt.Errorf("the result of %s: %w", req.Name, err)
+	}
+	if out.Content == nil {
+		out.Content = []json.RawMessage{}
+	}
+	return out, nil
+}
+
+// MCPRestart restarts one server.
+func (b *Runtime) MCPRestart(ctx context.Context, req MCPRestartRequest) (*MCPRestartResponse, error) {
+	if b.MCP == nil {
+		return nil, errNoMCP
+	}
+	if req.Server == "" {
+		return nil, errors.New("server: the server's namespaced name is required (plugin:<plugin>:<server>, see status)")
+	}
+	st, err := b.MCP.Restart(ctx, req.Server)
+	if err != nil {
+		return nil, err
+	}
+	return &MCPRestartResponse{Server: st}, nil
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/wharfhq/wharf/agent"
 	"github.com/wharfhq/wharf/agent/internal/worldtest"
+	"github.com/wharfhq/wharf/agent/mcp"
 )
 
 // response is one parsed output line.
@@ -502,4 +503,34 @@ func (s *syncBuffer) String() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.b.String()
+}
+
+// The MCP requests of a session without MCP servers, or with bad fields,
+// get error responses that say what to do, and the session goes on.
+func TestMCPRequestErrors(t *testing.T) {
+	_, srv := newRuntimeServer(t)
+	c := startServer(t, srv)
+	for id, tc := range map[string]struct{ subtype, fields, want string }{
+		"call":    {"mcp_call_tool", `"name":"mcp__plugin_a_b__c"`, "restart it without --no-mcp"},
+		"restart": {"mcp_restart", `"server":"plugin:a:b"`, "restart it without --no-mcp"},
+		"badtype": {"mcp_call_tool", `"name":5`, "field name must be string"},
+	} {
+		c.send(req(id, tc.subtype, tc.fields))
+		if r := c.waitFor(id); r.Response.Subtype != SubtypeError || !strings.Contains(r.Response.Error, tc.want) {
+			t.Errorf("%s: %+v, want an error saying %q", id, r.Response, tc.want)
+		}
+	}
+	srv.Backend.(*Runtime).MCP = mcp.New(mcp.Options{})
+	for id, tc := range map[string]struct{ subtype, fields, want string }{
+		"noname":        {"mcp_call_tool", `"arguments":{}`, "name: the tool's namespaced name is required"},
+		"array":         {"mcp_call_tool", `"name":"mcp__plugin_a_b__c","arguments":[1]`, "arguments: must be a JSON object"},
+		"notool":        {"mcp_call_tool", `"name":"mcp__plugin_a_b__c","arguments":{"x":1}`, "no running MCP server exposes this tool"},
+		"noserver":      {"mcp_restart", ``, "server: the server's namespaced name is required"},
+		"unknownserver": {"mcp_restart", `"server":"plugin:a:b"`, "no MCP server of that name"},
+	} {
+		c.send(req(id, tc.subtype, tc.fields))
+		if r := c.waitFor(id); r.Response.Subtype != SubtypeError || !strings.Contains(r.Response.Error, tc.want) {
+			t.Errorf("%s: %+v, want an error saying %q", id, r.Response, tc.want)
+		}
+	}
 }

@@ -338,6 +338,33 @@ func TestAgentServeStdioProcess(t *testing.T) {
 		t.Fatalf("MCP server %d not running", pid)
 	}
 
+	// A tool call through the pipe reaches the server process and back; an
+	// unknown tool is an error response naming the cause.
+	p.send("call1", "mcp_call_tool", `"name":"mcp__plugin_db_srv__echo","arguments":{"text":"hello over the pipe"}`)
+	if r := p.wait("call1"); r.Response.Subtype != "success" || !strings.Contains(string(r.Response.Response), `"text":"hello over the pipe"`) {
+		t.Fatalf("call1: %+v %s", r.Response, r.Response.Response)
+	}
+	p.send("call2", "mcp_call_tool", `"name":"mcp__plugin_db_srv__nope"`)
+	if r := p.wait("call2"); r.Response.Subtype != "error" || !strings.Contains(r.Response.Error, "no running MCP server exposes this tool") {
+		t.Fatalf("call2: %+v", r.Response)
+	}
+
+	// A restart on request replaces the process.
+	p.send("restart1", "mcp_restart", `"server":"plugin:db:srv"`)
+	var restarted struct {
+		Server struct {
+			PID   int
+			State string
+		}
+	}
+	if err := json.Unmarshal(p.wait("restart1").Response.Response, &restarted); err != nil {
+		t.Fatal(err)
+	}
+	if restarted.Server.State != "running" || restarted.Server.PID == pid || processAlive(pid) || !processAlive(restarted.Server.PID) {
+		t.Fatalf("restart1: %+v (old process %d alive: %v)", restarted, pid, processAlive(pid))
+	}
+	pid = restarted.Server.PID
+
 	// A reload in the middle of the session, with slow still in flight,
 	// after the user disabled a plugin with the CLI (the session does not
 	// hold state.db's lock) and another in their settings file.
@@ -389,8 +416,8 @@ func TestAgentServeStdioProcess(t *testing.T) {
 			t.Errorf("%d responses to %q, want 1", n, id)
 		}
 	}
-	if len(count) != 29 {
-		t.Errorf("%d distinct ids answered, want 29 (28 requests and the garbage line): %v", len(count), count)
+	if len(count) != 32 {
+		t.Errorf("%d distinct ids answered, want 32 (31 requests and the garbage line): %v", len(count), count)
 	}
 	if order["slow"] < order["burst19"] {
 		t.Errorf("slow (sent second) was answered before the burst: not concurrent")
