@@ -197,7 +197,14 @@ func (c *Cache) ensure(ctx context.Context, req Request, useSeeds bool) (*Versio
 	}
 	if req.Digest != "" {
 		if v := c.existing(req, final); v != nil {
-			return v, nil
+			kept, err := c.claim(ctx, final)
+			if err != nil {
+				return nil, err
+			}
+			if kept {
+				return v, nil
+			}
+			// GC removed it since: fill it again below.
 		}
 	}
 	fill, origin, seed := req.Fill, "fill", ""
@@ -252,7 +259,7 @@ func (c *Cache) ensure(ctx context.Context, req Request, useSeeds bool) (*Versio
 					"%w: %s holds %s, the fetched tree is %s", ErrConflict, final, have.Digest, tree.Digest)
 			}
 			v.FP, v.Origin = have.Fingerprint(), "cache"
-			return nil
+			return c.unmarkOrphan(final)
 		}
 		if err := os.Rename(tmp, final); err != nil {
 			return errf(plugin.TypeSource, final, "", "install %s: %w", req.ID, err)
@@ -264,6 +271,45 @@ func (c *Cache) ensure(ctx context.Context, req Request, useSeeds bool) (*Versio
 		return nil, err
 	}
 	return v, nil
+}
+
+// claim keeps a version directory that the caller is about to record from
+// GC: under the lock, it checks that the directory is still there and drops
+// its orphan mark, so that a GC running before the record is written counts
+// the grace period from now instead of removing the directory (a version
+// uninstalled long ago and installed again). It reports false when GC
+// removed the directory first.
+func (c *Cache) claim(ctx context.Context, dir string) (bool, error) {
+	kept := false
+	err := c.WithLock(ctx, func(ctx context.Context) error {
+		if _, err := os.Lstat(dir); err != nil {
+			return nil
+		}
+		kept = true
+		return c.unmarkOrphan(dir)
+	})
+	return kept, err
+}
+
+// unmarkOrphan drops the orphan mark of a version directory (call it under
+// the lock). A store write happens only when there is a mark.
+func (c *Cache) unmarkOrphan(dir string) error {
+	rel, ok := c.inCache(dir)
+	if c.st == nil || !ok {
+		return nil
+	}
+	marked := false
+	if err := c.st.View(func(r store.Reader) error {
+		_, err := r.Get(bucketOrphans, rel)
+		marked = err == nil
+		return nil
+	}); err != nil {
+		return err
+	}
+	if !marked {
+		return nil
+	}
+	return c.st.Update(func(tx store.Tx) error { return tx.Delete(bucketOrphans, rel) })
 }
 
 // existing returns the version dir when it exists with req.Digest.

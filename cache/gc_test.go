@@ -412,3 +412,35 @@ func TestStageDirWhileGCRemovesEmptyDirs(t *testing.T) {
 		t.Fatalf("GC: %v", err)
 	}
 }
+
+// A version uninstalled long ago and installed again: Ensure finds it in
+// the cache, and a GC that runs before the install records it (GC runs
+// after every install, in any process) must not remove it.
+func TestEnsureOfAnOldOrphanSurvivesGCBeforeTheRecord(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	clk := &clock{t0}
+	c := newCache(t, Options{Now: clk.now})
+	v := install(t, c, pid, "1.0.0", "one")
+	if err := c.Delete(bg, pid); err != nil { // orphaned at t0
+		t.Fatal(err)
+	}
+	if _, err := c.GC(bg, t0); err != nil {
+		t.Fatal(err)
+	}
+	clk.t = t0.Add(30 * 24 * time.Hour)
+
+	again, err := c.Ensure(bg, Request{ID: pid, Version: "1.0.0", Digest: v.Digest})
+	if err != nil || again.Origin != "cache" {
+		t.Fatalf("Ensure of the cached version: %+v, %v", again, err)
+	}
+	rep, err := c.GC(bg, clk.t)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Removed) != 0 {
+		t.Fatalf("GC between Ensure and Put removed %v", rep.Removed)
+	}
+	if err := c.Put(bg, RecordFor(again, "user")); err != nil {
+		t.Fatalf("recording the version Ensure returned: %v", err)
+	}
+}
