@@ -3,10 +3,14 @@ package trust
 // VerifyReport is the output of `wharf verify --json` (FORMATS.md):
 // {"target","digest","expected"?,"ok","changed":[...],"signatures":[{"keyid","valid","trusted"}]}.
 type VerifyReport struct {
-	Target     string      `json:"target"`
-	Digest     string      `json:"digest"`
-	Expected   string      `json:"expected,omitempty"`
-	OK         bool        `json:"ok"`
+	Target   string `json:"target"`
+	Digest   string `json:"digest"`
+	Expected string `json:"expected,omitempty"`
+	OK       bool   `json:"ok"`
+	// Checked is false when there was nothing to compare the digest with:
+	// no expected digest and no signature. OK then only means the tree
+	// could be digested.
+	Checked    bool        `json:"checked"`
 	Changed    []string    `json:"changed"`
 	Signatures []ReportSig `json:"signatures"`
 }
@@ -19,11 +23,13 @@ type ReportSig struct {
 }
 
 // NewReport fills a report from a digested tree and signature verdicts.
-// ok is left to the caller, which knows whether a digest was expected and
-// whether a trusted signature is required; Changed and Signatures are never
-// null in the JSON.
+// OK is left to the caller, which knows whether a trusted signature is
+// required (and then sets Checked too); Checked is true when a digest was
+// expected or a signature found. Changed and Signatures are never null in
+// the JSON.
 func NewReport(target string, t *Tree, expected string, changed []string, sigs []SigResult) VerifyReport {
-	r := VerifyReport{Target: target, Digest: t.Digest, Expected: expected, Changed: changed, Signatures: []ReportSig{}}
+	r := VerifyReport{Target: target, Digest: t.Digest, Expected: expected, Changed: changed, Signatures: []ReportSig{},
+		Checked: expected != "" || len(sigs) > 0}
 	if r.Changed == nil {
 		r.Changed = []string{}
 	}

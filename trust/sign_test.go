@@ -241,14 +241,14 @@ func TestVerifyReportJSON(t *testing.T) {
 	r := NewReport("./deploy", tree, digestA, nil, []SigResult{{KeyID: "0123456789abcdef", Valid: false, Trusted: true, Reason: "x"}})
 	b, err := json.Marshal(r)
 	must(t, err)
-	want := `{"target":"./deploy","digest":"` + digestB + `","expected":"` + digestA + `","ok":false,"changed":[],"signatures":[{"keyid":"0123456789abcdef","valid":false,"trusted":true}]}`
+	want := `{"target":"./deploy","digest":"` + digestB + `","expected":"` + digestA + `","ok":false,"checked":true,"changed":[],"signatures":[{"keyid":"0123456789abcdef","valid":false,"trusted":true}]}`
 	if string(b) != want {
 		t.Errorf("got  %s\nwant %s", b, want)
 	}
 	r = NewReport("p", tree, "", []string{"a"}, nil)
 	r.OK = true
 	b, _ = json.Marshal(r)
-	if want := `{"target":"p","digest":"` + digestB + `","ok":true,"changed":["a"],"signatures":[]}`; string(b) != want {
+	if want := `{"target":"p","digest":"` + digestB + `","ok":true,"checked":false,"changed":["a"],"signatures":[]}`; string(b) != want {
 		t.Errorf("got  %s\nwant %s", b, want)
 	}
 }

@@ -194,6 +194,7 @@ func (a *app) runVerify(arg string, t *verifyTarget, keys trust.Keyring, require
 	}
 	rep := trust.NewReport(arg, tree, t.expected, changed, results)
 	rep.OK = len(problems) == 0
+	rep.Checked = rep.Checked || required || len(problems) > 0
 	if a.cfg.JSON {
 		if err := a.printJSON(rep); err != nil {
 			return err
@@ -253,8 +254,12 @@ func printVerify(a *app, rep trust.VerifyReport, results []trust.SigResult, t *v
 			a.printf("  signature %s: %s\n", r.KeyID, r.Reason)
 		}
 	}
-	if rep.OK {
+	switch {
+	case rep.OK && rep.Checked:
 		a.printf("OK\n")
+	case rep.OK:
+		a.printf("nothing to check against: no pinned, published or --expect digest and no signature\n")
+		a.printf("pin the digest above: wharf verify %s --expect %s\n", rep.Target, rep.Digest)
 	}
 }
 
