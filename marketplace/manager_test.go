@@ -325,13 +325,25 @@ func TestAddSameNameFromOtherSourceFails(t *testing.T) {
 	}
 }
 
-func TestAddDirectoryAndFileReadInPlace(t *testing.T) {
+// localMarketplaceDir writes a marketplace "local" with one plugin "fmt"
+// into a new directory.
+func localMarketplaceDir(t *testing.T) string {
+	t.Helper()
 	dir := t.TempDir()
 	for name, body := range marketFiles("local", "fmt") {
 		p := filepath.Join(dir, filepath.FromSlash(name))
-		_ = os.MkdirAll(filepath.Dir(p), 0o755)
-		_ = os.WriteFile(p, []byte(body), 0o644)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
 	}
+	return dir
+}
+
+func TestAddDirectoryAndFileReadInPlace(t *testing.T) {
+	dir := localMarketplaceDir(t)
 	m, _ := newTestManager(t, Options{})
 	k, err := m.Add(context.Background(), Source{Kind: KindDirectory, Path: dir}, "")
 	if err != nil {
@@ -600,12 +612,7 @@ func TestKnownJSONShape(t *testing.T) {
 // A transaction hook runs in the transaction that records each change and
 // sees it; its error aborts the change, so the store keeps what it had.
 func TestTxHookCommitsWithTheChange(t *testing.T) {
-	dir := t.TempDir()
-	for name, body := range marketFiles("local", "fmt") {
-		p := filepath.Join(dir, filepath.FromSlash(name))
-		_ = os.MkdirAll(filepath.Dir(p), 0o755)
-		_ = os.WriteFile(p, []byte(body), 0o644)
-	}
+	dir := localMarketplaceDir(t)
 	m, _ := newTestManager(t, Options{})
 	src := Source{Kind: KindDirectory, Path: dir}
 	refuse := errors.New("audit log unavailable")

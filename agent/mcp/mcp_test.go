@@ -147,6 +147,20 @@ func alive(pid int) bool {
 	return true
 }
 
+// disableDB disables db@corp, reloads, and checks that its server process
+// pid is gone and the server left Status.
+func disableDB(t *testing.T, w *worldtest.World, rt *agent.Runtime, sup *Supervisor, pid int) {
+	t.Helper()
+	w.SetEnabled("db@corp", false)
+	w.Load(rt, agent.CacheOnly)
+	if alive(pid) {
+		t.Fatalf("server process %d of the disabled plugin is still running", pid)
+	}
+	if _, ok := status(sup, "plugin:db:pg"); ok {
+		t.Fatal("disabled plugin's server still in Status")
+	}
+}
+
 func TestDisableStopsServerProcess(t *testing.T) {
 	w := worldtest.New(t)
 	w.Install("db@corp", "1.0.0", mcpPlugin("db", "pg", nil))
@@ -159,14 +173,7 @@ func TestDisableStopsServerProcess(t *testing.T) {
 		t.Fatalf("servers not running: %+v %+v", db, docs)
 	}
 
-	w.SetEnabled("db@corp", false)
-	w.Load(rt, agent.CacheOnly)
-	if alive(db.PID) {
-		t.Fatalf("server process %d of the disabled plugin is still running", db.PID)
-	}
-	if _, ok := status(sup, "plugin:db:pg"); ok {
-		t.Fatal("disabled plugin's server still in Status")
-	}
+	disableDB(t, w, rt, sup, db.PID)
 	if got := strings.Join(toolNames(sup.Tools()), " "); got != "mcp__plugin_docs_search__echo mcp__plugin_docs_search__env" {
 		t.Fatalf("tools after disabling db = %q", got)
 	}
@@ -559,12 +566,5 @@ func TestRestartOnRequest(t *testing.T) {
 		t.Fatalf("Restart of an unknown server: %v", err)
 	}
 
-	w.SetEnabled("db@corp", false)
-	w.Load(rt, agent.CacheOnly)
-	if alive(st.PID) {
-		t.Fatalf("the restarted process %d outlived its plugin's disable", st.PID)
-	}
-	if _, ok := status(sup, "plugin:db:pg"); ok {
-		t.Fatal("disabled plugin's server still in Status")
-	}
+	disableDB(t, w, rt, sup, st.PID)
 }
