@@ -646,6 +646,11 @@ func (s *Supervisor) restart(r *run) {
 		if err == nil {
 			return
 		}
+		s.mu.Lock()
+		if r.cancel != nil {
+			r.cancel()
+		}
+		s.mu.Unlock()
 		se := &StartError{Server: r.comp.Name, Plugin: r.status.Plugin, Err: fmt.Errorf("restart failed: %w", err), Stderr: r.stderr.String()}
 		s.setStatus(r, func(st *Status) { st.State, st.Error = StateCrashed, se.Error() })
 	}
