@@ -568,3 +568,22 @@ func TestRestartOnRequest(t *testing.T) {
 
 	disableDB(t, w, rt, sup, st.PID)
 }
+
+// A restart whose start fails counts against the budget like a crash, and
+// the server ends crashed with that start's failure and its stderr.
+func TestRestartThatFailsToStart(t *testing.T) {
+	w := worldtest.New(t)
+	starts := filepath.Join(t.TempDir(), "starts")
+	w.Install("flaky@corp", "1.0.0", mcpPlugin("flaky", "srv", map[string]string{
+		"TESTSERVER_THEN_FAIL": filepath.Join(t.TempDir(), "ran"), "TESTSERVER_STARTS": starts}))
+	sup, rt := newSupervisor(t, w, func(o *Options) { o.RestartBackoff, o.MaxRestarts = 10*time.Millisecond, 2 })
+	w.Load(rt, agent.CacheOnly)
+	st := waitStatus(t, sup, "plugin:flaky:srv", func(st Status) bool { return strings.Contains(st.Error, "gave up") })
+	if st.State != StateCrashed || st.Restarts != 2 || !strings.Contains(st.Error, "restart failed") ||
+		!strings.Contains(st.Error, "config file missing") || !strings.Contains(st.LastCrash, "exited with status 4") {
+		t.Fatalf("status: %+v", st)
+	}
+	if got := startsIn(t, starts); len(got) != 3 {
+		t.Fatalf("processes started: %q, want 3", got)
+	}
+}

@@ -9,6 +9,8 @@
 //	TESTSERVER_STARTS               append the process id to this file
 //	TESTSERVER_CRASH_FIRST=FILE     crash-later when FILE does not exist
 //	                                (creating it), serve normally when it does
+//	TESTSERVER_THEN_FAIL=FILE       crash-later when FILE does not exist
+//	                                (creating it), crash-at-start when it does
 //
 // Tools: echo (returns its text), env (returns an environment variable).
 package main
@@ -43,6 +45,13 @@ func main() {
 	}
 	mode := os.Getenv("TESTSERVER_MODE")
 	if f := os.Getenv("TESTSERVER_CRASH_FIRST"); f != "" {
+		if out, err := os.OpenFile(f, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644); err == nil {
+			out.Close()
+			mode = "crash-later"
+		}
+	}
+	if f := os.Getenv("TESTSERVER_THEN_FAIL"); f != "" {
+		mode = "crash-at-start"
 		if out, err := os.OpenFile(f, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644); err == nil {
 			out.Close()
 			mode = "crash-later"
