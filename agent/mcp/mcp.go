@@ -270,6 +270,8 @@ func (s *Supervisor) Activator(next agent.Activator) agent.Activator {
 // Status.
 func (s *Supervisor) Start(ctx context.Context, c agent.Component) (undo func() error, err error) {
 	r := newRun(c)
+	sl := &slot{cur: r}
+	r.slot = sl // before r is published: Restart reads it
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
@@ -280,8 +282,6 @@ func (s *Supervisor) Start(ctx context.Context, c agent.Component) (undo func() 
 	r.serial = s.serial
 	s.runs[c.Name] = append(s.runs[c.Name], r)
 	s.mu.Unlock()
-	sl := &slot{cur: r}
-	r.slot = sl
 	undo = func() error {
 		sl.mu.Lock()
 		sl.closed = true
@@ -290,7 +290,7 @@ func (s *Supervisor) Start(ctx context.Context, c agent.Component) (undo func() 
 		return s.stop(cur)
 	}
 	if serr := s.start(ctx, r); serr != nil {
-		return undo, s.startFailed(r, serr)
+		return undo, s.failed(r, StateFailed, serr)
 	}
 	return undo, nil
 }
@@ -305,15 +305,16 @@ func newRun(c agent.Component) *run {
 	return r
 }
 
-// startFailed records a failed start in the run's Status.
-func (s *Supervisor) startFailed(r *run, err error) *StartError {
+// failed ends a start that failed (releasing its context) and records it
+// in the run's Status under state.
+func (s *Supervisor) failed(r *run, state string, err error) *StartError {
 	s.mu.Lock()
 	if r.cancel != nil {
 		r.cancel()
 	}
 	s.mu.Unlock()
 	se := &StartError{Server: r.comp.Name, Plugin: r.status.Plugin, Err: err, Stderr: r.stderr.String()}
-	s.setStatus(r, func(st *Status) { st.State, st.Error = StateFailed, se.Error() })
+	s.setStatus(r, func(st *Status) { st.State, st.Error = state, se.Error() })
 	return se
 }
 
@@ -369,7 +370,7 @@ func (s *Supervisor) Restart(ctx context.Context, server string) (Status, error)
 	r.mu.Unlock()
 	close(done)
 	if err != nil {
-		se := s.startFailed(r, err)
+		se := s.failed(r, StateFailed, err)
 		return s.statusOf(r), se
 	}
 	return s.statusOf(r), nil
@@ -606,7 +607,7 @@ func (s *Supervisor) restart(r *run) {
 		if s.o.MaxRestarts < 0 || n >= s.o.MaxRestarts {
 			if s.o.MaxRestarts > 0 {
 				s.setStatus(r, func(st *Status) {
-					st.Error += fmt.Sprintf(" (gave up after %d restarts; disable its plugin and enable it again to start it anew)", n)
+					st.Error += fmt.Sprintf(" (gave up after %d restarts; start it again with the protocol's mcp_restart, or disable and enable its plugin)", n)
 				})
 			}
 			return
@@ -646,13 +647,7 @@ func (s *Supervisor) restart(r *run) {
 		if err == nil {
 			return
 		}
-		s.mu.Lock()
-		if r.cancel != nil {
-			r.cancel()
-		}
-		s.mu.Unlock()
-		se := &StartError{Server: r.comp.Name, Plugin: r.status.Plugin, Err: fmt.Errorf("restart failed: %w", err), Stderr: r.stderr.String()}
-		s.setStatus(r, func(st *Status) { st.State, st.Error = StateCrashed, se.Error() })
+		s.failed(r, StateCrashed, fmt.Errorf("restart failed: %w", err))
 	}
 }
 
