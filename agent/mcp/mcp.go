@@ -201,9 +201,10 @@ type run struct {
 
 	mu       sync.Mutex
 	stopping bool
-	// restarting is closed when a restart in progress is over; nil when
-	// none is. The fields above belong to that restart until then.
-	restarting chan struct{}
+	// starting is closed when a start in progress (the first, a restart,
+	// or a Restart's) is over; nil when none is. The fields above belong to
+	// that start until then, so stop waits for it.
+	starting chan struct{}
 	started    time.Time // when the current process passed its handshake
 
 	slot *slot
@@ -272,6 +273,14 @@ func (s *Supervisor) Start(ctx context.Context, c agent.Component) (undo func() 
 	r := newRun(c)
 	sl := &slot{cur: r}
 	r.slot = sl // before r is published: Restart reads it
+	done := make(chan struct{})
+	r.starting = done // a Restart that stops r meanwhile waits for this start
+	defer func() {
+		r.mu.Lock()
+		r.starting = nil
+		r.mu.Unlock()
+		close(done)
+	}()
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
@@ -344,7 +353,7 @@ func (s *Supervisor) Restart(ctx context.Context, server string) (Status, error)
 	r.slot = sl
 	r.status.State = StateRestarting
 	done := make(chan struct{})
-	r.restarting = done
+	r.starting = done
 	s.mu.Lock()
 	i := slices.Index(s.runs[server], old)
 	if s.closed || i < 0 {
@@ -366,7 +375,7 @@ func (s *Supervisor) Restart(ctx context.Context, server string) (Status, error)
 	s.stop(old)
 	err := s.start(ctx, r)
 	r.mu.Lock()
-	r.restarting = nil
+	r.starting = nil
 	r.mu.Unlock()
 	close(done)
 	if err != nil {
@@ -630,7 +639,7 @@ func (s *Supervisor) restart(r *run) {
 			return
 		}
 		done := make(chan struct{})
-		r.restarting = done
+		r.starting = done
 		r.mu.Unlock()
 
 		r.cmd, r.exited, r.stderr = nil, make(chan struct{}), newTailBuffer(4<<10)
@@ -641,7 +650,7 @@ func (s *Supervisor) restart(r *run) {
 		err := s.start(r.life, r)
 
 		r.mu.Lock()
-		r.restarting = nil
+		r.starting = nil
 		r.mu.Unlock()
 		close(done)
 		if err == nil {
@@ -664,7 +673,7 @@ func (s *Supervisor) stop(r *run) error {
 	r.mu.Lock()
 	already := r.stopping
 	r.stopping = true
-	busy := r.restarting
+	busy := r.starting
 	r.mu.Unlock()
 	// Ending the run's life cuts a pending restart's wait and a restart's
 	// start short; the teardown below then waits for that start to be over.

@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -585,5 +586,49 @@ func TestRestartThatFailsToStart(t *testing.T) {
 	}
 	if got := startsIn(t, starts); len(got) != 3 {
 		t.Fatalf("processes started: %q, want 3", got)
+	}
+}
+
+// Restarts on request racing reloads that disable and enable the plugin:
+// every restart either happens or says why not, and once the plugin is
+// disabled no process it ever started is left running.
+func TestRestartRacingReloads(t *testing.T) {
+	w := worldtest.New(t)
+	starts := filepath.Join(t.TempDir(), "starts")
+	w.Install("db@corp", "1.0.0", mcpPlugin("db", "pg", map[string]string{"TESTSERVER_STARTS": starts}))
+	sup, rt := newSupervisor(t, w)
+	w.Load(rt, agent.CacheOnly)
+	done := make(chan error, 1)
+	var stop atomic.Bool
+	go func() {
+		defer close(done)
+		for !stop.Load() {
+			_, err := sup.Restart(context.Background(), "plugin:db:pg")
+			var se *StartError
+			if err != nil && !errors.Is(err, ErrNotRunning) && !errors.Is(err, ErrUnknownServer) && !errors.As(err, &se) {
+				done <- err
+				return
+			}
+		}
+	}()
+	for i := 0; i < 6; i++ {
+		w.SetEnabled("db@corp", i%2 == 1)
+		w.Load(rt, agent.CacheOnly)
+		time.Sleep(50 * time.Millisecond) // let restarts run against this state
+	}
+	stop.Store(true)
+	if err := <-done; err != nil {
+		t.Fatalf("Restart: %v", err)
+	}
+	w.SetEnabled("db@corp", false)
+	w.Load(rt, agent.CacheOnly)
+	if st := sup.Status(); len(st) != 0 {
+		t.Fatalf("servers left after the disable: %+v", st)
+	}
+	for _, p := range startsIn(t, starts) {
+		pid, _ := strconv.Atoi(p)
+		if alive(pid) {
+			t.Fatalf("process %d outlived the disable (all started: %v)", pid, startsIn(t, starts))
+		}
 	}
 }
