@@ -205,7 +205,7 @@ type run struct {
 	// or a Restart's) is over; nil when none is. The fields above belong to
 	// that start until then, so stop waits for it.
 	starting chan struct{}
-	started    time.Time // when the current process passed its handshake
+	started  time.Time // when the current process passed its handshake
 
 	slot *slot
 }
