@@ -317,6 +317,11 @@ func newRun(c agent.Component) *run {
 // failed ends a start that failed (releasing its context) and records it
 // in the run's Status under state.
 func (s *Supervisor) failed(r *run, state string, err error) *StartError {
+	if r.life.Err() != nil {
+		// The start was cut short on purpose; what the process did then
+		// (a broken pipe, an exit) is not the reason.
+		err = fmt.Errorf("%w: stopped while it started (a newer restart, a disable or a reload replaced it)", ErrNotRunning)
+	}
 	s.mu.Lock()
 	if r.cancel != nil {
 		r.cancel()
