@@ -373,6 +373,10 @@ func (s *Supervisor) Restart(ctx context.Context, server string) (Status, error)
 	runs = slices.Clone(s.runs[server])
 	runs[i] = r
 	s.runs[server] = runs
+	// Until the new process lists its tools, a call to one of the old
+	// ones says the server is restarting rather than that no server has it.
+	r.tools = old.tools
+	r.status.Error = "restarting on request"
 	s.mu.Unlock()
 	sl.cur = r
 	sl.mu.Unlock()
