@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/wharfhq/wharf/internal/sharedtest"
 	"github.com/wharfhq/wharf/plugin"
 )
 
@@ -15,10 +16,10 @@ import (
 // relative plugin must be a directory inside the marketplace, an external
 // one a concrete URL or package.
 func TestRealWorldMarketplaces(t *testing.T) {
-	root := filepath.Join("..", "..", "shared", "realworld")
+	root := sharedtest.RealWorldDir(t, 1)
 	dirs, err := os.ReadDir(root)
 	if err != nil {
-		t.Skipf("no real-world marketplaces at %s: %v", root, err)
+		t.Fatal(err)
 	}
 	m, _ := newTestManager(t, Options{})
 	total := 0

@@ -5,17 +5,15 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/wharfhq/wharf/internal/sharedtest"
 )
 
 // realworldDir is ../shared/realworld relative to the repository root, that
 // is ../../shared/realworld from this package's directory.
 func realworldDir(t testing.TB) string {
 	t.Helper()
-	dir := filepath.Join("..", "..", "shared", "realworld")
-	if _, err := os.Stat(filepath.Join(dir, "README.md")); err != nil {
-		t.Fatalf("real marketplaces not found at %s (expected ../shared/realworld next to the repository): %v", dir, err)
-	}
-	return dir
+	return sharedtest.RealWorldDir(t, 1)
 }
 
 // realMarketplace reads one real marketplace and loads every relative plugin
