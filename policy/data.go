@@ -80,9 +80,12 @@ type patternEntry struct {
 // Lists of layer indexes are in layer order (highest first) without
 // repeats.
 type factIndex struct {
-	flags                      [][2]*ast.Term // layerFlags, in every request's facts
-	strictSet                  []int          // layers whose strictKnownMarketplaces is set (and valid)
-	crossSet                   []int          // layers that set allowCrossMarketplaceDependenciesOn
+	flags                      [][2]*ast.Term          // layerFlags, in every request's facts
+	githubHost                 string                  // where owner/repo sources point (SetGitHubHost)
+	blockedRepo                map[string][]blockEntry // canonical RepoKey -> blocks, in layer order
+	blockedLocal               map[string][]int        // blocked directory (resolved and as written) -> layers
+	strictSet                  []int                   // layers whose strictKnownMarketplaces is set (and valid)
+	crossSet                   []int                   // layers that set allowCrossMarketplaceDependenciesOn
 	strictExact, strictOwner   map[string][]int
 	blockedExact, blockedOwner map[string][]int
 	strictHost, strictPath     []patternEntry
@@ -122,7 +125,9 @@ func buildFacts(layers []compiledLayer) *factIndex {
 		blockedExact: map[string][]int{}, blockedOwner: map[string][]int{},
 		enabled: map[string][]*ast.Term{}, signatures: map[string][]sigEntry{},
 		surfacesLocked: map[string][]int{}, crossAllowed: map[string][]int{},
-		flags: layerFlags(layers),
+		flags:       layerFlags(layers),
+		githubHost:  currentGitHubHost(),
+		blockedRepo: map[string][]blockEntry{}, blockedLocal: map[string][]int{},
 	}
 	for i, cl := range layers {
 		s := cl.Settings
@@ -142,7 +147,7 @@ func buildFacts(layers []compiledLayer) *factIndex {
 			case settings.KindPathPattern:
 				x.strictPath = append(x.strictPath, compilePattern(i, e.PathPattern))
 			default:
-				addLayer(x.strictExact, e.Key(), i)
+				x.addStrict(e, i)
 			}
 		}
 		for _, e := range blocked.Entries {
@@ -154,7 +159,7 @@ func buildFacts(layers []compiledLayer) *factIndex {
 			case settings.KindPathPattern:
 				x.blockedPath = append(x.blockedPath, compilePattern(i, e.PathPattern))
 			default:
-				addLayer(x.blockedExact, e.Key(), i)
+				x.addBlocked(e, i)
 			}
 		}
 		ids := make([]string, 0, len(s.EnabledPlugins)+len(s.EnabledInvalid))
@@ -277,9 +282,7 @@ func (x *factIndex) facts(r *Request, f *requestFacets) *ast.Term {
 		hit := func(layer int, kind, pattern string) {
 			blocked = append(blocked, ast.ArrayTerm(ast.InternedTerm(layer), strTerm(kind), strTerm(pattern)))
 		}
-		for _, i := range x.blockedExact[src.key] {
-			hit(i, "exact", "")
-		}
+		x.blockedHits(src, func(i int) { hit(i, "exact", "") })
 		for _, i := range x.blockedOwner[src.owner] {
 			hit(i, "owner", "")
 		}
@@ -290,9 +293,9 @@ func (x *factIndex) facts(r *Request, f *requestFacets) *ast.Term {
 				}
 			}
 		}
-		if src.path != "" {
+		if src.path != "" || src.lexPath != "" {
 			for _, p := range x.blockedPath {
-				if p.re != nil && p.re.MatchString(src.path) {
+				if p.re != nil && (src.path != "" && p.re.MatchString(src.path) || src.lexPath != "" && p.re.MatchString(src.lexPath)) {
 					hit(p.layer, "path", p.pattern)
 				}
 			}

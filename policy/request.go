@@ -275,10 +275,20 @@ func (r Request) Input() map[string]any {
 	}
 }
 
-// sourceFacets are the parts of a marketplace source that policy compares.
+// sourceFacets are the parts of a marketplace source that policy compares,
+// in canonical form (see sourcematch.go).
 type sourceFacets struct {
 	known                           bool
 	key, owner, host, path, display string
+	// rawKey is the source's key as written (settings.MarketplaceSource.Key),
+	// for entries that have no canonical form.
+	rawKey string
+	// canon is the canonical form, when canonical is set.
+	canon     plugin.CanonicalSource
+	canonical bool
+	// lexPath is a local source's path as written (absolute, symlinks not
+	// resolved): blocks are matched against it too.
+	lexPath string
 }
 
 type requestFacets struct {
@@ -287,15 +297,30 @@ type requestFacets struct {
 	src                        sourceFacets
 }
 
-func facetsOf(s *settings.MarketplaceSource) sourceFacets {
-	return sourceFacets{known: true, key: s.Key(), owner: s.RepoOwner(), host: s.Host(), path: s.LocalPath(), display: displaySource(*s)}
+// facetsOf computes the facets of a source. ghHost is the GitHub host
+// owner/repo sources point at. A local path is resolved (symlinks): the only
+// disk access a decision makes.
+func facetsOf(s *settings.MarketplaceSource, ghHost string) sourceFacets {
+	f := sourceFacets{known: true, rawKey: s.Key(), display: displaySource(*s)}
+	c, ok := canonicalOf(s, ghHost)
+	if !ok {
+		f.key, f.owner, f.host, f.path = f.rawKey, s.RepoOwner(), s.Host(), s.LocalPath()
+		return f
+	}
+	f.canon, f.canonical = c, true
+	f.key, f.owner, f.host = c.Key(), c.Owner(), c.Host
+	if c.Kind == plugin.CanonLocal {
+		f.path = c.Path
+		f.lexPath = lexicalPath(s)
+	}
+	return f
 }
 
 // facets computes what policy compares of the request. With withSource
 // false the marketplace source is left out (see marketplaceTerm).
-func (r Request) facets() requestFacets { return r.facetsWith(true) }
+func (r Request) facets() requestFacets { return r.facetsWith(true, currentGitHubHost()) }
 
-func (r Request) facetsWith(withSource bool) requestFacets {
+func (r Request) facetsWith(withSource bool, ghHost string) requestFacets {
 	var f requestFacets
 	if !r.Plugin.IsZero() {
 		f.plugin, f.pluginMkt = r.Plugin.String(), r.Plugin.Source
@@ -305,7 +330,7 @@ func (r Request) facetsWith(withSource bool) requestFacets {
 		f.mktName = f.pluginMkt
 	}
 	if s := r.Marketplace.Source; s != nil && withSource {
-		f.src = facetsOf(s)
+		f.src = facetsOf(s, ghHost)
 	}
 	if !r.RequiredBy.IsZero() {
 		f.requiredBy, f.requiredByMkt = r.RequiredBy.String(), r.RequiredBy.Source
@@ -339,9 +364,13 @@ var (
 // on the request (keys, empty sets, common strings) are shared: OPA never
 // modifies its input.
 func (r Request) evalInput(x *factIndex) ast.Value {
-	f := r.facetsWith(false)
+	ghHost := currentGitHubHost()
+	if x != nil {
+		ghHost = x.githubHost
+	}
+	f := r.facetsWith(false, ghHost)
 	var mk *ast.Term
-	f.src, mk = marketplaceTerm(f.mktName, r.Marketplace.Source)
+	f.src, mk = marketplaceTerm(f.mktName, r.Marketplace.Source, ghHost)
 	trueSet := func(keys []string) *ast.Term {
 		if len(keys) == 0 {
 			return emptyObject
@@ -373,10 +402,12 @@ func (r Request) evalInput(x *factIndex) ast.Value {
 	return ast.NewObject(items[:]...)
 }
 
-// marketplaceKey is what input.marketplace depends on: the name and the
-// source without its headers (headers are not identity).
+// marketplaceKey is what input.marketplace depends on: the name, the
+// source without its headers (headers are not identity) and the GitHub
+// host. Local sources are not cached: their facets depend on the symlinks
+// on disk at the time of the decision.
 type marketplaceKey struct {
-	name                                  string
+	name, ghHost                          string
 	known                                 bool
 	kind, repo, url, ref, path            string
 	hostPattern, pathPattern, ownerPrefix string
@@ -398,20 +429,26 @@ var marketplaceTerms struct {
 const marketplaceTermsMax = 1024
 
 // marketplaceTerm returns the facets of src and input.marketplace.
-func marketplaceTerm(name string, src *settings.MarketplaceSource) (sourceFacets, *ast.Term) {
+func marketplaceTerm(name string, src *settings.MarketplaceSource, ghHost string) (sourceFacets, *ast.Term) {
 	k := marketplaceKey{name: name}
+	local := false
 	if src != nil {
-		k = marketplaceKey{name: name, known: true, kind: src.Source, repo: src.Repo, url: src.URL, ref: src.Ref, path: src.Path,
+		k = marketplaceKey{name: name, ghHost: ghHost, known: true, kind: src.Source, repo: src.Repo, url: src.URL, ref: src.Ref, path: src.Path,
 			hostPattern: src.HostPattern, pathPattern: src.PathPattern, ownerPrefix: src.Owner}
+		local = src.Source == settings.KindDirectory || src.Source == settings.KindFile ||
+			src.Source == settings.KindGit && strings.HasPrefix(strings.ToLower(strings.TrimSpace(src.URL)), "file:")
 	}
-	marketplaceTerms.RLock()
-	e, ok := marketplaceTerms.m[k]
-	marketplaceTerms.RUnlock()
-	if ok {
-		return e.src, e.term
+	var e marketplaceEntry
+	if !local {
+		marketplaceTerms.RLock()
+		cached, ok := marketplaceTerms.m[k]
+		marketplaceTerms.RUnlock()
+		if ok {
+			return cached.src, cached.term
+		}
 	}
 	if src != nil {
-		e.src = facetsOf(src)
+		e.src = facetsOf(src, ghHost)
 	}
 	e.term = ast.NewTerm(ast.NewObject(
 		ast.Item(keyName, strTerm(name)),
@@ -422,6 +459,9 @@ func marketplaceTerm(name string, src *settings.MarketplaceSource) (sourceFacets
 		ast.Item(keyPath, strTerm(e.src.path)),
 		ast.Item(keyDisplay, strTerm(e.src.display)),
 	))
+	if local {
+		return e.src, e.term
+	}
 	marketplaceTerms.Lock()
 	if marketplaceTerms.m == nil || len(marketplaceTerms.m) >= marketplaceTermsMax {
 		marketplaceTerms.m = make(map[marketplaceKey]marketplaceEntry)

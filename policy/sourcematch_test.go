@@ -1,0 +1,290 @@
+package policy
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/wharfhq/wharf/settings"
+)
+
+func engineWith(t *testing.T, managed string) *Engine {
+	t.Helper()
+	e, err := NewEngine([]Layer{{Name: "org", Settings: []byte(managed), Origin: "managed-settings.json"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return e
+}
+
+func src(t *testing.T, js string) settings.MarketplaceSource {
+	t.Helper()
+	s, err := settings.ParseSource([]byte(js))
+	if err != nil {
+		t.Fatalf("%s: %v", js, err)
+	}
+	return s
+}
+
+func gitSrc(u string) string {
+	b, _ := json.Marshal(map[string]string{"source": "git", "url": u})
+	return string(b)
+}
+
+func dirSrc(kind, p string) string {
+	b, _ := json.Marshal(map[string]string{"source": kind, "path": p})
+	return string(b)
+}
+
+// checkAdd asks whether the source may be added and reports whether
+// blockedMarketplaces (or strictKnownMarketplaces, per rule) refused it.
+func checkAdd(t *testing.T, e *Engine, source string) (denied bool, rules []string) {
+	t.Helper()
+	d, err := e.Decide(context.Background(), Request{Action: ActionAddMarketplace,
+		Marketplace: Marketplace{Name: "m", Source: ptr(src(t, source))}})
+	if err != nil {
+		t.Fatalf("%s: %v", source, err)
+	}
+	for _, r := range d.Reasons {
+		rules = append(rules, r.Rule)
+	}
+	return !d.Allowed, rules
+}
+
+func ptr[T any](v T) *T { return &v }
+
+// Every alias of a blocked git repository is blocked.
+func TestBlockedMarketplaceGitAliases(t *testing.T) {
+	aliases := []string{
+		`{"source":"github","repo":"acme/tools"}`,
+		`{"source":"github","repo":"ACME/Tools"}`,
+		`{"source":"github","repo":"acme/tools.git"}`,
+		`{"source":"github","repo":"acme/tools","ref":"v2"}`,
+		`{"source":"github","repo":"acme/tools","path":"sub/dir"}`,
+		gitSrc("https://github.com/acme/tools"),
+		gitSrc("https://github.com/acme/tools.git"),
+		gitSrc("https://GITHUB.COM/acme/tools"),
+		gitSrc("https://github.com:443/acme/tools"),
+		gitSrc("https://someone@github.com/acme/tools"),
+		gitSrc("https://someone:token@github.com/acme/tools.git"),
+		gitSrc("https://github.com/acme/tools/"),
+		gitSrc("https://github.com//acme//tools"),
+		gitSrc("https://github.com./acme/tools"),
+		gitSrc("ssh://git@github.com/acme/tools.git"),
+		gitSrc("ssh://git@github.com:22/acme/tools"),
+		gitSrc("git@github.com:acme/tools.git"),
+		gitSrc("git@github.com:acme/tools"),
+		gitSrc("git@GitHub.com:Acme/Tools.git/"),
+		gitSrc("git://github.com/acme/tools"),
+	}
+	blocks := map[string]string{
+		"github block":       `{"source":"github","repo":"acme/tools"}`,
+		"https URL block":    gitSrc("https://github.com/acme/tools"),
+		"scp-like block":     gitSrc("git@github.com:acme/tools.git"),
+		"uppercased block":   `{"source":"github","repo":"Acme/TOOLS"}`,
+		"ssh URL block":      gitSrc("ssh://git@github.com:22/acme/tools.git/"),
+		"userinfo URL block": gitSrc("https://x:y@github.com:443//acme/tools.git"),
+	}
+	for name, block := range blocks {
+		e := engineWith(t, `{"blockedMarketplaces":[`+block+`]}`)
+		for _, a := range aliases {
+			if denied, rules := checkAdd(t, e, a); !denied || len(rules) == 0 || rules[0] != "blockedMarketplaces" {
+				t.Errorf("%s: %s was not blocked (rules %v)", name, a, rules)
+			}
+		}
+		// What is not the same repository passes.
+		for _, other := range []string{
+			`{"source":"github","repo":"acme/tools2"}`,
+			`{"source":"github","repo":"acme/tool"}`,
+			`{"source":"github","repo":"other/tools"}`,
+			gitSrc("https://gitlab.com/acme/tools"),
+			gitSrc("https://github.com/acme/tools-extra"),
+			gitSrc("git@github.com:acme/tools/sub.git"),
+			gitSrc("https://github.com/acme"),
+		} {
+			if denied, rules := checkAdd(t, e, other); denied {
+				t.Errorf("%s: %s was refused (%v), but it is another repository", name, other, rules)
+			}
+		}
+	}
+}
+
+// A block that names a ref or a subdirectory blocks only that; a block
+// without them blocks every ref and subdirectory.
+func TestBlockedMarketplaceRefAndPath(t *testing.T) {
+	e := engineWith(t, `{"blockedMarketplaces":[{"source":"github","repo":"acme/tools","ref":"v1"},{"source":"git","url":"https://git.corp/team/mkts","path":"bad"}]}`)
+	for _, c := range []struct {
+		src     string
+		blocked bool
+	}{
+		{`{"source":"github","repo":"acme/tools","ref":"v1"}`, true},
+		{`{"source":"git","url":"git@github.com:acme/tools.git","ref":"v1"}`, true},
+		{`{"source":"github","repo":"acme/tools","ref":"v2"}`, false},
+		{`{"source":"git","url":"https://git.corp/team/mkts","path":"bad"}`, true},
+		{`{"source":"git","url":"https://git.corp/team/mkts","path":"./bad/"}`, true},
+		{`{"source":"git","url":"https://git.corp/team/mkts","path":"bad/.claude-plugin/marketplace.json"}`, true},
+		{`{"source":"git","url":"https://git.corp/Team/Mkts.git","path":"bad/deeper"}`, true},
+		{`{"source":"git","url":"https://git.corp/team/mkts","path":"good"}`, false},
+		{`{"source":"git","url":"https://git.corp/team/mkts","path":"badder"}`, false},
+	} {
+		if denied, rules := checkAdd(t, e, c.src); denied != c.blocked {
+			t.Errorf("%s: denied=%v (%v), want %v", c.src, denied, rules, c.blocked)
+		}
+	}
+}
+
+// With a GitHub Enterprise host, owner/repo means that host: a github block
+// refuses the repository there (and on github.com), whatever the spelling.
+func TestBlockedMarketplaceGitHubEnterprise(t *testing.T) {
+	SetGitHubHost("GHE.Corp.example")
+	t.Cleanup(func() { gitHubHost.Store(nil) })
+	e := engineWith(t, `{"blockedMarketplaces":[{"source":"github","repo":"acme/tools"}],"strictKnownMarketplaces":[{"source":"github","repo":"acme/ok"}]}`)
+	for _, a := range []string{
+		gitSrc("https://ghe.corp.example/acme/tools.git"),
+		gitSrc("git@GHE.corp.example:Acme/tools"),
+		gitSrc("https://github.com/acme/tools"),
+		`{"source":"github","repo":"acme/tools"}`,
+	} {
+		if denied, rules := checkAdd(t, e, a); !denied || !contains(rules, "blockedMarketplaces") {
+			t.Errorf("%s was not blocked (%v)", a, rules)
+		}
+	}
+	// The allowlist names the GHE repository: its URL spellings are allowed,
+	// the same path on github.com is another repository.
+	for _, c := range []struct {
+		src     string
+		allowed bool
+	}{
+		{`{"source":"github","repo":"acme/ok"}`, true},
+		{gitSrc("git@ghe.corp.example:acme/ok.git"), true},
+		{gitSrc("https://GHE.corp.example:443/Acme/OK/"), true},
+		{gitSrc("https://github.com/acme/ok"), false},
+	} {
+		if denied, rules := checkAdd(t, e, c.src); denied == c.allowed {
+			t.Errorf("%s: denied=%v (%v), want allowed=%v", c.src, denied, rules, c.allowed)
+		}
+	}
+}
+
+func contains(l []string, s string) bool {
+	for _, x := range l {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// A blocked directory is blocked through a symlink, through the
+// marketplace.json inside it, and for everything below it.
+func TestBlockedMarketplaceLocalAliases(t *testing.T) {
+	tmp := t.TempDir()
+	blocked := filepath.Join(tmp, "blocked")
+	manifest := filepath.Join(blocked, ".claude-plugin", "marketplace.json")
+	if err := os.MkdirAll(filepath.Dir(manifest), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(manifest, []byte(`{"name":"bad","owner":{"name":"x"},"plugins":[]}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(blocked, "marketplace.json"), []byte(`{}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(tmp, "innocent")
+	if err := os.Symlink(blocked, link); err != nil {
+		t.Skip("symlinks unavailable:", err)
+	}
+	fileLink := filepath.Join(tmp, "catalog.json")
+	if err := os.Symlink(manifest, fileLink); err != nil {
+		t.Fatal(err)
+	}
+	other := filepath.Join(tmp, "other")
+	if err := os.MkdirAll(other, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	aliases := []string{
+		dirSrc("directory", blocked),
+		dirSrc("directory", blocked+"/"),
+		dirSrc("directory", blocked+"//"),
+		dirSrc("directory", filepath.Join(other, "..", "blocked")),
+		dirSrc("directory", link),
+		dirSrc("directory", filepath.Join(blocked, ".claude-plugin")),
+		dirSrc("directory", filepath.Join(blocked, "nested")),
+		dirSrc("file", manifest),
+		dirSrc("file", filepath.Join(blocked, "marketplace.json")),
+		dirSrc("file", filepath.Join(link, ".claude-plugin", "marketplace.json")),
+		dirSrc("file", filepath.Join(link, "marketplace.json")),
+		dirSrc("file", fileLink),
+		gitSrc("file://" + filepath.ToSlash(link)),
+	}
+	blocks := map[string]string{
+		"directory block":         dirSrc("directory", blocked),
+		"block through a symlink": dirSrc("directory", link),
+		"file block":              dirSrc("file", manifest),
+		"pathPattern block":       `{"source":"pathPattern","pathPattern":"^` + strings.ReplaceAll(filepath.ToSlash(blocked), ".", `\\.`) + `(/|$)"}`,
+	}
+	for name, block := range blocks {
+		e := engineWith(t, `{"blockedMarketplaces":[`+block+`]}`)
+		for _, a := range aliases {
+			if denied, rules := checkAdd(t, e, a); !denied || !contains(rules, "blockedMarketplaces") {
+				t.Errorf("%s: %s was not blocked (%v)", name, a, rules)
+			}
+		}
+		for _, ok := range []string{dirSrc("directory", other), dirSrc("directory", blocked+"-2"), dirSrc("directory", tmp)} {
+			if denied, rules := checkAdd(t, e, ok); denied {
+				t.Errorf("%s: %s was refused (%v)", name, ok, rules)
+			}
+		}
+	}
+}
+
+// The allowlist compares the resolved path: a link named like an allowed
+// directory but pointing elsewhere is refused, and the allowed directory is
+// allowed through its manifest.
+func TestStrictKnownMarketplacesResolvesPaths(t *testing.T) {
+	tmp := t.TempDir()
+	allowed := filepath.Join(tmp, "allowed")
+	evil := filepath.Join(tmp, "evil")
+	for _, d := range []string{allowed, evil, filepath.Join(tmp, "mkts")} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sneaky := filepath.Join(tmp, "mkts", "sneaky")
+	if err := os.Symlink(evil, sneaky); err != nil {
+		t.Skip("symlinks unavailable:", err)
+	}
+	e := engineWith(t, `{"strictKnownMarketplaces":[`+dirSrc("directory", allowed)+`,{"source":"pathPattern","pathPattern":"^`+filepath.ToSlash(tmp)+`/mkts/"},{"source":"hostPattern","hostPattern":"^git\\.corp$"},{"source":"github","repo":"acme/tools"}]}`)
+	for _, c := range []struct {
+		src     string
+		allowed bool
+	}{
+		{dirSrc("directory", allowed), true},
+		{dirSrc("file", filepath.Join(allowed, ".claude-plugin", "marketplace.json")), true},
+		{dirSrc("directory", sneaky), false},
+		{dirSrc("directory", filepath.Join(allowed, "sub")), false},
+		{gitSrc("https://user@GIT.corp:443/any/repo.git"), true},
+		{gitSrc("git@git.corp:any/repo"), true},
+		{gitSrc("https://git.corp.evil.example/any/repo"), false},
+		{gitSrc("git@github.com:acme/tools.git"), true},
+		{gitSrc("https://github.com/acme/other"), false},
+	} {
+		if denied, rules := checkAdd(t, e, c.src); denied == c.allowed {
+			t.Errorf("%s: denied=%v (%v), want allowed=%v", c.src, denied, rules, c.allowed)
+		}
+	}
+}
+
+// The denial names the source as the user wrote it and the rule.
+func TestBlockedAliasMessage(t *testing.T) {
+	e := engineWith(t, `{"blockedMarketplaces":[{"source":"github","repo":"acme/tools"}]}`)
+	err := e.AllowAdd(context.Background(), "tools", src(t, gitSrc("git@github.com:acme/tools.git")))
+	var d *Denial
+	if !errors.As(err, &d) || !strings.Contains(err.Error(), "git:git@github.com:acme/tools.git") || !strings.Contains(err.Error(), "blockedMarketplaces") {
+		t.Fatalf("err = %v", err)
+	}
+}
