@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 
+	"github.com/wharfhq/wharf/marketplace"
 	"github.com/wharfhq/wharf/policy"
 	"github.com/wharfhq/wharf/settings"
 )
@@ -36,10 +37,7 @@ func (d policyDecider) DecideMarketplace(ctx context.Context, name string, sourc
 	if update {
 		req.Action = policy.ActionUpdateMarketplace
 	}
-	var src settings.MarketplaceSource
-	if err := json.Unmarshal(source, &src); err == nil && src.Source != "" {
-		req.Marketplace.Source = &src
-	}
+	req.Marketplace.Source = decisionSource(source)
 	pd, err := d.e.Decide(ctx, req)
 	if err != nil {
 		return Decision{}, err
@@ -61,14 +59,31 @@ func (d policyDecider) Decide(ctx context.Context, in DecisionInput) (Decision, 
 	req := policy.Request{Action: policy.ActionInstall, Plugin: in.Plugin, RequiredBy: in.RequiredBy,
 		Marketplace: policy.Marketplace{Name: in.Plugin.Source}}
 	if len(in.MarketplaceSource) > 0 {
-		var src settings.MarketplaceSource
-		if err := json.Unmarshal(in.MarketplaceSource, &src); err == nil {
-			req.Marketplace.Source = &src
-		}
+		req.Marketplace.Source = decisionSource(in.MarketplaceSource)
 	}
 	pd, err := d.e.Decide(ctx, req)
 	if err != nil {
 		return Decision{}, err
 	}
 	return fromPolicy(pd), nil
+}
+
+// decisionSource reads a marketplace source as the marketplace manager
+// will (the string forms "owner/repo", a git URL or a path included), in
+// the settings form policy matches; nil when it is not a source, which
+// strictKnownMarketplaces refuses.
+func decisionSource(raw json.RawMessage) *settings.MarketplaceSource {
+	var ms marketplace.Source
+	if err := json.Unmarshal(raw, &ms); err == nil {
+		if b, err := json.Marshal(ms); err == nil {
+			if s, err := settings.ParseSource(b); err == nil {
+				return &s
+			}
+		}
+	}
+	var s settings.MarketplaceSource
+	if err := json.Unmarshal(raw, &s); err == nil && s.Source != "" {
+		return &s
+	}
+	return nil
 }
