@@ -28,10 +28,26 @@ func checkHTTPURL(raw string) (*url.URL, error) {
 // client returns the HTTP client with a redirect check: every hop must pass
 // the same URL rule as the first, so an https URL cannot redirect to plain
 // http on another host.
-func (f *Fetcher) client() *http.Client {
+//
+// Unless private networks are allowed (see AllowPrivateEnv), the client also
+// refuses hosts that are not public, on the first request and on every
+// redirect, and dials only addresses it checked.
+func (f *Fetcher) client(g *addrGuard) *http.Client {
 	c := http.Client{}
 	if f.HTTPClient != nil {
 		c = *f.HTTPClient
+	}
+	if !g.off {
+		switch t := c.Transport.(type) {
+		case nil:
+			tr := http.DefaultTransport.(*http.Transport).Clone()
+			g.protect(tr)
+			c.Transport = tr
+		case *http.Transport:
+			tr := t.Clone()
+			g.protect(tr)
+			c.Transport = tr
+		}
 	}
 	next := c.CheckRedirect
 	c.CheckRedirect = func(req *http.Request, via []*http.Request) error {
@@ -40,6 +56,9 @@ func (f *Fetcher) client() *http.Client {
 		}
 		if _, err := checkHTTPURL(req.URL.String()); err != nil {
 			return fmt.Errorf("redirect refused: %w", err)
+		}
+		if err := g.checkURL(req.Context(), req.URL); err != nil {
+			return fmt.Errorf("redirect to %s refused: %w", redactURL(req.URL.String()), err)
 		}
 		if next != nil {
 			return next(req, via)
@@ -51,10 +70,16 @@ func (f *Fetcher) client() *http.Client {
 
 // get performs one GET under the fetch timeout and returns the open body.
 func (f *Fetcher) get(ctx context.Context, raw string, accept string) (*http.Response, context.CancelFunc, error) {
-	if _, err := checkHTTPURL(raw); err != nil {
+	u, err := checkHTTPURL(raw)
+	if err != nil {
 		return nil, nil, err
 	}
 	ctx, cancel := context.WithTimeout(ctx, f.timeout())
+	g := f.guard()
+	if err := g.checkURL(ctx, u); err != nil {
+		cancel()
+		return nil, nil, fmt.Errorf("GET %s: %w", redactURL(raw), err)
+	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, raw, nil)
 	if err != nil {
 		cancel()
@@ -63,7 +88,7 @@ func (f *Fetcher) get(ctx context.Context, raw string, accept string) (*http.Res
 	if accept != "" {
 		req.Header.Set("Accept", accept)
 	}
-	resp, err := f.client().Do(req)
+	resp, err := f.client(g).Do(req)
 	if err != nil {
 		cancel()
 		if ctx.Err() != nil {

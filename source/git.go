@@ -34,22 +34,23 @@ var (
 const wharfPinRef = "refs/wharf/pin"
 
 // gitURL returns the clone URL and the subdirectory to take ("" = root).
-func (f *Fetcher) gitURL(req *Request) (string, string, error) {
+func (f *Fetcher) gitURL(ctx context.Context, req *Request) (string, string, error) {
 	s := req.Source
 	var raw, sub string
+	configured := false // raw is the configured GitHub's URL
 	switch s.Kind {
 	case plugin.SourceGitHub:
 		if !ownerRepoRE.MatchString(s.Repo) || strings.Contains(s.Repo, "..") {
 			return "", "", failf(req, `write repo as "owner/repo"`, "%w: github repo %q is not owner/repo", ErrUnsupported, s.Repo)
 		}
-		raw = f.githubURL(s.Repo)
+		raw, configured = f.githubURL(s.Repo), true
 	case plugin.SourceURL, plugin.SourceGitSubdir:
 		raw = s.URL
 		if raw == "" {
 			raw = s.Repo
 		}
 		if ownerRepoRE.MatchString(raw) && !strings.Contains(raw, "..") {
-			raw = f.githubURL(raw)
+			raw, configured = f.githubURL(raw), true
 		}
 		sub = s.Path
 		if s.Kind == plugin.SourceGitSubdir && strings.TrimPrefix(strings.TrimSpace(sub), "./") == "" {
@@ -59,7 +60,30 @@ func (f *Fetcher) gitURL(req *Request) (string, string, error) {
 	if err := f.checkGitURL(raw); err != nil {
 		return "", "", fail(req, "use an https:// or git@host:owner/repo URL", err)
 	}
+	if !configured {
+		// A URL the marketplace entry wrote (not the configured GitHub):
+		// its host must be public. git dials by itself, so this is checked
+		// once, before the clone.
+		if host := gitHost(raw); host != "" {
+			if _, err := f.guard().resolve(ctx, host); err != nil {
+				return "", "", fail(req, "use a repository on a public host, or set "+AllowPrivateEnv+"=1 to allow private ones", err)
+			}
+		}
+	}
 	return raw, sub, nil
+}
+
+// gitHost is the host of an https://, ssh:// or scp-like git URL; "" for
+// file:// and anything else.
+func gitHost(raw string) string {
+	if scpRE.MatchString(raw) && !strings.Contains(raw, "://") {
+		head, _, _ := strings.Cut(raw, ":")
+		return head[strings.LastIndex(head, "@")+1:]
+	}
+	if u, err := url.Parse(raw); err == nil && u.Scheme != "file" {
+		return u.Hostname()
+	}
+	return ""
 }
 
 func (f *Fetcher) githubURL(repo string) string {
@@ -162,7 +186,7 @@ func (p progressWriter) Write(b []byte) (int, error) {
 // checkout, so the result has no .git and a subdirectory is exactly what the
 // commit holds.
 func (f *Fetcher) fetchGit(ctx context.Context, req *Request, t *tree) (*Result, error) {
-	rawURL, sub, err := f.gitURL(req)
+	rawURL, sub, err := f.gitURL(ctx, req)
 	if err != nil {
 		return nil, err
 	}

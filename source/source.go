@@ -41,6 +41,10 @@ type Fetcher struct {
 	// AllowFileURLs permits file:// git URLs. Off by default: a marketplace
 	// entry must not be able to copy an arbitrary local repository.
 	AllowFileURLs bool
+	// AllowPrivateNetworks lets archive, npm and git sources reach loopback,
+	// link-local and private addresses; WHARF_ALLOW_PRIVATE_SOURCES=1 does
+	// the same (see AllowPrivateEnv).
+	AllowPrivateNetworks bool
 	// Limits bound entries and bytes written per source.
 	Limits Limits
 	// Progress receives human-readable progress lines; nil is silent.

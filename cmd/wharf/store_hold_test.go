@@ -56,6 +56,8 @@ func TestSlowInstallDoesNotLockOutReaders(t *testing.T) {
 	writeFile(t, filepath.Join(mkt, ".claude-plugin", "marketplace.json"),
 		`{"name": "m", "owner": {"name": "t"}, "plugins": [{"name": "slow", "source": {"source": "archive", "url": "`+srv.URL+`/slow.zip"}}]}`)
 	w := newWharfRun(t)
+	// The archive is served on loopback.
+	w.env = append(w.env, "WHARF_ALLOW_PRIVATE_SOURCES=1")
 	w.ok("marketplace", "add", mkt)
 
 	install := w.cmd("install", "slow@m")
