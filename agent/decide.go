@@ -10,7 +10,9 @@ import (
 	"sync"
 
 	"github.com/wharfhq/wharf/atomicfile"
+	"github.com/wharfhq/wharf/plugin"
 	"github.com/wharfhq/wharf/policy"
+	"github.com/wharfhq/wharf/settings"
 )
 
 // Policy is what the loader asks before it loads a plugin, a surface of
@@ -120,8 +122,14 @@ func appendMemoKey(dst []byte, r policy.Request) []byte {
 		dst = append(dst, s...)
 	}
 	dst = append(dst, 0)
-	if r.Marketplace.Source != nil {
-		dst = append(dst, r.Marketplace.Source.Key()...)
+	if s := r.Marketplace.Source; s != nil {
+		dst = append(dst, s.Key()...)
+		if s.Source == settings.KindDirectory || s.Source == settings.KindFile {
+			// Policy matches a local source by its resolved path: a link
+			// repointed since the decision was memoized is a new request.
+			dst = append(dst, 0)
+			dst = append(dst, plugin.ResolvePath(s.Path)...)
+		}
 	}
 	return dst
 }
