@@ -46,8 +46,8 @@ type CanonicalSource struct {
 	Query string // url only: the raw query
 	Ref   string // git ref (git and local git sources)
 	Sub   string // git only: the marketplace's directory inside the repository
-	// GitHub reports a repository on a GitHub host (its owner is the
-	// first element of Path).
+	// GitHub reports a repository or URL on a GitHub host (its owner is
+	// the first element of Path).
 	GitHub bool
 }
 
@@ -135,7 +135,7 @@ func CanonicalizeMarketplaceSource(kind, repo, rawURL, ref, p string, o CanonOpt
 		if up == "" {
 			up = "/"
 		}
-		return CanonicalSource{Kind: CanonURL, Host: host, Port: port, Path: path.Clean("/" + up), Query: u.RawQuery}, nil
+		return CanonicalSource{Kind: CanonURL, Host: host, Port: port, Path: path.Clean("/" + up), Query: u.RawQuery, GitHub: o.isGitHub(host)}, nil
 	case mktDirectory, mktFile:
 		if strings.TrimSpace(p) == "" {
 			return bad("%s source has no path", kind)
@@ -373,13 +373,13 @@ func (c CanonicalSource) Covers(o CanonicalSource) bool {
 	return c.Sub == "" || c.Sub == o.Sub || strings.HasPrefix(o.Sub, c.Sub+"/")
 }
 
-// Owner is the lower-case owner of a repository on a GitHub host; "" for
-// any other source.
+// Owner is the lower-case owner of a repository on a GitHub host (or of a
+// URL there: its first path element); "" for any other source.
 func (c CanonicalSource) Owner() string {
-	if c.Kind != CanonGit || !c.GitHub {
+	if c.Kind == CanonLocal || !c.GitHub {
 		return ""
 	}
-	o, _, _ := strings.Cut(c.Path, "/")
+	o, _, _ := strings.Cut(strings.TrimPrefix(c.Path, "/"), "/")
 	return strings.ToLower(o)
 }
 

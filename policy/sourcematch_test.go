@@ -288,3 +288,24 @@ func TestBlockedAliasMessage(t *testing.T) {
 		t.Fatalf("err = %v", err)
 	}
 }
+
+// "owner/*" blocks the owner's repositories in every form, and a
+// marketplace.json URL under the owner on github.com.
+func TestBlockedOwnerWildcardAliases(t *testing.T) {
+	e := engineWith(t, `{"blockedMarketplaces":["Acme/*"]}`)
+	for _, a := range []string{
+		`{"source":"github","repo":"acme/anything"}`,
+		gitSrc("git@github.com:ACME/x.git"),
+		gitSrc("https://tok@github.com:443//acme/y/"),
+		`{"source":"url","url":"https://github.com/acme/m/marketplace.json"}`,
+	} {
+		if denied, rules := checkAdd(t, e, a); !denied || !contains(rules, "blockedMarketplaces") {
+			t.Errorf("%s was not blocked (%v)", a, rules)
+		}
+	}
+	for _, ok := range []string{`{"source":"github","repo":"acme-labs/x"}`, gitSrc("https://gitlab.com/acme/x")} {
+		if denied, rules := checkAdd(t, e, ok); denied {
+			t.Errorf("%s was refused (%v)", ok, rules)
+		}
+	}
+}
