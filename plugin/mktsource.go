@@ -137,7 +137,7 @@ func CanonicalizeMarketplaceSource(kind, repo, rawURL, ref, p string, o CanonOpt
 		}
 		return CanonicalSource{Kind: CanonURL, Host: host, Port: port, Path: path.Clean("/" + up), Query: u.RawQuery, GitHub: o.isGitHub(host)}, nil
 	case mktDirectory, mktFile:
-		if strings.TrimSpace(p) == "" {
+		if p == "" {
 			return bad("%s source has no path", kind)
 		}
 		return CanonicalSource{Kind: CanonLocal, Path: canonLocal(p, o)}, nil
@@ -253,7 +253,6 @@ func canonRepoPath(p string, github bool) string {
 // canonSub cleans the marketplace's path inside a repository; a
 // marketplace.json file maps to the directory it describes.
 func canonSub(p string) string {
-	p = strings.TrimSpace(p)
 	if p == "" {
 		return ""
 	}
@@ -283,7 +282,6 @@ func manifestDir(p string, base, dir func(string) string) string {
 }
 
 func canonLocal(p string, o CanonOptions) string {
-	p = strings.TrimSpace(p)
 	if o.Resolve != nil {
 		p = o.Resolve(p)
 	} else {

@@ -158,7 +158,7 @@ func TestCanonicalErrors(t *testing.T) {
 		{kind: "git", url: "https://host:99999/x"},
 		{kind: "git", url: "https://host/"},
 		{kind: "url", url: "file:///x.json"},
-		{kind: "directory", path: " "},
+		{kind: "directory", path: ""},
 		{kind: "hostPattern"},
 		{kind: "github", repo: "a/b\n"},
 	} {
