@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"log/slog"
+	"net"
 	"time"
 
 	"github.com/wharfhq/wharf/plugin"
@@ -182,4 +183,11 @@ type Deps struct {
 	StateCacheTTL time.Duration
 	// Now is the clock (tests); default time.Now.
 	Now func() time.Time
+	// TrustedProxies are the reverse proxies whose X-Forwarded-For is
+	// believed for the client's address. Empty (the default): the address
+	// is the connection's, and X-Forwarded-For is ignored.
+	TrustedProxies []*net.IPNet
+	// MaxClients bounds the per-address rate-limit buckets (default 10000);
+	// the least recently used address is forgotten first.
+	MaxClients int
 }

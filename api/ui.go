@@ -69,6 +69,7 @@ func newConsole(s *Server) (*console, error) {
 	e.HideBanner = true
 	e.HidePort = true
 	e.HTTPErrorHandler = u.errorHandler
+	e.IPExtractor = ipExtractor(s.deps.TrustedProxies)
 	e.Use(s.middleware, u.headers)
 
 	toCatalog := func(c echo.Context) error { return c.Redirect(http.StatusFound, "/ui/") }
@@ -274,7 +275,7 @@ func (u *console) renderSignin(c echo.Context, status int, msgs []web.Message) e
 func (u *console) signin(c echo.Context) error {
 	// Guessing tokens through the form costs from the same budget as the
 	// API, per client address.
-	if err := u.s.allow("console-signin " + c.RealIP()); err != nil {
+	if err := u.s.allowClient(c, "console-signin"); err != nil {
 		return err
 	}
 	ck, err := c.Cookie(signinCookie)
