@@ -447,6 +447,11 @@ func (s *Server) resolve(c echo.Context) error {
 	return c.JSON(http.StatusOK, res)
 }
 
+// MaxVerifySignatures bounds the signatures of one POST /v1/verify: each
+// costs a public-key verification, so the body limit alone would let one
+// request take seconds of CPU.
+const MaxVerifySignatures = 32
+
 type verifyRequest struct {
 	Plugin     *plugin.ID  `json:"plugin,omitempty"`
 	Digest     string      `json:"digest"`
@@ -471,6 +476,10 @@ func (s *Server) verify(c echo.Context) error {
 	var req verifyRequest
 	if err := decodeBody(c, &req); err != nil {
 		return err
+	}
+	if n := len(req.Signatures); n > MaxVerifySignatures {
+		return apiErr(http.StatusRequestEntityTooLarge, CodeTooLarge, "signatures",
+			"%d signatures in one request; the limit is %d (a plugin needs one per trusted key): send fewer, or split them over several requests", n, MaxVerifySignatures)
 	}
 	if !trust.ValidDigest(req.Digest) {
 		return badField("digest", "digest %q is not a w1: content digest (w1: followed by base64 of a sha256); compute it with: wharf verify --json <dir>", req.Digest)

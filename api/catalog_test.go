@@ -291,3 +291,33 @@ func TestMarketplaceChangeAndAuditCommitTogether(t *testing.T) {
 		t.Fatalf("after the remove: marketplaces %q, %d remove entries", got, n)
 	}
 }
+
+func TestVerifyCapsSignatureCount(t *testing.T) {
+	e, f := newCatalogEnv(t)
+	ci := e.tokens[RoleCI]
+	priv, _, err := trust.GenerateKey(trust.AlgEd25519)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sig, err := trust.Sign(priv, f.deployW1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sigs := func(n int) []any {
+		out := make([]any, n)
+		for i := range out {
+			out[i] = map[string]string{"keyid": sig.KeyID, "sig": sig.Sig}
+		}
+		return out
+	}
+	// Far below the body limit, far above what one plugin needs.
+	res := e.do("POST", "/v1/verify", ci, map[string]any{"digest": f.deployW1, "signatures": sigs(MaxVerifySignatures + 1)})
+	ae := res.apiError(t)
+	if res.status != 413 || ae.Code != CodeTooLarge || ae.Field != "signatures" ||
+		!strings.Contains(ae.Message, "the limit is 32") {
+		t.Fatalf("%d signatures: %d %s", MaxVerifySignatures+1, res.status, res.body)
+	}
+	if res := e.do("POST", "/v1/verify", ci, map[string]any{"digest": f.deployW1, "signatures": sigs(MaxVerifySignatures)}); res.status != 200 {
+		t.Fatalf("%d signatures: %d %s", MaxVerifySignatures, res.status, res.body)
+	}
+}
