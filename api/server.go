@@ -299,6 +299,10 @@ func (s *Server) authorize(ri RouteInfo) echo.MiddlewareFunc {
 				return apiErr(http.StatusUnauthorized, CodeUnauthorized, "Authorization",
 					"the bearer token is unknown or was revoked; ask an admin for a new one")
 			}
+			if tok.rec.expired(s.now()) {
+				c.Response().Header().Set("WWW-Authenticate", `Bearer realm="wharf", error="invalid_token", error_description="token expired"`)
+				return apiErr(http.StatusUnauthorized, CodeUnauthorized, "Authorization", "%s", tok.rec.expiredMessage())
+			}
 			p := principal{TokenID: tok.rec.ID, Role: tok.rec.Role}
 			if r != nil {
 				r.caller, r.authed = p, true

@@ -206,6 +206,13 @@ func (u *console) session(roles []Role) echo.MiddlewareFunc {
 				}
 			}
 			req := c.Request()
+			if tok != nil && tok.expired(u.s.now()) {
+				u.cookie(c, sessionCookie, "", "/ui", -1)
+				if req.Method == http.MethodGet || req.Method == http.MethodHead {
+					return c.Redirect(http.StatusSeeOther, "/ui/signin?next="+url.QueryEscape(req.URL.RequestURI()))
+				}
+				return apiErr(http.StatusUnauthorized, CodeUnauthorized, "", "your session has ended: %s", tok.expiredMessage())
+			}
 			if tok == nil {
 				if secret != "" {
 					u.cookie(c, sessionCookie, "", "/ui", -1)
@@ -295,6 +302,9 @@ func (u *console) signin(c echo.Context) error {
 	if tok == nil {
 		return u.renderSignin(c, http.StatusUnauthorized, []web.Message{{Kind: "error",
 			Text: "That token is unknown or was revoked; ask an admin for a new one (wharf token create --role developer)."}})
+	}
+	if tok.expired(u.s.now()) {
+		return u.renderSignin(c, http.StatusUnauthorized, []web.Message{{Kind: "error", Text: "That token has expired: " + tok.expiredMessage() + "."}})
 	}
 	u.cookie(c, signinCookie, "", "/ui/signin", -1)
 	u.cookie(c, sessionCookie, secret, "/ui", 0)
