@@ -5,6 +5,7 @@ import (
 	"net"
 	"strconv"
 	"sync"
+	"time"
 
 	"github.com/labstack/echo/v4"
 	"golang.org/x/time/rate"
@@ -29,6 +30,9 @@ type clientLimiters struct {
 type clientEntry struct {
 	key string
 	l   *rate.Limiter
+	// suppressed counts the events this bucket refused since the last one
+	// it let through (audit of refusals); guarded by clientLimiters.mu.
+	suppressed int
 }
 
 func newClientLimiters(max int, newL func() *rate.Limiter) *clientLimiters {
@@ -40,9 +44,29 @@ func newClientLimiters(max int, newL func() *rate.Limiter) *clientLimiters {
 func (cl *clientLimiters) get(key string) *rate.Limiter {
 	cl.mu.Lock()
 	defer cl.mu.Unlock()
+	return cl.entry(key).l
+}
+
+// admit takes one token from key's bucket at now. When it is granted it
+// returns true and how many events were refused since the last grant.
+func (cl *clientLimiters) admit(key string, now time.Time) (bool, int) {
+	cl.mu.Lock()
+	defer cl.mu.Unlock()
+	e := cl.entry(key)
+	if !e.l.AllowN(now, 1) {
+		e.suppressed++
+		return false, 0
+	}
+	n := e.suppressed
+	e.suppressed = 0
+	return true, n
+}
+
+// entry is get under cl.mu.
+func (cl *clientLimiters) entry(key string) *clientEntry {
 	if el, ok := cl.byKey[key]; ok {
 		cl.order.MoveToFront(el)
-		return el.Value.(*clientEntry).l
+		return el.Value.(*clientEntry)
 	}
 	for cl.order.Len() >= cl.max {
 		last := cl.order.Back()
@@ -51,7 +75,7 @@ func (cl *clientLimiters) get(key string) *rate.Limiter {
 	}
 	e := &clientEntry{key: key, l: cl.newL()}
 	cl.byKey[key] = cl.order.PushFront(e)
-	return e.l
+	return e
 }
 
 // len is the number of buckets held.

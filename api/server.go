@@ -38,7 +38,8 @@ type Server struct {
 	limMu    sync.Mutex
 	limiters map[string]*rate.Limiter // per token
 
-	clients *clientLimiters // per client address (limiter.go)
+	clients  *clientLimiters // per client address (limiter.go)
+	refusals *clientLimiters // audit of 401/403 per client address and route (audit.go)
 
 	tokMu    sync.RWMutex
 	tokCache map[[sha256.Size]byte]cachedToken // sha256 of secret → token
@@ -103,6 +104,9 @@ func New(d Deps) (*Server, error) {
 		s.deps.MaxClients = d.MaxClients
 	}
 	s.clients = newClientLimiters(d.MaxClients, s.newLimiter)
+	s.refusals = newClientLimiters(d.MaxClients, func() *rate.Limiter {
+		return rate.NewLimiter(rate.Every(time.Minute/refusalPerMinute), refusalBurst)
+	})
 	signer, err := loadOrCreateSigner(d.Store)
 	if err != nil {
 		return nil, err
@@ -275,11 +279,13 @@ func (s *Server) authorize(ri RouteInfo) echo.MiddlewareFunc {
 			scheme, secret, ok := strings.Cut(h, " ")
 			if h == "" {
 				c.Response().Header().Set("WWW-Authenticate", `Bearer realm="wharf"`)
+				s.auditRefusal(c, http.StatusUnauthorized, "", "", "no bearer token")
 				return apiErr(http.StatusUnauthorized, CodeUnauthorized, "Authorization",
 					"no bearer token; send Authorization: Bearer <token> (an admin creates one with: wharf token create --role developer)")
 			}
 			if !ok || !strings.EqualFold(scheme, "Bearer") || strings.TrimSpace(secret) == "" {
 				c.Response().Header().Set("WWW-Authenticate", `Bearer realm="wharf", error="invalid_request"`)
+				s.auditRefusal(c, http.StatusUnauthorized, "", "", "malformed Authorization header")
 				return apiErr(http.StatusUnauthorized, CodeUnauthorized, "Authorization",
 					"the Authorization header is not \"Bearer <token>\"")
 			}
@@ -296,11 +302,13 @@ func (s *Server) authorize(ri RouteInfo) echo.MiddlewareFunc {
 			}
 			if tok.rec == nil {
 				c.Response().Header().Set("WWW-Authenticate", `Bearer realm="wharf", error="invalid_token"`)
+				s.auditRefusal(c, http.StatusUnauthorized, "", "", "unknown or revoked token")
 				return apiErr(http.StatusUnauthorized, CodeUnauthorized, "Authorization",
 					"the bearer token is unknown or was revoked; ask an admin for a new one")
 			}
 			if tok.rec.expired(s.now()) {
 				c.Response().Header().Set("WWW-Authenticate", `Bearer realm="wharf", error="invalid_token", error_description="token expired"`)
+				s.auditRefusal(c, http.StatusUnauthorized, tok.rec.ID, tok.rec.Role, "expired token")
 				return apiErr(http.StatusUnauthorized, CodeUnauthorized, "Authorization", "%s", tok.rec.expiredMessage())
 			}
 			p := principal{TokenID: tok.rec.ID, Role: tok.rec.Role}
@@ -310,6 +318,7 @@ func (s *Server) authorize(ri RouteInfo) echo.MiddlewareFunc {
 				c.Set(principalKey, p)
 			}
 			if !roleAllowed(ri.Roles, p.Role) {
+				s.auditRefusal(c, http.StatusForbidden, p.TokenID, p.Role, "role not allowed")
 				return apiErr(http.StatusForbidden, CodeForbidden, "",
 					"role %q may not %s %s; allowed: %s", p.Role, ri.Method, ri.Path, joinRoles(ri.Roles))
 			}

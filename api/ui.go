@@ -211,6 +211,7 @@ func (u *console) session(roles []Role) echo.MiddlewareFunc {
 				if req.Method == http.MethodGet || req.Method == http.MethodHead {
 					return c.Redirect(http.StatusSeeOther, "/ui/signin?next="+url.QueryEscape(req.URL.RequestURI()))
 				}
+				u.s.auditRefusal(c, http.StatusUnauthorized, tok.ID, tok.Role, "expired token")
 				return apiErr(http.StatusUnauthorized, CodeUnauthorized, "", "your session has ended: %s", tok.expiredMessage())
 			}
 			if tok == nil {
@@ -220,6 +221,7 @@ func (u *console) session(roles []Role) echo.MiddlewareFunc {
 				if req.Method == http.MethodGet || req.Method == http.MethodHead {
 					return c.Redirect(http.StatusSeeOther, "/ui/signin?next="+url.QueryEscape(req.URL.RequestURI()))
 				}
+				u.s.auditRefusal(c, http.StatusUnauthorized, "", "", "unknown or revoked session token")
 				return apiErr(http.StatusUnauthorized, CodeUnauthorized, "", "your session has ended (the token is unknown or was revoked); sign in again")
 			}
 			c.Set(principalKey, principal{TokenID: tok.ID, Role: tok.Role})
@@ -230,10 +232,12 @@ func (u *console) session(roles []Role) echo.MiddlewareFunc {
 			if req.Method == http.MethodPost {
 				got := c.FormValue(csrfField)
 				if subtle.ConstantTimeCompare([]byte(got), []byte(csrfToken(secret))) != 1 {
+					u.s.auditRefusal(c, http.StatusForbidden, tok.ID, tok.Role, "missing or stale CSRF token")
 					return apiErr(http.StatusForbidden, CodeForbidden, csrfField, "this form is not from your current session (missing or stale CSRF token); reload the page and submit again")
 				}
 			}
 			if roles != nil && !roleAllowed(roles, tok.Role) {
+				u.s.auditRefusal(c, http.StatusForbidden, tok.ID, tok.Role, "role not allowed")
 				return apiErr(http.StatusForbidden, CodeForbidden, "",
 					"this page is for the %s role; you are signed in with a %s token", joinRoles(roles), tok.Role)
 			}
@@ -288,6 +292,7 @@ func (u *console) signin(c echo.Context) error {
 	ck, err := c.Cookie(signinCookie)
 	form := c.FormValue(csrfField)
 	if err != nil || ck.Value == "" || subtle.ConstantTimeCompare([]byte(ck.Value), []byte(form)) != 1 {
+		u.s.auditRefusal(c, http.StatusForbidden, "", "", "sign-in form without its cookie")
 		return u.renderSignin(c, http.StatusForbidden, []web.Message{{Kind: "error",
 			Text: "The sign-in form expired or did not come from this site; enter the token again."}})
 	}
@@ -300,10 +305,12 @@ func (u *console) signin(c echo.Context) error {
 		return err
 	}
 	if tok == nil {
+		u.s.auditRefusal(c, http.StatusUnauthorized, "", "", "sign-in with an unknown or revoked token")
 		return u.renderSignin(c, http.StatusUnauthorized, []web.Message{{Kind: "error",
 			Text: "That token is unknown or was revoked; ask an admin for a new one (wharf token create --role developer)."}})
 	}
 	if tok.expired(u.s.now()) {
+		u.s.auditRefusal(c, http.StatusUnauthorized, tok.ID, tok.Role, "sign-in with an expired token")
 		return u.renderSignin(c, http.StatusUnauthorized, []web.Message{{Kind: "error", Text: "That token has expired: " + tok.expiredMessage() + "."}})
 	}
 	u.cookie(c, signinCookie, "", "/ui/signin", -1)

@@ -36,7 +36,7 @@ type serveOptions struct {
 	TrustedKeys []string
 	// TrustedProxies are reverse proxies whose X-Forwarded-For is believed.
 	TrustedProxies []string
-	Store       storeFlags // serve_store.go
+	Store          storeFlags // serve_store.go
 }
 
 func newServeCmd(a *app) *cobra.Command {

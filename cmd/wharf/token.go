@@ -89,9 +89,9 @@ func newTokenCmd(a *app) *cobra.Command {
 		Args:  exactArgs(0, "no arguments"),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			var out []struct {
-				ID        string    `json:"id"`
-				Role      string    `json:"role"`
-				CreatedAt time.Time `json:"createdAt"`
+				ID        string     `json:"id"`
+				Role      string     `json:"role"`
+				CreatedAt time.Time  `json:"createdAt"`
 				CreatedBy string     `json:"createdBy"`
 				Note      string     `json:"note,omitempty"`
 				ExpiresAt *time.Time `json:"expiresAt,omitempty"`
