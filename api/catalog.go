@@ -466,6 +466,9 @@ type VerifyResult struct {
 	OK         bool               `json:"ok"`
 	Reasons    []string           `json:"reasons"`
 	Signatures []SignatureVerdict `json:"signatures"`
+	// Warnings name what passed but is weaker: valid signatures of the old
+	// form, over the bare digest.
+	Warnings []string `json:"warnings,omitempty"`
 }
 
 // verify gives a verdict on a digest: it must equal the digest the
@@ -492,6 +495,7 @@ func (s *Server) verify(c echo.Context) error {
 	ctx := c.Request().Context()
 	res := VerifyResult{Target: req.Digest, Digest: req.Digest, Reasons: []string{}, Signatures: []SignatureVerdict{}}
 	sigs := req.Signatures
+	subj := SignedSubject{Digest: req.Digest}
 	if req.Plugin != nil {
 		cat, err := s.catalog()
 		if err != nil {
@@ -503,6 +507,7 @@ func (s *Server) verify(c echo.Context) error {
 		}
 		res.Target = req.Plugin.String()
 		res.Expected = d.Digest
+		subj.Plugin, subj.Version = *req.Plugin, d.Version
 		if len(sigs) == 0 {
 			sigs = d.Signatures
 		}
@@ -522,7 +527,7 @@ func (s *Server) verify(c echo.Context) error {
 		if s.deps.Verifier == nil {
 			return &APIError{Status: http.StatusServiceUnavailable, Code: CodeUnavailable, Message: "this server has no signature verifier configured"}
 		}
-		verdicts, err := s.deps.Verifier.VerifySignatures(ctx, req.Digest, sigs)
+		verdicts, err := s.deps.Verifier.VerifySignatures(ctx, subj, sigs)
 		if err != nil {
 			return err
 		}
@@ -535,6 +540,9 @@ func (s *Server) verify(c echo.Context) error {
 			}
 			if v.Valid && v.Trusted {
 				trusted = true
+			}
+			if v.Valid && v.Legacy {
+				res.Warnings = append(res.Warnings, trust.LegacyWarning(v.KeyID))
 			}
 		}
 		if !trusted {

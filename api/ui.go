@@ -21,6 +21,7 @@ import (
 
 	"github.com/wharfhq/wharf/plugin"
 	"github.com/wharfhq/wharf/store"
+	"github.com/wharfhq/wharf/trust"
 	"github.com/wharfhq/wharf/web"
 )
 
@@ -598,14 +599,22 @@ func (u *console) signatures(ctx context.Context, d PluginDetail) (string, []web
 	case u.s.deps.Verifier == nil:
 		return "cannot be checked: this server has no signature verifier configured", nil, nil
 	}
-	verdicts, err := u.s.deps.Verifier.VerifySignatures(ctx, d.Digest, d.Signatures)
+	id, err := plugin.ParseID(d.ID)
+	if err != nil {
+		return "", nil, err
+	}
+	verdicts, err := u.s.deps.Verifier.VerifySignatures(ctx, SignedSubject{Plugin: id, Version: d.Version, Digest: d.Digest}, d.Signatures)
 	if err != nil {
 		return "", nil, err
 	}
 	var rows []web.SignatureRow
 	good := 0
 	for _, v := range verdicts {
-		rows = append(rows, web.SignatureRow{KeyID: v.KeyID, Valid: v.Valid, Trusted: v.Trusted, Error: v.Error})
+		e := v.Error
+		if v.Valid && v.Legacy {
+			e = trust.LegacyWarning(v.KeyID)
+		}
+		rows = append(rows, web.SignatureRow{KeyID: v.KeyID, Valid: v.Valid, Trusted: v.Trusted, Error: e})
 		if v.Valid && v.Trusted {
 			good++
 		}

@@ -211,7 +211,7 @@ type SigResult struct {
 	// Legacy is set on a valid signature over the bare digest (the form
 	// before statements): it binds the content but not the plugin's name,
 	// marketplace or version, so it is weaker than a statement signature.
-	Legacy bool
+	Legacy  bool
 	Failure SigFailure
 	Reason  string // empty when Valid
 	// SignedDigest is the digest the signature covers when it was found to
