@@ -2,6 +2,7 @@ package api
 
 import (
 	"net/http"
+	"net/url"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -77,5 +78,31 @@ func TestTokenExpiryInput(t *testing.T) {
 		if got, err := ParseExpiry(in); err != nil || got != want {
 			t.Errorf("ParseExpiry(%q) = %v, %v; want %v", in, got, err, want)
 		}
+	}
+}
+
+// The console ends a session whose token expired, and refuses to sign in
+// with one, saying it expired.
+func TestConsoleTokenExpires(t *testing.T) {
+	ck := newClock()
+	e, _ := newCatalogEnv(t, func(d *Deps) { d.Now = ck.now })
+	res := e.do("POST", "/v1/tokens", e.tokens[RoleAdmin], map[string]string{"role": "developer", "expires": "2h"})
+	var created struct {
+		Token string `json:"token"`
+	}
+	res.json(t, &created)
+	u := newUIClient(t, e.hs.URL)
+	u.signIn(created.Token)
+	if p := u.get("/ui/"); p.status != http.StatusOK {
+		t.Fatalf("signed in: %d", p.status)
+	}
+	ck.advance(2 * time.Hour)
+	if p := u.get("/ui/"); p.status != http.StatusSeeOther || !strings.HasPrefix(p.location, "/ui/signin") {
+		t.Fatalf("expired session: %d %q", p.status, p.location)
+	}
+	u.get("/ui/signin")
+	p := u.post("/ui/signin", url.Values{"token": {created.Token}})
+	if p.status != http.StatusUnauthorized || !strings.Contains(p.body, "has expired") {
+		t.Fatalf("sign-in with an expired token: %d %s", p.status, p.body)
 	}
 }
