@@ -2,6 +2,7 @@ package install
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/wharfhq/wharf/cache"
@@ -43,8 +44,10 @@ const TypeDowngrade = "downgrade-refused"
 // marketplace pointing back at an old, validly signed tree would otherwise
 // roll the plugin back without a word. Versions are compared by semver
 // precedence; when either is not a semantic version the order cannot be
-// told, and the update is refused the same way. The new content's
-// signatures are checked as on install.
+// told, and the update is refused the same way: that plugin is kept (its
+// Updated says why), the others are updated, and the first refusal is
+// returned with the results. The new content's signatures are checked as
+// on install.
 func (in *Installer) Update(ctx context.Context, ids []plugin.ID, opts UpdateOptions) ([]Updated, error) {
 	g, recs, err := in.graph()
 	if err != nil {
@@ -56,6 +59,7 @@ func (in *Installer) Update(ctx context.Context, ids []plugin.ID, opts UpdateOpt
 		}
 	}
 	var out []Updated
+	var refused error // the first update refused as a downgrade
 	for _, id := range ids {
 		old, ok := g.installed[id]
 		if !ok {
@@ -86,8 +90,15 @@ func (in *Installer) Update(ctx context.Context, ids []plugin.ID, opts UpdateOpt
 			continue
 		}
 		if err := checkMove(id, old.Version, sv.v.Version, opts, &u); err != nil {
+			// The others still update; the refusal is reported at the end.
 			sv.cleanup()
-			return out, err
+			u.To, u.Path = old.Version, old.InstallPath
+			u.Note = "kept: " + errors.Unwrap(err).Error()
+			out = append(out, u)
+			if refused == nil {
+				refused = err
+			}
+			continue
 		}
 		keys, warns, err := in.verifiedSignatures(g, id, sv.v)
 		if err != nil {
@@ -120,7 +131,7 @@ func (in *Installer) Update(ctx context.Context, ids []plugin.ID, opts UpdateOpt
 		out = append(out, u)
 	}
 	in.collect(ctx)
-	return out, nil
+	return out, refused
 }
 
 // GC removes orphaned versions past their grace period.

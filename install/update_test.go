@@ -19,19 +19,26 @@ func (w *world) setVersion(name, version string) {
 }
 
 func TestUpdateRefusesDowngrade(t *testing.T) {
-	w := newWorld(t, map[string][]string{"app": nil}, "")
-	id := plugin.MustParseID("app@corp")
-	if _, err := w.in.Install(bg, Request{ID: id}); err != nil {
-		t.Fatal(err)
+	w := newWorld(t, map[string][]string{"app": nil, "other": nil}, "")
+	id, other := plugin.MustParseID("app@corp"), plugin.MustParseID("other@corp")
+	for _, i := range []plugin.ID{id, other} {
+		if _, err := w.in.Install(bg, Request{ID: i}); err != nil {
+			t.Fatal(err)
+		}
 	}
 	w.setVersion("app", "2.0.0")
 	up, err := w.in.Update(bg, []plugin.ID{id}, UpdateOptions{})
 	if err != nil || len(up) != 1 || up[0].To != "2.0.0" || up[0].Downgrade {
 		t.Fatalf("update to 2.0.0: %+v, %v", up, err)
 	}
-	// The marketplace points back at the old tree.
+	// The marketplace points back at the old tree; another plugin moves up
+	// in the same run.
 	w.setVersion("app", "1.0.0")
-	_, err = w.in.Update(bg, []plugin.ID{id}, UpdateOptions{})
+	w.setVersion("other", "1.1.0")
+	up, err = w.in.Update(bg, []plugin.ID{id, other}, UpdateOptions{})
+	if len(up) != 2 || up[0].Changed || !strings.Contains(up[0].Note, "kept: update refused") || !up[1].Changed || up[1].To != "1.1.0" {
+		t.Fatalf("a refused downgrade must keep app and still update other: %+v", up)
+	}
 	var pe *plugin.Error
 	if !errors.As(err, &pe) || pe.Type != TypeDowngrade || pe.Layer != plugin.LayerTrust ||
 		!strings.Contains(err.Error(), "1.0.0 is lower than the installed 2.0.0") || !strings.Contains(pe.Hint, "--allow-downgrade") {

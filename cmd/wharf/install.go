@@ -236,21 +236,29 @@ unless --allow-downgrade is given; it exits 4 and says why.`,
 				}
 				ids = append(ids, id)
 			}
-			return withInstaller(a, cmd, func(ctx context.Context, in *install.Installer) ([]install.Updated, error) {
-				return in.Update(ctx, ids, install.UpdateOptions{AllowDowngrade: allowDowngrade})
-			}, func(res []install.Updated) error {
-				for _, u := range res {
-					if u.Changed {
-						a.printf("updated %s %s -> %s (%s)\n", u.ID, u.From, u.To, u.Note)
-					} else {
-						a.printf("%s %s: %s\n", u.ID, u.From, u.Note)
-					}
-					for _, w := range u.Warnings {
-						fmt.Fprintf(a.stderr, "wharf: warning: %s\n", w)
-					}
+			in, err := a.Installer()
+			if err != nil {
+				return err
+			}
+			res, err := in.Update(cmd.Context(), ids, install.UpdateOptions{AllowDowngrade: allowDowngrade})
+			if a.cfg.JSON {
+				if err != nil {
+					return err
 				}
-				return nil
-			})
+				return a.printJSON(res)
+			}
+			// Printed also when an update was refused: the others went ahead.
+			for _, u := range res {
+				if u.Changed {
+					a.printf("updated %s %s -> %s (%s)\n", u.ID, u.From, u.To, u.Note)
+				} else {
+					a.printf("%s %s: %s\n", u.ID, u.From, u.Note)
+				}
+				for _, w := range u.Warnings {
+					fmt.Fprintf(a.stderr, "wharf: warning: %s\n", w)
+				}
+			}
+			return err
 		},
 	}
 	cmd.Flags().BoolVar(&all, "all", false, "update every installed plugin")
