@@ -22,7 +22,48 @@ const (
 	ActionMarketplaceAdd    = "marketplace.add"
 	ActionMarketplaceUpdate = "marketplace.update"
 	ActionMarketplaceRemove = "marketplace.remove"
+	// ActionAuthRefused is a request refused with 401 or 403 (rate-limited
+	// per client address and route: see auditRefusal).
+	ActionAuthRefused = "auth.refused"
 )
+
+// Refusals written to the audit log per client address and route: a burst
+// of refusalBurst, then one a minute; the entry that follows a quiet spell
+// counts the refusals left out meanwhile ("suppressed").
+const (
+	refusalBurst     = 10
+	refusalPerMinute = 1
+)
+
+// auditRefusal writes a 401 or 403 to the audit log, at most refusalBurst
+// then refusalPerMinute per minute for one client address and route; the
+// refusals left out are counted in the next entry written. actor is the
+// token id when the token was known.
+func (s *Server) auditRefusal(c echo.Context, status int, actor string, role Role, msg string) {
+	ip := clientKey(c)
+	route := c.Request().Method + " " + c.Path()
+	if c.Path() == "" {
+		route = c.Request().Method + " " + c.Request().URL.Path
+	}
+	now := s.now()
+	ok, suppressed := s.refusals.admit(ip+" "+route, now)
+	if !ok {
+		return
+	}
+	if actor == "" {
+		actor = "anonymous"
+	}
+	detail := map[string]any{"status": status, "route": route, "client": ip, "reason": msg}
+	if suppressed > 0 {
+		detail["suppressed"] = suppressed
+	}
+	err := s.deps.Store.Update(func(tx store.Tx) error {
+		return appendAudit(tx, AuditEntry{Time: now.UTC(), Action: ActionAuthRefused, Actor: actor, Role: role, Object: route, Detail: detail})
+	})
+	if err != nil {
+		s.log.Warn("audit of a refused request not written", "route", route, "client", ip, "err", err)
+	}
+}
 
 // AuditEntry is one line of the append-only audit log.
 type AuditEntry struct {

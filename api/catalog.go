@@ -447,6 +447,11 @@ func (s *Server) resolve(c echo.Context) error {
 	return c.JSON(http.StatusOK, res)
 }
 
+// MaxVerifySignatures bounds the signatures of one POST /v1/verify: each
+// costs a public-key verification, so the body limit alone would let one
+// request take seconds of CPU.
+const MaxVerifySignatures = 32
+
 type verifyRequest struct {
 	Plugin     *plugin.ID  `json:"plugin,omitempty"`
 	Digest     string      `json:"digest"`
@@ -461,6 +466,9 @@ type VerifyResult struct {
 	OK         bool               `json:"ok"`
 	Reasons    []string           `json:"reasons"`
 	Signatures []SignatureVerdict `json:"signatures"`
+	// Warnings name what passed but is weaker: valid signatures of the old
+	// form, over the bare digest.
+	Warnings []string `json:"warnings,omitempty"`
 }
 
 // verify gives a verdict on a digest: it must equal the digest the
@@ -471,6 +479,10 @@ func (s *Server) verify(c echo.Context) error {
 	var req verifyRequest
 	if err := decodeBody(c, &req); err != nil {
 		return err
+	}
+	if n := len(req.Signatures); n > MaxVerifySignatures {
+		return apiErr(http.StatusRequestEntityTooLarge, CodeTooLarge, "signatures",
+			"%d signatures in one request; the limit is %d (a plugin needs one per trusted key): send fewer, or split them over several requests", n, MaxVerifySignatures)
 	}
 	if !trust.ValidDigest(req.Digest) {
 		return badField("digest", "digest %q is not a w1: content digest (w1: followed by base64 of a sha256); compute it with: wharf verify --json <dir>", req.Digest)
@@ -483,6 +495,7 @@ func (s *Server) verify(c echo.Context) error {
 	ctx := c.Request().Context()
 	res := VerifyResult{Target: req.Digest, Digest: req.Digest, Reasons: []string{}, Signatures: []SignatureVerdict{}}
 	sigs := req.Signatures
+	subj := SignedSubject{Digest: req.Digest}
 	if req.Plugin != nil {
 		cat, err := s.catalog()
 		if err != nil {
@@ -494,6 +507,7 @@ func (s *Server) verify(c echo.Context) error {
 		}
 		res.Target = req.Plugin.String()
 		res.Expected = d.Digest
+		subj.Plugin, subj.Version = *req.Plugin, d.Version
 		if len(sigs) == 0 {
 			sigs = d.Signatures
 		}
@@ -513,7 +527,7 @@ func (s *Server) verify(c echo.Context) error {
 		if s.deps.Verifier == nil {
 			return &APIError{Status: http.StatusServiceUnavailable, Code: CodeUnavailable, Message: "this server has no signature verifier configured"}
 		}
-		verdicts, err := s.deps.Verifier.VerifySignatures(ctx, req.Digest, sigs)
+		verdicts, err := s.deps.Verifier.VerifySignatures(ctx, subj, sigs)
 		if err != nil {
 			return err
 		}
@@ -526,6 +540,9 @@ func (s *Server) verify(c echo.Context) error {
 			}
 			if v.Valid && v.Trusted {
 				trusted = true
+			}
+			if v.Valid && v.Legacy {
+				res.Warnings = append(res.Warnings, trust.LegacyWarning(v.KeyID))
 			}
 		}
 		if !trusted {

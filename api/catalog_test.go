@@ -141,8 +141,34 @@ func TestVerify(t *testing.T) {
 	var v VerifyResult
 	res := e.do("POST", "/v1/verify", ci, map[string]any{"plugin": "deploy@corp", "digest": f.deployW1})
 	res.json(t, &v)
-	if !v.OK || v.Expected != f.deployW1 || len(v.Signatures) != 1 || !v.Signatures[0].Valid || !v.Signatures[0].Trusted {
+	if !v.OK || v.Expected != f.deployW1 || len(v.Signatures) != 1 || !v.Signatures[0].Valid || !v.Signatures[0].Trusted ||
+		v.Signatures[0].Legacy || len(v.Warnings) != 0 {
 		t.Fatalf("genuine: %s", res.body)
+	}
+
+	// An old signature over the bare digest by the trusted key: accepted,
+	// marked weaker.
+	old, err := trust.Sign(f.privPEM, f.deployW1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res = e.do("POST", "/v1/verify", ci, map[string]any{"plugin": "deploy@corp", "digest": f.deployW1,
+		"signatures": []any{map[string]string{"keyid": old.KeyID, "sig": old.Sig}}})
+	v = VerifyResult{}
+	res.json(t, &v)
+	if !v.OK || !v.Signatures[0].Valid || !v.Signatures[0].Legacy || len(v.Warnings) != 1 || !strings.Contains(v.Warnings[0], "weaker") {
+		t.Fatalf("legacy signature: %s", res.body)
+	}
+
+	// The deploy statement's signature presented for another plugin with
+	// the same content: refused.
+	var pub PluginDetail
+	e.do("GET", "/v1/plugins/corp/deploy", ci, nil).json(t, &pub)
+	res = e.do("POST", "/v1/verify", ci, map[string]any{"plugin": "lint@corp", "digest": f.deployW1, "signatures": pub.Signatures})
+	v = VerifyResult{}
+	res.json(t, &v)
+	if v.OK || v.Signatures[0].Valid || !strings.Contains(v.Signatures[0].Error, "another plugin name, marketplace or version") {
+		t.Fatalf("relabelled signature: %s", res.body)
 	}
 
 	// A changed tree: another digest.
@@ -289,5 +315,35 @@ func TestMarketplaceChangeAndAuditCommitTogether(t *testing.T) {
 	}
 	if got, n := names(), audited(ActionMarketplaceRemove); got != "" || n != 1 {
 		t.Fatalf("after the remove: marketplaces %q, %d remove entries", got, n)
+	}
+}
+
+func TestVerifyCapsSignatureCount(t *testing.T) {
+	e, f := newCatalogEnv(t)
+	ci := e.tokens[RoleCI]
+	priv, _, err := trust.GenerateKey(trust.AlgEd25519)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sig, err := trust.Sign(priv, f.deployW1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sigs := func(n int) []any {
+		out := make([]any, n)
+		for i := range out {
+			out[i] = map[string]string{"keyid": sig.KeyID, "sig": sig.Sig}
+		}
+		return out
+	}
+	// Far below the body limit, far above what one plugin needs.
+	res := e.do("POST", "/v1/verify", ci, map[string]any{"digest": f.deployW1, "signatures": sigs(MaxVerifySignatures + 1)})
+	ae := res.apiError(t)
+	if res.status != 413 || ae.Code != CodeTooLarge || ae.Field != "signatures" ||
+		!strings.Contains(ae.Message, "the limit is 32") {
+		t.Fatalf("%d signatures: %d %s", MaxVerifySignatures+1, res.status, res.body)
+	}
+	if res := e.do("POST", "/v1/verify", ci, map[string]any{"digest": f.deployW1, "signatures": sigs(MaxVerifySignatures)}); res.status != 200 {
+		t.Fatalf("%d signatures: %d %s", MaxVerifySignatures, res.status, res.body)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"log/slog"
+	"net"
 	"time"
 
 	"github.com/wharfhq/wharf/plugin"
@@ -141,9 +142,20 @@ type Reason struct {
 	Message string `json:"message"`
 }
 
-// Verifier checks signatures over a content digest. Safe for concurrent use.
+// Verifier checks signatures over what they sign. Safe for concurrent use.
 type Verifier interface {
-	VerifySignatures(ctx context.Context, digest string, sigs []Signature) ([]SignatureVerdict, error)
+	VerifySignatures(ctx context.Context, subject SignedSubject, sigs []Signature) ([]SignatureVerdict, error)
+}
+
+// SignedSubject is what signatures are checked against: a content digest
+// and, when known, the plugin (name@marketplace) and version published with
+// it. With a plugin, a signature must cover the statement binding all four
+// (or, weaker, the bare digest); without, only bare-digest signatures can
+// verify.
+type SignedSubject struct {
+	Plugin  plugin.ID
+	Version string
+	Digest  string
 }
 
 // SignatureVerdict is the result for one signature (`wharf verify --json`).
@@ -151,7 +163,10 @@ type SignatureVerdict struct {
 	KeyID   string `json:"keyid"`
 	Valid   bool   `json:"valid"`
 	Trusted bool   `json:"trusted"`
-	Error   string `json:"error,omitempty"`
+	// Legacy: valid, but over the bare digest (the old form), which does
+	// not bind the plugin's name, marketplace or version.
+	Legacy bool   `json:"legacy,omitempty"`
+	Error  string `json:"error,omitempty"`
 }
 
 // Deps is everything a Server is built from. Store is required; a nil
@@ -182,4 +197,11 @@ type Deps struct {
 	StateCacheTTL time.Duration
 	// Now is the clock (tests); default time.Now.
 	Now func() time.Time
+	// TrustedProxies are the reverse proxies whose X-Forwarded-For is
+	// believed for the client's address. Empty (the default): the address
+	// is the connection's, and X-Forwarded-For is ignored.
+	TrustedProxies []*net.IPNet
+	// MaxClients bounds the per-address rate-limit buckets (default 10000);
+	// the least recently used address is forgotten first.
+	MaxClients int
 }

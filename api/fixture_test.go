@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/wharfhq/wharf/marketplace"
+	"github.com/wharfhq/wharf/plugin"
 	"github.com/wharfhq/wharf/trust"
 )
 
@@ -57,7 +58,7 @@ func newFixture(t testing.TB) *fixture {
 	if f.keyring, err = trust.NewKeyring(pub); err != nil {
 		t.Fatal(err)
 	}
-	sig, err := trust.Sign(priv, f.deployW1)
+	sig, err := trust.SignStatement(priv, trust.NewStatement(plugin.ID{Name: "deploy", Source: "corp"}, "1.2.0", f.deployW1))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -36,7 +36,10 @@ type Server struct {
 	metrics *metrics
 
 	limMu    sync.Mutex
-	limiters map[string]*rate.Limiter
+	limiters map[string]*rate.Limiter // per token
+
+	clients  *clientLimiters // per client address (limiter.go)
+	refusals *clientLimiters // audit of 401/403 per client address and route (audit.go)
 
 	tokMu    sync.RWMutex
 	tokCache map[[sha256.Size]byte]cachedToken // sha256 of secret → token
@@ -96,6 +99,14 @@ func New(d Deps) (*Server, error) {
 	}
 	s := &Server{deps: d, log: d.Logger, now: d.Now, limiters: map[string]*rate.Limiter{}, tokCache: map[[sha256.Size]byte]cachedToken{}}
 	s.reqPool.New = func() any { return new(request) }
+	if d.MaxClients <= 0 {
+		d.MaxClients = maxClientLimiters
+		s.deps.MaxClients = d.MaxClients
+	}
+	s.clients = newClientLimiters(d.MaxClients, s.newLimiter)
+	s.refusals = newClientLimiters(d.MaxClients, func() *rate.Limiter {
+		return rate.NewLimiter(rate.Every(time.Minute/refusalPerMinute), refusalBurst)
+	})
 	signer, err := loadOrCreateSigner(d.Store)
 	if err != nil {
 		return nil, err
@@ -107,6 +118,7 @@ func New(d Deps) (*Server, error) {
 	e.HideBanner = true
 	e.HidePort = true
 	e.HTTPErrorHandler = s.errorHandler
+	e.IPExtractor = ipExtractor(d.TrustedProxies)
 	ui, err := newConsole(s) // the web console under /ui/ (ui.go)
 	if err != nil {
 		return nil, err
@@ -267,11 +279,13 @@ func (s *Server) authorize(ri RouteInfo) echo.MiddlewareFunc {
 			scheme, secret, ok := strings.Cut(h, " ")
 			if h == "" {
 				c.Response().Header().Set("WWW-Authenticate", `Bearer realm="wharf"`)
+				s.auditRefusal(c, http.StatusUnauthorized, "", "", "no bearer token")
 				return apiErr(http.StatusUnauthorized, CodeUnauthorized, "Authorization",
 					"no bearer token; send Authorization: Bearer <token> (an admin creates one with: wharf token create --role developer)")
 			}
 			if !ok || !strings.EqualFold(scheme, "Bearer") || strings.TrimSpace(secret) == "" {
 				c.Response().Header().Set("WWW-Authenticate", `Bearer realm="wharf", error="invalid_request"`)
+				s.auditRefusal(c, http.StatusUnauthorized, "", "", "malformed Authorization header")
 				return apiErr(http.StatusUnauthorized, CodeUnauthorized, "Authorization",
 					"the Authorization header is not \"Bearer <token>\"")
 			}
@@ -288,8 +302,14 @@ func (s *Server) authorize(ri RouteInfo) echo.MiddlewareFunc {
 			}
 			if tok.rec == nil {
 				c.Response().Header().Set("WWW-Authenticate", `Bearer realm="wharf", error="invalid_token"`)
+				s.auditRefusal(c, http.StatusUnauthorized, "", "", "unknown or revoked token")
 				return apiErr(http.StatusUnauthorized, CodeUnauthorized, "Authorization",
 					"the bearer token is unknown or was revoked; ask an admin for a new one")
+			}
+			if tok.rec.expired(s.now()) {
+				c.Response().Header().Set("WWW-Authenticate", `Bearer realm="wharf", error="invalid_token", error_description="token expired"`)
+				s.auditRefusal(c, http.StatusUnauthorized, tok.rec.ID, tok.rec.Role, "expired token")
+				return apiErr(http.StatusUnauthorized, CodeUnauthorized, "Authorization", "%s", tok.rec.expiredMessage())
 			}
 			p := principal{TokenID: tok.rec.ID, Role: tok.rec.Role}
 			if r != nil {
@@ -298,6 +318,7 @@ func (s *Server) authorize(ri RouteInfo) echo.MiddlewareFunc {
 				c.Set(principalKey, p)
 			}
 			if !roleAllowed(ri.Roles, p.Role) {
+				s.auditRefusal(c, http.StatusForbidden, p.TokenID, p.Role, "role not allowed")
 				return apiErr(http.StatusForbidden, CodeForbidden, "",
 					"role %q may not %s %s; allowed: %s", p.Role, ri.Method, ri.Path, joinRoles(ri.Roles))
 			}
@@ -317,10 +338,23 @@ func joinRoles(rs []Role) string {
 	return strings.Join(ss, ", ")
 }
 
-// allow takes one token from the bucket of key (a token ID, or another
-// caller's name).
+// allow takes one token from the bucket of a token ID.
 func (s *Server) allow(key string) error {
 	return s.take(nil, key, time.Now())
+}
+
+// allowClient takes one token from the bucket of the client's address for
+// what (e.g. "console-signin"): a bounded set of buckets, keyed by the
+// address only.
+func (s *Server) allowClient(c echo.Context, what string) error {
+	if s.deps.RateLimit < 0 {
+		return nil
+	}
+	return s.take(s.clients.get(what+" "+clientKey(c)), "", s.now())
+}
+
+func (s *Server) newLimiter() *rate.Limiter {
+	return rate.NewLimiter(rate.Limit(s.deps.RateLimit), s.deps.RateBurst)
 }
 
 // limiter returns key's bucket, creating it on first use; nil when rate
@@ -333,7 +367,7 @@ func (s *Server) limiter(key string) *rate.Limiter {
 	defer s.limMu.Unlock()
 	l := s.limiters[key]
 	if l == nil {
-		l = rate.NewLimiter(rate.Limit(s.deps.RateLimit), s.deps.RateBurst)
+		l = s.newLimiter()
 		s.limiters[key] = l
 	}
 	return l
@@ -357,8 +391,12 @@ func (s *Server) take(l *rate.Limiter, key string, now time.Time) error {
 	}
 	r.CancelAt(now)
 	secs := int(math.Ceil(d.Seconds()))
+	who := "this token"
+	if key == "" {
+		who = "this client address"
+	}
 	return &APIError{Status: http.StatusTooManyRequests, Code: CodeRateLimited, RetryAfter: secs,
-		Message: fmt.Sprintf("rate limit of %g requests/s for this token exceeded; retry in %ds", s.deps.RateLimit, secs)}
+		Message: fmt.Sprintf("rate limit of %g requests/s for %s exceeded; retry in %ds", s.deps.RateLimit, who, secs)}
 }
 
 // forgetLimiter drops key's bucket (a revoked token).

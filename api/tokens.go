@@ -10,6 +10,8 @@ import (
 	"fmt"
 	"net/http"
 	"sort"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -42,15 +44,60 @@ type Token struct {
 	CreatedAt time.Time `json:"createdAt"`
 	CreatedBy string    `json:"createdBy"`
 	Note      string    `json:"note,omitempty"`
+	// ExpiresAt is when the token stops being accepted; absent: never.
+	ExpiresAt *time.Time `json:"expiresAt,omitempty"`
 }
 
 type tokenRecord struct {
-	ID        string    `json:"id"`
-	Role      Role      `json:"role"`
-	Hash      string    `json:"hash"`
-	CreatedAt time.Time `json:"createdAt"`
-	CreatedBy string    `json:"createdBy"`
-	Note      string    `json:"note,omitempty"`
+	ID        string     `json:"id"`
+	Role      Role       `json:"role"`
+	Hash      string     `json:"hash"`
+	CreatedAt time.Time  `json:"createdAt"`
+	CreatedBy string     `json:"createdBy"`
+	Note      string     `json:"note,omitempty"`
+	ExpiresAt *time.Time `json:"expiresAt,omitempty"`
+}
+
+// expired reports whether the token is past its expiry at now.
+func (t *tokenRecord) expired(now time.Time) bool {
+	return t.ExpiresAt != nil && !now.Before(*t.ExpiresAt)
+}
+
+// expiredMessage is the 401 message for an expired token.
+func (t *tokenRecord) expiredMessage() string {
+	return fmt.Sprintf("the bearer token %s expired at %s; ask an admin for a new one (wharf token create --role %s --expires 30d)",
+		t.ID, t.ExpiresAt.UTC().Format(time.RFC3339), t.Role)
+}
+
+// MaxTokenLifetime bounds --expires.
+const MaxTokenLifetime = 10 * 365 * 24 * time.Hour
+
+// ParseExpiry reads a token lifetime: a Go duration ("12h", "90m") or a
+// number of days ("30d"), positive and at most ten years.
+func ParseExpiry(s string) (time.Duration, error) {
+	var d time.Duration
+	if days, ok := strings.CutSuffix(s, "d"); ok {
+		n, err := strconv.Atoi(days)
+		if err != nil {
+			return 0, fmt.Errorf("expiry %q: the number of days is not an integer (e.g. 30d)", s)
+		}
+		if n > int(MaxTokenLifetime/(24*time.Hour)) {
+			return 0, fmt.Errorf("expiry %q is more than ten years", s)
+		}
+		d = time.Duration(n) * 24 * time.Hour
+	} else {
+		var err error
+		if d, err = time.ParseDuration(s); err != nil {
+			return 0, fmt.Errorf("expiry %q is neither a number of days (30d) nor a duration (12h)", s)
+		}
+	}
+	if d <= 0 {
+		return 0, fmt.Errorf("expiry %q is not positive", s)
+	}
+	if d > MaxTokenLifetime {
+		return 0, fmt.Errorf("expiry %q is more than ten years", s)
+	}
+	return d, nil
 }
 
 func hashSecret(secret string) string {
@@ -218,6 +265,8 @@ func EnsureAdminToken(st store.Store, secret string, now time.Time) (string, boo
 type createTokenRequest struct {
 	Role string `json:"role"`
 	Note string `json:"note,omitempty"`
+	// Expires is the token's lifetime ("30d", "12h"); empty: no expiry.
+	Expires string `json:"expires,omitempty"`
 }
 
 type createTokenResponse struct {
@@ -237,6 +286,14 @@ func (s *Server) createToken(c echo.Context) error {
 	if len(req.Note) > 200 {
 		return badField("note", "note is %d bytes; the limit is 200", len(req.Note))
 	}
+	var lifetime time.Duration
+	if req.Expires != "" {
+		d, err := ParseExpiry(req.Expires)
+		if err != nil {
+			return badField("expires", "%v", err)
+		}
+		lifetime = d
+	}
 	secret, err := newSecret()
 	if err != nil {
 		return err
@@ -247,12 +304,18 @@ func (s *Server) createToken(c echo.Context) error {
 	}
 	p := s.caller(c)
 	rec := tokenRecord{ID: id, Role: Role(req.Role), Hash: hashSecret(secret), CreatedAt: s.now().UTC(), CreatedBy: p.TokenID, Note: req.Note}
+	detail := map[string]any{"role": req.Role}
+	if lifetime > 0 {
+		exp := rec.CreatedAt.Add(lifetime)
+		rec.ExpiresAt = &exp
+		detail["expiresAt"] = exp.Format(time.RFC3339)
+	}
 	err = s.deps.Store.Update(func(tx store.Tx) error {
 		if err := putToken(tx, rec); err != nil {
 			return err
 		}
 		return appendAudit(tx, AuditEntry{Time: rec.CreatedAt, Action: ActionTokenCreate, Actor: p.TokenID, Role: p.Role,
-			Object: id, Detail: map[string]any{"role": req.Role}})
+			Object: id, Detail: detail})
 	})
 	if err != nil {
 		return err
@@ -262,7 +325,7 @@ func (s *Server) createToken(c echo.Context) error {
 }
 
 func (t tokenRecord) public() Token {
-	return Token{ID: t.ID, Role: t.Role, CreatedAt: t.CreatedAt, CreatedBy: t.CreatedBy, Note: t.Note}
+	return Token{ID: t.ID, Role: t.Role, CreatedAt: t.CreatedAt, CreatedBy: t.CreatedBy, Note: t.Note, ExpiresAt: t.ExpiresAt}
 }
 
 func (s *Server) listTokens(c echo.Context) error {

@@ -21,6 +21,7 @@ import (
 
 	"github.com/wharfhq/wharf/plugin"
 	"github.com/wharfhq/wharf/store"
+	"github.com/wharfhq/wharf/trust"
 	"github.com/wharfhq/wharf/web"
 )
 
@@ -69,6 +70,7 @@ func newConsole(s *Server) (*console, error) {
 	e.HideBanner = true
 	e.HidePort = true
 	e.HTTPErrorHandler = u.errorHandler
+	e.IPExtractor = ipExtractor(s.deps.TrustedProxies)
 	e.Use(s.middleware, u.headers)
 
 	toCatalog := func(c echo.Context) error { return c.Redirect(http.StatusFound, "/ui/") }
@@ -205,6 +207,14 @@ func (u *console) session(roles []Role) echo.MiddlewareFunc {
 				}
 			}
 			req := c.Request()
+			if tok != nil && tok.expired(u.s.now()) {
+				u.cookie(c, sessionCookie, "", "/ui", -1)
+				if req.Method == http.MethodGet || req.Method == http.MethodHead {
+					return c.Redirect(http.StatusSeeOther, "/ui/signin?next="+url.QueryEscape(req.URL.RequestURI()))
+				}
+				u.s.auditRefusal(c, http.StatusUnauthorized, tok.ID, tok.Role, "expired token")
+				return apiErr(http.StatusUnauthorized, CodeUnauthorized, "", "your session has ended: %s", tok.expiredMessage())
+			}
 			if tok == nil {
 				if secret != "" {
 					u.cookie(c, sessionCookie, "", "/ui", -1)
@@ -212,6 +222,7 @@ func (u *console) session(roles []Role) echo.MiddlewareFunc {
 				if req.Method == http.MethodGet || req.Method == http.MethodHead {
 					return c.Redirect(http.StatusSeeOther, "/ui/signin?next="+url.QueryEscape(req.URL.RequestURI()))
 				}
+				u.s.auditRefusal(c, http.StatusUnauthorized, "", "", "unknown or revoked session token")
 				return apiErr(http.StatusUnauthorized, CodeUnauthorized, "", "your session has ended (the token is unknown or was revoked); sign in again")
 			}
 			c.Set(principalKey, principal{TokenID: tok.ID, Role: tok.Role})
@@ -222,10 +233,12 @@ func (u *console) session(roles []Role) echo.MiddlewareFunc {
 			if req.Method == http.MethodPost {
 				got := c.FormValue(csrfField)
 				if subtle.ConstantTimeCompare([]byte(got), []byte(csrfToken(secret))) != 1 {
+					u.s.auditRefusal(c, http.StatusForbidden, tok.ID, tok.Role, "missing or stale CSRF token")
 					return apiErr(http.StatusForbidden, CodeForbidden, csrfField, "this form is not from your current session (missing or stale CSRF token); reload the page and submit again")
 				}
 			}
 			if roles != nil && !roleAllowed(roles, tok.Role) {
+				u.s.auditRefusal(c, http.StatusForbidden, tok.ID, tok.Role, "role not allowed")
 				return apiErr(http.StatusForbidden, CodeForbidden, "",
 					"this page is for the %s role; you are signed in with a %s token", joinRoles(roles), tok.Role)
 			}
@@ -274,12 +287,13 @@ func (u *console) renderSignin(c echo.Context, status int, msgs []web.Message) e
 func (u *console) signin(c echo.Context) error {
 	// Guessing tokens through the form costs from the same budget as the
 	// API, per client address.
-	if err := u.s.allow("console-signin " + c.RealIP()); err != nil {
+	if err := u.s.allowClient(c, "console-signin"); err != nil {
 		return err
 	}
 	ck, err := c.Cookie(signinCookie)
 	form := c.FormValue(csrfField)
 	if err != nil || ck.Value == "" || subtle.ConstantTimeCompare([]byte(ck.Value), []byte(form)) != 1 {
+		u.s.auditRefusal(c, http.StatusForbidden, "", "", "sign-in form without its cookie")
 		return u.renderSignin(c, http.StatusForbidden, []web.Message{{Kind: "error",
 			Text: "The sign-in form expired or did not come from this site; enter the token again."}})
 	}
@@ -292,8 +306,13 @@ func (u *console) signin(c echo.Context) error {
 		return err
 	}
 	if tok == nil {
+		u.s.auditRefusal(c, http.StatusUnauthorized, "", "", "sign-in with an unknown or revoked token")
 		return u.renderSignin(c, http.StatusUnauthorized, []web.Message{{Kind: "error",
 			Text: "That token is unknown or was revoked; ask an admin for a new one (wharf token create --role developer)."}})
+	}
+	if tok.expired(u.s.now()) {
+		u.s.auditRefusal(c, http.StatusUnauthorized, tok.ID, tok.Role, "sign-in with an expired token")
+		return u.renderSignin(c, http.StatusUnauthorized, []web.Message{{Kind: "error", Text: "That token has expired: " + tok.expiredMessage() + "."}})
 	}
 	u.cookie(c, signinCookie, "", "/ui/signin", -1)
 	u.cookie(c, sessionCookie, secret, "/ui", 0)
@@ -580,14 +599,22 @@ func (u *console) signatures(ctx context.Context, d PluginDetail) (string, []web
 	case u.s.deps.Verifier == nil:
 		return "cannot be checked: this server has no signature verifier configured", nil, nil
 	}
-	verdicts, err := u.s.deps.Verifier.VerifySignatures(ctx, d.Digest, d.Signatures)
+	id, err := plugin.ParseID(d.ID)
+	if err != nil {
+		return "", nil, err
+	}
+	verdicts, err := u.s.deps.Verifier.VerifySignatures(ctx, SignedSubject{Plugin: id, Version: d.Version, Digest: d.Digest}, d.Signatures)
 	if err != nil {
 		return "", nil, err
 	}
 	var rows []web.SignatureRow
 	good := 0
 	for _, v := range verdicts {
-		rows = append(rows, web.SignatureRow{KeyID: v.KeyID, Valid: v.Valid, Trusted: v.Trusted, Error: v.Error})
+		e := v.Error
+		if v.Valid && v.Legacy {
+			e = trust.LegacyWarning(v.KeyID)
+		}
+		rows = append(rows, web.SignatureRow{KeyID: v.KeyID, Valid: v.Valid, Trusted: v.Trusted, Error: e})
 		if v.Valid && v.Trusted {
 			good++
 		}

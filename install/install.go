@@ -152,7 +152,12 @@ func (in *Installer) Install(ctx context.Context, req Request) (*Result, error) 
 	// Policy again, now with the signatures that verified over the fetched content.
 	verified := map[plugin.ID][]string{}
 	for _, st := range todo {
-		verified[st.ID] = in.verifiedSignatures(g, st.ID, done[st.ID].v)
+		ids, warns, err := in.verifiedSignatures(g, st.ID, done[st.ID].v)
+		if err != nil {
+			return nil, err
+		}
+		verified[st.ID] = ids
+		res.Warnings = append(res.Warnings, warns...)
 	}
 	if err := in.checkPolicy(ctx, g, todo, verified); err != nil {
 		return nil, err
@@ -234,11 +239,18 @@ func (in *Installer) checkPolicy(ctx context.Context, g *graph, steps []resolver
 	return in.o.Policy.AllowInstall(ctx, items)
 }
 
-// verifiedSignatures returns the key ids of trusted keys whose signature over
-// v's digest verifies, from the marketplace entry and the detached file.
-func (in *Installer) verifiedSignatures(g *graph, id plugin.ID, v *cache.Version) []string {
+// verifiedSignatures returns the key ids of trusted keys whose signature
+// covers v: the statement binding id, its declared version and v's digest
+// (or, weaker, the bare digest: warnings name those), from the marketplace
+// entry and the detached file. A signature that names a trusted key but
+// does not verify is refused as a trust error: a trusted key's signature on
+// other content, or on this content under another plugin name, marketplace
+// or version (relabelled), is never quietly ignored.
+func (in *Installer) verifiedSignatures(g *graph, id plugin.ID, v *cache.Version) ([]string, []string, error) {
 	var sigs []trust.Signature
+	entryVersion := ""
 	if e, _ := g.entry(id); e != nil {
+		entryVersion = e.Version
 		for _, s := range e.Signatures {
 			sigs = append(sigs, trust.Signature{KeyID: s.KeyID, Sig: s.Sig})
 		}
@@ -246,13 +258,23 @@ func (in *Installer) verifiedSignatures(g *graph, id plugin.ID, v *cache.Version
 	if detached, err := trust.ReadSignatures(v.Path); err == nil {
 		sigs = append(sigs, detached...)
 	}
-	var ids []string
-	for _, r := range trust.Verify(sigs, v.Digest, in.o.Keys) {
-		if r.Valid && r.Trusted {
+	st := trust.NewStatement(id, trust.DeclaredVersion(v.Path, entryVersion), v.Digest)
+	var ids, warnings []string
+	for _, r := range trust.VerifyStatement(sigs, st, in.o.Keys) {
+		switch {
+		case r.Valid && r.Trusted:
 			ids = append(ids, r.KeyID)
+			if r.Legacy {
+				warnings = append(warnings, id.String()+": "+trust.LegacyWarning(r.KeyID))
+			}
+		case r.Trusted:
+			return nil, nil, &plugin.Error{Layer: plugin.LayerTrust, Type: plugin.TypeTrustRejected, Object: st.String(),
+				Err: errors.New(r.Reason),
+				Hint: "a trusted key's signature does not cover this plugin as published: the content may have been copied from another plugin or marketplace, or changed after signing; " +
+					"ask the marketplace owner to re-sign it (wharf sign), or remove the stale signature"}
 		}
 	}
-	return ids
+	return ids, warnings, nil
 }
 
 // fetchWorkers bounds how many plugins of a closure are fetched and

@@ -2,6 +2,8 @@ package install
 
 import (
 	"context"
+	"errors"
+	"fmt"
 
 	"github.com/wharfhq/wharf/cache"
 	"github.com/wharfhq/wharf/plugin"
@@ -15,13 +17,38 @@ type Updated struct {
 	Path    string    `json:"installPath"`
 	Changed bool      `json:"changed"`
 	Note    string    `json:"note,omitempty"`
+	// Downgrade is set when the update went to a lower version (or one
+	// that cannot be ordered), which only AllowDowngrade permits.
+	Downgrade bool     `json:"downgrade,omitempty"`
+	Warnings  []string `json:"warnings,omitempty"`
 }
+
+// UpdateOptions tune Update.
+type UpdateOptions struct {
+	// AllowDowngrade lets an update go to a lower version than the one
+	// installed, or to one whose order cannot be told (a version that is
+	// not semver). Without it such an update is refused.
+	AllowDowngrade bool
+}
+
+// TypeDowngrade is the error type of an update refused because it would
+// go to a lower version, or to one that cannot be ordered.
+const TypeDowngrade = "downgrade-refused"
 
 // Update moves the given installed plugins (all of them when ids is empty)
 // to the version their marketplace lists now. The new version goes into its
 // own directory; the old one stays for running sessions until garbage
 // collection. Agents see the new version after their next reload.
-func (in *Installer) Update(ctx context.Context, ids []plugin.ID) ([]Updated, error) {
+//
+// An update never goes to a lower version unless opts.AllowDowngrade: a
+// marketplace pointing back at an old, validly signed tree would otherwise
+// roll the plugin back without a word. Versions are compared by semver
+// precedence; when either is not a semantic version the order cannot be
+// told, and the update is refused the same way: that plugin is kept (its
+// Updated says why), the others are updated, and the first refusal is
+// returned with the results. The new content's signatures are checked as
+// on install.
+func (in *Installer) Update(ctx context.Context, ids []plugin.ID, opts UpdateOptions) ([]Updated, error) {
 	g, recs, err := in.graph()
 	if err != nil {
 		return nil, err
@@ -32,6 +59,7 @@ func (in *Installer) Update(ctx context.Context, ids []plugin.ID) ([]Updated, er
 		}
 	}
 	var out []Updated
+	var refused error // the first update refused as a downgrade
 	for _, id := range ids {
 		old, ok := g.installed[id]
 		if !ok {
@@ -61,6 +89,27 @@ func (in *Installer) Update(ctx context.Context, ids []plugin.ID) ([]Updated, er
 			out = append(out, u)
 			continue
 		}
+		if err := checkMove(id, old.Version, sv.v.Version, opts, &u); err != nil {
+			// The others still update; the refusal is reported at the end.
+			sv.cleanup()
+			u.To, u.Path = old.Version, old.InstallPath
+			u.Note = "kept: " + errors.Unwrap(err).Error()
+			out = append(out, u)
+			if refused == nil {
+				refused = err
+			}
+			continue
+		}
+		keys, warns, err := in.verifiedSignatures(g, id, sv.v)
+		if err != nil {
+			sv.cleanup()
+			return out, err
+		}
+		u.Warnings = warns
+		if err := in.checkPolicy(ctx, g, plan.ToInstall()[len(plan.ToInstall())-1:], map[plugin.ID][]string{id: keys}); err != nil {
+			sv.cleanup()
+			return out, err
+		}
 		err = in.o.Cache.WithLock(ctx, func(ctx context.Context) error {
 			cur, err := in.o.Cache.Get(id)
 			if err != nil {
@@ -76,13 +125,36 @@ func (in *Installer) Update(ctx context.Context, ids []plugin.ID) ([]Updated, er
 		}
 		u.Changed = true
 		u.Note = "reload running agents to use the new version"
+		if u.Downgrade {
+			u.Note = "downgraded as allowed by --allow-downgrade; " + u.Note
+		}
 		out = append(out, u)
 	}
 	in.collect(ctx)
-	return out, nil
+	return out, refused
 }
 
 // GC removes orphaned versions past their grace period.
 func (in *Installer) GC(ctx context.Context) (*cache.GCReport, error) {
 	return in.o.Cache.GC(ctx, in.o.Now())
+}
+
+// checkMove refuses an update from one version to a lower one, or to one
+// that cannot be ordered, unless opts allow it; then u is marked.
+func checkMove(id plugin.ID, from, to string, opts UpdateOptions, u *Updated) error {
+	var why string
+	switch compareVersions(from, to) {
+	case moveSame, moveUp:
+		return nil
+	case moveDown:
+		why = fmt.Sprintf("%s is lower than the installed %s: the marketplace now lists an older version", to, from)
+	default:
+		why = fmt.Sprintf("cannot tell whether %s is newer than the installed %s: they are not both semantic versions (MAJOR.MINOR.PATCH)", to, from)
+	}
+	if opts.AllowDowngrade {
+		u.Downgrade = true
+		return nil
+	}
+	return &plugin.Error{Layer: plugin.LayerTrust, Type: TypeDowngrade, Object: id.String(), Err: fmt.Errorf("update refused: %s", why),
+		Hint: "an older version may bring back what a newer one fixed; if you mean it, run: wharf update " + id.String() + " --allow-downgrade"}
 }

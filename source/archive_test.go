@@ -218,7 +218,7 @@ type tarEntry struct {
 	mode             int64
 }
 
-func makeTgz(t *testing.T, entries ...tarEntry) []byte {
+func makeTgz(t testing.TB, entries ...tarEntry) []byte {
 	t.Helper()
 	var buf bytes.Buffer
 	gz := gzip.NewWriter(&buf)

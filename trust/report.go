@@ -13,6 +13,9 @@ type VerifyReport struct {
 	Checked    bool        `json:"checked"`
 	Changed    []string    `json:"changed"`
 	Signatures []ReportSig `json:"signatures"`
+	// Warnings name what passed but is weaker than it should be: valid
+	// signatures of the legacy form (over the bare digest).
+	Warnings []string `json:"warnings,omitempty"`
 }
 
 // ReportSig is one signature verdict in a VerifyReport.
@@ -20,6 +23,9 @@ type ReportSig struct {
 	KeyID   string `json:"keyid"`
 	Valid   bool   `json:"valid"`
 	Trusted bool   `json:"trusted"`
+	// Legacy: a valid signature over the bare digest, which does not bind
+	// the plugin's name, marketplace or version (weaker).
+	Legacy bool `json:"legacy,omitempty"`
 }
 
 // NewReport fills a report from a digested tree and signature verdicts.
@@ -34,7 +40,15 @@ func NewReport(target string, t *Tree, expected string, changed []string, sigs [
 		r.Changed = []string{}
 	}
 	for _, s := range sigs {
-		r.Signatures = append(r.Signatures, ReportSig{KeyID: s.KeyID, Valid: s.Valid, Trusted: s.Trusted})
+		r.Signatures = append(r.Signatures, ReportSig{KeyID: s.KeyID, Valid: s.Valid, Trusted: s.Trusted, Legacy: s.Valid && s.Legacy})
+		if s.Valid && s.Legacy {
+			r.Warnings = append(r.Warnings, LegacyWarning(s.KeyID))
+		}
 	}
 	return r
+}
+
+// LegacyWarning is the warning for a valid signature of the legacy form.
+func LegacyWarning(keyID string) string {
+	return "signature by key " + keyID + " is of the old form (over the bare digest): weaker, it does not bind the plugin's name, marketplace or version; re-sign with: wharf sign"
 }

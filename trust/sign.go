@@ -145,11 +145,26 @@ func (kr Keyring) IDs() []string {
 	return ids
 }
 
-// Sign signs the digest string (UTF-8) with a PEM private key.
+// Sign signs the bare digest string (UTF-8) with a PEM private key: the
+// legacy form, which binds the content but not the plugin's name,
+// marketplace or version. wharf sign writes SignStatement signatures;
+// Sign remains for tools and tests that need the old form.
 func Sign(privPEM []byte, digest string) (Signature, error) {
 	if !ValidDigest(digest) {
 		return Signature{}, keyError("", fmt.Errorf("refusing to sign %q: not a w1: digest", digest))
 	}
+	return signBytes(privPEM, []byte(digest))
+}
+
+// SignStatement signs st's canonical JSON with a PEM private key.
+func SignStatement(privPEM []byte, st Statement) (Signature, error) {
+	if err := st.check(); err != nil {
+		return Signature{}, keyError("", err)
+	}
+	return signBytes(privPEM, st.Canonical())
+}
+
+func signBytes(privPEM, msg []byte) (Signature, error) {
 	priv, err := cryptoutils.UnmarshalPEMToPrivateKey(privPEM, cryptoutils.SkipPassword)
 	if err != nil {
 		return Signature{}, keyError("", fmt.Errorf("reading private key: %w", err))
@@ -169,7 +184,7 @@ func Sign(privPEM []byte, digest string) (Signature, error) {
 	if err != nil {
 		return Signature{}, err
 	}
-	sig, err := signer.SignMessage(strings.NewReader(digest))
+	sig, err := signer.SignMessage(bytes.NewReader(msg))
 	if err != nil {
 		return Signature{}, keyError("", fmt.Errorf("signing: %w", err))
 	}
@@ -185,14 +200,18 @@ const (
 	SigUnknownKey  SigFailure = "unknown-key"  // keyid names no trusted key
 	SigMalformed   SigFailure = "malformed"    // not base64, truncated or garbled
 	SigWrongKey    SigFailure = "wrong-key"    // made by another trusted key than the one it names
-	SigOtherDigest SigFailure = "other-digest" // the named key signed other content
+	SigOtherDigest SigFailure = "other-digest" // the named key signed other content (or, for a statement, another plugin, marketplace or version)
 )
 
 // SigResult is the verdict on one signature.
 type SigResult struct {
 	KeyID   string
-	Valid   bool // verifies over the digest with the key its keyid names
+	Valid   bool // verifies over the statement (or digest) with the key its keyid names
 	Trusted bool // the keyid names a trusted key
+	// Legacy is set on a valid signature over the bare digest (the form
+	// before statements): it binds the content but not the plugin's name,
+	// marketplace or version, so it is weaker than a statement signature.
+	Legacy  bool
 	Failure SigFailure
 	Reason  string // empty when Valid
 	// SignedDigest is the digest the signature covers when it was found to
@@ -200,18 +219,33 @@ type SigResult struct {
 	SignedDigest string
 }
 
-// Verify checks each signature against digest with the trusted keys. Other
-// digests (for example the expected digest when the tree changed) are tried
-// only to explain a failure, never to accept a signature.
+// Verify checks each signature against the bare digest with the trusted
+// keys (the legacy form only: see VerifyStatement). Other digests (for
+// example the expected digest when the tree changed) are tried only to
+// explain a failure, never to accept a signature.
 func Verify(sigs []Signature, digest string, trusted Keyring, otherDigests ...string) []SigResult {
 	out := make([]SigResult, 0, len(sigs))
 	for _, s := range sigs {
-		out = append(out, verifyOne(s, digest, trusted, otherDigests))
+		out = append(out, verifyOne(s, nil, digest, trusted, otherDigests))
 	}
 	return out
 }
 
-func verifyOne(s Signature, digest string, trusted Keyring, others []string) SigResult {
+// VerifyStatement checks each signature against st with the trusted keys.
+// A signature over st's canonical JSON is valid; one over the bare digest
+// (the legacy form) is valid too, marked Legacy. Anything else fails: in
+// particular a signature made for the same content under another plugin
+// name, marketplace or version. Other digests are tried only to explain a
+// failure.
+func VerifyStatement(sigs []Signature, st Statement, trusted Keyring, otherDigests ...string) []SigResult {
+	out := make([]SigResult, 0, len(sigs))
+	for _, s := range sigs {
+		out = append(out, verifyOne(s, &st, st.Digest, trusted, otherDigests))
+	}
+	return out
+}
+
+func verifyOne(s Signature, st *Statement, digest string, trusted Keyring, others []string) SigResult {
 	r := SigResult{KeyID: s.KeyID}
 	pub, ok := trusted[s.KeyID]
 	if !ok {
@@ -231,24 +265,51 @@ func verifyOne(s Signature, digest string, trusted Keyring, others []string) Sig
 		r.Reason = fmt.Sprintf("signature by key %s is truncated or garbled: %v", s.KeyID, err)
 		return r
 	}
-	if verifies(pub, raw, digest) {
-		r.Valid = true
-		return r
+	// The messages a valid signature may cover: the statement, then the
+	// bare digest (legacy).
+	msgs := [][]byte{[]byte(digest)}
+	if st != nil {
+		msgs = [][]byte{st.Canonical(), []byte(digest)}
+	}
+	for i, m := range msgs {
+		if verifies(pub, raw, m) {
+			r.Valid = true
+			r.Legacy = i == len(msgs)-1
+			return r
+		}
 	}
 	for _, id := range trusted.IDs() {
-		if id != s.KeyID && verifies(trusted[id], raw, digest) {
-			r.Failure = SigWrongKey
-			r.Reason = fmt.Sprintf("wrong key: the signature was made with key %s but is labelled with key %s", id, s.KeyID)
-			return r
+		if id == s.KeyID {
+			continue
+		}
+		for _, m := range msgs {
+			if verifies(trusted[id], raw, m) {
+				r.Failure = SigWrongKey
+				r.Reason = fmt.Sprintf("wrong key: the signature was made with key %s but is labelled with key %s", id, s.KeyID)
+				return r
+			}
 		}
 	}
 	r.Failure = SigOtherDigest
 	for _, d := range others {
-		if d != digest && verifies(pub, raw, d) {
+		if d == digest {
+			continue
+		}
+		covers := verifies(pub, raw, []byte(d))
+		if st != nil && !covers {
+			o := *st
+			o.Digest = d
+			covers = verifies(pub, raw, o.Canonical())
+		}
+		if covers {
 			r.SignedDigest = d
 			r.Reason = fmt.Sprintf("signature by key %s covers %s, not this tree's digest %s: the content changed after signing", s.KeyID, d, digest)
 			return r
 		}
+	}
+	if st != nil {
+		r.Reason = fmt.Sprintf("signature by key %s does not cover %s with digest %s: it was made for another plugin name, marketplace or version, or over other content (a signature cannot be moved to another plugin or marketplace)", s.KeyID, st, digest)
+		return r
 	}
 	r.Reason = fmt.Sprintf("signature by key %s does not cover digest %s: it was made over other content (the plugin changed after signing, or the signature belongs to another plugin)", s.KeyID, digest)
 	return r
@@ -291,7 +352,7 @@ func wellFormed(pub crypto.PublicKey, sig []byte) error {
 	return fmt.Errorf("unsupported key type %T", pub)
 }
 
-func verifies(pub crypto.PublicKey, sig []byte, digest string) bool {
+func verifies(pub crypto.PublicKey, sig []byte, msg []byte) bool {
 	var v signature.Verifier
 	var err error
 	switch k := pub.(type) {
@@ -305,7 +366,7 @@ func verifies(pub crypto.PublicKey, sig []byte, digest string) bool {
 	if err != nil {
 		return false
 	}
-	return v.VerifySignature(bytes.NewReader(sig), strings.NewReader(digest)) == nil
+	return v.VerifySignature(bytes.NewReader(sig), bytes.NewReader(msg)) == nil
 }
 
 func keyError(obj string, err error) error {

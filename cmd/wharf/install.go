@@ -212,14 +212,18 @@ func newPruneCmd(a *app) *cobra.Command {
 }
 
 func newUpdateCmd(a *app) *cobra.Command {
-	var all bool
+	var all, allowDowngrade bool
 	cmd := &cobra.Command{
-		Use:   "update [<name@marketplace>...] [--all]",
+		Use:   "update [<name@marketplace>...] [--all] [--allow-downgrade]",
 		Short: "Install the version a plugin's marketplace lists now, next to the old one",
 		Long: `Update installs the version each plugin's marketplace lists now into its own
 directory; the old version stays for running agents until garbage collection.
 Run 'wharf marketplace update' first to refresh the marketplaces. Agents use
-the new version after their next reload.`,
+the new version after their next reload.
+
+Update never goes to a lower version than the one installed (semver order),
+nor to one it cannot order against it (a version that is not MAJOR.MINOR.PATCH),
+unless --allow-downgrade is given; it exits 4 and says why.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(args) == 0 && !all {
 				return usageError(fmt.Errorf("name a plugin to update, or pass --all"))
@@ -232,21 +236,33 @@ the new version after their next reload.`,
 				}
 				ids = append(ids, id)
 			}
-			return withInstaller(a, cmd, func(ctx context.Context, in *install.Installer) ([]install.Updated, error) {
-				return in.Update(ctx, ids)
-			}, func(res []install.Updated) error {
-				for _, u := range res {
-					if u.Changed {
-						a.printf("updated %s %s -> %s (%s)\n", u.ID, u.From, u.To, u.Note)
-					} else {
-						a.printf("%s %s: %s\n", u.ID, u.From, u.Note)
-					}
+			in, err := a.Installer()
+			if err != nil {
+				return err
+			}
+			res, err := in.Update(cmd.Context(), ids, install.UpdateOptions{AllowDowngrade: allowDowngrade})
+			if a.cfg.JSON {
+				if err != nil {
+					return err
 				}
-				return nil
-			})
+				return a.printJSON(res)
+			}
+			// Printed also when an update was refused: the others went ahead.
+			for _, u := range res {
+				if u.Changed {
+					a.printf("updated %s %s -> %s (%s)\n", u.ID, u.From, u.To, u.Note)
+				} else {
+					a.printf("%s %s: %s\n", u.ID, u.From, u.Note)
+				}
+				for _, w := range u.Warnings {
+					fmt.Fprintf(a.stderr, "wharf: warning: %s\n", w)
+				}
+			}
+			return err
 		},
 	}
 	cmd.Flags().BoolVar(&all, "all", false, "update every installed plugin")
+	cmd.Flags().BoolVar(&allowDowngrade, "allow-downgrade", false, "allow going to a lower version, or to one that cannot be ordered against the installed one")
 	return cmd
 }
 

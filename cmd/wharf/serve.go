@@ -34,7 +34,9 @@ type serveOptions struct {
 	Grace       time.Duration
 	LogLevel    string
 	TrustedKeys []string
-	Store       storeFlags // serve_store.go
+	// TrustedProxies are reverse proxies whose X-Forwarded-For is believed.
+	TrustedProxies []string
+	Store          storeFlags // serve_store.go
 }
 
 func newServeCmd(a *app) *cobra.Command {
@@ -62,6 +64,7 @@ func newServeCmd(a *app) *cobra.Command {
 	f.DurationVar(&o.Grace, "shutdown-grace", 10*time.Second, "how long in-flight requests may finish at shutdown")
 	f.StringVar(&o.LogLevel, "log-level", "info", "debug, info, warn or error")
 	addStoreFlags(f, &o.Store)
+	f.StringArrayVar(&o.TrustedProxies, "trusted-proxy", nil, "CIDR range (or address) of a reverse proxy whose X-Forwarded-For gives the client's address; repeatable (default: none, the connection's address is the client's)")
 	f.StringArrayVar(&o.TrustedKeys, "trusted-key", nil, "public key file (PEM) trusted for plugin signatures, in addition to $WHARF_HOME/keys/*.pub; repeatable")
 	return cmd
 }
@@ -86,12 +89,17 @@ func (a *app) runServe(ctx context.Context, o *serveOptions) error {
 		return &plugin.Error{Layer: plugin.LayerIntent, Type: typeUsage, Object: "--body-limit",
 			Err: fmt.Errorf("--body-limit must be positive"), Hint: "e.g. --body-limit 1048576"}
 	}
+	proxies, err := api.ParseTrustedProxies(o.TrustedProxies)
+	if err != nil {
+		return &plugin.Error{Layer: plugin.LayerIntent, Type: typeUsage, Object: "--trusted-proxy", Err: err,
+			Hint: "pass the proxy's range, e.g. --trusted-proxy 10.0.0.0/8, or its address"}
+	}
 	logger := slog.New(slog.NewJSONHandler(a.stderr, &slog.HandlerOptions{Level: level}))
 	data := o.Data
 	if data == "" {
 		data = filepath.Join(a.env.Home(), "server")
 	}
-	data, err := filepath.Abs(data)
+	data, err = filepath.Abs(data)
 	if err != nil {
 		return err
 	}
@@ -125,6 +133,7 @@ func (a *app) runServe(ctx context.Context, o *serveOptions) error {
 	srv, err := api.New(api.Deps{
 		Store: st, Catalog: catalog, Policy: api.PolicyEngine, Verifier: api.TrustVerifier{Keyring: kr}, Logger: logger,
 		BodyLimit: o.BodyLimit, RequestTimeout: o.Timeout, RateLimit: o.RateLimit, RateBurst: o.RateBurst,
+		TrustedProxies: proxies,
 	})
 	if err != nil {
 		return err

@@ -18,25 +18,32 @@ import (
 
 // signResult is `wharf sign --json`.
 type signResult struct {
-	Target    string `json:"target"`
-	Digest    string `json:"digest"`
-	KeyID     string `json:"keyid"`
-	Sig       string `json:"sig"`
-	WrittenTo string `json:"writtenTo"`
+	Target string `json:"target"`
+	Digest string `json:"digest"`
+	// Statement is what the signature covers (its canonical JSON).
+	Statement trust.Statement `json:"statement"`
+	KeyID     string          `json:"keyid"`
+	Sig       string          `json:"sig"`
+	WrittenTo string          `json:"writtenTo"`
 	// Dropped lists key ids whose signatures were removed from the entry
 	// because they covered a previous integrity digest.
 	Dropped []string `json:"dropped,omitempty"`
 }
 
 func newSignCmd(a *app) *cobra.Command {
-	var keyFile, entryFile, name string
+	var keyFile, entryFile, name, market string
 	cmd := &cobra.Command{
-		Use:   "sign <plugin-dir> --key <private.pem> [--marketplace-entry <marketplace.json> --name <plugin>]",
-		Short: "Sign a plugin's content digest",
-		Long: "Compute the w1: content digest of <plugin-dir> and sign it with the private key. The signature\n" +
-			"({keyid, sig}) goes into the detached file .claude-plugin/wharf-signatures.json of the plugin, or,\n" +
-			"with --marketplace-entry and --name, into that entry's `signatures` (and its `integrity` is set\n" +
-			"to the digest). A signature by the same key is replaced. Files are rewritten crash-safely.",
+		Use:   "sign <plugin-dir> --key <private.pem> (--marketplace <name> [--name <plugin>] | --marketplace-entry <marketplace.json> --name <plugin>)",
+		Short: "Sign a plugin: its name, marketplace, version and content digest",
+		Long: "Compute the w1: content digest of <plugin-dir> and sign, with the private key, the statement\n" +
+			"{\"type\":\"" + trust.StatementType + "\",\"plugin\",\"marketplace\",\"version\",\"digest\"} that binds the\n" +
+			"digest to the plugin's name, its marketplace and its version (plugin.json's, else the entry's):\n" +
+			"the signature does not pass for the same content under another name or marketplace.\n" +
+			"The signature ({keyid, sig}) goes into the detached file .claude-plugin/wharf-signatures.json\n" +
+			"of the plugin (--marketplace names the marketplace; the plugin's name is plugin.json's unless\n" +
+			"--name), or, with --marketplace-entry and --name, into that entry's `signatures` (and its\n" +
+			"`integrity` is set to the digest). A signature by the same key is replaced. Files are\n" +
+			"rewritten crash-safely.",
 		Args: exactArgs(1, "one plugin directory"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			dir := args[0]
@@ -44,9 +51,18 @@ func newSignCmd(a *app) *cobra.Command {
 				return &plugin.Error{Layer: plugin.LayerIntent, Type: typeUsage, Object: "--key",
 					Err: errors.New("no private key given"), Hint: "pass --key <private.pem>; make one with: wharf keygen"}
 			}
-			if (entryFile == "") != (name == "") {
+			if entryFile != "" && name == "" {
 				return &plugin.Error{Layer: plugin.LayerIntent, Type: typeUsage, Object: "--marketplace-entry",
-					Err: errors.New("--marketplace-entry and --name go together"), Hint: "pass both, or neither to write the detached signatures file"}
+					Err: errors.New("--marketplace-entry needs --name"), Hint: "pass the entry's name with --name"}
+			}
+			if entryFile != "" && market != "" {
+				return &plugin.Error{Layer: plugin.LayerIntent, Type: typeUsage, Object: "--marketplace",
+					Err: errors.New("--marketplace and --marketplace-entry exclude each other"), Hint: "the marketplace's name is read from --marketplace-entry"}
+			}
+			if entryFile == "" && market == "" {
+				return &plugin.Error{Layer: plugin.LayerIntent, Type: typeUsage, Object: "--marketplace",
+					Err:  errors.New("no marketplace given: a signature binds the marketplace the plugin is published in"),
+					Hint: "pass --marketplace <name>, or --marketplace-entry <marketplace.json> --name <plugin>"}
 			}
 			priv, err := os.ReadFile(keyFile)
 			if err != nil {
@@ -56,14 +72,30 @@ func newSignCmd(a *app) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			sig, err := trust.Sign(priv, tree.Digest)
+			var entryVersion string
+			if entryFile != "" {
+				if market, entryVersion, err = entryOf(entryFile, name); err != nil {
+					return err
+				}
+			} else if name == "" {
+				if name, err = manifestName(dir); err != nil {
+					return err
+				}
+			}
+			id := plugin.ID{Name: name, Source: market}
+			if err := id.Validate(); err != nil {
+				return &plugin.Error{Layer: plugin.LayerIntent, Type: typeUsage, Object: id.String(), Err: err,
+					Hint: "plugin and marketplace names are lowercase letters, digits and dashes"}
+			}
+			st := trust.NewStatement(id, trust.DeclaredVersion(dir, entryVersion), tree.Digest)
+			sig, err := trust.SignStatement(priv, st)
 			if err != nil {
 				if pe, ok := err.(*plugin.Error); ok && pe.Object == "" {
 					pe.Object = keyFile
 				}
 				return err
 			}
-			res := signResult{Target: dir, Digest: tree.Digest, KeyID: sig.KeyID, Sig: sig.Sig}
+			res := signResult{Target: dir, Digest: tree.Digest, Statement: st, KeyID: sig.KeyID, Sig: sig.Sig}
 			if entryFile == "" {
 				if err := trust.AddSignature(dir, sig); err != nil {
 					return err
@@ -79,7 +111,7 @@ func newSignCmd(a *app) *cobra.Command {
 			if a.cfg.JSON {
 				return a.printJSON(res)
 			}
-			a.printf("Signed %s\n  digest %s\n  keyid  %s\n  written to %s\n", dir, tree.Digest, sig.KeyID, res.WrittenTo)
+			a.printf("Signed %s as %s\n  digest %s\n  keyid  %s\n  written to %s\n", dir, st, tree.Digest, sig.KeyID, res.WrittenTo)
 			if len(res.Dropped) > 0 {
 				a.printf("  dropped signatures over the previous integrity by: %s\n", strings.Join(res.Dropped, ", "))
 			}
@@ -87,9 +119,52 @@ func newSignCmd(a *app) *cobra.Command {
 		},
 	}
 	cmd.Flags().StringVar(&keyFile, "key", "", "private key PEM (from wharf keygen)")
+	cmd.Flags().StringVar(&market, "marketplace", "", "the marketplace the plugin is published in (detached signatures file)")
 	cmd.Flags().StringVar(&entryFile, "marketplace-entry", "", "write into this marketplace.json instead of the detached file")
-	cmd.Flags().StringVar(&name, "name", "", "the plugin entry to sign in --marketplace-entry")
+	cmd.Flags().StringVar(&name, "name", "", "the plugin's name in its marketplace (the entry to sign in --marketplace-entry; default plugin.json's name)")
 	return cmd
+}
+
+// entryOf reads the marketplace's name and the version of its entry name
+// from a marketplace.json.
+func entryOf(file, name string) (market, version string, err error) {
+	data, err := os.ReadFile(file)
+	if err != nil {
+		return "", "", &plugin.Error{Layer: plugin.LayerIntent, Type: plugin.TypeNotFound, Object: file, Err: err}
+	}
+	m, _, err := plugin.ParseMarketplace(data, file)
+	if err != nil {
+		return "", "", err
+	}
+	var names []string
+	for _, e := range m.Plugins {
+		if e.Name == name {
+			return m.Name, e.Version, nil
+		}
+		names = append(names, e.Name)
+	}
+	return "", "", &plugin.Error{Layer: plugin.LayerIntent, Type: plugin.TypeNotFound, Object: file,
+		Err:  fmt.Errorf("no plugin entry named %q (entries: %s)", name, strings.Join(names, ", ")),
+		Hint: "pass the entry's name with --name"}
+}
+
+// manifestName is the name in the plugin's plugin.json.
+func manifestName(dir string) (string, error) {
+	f := plugin.ManifestFile(dir)
+	data, err := os.ReadFile(f)
+	if err != nil {
+		return "", &plugin.Error{Layer: plugin.LayerIntent, Type: typeUsage, Object: f, Err: err,
+			Hint: "name the plugin with --name, as its marketplace lists it"}
+	}
+	m, _, err := plugin.ParseManifest(data, f)
+	if err != nil {
+		return "", err
+	}
+	if m.Name == "" {
+		return "", &plugin.Error{Layer: plugin.LayerIntent, Type: typeUsage, Object: f, Err: errors.New("plugin.json has no name"),
+			Hint: "name the plugin with --name, as its marketplace lists it"}
+	}
+	return m.Name, nil
 }
 
 // signEntry sets integrity and adds sig to the entry `name` of a

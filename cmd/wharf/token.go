@@ -14,6 +14,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/wharfhq/wharf/api"
 	"github.com/wharfhq/wharf/plugin"
 )
 
@@ -36,9 +37,9 @@ func newTokenCmd(a *app) *cobra.Command {
 	pf.StringVar(&c.Server, "server", "", "server URL (env WHARF_SERVER, default http://127.0.0.1:7070)")
 	pf.StringVar(&c.Token, "token", "", "an admin token (env WHARF_TOKEN)")
 
-	var role, note string
+	var role, note, expires string
 	create := &cobra.Command{
-		Use:   "create --role admin|developer|ci|agent [--note TEXT]",
+		Use:   "create --role admin|developer|ci|agent [--note TEXT] [--expires 30d]",
 		Short: "Create a token; its secret is printed once",
 		Args:  exactArgs(0, "no arguments"),
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -46,25 +47,41 @@ func newTokenCmd(a *app) *cobra.Command {
 				return &plugin.Error{Layer: plugin.LayerIntent, Type: typeUsage, Object: "--role",
 					Err: errors.New("--role is required"), Hint: "e.g. wharf token create --role developer"}
 			}
-			var out struct {
-				ID    string `json:"id"`
-				Role  string `json:"role"`
-				Token string `json:"token"`
-				Note  string `json:"note,omitempty"`
+			if expires != "" {
+				if _, err := api.ParseExpiry(expires); err != nil {
+					return &plugin.Error{Layer: plugin.LayerIntent, Type: typeUsage, Object: "--expires", Err: err,
+						Hint: "give a number of days (--expires 30d) or a duration (--expires 12h)"}
+				}
 			}
-			if err := c.do(cmd.Context(), "POST", "/v1/tokens", map[string]string{"role": role, "note": note}, &out); err != nil {
+			var out struct {
+				ID        string     `json:"id"`
+				Role      string     `json:"role"`
+				Token     string     `json:"token"`
+				Note      string     `json:"note,omitempty"`
+				ExpiresAt *time.Time `json:"expiresAt,omitempty"`
+			}
+			body := map[string]string{"role": role, "note": note}
+			if expires != "" {
+				body["expires"] = expires
+			}
+			if err := c.do(cmd.Context(), "POST", "/v1/tokens", body, &out); err != nil {
 				return err
 			}
 			if a.cfg.JSON {
 				return a.printJSON(out)
 			}
 			a.printf("%s\n", out.Token)
-			fmt.Fprintf(a.stderr, "wharf: created %s token %s; the secret above is shown only once\n", out.Role, out.ID)
+			until := ""
+			if out.ExpiresAt != nil {
+				until = "; it expires at " + out.ExpiresAt.UTC().Format(time.RFC3339)
+			}
+			fmt.Fprintf(a.stderr, "wharf: created %s token %s; the secret above is shown only once%s\n", out.Role, out.ID, until)
 			return nil
 		},
 	}
 	create.Flags().StringVar(&role, "role", "", "admin, developer, ci or agent")
 	create.Flags().StringVar(&note, "note", "", "what the token is for")
+	create.Flags().StringVar(&expires, "expires", "", "lifetime, e.g. 30d or 12h (default: never expires)")
 
 	list := &cobra.Command{
 		Use:   "list",
@@ -72,11 +89,12 @@ func newTokenCmd(a *app) *cobra.Command {
 		Args:  exactArgs(0, "no arguments"),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			var out []struct {
-				ID        string    `json:"id"`
-				Role      string    `json:"role"`
-				CreatedAt time.Time `json:"createdAt"`
-				CreatedBy string    `json:"createdBy"`
-				Note      string    `json:"note,omitempty"`
+				ID        string     `json:"id"`
+				Role      string     `json:"role"`
+				CreatedAt time.Time  `json:"createdAt"`
+				CreatedBy string     `json:"createdBy"`
+				Note      string     `json:"note,omitempty"`
+				ExpiresAt *time.Time `json:"expiresAt,omitempty"`
 			}
 			if err := c.do(cmd.Context(), "GET", "/v1/tokens", nil, &out); err != nil {
 				return err
@@ -85,7 +103,11 @@ func newTokenCmd(a *app) *cobra.Command {
 				return a.printJSON(out)
 			}
 			for _, t := range out {
-				a.printf("%s  %-9s  %s  %s\n", t.ID, t.Role, t.CreatedAt.Format(time.RFC3339), t.Note)
+				exp := "never expires"
+				if t.ExpiresAt != nil {
+					exp = "expires " + t.ExpiresAt.UTC().Format(time.RFC3339)
+				}
+				a.printf("%s  %-9s  %s  %s  %s\n", t.ID, t.Role, t.CreatedAt.Format(time.RFC3339), exp, t.Note)
 			}
 			return nil
 		},

@@ -26,11 +26,16 @@ type verifyTarget struct {
 	source   string // "expected", "integrity" or "pin"
 	sigs     []trust.Signature
 	fp       trust.FP
+	// entryVersion is the marketplace entry's version, for the statement's
+	// version when plugin.json declares none.
+	entryVersion string
+	// named is what a directory is published as (--marketplace, --name).
+	named plugin.ID
 }
 
 func newVerifyCmd(a *app) *cobra.Command {
 	var keyFiles []string
-	var expect string
+	var expect, market, name string
 	var requireSig bool
 	cmd := &cobra.Command{
 		Use:   "verify <plugin-dir | plugin@marketplace> [--key pub.pem ...] [--expect w1:...]",
@@ -41,6 +46,9 @@ func newVerifyCmd(a *app) *cobra.Command {
 			"Signatures come from the marketplace entry and .claude-plugin/wharf-signatures.json. With --key\n" +
 			"(repeatable) or --require-signature, a valid signature by a trusted key is required; trusted keys\n" +
 			"are the --key files, else $WHARF_HOME/keys/*.pub.\n\n" +
+			"A signature covers the statement binding the plugin's name, marketplace, version and digest;\n" +
+			"for a directory, --marketplace (and --name, default plugin.json's) says what it is published\n" +
+			"as. Old signatures over the bare digest still verify, with a warning that they are weaker.\n\n" +
 			"Exit 0 when everything required holds, 4 (trust rejected) otherwise, with the reason.",
 		Args: exactArgs(1, "one plugin directory or plugin@marketplace"),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -76,6 +84,18 @@ func newVerifyCmd(a *app) *cobra.Command {
 			if expect != "" {
 				t.expected, t.source = expect, "expected"
 			}
+			if t.id.IsZero() && market != "" {
+				if name == "" {
+					if name, err = manifestName(t.dir); err != nil {
+						return err
+					}
+				}
+				t.named = plugin.ID{Name: name, Source: market}
+				if err := t.named.Validate(); err != nil {
+					return &plugin.Error{Layer: plugin.LayerIntent, Type: typeUsage, Object: t.named.String(), Err: err,
+						Hint: "plugin and marketplace names are lowercase letters, digits and dashes"}
+				}
+			}
 			detached, err := trust.ReadSignatures(t.dir)
 			if err != nil {
 				return err
@@ -86,6 +106,8 @@ func newVerifyCmd(a *app) *cobra.Command {
 	}
 	cmd.Flags().StringArrayVar(&keyFiles, "key", nil, "trusted public key PEM; repeatable; requires a valid signature by one of them")
 	cmd.Flags().StringVar(&expect, "expect", "", "the w1: digest the plugin must have")
+	cmd.Flags().StringVar(&market, "marketplace", "", "for a directory: the marketplace it is published in (signatures bind it)")
+	cmd.Flags().StringVar(&name, "name", "", "for a directory: the plugin's name in its marketplace (default plugin.json's)")
 	cmd.Flags().BoolVar(&requireSig, "require-signature", false, "require a valid signature by a trusted key ($WHARF_HOME/keys/*.pub when no --key)")
 	return cmd
 }
@@ -124,6 +146,7 @@ func (a *app) verifyTarget(arg string) (*verifyTarget, error) {
 	}
 	if entry != nil {
 		t.sigs = append(t.sigs, entry.Signatures...)
+		t.entryVersion = entry.Version
 	}
 	c, err := cache.New(cache.Options{Home: a.env.Home(), Store: st})
 	if err != nil {
@@ -154,7 +177,24 @@ func (a *app) runVerify(arg string, t *verifyTarget, keys trust.Keyring, require
 	if t.expected != "" {
 		others = append(others, t.expected)
 	}
-	results := trust.Verify(t.sigs, tree.Digest, keys, others...)
+	var results []trust.SigResult
+	subject := t.id
+	if subject.IsZero() {
+		subject = t.named
+	}
+	if subject.IsZero() {
+		// A directory published as nothing in particular: only the old
+		// bare-digest form can verify.
+		results = trust.Verify(t.sigs, tree.Digest, keys, others...)
+		for i, r := range results {
+			if r.Failure == trust.SigOtherDigest {
+				results[i].Reason += "; a signature of the current form binds the plugin's marketplace: pass --marketplace <name>"
+			}
+		}
+	} else {
+		st := trust.NewStatement(subject, trust.DeclaredVersion(t.dir, t.entryVersion), tree.Digest)
+		results = trust.VerifyStatement(t.sigs, st, keys, others...)
+	}
 	var problems []string
 	var changed []string
 	if t.expected != "" && tree.Digest != t.expected {
@@ -248,11 +288,16 @@ func printVerify(a *app, rep trust.VerifyReport, results []trust.SigResult, t *v
 	}
 	for _, r := range results {
 		switch {
+		case r.Valid && r.Legacy:
+			a.printf("  signature %s: valid, trusted, old form (weaker: it does not bind the plugin's name, marketplace or version)\n", r.KeyID)
 		case r.Valid:
 			a.printf("  signature %s: valid, trusted\n", r.KeyID)
 		default:
 			a.printf("  signature %s: %s\n", r.KeyID, r.Reason)
 		}
+	}
+	for _, w := range rep.Warnings {
+		fmt.Fprintf(a.stderr, "wharf: warning: %s\n", w)
 	}
 	switch {
 	case rep.OK && rep.Checked:
