@@ -146,10 +146,16 @@ func checkMove(id plugin.ID, from, to string, opts UpdateOptions, u *Updated) er
 	switch compareVersions(from, to) {
 	case moveSame, moveUp:
 		return nil
-	case moveDown:
-		why = fmt.Sprintf("%s is lower than the installed %s: the marketplace now lists an older version", to, from)
+	case moveUnordered:
+		// Neither side is a semantic version (commit-derived versions of
+		// versionless plugins, dist-tags): there is no order to go down in,
+		// and refusing would leave such plugins with no update at all.
+		if !isSemver(from) && !isSemver(to) {
+			return nil
+		}
+		why = fmt.Sprintf("cannot tell whether %s is newer than the installed %s: only one of them is a semantic version (MAJOR.MINOR.PATCH)", to, from)
 	default:
-		why = fmt.Sprintf("cannot tell whether %s is newer than the installed %s: they are not both semantic versions (MAJOR.MINOR.PATCH)", to, from)
+		why = fmt.Sprintf("%s is lower than the installed %s: the marketplace now lists an older version", to, from)
 	}
 	if opts.AllowDowngrade {
 		u.Downgrade = true

@@ -65,6 +65,16 @@ func TestUpdateRefusesDowngrade(t *testing.T) {
 	if up, err := w.in.Update(bg, []plugin.ID{id}, UpdateOptions{}); err != nil || up[0].To != "1.0.1" {
 		t.Fatalf("update to 1.0.1: %+v, %v", up, err)
 	}
+	// Between two versions that are not semantic (commit-derived versions of
+	// versionless plugins) there is no order: the update goes through.
+	w.setVersion("app", "c0bb8d2a85a6")
+	if _, err := w.in.Update(bg, []plugin.ID{id}, UpdateOptions{AllowDowngrade: true}); err != nil {
+		t.Fatalf("allowed move to a commit version: %v", err)
+	}
+	w.setVersion("app", "d1cc9e3b96b7")
+	if up, err := w.in.Update(bg, []plugin.ID{id}, UpdateOptions{}); err != nil || up[0].To != "d1cc9e3b96b7" || up[0].Downgrade {
+		t.Fatalf("commit to commit: %+v, %v", up, err)
+	}
 }
 
 // signingKey makes a key pair and trusts its public half in w's installer.

@@ -163,3 +163,9 @@ func compareVersions(from, to string) versionMove {
 	}
 	return moveSame
 }
+
+// isSemver reports whether v parses as MAJOR.MINOR.PATCH[-pre][+build].
+func isSemver(v string) bool {
+	_, ok := parseSemver(v)
+	return ok
+}
