@@ -45,63 +45,60 @@ func testConcurrentSettingsWrites(t *testing.T, n int) {
 	writeFile(t, filepath.Join(root, ".claude-plugin", "marketplace.json"), mkt+"]}")
 	w.ok("marketplace", "add", root)
 
+	// Four mixes of commands, each starting with an install; process i
+	// runs mix i%4 on its own plugin. Every step starts in all processes
+	// at once (the next waits for all of them), so that n settings writes
+	// are in flight together, as when a user starts commands in parallel.
+	mixes := [][]string{
+		{"install", "disable", "enable", "uninstall", "install", "disable", "enable", "disable"},
+		{"install", "uninstall", "install", "disable", "enable", "uninstall", "install", "enable"},
+		{"install", "disable", "uninstall", "install", "enable", "disable", "enable", "uninstall"},
+		{"install", "enable", "disable", "enable", "uninstall", "install", "disable", "enable"},
+	}
+	rounds := max(1, 24/n)
 	type want struct {
 		installed, enabled bool
 	}
 	wants := make([]want, n)
-	var wg sync.WaitGroup
-	errs := make(chan error, n)
-	for i := 0; i < n; i++ {
-		wg.Add(1)
-		go func(i int) {
-			defer wg.Done()
-			id := fmt.Sprintf("q%02d@race", i)
-			// Fewer processes write more often each, so that both sizes
-			// keep several writes in flight at every moment.
-			steps := [][]string{{"install", id}}
-			for r := 0; r < max(1, 32/n); r++ {
-				steps = append(steps, []string{"disable", id}, []string{"enable", id})
+	for r := 0; r < rounds; r++ {
+		for step := range mixes[0] {
+			var wg sync.WaitGroup
+			errs := make(chan error, n)
+			for i := 0; i < n; i++ {
+				wg.Add(1)
+				go func(i int) {
+					defer wg.Done()
+					id := fmt.Sprintf("q%02d@race", i)
+					verb := mixes[i%4][step]
+					out, err := w.cmd(verb, id).CombinedOutput()
+					if err != nil {
+						errs <- fmt.Errorf("wharf %s %s: %v\n%s", verb, id, err, out)
+						return
+					}
+					// The command acknowledged: this is now the state.
+					switch verb {
+					case "install":
+						wants[i] = want{installed: true, enabled: true}
+					case "enable":
+						wants[i].enabled = true
+					case "disable":
+						wants[i].enabled = false
+					case "uninstall":
+						wants[i].installed = false
+					}
+				}(i)
 			}
-			steps = append(steps, []string{"uninstall", id}, []string{"install", id})
-			switch i % 4 {
-			case 0:
-				steps = append(steps, []string{"disable", id})
-			case 2:
-				steps = append(steps, []string{"uninstall", id})
-			case 3:
-				steps = append(steps, []string{"disable", id}, []string{"enable", id})
+			wg.Wait()
+			close(errs)
+			failed := false
+			for err := range errs {
+				t.Error(err)
+				failed = true
 			}
-			var st want
-			for _, s := range steps {
-				out, err := w.cmd(s...).CombinedOutput()
-				if err != nil {
-					errs <- fmt.Errorf("wharf %v: %v\n%s", s, err, out)
-					return
-				}
-				// The command acknowledged: this is now the state.
-				switch s[0] {
-				case "install":
-					st = want{installed: true, enabled: true}
-				case "enable":
-					st.enabled = true
-				case "disable":
-					st.enabled = false
-				case "uninstall":
-					st.installed = false
-				}
+			if failed {
+				t.FailNow()
 			}
-			wants[i] = st
-		}(i)
-	}
-	wg.Wait()
-	close(errs)
-	failed := false
-	for err := range errs {
-		t.Error(err)
-		failed = true
-	}
-	if failed {
-		t.FailNow()
+		}
 	}
 
 	raw, err := os.ReadFile(filepath.Join(w.home, "settings.json"))
