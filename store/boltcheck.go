@@ -23,7 +23,7 @@ type CorruptError struct {
 }
 
 func (e *CorruptError) Error() string {
-	return fmt.Sprintf("store: %s is damaged: %s", e.Path, e.Reason)
+	return fmt.Sprintf("store: %s is damaged: %s; to keep it aside and rebuild the state from the plugin cache, run: wharf doctor --repair", e.Path, e.Reason)
 }
 
 // Is makes errors.Is(err, ErrCorrupt) true.
