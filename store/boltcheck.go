@@ -72,6 +72,25 @@ func readMeta(r io.ReaderAt, off int64) (boltMeta, bool) {
 		hwm: le.Uint64(m[40:]), txid: le.Uint64(m[48:])}, true
 }
 
+// bestMeta returns the meta bbolt would use: the valid one of pages 0 and
+// 1 with the higher transaction id (page 1 is found with page 0's page
+// size, else the OS page size, as bbolt does).
+func bestMeta(r io.ReaderAt) (boltMeta, bool) {
+	m0, ok0 := readMeta(r, 0)
+	def := int64(os.Getpagesize())
+	if ok0 {
+		def = int64(m0.pageSize)
+	}
+	m1, ok1 := readMeta(r, def)
+	switch {
+	case ok0 && ok1 && m1.txid > m0.txid:
+		return m1, true
+	case ok0:
+		return m0, true
+	}
+	return m1, ok1
+}
+
 // checkBoltFile reads the meta pages, the root page and the freelist of an
 // existing bbolt file, the parts bbolt reads at Open, and says what is
 // wrong with them before bbolt maps the file: bbolt treats an empty file as
@@ -98,24 +117,8 @@ func checkBoltFile(path string) error {
 	if size == 0 {
 		return &CorruptError{Path: path, Reason: "it is empty (0 bytes); the state it held is gone"}
 	}
-	m0, ok0 := readMeta(f, 0)
-	def := int64(os.Getpagesize())
-	if ok0 {
-		def = int64(m0.pageSize)
-	}
-	m1, ok1 := readMeta(f, def)
-	var m boltMeta
-	switch {
-	case ok0 && ok1:
-		m = m0
-		if m1.txid > m0.txid {
-			m = m1
-		}
-	case ok0:
-		m = m0
-	case ok1:
-		m = m1
-	default:
+	m, ok := bestMeta(f)
+	if !ok {
 		return &CorruptError{Path: path, Reason: fmt.Sprintf("no valid meta page (%d bytes; not a bbolt file, or its first pages are overwritten)", size)}
 	}
 	ps := int64(m.pageSize)
