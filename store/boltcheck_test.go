@@ -210,3 +210,37 @@ func TestOpenBoltPermissionErrorIsNotCorruption(t *testing.T) {
 	_, err := OpenBolt(path, Options{LockTimeout: time.Second})
 	check(err, path)
 }
+
+// FuzzCheckBoltFile feeds arbitrary files to the check that runs before
+// bbolt maps a file: it never panics, and it accepts a file or refuses it
+// with a *CorruptError.
+func FuzzCheckBoltFile(f *testing.F) {
+	dir := f.TempDir()
+	path := filepath.Join(dir, "seed.db")
+	b, err := OpenBolt(path, Options{})
+	if err != nil {
+		f.Fatal(err)
+	}
+	b.Update(func(tx Tx) error { return tx.Put("installed", "a@b", []byte("x")) })
+	b.Close()
+	good, err := os.ReadFile(path)
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(good)
+	f.Add(good[:len(good)/2])
+	f.Add(good[:4096])
+	f.Add([]byte{})
+	f.Add([]byte("not a database"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		p := filepath.Join(t.TempDir(), "state.db")
+		if err := os.WriteFile(p, data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		err := checkBoltFile(p)
+		var ce *CorruptError
+		if err != nil && !errors.As(err, &ce) {
+			t.Fatalf("checkBoltFile = %v (%T), want nil or a *CorruptError", err, err)
+		}
+	})
+}
