@@ -244,3 +244,43 @@ func FuzzCheckBoltFile(f *testing.F) {
 		}
 	})
 }
+
+// A damaged data page that the open-time check does not read makes bbolt
+// panic in the transaction that reads it; the transaction returns a
+// *CorruptError instead of killing the process.
+func TestBoltTransactionOnDamagedPageIsAnError(t *testing.T) {
+	path := filledBolt(t)
+	m := metaOf(t, path)
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Spoil every page but the metas, the root and the freelist: the
+	// installed bucket's pages among them.
+	junk := make([]byte, m.pageSize)
+	for i := range junk {
+		junk[i] = 0xA5
+	}
+	for p := uint64(2); p < m.hwm; p++ {
+		if p == m.root || p == m.freelist {
+			continue
+		}
+		if _, err := f.WriteAt(junk, int64(p)*int64(m.pageSize)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	f.Close()
+	b, err := OpenBolt(path, Options{LockTimeout: time.Second})
+	if err != nil {
+		t.Fatalf("open: %v (the damage is past what Open reads)", err)
+	}
+	defer b.Close()
+	err = b.View(func(r Reader) error {
+		_, err := r.List("installed", "")
+		return err
+	})
+	var ce *CorruptError
+	if !errors.As(err, &ce) || ce.Path != path {
+		t.Fatalf("View over damaged pages = %v, want a *CorruptError naming %s", err, path)
+	}
+}
