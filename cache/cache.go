@@ -29,6 +29,8 @@ var (
 	ErrConflict = errors.New("version already cached with different content")
 	// ErrNotInstalled: the registry has no record for the plugin.
 	ErrNotInstalled = errors.New("not installed")
+	// ErrRecordCorrupt: the plugin's registry record does not decode.
+	ErrRecordCorrupt = errors.New("installed registry record is damaged")
 )
 
 // Options configure New.

@@ -10,6 +10,11 @@
 // renames it into place; only then may the registry point to it (Put). A
 // reader therefore sees either no version directory or a complete one.
 //
+// A registry record that does not decode fails its plugin only (Scan
+// reports it, List leaves it out, GC keeps the plugin's versions);
+// RebuildRegistry re-derives records from the sealed version directories
+// when the store is damaged (wharf doctor --repair).
+//
 // Writers on one home serialize on the flock'd file $WHARF_HOME/.lock
 // (WithLock). Seed directories (WHARF_SEED_DIRS) are only ever read: a seed
 // hit is copied into the cache rather than used in place, so that every

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/wharfhq/wharf/plugin"
@@ -42,9 +43,19 @@ func (c *Cache) GC(ctx context.Context, now time.Time) (*GCReport, error) {
 	}
 	rep := &GCReport{Removed: []string{}, Kept: []Kept{}, Temps: []string{}}
 	err := c.WithLock(ctx, func(ctx context.Context) error {
-		recs, err := c.List()
+		recs, broken, err := c.Scan()
 		if err != nil {
 			return err
+		}
+		// The versions of a plugin whose record is damaged may be the one
+		// it points to: all of them stay until the record is repaired.
+		damaged := map[string]bool{}
+		for _, b := range broken {
+			if b.ID.IsZero() {
+				return errf(TypeRecordCorrupt, b.Key, "rebuild the registry from the cache first: wharf doctor --repair",
+					"gc: the registry holds a damaged record under %q, so no version can be known unused: %w", b.Key, ErrRecordCorrupt)
+			}
+			damaged[filepath.Join(b.ID.Source, b.ID.Name)] = true
 		}
 		referenced := map[string]bool{}
 		for _, r := range recs {
@@ -100,6 +111,14 @@ func (c *Cache) GC(ctx context.Context, now time.Time) (*GCReport, error) {
 				rep.Temps = append(rep.Temps, temps...)
 				if err != nil {
 					return err
+				}
+				if damaged[filepath.Join(m.Name(), p.Name())] {
+					for o := range orphans {
+						if strings.HasPrefix(o, m.Name()+"/"+p.Name()+"/") {
+							seen[o] = true // keep its mark
+						}
+					}
+					continue
 				}
 				versions, err := os.ReadDir(pdir)
 				if err != nil {

@@ -3,6 +3,7 @@ package cache
 import (
 	"encoding/json"
 	"errors"
+	"os"
 	"reflect"
 	"runtime"
 	"slices"
@@ -128,15 +129,31 @@ func TestRegistryRecordEncodings(t *testing.T) {
 	}
 }
 
-// A corrupt record (truncated, garbled, an unknown fingerprint kind) is a
-// clear error naming the plugin and the next step, never a panic or a
-// record with half its fields.
+// A corrupt record (truncated, garbled, an unknown fingerprint kind, stored
+// under another plugin's key) is a clear error naming the plugin and the
+// next step, never a panic or a record with half its fields — and only
+// that plugin's: List still returns every other record, GC keeps the
+// plugin's versions, and a new record written over it repairs it.
 func TestRegistryCorruptBinaryRecord(t *testing.T) {
 	c := newCache(t, Options{})
 	rec := installedRecord(t, c)
 	rec.InstalledAt = time.Unix(1700000000, 0).UTC()
 	rec.LastUpdated = rec.InstalledAt
 	good, err := encodeRecord(rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	other := plugin.MustParseID("lint@corp")
+	ov, err := c.Materialize(bg, other, "2.0.0", files(map[string]string{".claude-plugin/plugin.json": `{"name":"lint"}`}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Put(bg, RecordFor(ov, "user")); err != nil {
+		t.Fatal(err)
+	}
+	elsewhere := rec
+	elsewhere.ID = other
+	misplaced, err := encodeRecord(elsewhere)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -147,20 +164,50 @@ func TestRegistryCorruptBinaryRecord(t *testing.T) {
 		"trailing":     append(append([]byte(nil), good...), 0),
 		"huge count":   append([]byte(recordMagic), 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x01),
 		"unknown kind": func() []byte { b := append([]byte(nil), good...); b[kind] = 'z'; return b }(),
+		"wrong key":    misplaced,
 	}
 	for name, b := range cases {
 		t.Run(name, func(t *testing.T) {
 			putRaw(t, c, pid, b)
-			_, err := c.List()
-			var pe *plugin.Error
-			if !errors.As(err, &pe) || pe.Type != plugin.TypeManifestParse || pe.Object != pid.String() ||
-				!strings.Contains(pe.Hint, "wharf install "+pid.String()) || !errors.Is(err, errRecord) {
-				t.Fatalf("List = %v, want a manifest-parse error for %s wrapping errRecord", err, pid)
+			recs, err := c.List()
+			if err != nil || len(recs) != 1 || recs[0].ID != other {
+				t.Fatalf("List = %+v, %v; want the other plugin's record and no error", recs, err)
 			}
-			if _, err := c.Get(pid); !errors.Is(err, errRecord) {
-				t.Fatalf("Get = %v, want errRecord", err)
+			_, broken, err := c.Scan()
+			if err != nil || len(broken) != 1 || broken[0].ID != pid || broken[0].Key != pid.String() {
+				t.Fatalf("Scan broken = %+v, %v; want %s", broken, err, pid)
+			}
+			for _, err := range []error{broken[0].Err, func() error { _, err := c.Get(pid); return err }()} {
+				var pe *plugin.Error
+				if !errors.As(err, &pe) || pe.Type != TypeRecordCorrupt || pe.Object != pid.String() ||
+					!strings.Contains(pe.Hint, "wharf install "+pid.String()+" --force") || !strings.Contains(pe.Hint, "wharf doctor --repair") ||
+					!errors.Is(err, errRecord) || !errors.Is(err, ErrRecordCorrupt) {
+					t.Fatalf("error = %v, want a %s error for %s wrapping errRecord with the way out", err, TypeRecordCorrupt, pid)
+				}
+			}
+			// GC long after: the damaged plugin's version stays.
+			if _, err := c.GC(bg, time.Now().Add(100*DefaultGrace)); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := os.Stat(rec.InstallPath); err != nil {
+				t.Fatalf("GC removed the version of a plugin whose record is damaged: %v", err)
 			}
 		})
+	}
+	// The repair the error names: writing the record again.
+	if err := c.Put(bg, rec); err != nil {
+		t.Fatalf("Put over a damaged record: %v", err)
+	}
+	if got, err := c.Get(pid); err != nil || got.Version != "1.0.0" {
+		t.Fatalf("after the repair Get = %+v, %v", got, err)
+	}
+	// And uninstalling the plugin removes a damaged record.
+	putRaw(t, c, pid, []byte(recordMagic))
+	if err := c.Delete(bg, pid); err != nil {
+		t.Fatalf("Delete of a damaged record: %v", err)
+	}
+	if _, broken, _ := c.Scan(); len(broken) != 0 {
+		t.Fatalf("damaged record still there after Delete: %+v", broken)
 	}
 }
 

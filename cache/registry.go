@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"time"
 
@@ -118,6 +119,8 @@ func (c *Cache) putRecord(tx store.Tx, rec Record, now time.Time) error {
 	old, err := getRecord(tx, rec.ID)
 	switch {
 	case errors.Is(err, ErrNotInstalled):
+	case errors.Is(err, ErrRecordCorrupt):
+		// Writing a good record over a damaged one is its repair.
 	case err != nil:
 		return err
 	default:
@@ -160,13 +163,39 @@ func (c *Cache) Get(id plugin.ID) (Record, error) {
 	return rec, err
 }
 
-// List returns every record, in id order.
+// TypeRecordCorrupt is the *plugin.Error type of a registry record that
+// does not decode: that one plugin is failed, the rest of the registry is
+// usable.
+const TypeRecordCorrupt = "registry-record-corrupt"
+
+// BrokenRecord is a registry record that does not decode. ID is the zero
+// ID when even its key is not a plugin id.
+type BrokenRecord struct {
+	Key string
+	ID  plugin.ID
+	// Err is a *plugin.Error of type TypeRecordCorrupt naming the plugin
+	// and the commands that repair it.
+	Err error
+}
+
+// List returns every record that decodes, in id order. A record that does
+// not decode is left out (see Scan): one damaged record must not make every
+// command fail, and a plugin whose record cannot be read is not loaded.
 func (c *Cache) List() ([]Record, error) {
+	recs, _, err := c.Scan()
+	return recs, err
+}
+
+// Scan returns every record that decodes, in id order, and the ones that
+// do not.
+func (c *Cache) Scan() ([]Record, []BrokenRecord, error) {
 	if err := c.needStore(); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	var out []Record
+	var broken []BrokenRecord
 	err := c.st.View(func(r store.Reader) error {
+		out, broken = nil, nil
 		kvs, err := r.List(BucketInstalled, "")
 		if err != nil {
 			return err
@@ -176,15 +205,31 @@ func (c *Cache) List() ([]Record, error) {
 		}
 		for _, kv := range kvs {
 			rec, err := decodeRecord(kv.Value)
+			if err == nil && rec.ID.String() != kv.Key {
+				err = fmt.Errorf("%w: the record of %s is stored under the key %q", errRecord, rec.ID, kv.Key)
+			}
 			if err != nil {
-				return errf(plugin.TypeManifestParse, kv.Key, "reinstall the plugin: wharf install "+kv.Key,
-					"installed registry record: %w", err)
+				broken = append(broken, brokenRecord(kv.Key, err))
+				continue
 			}
 			out = append(out, rec)
 		}
 		return nil
 	})
-	return out, err
+	return out, broken, err
+}
+
+func brokenRecord(key string, err error) BrokenRecord {
+	id, _ := plugin.ParseID(key)
+	return BrokenRecord{Key: key, ID: id, Err: recordError(key, err)}
+}
+
+// recordError is the error of the registry record stored under key that
+// does not decode.
+func recordError(key string, err error) error {
+	return errf(TypeRecordCorrupt, key,
+		"reinstall it: wharf install "+key+" --force (or rebuild the registry from the cache: wharf doctor --repair)",
+		"%w: %w", ErrRecordCorrupt, err)
 }
 
 // Delete removes id's record; its version directory becomes an orphan.
@@ -197,14 +242,18 @@ func (c *Cache) Delete(ctx context.Context, id plugin.ID) error {
 		now := c.now().UTC()
 		return c.st.Update(func(tx store.Tx) error {
 			old, err := getRecord(tx, id)
-			if errors.Is(err, ErrNotInstalled) {
+			switch {
+			case errors.Is(err, ErrNotInstalled):
 				return nil
-			}
-			if err != nil {
+			case errors.Is(err, ErrRecordCorrupt):
+				// Its install path is unknown: GC finds the version
+				// directories unreferenced and starts their grace then.
+			case err != nil:
 				return err
-			}
-			if err := markOrphan(tx, c, old.InstallPath, now); err != nil {
-				return err
+			default:
+				if err := markOrphan(tx, c, old.InstallPath, now); err != nil {
+					return err
+				}
 			}
 			return tx.Delete(BucketInstalled, id.String())
 		})
@@ -220,9 +269,11 @@ func getRecord(r store.Reader, id plugin.ID) (Record, error) {
 		return Record{}, err
 	}
 	rec, err := decodeRecord(b)
+	if err == nil && rec.ID != id {
+		err = fmt.Errorf("%w: the record of %s is stored under the key %q", errRecord, rec.ID, id)
+	}
 	if err != nil {
-		return Record{}, errf(plugin.TypeManifestParse, id.String(), "reinstall the plugin: wharf install "+id.String(),
-			"installed registry record: %w", err)
+		return Record{}, recordError(id.String(), err)
 	}
 	return rec, nil
 }

@@ -30,5 +30,13 @@ func (in *Installer) SetEnabled(ctx context.Context, id plugin.ID, scope setting
 	if scope == "" {
 		scope = settings.ScopeUser
 	}
-	return settings.SetEnabled(in.o.Settings, scope, id, on)
+	// Under the home's lock, like the settings write of an install, so the
+	// two are ordered the same way in every process.
+	var file string
+	err := in.o.Cache.WithLock(ctx, func(context.Context) error {
+		var err error
+		file, err = settings.SetEnabled(in.o.Settings, scope, id, on)
+		return err
+	})
+	return file, err
 }

@@ -194,21 +194,28 @@ func (in *Installer) Install(ctx context.Context, req Request) (*Result, error) 
 		}
 		// The whole closure is recorded in one transaction: the registry
 		// never holds a plugin without the dependencies it was installed with.
-		return in.o.Cache.PutAll(ctx, recsToPut)
+		if err := in.o.Cache.PutAll(ctx, recsToPut); err != nil {
+			return err
+		}
+		// Enabled under the same lock: an enable, disable or uninstall of
+		// another process lands wholly before or wholly after this
+		// install, never between its registry write and its settings
+		// write, and none of them rewrites the file from an old read.
+		enable := make(map[plugin.ID]bool, len(todo))
+		for _, st := range todo {
+			enable[st.ID] = true
+			res.Enabled = append(res.Enabled, st.ID)
+		}
+		file, err := settings.SetEnabledAll(in.o.Settings, scope, enable)
+		res.Settings = file
+		return err
 	})
 	if err != nil {
+		if len(res.Enabled) > 0 {
+			return res, err
+		}
 		return nil, err
 	}
-	enable := make(map[plugin.ID]bool, len(todo))
-	for _, st := range todo {
-		enable[st.ID] = true
-		res.Enabled = append(res.Enabled, st.ID)
-	}
-	file, err := settings.SetEnabledAll(in.o.Settings, scope, enable)
-	if err != nil {
-		return res, err
-	}
-	res.Settings = file
 	in.collect(ctx)
 	return res, nil
 }

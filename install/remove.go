@@ -2,7 +2,9 @@ package install
 
 import (
 	"context"
+	"errors"
 
+	"github.com/wharfhq/wharf/cache"
 	"github.com/wharfhq/wharf/plugin"
 	"github.com/wharfhq/wharf/resolver"
 )
@@ -33,6 +35,14 @@ func (in *Installer) Uninstall(ctx context.Context, id plugin.ID, prune bool) (*
 			return err
 		}
 		if _, ok := g.installed[id]; !ok {
+			if _, err := in.o.Cache.Get(id); errors.Is(err, cache.ErrRecordCorrupt) {
+				// Its record is damaged: removing it is one way out.
+				if err := in.o.Cache.Delete(ctx, id); err != nil {
+					return err
+				}
+				out.Removed = append(out.Removed, id)
+				return nil
+			}
 			return plugin.Errorf(plugin.LayerMaterialization, plugin.TypeNotFound, id.String(), "see what is installed: wharf list",
 				"%s is not installed", id)
 		}

@@ -90,6 +90,20 @@ func (in *Installer) List(ctx context.Context, opts StatusOptions) ([]PluginStat
 	for i, r := range recs {
 		inst[i] = resolver.Installed{ID: r.ID, Auto: r.Auto, Enabled: out[i].Enabled && len(out[i].Errors) == 0}
 	}
+	// A plugin whose registry record is damaged is failed, with the way
+	// out; every other plugin is listed as usual.
+	_, broken, err := in.o.Cache.Scan()
+	if err != nil {
+		return nil, err
+	}
+	for _, b := range broken {
+		if b.ID.IsZero() {
+			continue // not a plugin id: wharf doctor reports it
+		}
+		st := PluginStatus{ID: b.ID, Enabled: enabled[b.ID], Errors: []string{}, ErrorDetails: []ErrorDetail{}}
+		st.AddError(b.Err)
+		out = append(out, st)
+	}
 	Classify(out, resolver.New(g, inst, nil).DemoteInstalled())
 	sort.Slice(out, func(i, j int) bool { return out[i].ID.String() < out[j].ID.String() })
 	return out, nil

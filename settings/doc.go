@@ -3,7 +3,9 @@
 // decodes them strictly, merges them by precedence
 // (managed > flag > local > project > user) and hashes every input document
 // into a Snapshot whose Hash is a cache key. SetEnabled rewrites one scope's
-// file crash-safely for `wharf enable` / `wharf disable`.
+// file crash-safely for `wharf enable` / `wharf disable`, reading it under
+// the exclusive lock of its directory so that parallel writers never lose
+// each other's keys.
 //
 // Decoding is strict: a value of the wrong type is an Issue naming the file,
 // line and field path; unknown keys are warnings. A security key whose value

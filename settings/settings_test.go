@@ -3,9 +3,11 @@ package settings
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/wharfhq/wharf/plugin"
@@ -389,4 +391,44 @@ func mustRead(t *testing.T, path string) []byte {
 		t.Fatal(err)
 	}
 	return b
+}
+
+// Goroutines writing different plugins' keys at once all keep their key:
+// each write reads the file under the directory's lock.
+func TestSetEnabledConcurrentWritesKeepEveryKey(t *testing.T) {
+	p := Paths{Home: t.TempDir()}
+	const writers, each = 12, 15
+	var wg sync.WaitGroup
+	for w := 0; w < writers; w++ {
+		wg.Add(1)
+		go func(w int) {
+			defer wg.Done()
+			for i := 0; i < each; i++ {
+				id := plugin.MustParseID(fmt.Sprintf("p%02d-%02d@corp", w, i))
+				if _, err := SetEnabled(p, ScopeUser, id, i%2 == 0); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		}(w)
+	}
+	wg.Wait()
+	raw, err := os.ReadFile(p.File(ScopeUser))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		EnabledPlugins map[string]bool `json:"enabledPlugins"`
+	}
+	if err := json.Unmarshal(raw, &doc); err != nil {
+		t.Fatal(err)
+	}
+	for w := 0; w < writers; w++ {
+		for i := 0; i < each; i++ {
+			k := fmt.Sprintf("p%02d-%02d@corp", w, i)
+			if on, ok := doc.EnabledPlugins[k]; !ok || on != (i%2 == 0) {
+				t.Errorf("%s: enabled=%v present=%v after its write was acknowledged", k, on, ok)
+			}
+		}
+	}
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"path/filepath"
 
 	"github.com/wharfhq/wharf/atomicfile"
 	"github.com/wharfhq/wharf/plugin"
@@ -23,6 +24,13 @@ func SetEnabled(p Paths, scope Scope, id plugin.ID, enabled bool) (string, error
 
 // SetEnabledAll is SetEnabled for several plugins in one crash-safe write
 // (an install enables a whole closure at once).
+//
+// The read, change and write happen under the exclusive lock of the file's
+// directory (see lockDir), and the file is read after the lock is taken, so
+// concurrent writers — other wharf commands enabling, disabling or
+// installing — never lose each other's keys. Callers that change state
+// belonging with the setting (the installed registry) hold the home's lock
+// around both, which orders the two the same way in every process.
 func SetEnabledAll(p Paths, scope Scope, ids map[plugin.ID]bool) (string, error) {
 	var id plugin.ID // the first id, to name in errors
 	for k := range ids {
@@ -50,6 +58,11 @@ func SetEnabledAll(p Paths, scope Scope, ids map[plugin.ID]bool) (string, error)
 		return "", plugin.Errorf(plugin.LayerIntent, TypeSettingsInvalid, id.String(),
 			"run inside a project, or use --scope user", "scope %s has no settings file (no project directory)", scope)
 	}
+	unlock, err := lockDir(filepath.Dir(path), path)
+	if err != nil {
+		return "", err
+	}
+	defer unlock()
 	doc := map[string]json.RawMessage{}
 	old, err := os.ReadFile(path)
 	switch {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"sync"
@@ -27,22 +28,82 @@ type Bolt struct {
 // OpenBolt opens (creating if needed) the bbolt file at path. If another
 // process holds it, OpenBolt waits up to opts.LockTimeout and then fails with
 // an error wrapping ErrLocked that names the file.
+//
+// An existing file is checked before bbolt maps it (see checkBoltFile): an
+// empty, truncated or otherwise damaged file is a *CorruptError (wrapping
+// ErrCorrupt), never silently a new empty store, never a crash. A file that
+// cannot be read for lack of permission is an error wrapping
+// fs.ErrPermission that says so.
 func OpenBolt(path string, opts Options) (*Bolt, error) {
 	timeout := opts.LockTimeout
 	if timeout <= 0 {
 		timeout = 5 * time.Second
 	}
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return nil, fmt.Errorf("store: create directory for %s: %w", path, err)
+		return nil, openError(path, fmt.Errorf("create directory %s: %w", filepath.Dir(path), err))
 	}
-	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: timeout, ReadOnly: opts.ReadOnly})
+	if err := checkBoltFile(path); err != nil {
+		if errors.Is(err, ErrCorrupt) {
+			// Look again under the file's lock: a file another process is
+			// creating or committing to may look damaged mid-write.
+			err = checkBoltFileLocked(path, timeout)
+		}
+		if err != nil {
+			return nil, openError(path, err)
+		}
+	}
+	db, err := openGuarded(path, &bolt.Options{Timeout: timeout, ReadOnly: opts.ReadOnly})
 	if err != nil {
 		if errors.Is(err, bolterrors.ErrTimeout) {
 			return nil, fmt.Errorf("store: %s: %w (waited %s); wait for the other command to finish, or stop it", path, ErrLocked, timeout)
 		}
-		return nil, fmt.Errorf("store: open %s: %w; if the file is corrupt, move it aside and re-add your marketplaces", path, err)
+		return nil, openError(path, err)
 	}
 	return &Bolt{db: db, path: path, watch: newWatchHub()}, nil
+}
+
+// openError names path and what kind of failure err is. Only a damaged
+// file is a *CorruptError; a permission problem says so (moving the file
+// aside would not fix it).
+func openError(path string, err error) error {
+	switch {
+	case errors.Is(err, ErrCorrupt), errors.Is(err, ErrLocked):
+		return err
+	case errors.Is(err, fs.ErrPermission):
+		return fmt.Errorf("store: %s: permission denied (%w); this is a permission problem, not damage: check the owner and mode of the file and its directory", path, err)
+	case errors.Is(err, bolterrors.ErrInvalid), errors.Is(err, bolterrors.ErrVersionMismatch), errors.Is(err, bolterrors.ErrChecksum):
+		return &CorruptError{Path: path, Reason: err.Error()}
+	}
+	return fmt.Errorf("store: open %s: %w", path, err)
+}
+
+// openGuarded is bolt.Open turning a panic (bbolt panics on some damaged
+// pages it reads while opening) into a *CorruptError, and closing the file
+// bbolt had opened, so that its lock is released.
+func openGuarded(path string, o *bolt.Options) (db *bolt.DB, err error) {
+	var f *os.File
+	o.OpenFile = func(name string, flag int, perm os.FileMode) (*os.File, error) {
+		ff, err := os.OpenFile(name, flag, perm)
+		f = ff
+		return ff, err
+	}
+	defer func() {
+		if p := recover(); p != nil {
+			if f != nil {
+				f.Close()
+			}
+			db, err = nil, &CorruptError{Path: path, Reason: fmt.Sprintf("reading it failed: %v", p)}
+		}
+	}()
+	return bolt.Open(path, 0o600, o)
+}
+
+// guard turns a panic of bbolt while reading damaged pages in a
+// transaction into a *CorruptError.
+func (b *Bolt) guard(err *error) {
+	if p := recover(); p != nil {
+		*err = &CorruptError{Path: b.path, Reason: fmt.Sprintf("reading it failed: %v", p)}
+	}
 }
 
 // Path returns the file's path.
@@ -55,16 +116,18 @@ func (b *Bolt) Close() error {
 }
 
 // View implements Store.
-func (b *Bolt) View(fn func(Reader) error) error {
+func (b *Bolt) View(fn func(Reader) error) (err error) {
+	defer b.guard(&err)
 	return b.db.View(func(tx *bolt.Tx) error { return fn(boltTx{tx: tx}) })
 }
 
 // Update implements Store. Watchers hear of the changes after the commit.
-func (b *Bolt) Update(fn func(Tx) error) error {
+func (b *Bolt) Update(fn func(Tx) error) (err error) {
 	b.commitMu.Lock()
 	defer b.commitMu.Unlock()
+	defer b.guard(&err)
 	changes := &changeSet{}
-	err := b.db.Update(func(tx *bolt.Tx) error { return fn(boltTx{tx: tx, changes: changes}) })
+	err = b.db.Update(func(tx *bolt.Tx) error { return fn(boltTx{tx: tx, changes: changes}) })
 	if err == nil {
 		b.watch.publish(changes.events())
 	}

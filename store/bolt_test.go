@@ -185,7 +185,7 @@ func TestBoltCorruptFileNamesPathAndNextStep(t *testing.T) {
 	if err == nil {
 		t.Fatal("opened a corrupt file")
 	}
-	if !strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), "move it aside") {
+	if !strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), "wharf doctor --repair") || !errors.Is(err, ErrCorrupt) {
 		t.Errorf("error %q should name %s and the next step", err, path)
 	}
 }

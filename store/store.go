@@ -17,6 +17,9 @@ var (
 	ErrLocked = errors.New("store is locked by another wharf process")
 	// ErrConflict: a compare-and-swap saw a different version than expected.
 	ErrConflict = errors.New("version conflict")
+	// ErrCorrupt: the state file is damaged (see CorruptError); it is never
+	// replaced or repaired by opening it.
+	ErrCorrupt = errors.New("state file is damaged")
 )
 
 // KV is one key and its value.

@@ -103,6 +103,7 @@ func newRootCmd(a *app) *cobra.Command {
 	root.AddCommand(newServeCmd(a))
 	root.AddCommand(newTokenCmd(a))
 	root.AddCommand(newPolicyCmd(a))
+	root.AddCommand(newDoctorCmd(a))
 	return root
 }
 
@@ -317,13 +318,7 @@ func (a *app) Store() (store.Store, error) {
 	// The file is held only while a transaction runs, so a long command
 	// (an install fetching plugins) does not lock out an agent starting
 	// or a `wharf list` meanwhile.
-	a.st = store.OpenBoltOnUse(a.env.StateDB(), store.Options{LockTimeout: a.cfg.LockTimeout}, func(err error) error {
-		hint := "check that " + a.env.Home() + " is writable"
-		if errors.Is(err, store.ErrLocked) {
-			hint = "another wharf command is using " + a.env.StateDB() + "; wait for it to finish, or raise WHARF_LOCK_TIMEOUT"
-		}
-		return &plugin.Error{Layer: plugin.LayerMaterialization, Type: "store-locked", Object: a.env.StateDB(), Err: err, Hint: hint}
-	})
+	a.st = store.OpenBoltOnUse(a.env.StateDB(), store.Options{LockTimeout: a.cfg.LockTimeout}, func(err error) error { return storeOpenError(a.env, err) })
 	return a.st, nil
 }
 

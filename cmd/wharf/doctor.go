@@ -1,0 +1,344 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/wharfhq/wharf/cache"
+	"github.com/wharfhq/wharf/marketplace"
+	"github.com/wharfhq/wharf/plugin"
+	"github.com/wharfhq/wharf/store"
+)
+
+// Error types of the state file, as they appear in --json output.
+const (
+	typeStoreDamaged    = "store-damaged"
+	typeStorePermission = "store-permission"
+	typeStoreLocked     = "store-locked"
+)
+
+// storeOpenError is what a command says when state.db cannot be opened: a
+// damaged file names the command that repairs it, a permission problem
+// says it is one (moving the file aside would not help), a lock names the
+// wait.
+func storeOpenError(env Env, err error) error {
+	path := env.StateDB()
+	pe := &plugin.Error{Layer: plugin.LayerMaterialization, Type: typeStoreLocked, Object: path, Err: err,
+		Hint: "check that " + env.Home() + " is writable"}
+	switch {
+	case errors.Is(err, store.ErrLocked):
+		pe.Hint = "another wharf command is using " + path + "; wait for it to finish, or raise WHARF_LOCK_TIMEOUT"
+	case errors.Is(err, store.ErrCorrupt):
+		pe.Type = typeStoreDamaged
+		pe.Hint = "run: wharf doctor --repair (it keeps the damaged file aside and rebuilds the installed registry from the plugin cache)"
+	case errors.Is(err, fs.ErrPermission):
+		pe.Type = typeStorePermission
+		pe.Hint = "this is a permission problem, not damage: give your user read and write access to " + path + " and " + env.Home() + " (or run wharf as their owner)"
+	}
+	return pe
+}
+
+// doctorReport is what `wharf doctor` found and, with --repair, did.
+type doctorReport struct {
+	StateDB string `json:"stateDB"`
+	// Status is ok, missing (no state.db yet) or damaged.
+	Status   string   `json:"status"`
+	Damage   string   `json:"damage,omitempty"`
+	Problems []string `json:"problems"`
+	// Records counts the registry records that decode; Broken lists the
+	// ones that do not, with the way out.
+	Records int            `json:"records"`
+	Broken  []doctorBroken `json:"broken"`
+	// Lost are the store's buckets that could not be read.
+	Lost map[string]string `json:"lost,omitempty"`
+
+	Repaired  bool             `json:"repaired"`
+	KeptAside string           `json:"keptAside,omitempty"`
+	Restored  []cache.Restored `json:"restored,omitempty"`
+	// Unrestored says what a repair could not bring back.
+	Unrestored []string `json:"unrestored,omitempty"`
+}
+
+type doctorBroken struct {
+	Key   string `json:"key"`
+	Error string `json:"error"`
+	Hint  string `json:"hint"`
+}
+
+func newDoctorCmd(a *app) *cobra.Command {
+	var repair bool
+	cmd := &cobra.Command{
+		Use:   "doctor [--repair]",
+		Short: "Check wharf's state file and installed registry; --repair rebuilds them from the plugin cache",
+		Long: `Doctor checks state.db (the bbolt file of known marketplaces and the installed
+registry) and every registry record, without changing anything, and exits 1
+when something is damaged.
+
+With --repair it rebuilds state.db: every bucket that can still be read is
+copied, registry records that decode are kept, and a plugin whose record is
+damaged (or every plugin, when the registry cannot be read) is restored from
+its sealed version directory under cache/, its digest computed from that
+content. The damaged file is kept next to it as state.db.damaged-<time>; the
+new one replaces it only once complete. A permission problem is reported as
+such and nothing is moved.`,
+		Args: exactArgs(0, "no arguments"),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			rep, err := a.doctor(cmd.Context(), repair)
+			if err != nil {
+				return err
+			}
+			if a.cfg.JSON {
+				if err := a.printJSON(rep); err != nil {
+					return err
+				}
+			} else {
+				a.printDoctor(rep)
+			}
+			if rep.Status == "damaged" && !rep.Repaired {
+				return &plugin.Error{Layer: plugin.LayerMaterialization, Type: typeStoreDamaged, Object: rep.StateDB,
+					Err: errors.New("wharf's state is damaged (see above)"), Hint: "run: wharf doctor --repair"}
+			}
+			return nil
+		},
+	}
+	cmd.Flags().BoolVar(&repair, "repair", false, "rebuild state.db from what can be read of it and from the plugin cache, keeping the damaged file aside")
+	return cmd
+}
+
+// doctor examines the state and, with repair, rebuilds it under the home's
+// lock (no install or GC runs meanwhile).
+func (a *app) doctor(ctx context.Context, repair bool) (*doctorReport, error) {
+	c, err := cache.New(cache.Options{Home: a.env.Home()})
+	if err != nil {
+		return nil, err
+	}
+	if !repair {
+		rep, _, err := a.examine()
+		return rep, err
+	}
+	var rep *doctorReport
+	err = c.WithLock(ctx, func(ctx context.Context) error {
+		var sv *store.Salvaged
+		var err error
+		rep, sv, err = a.examine()
+		if err != nil {
+			return err
+		}
+		if rep.Status == "ok" {
+			return nil
+		}
+		if rep.Status == "missing" && !hasCachedPlugins(a.env.Cache()) {
+			return nil
+		}
+		return a.rebuild(ctx, rep, sv)
+	})
+	return rep, err
+}
+
+// examine reads what it can of state.db and checks the registry records.
+// sv is nil when there is no state.db.
+func (a *app) examine() (*doctorReport, *store.Salvaged, error) {
+	path := a.env.StateDB()
+	rep := &doctorReport{StateDB: path, Status: "ok", Problems: []string{}, Broken: []doctorBroken{}}
+	if _, err := os.Lstat(path); errors.Is(err, fs.ErrNotExist) {
+		rep.Status = "missing"
+		return rep, nil, nil
+	}
+	sv, err := store.Salvage(path, a.cfg.LockTimeout)
+	if err != nil {
+		return nil, nil, storeOpenError(a.env, err)
+	}
+	if sv.Damage != nil {
+		rep.Damage = sv.Damage.Error()
+	}
+	rep.Problems = append(rep.Problems, sv.Problems...)
+	if len(sv.Lost) > 0 {
+		rep.Lost = sv.Lost
+	}
+	for _, kv := range sv.Buckets[cache.BucketInstalled] {
+		if err := cache.CheckRecord(kv); err != nil {
+			rep.Broken = append(rep.Broken, doctorBroken{Key: kv.Key, Error: err.Error(), Hint: plugin.HintOf(err)})
+			continue
+		}
+		rep.Records++
+	}
+	if sv.Damage != nil || len(sv.Lost) > 0 || len(sv.Problems) > 0 || len(rep.Broken) > 0 {
+		rep.Status = "damaged"
+	}
+	return rep, sv, nil
+}
+
+// rebuild writes a new state.db from sv (nil: none) and the cache, then
+// puts it in place of the old one, which it keeps aside.
+func (a *app) rebuild(ctx context.Context, rep *doctorReport, sv *store.Salvaged) error {
+	path := a.env.StateDB()
+	c, err := cache.New(cache.Options{Home: a.env.Home()})
+	if err != nil {
+		return err
+	}
+	readable := sv != nil && sv.Lost[""] == "" && sv.Lost[cache.BucketInstalled] == ""
+	var installed, orphans []store.KV
+	if sv != nil {
+		installed, orphans = sv.Buckets[cache.BucketInstalled], sv.Buckets[cache.BucketOrphans]
+	}
+	restored, problems := c.RebuildRegistry(installed, readable, orphans)
+	rep.Unrestored = append(rep.Unrestored, problems...)
+
+	fresh := path + ".rebuild-" + strconv.Itoa(os.Getpid())
+	os.Remove(fresh)
+	defer os.Remove(fresh)
+	nb, err := store.OpenBolt(fresh, store.Options{LockTimeout: a.cfg.LockTimeout})
+	if err != nil {
+		return storeOpenError(a.env, err)
+	}
+	keep := map[string]bool{}
+	var derived []cache.Record
+	for _, r := range restored {
+		if r.From == "registry" {
+			keep[r.Record.ID.String()] = true
+		} else {
+			derived = append(derived, r.Record)
+		}
+	}
+	err = nb.Update(func(tx store.Tx) error {
+		if sv == nil {
+			return nil
+		}
+		for bucket, kvs := range sv.Buckets {
+			for _, kv := range kvs {
+				if bucket == cache.BucketInstalled && !keep[kv.Key] {
+					continue
+				}
+				if err := tx.Put(bucket, kv.Key, kv.Value); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	})
+	if err == nil && len(derived) > 0 {
+		nc, cerr := cache.New(cache.Options{Home: a.env.Home(), Store: nb})
+		if cerr != nil {
+			err = cerr
+		} else {
+			err = nc.PutAll(ctx, derived)
+		}
+	}
+	if cerr := nb.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return &plugin.Error{Layer: plugin.LayerMaterialization, Type: typeStoreDamaged, Object: path,
+			Err: fmt.Errorf("writing the rebuilt state: %w", err), Hint: "nothing was replaced; check free space and permissions of " + a.env.Home()}
+	}
+	if sv != nil {
+		rep.KeptAside = asideName(path)
+	}
+	if err := store.ReplaceFile(path, fresh, rep.KeptAside, a.cfg.LockTimeout); err != nil {
+		return storeOpenError(a.env, err)
+	}
+	rep.Repaired = true
+	rep.Restored = restored
+	if sv != nil {
+		for bucket, why := range sv.Lost {
+			if bucket == "" {
+				bucket = "every bucket"
+			}
+			rep.Unrestored = append(rep.Unrestored, fmt.Sprintf("%s could not be read (%s)", bucket, why))
+		}
+	}
+	if sv == nil || sv.Lost[""] != "" || sv.Lost[marketplace.Bucket] != "" {
+		msg := "the known marketplaces could not be recovered; add them again: wharf marketplace add <source>"
+		if names := dirNames(a.env.Marketplaces()); len(names) > 0 {
+			msg += fmt.Sprintf(" (clones of %v are under %s)", names, a.env.Marketplaces())
+		}
+		rep.Unrestored = append(rep.Unrestored, msg)
+	}
+	sort.Strings(rep.Unrestored)
+	return nil
+}
+
+// asideName is where the damaged file is kept: next to it, stamped with the
+// time of the repair.
+func asideName(path string) string {
+	base := path + ".damaged-" + time.Now().UTC().Format("20060102T150405Z")
+	name := base
+	for i := 1; ; i++ {
+		if _, err := os.Lstat(name); errors.Is(err, fs.ErrNotExist) {
+			return name
+		}
+		name = base + "-" + strconv.Itoa(i)
+	}
+}
+
+func dirNames(dir string) []string {
+	ents, _ := os.ReadDir(dir)
+	var out []string
+	for _, e := range ents {
+		if e.IsDir() && e.Name()[0] != '.' {
+			out = append(out, e.Name())
+		}
+	}
+	return out
+}
+
+// hasCachedPlugins reports whether the cache holds any plugin directory.
+func hasCachedPlugins(root string) bool {
+	m, _ := filepath.Glob(filepath.Join(root, "*", "*", "*"))
+	return len(m) > 0
+}
+
+func (a *app) printDoctor(rep *doctorReport) {
+	switch rep.Status {
+	case "missing":
+		a.printf("%s: does not exist (nothing installed yet)\n", rep.StateDB)
+	case "ok":
+		a.printf("%s: ok, %d installed plugin record(s)\n", rep.StateDB, rep.Records)
+	default:
+		a.printf("%s: damaged\n", rep.StateDB)
+	}
+	if rep.Damage != "" {
+		a.printf("  %s\n", rep.Damage)
+	}
+	for _, p := range rep.Problems {
+		a.printf("  check: %s\n", p)
+	}
+	keys := make([]string, 0, len(rep.Lost))
+	for k := range rep.Lost {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		name := k
+		if name == "" {
+			name = "(every bucket)"
+		}
+		a.printf("  unreadable: %s: %s\n", name, rep.Lost[k])
+	}
+	for _, b := range rep.Broken {
+		a.printf("  damaged record %s: %s\n    try: %s\n", b.Key, b.Error, b.Hint)
+	}
+	if rep.KeptAside != "" {
+		a.printf("kept the old file as %s\n", rep.KeptAside)
+	}
+	for _, r := range rep.Restored {
+		a.printf("restored %s %s (from the %s)\n", r.Record.ID, r.Record.Version, r.From)
+	}
+	for _, u := range rep.Unrestored {
+		a.printf("not restored: %s\n", u)
+	}
+	if rep.Repaired {
+		a.printf("rebuilt %s; check it with: wharf list\n", rep.StateDB)
+	} else if rep.Status == "ok" || rep.Status == "missing" {
+		a.printf("nothing to repair\n")
+	}
+}
