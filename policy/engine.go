@@ -353,6 +353,11 @@ func (st *state) prepare(e *Engine) error {
 			rego.Store(store),
 			rego.SetRegoVersion(ast.RegoV1),
 			rego.GenerateJSON(keepAST),
+			// A builtin that fails (to_number("seven"), an invalid
+			// regular expression) stops the evaluation with an error,
+			// which refuses the request, instead of making the rule
+			// silently not apply.
+			rego.StrictBuiltinErrors(true),
 		}
 		builtin, err := builtinParsed()
 		if err != nil {
@@ -524,7 +529,7 @@ func (st *state) eval(ctx context.Context, input ast.Value) (Decision, error) {
 	rs, err := st.pq.Eval(ctx, st.setup.options(ctx, input, cache, buf[:0])...)
 	cache.release()
 	if err != nil {
-		return fail(err)
+		return st.evalFailure(err)
 	}
 	if len(rs) != 1 || len(rs[0].Expressions) != 1 {
 		return fail(errors.New("the decision is undefined"))

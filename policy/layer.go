@@ -181,13 +181,18 @@ func checkModule(layer, file, text string) (*ast.Module, error) {
 		return nil, plugin.Errorf(plugin.LayerPolicy, TypeLayerInvalid, file,
 			fmt.Sprintf("admin rules of layer %s go in package wharf.admin.%s as `deny contains msg if { ... }`", layer, layer), format, args...)
 	}
-	m, err := ast.ParseModuleWithOpts(file, text, ast.ParserOptions{RegoVersion: ast.RegoV1})
+	// Parsed under "<layer>/<file>", so that a location (of an evaluation
+	// error too) tells which layer's module of that name it is in.
+	m, err := ast.ParseModuleWithOpts(layer+"/"+file, text, ast.ParserOptions{RegoVersion: ast.RegoV1})
 	if err != nil {
 		return fail("%v", err)
 	}
 	want := ast.MustParseRef("data.wharf.admin." + layer)
 	if !m.Package.Path.HasPrefix(want) {
 		return fail("package %s is outside layer %s's package wharf.admin.%s", strings.TrimPrefix(m.Package.Path.String(), "data."), layer, layer)
+	}
+	if err := checkBuiltins(layer, file, m); err != nil {
+		return nil, err
 	}
 	exact := m.Package.Path.Equal(want)
 	for _, r := range m.Rules {
