@@ -1,11 +1,11 @@
 package policy
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
-	"sort"
 	"strings"
 
 	"github.com/open-policy-agent/opa/v1/ast"
@@ -23,6 +23,10 @@ type Layer struct {
 	Fragments []settings.Document // further documents of the same layer, merged after Settings
 	Modules   map[string]string   // admin Rego modules by file name
 	Origin    string              // where the layer came from, for messages (a path, "server bundle")
+	// Unreadable lists the managed files of the layer that exist but
+	// cannot be read (settings.TypeManagedUnreadable): while there is one,
+	// every decision denies, naming it.
+	Unreadable []string
 
 	settingsName string // file name of Settings in messages, when it differs from Origin
 }
@@ -73,7 +77,7 @@ func (s Sources) Load() ([]Layer, error) {
 		if err != nil {
 			return nil, err
 		}
-		if l.Settings != nil || len(l.Fragments) > 0 || len(l.Modules) > 0 {
+		if l.Settings != nil || len(l.Fragments) > 0 || len(l.Modules) > 0 || len(l.Unreadable) > 0 {
 			layers = append(layers, l)
 		}
 	}
@@ -114,13 +118,28 @@ func (s Sources) Load() ([]Layer, error) {
 
 // LoadDir reads a managed directory: managed-settings.json,
 // managed-settings.d/*.json (name order) and *.rego admin modules
-// (*_test.rego files are tests, not policy, and are skipped).
+// (*_test.rego files are tests, not policy, and are skipped). A file that
+// exists but cannot be read as a regular file (a dangling link, a FIFO, a
+// directory, a permission denied) does not fail the load: it is recorded
+// in Layer.Unreadable, and every decision of an engine with that layer
+// denies, naming it.
 func LoadDir(name, dir string) (Layer, error) {
+	l := Layer{Name: name, Origin: dir}
+	unreadable := func(err error) bool {
+		var pe *plugin.Error
+		if errors.As(err, &pe) && pe.Type == settings.TypeManagedUnreadable {
+			l.Unreadable = append(l.Unreadable, pe.Error())
+			return true
+		}
+		return false
+	}
 	docs, err := settings.ReadManagedDir(dir)
 	if err != nil {
+		if unreadable(err) {
+			return l, nil
+		}
 		return Layer{}, err
 	}
-	l := Layer{Name: name, Origin: dir}
 	for i, d := range docs {
 		if d.Missing {
 			continue
@@ -132,23 +151,32 @@ func LoadDir(name, dir string) (Layer, error) {
 		}
 		l.Fragments = append(l.Fragments, settings.Document{Scope: settings.ScopeManaged, Name: d.Name, Data: d.Data})
 	}
-	matches, err := filepath.Glob(filepath.Join(dir, "*.rego"))
+	names, err := settings.ManagedEntries(dir, ".rego")
 	if err != nil {
+		if unreadable(err) {
+			return l, nil
+		}
 		return Layer{}, err
 	}
-	sort.Strings(matches)
-	for _, m := range matches {
-		if strings.HasSuffix(m, "_test.rego") {
+	for _, n := range names {
+		if strings.HasSuffix(n, "_test.rego") {
 			continue
 		}
-		b, err := os.ReadFile(m)
+		m := filepath.Join(dir, n)
+		b, missing, err := settings.ReadManagedFile(m)
 		if err != nil {
-			return Layer{}, plugin.Errorf(plugin.LayerPolicy, TypeLayerInvalid, m, "check the file's permissions", "reading admin module: %v", err)
+			if unreadable(err) {
+				continue
+			}
+			return Layer{}, err
+		}
+		if missing { // removed since the listing
+			continue
 		}
 		if l.Modules == nil {
 			l.Modules = map[string]string{}
 		}
-		l.Modules[filepath.Base(m)] = string(b)
+		l.Modules[n] = string(b)
 	}
 	return l, nil
 }
