@@ -75,10 +75,10 @@ type Options struct {
 	// MaxAge, when positive, is how long a cached bundle may be enforced
 	// offline after the server last confirmed it; past it, with the server
 	// unreachable, the pull fails closed (TypeStale).
-	MaxAge time.Duration
-	Client   *http.Client
-	Timeout  time.Duration    // default DefaultTimeout
-	Now      func() time.Time // default time.Now
+	MaxAge  time.Duration
+	Client  *http.Client
+	Timeout time.Duration    // default DefaultTimeout
+	Now     func() time.Time // default time.Now
 }
 
 // Result is a pulled (or cached) policy.
