@@ -27,6 +27,9 @@ type Layer struct {
 	// cannot be read (settings.TypeManagedUnreadable): while there is one,
 	// every decision denies, naming it.
 	Unreadable []string
+	// Managed: the layer is a managed directory (the system one or one
+	// added after it), whose settings may name the policy server.
+	Managed bool
 
 	settingsName string // file name of Settings in messages, when it differs from Origin
 }
@@ -60,23 +63,42 @@ func LayerName(s string) string {
 }
 
 // Sources says where layers come from: the managed directory (one layer named
-// "managed") followed by each --policy path in order. A policy path is a JSON
-// settings file, a .rego file (a layer with only admin rules) or a directory
-// laid out like the managed directory.
+// "managed"), the added managed directory (a layer named "managed_extra", or
+// "managed" when the system directory has no policy),
+// then each --policy path in order. A policy path is a JSON settings file,
+// a .rego file (a layer with only admin rules) or a directory laid out like
+// the managed directory.
 type Sources struct {
 	ManagedDir string
-	Paths      []string
+	// ExtraManagedDir (WHARF_MANAGED_DIR, --managed-dir) is read after
+	// ManagedDir: like every lower layer it can only tighten.
+	ExtraManagedDir string
+	Paths           []string
 }
+
+// ExtraLayerName is the layer name of Sources.ExtraManagedDir when the
+// system directory gives a layer too; without one it is "managed".
+const ExtraLayerName = "managed_extra"
 
 // Load reads every layer. A managed directory that does not exist gives no
 // layer; a --policy path that does not exist is an error.
 func (s Sources) Load() ([]Layer, error) {
 	var layers []Layer
-	if s.ManagedDir != "" {
-		l, err := LoadDir("managed", s.ManagedDir)
+	for _, m := range []struct{ name, dir string }{{"managed", s.ManagedDir}, {ExtraLayerName, s.ExtraManagedDir}} {
+		if m.dir == "" || m.name == ExtraLayerName && filepath.Clean(m.dir) == filepath.Clean(s.ManagedDir) {
+			continue
+		}
+		if m.name == ExtraLayerName && len(layers) == 0 {
+			// No system policy: the added directory is the managed
+			// layer, and its modules use package wharf.admin.managed
+			// as the system directory's would.
+			m.name = "managed"
+		}
+		l, err := LoadDir(m.name, m.dir)
 		if err != nil {
 			return nil, err
 		}
+		l.Managed = true
 		if l.Settings != nil || len(l.Fragments) > 0 || len(l.Modules) > 0 || len(l.Unreadable) > 0 {
 			layers = append(layers, l)
 		}
