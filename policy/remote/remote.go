@@ -9,10 +9,21 @@
 // directory (trust on first use); from then on a bundle signed by any other
 // key is refused until the stored key is removed or a key is pinned.
 //
+// A key can also be pinned by its id (Options.KeyID, from policyKey in the
+// managed settings): the stored or fetched key must then have that id.
+//
+// Rollback: every bundle carries the server's policy revision. The highest
+// revision accepted from each signing key is kept in bundle.json, and a
+// bundle below it (or a different policy under the cached revision) is
+// refused with TypeRollback and never cached. Expiry: with Options.MaxAge,
+// a cached bundle the server last confirmed longer ago than that is not
+// enforced offline; the pull fails closed with TypeStale.
+//
 // Cache layout under CacheDir: bundle.tar.gz (the bundle as served),
-// bundle.json (its ETag, version, the SHA-256 of bundle.tar.gz and when the
-// server last confirmed it) and key.pem (the trusted-on-first-use key). Every
-// file is written crash-safely: temp file, fsync, rename, fsync of the dir.
+// bundle.json (its ETag, version, revision and key, the SHA-256 of
+// bundle.tar.gz, when the server last confirmed it and the highest revision
+// seen per key) and key.pem (the trusted-on-first-use key). Every file is
+// written crash-safely: temp file, fsync, rename, fsync of the dir.
 package remote
 
 import (
