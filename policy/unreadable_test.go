@@ -5,7 +5,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 
 	"github.com/wharfhq/wharf/plugin"
@@ -24,7 +23,7 @@ func TestUnreadableManagedFileFailsClosed(t *testing.T) {
 			}
 		},
 		"fifo": func(t *testing.T, path string) {
-			if err := syscall.Mkfifo(path, 0o644); err != nil {
+			if err := mkfifo(path); err != nil {
 				t.Skip("no FIFOs here:", err)
 			}
 		},

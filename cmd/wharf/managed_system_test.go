@@ -1,8 +1,16 @@
 package main
 
 import (
+	"bytes"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
+	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 )
 
@@ -99,4 +107,69 @@ func TestManagedPolicyURLIsAlwaysEnforced(t *testing.T) {
 	if code != 3 || !strings.Contains(stderr, "policyUrl") {
 		t.Fatalf("invalid policyUrl: exit %d\n%s%s", code, out, stderr)
 	}
+}
+
+// A proxy in front of the policy server that can serve an old bundle
+// again: the client refuses it with exit 4 and keeps its cache, so the
+// denial the newer bundle made stays in force.
+func TestManagedServerRollbackRefused(t *testing.T) {
+	srv := newPolicyAPI(t)
+	srv.setLayer("org", 0, `{}`)
+	var old []byte
+	var replay atomic.Bool
+	target, _ := url.Parse(srv.hs.URL)
+	rp := httputil.NewSingleHostReverseProxy(target)
+	proxy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/v1/policy/bundle" && replay.Load() {
+			w.Header().Set("ETag", `"old"`)
+			w.Write(old)
+			return
+		}
+		rp.ServeHTTP(w, r)
+	}))
+	t.Cleanup(proxy.Close)
+	old = getBundle(t, srv)
+
+	srv.setLayer("org", 1, `{"blockedMarketplaces":[{"source":"pathPattern","pathPattern":".*/corp$"}]}`)
+	c := newPolicyClient(t, srv.agent)
+	system := t.TempDir()
+	c.withSystemDir(system)
+	writeFile(t, filepath.Join(system, "managed-settings.json"), `{"policyUrl": "`+proxy.URL+`", "policyKey": "`+srv.key.KeyID+`"}`)
+	corp := localMarketplace(t, t.TempDir(), "corp")
+	if code, out, stderr := c.run("marketplace", "add", corp); code != 3 {
+		t.Fatalf("blocked by the current bundle: exit %d\n%s%s", code, out, stderr)
+	}
+	cache := filepath.Join(c.home, "policy", strings.ReplaceAll(strings.TrimPrefix(proxy.URL, "http://"), ":", "_"), "bundle.tar.gz")
+	before, err := os.ReadFile(cache)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	replay.Store(true)
+	code, out, stderr := c.run("marketplace", "add", corp)
+	if code != 4 || !strings.Contains(stderr, "rollback") {
+		t.Fatalf("replayed old bundle: exit %d, want 4 (rollback)\n%s%s", code, out, stderr)
+	}
+	if after, _ := os.ReadFile(cache); !bytes.Equal(before, after) {
+		t.Fatal("the refused bundle replaced the cache")
+	}
+	if code, out, _ := c.run("marketplace", "list", "--json"); strings.TrimSpace(out) != "[]" {
+		t.Fatalf("nothing may be added: exit %d %s", code, out)
+	}
+}
+
+func getBundle(t *testing.T, p *policyAPI) []byte {
+	t.Helper()
+	req, _ := http.NewRequest("GET", p.hs.URL+"/v1/policy/bundle", nil)
+	req.Header.Set("Authorization", "Bearer "+p.admin)
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	b, err := io.ReadAll(res.Body)
+	if err != nil || res.StatusCode != 200 {
+		t.Fatalf("GET bundle: %d %v", res.StatusCode, err)
+	}
+	return b
 }
