@@ -2,6 +2,8 @@ package policy
 
 import (
 	"errors"
+	"fmt"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -80,5 +82,25 @@ func TestAdminModuleForbiddenBuiltinsRejectedAtLoad(t *testing.T) {
 	ok := "package wharf.admin.org\n\ndeny contains \"no\" if {\n\tregex.match(\"^x\", input.plugin)\n\ttime.parse_rfc3339_ns(\"2020-01-01T00:00:00Z\") > 0\n}\n"
 	if _, err := NewEngine([]Layer{{Name: "org", Modules: map[string]string{"ok.rego": ok}}}); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// `wharf policy test` evaluates as the engine does: a builtin error fails
+// the test instead of passing as "no deny", and a module the engine would
+// refuse is refused.
+func TestRunAdminTestsStrict(t *testing.T) {
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "org.rego"), "package wharf.admin.org\n\ndeny contains \"no\" if to_number(input.plugin) > 5\n")
+	writeFile(t, filepath.Join(dir, "org_test.rego"), "package wharf.admin.org_test\n\nimport data.wharf.admin.org\n\ntest_nothing_denied if count(org.deny) == 0 with input as {\"plugin\": \"seven\"}\n")
+	res, err := RunTests(ctx, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res) != 1 || res[0].Pass || !strings.Contains(res[0].Error, "to_number") {
+		t.Fatalf("results %+v: the builtin error must fail the test", res)
+	}
+	writeFile(t, filepath.Join(dir, "org.rego"), "package wharf.admin.org\n\ndeny contains \"no\" if http.send({\"method\": \"GET\", \"url\": \"http://127.0.0.1:1\"}).status_code == 200\n")
+	if _, err := RunTests(ctx, dir); !strings.Contains(fmt.Sprint(err), "http.send") {
+		t.Fatalf("err = %v, want the http.send call refused", err)
 	}
 }
