@@ -150,7 +150,7 @@ func LoadDir(name, dir string) (Layer, error) {
 	unreadable := func(err error) bool {
 		var pe *plugin.Error
 		if errors.As(err, &pe) && pe.Type == settings.TypeManagedUnreadable {
-			l.Unreadable = append(l.Unreadable, pe.Error())
+			l.Unreadable = append(l.Unreadable, pe.Err.Error())
 			return true
 		}
 		return false
