@@ -233,7 +233,7 @@ func ManagedEntries(dir, suffix string) ([]string, error) {
 	}
 	var names []string
 	for _, e := range entries {
-		if strings.HasSuffix(e.Name(), suffix) && !strings.HasPrefix(e.Name(), ".") {
+		if strings.HasSuffix(e.Name(), suffix) {
 			names = append(names, e.Name())
 		}
 	}
