@@ -138,11 +138,14 @@ type state struct {
 	data     ast.Object
 	facts    *factIndex
 	warnings []string
-	once     sync.Once // prepare
-	prepErr  error
-	pq       rego.PreparedEvalQuery
-	setup    *evalSetup
-	cache    *decisionCache
+	// unreadable: a managed file of a layer cannot be read; every
+	// decision denies with these reasons.
+	unreadable []Reason
+	once       sync.Once // prepare
+	prepErr    error
+	pq         rego.PreparedEvalQuery
+	setup      *evalSetup
+	cache      *decisionCache
 }
 
 // NewEngine reads layers (highest first): it computes the policy version,
@@ -232,6 +235,9 @@ func collectInputs(layers []Layer) []inputDoc {
 	in := []inputDoc{{kind: "module", layer: -1, name: BuiltinModuleFile, data: []byte(builtinModule)}}
 	for i, l := range layers {
 		in = append(in, inputDoc{kind: "layer", layer: i, name: l.Name, data: []byte(l.Origin)})
+		for _, u := range l.Unreadable {
+			in = append(in, inputDoc{kind: "unreadable", layer: i, name: u})
+		}
 		for _, d := range l.documents() {
 			in = append(in, inputDoc{kind: "settings", layer: i, name: d.Name, data: d.Data})
 		}
@@ -284,6 +290,9 @@ func (e *Engine) compile(layers []Layer) (*state, error) {
 			}
 			seen[in.name] = true
 			st.layers = append(st.layers, compiledLayer{Name: in.name, Origin: string(in.data)})
+		case "unreadable":
+			st.unreadable = append(st.unreadable, Reason{Layer: st.layers[in.layer].Name, Rule: "unreadable", Message: in.name})
+			st.warnings = append(st.warnings, fmt.Sprintf("policy layer %s: %s; every request is refused until it is fixed (fail closed)", st.layers[in.layer].Name, in.name))
 		case "settings":
 			docs[in.layer] = append(docs[in.layer], settings.Document{Scope: settings.ScopeManaged, Name: in.name, Data: in.data})
 		case "module":
@@ -353,6 +362,11 @@ func (st *state) prepare(e *Engine) error {
 			rego.Store(store),
 			rego.SetRegoVersion(ast.RegoV1),
 			rego.GenerateJSON(keepAST),
+			// A builtin that fails (to_number("seven"), an invalid
+			// regular expression) stops the evaluation with an error,
+			// which refuses the request, instead of making the rule
+			// silently not apply.
+			rego.StrictBuiltinErrors(true),
 		}
 		builtin, err := builtinParsed()
 		if err != nil {
@@ -467,6 +481,12 @@ func (e *Engine) Decide(ctx context.Context, req Request) (Decision, error) {
 		return Decision{Reasons: []Reason{{Layer: "default", Rule: "request", Message: err.Error()}}}, err
 	}
 	st := e.cur.Load()
+	if len(st.unreadable) > 0 {
+		d := Decision{PolicyVersion: st.version, Warnings: append([]string{}, st.warnings...), Reasons: slices.Clone(st.unreadable)}
+		return d, plugin.Errorf(plugin.LayerPolicy, plugin.TypePolicyDenied, req.target(),
+			"an administrator must make the managed file a regular file readable by every user, or remove it",
+			"policy cannot be read, so the request is refused: %s", st.unreadable[0].Message)
+	}
 	// The evaluation input: the request (Input) and its facts under this
 	// version. Its text, canonical (sorted keys), is the key of the cache
 	// and the memo, which both belong to one version: every field the
@@ -524,7 +544,7 @@ func (st *state) eval(ctx context.Context, input ast.Value) (Decision, error) {
 	rs, err := st.pq.Eval(ctx, st.setup.options(ctx, input, cache, buf[:0])...)
 	cache.release()
 	if err != nil {
-		return fail(err)
+		return st.evalFailure(err)
 	}
 	if len(rs) != 1 || len(rs[0].Expressions) != 1 {
 		return fail(errors.New("the decision is undefined"))

@@ -1,11 +1,11 @@
 package policy
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
-	"sort"
 	"strings"
 
 	"github.com/open-policy-agent/opa/v1/ast"
@@ -23,6 +23,13 @@ type Layer struct {
 	Fragments []settings.Document // further documents of the same layer, merged after Settings
 	Modules   map[string]string   // admin Rego modules by file name
 	Origin    string              // where the layer came from, for messages (a path, "server bundle")
+	// Unreadable lists the managed files of the layer that exist but
+	// cannot be read (settings.TypeManagedUnreadable): while there is one,
+	// every decision denies, naming it.
+	Unreadable []string
+	// Managed: the layer is a managed directory (the system one or one
+	// added after it), whose settings may name the policy server.
+	Managed bool
 
 	settingsName string // file name of Settings in messages, when it differs from Origin
 }
@@ -56,24 +63,43 @@ func LayerName(s string) string {
 }
 
 // Sources says where layers come from: the managed directory (one layer named
-// "managed") followed by each --policy path in order. A policy path is a JSON
-// settings file, a .rego file (a layer with only admin rules) or a directory
-// laid out like the managed directory.
+// "managed"), the added managed directory (a layer named "managed_extra", or
+// "managed" when the system directory has no policy),
+// then each --policy path in order. A policy path is a JSON settings file,
+// a .rego file (a layer with only admin rules) or a directory laid out like
+// the managed directory.
 type Sources struct {
 	ManagedDir string
-	Paths      []string
+	// ExtraManagedDir (WHARF_MANAGED_DIR, --managed-dir) is read after
+	// ManagedDir: like every lower layer it can only tighten.
+	ExtraManagedDir string
+	Paths           []string
 }
+
+// ExtraLayerName is the layer name of Sources.ExtraManagedDir when the
+// system directory gives a layer too; without one it is "managed".
+const ExtraLayerName = "managed_extra"
 
 // Load reads every layer. A managed directory that does not exist gives no
 // layer; a --policy path that does not exist is an error.
 func (s Sources) Load() ([]Layer, error) {
 	var layers []Layer
-	if s.ManagedDir != "" {
-		l, err := LoadDir("managed", s.ManagedDir)
+	for _, m := range []struct{ name, dir string }{{"managed", s.ManagedDir}, {ExtraLayerName, s.ExtraManagedDir}} {
+		if m.dir == "" || m.name == ExtraLayerName && filepath.Clean(m.dir) == filepath.Clean(s.ManagedDir) {
+			continue
+		}
+		if m.name == ExtraLayerName && len(layers) == 0 {
+			// No system policy: the added directory is the managed
+			// layer, and its modules use package wharf.admin.managed
+			// as the system directory's would.
+			m.name = "managed"
+		}
+		l, err := LoadDir(m.name, m.dir)
 		if err != nil {
 			return nil, err
 		}
-		if l.Settings != nil || len(l.Fragments) > 0 || len(l.Modules) > 0 {
+		l.Managed = true
+		if l.Settings != nil || len(l.Fragments) > 0 || len(l.Modules) > 0 || len(l.Unreadable) > 0 {
 			layers = append(layers, l)
 		}
 	}
@@ -114,13 +140,28 @@ func (s Sources) Load() ([]Layer, error) {
 
 // LoadDir reads a managed directory: managed-settings.json,
 // managed-settings.d/*.json (name order) and *.rego admin modules
-// (*_test.rego files are tests, not policy, and are skipped).
+// (*_test.rego files are tests, not policy, and are skipped). A file that
+// exists but cannot be read as a regular file (a dangling link, a FIFO, a
+// directory, a permission denied) does not fail the load: it is recorded
+// in Layer.Unreadable, and every decision of an engine with that layer
+// denies, naming it.
 func LoadDir(name, dir string) (Layer, error) {
+	l := Layer{Name: name, Origin: dir}
+	unreadable := func(err error) bool {
+		var pe *plugin.Error
+		if errors.As(err, &pe) && pe.Type == settings.TypeManagedUnreadable {
+			l.Unreadable = append(l.Unreadable, pe.Err.Error())
+			return true
+		}
+		return false
+	}
 	docs, err := settings.ReadManagedDir(dir)
 	if err != nil {
+		if unreadable(err) {
+			return l, nil
+		}
 		return Layer{}, err
 	}
-	l := Layer{Name: name, Origin: dir}
 	for i, d := range docs {
 		if d.Missing {
 			continue
@@ -132,23 +173,32 @@ func LoadDir(name, dir string) (Layer, error) {
 		}
 		l.Fragments = append(l.Fragments, settings.Document{Scope: settings.ScopeManaged, Name: d.Name, Data: d.Data})
 	}
-	matches, err := filepath.Glob(filepath.Join(dir, "*.rego"))
+	names, err := settings.ManagedEntries(dir, ".rego")
 	if err != nil {
+		if unreadable(err) {
+			return l, nil
+		}
 		return Layer{}, err
 	}
-	sort.Strings(matches)
-	for _, m := range matches {
-		if strings.HasSuffix(m, "_test.rego") {
+	for _, n := range names {
+		if strings.HasSuffix(n, "_test.rego") {
 			continue
 		}
-		b, err := os.ReadFile(m)
+		m := filepath.Join(dir, n)
+		b, missing, err := settings.ReadManagedFile(m)
 		if err != nil {
-			return Layer{}, plugin.Errorf(plugin.LayerPolicy, TypeLayerInvalid, m, "check the file's permissions", "reading admin module: %v", err)
+			if unreadable(err) {
+				continue
+			}
+			return Layer{}, err
+		}
+		if missing { // removed since the listing
+			continue
 		}
 		if l.Modules == nil {
 			l.Modules = map[string]string{}
 		}
-		l.Modules[filepath.Base(m)] = string(b)
+		l.Modules[n] = string(b)
 	}
 	return l, nil
 }
@@ -181,13 +231,18 @@ func checkModule(layer, file, text string) (*ast.Module, error) {
 		return nil, plugin.Errorf(plugin.LayerPolicy, TypeLayerInvalid, file,
 			fmt.Sprintf("admin rules of layer %s go in package wharf.admin.%s as `deny contains msg if { ... }`", layer, layer), format, args...)
 	}
-	m, err := ast.ParseModuleWithOpts(file, text, ast.ParserOptions{RegoVersion: ast.RegoV1})
+	// Parsed under "<layer>/<file>", so that a location (of an evaluation
+	// error too) tells which layer's module of that name it is in.
+	m, err := ast.ParseModuleWithOpts(layer+"/"+file, text, ast.ParserOptions{RegoVersion: ast.RegoV1})
 	if err != nil {
 		return fail("%v", err)
 	}
 	want := ast.MustParseRef("data.wharf.admin." + layer)
 	if !m.Package.Path.HasPrefix(want) {
 		return fail("package %s is outside layer %s's package wharf.admin.%s", strings.TrimPrefix(m.Package.Path.String(), "data."), layer, layer)
+	}
+	if err := checkBuiltins(layer, file, m); err != nil {
+		return nil, err
 	}
 	exact := m.Package.Path.Equal(want)
 	for _, r := range m.Rules {

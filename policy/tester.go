@@ -52,6 +52,14 @@ func RunTests(ctx context.Context, dir string) ([]TestResult, error) {
 		if err != nil {
 			return nil, plugin.Errorf(plugin.LayerPolicy, TypeLayerInvalid, f, "fix the Rego syntax (Rego v1: `deny contains msg if { ... }`)", "%v", err)
 		}
+		if !strings.HasSuffix(f, "_test.rego") {
+			// The same check as when the policy loads: tests would pass
+			// on a module the engine then refuses.
+			layer := strings.TrimPrefix(m.Package.Path.String(), "data.wharf.admin.")
+			if err := checkBuiltins(layer, f, m); err != nil {
+				return nil, err
+			}
+		}
 		mods[f] = m
 	}
 	empty, _ := ast.InterfaceToValue(map[string]any{"wharf_index": buildIndex(nil)})
@@ -60,6 +68,9 @@ func RunTests(ctx context.Context, dir string) ([]TestResult, error) {
 		SetStore(inmem.NewFromASTObject(empty.(ast.Object))).
 		SetModules(mods).
 		SetParallel(1).
+		// As the engine evaluates: a builtin error is an error, not a
+		// rule that does not apply.
+		RaiseBuiltinErrors(true).
 		RunTests(ctx, nil)
 	if err != nil {
 		return nil, plugin.Errorf(plugin.LayerPolicy, TypeLayerInvalid, dir, "fix the module named in the message", "compiling tests: %v", err)

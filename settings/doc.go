@@ -12,6 +12,11 @@
 // is invalid is kept as "invalid" (never silently dropped) so that policy can
 // fail closed.
 //
+// The managed scope is the fixed system directory (SystemManagedDir), then
+// the directory WHARF_MANAGED_DIR adds after it; a managed file that exists
+// but is not a readable regular file fails closed (TypeManagedUnreadable),
+// and nothing is opened in a way that could block.
+//
 // Viper resolves the environment (WHARF_HOME, WHARF_MANAGED_DIR); the files
 // themselves are decoded with encoding/json because viper folds key case
 // ("deploy@Corp", "enabledPlugins") and loses the positions needed to report

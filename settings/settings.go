@@ -207,6 +207,10 @@ var claudeKeys = map[string]bool{
 	"awsAuthRefresh": true, "awsCredentialExport": true, "theme": true, "spinnerTipsEnabled": true,
 }
 
+// serverKeys name the policy server in managed settings; the policy
+// package reads and checks them (policy.ManagedServers).
+var serverKeys = map[string]bool{"policyUrl": true, "policyKey": true, "maxAge": true}
+
 type decoder struct {
 	file  string
 	data  []byte
@@ -406,7 +410,7 @@ func (d *decoder) key(off int64, key string, raw json.RawMessage) {
 			s.Unknown = map[string]json.RawMessage{}
 		}
 		s.Unknown[key] = append(json.RawMessage(nil), raw...)
-		if claudeKeys[key] {
+		if claudeKeys[key] || serverKeys[key] {
 			return
 		}
 		if near := nearKey(key); near != "" {

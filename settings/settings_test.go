@@ -277,8 +277,11 @@ func TestLoadReadsScopesAndManagedFragments(t *testing.T) {
 	t.Setenv("WHARF_HOME", p.Home)
 	t.Setenv("WHARF_MANAGED_DIR", p.ManagedDir)
 	dp, err := DefaultPaths(p.Project)
-	if err != nil || dp != p {
-		t.Errorf("DefaultPaths = %+v, %v; want %+v", dp, err, p)
+	// WHARF_MANAGED_DIR adds a managed directory after the system one.
+	want := p
+	want.ManagedDir, want.ExtraManagedDir = SystemManagedDir, p.ManagedDir
+	if err != nil || dp != want {
+		t.Errorf("DefaultPaths = %+v, %v; want %+v", dp, err, want)
 	}
 }
 

@@ -66,7 +66,7 @@ func (a *app) Installer() (*install.Installer, error) {
 // (the nearest directory with a .wharf or .git, else the current directory).
 func (a *app) settingsPaths() settings.Paths {
 	wd, _ := os.Getwd()
-	return settings.Paths{Home: a.env.Home(), Project: projectRoot(wd), ManagedDir: a.managedDir()}
+	return settings.Paths{Home: a.env.Home(), Project: projectRoot(wd), ManagedDir: a.managedDir(), ExtraManagedDir: a.extraManagedDir()}
 }
 
 func projectRoot(wd string) string {

@@ -30,7 +30,7 @@ func wharfBinary(t *testing.T) string {
 			return
 		}
 		buildOnce.bin = filepath.Join(dir, "wharf")
-		out, err := exec.Command("go", "build", "-o", buildOnce.bin, ".").CombinedOutput()
+		out, err := exec.Command("go", "build", "-tags", "wharf_testhooks", "-o", buildOnce.bin, ".").CombinedOutput()
 		if err != nil {
 			buildOnce.err = fmt.Errorf("go build: %v\n%s", err, out)
 		}

@@ -27,20 +27,21 @@ func newPolicyCmd(a *app) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "policy",
 		Short: "Inspect, evaluate, test and export managed policy",
-		Long: "Policy layers are the managed directory (--managed-dir, env WHARF_MANAGED_DIR, default /etc/wharf) followed by each --policy layer in order. " +
+		Long: "Policy layers are the system managed directory (" + settings.SystemManagedDir + "), the managed directory --managed-dir (env WHARF_MANAGED_DIR) adds after it, " +
+			"the layers of the policy servers the managed settings name (policyUrl) or --policy-url adds, then each --policy layer in order. " +
 			"Lower layers only tighten: allowlists intersect, blocklists and admin denies union, a forced state set higher wins.",
 	}
-	cmd.PersistentFlags().StringVar(&o.managedDir, "managed-dir", "", "managed policy directory (managed-settings.json, managed-settings.d/*.json, *.rego); default WHARF_MANAGED_DIR or /etc/wharf")
+	cmd.PersistentFlags().StringVar(&o.managedDir, "managed-dir", "", "a further managed policy directory (managed-settings.json, managed-settings.d/*.json, *.rego) read after the system one, which it cannot replace; default WHARF_MANAGED_DIR")
 	cmd.AddCommand(newPolicyCheckCmd(a, o), newPolicyEvalCmd(a, o), newPolicyTestCmd(a), newPolicyExportCmd(a, o), newPolicyPullCmd(a))
 	return cmd
 }
 
 func (o *policyOptions) sources(a *app) policy.Sources {
-	dir := o.managedDir
-	if dir == "" {
-		dir = a.managedDir()
+	src := a.policySources()
+	if o.managedDir != "" {
+		src.ExtraManagedDir = settings.ExtraManagedDir(o.managedDir)
 	}
-	return policy.Sources{ManagedDir: dir, Paths: a.policyPaths}
+	return src
 }
 
 func (o *policyOptions) engine(a *app) (*policy.Engine, []policy.Layer, error) {

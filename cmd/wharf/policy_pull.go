@@ -23,55 +23,86 @@ type pullResult struct {
 	CacheDir  string               `json:"cacheDir"`
 	Layers    []policy.BundleLayer `json:"layers"`
 	Warnings  []string             `json:"warnings"`
+	// Managed is the managed settings file that names this server; empty
+	// for --policy-url.
+	Managed string `json:"managed,omitempty"`
+	// Others are the further servers, when more than one applies.
+	Others []pullResult `json:"others,omitempty"`
 }
 
 func newPolicyPullCmd(a *app) *cobra.Command {
 	return &cobra.Command{
 		Use:   "pull",
 		Short: "Fetch the policy server's signed bundle into the cache and show what is enforced",
-		Long: "Fetches the bundle of --policy-url (env WHARF_POLICY_URL) with --token (env WHARF_TOKEN), sending the cached ETag: " +
+		Long: "Fetches the bundle of every policy server that applies (those the managed settings name with policyUrl, then --policy-url, env WHARF_POLICY_URL) with --token (env WHARF_TOKEN), sending the cached ETag: " +
 			"an unchanged policy costs a 304. The bundle is verified with --policy-key, or with the server's key trusted on first use and kept in " +
 			"$WHARF_HOME/policy/<host>/key.pem. When the server cannot be reached the cached bundle stays in force, with a warning saying how old it is; " +
 			"with no cache and no server, every command that consults policy fails closed.",
 		Args: exactArgs(0, "no arguments"),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			res, err := a.pullPolicy(cmd.Context())
+			servers, err := a.managedPolicyServers()
 			if err != nil {
 				return err
 			}
-			out := pullResult{Server: a.policyURL(), Version: res.Info.Version, Revision: res.Info.Revision, ETag: res.ETag, From: res.From,
-				Status: res.Status, Confirmed: res.Confirmed, KeyID: res.KeyID, KeySource: res.KeySource, CacheDir: res.CacheDir,
-				Layers: res.Info.Layers, Warnings: res.Warnings}
-			if out.Layers == nil {
-				out.Layers = []policy.BundleLayer{}
+			if len(servers) == 0 {
+				return noPolicyServer()
 			}
+			var all []pullResult
+			for _, srv := range servers {
+				res, err := a.pullPolicy(cmd.Context(), srv)
+				if err != nil {
+					return err
+				}
+				r := pullResult{Server: srv.URL, Version: res.Info.Version, Revision: res.Info.Revision, ETag: res.ETag, From: res.From,
+					Status: res.Status, Confirmed: res.Confirmed, KeyID: res.KeyID, KeySource: res.KeySource, CacheDir: res.CacheDir,
+					Layers: res.Info.Layers, Warnings: res.Warnings, Managed: srv.Managed}
+				if r.Layers == nil {
+					r.Layers = []policy.BundleLayer{}
+				}
+				all = append(all, r)
+			}
+			out := all[0]
+			out.Others = all[1:]
 			if a.cfg.JSON {
 				return a.printJSON(out)
 			}
-			from := "the network"
-			if res.From == "cache" {
-				from = "the cache"
-				if res.Status == 304 {
-					from += " (unchanged on the server)"
-				} else {
-					from += " (server unreachable)"
+			for i, r := range all {
+				if i > 0 {
+					a.printf("\n")
 				}
-			}
-			a.printf("policy %s (revision %d) from %s\n", shortVersion(out.Version), out.Revision, from)
-			a.printf("etag:      %s\n", out.ETag)
-			a.printf("confirmed: %s\n", out.Confirmed.Format(time.RFC3339))
-			a.printf("key:       %s (%s)\n", out.KeyID, out.KeySource)
-			a.printf("cache:     %s\n", out.CacheDir)
-			var names []string
-			for _, l := range out.Layers {
-				names = append(names, l.Name)
-			}
-			if len(names) == 0 {
-				a.printf("layers:    none\n")
-			} else {
-				a.printf("layers:    %s\n", strings.Join(names, ", "))
+				printPull(a, r)
 			}
 			return nil
 		},
+	}
+}
+
+func printPull(a *app, out pullResult) {
+	from := "the network"
+	if out.From == "cache" {
+		from = "the cache"
+		if out.Status == 304 {
+			from += " (unchanged on the server)"
+		} else {
+			from += " (server unreachable)"
+		}
+	}
+	a.printf("policy %s (revision %d) from %s\n", shortVersion(out.Version), out.Revision, from)
+	a.printf("server:    %s\n", out.Server)
+	if out.Managed != "" {
+		a.printf("named by:  %s\n", out.Managed)
+	}
+	a.printf("etag:      %s\n", out.ETag)
+	a.printf("confirmed: %s\n", out.Confirmed.Format(time.RFC3339))
+	a.printf("key:       %s (%s)\n", out.KeyID, out.KeySource)
+	a.printf("cache:     %s\n", out.CacheDir)
+	var names []string
+	for _, l := range out.Layers {
+		names = append(names, l.Name)
+	}
+	if len(names) == 0 {
+		a.printf("layers:    none\n")
+	} else {
+		a.printf("layers:    %s\n", strings.Join(names, ", "))
 	}
 }

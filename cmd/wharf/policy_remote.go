@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/spf13/pflag"
 
@@ -23,12 +24,13 @@ type remotePolicyFlags struct {
 }
 
 func addRemotePolicyFlags(pf *pflag.FlagSet, f *remotePolicyFlags) {
-	pf.StringVar(&f.url, "policy-url", "", "a wharf server whose policy bundle applies after the managed directory (env WHARF_POLICY_URL)")
+	pf.StringVar(&f.url, "policy-url", "", "a wharf server whose policy bundle applies after the managed directory (env WHARF_POLICY_URL); adds to any server the managed settings name (policyUrl), never replaces it")
 	pf.StringVar(&f.token, "token", "", "bearer token for the wharf server (env WHARF_TOKEN)")
 	pf.StringVar(&f.keyFile, "policy-key", "", "PEM public key the policy bundle must be signed with (env WHARF_POLICY_KEY); without it the server's key is trusted on first use and stored")
 }
 
-// policyURL is --policy-url, else WHARF_POLICY_URL.
+// policyURL is --policy-url, else WHARF_POLICY_URL: a policy server the
+// user adds. It never removes a server the managed settings name.
 func (a *app) policyURL() string {
 	if a.remote.url != "" {
 		return a.remote.url
@@ -36,19 +38,96 @@ func (a *app) policyURL() string {
 	return strings.TrimSpace(os.Getenv("WHARF_POLICY_URL"))
 }
 
-// pullPolicy pulls (or reads from the cache) the policy server's bundle and
-// prints its warnings.
-func (a *app) pullPolicy(ctx context.Context) (*remote.Result, error) {
+// policyServer is one policy server to enforce: named by managed settings
+// (Managed, with their key pin and maxAge) or by --policy-url.
+type policyServer struct {
+	URL     string
+	KeyPEM  []byte
+	KeyID   string
+	MaxAge  time.Duration
+	Managed string // the managed file that names it; "" for --policy-url
+}
+
+// policyServers lists the servers whose bundles apply: every server the
+// managed layers name, then --policy-url (WHARF_POLICY_URL) unless it is
+// one of them. A --policy-key pins the key of a server the managed
+// settings do not pin.
+func (a *app) policyServers(layers []policy.Layer) ([]policyServer, error) {
+	ms, err := policy.ManagedServers(layers)
+	if err != nil {
+		return nil, err
+	}
+	var out []policyServer
+	seen := map[string]int{}
+	for _, m := range ms {
+		base, err := remote.BaseURL(m.URL)
+		if err != nil {
+			var pe *plugin.Error
+			if errors.As(err, &pe) {
+				c := *pe
+				c.Layer, c.Object = plugin.LayerPolicy, m.File
+				c.Hint = "an administrator must fix policyUrl in " + m.File + "; until then every request is refused"
+				return nil, &c
+			}
+			return nil, err
+		}
+		if _, dup := seen[base]; dup {
+			continue
+		}
+		seen[base] = len(out)
+		out = append(out, policyServer{URL: base, KeyPEM: m.KeyPEM, KeyID: m.KeyID, MaxAge: m.MaxAge, Managed: m.File})
+	}
 	raw := a.policyURL()
 	if raw == "" {
-		return nil, &plugin.Error{Layer: plugin.LayerIntent, Type: typeUsage, Err: errors.New("no policy server"),
-			Hint: "pass --policy-url URL or set WHARF_POLICY_URL"}
+		return out, nil
 	}
 	base, err := remote.BaseURL(raw)
 	if err != nil {
 		return nil, err
 	}
-	dir, err := remote.CacheDir(a.env.Home(), base)
+	key, err := a.policyKeyFlag()
+	if err != nil {
+		return nil, err
+	}
+	if i, ok := seen[base]; ok {
+		if out[i].KeyPEM == nil && out[i].KeyID == "" {
+			out[i].KeyPEM = key
+		}
+		return out, nil
+	}
+	return append(out, policyServer{URL: base, KeyPEM: key}), nil
+}
+
+// policyKeyFlag reads --policy-key (WHARF_POLICY_KEY); nil without one.
+func (a *app) policyKeyFlag() ([]byte, error) {
+	keyFile := a.remote.keyFile
+	if keyFile == "" {
+		keyFile = os.Getenv("WHARF_POLICY_KEY")
+	}
+	if keyFile == "" {
+		return nil, nil
+	}
+	key, err := os.ReadFile(keyFile)
+	if err != nil {
+		return nil, &plugin.Error{Layer: plugin.LayerIntent, Type: typeUsage, Object: keyFile, Err: fmt.Errorf("--policy-key: %w", err),
+			Hint: "give the PEM public key of the policy server (GET /v1/policy/bundle/key)"}
+	}
+	return key, nil
+}
+
+// managedPolicyServers reads the managed layers for `wharf policy pull`.
+func (a *app) managedPolicyServers() ([]policyServer, error) {
+	layers, err := a.policySources().Load()
+	if err != nil {
+		return nil, err
+	}
+	return a.policyServers(layers)
+}
+
+// pullPolicy pulls (or reads from the cache) one server's bundle and
+// prints its warnings.
+func (a *app) pullPolicy(ctx context.Context, srv policyServer) (*remote.Result, error) {
+	dir, err := remote.CacheDir(a.env.Home(), srv.URL)
 	if err != nil {
 		return nil, usageError(err)
 	}
@@ -56,18 +135,7 @@ func (a *app) pullPolicy(ctx context.Context) (*remote.Result, error) {
 	if token == "" {
 		token = os.Getenv("WHARF_TOKEN")
 	}
-	keyFile := a.remote.keyFile
-	if keyFile == "" {
-		keyFile = os.Getenv("WHARF_POLICY_KEY")
-	}
-	var key []byte
-	if keyFile != "" {
-		if key, err = os.ReadFile(keyFile); err != nil {
-			return nil, &plugin.Error{Layer: plugin.LayerIntent, Type: typeUsage, Object: keyFile, Err: fmt.Errorf("--policy-key: %w", err),
-				Hint: "give the PEM public key of the policy server (GET /v1/policy/bundle/key)"}
-		}
-	}
-	res, err := remote.Options{URL: base, Token: token, CacheDir: dir, Key: key}.Fetch(ctx)
+	res, err := remote.Options{URL: srv.URL, Token: token, CacheDir: dir, Key: srv.KeyPEM, KeyID: srv.KeyID, MaxAge: srv.MaxAge}.Fetch(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -77,38 +145,60 @@ func (a *app) pullPolicy(ctx context.Context) (*remote.Result, error) {
 	return res, nil
 }
 
-// loadPolicyLayers reads src's layers and, with a policy server, puts the
-// server's layers after the managed directory and before the --policy
-// paths. Like every layer they can only tighten. A --policy layer whose
-// name a server layer already has is renamed (name_2, ...).
+// noPolicyServer is the error of `wharf policy pull` with no server.
+func noPolicyServer() error {
+	return &plugin.Error{Layer: plugin.LayerIntent, Type: typeUsage, Err: errors.New("no policy server"),
+		Hint: "pass --policy-url URL or set WHARF_POLICY_URL (or name one with policyUrl in the managed settings)"}
+}
+
+// loadPolicyLayers reads src's layers and, with policy servers (named by
+// the managed settings, or --policy-url), puts each server's layers after
+// the managed directories and before the --policy paths. Like every layer
+// they can only tighten. A layer whose name an earlier layer already has is
+// renamed (name_2, ...).
 func (a *app) loadPolicyLayers(ctx context.Context, src policy.Sources) ([]policy.Layer, error) {
 	layers, err := src.Load()
-	if err != nil || a.policyURL() == "" {
-		return layers, err
-	}
-	res, err := a.pullPolicy(ctx)
 	if err != nil {
 		return nil, err
 	}
-	n := 0 // the managed layer, when there is one, stays first
-	if len(layers) > 0 && src.ManagedDir != "" && layers[0].Name == "managed" && layers[0].Origin == src.ManagedDir {
-		n = 1
+	servers, err := a.policyServers(layers)
+	if err != nil || len(servers) == 0 {
+		return layers, err
+	}
+	n := 0 // the managed layers stay first
+	for n < len(layers) && layers[n].Managed {
+		n++
 	}
 	taken := map[string]bool{}
-	for _, l := range layers[:n] {
-		taken[l.Name] = true
-	}
-	for _, l := range res.Layers {
-		taken[l.Name] = true
-	}
-	out := append(append([]policy.Layer{}, layers[:n]...), res.Layers...)
-	for _, l := range layers[n:] {
+	out := append([]policy.Layer{}, layers[:n]...)
+	add := func(l policy.Layer) {
 		base := l.Name
 		for i := 2; taken[l.Name]; i++ {
 			l.Name = fmt.Sprintf("%s_%d", base, i)
 		}
 		taken[l.Name] = true
 		out = append(out, l)
+	}
+	for _, l := range out {
+		taken[l.Name] = true
+	}
+	var pulled [][]policy.Layer
+	for _, srv := range servers {
+		res, err := a.pullPolicy(ctx, srv)
+		if err != nil {
+			return nil, err
+		}
+		pulled = append(pulled, res.Layers)
+	}
+	// Server layers keep their names unless two servers share one; the
+	// --policy layers give way to them.
+	for _, ls := range pulled {
+		for _, l := range ls {
+			add(l)
+		}
+	}
+	for _, l := range layers[n:] {
+		add(l)
 	}
 	return out, nil
 }

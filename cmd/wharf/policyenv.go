@@ -13,12 +13,19 @@ import (
 	"github.com/wharfhq/wharf/settings"
 )
 
-// managedDir is where managed policy lives: WHARF_MANAGED_DIR, else /etc/wharf.
-func (a *app) managedDir() string {
-	if d := os.Getenv("WHARF_MANAGED_DIR"); d != "" {
-		return d
-	}
-	return settings.DefaultManagedDir
+// managedDir is the system managed directory (settings.SystemManagedDir):
+// nothing in the environment or on the command line moves it.
+func (a *app) managedDir() string { return settings.SystemManagedDir }
+
+// extraManagedDir is WHARF_MANAGED_DIR: a managed directory read after the
+// system one, which can only tighten; "" for none.
+func (a *app) extraManagedDir() string {
+	return settings.ExtraManagedDir(os.Getenv("WHARF_MANAGED_DIR"))
+}
+
+// policySources are the managed directories and the --policy paths.
+func (a *app) policySources() policy.Sources {
+	return policy.Sources{ManagedDir: a.managedDir(), ExtraManagedDir: a.extraManagedDir(), Paths: a.policyPaths}
 }
 
 // Policy compiles the managed layers and the --policy layers on first use.
@@ -26,7 +33,7 @@ func (a *app) Policy() (*policy.Engine, error) {
 	if a.pol != nil {
 		return a.pol, nil
 	}
-	e, err := a.openPolicy(policy.Sources{ManagedDir: a.managedDir(), Paths: a.policyPaths})
+	e, err := a.openPolicy(a.policySources())
 	if err != nil {
 		return nil, err
 	}

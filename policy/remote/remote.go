@@ -9,10 +9,21 @@
 // directory (trust on first use); from then on a bundle signed by any other
 // key is refused until the stored key is removed or a key is pinned.
 //
+// A key can also be pinned by its id (Options.KeyID, from policyKey in the
+// managed settings): the stored or fetched key must then have that id.
+//
+// Rollback: every bundle carries the server's policy revision. The highest
+// revision accepted from each signing key is kept in bundle.json, and a
+// bundle below it (or a different policy under the cached revision) is
+// refused with TypeRollback and never cached. Expiry: with Options.MaxAge,
+// a cached bundle the server last confirmed longer ago than that is not
+// enforced offline; the pull fails closed with TypeStale.
+//
 // Cache layout under CacheDir: bundle.tar.gz (the bundle as served),
-// bundle.json (its ETag, version, the SHA-256 of bundle.tar.gz and when the
-// server last confirmed it) and key.pem (the trusted-on-first-use key). Every
-// file is written crash-safely: temp file, fsync, rename, fsync of the dir.
+// bundle.json (its ETag, version, revision and key, the SHA-256 of
+// bundle.tar.gz, when the server last confirmed it and the highest revision
+// seen per key) and key.pem (the trusted-on-first-use key). Every file is
+// written crash-safely: temp file, fsync, rename, fsync of the dir.
 package remote
 
 import (
@@ -42,6 +53,17 @@ import (
 // closed (exit 3).
 const TypeUnavailable = "policy-unavailable"
 
+// TypeStale is the error type when the server cannot be reached and the
+// cached bundle was last confirmed longer ago than Options.MaxAge: policy
+// fails closed (exit 3) until the server is reached again.
+const TypeStale = "policy-stale"
+
+// TypeRollback is the error type of a bundle whose revision is lower than
+// one already seen from the same signing key (or that differs from the
+// cached bundle under the same revision): an older policy served again. It
+// is refused (trust layer, exit 4) and never cached.
+const TypeRollback = "policy-rollback"
+
 // DefaultTimeout bounds one pull (key and bundle).
 const DefaultTimeout = 10 * time.Second
 
@@ -58,9 +80,16 @@ type Options struct {
 	Token    string // sent as Authorization: Bearer
 	CacheDir string // see CacheDir
 	Key      []byte // pinned PEM public key; nil for trust on first use
-	Client   *http.Client
-	Timeout  time.Duration    // default DefaultTimeout
-	Now      func() time.Time // default time.Now
+	// KeyID pins the key by its id (policy.BundleKeyID, "wharf-…") when
+	// no PEM is pinned: the key stored or fetched must have this id.
+	KeyID string
+	// MaxAge, when positive, is how long a cached bundle may be enforced
+	// offline after the server last confirmed it; past it, with the server
+	// unreachable, the pull fails closed (TypeStale).
+	MaxAge  time.Duration
+	Client  *http.Client
+	Timeout time.Duration    // default DefaultTimeout
+	Now     func() time.Time // default time.Now
 }
 
 // Result is a pulled (or cached) policy.
@@ -86,6 +115,55 @@ type meta struct {
 	Version   string    `json:"version"`
 	SHA256    string    `json:"sha256"` // of bundle.tar.gz: an ETag is only sent for the bundle it names
 	Confirmed time.Time `json:"confirmed"`
+	Revision  uint64    `json:"revision"`
+	KeyID     string    `json:"keyid"`
+	// Highest is the highest revision accepted so far, per signing key:
+	// a bundle below it is a rollback.
+	Highest map[string]uint64 `json:"highest,omitempty"`
+}
+
+// checkRevision refuses info when it goes back from what m has seen: a
+// lower revision from the same key, or the cached revision with another
+// policy version.
+func (m *meta) checkRevision(info policy.BundleInfo, base string) error {
+	if m == nil {
+		return nil
+	}
+	high, seen := m.Highest[info.KeyID]
+	if m.KeyID == info.KeyID && m.Revision > high {
+		high, seen = m.Revision, true
+	}
+	if !seen {
+		return nil
+	}
+	if info.Revision < high {
+		return plugin.Errorf(plugin.LayerTrust, TypeRollback, base+"/v1/policy/bundle",
+			"the server (or something between it and you) sent an older policy than one already enforced; the cached policy stays in force. If the server's policy store was restored from a backup on purpose, its administrator must rotate the bundle key",
+			"policy bundle revision %d (%s) is older than revision %d already accepted from key %s: refused as a rollback", info.Revision, short(info.Version), high, info.KeyID)
+	}
+	if info.Revision == high && high > 0 && m.KeyID == info.KeyID && m.Revision == high && m.Version != "" && info.Version != m.Version {
+		return plugin.Errorf(plugin.LayerTrust, TypeRollback, base+"/v1/policy/bundle",
+			"the server sent a different policy under a revision already accepted; the cached policy stays in force. If the server's policy store was reset on purpose, its administrator must rotate the bundle key",
+			"policy bundle revision %d is %s, but revision %d from key %s was %s: refused", info.Revision, short(info.Version), high, info.KeyID, short(m.Version))
+	}
+	return nil
+}
+
+// advance returns m's Highest with info counted.
+func (m *meta) advance(info policy.BundleInfo) map[string]uint64 {
+	out := map[string]uint64{}
+	if m != nil {
+		for k, v := range m.Highest {
+			out[k] = v
+		}
+		if m.KeyID != "" && m.Revision > out[m.KeyID] {
+			out[m.KeyID] = m.Revision
+		}
+	}
+	if info.Revision > out[info.KeyID] {
+		out[info.KeyID] = info.Revision
+	}
+	return out
 }
 
 // BaseURL normalizes a --policy-url: the server's base URL, without a
@@ -191,7 +269,11 @@ func (o Options) Fetch(ctx context.Context) (*Result, error) {
 		if rerr != nil {
 			return nil, o.keyHint(res, rerr) // never cached
 		}
-		m := meta{URL: base, ETag: respETag, Version: info.Version, SHA256: sha256hex(body), Confirmed: o.Now().UTC()}
+		if rerr := cachedMeta.checkRevision(info, base); rerr != nil {
+			return nil, rerr // never cached
+		}
+		m := meta{URL: base, ETag: respETag, Version: info.Version, SHA256: sha256hex(body), Confirmed: o.Now().UTC(),
+			Revision: info.Revision, KeyID: info.KeyID, Highest: cachedMeta.advance(info)}
 		if werr := o.writeCache(body, m); werr != nil {
 			res.Warnings = append(res.Warnings, fmt.Sprintf("policy bundle %s could not be cached in %s: %v; it is enforced now but not offline", short(info.Version), o.CacheDir, werr))
 		}
@@ -226,6 +308,12 @@ func (o Options) Fetch(ctx context.Context) (*Result, error) {
 		return nil, cacheRefused(o.CacheDir, rerr)
 	}
 	age := o.Now().Sub(cachedMeta.Confirmed).Round(time.Second)
+	if o.MaxAge > 0 && age > o.MaxAge {
+		return nil, plugin.Errorf(plugin.LayerPolicy, TypeStale, base,
+			"reach the policy server (check the network and --token) so it can confirm its policy; until then nothing is allowed",
+			"policy server %s unreachable (%v) and the cached policy bundle %s was last confirmed %s ago (%s), longer than the managed maxAge %s; failing closed",
+			base, cause, short(info.Version), age, cachedMeta.Confirmed.Format(time.RFC3339), o.MaxAge)
+	}
 	res.fill(layers, info, *cachedMeta, "cache", status, base)
 	res.Warnings = append(res.Warnings, fmt.Sprintf("policy server %s unreachable (%v); enforcing the cached policy bundle %s, last confirmed %s ago (%s)",
 		base, cause, short(info.Version), age, cachedMeta.Confirmed.Format(time.RFC3339)))
@@ -312,9 +400,17 @@ func (o Options) trustedKey(ctx context.Context, base string, res *Result) ([]by
 			}
 			return nil, err
 		}
-		res.KeySource = "stored"
-		res.KeyID, _ = policy.BundleKeyID(k)
-		return b, nil
+		id, _ := policy.BundleKeyID(k)
+		// A stored key that is not the pinned one is not used; the
+		// server's key is fetched and must be the pinned one.
+		if o.KeyID == "" || id == o.KeyID {
+			res.KeySource = "stored"
+			res.KeyID = id
+			if o.KeyID != "" {
+				res.KeySource = "pinned"
+			}
+			return b, nil
+		}
 	}
 	status, body, _, err := o.get(ctx, base+"/v1/policy/bundle/key", "")
 	if err != nil {
@@ -344,11 +440,20 @@ func (o Options) trustedKey(ctx context.Context, base string, res *Result) ([]by
 		return nil, err
 	}
 	id, _ := policy.BundleKeyID(k)
+	if o.KeyID != "" && id != o.KeyID {
+		return nil, plugin.Errorf(plugin.LayerTrust, plugin.TypeTrustRejected, base+"/v1/policy/bundle/key",
+			"the managed settings pin the policy bundle key "+o.KeyID+"; if the server's key changed on purpose, the administrator must update policyKey",
+			"the policy server's bundle key is %s, not the pinned %s: refused", id, o.KeyID)
+	}
 	if err := os.MkdirAll(o.CacheDir, 0o755); err != nil {
 		return nil, err
 	}
 	if err := atomicfile.WriteFile(p, []byte(bk.PublicKey), 0o644); err != nil {
 		return nil, fmt.Errorf("storing the policy server's key: %w", err)
+	}
+	if o.KeyID != "" {
+		res.KeySource, res.KeyID = "pinned", id
+		return []byte(bk.PublicKey), nil
 	}
 	res.KeySource, res.KeyID = "first-use", id
 	res.Warnings = append(res.Warnings, fmt.Sprintf("trusting the policy bundle key %s of %s on first use (stored in %s); pin it with --policy-key to verify it out of band", id, base, p))

@@ -29,6 +29,9 @@ type policyServer struct {
 	admin   string
 	bundles atomic.Int64
 	status  atomic.Int64 // when non-zero, every request is answered with it
+	// replay, when set, is served as the bundle (200, its own ETag)
+	// whatever the store holds: an older bundle served again.
+	replay atomic.Pointer[[]byte]
 }
 
 func newPolicyServer(t *testing.T) *policyServer {
@@ -55,6 +58,11 @@ func newPolicyServer(t *testing.T) *policyServer {
 		}
 		if r.URL.Path == "/v1/policy/bundle" {
 			p.bundles.Add(1)
+			if b := p.replay.Load(); b != nil {
+				w.Header().Set("ETag", `"replayed"`)
+				w.Write(*b)
+				return
+			}
 		}
 		h.ServeHTTP(w, r)
 	}))
