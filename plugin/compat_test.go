@@ -20,7 +20,7 @@ func TestLoadFailedComponents(t *testing.T) {
 		{
 			name: "server name with a space",
 			files: map[string]string{
-				".mcp.json":      `{"mcpServers":{"google calendar":{"type":"http","url":"https://cal.example/mcp"},"gmail":{"type":"http","url":"https://mail.example/mcp"}}}`,
+				".mcp.json":     `{"mcpServers":{"google calendar":{"type":"http","url":"https://cal.example/mcp"},"gmail":{"type":"http","url":"https://mail.example/mcp"}}}`,
 				"commands/a.md": "a",
 			},
 			loaded: []string{"command a", "mcp-server gmail"},
@@ -29,7 +29,7 @@ func TestLoadFailedComponents(t *testing.T) {
 		{
 			name: "placeholder empty url",
 			files: map[string]string{
-				".mcp.json":        `{"mcpServers":{"crm":{"type":"http","url":""},"docs":{"command":"node","args":["${CLAUDE_PLUGIN_ROOT}/s.js"]}}}`,
+				".mcp.json":         `{"mcpServers":{"crm":{"type":"http","url":""},"docs":{"command":"node","args":["${CLAUDE_PLUGIN_ROOT}/s.js"]}}}`,
 				"skills/s/SKILL.md": "---\nname: s\ndescription: d\n---\n",
 			},
 			loaded: []string{"skill s", "mcp-server docs"},
