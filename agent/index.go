@@ -30,7 +30,7 @@ const legacyIndexFile = "agent/components.gob"
 
 // indexFormat changes whenever what an entry holds changes; an index of
 // another format is ignored.
-const indexFormat = 3
+const indexFormat = 4
 
 // maxIndex bounds the index file read at startup.
 const maxIndex = 64 << 20
@@ -58,6 +58,9 @@ type indexEntry struct {
 	Key   string
 	Comps []Component
 	Deps  []plugin.Dependency
+	// Failed describes the components the plugin declares that cannot be
+	// used (plugin.FailedComponent.String).
+	Failed []string
 }
 
 func (x *componentIndex) load() {

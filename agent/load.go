@@ -310,14 +310,15 @@ func (in *loadInput) loadInstalled(ctx context.Context, r cache.Record, enabled 
 	key := indexKey(r, entry, x)
 	if e, ok := in.index.get(r.InstallPath, key); ok && in.mode == CacheOnly {
 		u.deps = e.Deps
-		in.filter(ctx, u, r.ID, e.Comps)
+		u.st.Failed = e.Failed
+		in.filter(ctx, u, r.ID, in.expandEnv(u, e.Comps))
 	} else {
 		comps := in.parseTree(u, r.ID, r.InstallPath, entry, x)
 		if len(u.st.Errors) > 0 {
 			return u
 		}
-		in.index.put(r.InstallPath, indexEntry{Key: key, Comps: comps, Deps: u.deps})
-		in.filter(ctx, u, r.ID, comps)
+		in.index.put(r.InstallPath, indexEntry{Key: key, Comps: comps, Deps: u.deps, Failed: u.st.Failed})
+		in.filter(ctx, u, r.ID, in.expandEnv(u, comps))
 	}
 	if len(u.st.Errors) == 0 {
 		u.path = r.InstallPath
@@ -352,7 +353,7 @@ func (in *loadInput) loadInline(ctx context.Context, dir string) *unit {
 	}
 	comps := in.parseTree(u, id, dir, nil, expander{root: dir, data: in.dataDir(id), project: in.o.Project})
 	if len(u.st.Errors) == 0 {
-		in.filter(ctx, u, id, comps)
+		in.filter(ctx, u, id, in.expandEnv(u, comps))
 	}
 	return u
 }
@@ -369,6 +370,9 @@ func (in *loadInput) parseTree(u *unit, id plugin.ID, root string, entry *plugin
 		if d.Severity == plugin.SeverityWarning && in.mode == Full {
 			u.warns = append(u.warns, id.String()+": "+d.String())
 		}
+	}
+	for _, f := range p.Failed {
+		u.st.Failed = append(u.st.Failed, f.String())
 	}
 	u.deps = p.Manifest.Dependencies
 	if id.Source == plugin.SourceInline || len(u.deps) == 0 {
@@ -391,6 +395,87 @@ func (in *loadInput) parseTree(u *unit, id plugin.ID, root string, entry *plugin
 		return nil
 	}
 	return comps
+}
+
+// expandEnv substitutes environment references (${VAR}, ${VAR:-default})
+// in the MCP and LSP servers of comps, as Claude Code does when it starts
+// them, and checks each server once substituted: one that cannot be used
+// (a URL that is empty, invalid, or still needs a variable that is not set)
+// is recorded as failed on u's row and left out; the plugin's other
+// components load. It runs after the component index, which keeps
+// configurations as written, so a changed environment counts on the next
+// load. comps is not modified.
+func (in *loadInput) expandEnv(u *unit, comps []Component) []Component {
+	var out []Component
+	for i := range comps {
+		c := &comps[i]
+		var next Component
+		var missing []string
+		var field, reason string
+		switch {
+		case c.MCP != nil && mcpRefs(c.MCP):
+			s, m := plugin.Vars{Env: os.LookupEnv}.ExpandMCP(*c.MCP)
+			next, missing = *c, m
+			next.MCP = &s
+			field, reason = plugin.CheckMCPServer(s)
+			if reason == "" && s.IsRemote() && len(plugin.References(s.URL)) > 0 {
+				field, reason = "url", "needs "+strings.Join(plugin.References(s.URL), ", ")+", which is not set and has no default"
+			}
+		case c.LSP != nil && lspRefs(c.LSP):
+			s, m := plugin.Vars{Env: os.LookupEnv}.ExpandLSP(*c.LSP)
+			next, missing = *c, m
+			next.LSP = &s
+		default:
+			if out != nil {
+				out = append(out, *c)
+			}
+			continue
+		}
+		if out == nil {
+			out = append(make([]Component, 0, len(comps)), comps[:i]...)
+		}
+		if reason != "" {
+			u.st.Failed = append(u.st.Failed, plugin.FailedComponent{Kind: c.Kind, Name: c.Local,
+				Path: c.Path, Field: field, Reason: reason + " (after substituting the environment)"}.String())
+			continue
+		}
+		if len(missing) > 0 && in.mode == Full {
+			u.warns = append(u.warns, fmt.Sprintf("%s: %s %s: %s not set and without a default; left as written",
+				c.Plugin, c.Kind, c.Name, strings.Join(missing, ", ")))
+		}
+		next.seal()
+		out = append(out, next)
+	}
+	if out == nil {
+		return comps
+	}
+	return out
+}
+
+func mcpRefs(s *plugin.MCPServer) bool {
+	return hasRef(s.Command, s.Cwd, s.URL) || hasRef(s.Args...) || hasRefMap(s.Env) || hasRefMap(s.Headers)
+}
+
+func lspRefs(s *plugin.LSPServer) bool {
+	return hasRef(s.Command) || hasRef(s.Args...) || hasRefMap(s.Env)
+}
+
+func hasRef(ss ...string) bool {
+	for _, s := range ss {
+		if strings.Contains(s, "${") {
+			return true
+		}
+	}
+	return false
+}
+
+func hasRefMap(m map[string]string) bool {
+	for _, s := range m {
+		if strings.Contains(s, "${") {
+			return true
+		}
+	}
+	return false
 }
 
 // filter applies the per-surface and hook policy to a plugin's components,
@@ -471,7 +556,7 @@ func (pc *pluginComponents) expand(c plugin.Component) ([]Component, error) {
 	}
 	switch c.Kind {
 	case plugin.KindCommand, plugin.KindSkill, plugin.KindAgent, plugin.KindOutputStyle:
-		base.Name = CommandName(pc.id.Name, c.Name)
+		base.Name = CommandName(pc.p.Namespace(), c.Name)
 		if err := readMarkdown(&base); err != nil {
 			return nil, plugin.Errorf(plugin.LayerActive, plugin.TypeComponentLoad, pc.id.String(),
 				"fix the file and reload", "%s %s: %v", c.Kind, base.Path, err)
@@ -483,7 +568,7 @@ func (pc *pluginComponents) expand(c plugin.Component) ([]Component, error) {
 			return nil, err
 		}
 		h := cfg.(*plugin.HooksConfig)
-		base.Name = CommandName(pc.id.Name, c.Name)
+		base.Name = CommandName(pc.p.Namespace(), c.Name)
 		base.Hook = &Hook{Event: plugin.HookEvent(c.Name), Matchers: pc.x.matchers(h.Hooks[plugin.HookEvent(c.Name)])}
 		return []Component{base}, nil
 	case plugin.KindMCPServer:
@@ -491,7 +576,7 @@ func (pc *pluginComponents) expand(c plugin.Component) ([]Component, error) {
 		if err != nil {
 			return nil, err
 		}
-		base.Name = ServerName(pc.id.Name, c.Name)
+		base.Name = ServerName(pc.p.Namespace(), c.Name)
 		base.MCP = pc.x.mcp(cfg.(*plugin.MCPConfig).Servers[c.Name])
 		return []Component{base}, nil
 	case plugin.KindLSPServer:
@@ -499,7 +584,7 @@ func (pc *pluginComponents) expand(c plugin.Component) ([]Component, error) {
 		if err != nil {
 			return nil, err
 		}
-		base.Name = ServerName(pc.id.Name, c.Name)
+		base.Name = ServerName(pc.p.Namespace(), c.Name)
 		base.LSP = pc.x.lsp(cfg.(*plugin.LSPConfig).Servers[c.Name])
 		return []Component{base}, nil
 	}
