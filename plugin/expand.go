@@ -238,3 +238,22 @@ func CheckMCPServer(s MCPServer) (field, reason string) {
 	}
 	return "", ""
 }
+
+// ShortCommitLen is how many hex digits of a commit Claude Code uses as the
+// version of a plugin that declares none.
+const ShortCommitLen = 12
+
+// ShortCommit returns the first 12 hex digits of a git commit SHA, the
+// version Claude Code gives a versionless plugin fetched from git (or
+// stored in a git marketplace); "" when sha is not a commit SHA.
+func ShortCommit(sha string) string {
+	if len(sha) < ShortCommitLen {
+		return ""
+	}
+	for _, c := range sha {
+		if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f') {
+			return ""
+		}
+	}
+	return sha[:ShortCommitLen]
+}
