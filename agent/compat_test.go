@@ -3,6 +3,9 @@ package agent
 import (
 	"strings"
 	"testing"
+
+	"github.com/wharfhq/wharf/plugin"
+	"github.com/wharfhq/wharf/plugin/userconfig"
 )
 
 // A plugin whose plugin.json renames it is namespaced by that name, as
@@ -71,4 +74,52 @@ func keysOf(m map[string]Component) []string {
 		out = append(out, k)
 	}
 	return out
+}
+
+// userConfig values set with wharf config (plugin/userconfig) are
+// substituted as ${user_config.KEY} in servers and hook commands; an unset
+// option takes its default; a changed value counts on the next cache-only
+// load.
+func TestLoadUserConfig(t *testing.T) {
+	w := newWorld(t)
+	w.install("ops@corp", "1.0.0", map[string]string{
+		".claude-plugin/plugin.json": `{"name":"ops","version":"1.0.0",
+			"userConfig":{"region":{"type":"string","default":"eu"},"token":{"type":"string","sensitive":true}}}`,
+		".mcp.json":        `{"mcpServers":{"api":{"type":"http","url":"https://${user_config.region}.api.example.com/mcp","headers":{"Authorization":"Bearer ${user_config.token}"}}}}`,
+		"hooks/hooks.json": `{"hooks":{"Stop":[{"hooks":[{"type":"command","command":"notify --region ${user_config.region}"}]}]}}`,
+	})
+	w.setEnabled("ops@corp", true)
+	id := plugin.MustParseID("ops@corp")
+	if err := userconfig.Set(w.home, id, plugin.UserConfigOption{Key: "token", Sensitive: true}, "t0k"); err != nil {
+		t.Fatal(err)
+	}
+	check := func(mode Mode, region string) {
+		t.Helper()
+		s := w.load(w.runtime(w.options()), mode)
+		var api, stop *Component
+		for _, c := range s.Components() {
+			c := c
+			switch c.Name {
+			case "plugin:ops:api":
+				api = &c
+			case "ops:Stop":
+				stop = &c
+			}
+		}
+		if api == nil || stop == nil {
+			t.Fatalf("%s: components %v", mode, s.Components())
+		}
+		if api.MCP.URL != "https://"+region+".api.example.com/mcp" || api.MCP.Headers["Authorization"] != "Bearer t0k" {
+			t.Errorf("%s: api = %s %v", mode, api.MCP.URL, api.MCP.Headers)
+		}
+		if got := stop.Hook.Matchers[0].Hooks[0].Command; got != "notify --region "+region {
+			t.Errorf("%s: hook command %q", mode, got)
+		}
+	}
+	check(Full, "eu")
+	check(CacheOnly, "eu")
+	if err := userconfig.Set(w.home, id, plugin.UserConfigOption{Key: "region"}, "us"); err != nil {
+		t.Fatal(err)
+	}
+	check(CacheOnly, "us")
 }

@@ -116,7 +116,12 @@ func (c Component) Expand(s string, projectDir string) string {
 	return expander{root: c.Root, data: c.DataDir, project: projectDir}.expand(s)
 }
 
-type expander struct{ root, data, project string }
+type expander struct {
+	root, data, project string
+	// uc holds the plugin's userConfig values (set, else defaults),
+	// substituted as ${user_config.KEY} in hook commands and servers.
+	uc map[string]string
+}
 
 // expand substitutes the plugin's own variables with plugin.Vars, so that
 // ${CLAUDE_PLUGIN_ROOT:-...} forms read as Claude Code reads them. Environment
@@ -125,7 +130,7 @@ func (e expander) expand(s string) string {
 	if !strings.Contains(s, "${") {
 		return s
 	}
-	out, _ := plugin.Vars{PluginRoot: e.root, PluginData: e.data, ProjectDir: e.project}.Expand(s)
+	out, _ := plugin.Vars{PluginRoot: e.root, PluginData: e.data, ProjectDir: e.project, UserConfig: e.uc}.Expand(s)
 	return out
 }
 

@@ -9,8 +9,10 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 
 	"github.com/wharfhq/wharf/atomicfile"
@@ -164,6 +166,10 @@ func indexKey(r cache.Record, entry *plugin.Entry, x expander) string {
 	b := keyStr(stack[:0], r.ID.Name+"@"+r.ID.Source)
 	for _, s := range []string{r.Version, r.InstallPath, r.Digest, x.root, x.data, x.project} {
 		b = keyStr(b, s)
+	}
+	b = binary.LittleEndian.AppendUint64(b, uint64(len(x.uc)))
+	for _, k := range slices.Sorted(maps.Keys(x.uc)) {
+		b = keyStr(keyStr(b, k), x.uc[k])
 	}
 	b = binary.LittleEndian.AppendUint64(b, uint64(len(r.Fingerprint.Entries)))
 	for _, e := range r.Fingerprint.Entries {

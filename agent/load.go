@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -17,6 +18,7 @@ import (
 	"github.com/wharfhq/wharf/cache"
 	"github.com/wharfhq/wharf/install"
 	"github.com/wharfhq/wharf/plugin"
+	"github.com/wharfhq/wharf/plugin/userconfig"
 	"github.com/wharfhq/wharf/policy"
 	"github.com/wharfhq/wharf/resolver"
 	"github.com/wharfhq/wharf/settings"
@@ -307,6 +309,15 @@ func (in *loadInput) loadInstalled(ctx context.Context, r cache.Record, enabled 
 		entry = in.o.Entries(r.ID)
 	}
 	x := expander{root: r.InstallPath, data: in.dataDir(r.ID), project: in.o.Project}
+	if in.o.Home != "" {
+		uc, err := userconfig.Load(in.o.Home, r.ID)
+		if err != nil {
+			u.st.AddError(plugin.Errorf(plugin.LayerMaterialization, plugin.TypeComponentLoad, r.ID.String(),
+				"fix or remove the file, then set the options again with: wharf config "+r.ID.String(), "userConfig values: %v", err))
+			return u
+		}
+		x.uc = uc
+	}
 	key := indexKey(r, entry, x)
 	if e, ok := in.index.get(r.InstallPath, key); ok && in.mode == CacheOnly {
 		u.deps = e.Deps
@@ -373,6 +384,19 @@ func (in *loadInput) parseTree(u *unit, id plugin.ID, root string, entry *plugin
 	}
 	for _, f := range p.Failed {
 		u.st.Failed = append(u.st.Failed, f.String())
+	}
+	if opts, err := p.Manifest.UserConfigOptions(); err == nil {
+		// An option left unset takes its default, as in Claude Code.
+		for _, o := range opts {
+			if _, ok := x.uc[o.Key]; !ok && o.DefaultString() != "" {
+				if x.uc == nil {
+					x.uc = map[string]string{}
+				} else {
+					x.uc = maps.Clone(x.uc)
+				}
+				x.uc[o.Key] = o.DefaultString()
+			}
+		}
 	}
 	u.deps = p.Manifest.Dependencies
 	if id.Source == plugin.SourceInline || len(u.deps) == 0 {

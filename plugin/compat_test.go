@@ -216,3 +216,45 @@ func FuzzExpand(f *testing.F) {
 		}
 	})
 }
+
+// MCP oauth settings are kept (no "unknown key" warning) for the MCP
+// client; an oauth that is not an object fails that server alone.
+func TestMCPOAuthKept(t *testing.T) {
+	c, diags, err := ParseMCPServers([]byte(`{"slack":{"type":"http","url":"https://mcp.slack.com/mcp","oauth":{"clientId":"1601185624273.8899143856786","callbackPort":3118}},
+		"bad":{"type":"http","url":"https://x.example","oauth":"yes"}}`), ".mcp.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := string(c.Servers["slack"].OAuth()); got != `{"clientId":"1601185624273.8899143856786","callbackPort":3118}` {
+		t.Errorf("oauth = %s", got)
+	}
+	for _, d := range diags {
+		if strings.Contains(d.Message, "unknown key") {
+			t.Errorf("oauth reported as unknown: %s", d)
+		}
+	}
+	if len(c.Failed) != 1 || c.Failed[0].Name != "bad" || !strings.Contains(c.Failed[0].Reason, "bad.oauth: expected object") {
+		t.Errorf("failed = %+v", c.Failed)
+	}
+}
+
+func TestUserConfigOptions(t *testing.T) {
+	m := Manifest{UserConfig: []byte(`{"region":{"type":"string","title":"Region","default":"eu-west-1","required":true},
+		"api_token":{"type":"string","sensitive":true},"port":{"type":"number","default":8080}}`)}
+	opts, err := m.UserConfigOptions()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(opts) != 3 || opts[0].Key != "api_token" || !opts[0].Sensitive || opts[1].Key != "port" || opts[1].DefaultString() != "8080" ||
+		opts[2].Key != "region" || opts[2].DefaultString() != "eu-west-1" || !opts[2].Required {
+		t.Fatalf("options = %+v", opts)
+	}
+	if err := opts[1].CheckValue("eighty"); err == nil {
+		t.Error("number option took a word")
+	}
+	for _, bad := range []string{`{"bad key":{"type":"string"}}`, `{"k":{"type":"colour"}}`, `[1]`, `{"k":{"sensitive":"yes"}}`} {
+		if _, err := (&Manifest{UserConfig: []byte(bad)}).UserConfigOptions(); err == nil {
+			t.Errorf("%s: no error", bad)
+		}
+	}
+}

@@ -33,6 +33,11 @@ type MCPServer struct {
 	Extra   map[string]json.RawMessage `json:"-"`
 }
 
+// OAuth returns the server's "oauth" object as written (Claude Code's
+// OAuth settings for a remote server, such as a pre-registered clientId),
+// or nil. It travels with the server configuration to the MCP client.
+func (s MCPServer) OAuth() json.RawMessage { return s.Extra["oauth"] }
+
 // IsRemote reports whether the server is reached over the network.
 func (s MCPServer) IsRemote() bool { return s.Type == "http" || s.Type == "sse" || s.Type == "ws" }
 
@@ -143,6 +148,13 @@ func (d *decoder) mcpFile(n *node, f string) *MCPConfig {
 				s.URL = d.str(k.val, kf)
 			case "headers":
 				s.Headers = d.strMap(k.val, kf)
+			case "oauth":
+				// Claude Code's OAuth settings for a remote server (a
+				// pre-registered clientId, callbackPort, ...): kept as
+				// written for the MCP client, see MCPServer.OAuth.
+				if d.object(k.val, kf) {
+					s.Extra = d.keep(s.Extra, k)
+				}
 			default:
 				d.unknown(k, mf)
 				s.Extra = d.keep(s.Extra, k)

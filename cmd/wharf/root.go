@@ -103,6 +103,7 @@ func newRootCmd(a *app) *cobra.Command {
 	root.AddCommand(newServeCmd(a))
 	root.AddCommand(newTokenCmd(a))
 	root.AddCommand(newPolicyCmd(a))
+	root.AddCommand(newConfigCmd(a))
 	return root
 }
 
