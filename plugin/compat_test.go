@@ -258,3 +258,21 @@ func TestUserConfigOptions(t *testing.T) {
 		}
 	}
 }
+
+func FuzzUserConfigOptions(f *testing.F) {
+	for _, s := range []string{`{"k":{"type":"string","default":"x"}}`, `{"n":{"type":"number","default":1,"sensitive":true}}`, `[]`, `{"bad key":{}}`, `{"k":null}`} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		opts, err := (&Manifest{UserConfig: []byte(s)}).UserConfigOptions()
+		if err != nil {
+			return
+		}
+		for _, o := range opts {
+			if !validRefName(o.Key) {
+				t.Fatalf("accepted key %q", o.Key)
+			}
+			_ = o.DefaultString()
+		}
+	})
+}
