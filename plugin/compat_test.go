@@ -276,3 +276,58 @@ func FuzzUserConfigOptions(f *testing.F) {
 		}
 	})
 }
+
+// TestValidateClaudeVerdicts: validate gives Claude Code's verdicts and
+// refuses the dependencies install would refuse.
+func TestValidateClaudeVerdicts(t *testing.T) {
+	meta := `"version":"1.0.0","description":"d","author":{"name":"a"}`
+	mkt := func(plugins string) map[string]string {
+		return map[string]string{".claude-plugin/marketplace.json": `{"name":"m","owner":{"name":"o"},"description":"d","version":"1",` +
+			`"allowCrossMarketplaceDependenciesOn":["ok-mkt"],"plugins":[` + plugins + `]}`}
+	}
+	tests := []struct {
+		name  string
+		files map[string]string
+		sev   Severity
+		field string
+		msg   string
+	}{
+		{"hooks without wrapper", map[string]string{".claude-plugin/plugin.json": `{"name":"p",` + meta + `}`,
+			"hooks/hooks.json": `{"Stop":[{"hooks":[{"type":"command","command":"x"}]}]}`}, SeverityError, "", `without its "hooks" wrapper`},
+		{"no manifest, no components", map[string]string{"README.md": "x"}, SeverityError, "", "not a plugin"},
+		{"author as a string", map[string]string{".claude-plugin/plugin.json": `{"name":"p","version":"1","description":"d","author":"me"}`, "commands/x.md": "x"},
+			SeverityError, "author", "received string"},
+		{"repository as an object", map[string]string{".claude-plugin/plugin.json": `{"name":"p",` + meta + `,"repository":{"url":"https://x"}}`, "commands/x.md": "x"},
+			SeverityError, "repository", "received object"},
+		{"claude- name", map[string]string{".claude-plugin/plugin.json": `{"name":"claude-x",` + meta + `}`, "commands/x.md": "x"},
+			SeverityWarning, "name", `starts with "claude-"`},
+		{"unlisted dependency", mkt(`{"name":"a","source":{"source":"github","repo":"o/a"},"dependencies":["ghost"]}`),
+			SeverityError, "plugins[0].dependencies[0]", "does not list"},
+		{"cross-marketplace dependency not allowed", mkt(`{"name":"a","source":{"source":"github","repo":"o/a"},"dependencies":["x@other"]}`),
+			SeverityError, "plugins[0].dependencies[0]", "allowCrossMarketplaceDependenciesOn"},
+		{"cycle", mkt(`{"name":"a","source":{"source":"github","repo":"o/a"},"dependencies":["b"]},{"name":"b","source":{"source":"github","repo":"o/b"},"dependencies":["c"]},{"name":"c","source":{"source":"github","repo":"o/c"},"dependencies":["a"]}`),
+			SeverityError, "plugins[2].dependencies", "dependency cycle: a -> b -> c -> a"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			root := filepath.Join(t.TempDir(), "p")
+			writeTree(t, root, tc.files)
+			diags, _ := Validate(root, false)
+			for _, d := range diags {
+				if d.Severity == tc.sev && d.Field == tc.field && strings.Contains(d.Message, tc.msg) {
+					return
+				}
+			}
+			t.Errorf("no %s at %q with %q in %v", tc.sev, tc.field, tc.msg, diags)
+		})
+	}
+	// Allowed cross-marketplace and listed dependencies are fine.
+	root := filepath.Join(t.TempDir(), "p")
+	writeTree(t, root, mkt(`{"name":"a","source":{"source":"github","repo":"o/a"},"description":"d","author":{"name":"x"},"dependencies":["b","y@ok-mkt"]},{"name":"b","source":{"source":"github","repo":"o/b"},"description":"d","author":{"name":"x"}}`))
+	if diags, err := Validate(root, false); err != nil || len(diags) != 0 {
+		t.Errorf("valid marketplace: %v %v", err, diags)
+	}
+	if diags, _ := ValidateWith(root, ValidateOptions{Verbose: true}); len(diags) != 2 || diags[0].Field != "plugins[0].version" {
+		t.Errorf("--verbose: %v; want the two no-version warnings", diags)
+	}
+}
