@@ -321,14 +321,14 @@ func (in *loadInput) loadInstalled(ctx context.Context, r cache.Record, enabled 
 	key := indexKey(r, entry, x)
 	if e, ok := in.index.get(r.InstallPath, key); ok && in.mode == CacheOnly {
 		u.deps = e.Deps
-		u.st.Failed = e.Failed
+		u.st.Failed = slices.Clone(e.Failed)
 		in.filter(ctx, u, r.ID, in.expandEnv(u, e.Comps))
 	} else {
 		comps := in.parseTree(u, r.ID, r.InstallPath, entry, x)
 		if len(u.st.Errors) > 0 {
 			return u
 		}
-		in.index.put(r.InstallPath, indexEntry{Key: key, Comps: comps, Deps: u.deps, Failed: u.st.Failed})
+		in.index.put(r.InstallPath, indexEntry{Key: key, Comps: comps, Deps: u.deps, Failed: slices.Clone(u.st.Failed)})
 		in.filter(ctx, u, r.ID, in.expandEnv(u, comps))
 	}
 	if len(u.st.Errors) == 0 {
