@@ -1,6 +1,8 @@
 package agent
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -86,7 +88,7 @@ func TestLoadUserConfig(t *testing.T) {
 		".claude-plugin/plugin.json": `{"name":"ops","version":"1.0.0",
 			"userConfig":{"region":{"type":"string","default":"eu"},"token":{"type":"string","sensitive":true}}}`,
 		".mcp.json":        `{"mcpServers":{"api":{"type":"http","url":"https://${user_config.region}.api.example.com/mcp","headers":{"Authorization":"Bearer ${user_config.token}"}}}}`,
-		"hooks/hooks.json": `{"hooks":{"Stop":[{"hooks":[{"type":"command","command":"notify --region ${user_config.region}"}]}]}}`,
+		"hooks/hooks.json": `{"hooks":{"Stop":[{"hooks":[{"type":"command","command":"notify --region ${user_config.region} --token ${user_config.token}"}]}]}}`,
 	})
 	w.setEnabled("ops@corp", true)
 	id := plugin.MustParseID("ops@corp")
@@ -112,7 +114,7 @@ func TestLoadUserConfig(t *testing.T) {
 		if api.MCP.URL != "https://"+region+".api.example.com/mcp" || api.MCP.Headers["Authorization"] != "Bearer t0k" {
 			t.Errorf("%s: api = %s %v", mode, api.MCP.URL, api.MCP.Headers)
 		}
-		if got := stop.Hook.Matchers[0].Hooks[0].Command; got != "notify --region "+region {
+		if got := stop.Hook.Matchers[0].Hooks[0].Command; got != "notify --region "+region+" --token t0k" {
 			t.Errorf("%s: hook command %q", mode, got)
 		}
 	}
@@ -122,4 +124,13 @@ func TestLoadUserConfig(t *testing.T) {
 		t.Fatal(err)
 	}
 	check(CacheOnly, "us")
+	// The sensitive value is substituted after the component index: the
+	// index on disk never holds it.
+	idx, err := os.ReadFile(filepath.Join(w.home, filepath.FromSlash(indexFile)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(idx), "t0k") || !strings.Contains(string(idx), "${user_config.token}") {
+		t.Errorf("the component index holds the sensitive value, or not the reference")
+	}
 }

@@ -121,6 +121,10 @@ type expander struct {
 	// uc holds the plugin's userConfig values (set, else defaults),
 	// substituted as ${user_config.KEY} in hook commands and servers.
 	uc map[string]string
+	// held names the sensitive options that are set: substituted after
+	// the component index (see loadInput.expandEnv), so their defaults do
+	// not apply and their values are not here.
+	held []string
 }
 
 // expand substitutes the plugin's own variables with plugin.Vars, so that

@@ -171,6 +171,10 @@ func indexKey(r cache.Record, entry *plugin.Entry, x expander) string {
 	for _, k := range slices.Sorted(maps.Keys(x.uc)) {
 		b = keyStr(keyStr(b, k), x.uc[k])
 	}
+	b = binary.LittleEndian.AppendUint64(b, uint64(len(x.held)))
+	for _, k := range x.held {
+		b = keyStr(b, k)
+	}
 	b = binary.LittleEndian.AppendUint64(b, uint64(len(r.Fingerprint.Entries)))
 	for _, e := range r.Fingerprint.Entries {
 		b = keyStr(keyStr(keyStr(b, e.Path), e.Kind), e.Hash)

@@ -106,6 +106,9 @@ type unit struct {
 	deps  []plugin.Dependency
 	warns []string
 	path  string // version dir to lease
+	// secret holds the plugin's sensitive userConfig values; they are
+	// substituted after the component index, so it never stores them.
+	secret map[string]string
 }
 
 // dataDir is CLAUDE_PLUGIN_DATA of id: under WHARF_HOME, keyed by source and
@@ -310,13 +313,13 @@ func (in *loadInput) loadInstalled(ctx context.Context, r cache.Record, enabled 
 	}
 	x := expander{root: r.InstallPath, data: in.dataDir(r.ID), project: in.o.Project}
 	if in.o.Home != "" {
-		uc, err := userconfig.Load(in.o.Home, r.ID)
+		uc, secret, err := userconfig.LoadSplit(in.o.Home, r.ID)
 		if err != nil {
 			u.st.AddError(plugin.Errorf(plugin.LayerMaterialization, plugin.TypeComponentLoad, r.ID.String(),
 				"fix or remove the file, then set the options again with: wharf config "+r.ID.String(), "userConfig values: %v", err))
 			return u
 		}
-		x.uc = uc
+		x.uc, x.held, u.secret = uc, sortedKeys(secret), secret
 	}
 	key := indexKey(r, entry, x)
 	if e, ok := in.index.get(r.InstallPath, key); ok && in.mode == CacheOnly {
@@ -388,7 +391,7 @@ func (in *loadInput) parseTree(u *unit, id plugin.ID, root string, entry *plugin
 	if opts, err := p.Manifest.UserConfigOptions(); err == nil {
 		// An option left unset takes its default, as in Claude Code.
 		for _, o := range opts {
-			if _, ok := x.uc[o.Key]; !ok && o.DefaultString() != "" {
+			if _, ok := x.uc[o.Key]; !ok && !slices.Contains(x.held, o.Key) && o.DefaultString() != "" {
 				if x.uc == nil {
 					x.uc = map[string]string{}
 				} else {
@@ -429,6 +432,9 @@ func (in *loadInput) parseTree(u *unit, id plugin.ID, root string, entry *plugin
 // components load. It runs after the component index, which keeps
 // configurations as written, so a changed environment counts on the next
 // load. comps is not modified.
+//
+// The plugin's sensitive userConfig values are substituted here too (in
+// servers and hook commands), never before the index.
 func (in *loadInput) expandEnv(u *unit, comps []Component) []Component {
 	var out []Component
 	for i := range comps {
@@ -437,8 +443,11 @@ func (in *loadInput) expandEnv(u *unit, comps []Component) []Component {
 		var missing []string
 		var field, reason string
 		switch {
+		case c.Hook != nil && len(u.secret) > 0 && hookRefs(c.Hook):
+			next = *c
+			next.Hook = &Hook{Event: c.Hook.Event, Matchers: expander{uc: u.secret}.matchers(c.Hook.Matchers)}
 		case c.MCP != nil && mcpRefs(c.MCP):
-			s, m := plugin.Vars{Env: os.LookupEnv}.ExpandMCP(*c.MCP)
+			s, m := plugin.Vars{Env: os.LookupEnv, UserConfig: u.secret}.ExpandMCP(*c.MCP)
 			next, missing = *c, m
 			next.MCP = &s
 			field, reason = plugin.CheckMCPServer(s)
@@ -446,7 +455,7 @@ func (in *loadInput) expandEnv(u *unit, comps []Component) []Component {
 				field, reason = "url", "needs "+strings.Join(plugin.References(s.URL), ", ")+", which is not set and has no default"
 			}
 		case c.LSP != nil && lspRefs(c.LSP):
-			s, m := plugin.Vars{Env: os.LookupEnv}.ExpandLSP(*c.LSP)
+			s, m := plugin.Vars{Env: os.LookupEnv, UserConfig: u.secret}.ExpandLSP(*c.LSP)
 			next, missing = *c, m
 			next.LSP = &s
 		default:
@@ -474,6 +483,17 @@ func (in *loadInput) expandEnv(u *unit, comps []Component) []Component {
 		return comps
 	}
 	return out
+}
+
+func hookRefs(h *Hook) bool {
+	for _, m := range h.Matchers {
+		for _, k := range m.Hooks {
+			if hasRef(k.Command, k.Prompt) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 func mcpRefs(s *plugin.MCPServer) bool {

@@ -46,6 +46,23 @@ func Load(home string, id plugin.ID) (map[string]string, error) {
 	return out, nil
 }
 
+// LoadSplit returns the values set for id: the plain ones and the
+// sensitive ones apart, so that a caller can keep the sensitive ones out of
+// anything it writes to disk.
+func LoadSplit(home string, id plugin.ID) (plain, secret map[string]string, err error) {
+	pf, sf := Files(home, id)
+	if plain, err = read(pf); err != nil {
+		return nil, nil, err
+	}
+	if secret, err = read(sf); err != nil {
+		return nil, nil, err
+	}
+	for k := range secret {
+		delete(plain, k)
+	}
+	return plain, secret, nil
+}
+
 func read(file string) (map[string]string, error) {
 	fi, err := os.Stat(file)
 	if errors.Is(err, fs.ErrNotExist) {
