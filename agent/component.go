@@ -116,18 +116,26 @@ func (c Component) Expand(s string, projectDir string) string {
 	return expander{root: c.Root, data: c.DataDir, project: projectDir}.expand(s)
 }
 
-type expander struct{ root, data, project string }
+type expander struct {
+	root, data, project string
+	// uc holds the plugin's userConfig values (set, else defaults),
+	// substituted as ${user_config.KEY} in hook commands and servers.
+	uc map[string]string
+	// held names the sensitive options that are set: substituted after
+	// the component index (see loadInput.expandEnv), so their defaults do
+	// not apply and their values are not here.
+	held []string
+}
 
+// expand substitutes the plugin's own variables with plugin.Vars, so that
+// ${CLAUDE_PLUGIN_ROOT:-...} forms read as Claude Code reads them. Environment
+// references stay as written here (see loadInput.expandEnv).
 func (e expander) expand(s string) string {
 	if !strings.Contains(s, "${") {
 		return s
 	}
-	r := strings.NewReplacer(
-		"${"+VarPluginRoot+"}", e.root,
-		"${"+VarPluginData+"}", e.data,
-		"${"+VarProjectDir+"}", e.project,
-	)
-	return r.Replace(s)
+	out, _ := plugin.Vars{PluginRoot: e.root, PluginData: e.data, ProjectDir: e.project, UserConfig: e.uc}.Expand(s)
+	return out
 }
 
 func (e expander) list(in []string) []string {
@@ -298,7 +306,10 @@ func ServerToolName(server, tool string) string {
 // component.
 func (c Component) ToolName(tool string) string {
 	if c.Source == SourcePlugin {
-		return ToolName(c.Plugin.Name, c.Local, tool)
+		// The namespace is the plugin's (plugin.Plugin.Namespace), as
+		// the loader put it in Name: "plugin:<namespace>:<server>".
+		ns := strings.TrimSuffix(strings.TrimPrefix(c.Name, "plugin:"), ":"+c.Local)
+		return ToolName(ns, c.Local, tool)
 	}
 	return ServerToolName(c.Local, tool)
 }

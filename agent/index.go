@@ -9,8 +9,10 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 
 	"github.com/wharfhq/wharf/atomicfile"
@@ -30,7 +32,7 @@ const legacyIndexFile = "agent/components.gob"
 
 // indexFormat changes whenever what an entry holds changes; an index of
 // another format is ignored.
-const indexFormat = 3
+const indexFormat = 4
 
 // maxIndex bounds the index file read at startup.
 const maxIndex = 64 << 20
@@ -58,6 +60,9 @@ type indexEntry struct {
 	Key   string
 	Comps []Component
 	Deps  []plugin.Dependency
+	// Failed describes the components the plugin declares that cannot be
+	// used (plugin.FailedComponent.String).
+	Failed []string
 }
 
 func (x *componentIndex) load() {
@@ -161,6 +166,14 @@ func indexKey(r cache.Record, entry *plugin.Entry, x expander) string {
 	b := keyStr(stack[:0], r.ID.Name+"@"+r.ID.Source)
 	for _, s := range []string{r.Version, r.InstallPath, r.Digest, x.root, x.data, x.project} {
 		b = keyStr(b, s)
+	}
+	b = binary.LittleEndian.AppendUint64(b, uint64(len(x.uc)))
+	for _, k := range slices.Sorted(maps.Keys(x.uc)) {
+		b = keyStr(keyStr(b, k), x.uc[k])
+	}
+	b = binary.LittleEndian.AppendUint64(b, uint64(len(x.held)))
+	for _, k := range x.held {
+		b = keyStr(b, k)
 	}
 	b = binary.LittleEndian.AppendUint64(b, uint64(len(r.Fingerprint.Entries)))
 	for _, e := range r.Fingerprint.Entries {

@@ -95,6 +95,8 @@ func encodeIndex(entries map[string]indexEntry) []byte {
 		for i := range e.Comps {
 			w.component(&e.Comps[i])
 		}
+		w.uvarint(len(e.Failed))
+		w.str(e.Failed...)
 	}
 	return w.b
 }
@@ -216,6 +218,12 @@ func decodeIndex(data []byte) (map[string]indexEntry, error) {
 			e.Comps = make([]Component, nc)
 			for i := range e.Comps {
 				r.component(&e.Comps[i])
+			}
+		}
+		if nf := r.Count(); nf > 0 {
+			e.Failed = make([]string, nf)
+			for i := range e.Failed {
+				e.Failed[i] = r.Str()
 			}
 		}
 		if r.Err() != nil {

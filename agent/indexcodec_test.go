@@ -42,8 +42,9 @@ func codecComponents() []Component {
 // field of every part included.
 func TestIndexCodecRoundTrip(t *testing.T) {
 	in := map[string]indexEntry{
-		"/c/ops/1.0.0": {Key: "k1", Comps: codecComponents(), Deps: []plugin.Dependency{{Name: "b"}, {Name: "c", Marketplace: "other", Version: "2"}}},
-		"/c/empty/1":   {Key: "k2"},
+		"/c/ops/1.0.0": {Key: "k1", Comps: codecComponents(), Deps: []plugin.Dependency{{Name: "b"}, {Name: "c", Marketplace: "other", Version: "2"}},
+			Failed: []string{`mcp-server "x y" (.mcp.json: ["x y"]): bad name`}},
+		"/c/empty/1": {Key: "k2"},
 	}
 	out, err := decodeIndex(encodeIndex(in))
 	if err != nil {
@@ -73,7 +74,7 @@ func TestIndexCodecFields(t *testing.T) {
 		n int
 	}{
 		{Component{}, 14}, {Hook{}, 2}, {plugin.HookMatcher{}, 2}, {plugin.Hook{}, 5},
-		{plugin.MCPServer{}, 8}, {plugin.LSPServer{}, 8}, {plugin.Dependency{}, 3}, {plugin.ID{}, 2}, {indexEntry{}, 3},
+		{plugin.MCPServer{}, 8}, {plugin.LSPServer{}, 8}, {plugin.Dependency{}, 3}, {plugin.ID{}, 2}, {indexEntry{}, 4},
 	} {
 		if got := reflect.TypeOf(c.v).NumField(); got != c.n {
 			t.Errorf("%T has %d fields, the index codec knows %d", c.v, got, c.n)

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -17,6 +18,7 @@ import (
 	"github.com/wharfhq/wharf/cache"
 	"github.com/wharfhq/wharf/install"
 	"github.com/wharfhq/wharf/plugin"
+	"github.com/wharfhq/wharf/plugin/userconfig"
 	"github.com/wharfhq/wharf/policy"
 	"github.com/wharfhq/wharf/resolver"
 	"github.com/wharfhq/wharf/settings"
@@ -104,6 +106,9 @@ type unit struct {
 	deps  []plugin.Dependency
 	warns []string
 	path  string // version dir to lease
+	// secret holds the plugin's sensitive userConfig values; they are
+	// substituted after the component index, so it never stores them.
+	secret map[string]string
 }
 
 // dataDir is CLAUDE_PLUGIN_DATA of id: under WHARF_HOME, keyed by source and
@@ -307,17 +312,27 @@ func (in *loadInput) loadInstalled(ctx context.Context, r cache.Record, enabled 
 		entry = in.o.Entries(r.ID)
 	}
 	x := expander{root: r.InstallPath, data: in.dataDir(r.ID), project: in.o.Project}
+	if in.o.Home != "" {
+		uc, secret, err := userconfig.LoadSplit(in.o.Home, r.ID)
+		if err != nil {
+			u.st.AddError(plugin.Errorf(plugin.LayerMaterialization, plugin.TypeComponentLoad, r.ID.String(),
+				"fix or remove the file, then set the options again with: wharf config "+r.ID.String(), "userConfig values: %v", err))
+			return u
+		}
+		x.uc, x.held, u.secret = uc, sortedKeys(secret), secret
+	}
 	key := indexKey(r, entry, x)
 	if e, ok := in.index.get(r.InstallPath, key); ok && in.mode == CacheOnly {
 		u.deps = e.Deps
-		in.filter(ctx, u, r.ID, e.Comps)
+		u.st.Failed = slices.Clone(e.Failed)
+		in.filter(ctx, u, r.ID, in.expandEnv(u, e.Comps))
 	} else {
 		comps := in.parseTree(u, r.ID, r.InstallPath, entry, x)
 		if len(u.st.Errors) > 0 {
 			return u
 		}
-		in.index.put(r.InstallPath, indexEntry{Key: key, Comps: comps, Deps: u.deps})
-		in.filter(ctx, u, r.ID, comps)
+		in.index.put(r.InstallPath, indexEntry{Key: key, Comps: comps, Deps: u.deps, Failed: slices.Clone(u.st.Failed)})
+		in.filter(ctx, u, r.ID, in.expandEnv(u, comps))
 	}
 	if len(u.st.Errors) == 0 {
 		u.path = r.InstallPath
@@ -352,7 +367,7 @@ func (in *loadInput) loadInline(ctx context.Context, dir string) *unit {
 	}
 	comps := in.parseTree(u, id, dir, nil, expander{root: dir, data: in.dataDir(id), project: in.o.Project})
 	if len(u.st.Errors) == 0 {
-		in.filter(ctx, u, id, comps)
+		in.filter(ctx, u, id, in.expandEnv(u, comps))
 	}
 	return u
 }
@@ -368,6 +383,22 @@ func (in *loadInput) parseTree(u *unit, id plugin.ID, root string, entry *plugin
 	for _, d := range diags {
 		if d.Severity == plugin.SeverityWarning && in.mode == Full {
 			u.warns = append(u.warns, id.String()+": "+d.String())
+		}
+	}
+	for _, f := range p.Failed {
+		u.st.Failed = append(u.st.Failed, f.String())
+	}
+	if opts, err := p.Manifest.UserConfigOptions(); err == nil {
+		// An option left unset takes its default, as in Claude Code.
+		for _, o := range opts {
+			if _, ok := x.uc[o.Key]; !ok && !slices.Contains(x.held, o.Key) && o.DefaultString() != "" {
+				if x.uc == nil {
+					x.uc = map[string]string{}
+				} else {
+					x.uc = maps.Clone(x.uc)
+				}
+				x.uc[o.Key] = o.DefaultString()
+			}
 		}
 	}
 	u.deps = p.Manifest.Dependencies
@@ -391,6 +422,104 @@ func (in *loadInput) parseTree(u *unit, id plugin.ID, root string, entry *plugin
 		return nil
 	}
 	return comps
+}
+
+// expandEnv substitutes environment references (${VAR}, ${VAR:-default})
+// in the MCP and LSP servers of comps, as Claude Code does when it starts
+// them, and checks each server once substituted: one that cannot be used
+// (a URL that is empty, invalid, or still needs a variable that is not set)
+// is recorded as failed on u's row and left out; the plugin's other
+// components load. It runs after the component index, which keeps
+// configurations as written, so a changed environment counts on the next
+// load. comps is not modified.
+//
+// The plugin's sensitive userConfig values are substituted here too (in
+// servers and hook commands), never before the index.
+func (in *loadInput) expandEnv(u *unit, comps []Component) []Component {
+	var out []Component
+	for i := range comps {
+		c := &comps[i]
+		var next Component
+		var missing []string
+		var field, reason string
+		switch {
+		case c.Hook != nil && len(u.secret) > 0 && hookRefs(c.Hook):
+			next = *c
+			next.Hook = &Hook{Event: c.Hook.Event, Matchers: expander{uc: u.secret}.matchers(c.Hook.Matchers)}
+		case c.MCP != nil && mcpRefs(c.MCP):
+			s, m := plugin.Vars{Env: os.LookupEnv, UserConfig: u.secret}.ExpandMCP(*c.MCP)
+			next, missing = *c, m
+			next.MCP = &s
+			field, reason = plugin.CheckMCPServer(s)
+			if reason == "" && s.IsRemote() && len(plugin.References(s.URL)) > 0 {
+				field, reason = "url", "needs "+strings.Join(plugin.References(s.URL), ", ")+", which is not set and has no default"
+			}
+		case c.LSP != nil && lspRefs(c.LSP):
+			s, m := plugin.Vars{Env: os.LookupEnv, UserConfig: u.secret}.ExpandLSP(*c.LSP)
+			next, missing = *c, m
+			next.LSP = &s
+		default:
+			if out != nil {
+				out = append(out, *c)
+			}
+			continue
+		}
+		if out == nil {
+			out = append(make([]Component, 0, len(comps)), comps[:i]...)
+		}
+		if reason != "" {
+			u.st.Failed = append(u.st.Failed, plugin.FailedComponent{Kind: c.Kind, Name: c.Local,
+				Path: c.Path, Field: field, Reason: reason + " (after substituting the environment)"}.String())
+			continue
+		}
+		if len(missing) > 0 && in.mode == Full {
+			u.warns = append(u.warns, fmt.Sprintf("%s: %s %s: %s not set and without a default; left as written",
+				c.Plugin, c.Kind, c.Name, strings.Join(missing, ", ")))
+		}
+		next.seal()
+		out = append(out, next)
+	}
+	if out == nil {
+		return comps
+	}
+	return out
+}
+
+func hookRefs(h *Hook) bool {
+	for _, m := range h.Matchers {
+		for _, k := range m.Hooks {
+			if hasRef(k.Command, k.Prompt) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func mcpRefs(s *plugin.MCPServer) bool {
+	return hasRef(s.Command, s.Cwd, s.URL) || hasRef(s.Args...) || hasRefMap(s.Env) || hasRefMap(s.Headers)
+}
+
+func lspRefs(s *plugin.LSPServer) bool {
+	return hasRef(s.Command) || hasRef(s.Args...) || hasRefMap(s.Env)
+}
+
+func hasRef(ss ...string) bool {
+	for _, s := range ss {
+		if strings.Contains(s, "${") {
+			return true
+		}
+	}
+	return false
+}
+
+func hasRefMap(m map[string]string) bool {
+	for _, s := range m {
+		if strings.Contains(s, "${") {
+			return true
+		}
+	}
+	return false
 }
 
 // filter applies the per-surface and hook policy to a plugin's components,
@@ -471,7 +600,7 @@ func (pc *pluginComponents) expand(c plugin.Component) ([]Component, error) {
 	}
 	switch c.Kind {
 	case plugin.KindCommand, plugin.KindSkill, plugin.KindAgent, plugin.KindOutputStyle:
-		base.Name = CommandName(pc.id.Name, c.Name)
+		base.Name = CommandName(pc.p.Namespace(), c.Name)
 		if err := readMarkdown(&base); err != nil {
 			return nil, plugin.Errorf(plugin.LayerActive, plugin.TypeComponentLoad, pc.id.String(),
 				"fix the file and reload", "%s %s: %v", c.Kind, base.Path, err)
@@ -483,7 +612,7 @@ func (pc *pluginComponents) expand(c plugin.Component) ([]Component, error) {
 			return nil, err
 		}
 		h := cfg.(*plugin.HooksConfig)
-		base.Name = CommandName(pc.id.Name, c.Name)
+		base.Name = CommandName(pc.p.Namespace(), c.Name)
 		base.Hook = &Hook{Event: plugin.HookEvent(c.Name), Matchers: pc.x.matchers(h.Hooks[plugin.HookEvent(c.Name)])}
 		return []Component{base}, nil
 	case plugin.KindMCPServer:
@@ -491,7 +620,7 @@ func (pc *pluginComponents) expand(c plugin.Component) ([]Component, error) {
 		if err != nil {
 			return nil, err
 		}
-		base.Name = ServerName(pc.id.Name, c.Name)
+		base.Name = ServerName(pc.p.Namespace(), c.Name)
 		base.MCP = pc.x.mcp(cfg.(*plugin.MCPConfig).Servers[c.Name])
 		return []Component{base}, nil
 	case plugin.KindLSPServer:
@@ -499,7 +628,7 @@ func (pc *pluginComponents) expand(c plugin.Component) ([]Component, error) {
 		if err != nil {
 			return nil, err
 		}
-		base.Name = ServerName(pc.id.Name, c.Name)
+		base.Name = ServerName(pc.p.Namespace(), c.Name)
 		base.LSP = pc.x.lsp(cfg.(*plugin.LSPConfig).Servers[c.Name])
 		return []Component{base}, nil
 	}

@@ -66,8 +66,12 @@ type PluginDetail struct {
 	PluginSummary
 	// Entry is the marketplace entry as published (hostile input, passed
 	// through as JSON).
-	Entry        json.RawMessage     `json:"entry,omitempty"`
-	Components   []Component         `json:"components"`
+	Entry      json.RawMessage `json:"entry,omitempty"`
+	Components []Component     `json:"components"`
+	// Namespace prefixes the components' names in an agent: the
+	// plugin.json name when it has one (plugin.Plugin.Namespace); empty
+	// when the plugin is not stored in the marketplace.
+	Namespace    string              `json:"namespace,omitempty"`
 	Dependencies []plugin.Dependency `json:"dependencies"`
 	Digest       string              `json:"digest,omitempty"`
 	Signatures   []Signature         `json:"signatures"`

@@ -237,6 +237,7 @@ func (mc *MarketplaceCatalog) Plugin(_ context.Context, id plugin.ID) (PluginDet
 		if err != nil {
 			return PluginDetail{}, err
 		}
+		d.Namespace = p.Namespace()
 		for _, c := range p.Components {
 			d.Components = append(d.Components, Component{Kind: string(c.Kind), Name: c.Name, Path: c.Path})
 		}

@@ -467,6 +467,15 @@ var kindTitles = map[plugin.ComponentKind]string{
 	plugin.KindMCPServer: "MCP servers", plugin.KindLSPServer: "LSP servers",
 }
 
+// namespaceOf is the prefix an agent gives d's components: the plugin.json
+// name when the server loaded the plugin, else the entry's name.
+func namespaceOf(d PluginDetail) string {
+	if d.Namespace != "" {
+		return d.Namespace
+	}
+	return d.Name
+}
+
 // namespaced is the name an agent registers a plugin component under
 // (ARCHITECTURE.md, "Plugins cannot register native tools").
 func namespaced(pluginName string, c Component) string {
@@ -523,7 +532,7 @@ func (u *console) pluginPage(c echo.Context) error {
 		return err
 	}
 	v := web.PluginView{Layout: u.layout(c, d.Name+"@"+d.Marketplace, "catalog"), Plugin: pluginRow(d.PluginSummary, dec),
-		Components: componentGroups(d.Name, d.Components), Digest: d.Digest, PolicyVersion: version}
+		Components: componentGroups(namespaceOf(d), d.Components), Digest: d.Digest, PolicyVersion: version}
 	graph, states, err := u.dependencyGraph(ctx, cat, eng, version, id, d)
 	if err != nil {
 		return err

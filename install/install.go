@@ -388,7 +388,10 @@ func (in *Installer) materialize(ctx context.Context, g *graph, id plugin.ID, fo
 		return nil, &plugin.Error{Layer: plugin.LayerMaterialization, Type: plugin.TypeManifestInvalid, Object: id.String(), Err: err,
 			Hint: "the fetched plugin is invalid; report it to the marketplace's owner (" + source.Describe(entry.Source) + ")"}
 	}
-	version := firstNonEmpty(p.Manifest.Version, entry.Version, fr.Version, fr.Commit, hit.Known.Commit, "unknown")
+	// A plugin without a version is versioned as Claude Code versions it:
+	// by the 12-digit commit of its git source, else of the git
+	// marketplace it is stored in.
+	version := firstNonEmpty(p.Manifest.Version, entry.Version, fr.Version, plugin.ShortCommit(fr.Commit), plugin.ShortCommit(hit.Known.Commit), "unknown")
 	if _, err := plugin.SanitizeVersion(version); err != nil {
 		return nil, plugin.Errorf(plugin.LayerMaterialization, plugin.TypeManifestInvalid, id.String(),
 			"ask the plugin's authors to use a plain version like 1.2.0", "version: %w", err)

@@ -46,6 +46,9 @@ type PluginStatus struct {
 	// Chain explains a demotion: "a@m needs b@m; b@m is disabled".
 	Chain  string `json:"chain,omitempty"`
 	Digest string `json:"digest,omitempty"`
+	// Failed describes each component the plugin declares that cannot be
+	// used (kind, name, file, field, reason). The rest of the plugin loads.
+	Failed []string `json:"failed,omitempty"`
 }
 
 // StatusOptions tune List.
@@ -114,9 +117,14 @@ func (in *Installer) List(ctx context.Context, opts StatusOptions) ([]PluginStat
 // r's tree whatever the state, for the dependency graph List demotes with.
 func (in *Installer) status(ctx context.Context, g *graph, r cache.Record, enabled bool, opts StatusOptions) PluginStatus {
 	entry, _ := g.entry(r.ID)
-	g.load(r.InstallPath, entry)
+	p, _ := g.load(r.InstallPath, entry)
 	st := PluginStatus{ID: r.ID, Version: r.Version, Scope: r.Scope, InstallPath: r.InstallPath, Auto: r.Auto,
 		Enabled: enabled, Digest: r.Digest, Errors: []string{}, ErrorDetails: []ErrorDetail{}}
+	if p != nil {
+		for _, f := range p.Failed {
+			st.Failed = append(st.Failed, f.String())
+		}
+	}
 	if in.o.Policy != nil {
 		if forced, err := in.o.Policy.Forced(ctx, r.ID); err == nil {
 			st.Forced = forced

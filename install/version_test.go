@@ -1,6 +1,103 @@
 package install
 
-import "testing"
+import (
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/wharfhq/wharf/cache"
+	"github.com/wharfhq/wharf/marketplace"
+	"github.com/wharfhq/wharf/plugin"
+	"github.com/wharfhq/wharf/policy"
+	"github.com/wharfhq/wharf/settings"
+	"github.com/wharfhq/wharf/store"
+)
+
+func gitIn(t *testing.T, dir string, args ...string) string {
+	t.Helper()
+	cmd := exec.Command("git", append([]string{"-c", "user.name=t", "-c", "user.email=t@t", "-c", "commit.gpgsign=false"}, args...)...)
+	cmd.Dir = dir
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("git %v: %v: %s", args, err, out)
+	}
+	return strings.TrimSpace(string(out))
+}
+
+// A plugin without a version, stored in a git marketplace, is versioned by
+// the marketplace's 12-digit commit, as Claude Code versions it: the cache
+// path, the installed version and the update message all carry it.
+func TestVersionlessPluginTakesShortCommit(t *testing.T) {
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("git not installed")
+	}
+	repo := t.TempDir()
+	write(t, filepath.Join(repo, ".claude-plugin", "marketplace.json"),
+		`{"name": "corp", "owner": {"name": "t"}, "plugins": [{"name": "fmt", "source": "./plugins/fmt"}, {"name": "lint", "source": "./plugins/lint", "version": "2.0.0"}]}`)
+	write(t, filepath.Join(repo, "plugins", "fmt", "commands", "fmt.md"), "Format.\n")
+	write(t, filepath.Join(repo, "plugins", "lint", "commands", "lint.md"), "Lint.\n")
+	gitIn(t, repo, "init", "-q", "-b", "main")
+	gitIn(t, repo, "add", "-A")
+	gitIn(t, repo, "commit", "-q", "-m", "one")
+	first := gitIn(t, repo, "rev-parse", "HEAD")
+
+	home := t.TempDir()
+	st, err := store.OpenBolt(filepath.Join(home, "state.db"), store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	mgr := marketplace.NewManager(st, marketplace.Options{Dir: filepath.Join(home, "marketplaces"), Getenv: func(string) string { return "" }})
+	src, err := marketplace.ParseSource("file://" + repo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := mgr.Add(bg, src, ""); err != nil {
+		t.Fatal(err)
+	}
+	c, err := cache.New(cache.Options{Home: home, Store: st})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pol, err := policy.Open(policy.Sources{ManagedDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	in, err := New(Options{Marketplaces: mgr, Cache: c, Policy: pol, Settings: settings.Paths{Home: home}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []string{"fmt@corp", "lint@corp"} {
+		if _, err := in.Install(bg, Request{ID: plugin.MustParseID(id)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rec, err := c.Get(plugin.MustParseID("fmt@corp"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rec.Version != first[:12] || filepath.Base(rec.InstallPath) != first[:12] {
+		t.Fatalf("versionless plugin: version %q at %s; want %s", rec.Version, rec.InstallPath, first[:12])
+	}
+	if lint, _ := c.Get(plugin.MustParseID("lint@corp")); lint.Version != "2.0.0" {
+		t.Errorf("entry version: got %q, want 2.0.0", lint.Version)
+	}
+
+	write(t, filepath.Join(repo, "plugins", "fmt", "commands", "fmt.md"), "Format better.\n")
+	gitIn(t, repo, "commit", "-q", "-am", "two")
+	second := gitIn(t, repo, "rev-parse", "HEAD")
+	if _, err := mgr.Update(bg, "corp"); err != nil {
+		t.Fatal(err)
+	}
+	ups, err := in.Update(bg, []plugin.ID{plugin.MustParseID("fmt@corp")}, UpdateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ups) != 1 || ups[0].From != first[:12] || ups[0].To != second[:12] || !ups[0].Changed {
+		t.Fatalf("update = %+v; want %s -> %s", ups, first[:12], second[:12])
+	}
+}
 
 func TestCompareVersions(t *testing.T) {
 	for _, tc := range []struct {

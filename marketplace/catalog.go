@@ -209,7 +209,9 @@ func (h Hit) Resolve(getenv func(string) string) (ResolvedSource, error) {
 
 // Version is the plugin's version as far as the catalog knows without
 // fetching: the plugin.json version of a plugin stored in the marketplace,
-// else the entry's version, else "".
+// else the entry's version, else for a plugin stored in a git marketplace
+// the 12-digit commit of the marketplace (as the installer versions it),
+// else "".
 func (h Hit) Version() string {
 	if h.Entry.Source.Kind == plugin.SourceRelative && h.Root != "" && h.Entry.IsStrict() {
 		if rs, err := h.Resolve(nil); err == nil {
@@ -219,6 +221,11 @@ func (h Hit) Version() string {
 				}
 			}
 		}
+	}
+	if h.Entry.Version == "" && h.Entry.Source.Kind == plugin.SourceRelative {
+		// Versionless and stored in a git marketplace: the marketplace's
+		// commit, as the installer versions it.
+		return plugin.ShortCommit(h.Known.Commit)
 	}
 	return h.Entry.Version
 }

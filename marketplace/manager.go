@@ -178,6 +178,9 @@ func (m *Manager) Add(ctx context.Context, src Source, name string) (Known, erro
 		if err := plugin.ValidateName(name); err != nil {
 			return Known{}, plugin.Errorf(plugin.LayerIntent, plugin.TypeInvalidID, name, "pick a name of letters, digits, '.', '_' and '-'", "marketplace name: %w", err)
 		}
+		if err := CheckName(name, src); err != nil {
+			return Known{}, err
+		}
 		if err := m.checkName(name, src); err != nil {
 			return Known{}, err
 		}
@@ -189,6 +192,9 @@ func (m *Manager) Add(ctx context.Context, src Source, name string) (Known, erro
 	defer fetched.cleanup()
 	if name == "" {
 		name = fetched.manifest.Name
+		if err := CheckName(name, src); err != nil {
+			return Known{}, err
+		}
 	}
 	if err := m.checkName(name, src); err != nil {
 		return Known{}, err
@@ -234,6 +240,11 @@ func (m *Manager) Update(ctx context.Context, name string) (Known, error) {
 		return Known{}, err
 	}
 	if err := m.allow(k.Source); err != nil {
+		return Known{}, err
+	}
+	// A record made before reserved names were enforced is not refreshed
+	// under a name it may not hold.
+	if err := CheckName(k.Name, k.Source); err != nil {
 		return Known{}, err
 	}
 	switch {

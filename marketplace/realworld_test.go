@@ -2,6 +2,7 @@ package marketplace
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -22,18 +23,31 @@ func TestRealWorldMarketplaces(t *testing.T) {
 		t.Fatal(err)
 	}
 	m, _ := newTestManager(t, Options{})
-	total := 0
+	total, reserved := 0, 0
 	for _, d := range dirs {
 		if !d.IsDir() {
 			continue
 		}
 		abs, _ := filepath.Abs(filepath.Join(root, d.Name()))
-		k, err := m.Add(context.Background(), Source{Kind: KindDirectory, Path: abs}, "")
+		src := Source{Kind: KindDirectory, Path: abs}
+		k, err := m.Add(context.Background(), src, "")
+		if errors.Is(err, ErrReservedName) {
+			// Copies of Anthropic's own marketplaces carry names reserved
+			// for the anthropics GitHub organization: added from a
+			// directory, they need another name, as in Claude Code.
+			reserved++
+			k, err = m.Add(context.Background(), src, "shared-"+strings.TrimPrefix(d.Name(), "anthropics-"))
+		}
 		if err != nil {
 			t.Errorf("%s: %v", d.Name(), err)
 			continue
 		}
 		t.Logf("%s: marketplace %s", d.Name(), k.Name)
+	}
+	// claude-code-plugins (anthropics/claude-code) and
+	// anthropic-agent-skills (anthropics/skills).
+	if reserved != 2 {
+		t.Errorf("%d shared marketplaces needed another name; want 2", reserved)
 	}
 	c, err := m.Catalog()
 	if err != nil {

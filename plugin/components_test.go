@@ -99,19 +99,36 @@ func TestParseMCPServersForms(t *testing.T) {
 	if db.IsRemote() || db.Command != "${CLAUDE_PLUGIN_ROOT}/db" || db.Env["DB_URL"] != "${DB_URL}" || !a.Servers["gh"].IsRemote() {
 		t.Errorf("servers = %+v", a.Servers)
 	}
-	bad := []struct{ in, field, msg string }{
-		{`{"x":{"type":"grpc","url":"https://x"}}`, "x.type", "unknown server type"},
-		{`{"x":{"command":"c","env":{"N":1}}}`, "x.env.N", "expected string, got number"},
-		{`{"x":{"type":"http","url":"ftp://x"}}`, "x.url", "https://"},
-		{`{"bad name":{"command":"c"}}`, `["bad name"]`, "server name"},
-		{`{"mcpServers":[]}`, "mcpServers", "expected object"},
+	// An entry that cannot be used fails alone, as in Claude Code: no
+	// error, the entry in Failed with its field and reason, the others kept.
+	failing := []struct{ in, name, field, msg string }{
+		{`{"x":{"type":"grpc","url":"https://x"},"ok":{"command":"c"}}`, "x", "x", "unknown server type"},
+		{`{"x":{"command":"c","env":{"N":1}},"ok":{"command":"c"}}`, "x", "x", "x.env.N: expected string, got number"},
+		{`{"x":{"type":"http","url":"ftp://x"},"ok":{"command":"c"}}`, "x", "x", "https://"},
+		{`{"x":{"type":"http","url":""},"ok":{"command":"c"}}`, "x", "x", "x.url: required for a http server"},
+		{`{"bad name":{"command":"c"},"ok":{"command":"c"}}`, "bad name", `["bad name"]`, "server name"},
+		{`{"x":[],"ok":{"command":"c"}}`, "x", "x", "expected object"},
 	}
-	for _, tc := range bad {
-		_, diags, err := ParseMCPServers([]byte(tc.in), ".mcp.json")
-		var fe *FieldError
-		if !errors.As(err, &fe) || fe.Field != tc.field || !strings.Contains(fe.Msg, tc.msg) {
-			t.Errorf("%s: %v (%v)", tc.in, err, diags)
+	for _, tc := range failing {
+		c, diags, err := ParseMCPServers([]byte(tc.in), ".mcp.json")
+		if err != nil || hasErrors(diags) {
+			t.Errorf("%s: error %v (%v); want the entry to fail alone", tc.in, err, diags)
+			continue
 		}
+		if _, ok := c.Servers["ok"]; !ok || len(c.Servers) != 1 {
+			t.Errorf("%s: servers %v; want only ok", tc.in, c.Names())
+		}
+		if len(c.Failed) != 1 || c.Failed[0].Name != tc.name || c.Failed[0].Field != tc.field || !strings.Contains(c.Failed[0].Reason, tc.msg) || c.Failed[0].Kind != KindMCPServer {
+			t.Errorf("%s: failed = %+v; want %s at %s: %s", tc.in, c.Failed, tc.name, tc.field, tc.msg)
+		}
+		if len(diags) == 0 || !strings.Contains(diags[0].Message, "cannot be used and is skipped") {
+			t.Errorf("%s: diags %v; want a warning saying the server is skipped", tc.in, diags)
+		}
+	}
+	_, diags, err := ParseMCPServers([]byte(`{"mcpServers":[]}`), ".mcp.json")
+	var fe *FieldError
+	if !errors.As(err, &fe) || fe.Field != "mcpServers" || !strings.Contains(fe.Msg, "expected object") {
+		t.Errorf("servers not an object: %v (%v)", err, diags)
 	}
 }
 
@@ -129,14 +146,19 @@ func TestParseLSPServers(t *testing.T) {
 			t.Errorf("%s: %+v", in, c)
 		}
 	}
-	_, _, err := ParseLSPServers([]byte(`{"go":{"args":[]}}`), ".lsp.json")
-	var fe *FieldError
-	if !errors.As(err, &fe) || fe.Field != "go.command" {
-		t.Errorf("missing command: %v", err)
-	}
-	_, _, err = ParseLSPServers([]byte(`{"go":{"command":"gopls","transport":"pigeon"}}`), ".lsp.json")
-	if !errors.As(err, &fe) || fe.Field != "go.transport" {
-		t.Errorf("bad transport: %v", err)
+	for _, tc := range []struct{ in, msg string }{
+		{`{"go":{"args":[]},"rs":{"command":"ra"}}`, "go.command: required field is missing"},
+		{`{"go":{"command":"gopls","transport":"pigeon"},"rs":{"command":"ra"}}`, "go.transport: unknown transport"},
+	} {
+		c, diags, err := ParseLSPServers([]byte(tc.in), ".lsp.json")
+		if err != nil {
+			t.Errorf("%s: %v (%v); want the entry to fail alone", tc.in, err, diags)
+			continue
+		}
+		if !reflect.DeepEqual(c.Names(), []string{"rs"}) || len(c.Failed) != 1 || c.Failed[0].Name != "go" ||
+			c.Failed[0].Kind != KindLSPServer || !strings.Contains(c.Failed[0].Reason, tc.msg) {
+			t.Errorf("%s: servers %v failed %+v; want go failed with %q", tc.in, c.Names(), c.Failed, tc.msg)
+		}
 	}
 }
 

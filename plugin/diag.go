@@ -104,6 +104,11 @@ type decoder struct {
 	diags   []Diagnostic
 	hasErr  bool
 	omitted int
+	// soft, while set, turns errors into warnings collected in softMsgs:
+	// the problem makes one component unusable, not the whole file.
+	soft       bool
+	softMsgs   []string
+	softSuffix string
 }
 
 // maxDiagnostics bounds the findings kept for one file; a hostile file with a
@@ -133,6 +138,16 @@ func (d *decoder) pos(off int) (int, int) {
 }
 
 func (d *decoder) add(sev Severity, off int, field, format string, args ...any) {
+	if d.soft && sev == SeverityError {
+		sev = SeverityWarning
+		msg := fmt.Sprintf(format, args...)
+		if field != "" {
+			d.softMsgs = append(d.softMsgs, field+": "+msg)
+		} else {
+			d.softMsgs = append(d.softMsgs, msg)
+		}
+		format, args = "%s%s", []any{msg, d.softSuffix}
+	}
 	if len(d.diags) >= maxDiagnostics && (sev != SeverityError || d.hasErr) {
 		d.omitted++
 		return

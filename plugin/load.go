@@ -41,13 +41,49 @@ type Component struct {
 	Path string        `json:"path,omitempty"`
 }
 
+// FailedComponent is a component a plugin declares that cannot be used: an
+// MCP or LSP server entry with an invalid name, no command, an empty or
+// invalid URL, or an unknown type. As in Claude Code it fails alone; the
+// rest of the plugin loads. Path is the defining file relative to the plugin
+// root (".claude-plugin/plugin.json" for an inline definition, empty for one
+// in the marketplace entry); Field locates the entry in it.
+type FailedComponent struct {
+	Kind   ComponentKind `json:"kind"`
+	Name   string        `json:"name"`
+	Path   string        `json:"path,omitempty"`
+	Field  string        `json:"field,omitempty"`
+	Reason string        `json:"reason"`
+}
+
+// String formats f for a listing: "mcp-server "x" (.mcp.json: mcpServers.x.url): reason".
+func (f FailedComponent) String() string {
+	where := f.Path
+	if where == "" {
+		where = "marketplace entry"
+	}
+	if f.Field != "" {
+		where += ": " + f.Field
+	}
+	return fmt.Sprintf("%s %q (%s): %s", f.Kind, f.Name, where, f.Reason)
+}
+
 // Plugin is the effective definition of a plugin directory: its manifest
-// after merging with the marketplace entry, and its components.
+// after merging with the marketplace entry, its components, and the
+// components it declares that cannot be used.
 type Plugin struct {
 	Manifest   Manifest
 	Root       string
 	Components []Component
+	Failed     []FailedComponent
 }
+
+// Namespace is the prefix of the plugin's component names as Claude Code
+// registers them ("<namespace>:<command>", "plugin:<namespace>:<server>"):
+// the name in plugin.json when it has one, else the marketplace entry's
+// name, else the directory's name. The marketplace entry name stays the
+// install id (name@marketplace); the two differ when plugin.json renames
+// the plugin. Every layer that namespaces components uses this.
+func (p *Plugin) Namespace() string { return p.Manifest.Name }
 
 // ComponentsOf returns the components of one kind, in order.
 func (p *Plugin) ComponentsOf(kind ComponentKind) []Component {
@@ -170,6 +206,7 @@ func Load(dir string, entry *Entry) (*Plugin, []Diagnostic, error) {
 		return a.Name < b.Name
 	})
 	p.Components = l.comps
+	p.Failed = l.failed
 	return p, l.diags, nil
 }
 
@@ -190,6 +227,7 @@ type loader struct {
 	comps      []Component
 	seen       map[string]bool // kind + "\x00" + path + "\x00" + name
 	inlineFile map[string]string
+	failed     []FailedComponent
 }
 
 func (l *loader) fail(typ, file, field, format string, args ...any) {
@@ -642,11 +680,13 @@ func (l *loader) parseComponents(kind ComponentKind, data []byte, file, rel stri
 		var c *MCPConfig
 		if c, diags, err = ParseMCPServers(data, file); err == nil {
 			names = c.Names()
+			l.addFailed(c.Failed, rel, "mcpServers")
 		}
 	case KindLSPServer:
 		var c *LSPConfig
 		if c, diags, err = ParseLSPServers(data, file); err == nil {
 			names = c.Names()
+			l.addFailed(c.Failed, rel, "lspServers")
 		}
 	}
 	if rel == "" || rel == manifestRel {
@@ -665,5 +705,21 @@ func (l *loader) parseComponents(kind ComponentKind, data []byte, file, rel stri
 	}
 	for _, n := range names {
 		l.add(kind, n, rel)
+	}
+}
+
+// addFailed records the failed entries of one file; those of an inline
+// object are located under its manifest key.
+func (l *loader) addFailed(failed []FailedComponent, rel, field string) {
+	for _, f := range failed {
+		f.Path = rel
+		if rel == "" || rel == manifestRel {
+			if strings.HasPrefix(f.Field, "[") {
+				f.Field = field + f.Field
+			} else {
+				f.Field = field + "." + f.Field
+			}
+		}
+		l.failed = append(l.failed, f)
 	}
 }

@@ -238,7 +238,7 @@ func TestLoadErrors(t *testing.T) {
 		{"symlinked manifest dir escapes", map[string]string{".claude-plugin": "->" + filepath.Join(outside, "meta")}, TypeComponentLoad, "plugin.json", "outside the plugin root"},
 		{"symlinked hooks dir escapes", map[string]string{"hooks": "->" + filepath.Join(outside, "hookdir")}, TypeComponentLoad, "hooks", "outside the plugin root"},
 		{"bad hooks file", map[string]string{"hooks/hooks.json": `{"hooks":{"Stop":[{"hooks":[{"type":"command","timeout":"soon","command":"x"}]}]}}`}, TypeComponentLoad, "hooks.Stop[0].hooks[0].timeout", "expected number"},
-		{"bad mcp file", map[string]string{".mcp.json": `{"mcpServers":{"db":{"args":["x"]}}}`}, TypeComponentLoad, "mcpServers.db.command", "required"},
+		{"malformed mcp file", map[string]string{".mcp.json": `{"mcpServers":{"db":{"command":"x"}}`}, TypeComponentLoad, "", "expected"},
 		{"command path not markdown", map[string]string{".claude-plugin/plugin.json": `{"name":"p","commands":"./run.sh"}`, "run.sh": "x"}, TypeComponentLoad, "commands[0]", "Markdown"},
 		{"hooks path is a directory", map[string]string{".claude-plugin/plugin.json": `{"name":"p","hooks":"./hooks"}`, "hooks/x": "x"}, TypeComponentLoad, "hooks[0]", "directory"},
 		{"duplicate command names", map[string]string{".claude-plugin/plugin.json": `{"name":"p","commands":["./a","./b"]}`, "a/x.md": "x", "b/x.md": "x"}, TypeComponentLoad, "", "two commands are named \"x\""},

@@ -70,7 +70,7 @@ func TestParseMarketplaceErrors(t *testing.T) {
 		{name: "dependency name", in: wrap(`{"name":"a","source":"./a","dependencies":["ok","bad name"]}`), field: "plugins[0].dependencies[1]", msg: "contains ' '"},
 		{name: "rename target", in: `{"name":"corp","owner":{"name":"IT"},"plugins":[],"renames":{"old":5}}`, field: "renames.old", msg: "new name string or null"},
 		{name: "inline hooks bad", in: wrap(`{"name":"a","source":"./a","hooks":{"PreToolUse":[{"hooks":[{"type":"command"}]}]}}`), field: "plugins[0].hooks.PreToolUse[0].hooks[0].command", msg: "required"},
-		{name: "inline mcp bad", in: wrap(`{"name":"a","source":"./a","mcpServers":{"db":{"type":"http"}}}`), field: "plugins[0].mcpServers.db.url", msg: "required"},
+		{name: "inline mcp not an object", in: wrap(`{"name":"a","source":"./a","mcpServers":5}`), field: "plugins[0].mcpServers", msg: "expected"},
 		{name: "pluginRoot dotdot", in: `{"name":"corp","owner":{"name":"IT"},"metadata":{"pluginRoot":"../x"},"plugins":[]}`, field: "metadata.pluginRoot", msg: `".."`},
 	}
 	for _, tc := range tests {

@@ -2,13 +2,19 @@ package plugin
 
 import (
 	"encoding/json"
+	"fmt"
 	"sort"
+	"strings"
 )
 
 // MCPConfig is a .mcp.json file: {"mcpServers": {name: server}} or, as many
 // plugins write it, the bare map {name: server}.
 type MCPConfig struct {
 	Servers map[string]MCPServer `json:"mcpServers"`
+	// Failed lists the entries that cannot be used (a bad name, a missing
+	// command or url, an unknown type). They are not in Servers; the other
+	// servers of the file still load.
+	Failed []FailedComponent `json:"-"`
 }
 
 // Names returns the server names in sorted order.
@@ -27,6 +33,11 @@ type MCPServer struct {
 	Extra   map[string]json.RawMessage `json:"-"`
 }
 
+// OAuth returns the server's "oauth" object as written (Claude Code's
+// OAuth settings for a remote server, such as a pre-registered clientId),
+// or nil. It travels with the server configuration to the MCP client.
+func (s MCPServer) OAuth() json.RawMessage { return s.Extra["oauth"] }
+
 // IsRemote reports whether the server is reached over the network.
 func (s MCPServer) IsRemote() bool { return s.Type == "http" || s.Type == "sse" || s.Type == "ws" }
 
@@ -34,6 +45,8 @@ func (s MCPServer) IsRemote() bool { return s.Type == "http" || s.Type == "sse" 
 // map {name: server}.
 type LSPConfig struct {
 	Servers map[string]LSPServer `json:"lspServers"`
+	// Failed lists the entries that cannot be used, as for MCPConfig.
+	Failed []FailedComponent `json:"-"`
 }
 
 // Names returns the server names in sorted order.
@@ -116,7 +129,7 @@ func (d *decoder) serverMap(n *node, f, wrapKey string) (*node, string) {
 
 func (d *decoder) mcpFile(n *node, f string) *MCPConfig {
 	c := &MCPConfig{Servers: map[string]MCPServer{}}
-	d.eachServer(n, f, "mcpServers", func(m member, mf string) {
+	c.Failed = d.eachServer(n, f, "mcpServers", KindMCPServer, func(m member, mf string) {
 		var s MCPServer
 		for _, k := range m.val.members {
 			kf := key(mf, k.key)
@@ -135,31 +148,38 @@ func (d *decoder) mcpFile(n *node, f string) *MCPConfig {
 				s.URL = d.str(k.val, kf)
 			case "headers":
 				s.Headers = d.strMap(k.val, kf)
+			case "oauth":
+				// Claude Code's OAuth settings for a remote server (a
+				// pre-registered clientId, callbackPort, ...): kept as
+				// written for the MCP client, see MCPServer.OAuth.
+				if d.object(k.val, kf) {
+					s.Extra = d.keep(s.Extra, k)
+				}
 			default:
 				d.unknown(k, mf)
 				s.Extra = d.keep(s.Extra, k)
 			}
 		}
-		switch s.Type {
-		case "", "stdio":
-			if s.Command == "" {
-				d.errorf(m.val, key(mf, "command"), "required for a stdio server")
+		// References are checked as Claude Code uses them: after
+		// substitution. Only defaults resolve here; a URL that needs the
+		// environment is checked when an agent loads the plugin.
+		x, _ := Vars{}.ExpandMCP(s)
+		if field, reason := CheckMCPServer(x); reason != "" {
+			n := m.val.get(field)
+			if n == nil {
+				n = m.val
 			}
-		case "http", "sse", "ws":
-			if s.URL == "" {
-				d.errorf(m.val, key(mf, "url"), "required for a %s server", s.Type)
-			} else if msg, warn := checkRemoteURL(s.URL); msg != "" {
-				if warn {
-					d.warnf(m.val.get("url"), key(mf, "url"), "%s", msg)
-				} else {
-					d.errorf(m.val.get("url"), key(mf, "url"), "%s", msg)
-				}
+			d.errorf(n, key(mf, field), "%s", reason)
+		} else if x.IsRemote() && len(References(x.URL)) == 0 {
+			if msg, warn := checkRemoteURL(x.URL); warn {
+				d.warnf(m.val.get("url"), key(mf, "url"), "%s", msg)
 			}
-		default:
-			d.errorf(m.val.get("type"), key(mf, "type"), "unknown server type %q; expected stdio, http, sse or ws", s.Type)
 		}
 		c.Servers[m.key] = s
 	})
+	for _, fc := range c.Failed {
+		delete(c.Servers, fc.Name)
+	}
 	return c
 }
 
@@ -177,7 +197,7 @@ func checkRemoteURL(s string) (string, bool) {
 
 func (d *decoder) lspFile(n *node, f string) *LSPConfig {
 	c := &LSPConfig{Servers: map[string]LSPServer{}}
-	d.eachServer(n, f, "lspServers", func(m member, mf string) {
+	c.Failed = d.eachServer(n, f, "lspServers", KindLSPServer, func(m member, mf string) {
 		var s LSPServer
 		for _, k := range m.val.members {
 			kf := key(mf, k.key)
@@ -209,28 +229,43 @@ func (d *decoder) lspFile(n *node, f string) *LSPConfig {
 		}
 		c.Servers[m.key] = s
 	})
+	for _, fc := range c.Failed {
+		delete(c.Servers, fc.Name)
+	}
 	return c
 }
 
-// eachServer calls fn for every well-formed entry of a server map (the
-// wrapped {"<wrapKey>": {...}} form or the bare map): a valid name whose
-// value is an object. Other entries are reported and skipped.
-func (d *decoder) eachServer(n *node, f, wrapKey string, fn func(m member, mf string)) {
+// eachServer calls fn for every entry of a server map (the wrapped
+// {"<wrapKey>": {...}} form or the bare map). An entry that cannot be used
+// (an invalid name, a value that is not an object, or an error fn reports)
+// fails alone, as in Claude Code: its problems are reported as warnings and
+// it is returned in the failed list; the other entries still load. Only a
+// map that is not an object fails the file.
+func (d *decoder) eachServer(n *node, f, wrapKey string, kind ComponentKind, fn func(m member, mf string)) []FailedComponent {
 	servers, sf := d.serverMap(n, f, wrapKey)
 	if servers == nil {
-		return
+		return nil
+	}
+	var failed []FailedComponent
+	what := "MCP server"
+	if kind == KindLSPServer {
+		what = "LSP server"
 	}
 	for _, m := range servers.members {
 		mf := key(sf, m.key)
+		d.soft, d.softMsgs = true, nil
+		d.softSuffix = fmt.Sprintf(" (the %s %q cannot be used and is skipped; the rest of the plugin loads)", what, m.key)
 		if err := ValidateName(m.key); err != nil {
 			d.errorf(&node{off: m.keyOff}, mf, "server name: %v", err)
-			continue
+		} else if d.object(m.val, mf) {
+			fn(m, mf)
 		}
-		if !d.object(m.val, mf) {
-			continue
+		if len(d.softMsgs) > 0 {
+			failed = append(failed, FailedComponent{Kind: kind, Name: m.key, Field: mf, Reason: strings.Join(d.softMsgs, "; ")})
 		}
-		fn(m, mf)
+		d.soft, d.softMsgs, d.softSuffix = false, nil, ""
 	}
+	return failed
 }
 
 // keep stores a key wharf does not interpret in an Extra map, so that

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 )
 
 // Validate checks a marketplace or a plugin and returns every finding.
@@ -22,12 +23,35 @@ import (
 // error: an *Error with Type TypeManifestInvalid wrapping the first
 // finding (*FieldError or *SyntaxError).
 func Validate(path string, strict bool) ([]Diagnostic, error) {
+	return ValidateWith(path, ValidateOptions{Strict: strict})
+}
+
+// ValidateOptions tune ValidateWith.
+type ValidateOptions struct {
+	// Strict makes every warning an error.
+	Strict bool
+	// Verbose adds warnings that rarely help: a missing version on an
+	// entry whose plugin is fetched from elsewhere (its version comes from
+	// the fetched plugin.json or its commit).
+	Verbose bool
+}
+
+// ValidateWith is Validate with options. Besides wharf's own checks it
+// gives Claude Code's verdicts (claude plugin validate and its install-time
+// manifest schema): a hooks file without its "hooks" wrapper, a directory
+// with neither a manifest nor components, author as a string and
+// repository as an object in plugin.json are errors; a plugin name starting
+// with "claude-" is a warning. For a marketplace it also refuses what
+// installing would: a dependency the marketplace does not list, a
+// cross-marketplace dependency it does not allow, and a dependency cycle.
+func ValidateWith(path string, o ValidateOptions) ([]Diagnostic, error) {
+	strict := o.Strict
 	fi, err := os.Stat(path)
 	if err != nil {
 		return nil, &Error{Layer: LayerMaterialization, Type: TypeNotFound, Object: path, Err: err,
 			Hint: "give a marketplace root, a plugin directory or a manifest file"}
 	}
-	v := &validator{}
+	v := &validator{verbose: o.Verbose}
 	switch {
 	case fi.IsDir():
 		if _, err := os.Stat(MarketplaceFile(path)); err == nil {
@@ -67,7 +91,8 @@ func Validate(path string, strict bool) ([]Diagnostic, error) {
 }
 
 type validator struct {
-	diags []Diagnostic
+	diags   []Diagnostic
+	verbose bool
 }
 
 func (v *validator) add(sev Severity, file, field, format string, args ...any) {
@@ -125,6 +150,10 @@ func (v *validator) marketplace(file, root string) {
 	d := newDecoder(file, data)
 	m := d.marketplace(n)
 	v.diags = append(v.diags, d.finish()...)
+	deps := make([][]Dependency, len(m.Plugins))
+	for i := range m.Plugins {
+		deps[i] = m.Plugins[i].Dependencies
+	}
 	if m.EffectiveDescription() == "" {
 		v.add(SeverityWarning, file, "description", "marketplace has no description (top level or metadata.description)")
 	}
@@ -139,7 +168,7 @@ func (v *validator) marketplace(file, root string) {
 		}
 		if e.Source.Kind != SourceRelative {
 			if e.Source.Kind != "" {
-				v.metadata(&e.Manifest, file, f)
+				v.metadataOf(&e.Manifest, file, f, !v.verbose)
 			}
 			continue
 		}
@@ -155,25 +184,100 @@ func (v *validator) marketplace(file, root string) {
 			v.add(SeverityError, file, key(f, "source"), "%v", err)
 			continue
 		}
-		v.plugin(dir, e)
+		if p := v.plugin(dir, e); p != nil {
+			deps[i] = p.Manifest.Dependencies
+		}
+	}
+	v.dependencies(m, file, deps)
+}
+
+// dependencies refuses what installing would: a dependency on a plugin the
+// marketplace does not list, on another marketplace it does not allow, and
+// a cycle. deps holds each entry's effective dependencies (its loaded
+// plugin's for a relative source, else the entry's).
+func (v *validator) dependencies(m *Marketplace, file string, deps [][]Dependency) {
+	byName := map[string]int{}
+	for i := range m.Plugins {
+		if _, dup := byName[m.Plugins[i].Name]; !dup {
+			byName[m.Plugins[i].Name] = i
+		}
+	}
+	allowed := map[string]bool{}
+	for _, s := range m.AllowCrossMarketplaceDependenciesOn {
+		allowed[s] = true
+	}
+	edges := make([][]int, len(m.Plugins))
+	for i := range m.Plugins {
+		f := key(index("plugins", i), "dependencies")
+		for j, d := range deps[i] {
+			df := index(f, j)
+			if d.Marketplace != "" && d.Marketplace != m.Name {
+				if !allowed[d.Marketplace] {
+					v.add(SeverityError, file, df, "%s depends on %s, but the marketplace does not list %q in allowCrossMarketplaceDependenciesOn; wharf install refuses it",
+						m.Plugins[i].Name, d, d.Marketplace)
+				}
+				continue
+			}
+			k, ok := byName[d.Name]
+			if !ok {
+				v.add(SeverityError, file, df, "%s depends on %q, which this marketplace does not list; wharf install refuses it (dependency unsatisfied)", m.Plugins[i].Name, d.Name)
+				continue
+			}
+			edges[i] = append(edges[i], k)
+		}
+	}
+	// A cycle is reported once, at the entry where the search meets it.
+	state := make([]uint8, len(m.Plugins)) // 0 new, 1 on path, 2 done
+	var path []int
+	var visit func(i int)
+	visit = func(i int) {
+		state[i] = 1
+		path = append(path, i)
+		for _, k := range edges[i] {
+			switch state[k] {
+			case 0:
+				visit(k)
+			case 1:
+				var chain []string
+				for at := len(path) - 1; at >= 0; at-- {
+					if path[at] == k {
+						for _, x := range path[at:] {
+							chain = append(chain, m.Plugins[x].Name)
+						}
+						break
+					}
+				}
+				chain = append(chain, m.Plugins[k].Name)
+				v.add(SeverityError, file, key(index("plugins", i), "dependencies"), "dependency cycle: %s; wharf install refuses it", strings.Join(chain, " -> "))
+			}
+		}
+		path = path[:len(path)-1]
+		state[i] = 2
+	}
+	for i := range m.Plugins {
+		if state[i] == 0 {
+			visit(i)
+		}
 	}
 }
 
 // plugin loads one plugin directory and checks its metadata and Markdown.
-func (v *validator) plugin(dir string, e *Entry) {
+func (v *validator) plugin(dir string, e *Entry) *Plugin {
 	p, diags, err := Load(dir, e)
 	v.diags = append(v.diags, diags...)
 	if err != nil {
 		if !hasErrors(diags) {
 			v.fromError(err, dir)
 		}
-		return
+		return nil
 	}
 	file := ManifestFile(dir)
+	hasManifest := true
 	if _, err := os.Stat(file); err != nil {
-		file = dir
+		file, hasManifest = dir, false
 	}
 	v.metadata(&p.Manifest, file, "")
+	v.claude(p, file, hasManifest)
 	for _, c := range p.Components {
 		switch c.Kind {
 		case KindCommand, KindAgent, KindOutputStyle, KindSkill:
@@ -206,16 +310,81 @@ func (v *validator) plugin(dir string, e *Entry) {
 			}
 		}
 	}
+	return p
+}
+
+// claude adds Claude Code's verdicts on a plugin that wharf's loader
+// accepts leniently.
+func (v *validator) claude(p *Plugin, file string, hasManifest bool) {
+	if !hasManifest && len(p.Components) == 0 && len(p.Failed) == 0 {
+		v.add(SeverityError, p.Root, "", "not a plugin: no .claude-plugin/plugin.json and no commands, agents, skills, output styles, hooks, MCP or LSP servers (Claude Code refuses it)")
+	}
+	if strings.HasPrefix(strings.ToLower(p.Manifest.Name), "claude-") {
+		v.add(SeverityWarning, file, "name", "plugin name %q starts with \"claude-\", a prefix Anthropic reserves: Claude Code installs it, but Anthropic's plugin upload (Cowork) refuses it", p.Manifest.Name)
+	}
+	if hasManifest {
+		if data, err := readManifestFile(file); err == nil {
+			if n, err := parseJSON(data, file); err == nil && n.kind == kindObject {
+				d := newDecoder(file, data)
+				if a := n.get("author"); a != nil && a.kind == kindString {
+					d.errorf(a, "author", "expected object {name, email?, url?}, received string; Claude Code refuses to install this plugin.json (write {\"name\": %q})", a.str)
+				}
+				if r := n.get("repository"); r != nil && r.kind == kindObject {
+					d.errorf(r, "repository", "expected string, received object; Claude Code refuses to install this plugin.json (write the URL as a string)")
+				}
+				found := d.finish()
+				// The loader's lenient warnings about the same fields
+				// give way to the errors.
+				kept := v.diags[:0]
+				for _, x := range v.diags {
+					if !(x.Severity == SeverityWarning && x.File == file && hasField(found, x.Field)) {
+						kept = append(kept, x)
+					}
+				}
+				v.diags = append(kept, found...)
+			}
+		}
+	}
+	seen := map[string]bool{}
+	for _, c := range p.ComponentsOf(KindHook) {
+		if c.Path == "" || c.Path == manifestRel || seen[c.Path] {
+			continue
+		}
+		seen[c.Path] = true
+		abs := filepath.Join(p.Root, filepath.FromSlash(c.Path))
+		data, err := readManifestFile(abs)
+		if err != nil {
+			continue
+		}
+		if n, err := parseJSON(data, abs); err == nil && n.kind == kindObject && n.get("hooks") == nil {
+			v.add(SeverityError, abs, "", "hooks file without its \"hooks\" wrapper: Claude Code expects {\"hooks\": {\"<Event>\": [...]}} and refuses this file (wharf reads it leniently)")
+		}
+	}
 }
 
 func (v *validator) metadata(m *Manifest, file, field string) {
+	v.metadataOf(m, file, field, false)
+}
+
+// metadataOf checks the descriptive fields; quietVersion leaves out the
+// missing version (an entry fetched from elsewhere).
+func (v *validator) metadataOf(m *Manifest, file, field string, quietVersion bool) {
 	if m.Description == "" {
 		v.add(SeverityWarning, file, key(field, "description"), "plugin %q has no description", m.Name)
 	}
-	if m.Version == "" {
-		v.add(SeverityWarning, file, key(field, "version"), "plugin %q has no version; it will be versioned by its git commit, or \"unknown\"", m.Name)
+	if m.Version == "" && !quietVersion {
+		v.add(SeverityWarning, file, key(field, "version"), "plugin %q has no version; it will be versioned by the 12-digit commit of its git source or marketplace, or \"unknown\"", m.Name)
 	}
 	if m.Author == nil {
 		v.add(SeverityWarning, file, key(field, "author"), "plugin %q has no author", m.Name)
 	}
+}
+
+func hasField(diags []Diagnostic, field string) bool {
+	for _, d := range diags {
+		if d.Field == field {
+			return true
+		}
+	}
+	return false
 }

@@ -249,6 +249,11 @@ func newAgentStatusCmd(a *app, opts *agentOptions) *cobra.Command {
 			for _, s := range out.Skipped {
 				a.printf("not loaded: %s %s (%s): %s\n", s.Kind, s.Name, s.Source, s.Error.Message)
 			}
+			for _, p := range out.Plugins {
+				for _, f := range p.Failed {
+					a.printf("failed: %s: %s\n", p.ID, f)
+				}
+			}
 			for _, w := range out.Warnings {
 				a.warnf("%s", w)
 			}

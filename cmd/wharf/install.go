@@ -336,6 +336,9 @@ func newListCmd(a *app) *cobra.Command {
 					} else if len(r.Errors) > 0 {
 						notes = append(notes, r.Errors[0])
 					}
+					if len(r.Failed) > 0 {
+						notes = append(notes, fmt.Sprintf("%d component(s) failed: %s", len(r.Failed), strings.Join(r.Failed, "; ")))
+					}
 					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", r.ID, r.Version, r.Scope, r.Status, strings.Join(notes, "; "))
 				}
 				return tw.Flush()

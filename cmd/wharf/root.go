@@ -104,6 +104,7 @@ func newRootCmd(a *app) *cobra.Command {
 	root.AddCommand(newTokenCmd(a))
 	root.AddCommand(newPolicyCmd(a))
 	root.AddCommand(newDoctorCmd(a))
+	root.AddCommand(newConfigCmd(a))
 	return root
 }
 

@@ -1,15 +1,19 @@
 package main
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 
 	"github.com/spf13/cobra"
 
 	"github.com/wharfhq/wharf/marketplace"
 	"github.com/wharfhq/wharf/plugin"
+	"github.com/wharfhq/wharf/source"
 )
 
 // validateResult is `wharf validate --json`.
@@ -22,18 +26,34 @@ type validateResult struct {
 }
 
 func newValidateCmd(a *app) *cobra.Command {
-	var strict bool
+	var strict, verbose bool
 	cmd := &cobra.Command{
 		Use:   "validate <path>",
 		Short: "Check a marketplace or plugin directory, or a manifest file",
-		Long:  "Check a marketplace (its marketplace.json and every plugin stored in it), a plugin directory, or a single marketplace.json / plugin.json. Prints every problem with file, line and field. Exits 1 when there are errors (with --strict, warnings count as errors).",
-		Args:  exactArgs(1, "one <path>"),
+		Long: "Check a marketplace (its marketplace.json and every plugin stored in it), a plugin directory, or a single marketplace.json / plugin.json. " +
+			"Prints every problem with file, line and field: wharf's checks, Claude Code's verdicts (claude plugin validate and its install-time schema), " +
+			"and everything `wharf install` would refuse (a symlink that is absolute or leaves the plugin, a tree over the install size limit, " +
+			"a dependency the marketplace does not list, a cycle), so CI can gate on it. " +
+			"MCP and LSP servers that cannot be used are warnings: the rest of the plugin still loads. " +
+			"Exits 1 when there are errors (with --strict, warnings count as errors).",
+		Args: exactArgs(1, "one <path>"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			diags, verr := plugin.Validate(args[0], strict)
+			diags, verr := plugin.ValidateWith(args[0], plugin.ValidateOptions{Strict: strict, Verbose: verbose})
 			if verr != nil && len(diags) == 0 {
 				return verr // the path could not be read at all
 			}
-			res := validateResult{Path: args[0], Diagnostics: diags, OK: verr == nil}
+			extra := installChecks(cmd.Context(), args[0])
+			extra = append(extra, reservedNameCheck(args[0])...)
+			if strict {
+				for i := range extra {
+					if extra[i].Severity == plugin.SeverityWarning {
+						extra[i].Severity = plugin.SeverityError
+						extra[i].Message += " (strict)"
+					}
+				}
+			}
+			diags = append(diags, extra...)
+			res := validateResult{Path: args[0], Diagnostics: diags}
 			if res.Diagnostics == nil {
 				res.Diagnostics = []plugin.Diagnostic{}
 			}
@@ -44,6 +64,11 @@ func newValidateCmd(a *app) *cobra.Command {
 					res.Warnings++
 				}
 			}
+			if verr == nil && res.Errors > 0 {
+				verr = &plugin.Error{Layer: plugin.LayerMaterialization, Type: plugin.TypeManifestInvalid, Object: args[0],
+					Err: fmt.Errorf("%d problem(s); first: %s", res.Errors, firstErrorDiag(diags)), Hint: "fix the listed problems and run wharf validate again"}
+			}
+			res.OK = verr == nil
 			if a.cfg.JSON {
 				if err := a.printJSON(res); err != nil {
 					return err
@@ -61,7 +86,118 @@ func newValidateCmd(a *app) *cobra.Command {
 		},
 	}
 	cmd.Flags().BoolVar(&strict, "strict", false, "treat warnings (unknown keys, missing metadata) as errors")
+	cmd.Flags().BoolVar(&verbose, "verbose", false, "also warn about what rarely helps (no version on an entry fetched from elsewhere)")
 	return cmd
+}
+
+func firstErrorDiag(diags []plugin.Diagnostic) string {
+	for _, d := range diags {
+		if d.Severity == plugin.SeverityError {
+			return d.String()
+		}
+	}
+	return ""
+}
+
+// installChecks copies every plugin stored at path (a marketplace's
+// relative plugins, or a plugin directory) into a scratch directory with
+// the fetcher `wharf install` uses, so validate refuses what install would:
+// absolute or escaping symlinks, special files, trees over the size and
+// entry limits. The copies are removed.
+func installChecks(ctx context.Context, path string) []plugin.Diagnostic {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return nil
+	}
+	var targets []copyTarget
+	mfile := path
+	if fi.IsDir() {
+		mfile = plugin.MarketplaceFile(path)
+	}
+	switch {
+	case fi.IsDir() && !fileExists(mfile):
+		targets = append(targets, copyTarget{name: filepath.Base(path), dir: path, file: path})
+	case strings.HasSuffix(mfile, ".json") && filepath.Base(mfile) != "plugin.json":
+		m, _, err := plugin.ReadMarketplaceFile(mfile)
+		if err != nil {
+			return nil // reported by the manifest checks
+		}
+		root := marketplace.RootOf(mfile)
+		for i := range m.Plugins {
+			e := &m.Plugins[i]
+			if e.Source.Kind != plugin.SourceRelative {
+				continue
+			}
+			if dir, err := e.LocalDir(root); err == nil {
+				targets = append(targets, copyTarget{name: e.Name, dir: dir, file: mfile, field: fmt.Sprintf("plugins[%d].source", i)})
+			}
+		}
+	default:
+		return nil
+	}
+	f, err := source.NewFetcher()
+	if err != nil {
+		return []plugin.Diagnostic{{File: path, Severity: plugin.SeverityError, Message: err.Error()}}
+	}
+	return copyChecks(ctx, f, path, targets)
+}
+
+type copyTarget struct{ name, dir, file, field string }
+
+// copyChecks copies each target with f into a scratch directory.
+func copyChecks(ctx context.Context, f *source.Fetcher, path string, targets []copyTarget) []plugin.Diagnostic {
+	scratch, err := os.MkdirTemp("", "wharf-validate-")
+	if err != nil {
+		return []plugin.Diagnostic{{File: path, Severity: plugin.SeverityError, Message: "scratch directory for the install check: " + err.Error()}}
+	}
+	defer os.RemoveAll(scratch)
+	var out []plugin.Diagnostic
+	for i, t := range targets {
+		dest := filepath.Join(scratch, strconv.Itoa(i))
+		if err := os.Mkdir(dest, 0o700); err != nil {
+			out = append(out, plugin.Diagnostic{File: t.file, Field: t.field, Severity: plugin.SeverityError, Message: err.Error()})
+			continue
+		}
+		abs, _ := filepath.Abs(t.dir)
+		_, err := f.Fetch(ctx, source.Request{Plugin: t.name, Source: plugin.Source{Kind: plugin.SourceRelative, Path: "./" + filepath.Base(abs)},
+			MarketplaceDir: filepath.Dir(abs), Dest: dest})
+		if err != nil {
+			msg := err.Error()
+			var pe *plugin.Error
+			if errors.As(err, &pe) && pe.Err != nil {
+				msg = pe.Err.Error()
+			}
+			out = append(out, plugin.Diagnostic{File: t.file, Field: t.field, Severity: plugin.SeverityError,
+				Message: fmt.Sprintf("plugin %q: wharf install refuses it: %s", t.name, msg)})
+		}
+		_ = os.RemoveAll(dest)
+	}
+	return out
+}
+
+// reservedNameCheck warns when a marketplace takes a name Claude Code
+// reserves for Anthropic's official marketplaces: adding it fails unless it
+// comes from the anthropics GitHub organization.
+func reservedNameCheck(path string) []plugin.Diagnostic {
+	file := path
+	if fi, err := os.Stat(path); err == nil && fi.IsDir() {
+		file = plugin.MarketplaceFile(path)
+	}
+	if !strings.HasSuffix(file, ".json") || filepath.Base(file) == "plugin.json" {
+		return nil
+	}
+	m, _, err := plugin.ReadMarketplaceFile(file)
+	if err != nil || !marketplace.IsReservedName(m.Name) {
+		return nil
+	}
+	return []plugin.Diagnostic{{File: file, Field: "name", Severity: plugin.SeverityWarning,
+		Message: fmt.Sprintf("marketplace name %q is reserved for official Anthropic marketplaces: only github.com/%s/ repositories can be added under it; others must be added with --name",
+			m.Name, marketplace.OfficialOrg)}}
+}
+
+func fileExists(p string) bool {
+	_, err := os.Stat(p)
+	return err == nil
 }
 
 // printValidateSummary lists what a valid marketplace holds: each plugin
