@@ -75,6 +75,10 @@ type Component struct {
 type Hook struct {
 	Event    plugin.HookEvent     `json:"event"`
 	Matchers []plugin.HookMatcher `json:"matchers"`
+	// Scripts pins, per command, the files the command names as they were
+	// when the set was loaded (PinScripts); the runner re-checks them
+	// before each run.
+	Scripts map[string][]ScriptPin `json:"-"`
 }
 
 // Key identifies a component within a Set: kind, source, plugin, name and
