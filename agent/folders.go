@@ -305,4 +305,3 @@ func decideFolderTrust(home, project string, snap *settings.Snapshot) (FolderTru
 		Hint: "if you trust the code in it, run: wharf agent trust " + p + " (then reload)"}
 	return ft, warns
 }
-

@@ -66,7 +66,9 @@ func f(pairs ...string) []Field {
 
 var toolFields = []string{"tool_name", "string", "tool_input", "object", "tool_use_id", "string"}
 
-func tool(extra ...string) []Field { return f(append(append([]string(nil), toolFields...), extra...)...) }
+func tool(extra ...string) []Field {
+	return f(append(append([]string(nil), toolFields...), extra...)...)
+}
 
 // Specs lists every event Claude Code documents, in plugin.HookEvents order.
 var Specs = []EventSpec{
