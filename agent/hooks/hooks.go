@@ -1,16 +1,23 @@
-// Package hooks runs the command hooks of the active plugin set for one
-// event and combines their answers the way Claude Code does.
+// Package hooks runs the command and http hooks of the active plugin set
+// for one event and combines their answers the way Claude Code does.
 //
-// Every matching hook runs as `sh -c <command>` with the event JSON on its
-// stdin and the plugin's environment (CLAUDE_PLUGIN_ROOT, WHARF_PLUGIN_ROOT,
-// CLAUDE_PLUGIN_DATA, CLAUDE_PROJECT_DIR), in its own process group, under a
-// timeout (the hook's own, else 60 s) after which the whole group is killed.
-// Hooks run in parallel, bounded; their results are combined in the
+// Every event of Claude Code's hooks reference is known (Specs): its
+// matcher field, its documented input fields and what exit code 2 does for
+// it. Every matching command hook runs as `sh -c <command>` with the event
+// JSON on its stdin and the plugin's environment (CLAUDE_PLUGIN_ROOT,
+// WHARF_PLUGIN_ROOT, CLAUDE_PLUGIN_DATA, CLAUDE_PROJECT_DIR), in its own
+// process group, under a timeout (the hook's own, else 60 s) after which the
+// whole group is killed; an http hook POSTs the event JSON to its URL.
+// Before a hook runs, the scripts it names are checked against the digests
+// taken when the set was loaded: a changed script is refused until the next
+// reload. Hooks run in parallel, bounded; their results are combined in the
 // deterministic order of the hooks, not in the order they finish:
 //
-//   - exit 2 blocks, with stderr as the reason;
+//   - exit 2 blocks, with stderr as the reason, for events that can block;
+//     for the others it is feedback or a non-blocking error (EventSpec.Exit2);
 //   - exit 0 with stdout JSON {"decision":"block"} blocks with its reason,
-//     {"decision":"approve"} approves;
+//     {"decision":"approve"} approves; PreToolUse's permissionDecision and
+//     PermissionRequest's decision.behavior deny or allow;
 //   - any other exit code, a crash (signal), a timeout or a hook that cannot
 //     start is a non-blocking error reported with the hook's identity;
 //   - hookSpecificOutput objects are merged and passed through.
