@@ -114,9 +114,12 @@ func (in *loadInput) prepareHooks(comps []Component, skips []Skipped) ([]Compone
 			continue
 		}
 		h := &Hook{Event: c.Hook.Event, Scripts: map[string][]ScriptPin{}}
+		stripped := false
+		var origin [][][2]int
 		env := c.Env(in.o.Project)
 		for i, m := range c.Hook.Matchers {
 			nm := plugin.HookMatcher{Matcher: m.Matcher}
+			var pos [][2]int
 			for j, hk := range m.Hooks {
 				field := fmt.Sprintf("hooks.%s[%d].hooks[%d]", c.Hook.Event, i, j)
 				var reason, typ, fieldName string
@@ -145,6 +148,7 @@ func (in *loadInput) prepareHooks(comps []Component, skips []Skipped) ([]Compone
 					one.Hook = &Hook{Event: c.Hook.Event, Matchers: []plugin.HookMatcher{{Matcher: m.Matcher, Hooks: []plugin.Hook{hk}}}}
 					skips = append(skips, Skipped{Component: one, Err: plugin.Errorf(layer, typ, componentObject(c), hint,
 						"%s: field %s%s: %s", file, field, fieldName, reason)})
+					stripped = true
 					continue
 				}
 				if hk.Type != "http" && hk.Command != "" {
@@ -153,10 +157,15 @@ func (in *loadInput) prepareHooks(comps []Component, skips []Skipped) ([]Compone
 					}
 				}
 				nm.Hooks = append(nm.Hooks, hk)
+				pos = append(pos, [2]int{i, j})
 			}
 			if len(nm.Hooks) > 0 {
 				h.Matchers = append(h.Matchers, nm)
+				origin = append(origin, pos)
 			}
+		}
+		if stripped {
+			h.Origin = origin
 		}
 		if len(h.Matchers) == 0 {
 			continue // nothing of it can run: it is not live

@@ -115,8 +115,9 @@ func FromSet(s *agent.Set, event plugin.HookEvent, projectDir string) []Hook {
 		env := c.Env(projectDir)
 		for i, m := range c.Hook.Matchers {
 			for j, h := range m.Hooks {
+				oi, oj := c.Hook.Pos(i, j)
 				hk := Hook{
-					ID:      fmt.Sprintf("%s:%s[%d][%d]", base, event, i, j),
+					ID:      fmt.Sprintf("%s:%s[%d][%d]", base, event, oi, oj),
 					Source:  c.Source,
 					Path:    c.Path,
 					Event:   event,
