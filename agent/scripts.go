@@ -115,17 +115,30 @@ func isSystem(p string) bool {
 	return false
 }
 
-// words splits a shell command into its words, roughly: quotes group,
-// operators (; | & ( ) < > and newlines) separate. It is enough to find the
-// paths a command names; it never runs anything.
-func words(cmd string) []string {
-	var out []string
+// interpreters run the script named by their first non-flag argument.
+var interpreters = map[string]bool{"sh": true, "bash": true, "zsh": true, "dash": true, "ksh": true, "fish": true,
+	"python": true, "python3": true, "node": true, "ruby": true, "perl": true, "php": true, "deno": true, "bun": true,
+	"tsx": true, "ts-node": true, "pwsh": true, "lua": true, "Rscript": true, "osascript": true}
+
+// token is a word of a shell command, or an operator.
+type token struct {
+	s  string
+	op bool
+}
+
+// tokenize splits a shell command roughly: quotes group, operators (; | &
+// ( ) < > backquotes and newlines) separate and are kept. It is enough to
+// find the scripts a command runs; it never runs anything.
+func tokenize(cmd string) []token {
+	var out []token
 	var b strings.Builder
 	var quote rune
+	inWord := false
 	flush := func() {
-		if b.Len() > 0 {
-			out = append(out, b.String())
+		if inWord {
+			out = append(out, token{s: b.String()})
 			b.Reset()
+			inWord = false
 		}
 	}
 	for _, r := range cmd {
@@ -137,14 +150,67 @@ func words(cmd string) []string {
 				b.WriteRune(r)
 			}
 		case r == '"' || r == '\'':
-			quote = r
-		case strings.ContainsRune(" \t\n;|&()<>`", r):
+			quote, inWord = r, true
+		case r == ' ' || r == '\t':
 			flush()
+		case strings.ContainsRune("\n;|&()<>`", r):
+			flush()
+			out = append(out, token{s: string(r), op: true})
 		default:
 			b.WriteRune(r)
+			inWord = true
 		}
 	}
 	flush()
+	return out
+}
+
+// words returns the words of cmd that name what it executes: the command of
+// each simple command (after any VAR=value assignments) and the script an
+// interpreter (sh, bash, python3, node...) is given. Redirection targets
+// and other arguments are not scripts: a hook that appends to a log it
+// names must not refuse itself.
+func words(cmd string) []string {
+	var out []string
+	atCommand, afterInterp, redirect := true, false, false
+	for _, t := range tokenize(cmd) {
+		if t.op {
+			switch t.s {
+			case "<", ">":
+				redirect = true
+			case "&":
+				if !redirect { // 2>&1 keeps the redirection going
+					atCommand, afterInterp = true, false
+				}
+			default:
+				atCommand, afterInterp, redirect = true, false, false
+			}
+			continue
+		}
+		switch {
+		case redirect:
+			redirect = false
+			if t.s == "1" || t.s == "2" || strings.HasPrefix(t.s, "-") {
+				redirect = true // the fd of 2>&1, or >&- forms
+			}
+		case atCommand:
+			if k, _, ok := strings.Cut(t.s, "="); ok && k != "" && !strings.ContainsAny(k, "/$") {
+				continue // VAR=value before the command
+			}
+			out = append(out, t.s)
+			atCommand = false
+			afterInterp = interpreters[filepath.Base(t.s)] || t.s == "exec" || t.s == "env" || t.s == "command"
+			if afterInterp && (t.s == "exec" || t.s == "env" || t.s == "command") {
+				atCommand, afterInterp = true, false
+			}
+		case afterInterp:
+			if strings.HasPrefix(t.s, "-") {
+				continue
+			}
+			out = append(out, t.s)
+			afterInterp = false
+		}
+	}
 	return out
 }
 
