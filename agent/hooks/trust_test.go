@@ -92,8 +92,15 @@ func TestProjectHooksRunOnlyInTrustedFolders(t *testing.T) {
 	if res.Blocked() || ranCount(t, marker) != 1 {
 		t.Fatalf("forbidden project hook ran: %+v", res)
 	}
-	if pt := s.ProjectTrust(); pt.Trusted || plugin.LayerOf(pt.Err) != plugin.LayerPolicy {
+	var fe *plugin.Error
+	if pt := s.ProjectTrust(); pt.Trusted || !errors.As(pt.Err, &fe) || fe.Layer != plugin.LayerPolicy || fe.Type != agent.TypeProjectCodeForbidden {
 		t.Fatalf("project trust under disableProjectCode = %+v", pt)
+	}
+	// A value that is not a boolean fails closed, with a warning.
+	w.WriteManaged(map[string]any{agent.KeyDisableProjectCode: "yes"})
+	s = w.Load(w.Runtime(w.Options()), agent.CacheOnly)
+	if res := runPre(t, s, w.Project); res.Blocked() || s.ProjectTrust().Trusted || !strings.Contains(strings.Join(s.Warnings(), "\n"), "disableProjectCode must be true or false") {
+		t.Fatalf("disableProjectCode \"yes\": %+v, %q", s.ProjectTrust(), s.Warnings())
 	}
 
 	// Revoked, then pre-trusted by managed settings (a parent folder).
