@@ -151,6 +151,9 @@ func (in *loadInput) prepareHooks(comps []Component, skips []Skipped) ([]Compone
 					stripped = true
 					continue
 				}
+				if _, ok := hk.Extra["if"]; ok {
+					warns = append(warns, fmt.Sprintf("%s: %s: field %s.if: wharf does not evaluate permission-rule filters; the hook runs for every event its matcher selects", componentObject(c), file, field))
+				}
 				if hk.Type != "http" && hk.Command != "" {
 					if _, ok := h.Scripts[hk.Command]; !ok {
 						h.Scripts[hk.Command] = PinScripts(hk.Command, in.o.Project, env)

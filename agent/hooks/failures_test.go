@@ -19,7 +19,7 @@ func TestHookComponentFailures(t *testing.T) {
 		".claude-plugin/plugin.json": `{"name": "mixed", "version": "1.0.0"}`,
 		"hooks/hooks.json": `{"hooks": {
 			"PreToolUse": [{"matcher": "Bash", "hooks": [
-				{"type": "command", "command": "echo '{\"decision\":\"block\",\"reason\":\"cmd\"}'"},
+				{"type": "command", "command": "echo '{\"decision\":\"block\",\"reason\":\"cmd\"}'", "if": "Bash(rm *)"},
 				{"type": "prompt", "prompt": "is this safe?"},
 				{"type": "agent", "prompt": "check it"},
 				{"type": "http", "url": "https://hooks.example.com/x"},
@@ -56,6 +56,9 @@ func TestHookComponentFailures(t *testing.T) {
 	}
 	if u := types[agent.TypeHookEventUnknown]; len(u) != 1 || !strings.Contains(u[0], `unknown hook event "BeforeLunch"`) {
 		t.Fatalf("unknown event: %q", u)
+	}
+	if !strings.Contains(strings.Join(s.Warnings(), "\n"), "field hooks.PreToolUse[0].hooks[0].if: wharf does not evaluate") {
+		t.Fatalf("no warning for the if filter: %q", s.Warnings())
 	}
 	if !strings.Contains(strings.Join(s.Warnings(), "\n"), "BeforeLunch") {
 		t.Fatalf("no warning for the unknown event: %q", s.Warnings())
