@@ -23,7 +23,8 @@ func TestHookComponentFailures(t *testing.T) {
 				{"type": "prompt", "prompt": "is this safe?"},
 				{"type": "agent", "prompt": "check it"},
 				{"type": "http", "url": "https://hooks.example.com/x"},
-				{"type": "webhook", "command": "x"}
+				{"type": "webhook", "command": "x"},
+				{"type": "http"}
 			]}],
 			"BeforeLunch": [{"hooks": [{"type": "command", "command": "true"}]}],
 			"Stop": [{"hooks": [{"type": "prompt", "prompt": "done?"}]}]
@@ -46,7 +47,7 @@ func TestHookComponentFailures(t *testing.T) {
 		types[pe.Type] = append(types[pe.Type], sk.Err.Error())
 	}
 	nr := types[agent.TypeHookNotRunnable]
-	if len(nr) != 4 || !strings.Contains(nr[0], "hooks/hooks.json: field hooks.PreToolUse[0].hooks[1].type: a prompt hook needs a model") ||
+	if len(nr) != 5 || !strings.Contains(strings.Join(nr, "\n"), "hooks.PreToolUse[0].hooks[5].url: url \"\" is not an http(s) URL") || !strings.Contains(nr[0], "hooks/hooks.json: field hooks.PreToolUse[0].hooks[1].type: a prompt hook needs a model") ||
 		!strings.Contains(strings.Join(nr, "\n"), "hooks.PreToolUse[0].hooks[4].type: unknown hook type \"webhook\"") ||
 		!strings.Contains(strings.Join(nr, "\n"), "hooks.Stop[0].hooks[0].type") {
 		t.Fatalf("not runnable: %q", nr)
@@ -64,7 +65,7 @@ func TestHookComponentFailures(t *testing.T) {
 		t.Fatalf("no warning for the unknown event: %q", s.Warnings())
 	}
 	st, _ := s.Plugin(plugin.MustParseID("mixed@corp"))
-	if len(st.Skipped) != 6 || st.Components != 1 {
+	if len(st.Skipped) != 7 || st.Components != 1 {
 		t.Fatalf("plugin status %+v", st)
 	}
 	// The live command hook runs; the others are not there to run.
