@@ -75,6 +75,23 @@ type Component struct {
 type Hook struct {
 	Event    plugin.HookEvent     `json:"event"`
 	Matchers []plugin.HookMatcher `json:"matchers"`
+	// Scripts pins, per command, the files the command names as they were
+	// when the set was loaded (PinScripts); the runner re-checks them
+	// before each run.
+	Scripts map[string][]ScriptPin `json:"-"`
+	// Origin, when not nil, gives the position in the defining file of
+	// Matchers[i].Hooks[j] as Origin[i][j] = {matcher, hook}: the loader
+	// left out hooks that cannot run, and reports keep naming the others
+	// as the file does.
+	Origin [][][2]int `json:"-"`
+}
+
+// Pos is the position of Matchers[i].Hooks[j] in the defining file.
+func (h *Hook) Pos(i, j int) (int, int) {
+	if h.Origin != nil && i < len(h.Origin) && j < len(h.Origin[i]) {
+		return h.Origin[i][j][0], h.Origin[i][j][1]
+	}
+	return i, j
 }
 
 // Key identifies a component within a Set: kind, source, plugin, name and

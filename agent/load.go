@@ -96,6 +96,13 @@ type loadInput struct {
 	mode    Mode
 	o       *Options
 	workers int
+
+	// project is the project folder's trust; projectOnly the plugins
+	// that only project-folder settings enable (their code needs it).
+	project     FolderTrust
+	projectOnly map[plugin.ID]bool
+	// httpAllow is allowedHttpHookUrls (nil: no restriction).
+	httpAllow []string
 }
 
 // unit is one plugin's load: its status row and its candidate components.
@@ -132,6 +139,19 @@ func build(ctx context.Context, in *loadInput) (*Set, error) {
 		set.warnings = append(set.warnings, "settings: "+is.String())
 	}
 	enabled := in.snap.Merged.EnabledPlugins
+	in.project = FolderTrust{Trusted: true}
+	if o.Project != "" {
+		var warns []string
+		in.project, warns = decideFolderTrust(o.Home, o.Project, in.snap)
+		set.warnings = append(set.warnings, warns...)
+		if !in.project.Trusted {
+			in.projectOnly = projectOnlyPlugins(in.snap)
+		}
+	}
+	set.project = in.project
+	var hw []string
+	in.httpAllow, hw = httpHookAllowlist(in.snap)
+	set.warnings = append(set.warnings, hw...)
 
 	units := make([]*unit, len(in.recs)+len(in.inline))
 	work := make(chan int)
@@ -337,7 +357,58 @@ func (in *loadInput) loadInstalled(ctx context.Context, r cache.Record, enabled 
 	if len(u.st.Errors) == 0 {
 		u.path = r.InstallPath
 	}
+	if in.projectOnly[r.ID] && u.st.Forced != "on" {
+		in.gateProjectCode(u)
+	}
 	return u
+}
+
+// gateProjectCode skips the hooks and servers of a plugin that only the
+// untrusted project folder's settings enable: its prompts still load.
+func (in *loadInput) gateProjectCode(u *unit) {
+	kept := make([]Component, 0, len(u.comps))
+	for _, c := range u.comps {
+		if runsCode(c.Kind) {
+			u.skips = append(u.skips, Skipped{Component: c, Err: in.project.Err})
+			continue
+		}
+		kept = append(kept, c)
+	}
+	u.comps = kept
+}
+
+func runsCode(k plugin.ComponentKind) bool {
+	return k == plugin.KindHook || k == plugin.KindMCPServer || k == plugin.KindLSPServer
+}
+
+// projectOnlyPlugins lists the plugins enabled by the project or local
+// settings and by no user, flag or managed document.
+func projectOnlyPlugins(snap *settings.Snapshot) map[plugin.ID]bool {
+	out := map[plugin.ID]bool{}
+	elsewhere := map[plugin.ID]bool{}
+	for _, doc := range snap.Docs {
+		if doc.Missing || len(doc.Data) == 0 || !bytes.Contains(doc.Data, []byte("nabledPlugins")) && bytes.IndexByte(doc.Data, '\\') < 0 {
+			continue
+		}
+		s, err := settings.Parse(doc.Name, doc.Data)
+		if err != nil {
+			continue
+		}
+		for id, on := range s.EnabledPlugins {
+			if !on {
+				continue
+			}
+			if doc.Scope == settings.ScopeProject || doc.Scope == settings.ScopeLocal {
+				out[id] = true
+			} else {
+				elsewhere[id] = true
+			}
+		}
+	}
+	for id := range elsewhere {
+		delete(out, id)
+	}
+	return out
 }
 
 func (in *loadInput) loadInline(ctx context.Context, dir string) *unit {
@@ -549,18 +620,21 @@ func (in *loadInput) filter(ctx context.Context, u *unit, id plugin.ID, comps []
 	}
 	if !refused {
 		u.comps = comps
-		return
-	}
-	u.comps = make([]Component, 0, len(comps))
-	for i := range comps {
-		if s, si, ok := surfaceIndex(comps[i].Kind); ok {
-			if err := surfaceOK(s, si); err != nil {
-				u.skips = append(u.skips, Skipped{Component: comps[i], Err: err})
-				continue
+	} else {
+		u.comps = make([]Component, 0, len(comps))
+		for i := range comps {
+			if s, si, ok := surfaceIndex(comps[i].Kind); ok {
+				if err := surfaceOK(s, si); err != nil {
+					u.skips = append(u.skips, Skipped{Component: comps[i], Err: err})
+					continue
+				}
 			}
+			u.comps = append(u.comps, comps[i])
 		}
-		u.comps = append(u.comps, comps[i])
 	}
+	var warns []string
+	u.comps, u.skips, warns = in.prepareHooks(u.comps, u.skips)
+	u.warns = append(u.warns, warns...)
 }
 
 // surfaceIndex is surfaceOf with a small index per surface.
@@ -795,6 +869,20 @@ func (in *loadInput) ownComponents(ctx context.Context) (comps []Component, skip
 		if err != nil {
 			continue // already an issue of the merged snapshot
 		}
+		add := add
+		if (doc.Scope == settings.ScopeProject || doc.Scope == settings.ScopeLocal) && !in.project.Trusted {
+			// The project folder's code waits for its trust.
+			add = func(cs []Component, s settings.Surface, from string) {
+				err := allow(s, from) // a locked surface says so first
+				if err == nil {
+					err = in.project.Err
+				}
+				for i := range cs {
+					normalize(&cs[i])
+					skips = append(skips, Skipped{Component: cs[i], Err: err})
+				}
+			}
+		}
 		if len(s.Hooks) > 0 && string(s.Hooks) != "null" {
 			h, _, err := plugin.ParseHooks(s.Hooks, doc.Name)
 			if err != nil {
@@ -822,6 +910,9 @@ func (in *loadInput) ownComponents(ctx context.Context) (comps []Component, skip
 			}
 		}
 	}
+	var hw []string
+	comps, skips, hw = in.prepareHooks(comps, skips)
+	warns = append(warns, hw...)
 	return comps, skips, warns
 }
 

@@ -159,6 +159,12 @@ func (r *Runtime) AddPluginDir(ctx context.Context, dir string) error {
 	return nil
 }
 
+// Home is Options.Home (WHARF_HOME; "" for none).
+func (r *Runtime) Home() string { return r.o.Home }
+
+// Project is Options.Project ("" for none).
+func (r *Runtime) Project() string { return r.o.Project }
+
 // Current returns the current Set, or nil before the first successful load.
 func (r *Runtime) Current() *Set { return r.cur.Load() }
 

@@ -17,7 +17,12 @@ type Set struct {
 	skipped       []Skipped
 	warnings      []string
 	paths         []string // version dirs of the active installed plugins
+	project       FolderTrust
 }
+
+// ProjectTrust is the trust decision of the project folder the set was
+// loaded for (Trusted with an empty Folder when there is no project).
+func (s *Set) ProjectTrust() FolderTrust { return s.project }
 
 // Mode says which loader made the set.
 func (s *Set) Mode() Mode { return s.mode }

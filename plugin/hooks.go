@@ -8,21 +8,44 @@ import (
 // HookEvent names when a hook runs.
 type HookEvent string
 
-// The hook events of Claude Code plugins.
+// The hook events of Claude Code, as its hooks reference lists them.
 const (
-	HookPreToolUse       HookEvent = "PreToolUse"
-	HookPostToolUse      HookEvent = "PostToolUse"
-	HookUserPromptSubmit HookEvent = "UserPromptSubmit"
-	HookStop             HookEvent = "Stop"
-	HookSubagentStop     HookEvent = "SubagentStop"
-	HookSessionStart     HookEvent = "SessionStart"
-	HookSessionEnd       HookEvent = "SessionEnd"
-	HookNotification     HookEvent = "Notification"
-	HookPreCompact       HookEvent = "PreCompact"
+	HookPreToolUse          HookEvent = "PreToolUse"
+	HookPostToolUse         HookEvent = "PostToolUse"
+	HookPostToolUseFailure  HookEvent = "PostToolUseFailure"
+	HookPostToolBatch       HookEvent = "PostToolBatch"
+	HookPermissionRequest   HookEvent = "PermissionRequest"
+	HookPermissionDenied    HookEvent = "PermissionDenied"
+	HookNotification        HookEvent = "Notification"
+	HookUserPromptSubmit    HookEvent = "UserPromptSubmit"
+	HookUserPromptExpansion HookEvent = "UserPromptExpansion"
+	HookStop                HookEvent = "Stop"
+	HookStopFailure         HookEvent = "StopFailure"
+	HookSubagentStart       HookEvent = "SubagentStart"
+	HookSubagentStop        HookEvent = "SubagentStop"
+	HookPreCompact          HookEvent = "PreCompact"
+	HookPostCompact         HookEvent = "PostCompact"
+	HookSessionStart        HookEvent = "SessionStart"
+	HookSessionEnd          HookEvent = "SessionEnd"
+	HookSetup               HookEvent = "Setup"
+	HookTaskCreated         HookEvent = "TaskCreated"
+	HookTaskCompleted       HookEvent = "TaskCompleted"
+	HookTeammateIdle        HookEvent = "TeammateIdle"
+	HookElicitation         HookEvent = "Elicitation"
+	HookElicitationResult   HookEvent = "ElicitationResult"
+	HookConfigChange        HookEvent = "ConfigChange"
+	HookInstructionsLoaded  HookEvent = "InstructionsLoaded"
+	HookCwdChanged          HookEvent = "CwdChanged"
+	HookFileChanged         HookEvent = "FileChanged"
+	HookWorktreeCreate      HookEvent = "WorktreeCreate"
+	HookWorktreeRemove      HookEvent = "WorktreeRemove"
 )
 
 // HookEvents lists the known events in a stable order.
-var HookEvents = []HookEvent{HookPreToolUse, HookPostToolUse, HookUserPromptSubmit, HookStop, HookSubagentStop, HookSessionStart, HookSessionEnd, HookNotification, HookPreCompact}
+var HookEvents = []HookEvent{HookPreToolUse, HookPostToolUse, HookUserPromptSubmit, HookStop, HookSubagentStop, HookSessionStart, HookSessionEnd, HookNotification, HookPreCompact,
+	HookPostToolUseFailure, HookPostToolBatch, HookPermissionRequest, HookPermissionDenied, HookUserPromptExpansion, HookStopFailure, HookSubagentStart,
+	HookPostCompact, HookSetup, HookTaskCreated, HookTaskCompleted, HookTeammateIdle, HookElicitation, HookElicitationResult, HookConfigChange,
+	HookInstructionsLoaded, HookCwdChanged, HookFileChanged, HookWorktreeCreate, HookWorktreeRemove}
 
 // IsKnown reports whether e is one of HookEvents.
 func (e HookEvent) IsKnown() bool {
@@ -62,7 +85,8 @@ type Hook struct {
 
 // hookExtraKeys are hook keys Claude Code defines that wharf passes through.
 var hookExtraKeys = map[string]bool{"if": true, "async": true, "asyncRewake": true, "rewakeMessage": true,
-	"rewakeSummary": true, "statusMessage": true, "model": true, "once": true}
+	"rewakeSummary": true, "statusMessage": true, "model": true, "once": true,
+	"url": true, "headers": true, "allowedEnvVars": true}
 
 // ParseHooks parses a hooks.json file, or a manifest's inline hooks object.
 // Errors are *Error{Type: TypeManifestParse} wrapping *SyntaxError,
@@ -218,8 +242,13 @@ func (d *decoder) hook(n *node, f string) (Hook, bool) {
 		if hk.Prompt == "" {
 			d.errorf(n, key(f, "prompt"), "required for a %s hook", hk.Type)
 		}
+	case "http":
+		if u, ok := hk.Extra["url"]; !ok || string(u) == `""` {
+			// Kept: the agent lists the hook as a failed component.
+			d.warnf(n, key(f, "url"), "required for an http hook; this hook cannot run")
+		}
 	case "":
-		d.errorf(n, key(f, "type"), "required: command or prompt")
+		d.errorf(n, key(f, "type"), "required: command, http, prompt or agent")
 	default:
 		d.warnf(n.get("type"), key(f, "type"), "unknown hook type %q (kept; wharf does not run it)", hk.Type)
 	}

@@ -205,6 +205,9 @@ var claudeKeys = map[string]bool{
 	"outputStyle": true, "forceLoginMethod": true, "enableAllProjectMcpServers": true,
 	"enabledMcpjsonServers": true, "disabledMcpjsonServers": true, "disableAllHooks": true,
 	"awsAuthRefresh": true, "awsCredentialExport": true, "theme": true, "spinnerTipsEnabled": true,
+	"allowedHttpHookUrls": true, "httpHookAllowedEnvVars": true,
+	// Read by the agent (project-folder trust, managed settings): kept here.
+	"trustedProjectFolders": true, "disableProjectCode": true,
 }
 
 // serverKeys name the policy server in managed settings; the policy

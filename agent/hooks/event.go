@@ -19,9 +19,10 @@ const MaxEventSize = 16 << 20
 // object, passed unchanged to every hook on stdin.
 type Event struct {
 	Name plugin.HookEvent
-	// Target is what matchers are matched against: the tool name of
-	// PreToolUse and PostToolUse, the source of SessionStart, the trigger of
-	// PreCompact. Empty for events without a matcher target.
+	// Target is what matchers are matched against: the value of the
+	// event's matcher field (EventSpec.Matcher: tool_name of tool events,
+	// source of SessionStart, trigger of PreCompact...). Empty for events
+	// without a matcher field.
 	Target string
 	// Raw is the event object, compacted.
 	Raw json.RawMessage
@@ -41,14 +42,6 @@ func (e *EventError) Error() string {
 	return fmt.Sprintf("hook event %s: %s", e.Event, e.Msg)
 }
 
-// matcherField names the field of each event that matchers select on.
-var matcherField = map[plugin.HookEvent]string{
-	plugin.HookPreToolUse:   "tool_name",
-	plugin.HookPostToolUse:  "tool_name",
-	plugin.HookSessionStart: "source",
-	plugin.HookPreCompact:   "trigger",
-}
-
 // ReadEvent reads at most max bytes (MaxEventSize when max <= 0) of event
 // JSON from r and parses it with ParseEvent.
 func ReadEvent(name string, r io.Reader, max int64) (Event, error) {
@@ -66,9 +59,10 @@ func ReadEvent(name string, r io.Reader, max int64) (Event, error) {
 }
 
 // ParseEvent parses the event JSON of event name. The JSON must be one
-// object; hook_event_name, when present, must agree with name; the matcher
-// field (tool_name for tool events), when present, must be a string.
-// Empty input is an event with no fields.
+// object; hook_event_name, when present, must agree with name (it is added
+// when absent, so hooks always get it); a documented field, when present,
+// must have its documented JSON type. Empty input is an event with no
+// fields.
 func ParseEvent(name string, data []byte) (Event, error) {
 	ev := plugin.HookEvent(name)
 	if !ev.IsKnown() {
@@ -99,10 +93,22 @@ func ParseEvent(name string, data []byte) (Event, error) {
 		}
 	}
 	out := Event{Name: ev}
-	if f, ok := matcherField[ev]; ok {
-		if raw, ok := obj[f]; ok && string(raw) != "null" {
+	spec, _ := SpecOf(ev)
+	for _, fs := range [][]Field{CommonFields, spec.Fields} {
+		for _, fd := range fs {
+			raw, ok := obj[fd.Name]
+			if !ok || string(raw) == "null" || fd.Type == "any" {
+				continue
+			}
+			if got := jsonType(raw); got != fd.Type {
+				return Event{}, &EventError{Event: name, Msg: fmt.Sprintf("field %s must be a %s, got %s", fd.Name, fd.Type, truncate(string(raw), 80))}
+			}
+		}
+	}
+	if spec.Matcher != "" {
+		if raw, ok := obj[spec.Matcher]; ok && string(raw) != "null" {
 			if err := json.Unmarshal(raw, &out.Target); err != nil {
-				return Event{}, &EventError{Event: name, Msg: fmt.Sprintf("field %s must be a string, got %s", f, truncate(string(raw), 80))}
+				return Event{}, &EventError{Event: name, Msg: fmt.Sprintf("field %s must be a string, got %s", spec.Matcher, truncate(string(raw), 80))}
 			}
 		}
 	}
@@ -110,8 +116,41 @@ func ParseEvent(name string, data []byte) (Event, error) {
 	if err := json.Compact(&buf, data); err != nil {
 		return Event{}, &EventError{Event: name, Msg: "stdin is not valid JSON: " + err.Error()}
 	}
+	if _, ok := obj["hook_event_name"]; !ok {
+		// Hooks read the event's name from their input, as Claude Code
+		// sends it.
+		b := buf.Bytes()
+		nb, _ := json.Marshal(name)
+		rest := b[1:]
+		sep := ","
+		if len(bytes.TrimSpace(rest)) == 1 { // "}"
+			sep = ""
+		}
+		buf = *bytes.NewBuffer(append(append(append([]byte(`{"hook_event_name":`), nb...), sep...), rest...))
+	}
 	out.Raw = buf.Bytes()
 	return out, nil
+}
+
+// jsonType names the JSON type of a valid JSON value.
+func jsonType(raw json.RawMessage) string {
+	t := bytes.TrimSpace(raw)
+	if len(t) == 0 {
+		return ""
+	}
+	switch t[0] {
+	case '"':
+		return "string"
+	case '{':
+		return "object"
+	case '[':
+		return "array"
+	case 't', 'f':
+		return "boolean"
+	case 'n':
+		return "null"
+	}
+	return "number"
 }
 
 func describeJSONErr(data []byte, err error) string {

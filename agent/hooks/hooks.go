@@ -1,16 +1,23 @@
-// Package hooks runs the command hooks of the active plugin set for one
-// event and combines their answers the way Claude Code does.
+// Package hooks runs the command and http hooks of the active plugin set
+// for one event and combines their answers the way Claude Code does.
 //
-// Every matching hook runs as `sh -c <command>` with the event JSON on its
-// stdin and the plugin's environment (CLAUDE_PLUGIN_ROOT, WHARF_PLUGIN_ROOT,
-// CLAUDE_PLUGIN_DATA, CLAUDE_PROJECT_DIR), in its own process group, under a
-// timeout (the hook's own, else 60 s) after which the whole group is killed.
-// Hooks run in parallel, bounded; their results are combined in the
+// Every event of Claude Code's hooks reference is known (Specs): its
+// matcher field, its documented input fields and what exit code 2 does for
+// it. Every matching command hook runs as `sh -c <command>` with the event
+// JSON on its stdin and the plugin's environment (CLAUDE_PLUGIN_ROOT,
+// WHARF_PLUGIN_ROOT, CLAUDE_PLUGIN_DATA, CLAUDE_PROJECT_DIR), in its own
+// process group, under a timeout (the hook's own, else 60 s) after which the
+// whole group is killed; an http hook POSTs the event JSON to its URL.
+// Before a hook runs, the scripts it names are checked against the digests
+// taken when the set was loaded: a changed script is refused until the next
+// reload. Hooks run in parallel, bounded; their results are combined in the
 // deterministic order of the hooks, not in the order they finish:
 //
-//   - exit 2 blocks, with stderr as the reason;
+//   - exit 2 blocks, with stderr as the reason, for events that can block;
+//     for the others it is feedback or a non-blocking error (EventSpec.Exit2);
 //   - exit 0 with stdout JSON {"decision":"block"} blocks with its reason,
-//     {"decision":"approve"} approves;
+//     {"decision":"approve"} approves; PreToolUse's permissionDecision and
+//     PermissionRequest's decision.behavior deny or allow;
 //   - any other exit code, a crash (signal), a timeout or a hook that cannot
 //     start is a non-blocking error reported with the hook's identity;
 //   - hookSpecificOutput objects are merged and passed through.
@@ -24,8 +31,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"sync"
@@ -62,9 +71,19 @@ type Hook struct {
 	Path    string           `json:"path,omitempty"`
 	Event   plugin.HookEvent `json:"event"`
 	Matcher string           `json:"matcher,omitempty"`
-	// Type is "" for a command hook; other types (prompt) are not run.
+	// Type is "" for a command hook, "http" for an http hook; other types
+	// (prompt, agent: they need a model) are not run.
 	Type    string `json:"type,omitempty"`
 	Command string `json:"command"`
+	// URL, Headers and AllowedEnvVars configure an http hook: the event
+	// JSON is POSTed to URL; $VAR and ${VAR} in header values are
+	// substituted only for the variables AllowedEnvVars names.
+	URL            string            `json:"url,omitempty"`
+	Headers        map[string]string `json:"-"`
+	AllowedEnvVars []string          `json:"-"`
+	// Pins are the hook's scripts as the set loaded them; a hook whose
+	// script changed since is refused (agent.ScriptChangedError).
+	Pins []agent.ScriptPin `json:"-"`
 	// Timeout is 0 for DefaultTimeout.
 	Timeout time.Duration `json:"-"`
 	// Env is added to the runner's base environment.
@@ -77,8 +96,9 @@ type Hook struct {
 
 // FromSet returns the hooks of the Set for event, in the Set's order (which
 // is deterministic), with the environment of their component. Run runs the
-// command hooks and reports the others (prompt hooks need a model: the
-// agent runs them) in Result.NotRun.
+// command and http hooks and reports the others in Result.NotRun (the
+// loader already leaves prompt and agent hooks out of the Set: wharf has no
+// model to run them).
 func FromSet(s *agent.Set, event plugin.HookEvent, projectDir string) []Hook {
 	if s == nil {
 		return nil
@@ -95,8 +115,9 @@ func FromSet(s *agent.Set, event plugin.HookEvent, projectDir string) []Hook {
 		env := c.Env(projectDir)
 		for i, m := range c.Hook.Matchers {
 			for j, h := range m.Hooks {
+				oi, oj := c.Hook.Pos(i, j)
 				hk := Hook{
-					ID:      fmt.Sprintf("%s:%s[%d][%d]", base, event, i, j),
+					ID:      fmt.Sprintf("%s:%s[%d][%d]", base, event, oi, oj),
 					Source:  c.Source,
 					Path:    c.Path,
 					Event:   event,
@@ -113,6 +134,10 @@ func FromSet(s *agent.Set, event plugin.HookEvent, projectDir string) []Hook {
 				if h.Type != "" && h.Type != "command" {
 					hk.Type = h.Type
 				}
+				if h.Type == "http" {
+					httpFields(&hk, h.Extra)
+				}
+				hk.Pins = c.Hook.Scripts[h.Command]
 				out = append(out, hk)
 			}
 		}
@@ -142,6 +167,8 @@ type Runner struct {
 	Shell string
 	// BaseEnv is the environment hooks start from (default os.Environ()).
 	BaseEnv []string
+	// HTTPClient sends http hooks' requests (default http.DefaultClient).
+	HTTPClient *http.Client
 }
 
 // Outcome is what one hook did.
@@ -180,6 +207,10 @@ type Result struct {
 	Reason string `json:"reason,omitempty"`
 	// BlockedBy is the ID of that first blocking hook.
 	BlockedBy string `json:"blockedBy,omitempty"`
+	// Effect says what the block means for this event, as Claude Code
+	// documents it ("blocks the tool call", "denies the permission",
+	// "the tool already ran; the reason goes to the model"...).
+	Effect string `json:"effect,omitempty"`
 	// Continue is false when a hook asked the agent to stop (continue:
 	// false); StopReason is the first such hook's stopReason.
 	Continue   *bool  `json:"continue,omitempty"`
@@ -207,20 +238,63 @@ type Result struct {
 // Blocked reports whether the combined decision blocks.
 func (r *Result) Blocked() bool { return r.Decision == DecisionBlock }
 
-// Matches reports whether the hook's matcher selects target. An empty or
-// "*" matcher selects everything, as does any matcher for events that have no
-// matcher target (target ""); otherwise the matcher is a regular expression
-// that must match the whole target ("Edit|Write" selects Edit and Write, not
-// NotebookEdit).
+// Matches reports whether the hook's matcher selects target, as Claude Code
+// compares them: an empty or "*" matcher selects everything; a matcher of
+// only letters, digits, "_" and "|" is an exact name or a "|"-separated list
+// of exact names ("Edit|Write" selects Edit and Write, not NotebookEdit;
+// "mcp__memory" selects no MCP tool); any other matcher is a regular
+// expression searched in the target ("^mcp__" selects every MCP tool).
 func Matches(matcher, target string) (bool, error) {
 	if matcher == "" || matcher == "*" {
 		return true, nil
 	}
-	re, err := regexp.Compile("^(?:" + matcher + ")$")
+	if isPlainMatcher(matcher) {
+		for _, alt := range strings.Split(matcher, "|") {
+			if alt == target {
+				return true, nil
+			}
+		}
+		return false, nil
+	}
+	re, err := regexp.Compile(matcher)
 	if err != nil {
 		return false, fmt.Errorf("matcher %q is not a valid regular expression: %v", matcher, err)
 	}
 	return re.MatchString(target), nil
+}
+
+// MatchesEvent is Matches with the event's own rules: FileChanged matchers
+// are "|"-separated file names compared with the base name of file_path.
+func MatchesEvent(ev plugin.HookEvent, matcher, target string) (bool, error) {
+	if ev == plugin.HookFileChanged && matcher != "" && matcher != "*" {
+		base := filepath.Base(target)
+		for _, alt := range strings.Split(matcher, "|") {
+			if alt == base || alt == target {
+				return true, nil
+			}
+		}
+		return false, nil
+	}
+	return Matches(matcher, target)
+}
+
+func isPlainMatcher(m string) bool {
+	for _, c := range m {
+		if !(c == '_' || c == '|' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9') {
+			return false
+		}
+	}
+	return true
+}
+
+// checkPins re-checks a hook's scripts against the digests of the load.
+func checkPins(pins []agent.ScriptPin) error {
+	for _, p := range pins {
+		if err := p.Check(); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // Run runs the hooks of ev's event that match ev and combines their results.
@@ -236,8 +310,8 @@ func (r *Runner) Run(ctx context.Context, ev Event, hooks []Hook) *Result {
 			continue
 		}
 		o := Outcome{Hook: h}
-		if _, ok := matcherField[ev.Name]; ok {
-			ok, err := Matches(h.Matcher, ev.Target)
+		if spec, ok := SpecOf(ev.Name); ok && spec.Matcher != "" {
+			ok, err := MatchesEvent(ev.Name, h.Matcher, ev.Target)
 			if err != nil {
 				o.Error = err.Error()
 				res.Hooks = append(res.Hooks, o)
@@ -253,8 +327,24 @@ func (r *Runner) Run(ctx context.Context, ev Event, hooks []Hook) *Result {
 				continue
 			}
 		}
+		if err := checkPins(h.Pins); err != nil {
+			o.Error = err.Error()
+			res.Refused = append(res.Refused, h.ID+": "+err.Error())
+			res.Hooks = append(res.Hooks, o)
+			continue
+		}
+		if h.Type == "http" {
+			if strings.TrimSpace(h.URL) == "" {
+				o.Error = "http hook has no url"
+				res.Hooks = append(res.Hooks, o)
+				continue
+			}
+			res.Hooks = append(res.Hooks, o)
+			todo = append(todo, len(res.Hooks)-1)
+			continue
+		}
 		if h.Type != "" && h.Type != "command" {
-			res.NotRun = append(res.NotRun, h.ID+": "+h.Type+" hook; the agent runs it")
+			res.NotRun = append(res.NotRun, h.ID+": "+h.Type+" hook; wharf has no model to run it")
 			continue
 		}
 		if strings.TrimSpace(h.Command) == "" {
@@ -284,7 +374,11 @@ func (r *Runner) Run(ctx context.Context, ev Event, hooks []Hook) *Result {
 		go func(o *Outcome) {
 			defer wg.Done()
 			defer func() { <-sem }()
-			r.runOne(ctx, ev, o)
+			if o.Type == "http" {
+				r.runHTTP(ctx, ev, o)
+			} else {
+				r.runOne(ctx, ev, o)
+			}
 		}(&res.Hooks[i])
 	}
 	wg.Wait()
@@ -372,15 +466,12 @@ func (r *Runner) runOne(ctx context.Context, ev Event, o *Outcome) {
 			return
 		}
 	}
-	switch o.ExitCode {
-	case 0:
-		parseOutput(o, stdout.Bytes())
-	case 2:
-		o.Decision = DecisionBlock
-		o.Reason = strings.TrimSpace(stderr.String())
-		if o.Reason == "" {
-			o.Reason = "blocked by hook " + o.ID + " (exit code 2)"
-		}
+	spec, _ := SpecOf(ev.Name)
+	switch {
+	case o.ExitCode == 0:
+		parseOutput(o, spec, stdout.Bytes())
+	case o.ExitCode == 2 || spec.AnyNonZeroBlocks:
+		exit2(o, spec, stderr.String())
 	default:
 		o.Error = fmt.Sprintf("exit code %d%s%s", o.ExitCode, signalNote(o.ExitCode), stderrNote(stderr.String()))
 	}
@@ -414,12 +505,29 @@ type hookOutput struct {
 	HookSpecificOutput map[string]json.RawMessage `json:"hookSpecificOutput"`
 }
 
-func parseOutput(o *Outcome, out []byte) {
+// exit2 applies a blocking exit (2, or any non-zero exit of an event whose
+// every failure blocks) as the event documents it.
+func exit2(o *Outcome, spec EventSpec, stderr string) {
+	switch spec.Exit2 {
+	case Exit2Block, Exit2Feedback:
+		o.Decision = DecisionBlock
+		o.Reason = strings.TrimSpace(stderr)
+		if o.Reason == "" {
+			o.Reason = fmt.Sprintf("blocked by hook %s (exit code %d)", o.ID, o.ExitCode)
+		}
+	case Exit2User:
+		o.Error = fmt.Sprintf("exit code 2, but %s cannot be blocked; shown to the user%s", spec.Name, stderrNote(stderr))
+	case Exit2Ignored:
+		// Claude Code ignores the exit code and output of these events.
+	}
+}
+
+func parseOutput(o *Outcome, spec EventSpec, out []byte) {
 	t := bytes.TrimSpace(out)
 	if len(t) == 0 {
 		return
 	}
-	if t[0] != '{' {
+	if t[0] != '{' || spec.Exit2 == Exit2Ignored {
 		o.Output = truncate(string(t), 64<<10)
 		return
 	}
@@ -432,16 +540,55 @@ func parseOutput(o *Outcome, out []byte) {
 	switch ho.Decision {
 	case "":
 	case DecisionBlock, DecisionApprove:
+		if ho.Decision == DecisionBlock && !spec.Blocking() {
+			o.Error = fmt.Sprintf("stdout decision \"block\" ignored: %s cannot be blocked", spec.Name)
+			break
+		}
 		o.Decision = ho.Decision
 		o.Reason = ho.Reason
 	default:
 		o.Error = fmt.Sprintf("stdout decision %q is neither \"block\" nor \"approve\"; ignored", ho.Decision)
 	}
-	if ho.Decision == DecisionBlock && o.Reason == "" {
+	if o.Decision == DecisionBlock && o.Reason == "" {
 		o.Reason = "blocked by hook " + o.ID
 	}
 	o.hso = ho.HookSpecificOutput
+	specificDecision(o, spec.Name)
 	o.cont, o.stop, o.sysMsg, o.suppress = ho.Continue, ho.StopReason, ho.SystemMessage, ho.SuppressOutput
+}
+
+// specificDecision reads the decisions events carry in hookSpecificOutput:
+// PreToolUse's permissionDecision (deny blocks the tool call, allow
+// approves it) and PermissionRequest's decision.behavior (deny denies the
+// permission, allow grants it). A top-level decision of the same hook wins.
+func specificDecision(o *Outcome, ev plugin.HookEvent) {
+	if o.Decision != "" || o.hso == nil {
+		return
+	}
+	var decision, reason string
+	switch ev {
+	case plugin.HookPreToolUse:
+		_ = json.Unmarshal(o.hso["permissionDecision"], &decision)
+		_ = json.Unmarshal(o.hso["permissionDecisionReason"], &reason)
+	case plugin.HookPermissionRequest:
+		var d struct {
+			Behavior string `json:"behavior"`
+			Message  string `json:"message"`
+		}
+		_ = json.Unmarshal(o.hso["decision"], &d)
+		decision, reason = d.Behavior, d.Message
+	default:
+		return
+	}
+	switch decision {
+	case "deny":
+		o.Decision, o.Reason = DecisionBlock, reason
+		if reason == "" {
+			o.Reason = "denied by hook " + o.ID
+		}
+	case "allow":
+		o.Decision, o.Reason = DecisionApprove, reason
+	}
 }
 
 // permissionRank orders PreToolUse permission decisions: the strictest wins.
@@ -503,6 +650,12 @@ func combine(res *Result) {
 				}
 			case "permissionDecisionReason":
 				// Goes with its permissionDecision.
+			case "decision":
+				// PermissionRequest: a denial beats a grant.
+				prev, ok := res.HookSpecificOutput[k]
+				if !ok || behavior(prev) != "deny" && behavior(v) == "deny" {
+					res.HookSpecificOutput[k] = v
+				}
 			default:
 				if _, ok := res.HookSpecificOutput[k]; !ok {
 					res.HookSpecificOutput[k] = v
@@ -519,6 +672,11 @@ func combine(res *Result) {
 		}
 	}
 	res.SystemMessage = strings.Join(msgs, "\n")
+	if res.Decision == DecisionBlock {
+		if spec, ok := SpecOf(res.Event); ok {
+			res.Effect = spec.Effect
+		}
+	}
 	if res.Decision == "" && approved {
 		res.Decision, res.Reason = DecisionApprove, approveReason
 	}
@@ -543,3 +701,11 @@ func (b *capBuffer) Write(p []byte) (int, error) {
 
 func (b *capBuffer) Bytes() []byte  { b.mu.Lock(); defer b.mu.Unlock(); return b.buf.Bytes() }
 func (b *capBuffer) String() string { return string(b.Bytes()) }
+
+func behavior(v any) string {
+	if m, ok := v.(map[string]any); ok {
+		s, _ := m["behavior"].(string)
+		return s
+	}
+	return ""
+}

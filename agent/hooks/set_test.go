@@ -139,7 +139,10 @@ func TestStrictPluginOnlyCustomizationSkipsUserHooks(t *testing.T) {
 	}
 }
 
-func TestPromptHooksReportedNotRun(t *testing.T) {
+// A prompt hook needs a model: it is a failed component (file, field,
+// reason), never live; the command hook next to it runs under its own
+// position in the file.
+func TestPromptHooksAreComponentFailures(t *testing.T) {
 	w := worldtest.New(t)
 	w.Install("mixed@corp", "1.0.0", map[string]string{
 		".claude-plugin/plugin.json": `{"name": "mixed", "version": "1.0.0"}`,
@@ -147,10 +150,11 @@ func TestPromptHooksReportedNotRun(t *testing.T) {
 	})
 	s := w.Load(w.Runtime(w.Options()), agent.CacheOnly)
 	res := runSet(t, s, w.Project, "Bash")
-	if len(res.Hooks) != 1 || res.Decision != "approve" {
+	if len(res.Hooks) != 1 || res.Decision != "approve" || res.Hooks[0].ID != "plugin:mixed@corp:PreToolUse[0][1]" || len(res.NotRun) != 0 {
 		t.Fatalf("%s", dump(res))
 	}
-	if len(res.NotRun) != 1 || !strings.HasPrefix(res.NotRun[0], "plugin:mixed@corp:PreToolUse[0][0]: prompt hook") {
-		t.Fatalf("NotRun = %q", res.NotRun)
+	sk := s.Skipped()
+	if len(sk) != 1 || !strings.Contains(sk[0].Err.Error(), "hooks.json: field hooks.PreToolUse[0].hooks[0].type: a prompt hook needs a model") {
+		t.Fatalf("skipped = %v", sk)
 	}
 }

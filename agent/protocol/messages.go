@@ -117,6 +117,7 @@ type Skipped struct {
 // plus the MCP servers' states.
 type StatusResponse struct {
 	Mode          string               `json:"mode"`
+	Project       *agent.FolderTrust   `json:"project,omitempty" doc:"the project folder's trust: hooks and servers from it load only when trusted"`
 	PolicyVersion string               `json:"policyVersion,omitempty"`
 	SettingsHash  string               `json:"settingsHash,omitempty"`
 	Plugins       []agent.PluginStatus `json:"plugins"`
@@ -142,8 +143,22 @@ type ReloadResponse struct {
 
 // RunHookRequest runs the hooks of the current set for one event.
 type RunHookRequest struct {
-	Event string          `json:"event" doc:"PreToolUse, PostToolUse, UserPromptSubmit, Stop, SubagentStop, SessionStart, SessionEnd, Notification or PreCompact"`
-	Input json.RawMessage `json:"input,omitempty" doc:"the event object the hooks get on stdin (tool_name selects matchers)"`
+	Event string          `json:"event" doc:"any hook event Claude Code documents: PreToolUse, PostToolUse, PostToolUseFailure, PostToolBatch, PermissionRequest, PermissionDenied, Notification, UserPromptSubmit, UserPromptExpansion, Stop, StopFailure, SubagentStart, SubagentStop, PreCompact, PostCompact, SessionStart, SessionEnd, Setup, TaskCreated, TaskCompleted, TeammateIdle, Elicitation, ElicitationResult, ConfigChange, InstructionsLoaded, CwdChanged, FileChanged, WorktreeCreate or WorktreeRemove"`
+	Input json.RawMessage `json:"input,omitempty" doc:"the event object the hooks get on stdin (or as an http hook's body); the event's matcher field (tool_name, source, trigger, agent_type...) selects matchers"`
+}
+
+// TrustFolderRequest trusts (or forgets) a project folder.
+type TrustFolderRequest struct {
+	Path   string `json:"path,omitempty" doc:"the folder (default: the session's project folder)"`
+	Revoke bool   `json:"revoke,omitempty" doc:"forget the folder's trust instead"`
+}
+
+// TrustFolderResponse says what is remembered now.
+type TrustFolderResponse struct {
+	Folder  string `json:"folder" doc:"the canonical path (absolute, symlinks resolved) trust is remembered under"`
+	Trusted bool   `json:"trusted" doc:"the folder itself is remembered as trusted"`
+	Removed bool   `json:"removed,omitempty" doc:"revoke: the folder was trusted itself and is no longer"`
+	Reload  bool   `json:"reloadNeeded" doc:"the current set does not reflect the change yet: send a reload"`
 }
 
 // PolicyCheckRequest asks policy one question. Its fields are those of
@@ -213,6 +228,7 @@ type Backend interface {
 	Status(context.Context, StatusRequest) (*StatusResponse, error)
 	Reload(context.Context, ReloadRequest) (*ReloadResponse, error)
 	RunHook(context.Context, RunHookRequest) (*hooks.Result, error)
+	TrustFolder(context.Context, TrustFolderRequest) (*TrustFolderResponse, error)
 	PolicyCheck(context.Context, PolicyCheckRequest) (*PolicyCheckResponse, error)
 	MCPListTools(context.Context, MCPListToolsRequest) (*MCPListToolsResponse, error)
 	MCPCallTool(context.Context, MCPCallToolRequest) (*MCPCallToolResponse, error)
@@ -276,6 +292,10 @@ func methodTable() []method {
 		def("run_hook", "Runs the matching hooks of the current set for one event and returns the combined decision.",
 			func(ctx context.Context, s *Server, req RunHookRequest) (*hooks.Result, error) {
 				return s.Backend.RunHook(ctx, req)
+			}),
+		def("trust_folder", "Trusts a project folder (or forgets it): its hooks and MCP servers load at the next reload. Remembered per path in WHARF_HOME; managed settings may pre-trust or forbid.",
+			func(ctx context.Context, s *Server, req TrustFolderRequest) (*TrustFolderResponse, error) {
+				return s.Backend.TrustFolder(ctx, req)
 			}),
 		def("policy_check", "Asks policy one question; the decision says which layer and rule decided.",
 			func(ctx context.Context, s *Server, req PolicyCheckRequest) (*PolicyCheckResponse, error) {

@@ -85,6 +85,9 @@ func (b *Runtime) Status(ctx context.Context, _ StatusRequest) (*StatusResponse,
 	}
 	out := &StatusResponse{Mode: s.Mode().String(), PolicyVersion: s.PolicyVersion(), SettingsHash: s.SettingsHash(),
 		Plugins: s.Plugins(), Skipped: []Skipped{}, Warnings: s.Warnings(), MCPServers: []mcp.Status{}}
+	if pt := s.ProjectTrust(); pt.Folder != "" {
+		out.Project = &pt
+	}
 	if out.Plugins == nil {
 		out.Plugins = []agent.PluginStatus{}
 	}
@@ -141,6 +144,38 @@ func (b *Runtime) Reload(ctx context.Context, req ReloadRequest) (*ReloadRespons
 	sort.Strings(out.Added)
 	sort.Strings(out.Removed)
 	return out, nil
+}
+
+// TrustFolder trusts or forgets a project folder in the runtime's home.
+func (b *Runtime) TrustFolder(ctx context.Context, req TrustFolderRequest) (*TrustFolderResponse, error) {
+	dir := req.Path
+	if dir == "" {
+		dir = b.Runtime.Project()
+	}
+	if dir == "" {
+		return nil, errors.New("trust_folder: the session has no project folder; pass path")
+	}
+	home := b.Runtime.Home()
+	if req.Revoke {
+		p, err := agent.CanonicalFolder(dir)
+		if err != nil {
+			return nil, err
+		}
+		found, err := agent.UntrustFolder(ctx, home, dir)
+		if err != nil {
+			return nil, err
+		}
+		return &TrustFolderResponse{Folder: p, Removed: found, Reload: found}, nil
+	}
+	p, err := agent.TrustFolder(ctx, home, dir)
+	if err != nil {
+		return nil, err
+	}
+	reload := true
+	if s := b.Runtime.Current(); s != nil && s.ProjectTrust().Trusted {
+		reload = false
+	}
+	return &TrustFolderResponse{Folder: p, Trusted: true, Reload: reload}, nil
 }
 
 // RunHook runs the current set's hooks for one event.

@@ -44,7 +44,7 @@ func newAgentCmd(a *app) *cobra.Command {
 	pf.StringVar(&opts.project, "project", "", "the project directory (default: the nearest directory with .wharf or .git)")
 	cmd.AddCommand(newAgentComponentsCmd(a, opts))
 	cmd.AddCommand(newAgentStatusCmd(a, opts))
-	cmd.AddCommand(newAgentHookCmd(a, opts), newAgentMCPCmd(a, opts), newAgentServeCmd(a, opts))
+	cmd.AddCommand(newAgentHookCmd(a, opts), newAgentMCPCmd(a, opts), newAgentServeCmd(a, opts), newAgentTrustCmd(a, opts))
 	return cmd
 }
 
@@ -187,6 +187,7 @@ func newAgentComponentsCmd(a *app, opts *agentOptions) *cobra.Command {
 // statusJSON is `wharf agent status --json`.
 type statusJSON struct {
 	Mode     string               `json:"mode"`
+	Project  *agent.FolderTrust   `json:"project,omitempty"`
 	Plugins  []agent.PluginStatus `json:"plugins"`
 	Skipped  []skippedJSON        `json:"skipped"`
 	Warnings []string             `json:"warnings"`
@@ -208,6 +209,9 @@ func newAgentStatusCmd(a *app, opts *agentOptions) *cobra.Command {
 				return err
 			}
 			out := statusJSON{Mode: set.Mode().String(), Plugins: set.Plugins(), Skipped: []skippedJSON{}, Warnings: set.Warnings()}
+			if pt := set.ProjectTrust(); pt.Folder != "" {
+				out.Project = &pt
+			}
 			if out.Warnings == nil {
 				out.Warnings = []string{}
 			}
@@ -245,6 +249,9 @@ func newAgentStatusCmd(a *app, opts *agentOptions) *cobra.Command {
 			}
 			if err := tw.Flush(); err != nil {
 				return err
+			}
+			if out.Project != nil {
+				a.printf("project folder %s: %s\n", out.Project.Folder, out.Project.Why)
 			}
 			for _, s := range out.Skipped {
 				a.printf("not loaded: %s %s (%s): %s\n", s.Kind, s.Name, s.Source, s.Error.Message)

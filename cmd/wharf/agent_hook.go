@@ -21,11 +21,16 @@ func newAgentHookCmd(a *app, opts *agentOptions) *cobra.Command {
 		Use:   "hook <Event>",
 		Short: "Run the active set's hooks for one event (event JSON on stdin) and print the combined decision",
 		Long: `Reads the event JSON on stdin, runs every hook of the active plugin set (and
-of user, project and managed settings) that matches the event and its tool
-name, in parallel, each with its own timeout, and prints the combined
-decision as JSON on stdout. Exit 2 when a hook blocks (the reason on stderr),
-0 otherwise; a hook that fails, crashes or times out is reported and does
-not block. Events: ` + fmt.Sprint(plugin.HookEvents),
+of user, project and managed settings) that matches the event and its matcher
+field (tool_name for tool events, source, trigger, agent_type... as Claude
+Code documents per event), in parallel, each with its own timeout, and prints
+the combined decision as JSON on stdout. Command hooks run as sh -c; http
+hooks POST the event to their URL. Exit 2 when the combined decision blocks
+(the reason on stderr; for PostToolUse and PostToolUseFailure the reason is
+feedback for the model), 0 otherwise; a hook that fails, crashes or times
+out, or exits 2 for an event that cannot be blocked, is reported and does not
+block. Hooks of an untrusted project folder do not run (see wharf agent
+trust). Events: ` + fmt.Sprint(plugin.HookEvents),
 		Args: exactArgs(1, "an event name"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ev, err := hooks.ReadEvent(args[0], cmd.InOrStdin(), 0)

@@ -1,0 +1,187 @@
+package agent
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/url"
+	"regexp"
+	"strings"
+
+	"github.com/wharfhq/wharf/plugin"
+	"github.com/wharfhq/wharf/settings"
+)
+
+// Error types of hooks that load but cannot all run.
+const (
+	// TypeHookNotRunnable (layer active): a hook wharf cannot run (a prompt
+	// or agent hook needs a model; an unknown type).
+	TypeHookNotRunnable = "hook-not-runnable"
+	// TypeHookEventUnknown (layer active): a hook for an event Claude Code
+	// does not document; it would never fire.
+	TypeHookEventUnknown = "hook-event-unknown"
+	// TypeHookURLRefused (layer policy): an http hook whose URL
+	// allowedHttpHookUrls does not allow.
+	TypeHookURLRefused = "hook-url-refused"
+)
+
+// KeyAllowedHTTPHookURLs is the settings key (as in Claude Code) listing the
+// URL patterns http hooks may POST to; "*" matches any run of characters.
+const KeyAllowedHTTPHookURLs = "allowedHttpHookUrls"
+
+// httpHookAllowlist reads allowedHttpHookUrls: managed settings own it
+// when they set it; otherwise the lists of the other documents are joined.
+// nil means no restriction; an empty list refuses every http hook.
+func httpHookAllowlist(snap *settings.Snapshot) ([]string, []string) {
+	var managed, other []string
+	var managedSet, otherSet bool
+	var warns []string
+	for _, doc := range snap.Docs {
+		if doc.Missing || len(doc.Data) == 0 || !strings.Contains(string(doc.Data), KeyAllowedHTTPHookURLs) {
+			continue
+		}
+		s, err := settings.Parse(doc.Name, doc.Data)
+		if err != nil {
+			continue
+		}
+		raw, ok := s.Unknown[KeyAllowedHTTPHookURLs]
+		if !ok {
+			continue
+		}
+		var list []string
+		if err := json.Unmarshal(raw, &list); err != nil {
+			warns = append(warns, fmt.Sprintf("%s: %s must be an array of URL patterns; every http hook is refused", doc.Name, KeyAllowedHTTPHookURLs))
+			list = []string{}
+		}
+		if doc.Scope == settings.ScopeManaged {
+			managed, managedSet = append(managed, list...), true
+		} else {
+			other, otherSet = append(other, list...), true
+		}
+	}
+	switch {
+	case managedSet:
+		if managed == nil {
+			managed = []string{}
+		}
+		return managed, warns
+	case otherSet:
+		if other == nil {
+			other = []string{}
+		}
+		return other, warns
+	}
+	return nil, warns
+}
+
+func urlAllowed(allow []string, u string) bool {
+	if allow == nil {
+		return true
+	}
+	for _, p := range allow {
+		re := "^" + strings.ReplaceAll(regexp.QuoteMeta(p), `\*`, ".*") + "$"
+		if ok, _ := regexp.MatchString(re, u); ok {
+			return true
+		}
+	}
+	return false
+}
+
+// prepareHooks checks the hook components of a load: a hook for an unknown
+// event is skipped with a warning; within a known event, a hook wharf
+// cannot run (prompt, agent, unknown type) or an http hook to a URL not
+// allowed is skipped as a component failure naming its file and field,
+// while the event's other hooks load; the scripts of the hooks that load
+// are pinned. Components are copied, never changed in place (the index
+// shares them).
+func (in *loadInput) prepareHooks(comps []Component, skips []Skipped) ([]Component, []Skipped, []string) {
+	var warns []string
+	out := comps[:0:0]
+	for _, c := range comps {
+		if c.Kind != plugin.KindHook || c.Hook == nil {
+			out = append(out, c)
+			continue
+		}
+		file := c.Path
+		if file == "" {
+			file = "marketplace entry"
+		}
+		if !c.Hook.Event.IsKnown() {
+			err := plugin.Errorf(plugin.LayerActive, TypeHookEventUnknown, componentObject(c),
+				"rename the event to one Claude Code documents (see docs/agent.md), or remove it",
+				"%s: field hooks.%s: unknown hook event %q; its hooks never fire", file, c.Hook.Event, c.Hook.Event)
+			skips = append(skips, Skipped{Component: c, Err: err})
+			warns = append(warns, err.Error())
+			continue
+		}
+		h := &Hook{Event: c.Hook.Event, Scripts: map[string][]ScriptPin{}}
+		stripped := false
+		var origin [][][2]int
+		env := c.Env(in.o.Project)
+		for i, m := range c.Hook.Matchers {
+			nm := plugin.HookMatcher{Matcher: m.Matcher}
+			var pos [][2]int
+			for j, hk := range m.Hooks {
+				field := fmt.Sprintf("hooks.%s[%d].hooks[%d]", c.Hook.Event, i, j)
+				var reason, typ, fieldName string
+				switch hk.Type {
+				case "", "command":
+				case "http":
+					var u string
+					_ = json.Unmarshal(hk.Extra["url"], &u)
+					if pu, err := url.Parse(u); err != nil || pu.Scheme != "http" && pu.Scheme != "https" || pu.Host == "" {
+						reason, typ, fieldName = fmt.Sprintf("url %q is not an http(s) URL", u), TypeHookNotRunnable, ".url"
+					} else if !urlAllowed(in.httpAllow, u) {
+						reason, typ, fieldName = fmt.Sprintf("url %q is not allowed by %s", u, KeyAllowedHTTPHookURLs), TypeHookURLRefused, ".url"
+					}
+				case "prompt", "agent":
+					reason, typ, fieldName = fmt.Sprintf("a %s hook needs a model; wharf does not run it (the agent must)", hk.Type), TypeHookNotRunnable, ".type"
+				default:
+					reason, typ, fieldName = fmt.Sprintf("unknown hook type %q; use command, http, prompt or agent", hk.Type), TypeHookNotRunnable, ".type"
+				}
+				if reason != "" {
+					layer := plugin.LayerActive
+					hint := "the event's other hooks load; fix or remove this one"
+					if typ == TypeHookURLRefused {
+						layer, hint = plugin.LayerPolicy, "ask your administrator to allow the URL in "+KeyAllowedHTTPHookURLs
+					}
+					one := c
+					one.Hook = &Hook{Event: c.Hook.Event, Matchers: []plugin.HookMatcher{{Matcher: m.Matcher, Hooks: []plugin.Hook{hk}}}}
+					skips = append(skips, Skipped{Component: one, Err: plugin.Errorf(layer, typ, componentObject(c), hint,
+						"%s: field %s%s: %s", file, field, fieldName, reason)})
+					stripped = true
+					continue
+				}
+				if _, ok := hk.Extra["if"]; ok {
+					warns = append(warns, fmt.Sprintf("%s: %s: field %s.if: wharf does not evaluate permission-rule filters; the hook runs for every event its matcher selects", componentObject(c), file, field))
+				}
+				if hk.Type != "http" && hk.Command != "" {
+					if _, ok := h.Scripts[hk.Command]; !ok {
+						h.Scripts[hk.Command] = PinScripts(hk.Command, in.o.Project, env)
+					}
+				}
+				nm.Hooks = append(nm.Hooks, hk)
+				pos = append(pos, [2]int{i, j})
+			}
+			if len(nm.Hooks) > 0 {
+				h.Matchers = append(h.Matchers, nm)
+				origin = append(origin, pos)
+			}
+		}
+		if stripped {
+			h.Origin = origin
+		}
+		if len(h.Matchers) == 0 {
+			continue // nothing of it can run: it is not live
+		}
+		c.Hook = h
+		out = append(out, c)
+	}
+	return out, skips, warns
+}
+
+func componentObject(c Component) string {
+	if c.Source == SourcePlugin {
+		return c.Plugin.String() + " " + string(c.Kind) + " " + c.Local
+	}
+	return c.Source + " " + string(c.Kind) + " " + c.Local
+}

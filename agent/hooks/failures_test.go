@@ -1,0 +1,76 @@
+package hooks
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/wharfhq/wharf/agent"
+	"github.com/wharfhq/wharf/agent/internal/worldtest"
+	"github.com/wharfhq/wharf/plugin"
+)
+
+// Hooks wharf cannot run are component failures naming file, field and
+// reason, while the event's other hooks load; an unknown event is a
+// warning and never listed live.
+func TestHookComponentFailures(t *testing.T) {
+	w := worldtest.New(t)
+	w.Install("mixed@corp", "1.0.0", map[string]string{
+		".claude-plugin/plugin.json": `{"name": "mixed", "version": "1.0.0"}`,
+		"hooks/hooks.json": `{"hooks": {
+			"PreToolUse": [{"matcher": "Bash", "hooks": [
+				{"type": "command", "command": "echo '{\"decision\":\"block\",\"reason\":\"cmd\"}'", "if": "Bash(rm *)"},
+				{"type": "prompt", "prompt": "is this safe?"},
+				{"type": "agent", "prompt": "check it"},
+				{"type": "http", "url": "https://hooks.example.com/x"},
+				{"type": "webhook", "command": "x"},
+				{"type": "http"}
+			]}],
+			"BeforeLunch": [{"hooks": [{"type": "command", "command": "true"}]}],
+			"Stop": [{"hooks": [{"type": "prompt", "prompt": "done?"}]}]
+		}}`,
+	})
+	w.SetEnabled("mixed@corp", true)
+	w.WriteManaged(map[string]any{agent.KeyAllowedHTTPHookURLs: []string{"http://127.0.0.1:*"}})
+	s := w.Load(w.Runtime(w.Options()), agent.CacheOnly)
+
+	live := s.ComponentsOf(plugin.KindHook)
+	if len(live) != 1 || live[0].Name != "mixed:PreToolUse" || len(live[0].Hook.Matchers[0].Hooks) != 1 {
+		t.Fatalf("live hooks %+v", live)
+	}
+	types := map[string][]string{}
+	for _, sk := range s.Skipped() {
+		var pe *plugin.Error
+		if !errors.As(sk.Err, &pe) {
+			t.Fatalf("%v", sk.Err)
+		}
+		types[pe.Type] = append(types[pe.Type], sk.Err.Error())
+	}
+	nr := types[agent.TypeHookNotRunnable]
+	if len(nr) != 5 || !strings.Contains(strings.Join(nr, "\n"), "hooks.PreToolUse[0].hooks[5].url: url \"\" is not an http(s) URL") || !strings.Contains(nr[0], "hooks/hooks.json: field hooks.PreToolUse[0].hooks[1].type: a prompt hook needs a model") ||
+		!strings.Contains(strings.Join(nr, "\n"), "hooks.PreToolUse[0].hooks[4].type: unknown hook type \"webhook\"") ||
+		!strings.Contains(strings.Join(nr, "\n"), "hooks.Stop[0].hooks[0].type") {
+		t.Fatalf("not runnable: %q", nr)
+	}
+	if u := types[agent.TypeHookURLRefused]; len(u) != 1 || !strings.Contains(u[0], "hooks.PreToolUse[0].hooks[3].url") {
+		t.Fatalf("url refused: %q", u)
+	}
+	if u := types[agent.TypeHookEventUnknown]; len(u) != 1 || !strings.Contains(u[0], `unknown hook event "BeforeLunch"`) {
+		t.Fatalf("unknown event: %q", u)
+	}
+	if !strings.Contains(strings.Join(s.Warnings(), "\n"), "field hooks.PreToolUse[0].hooks[0].if: wharf does not evaluate") {
+		t.Fatalf("no warning for the if filter: %q", s.Warnings())
+	}
+	if !strings.Contains(strings.Join(s.Warnings(), "\n"), "BeforeLunch") {
+		t.Fatalf("no warning for the unknown event: %q", s.Warnings())
+	}
+	st, _ := s.Plugin(plugin.MustParseID("mixed@corp"))
+	if len(st.Skipped) != 7 || st.Components != 1 {
+		t.Fatalf("plugin status %+v", st)
+	}
+	// The live command hook runs; the others are not there to run.
+	res := runPre(t, s, w.Project)
+	if !res.Blocked() || res.Reason != "cmd" || len(res.Hooks) != 1 {
+		t.Fatalf("%+v", res)
+	}
+}
