@@ -211,45 +211,6 @@ func newPruneCmd(a *app) *cobra.Command {
 	}
 }
 
-func newUpdateCmd(a *app) *cobra.Command {
-	var all bool
-	cmd := &cobra.Command{
-		Use:   "update [<name@marketplace>...] [--all]",
-		Short: "Install the version a plugin's marketplace lists now, next to the old one",
-		Long: `Update installs the version each plugin's marketplace lists now into its own
-directory; the old version stays for running agents until garbage collection.
-Run 'wharf marketplace update' first to refresh the marketplaces. Agents use
-the new version after their next reload.`,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if len(args) == 0 && !all {
-				return usageError(fmt.Errorf("name a plugin to update, or pass --all"))
-			}
-			var ids []plugin.ID
-			for _, s := range args {
-				id, err := parseIDArg(s)
-				if err != nil {
-					return err
-				}
-				ids = append(ids, id)
-			}
-			return withInstaller(a, cmd, func(ctx context.Context, in *install.Installer) ([]install.Updated, error) {
-				return in.Update(ctx, ids)
-			}, func(res []install.Updated) error {
-				for _, u := range res {
-					if u.Changed {
-						a.printf("updated %s %s -> %s (%s)\n", u.ID, u.From, u.To, u.Note)
-					} else {
-						a.printf("%s %s: %s\n", u.ID, u.From, u.Note)
-					}
-				}
-				return nil
-			})
-		},
-	}
-	cmd.Flags().BoolVar(&all, "all", false, "update every installed plugin")
-	return cmd
-}
-
 func newEnableCmd(a *app, on bool) *cobra.Command {
 	verb, short := "enable", "Enable an installed plugin in a settings scope"
 	if !on {

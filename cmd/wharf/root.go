@@ -91,6 +91,7 @@ func newRootCmd(a *app) *cobra.Command {
 	root.AddCommand(newInstallCmd(a))
 	root.AddCommand(newUninstallCmd(a))
 	root.AddCommand(newUpdateCmd(a))
+	root.AddCommand(newOutdatedCmd(a))
 	root.AddCommand(newPruneCmd(a))
 	root.AddCommand(newEnableCmd(a, true))
 	root.AddCommand(newEnableCmd(a, false))
