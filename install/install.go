@@ -38,6 +38,9 @@ type Installed struct {
 	Commit      string    `json:"gitCommitSha,omitempty"`
 	Role        string    `json:"role"` // root, dependency or installed
 	Signatures  []string  `json:"signatures,omitempty"`
+	// Already is set when this very version was installed before: the
+	// install only recorded and enabled it again.
+	Already bool `json:"alreadyInstalled,omitempty"`
 }
 
 // Result is what Install did.
@@ -185,7 +188,8 @@ func (in *Installer) Install(ctx context.Context, req Request) (*Result, error) 
 			}
 			recsToPut = append(recsToPut, rec)
 			res.Installed = append(res.Installed, Installed{ID: st.ID, Version: sv.v.Version, InstallPath: sv.v.Path, Digest: sv.v.Digest,
-				Auto: rec.Auto, Origin: sv.v.Origin, Commit: sv.commit, Role: st.Role.String(), Signatures: verified[st.ID]})
+				Auto: rec.Auto, Origin: sv.v.Origin, Commit: sv.commit, Role: st.Role.String(), Signatures: verified[st.ID],
+				Already: had && old.InstallPath == rec.InstallPath && old.Digest == rec.Digest})
 		}
 		// The whole closure is recorded in one transaction: the registry
 		// never holds a plugin without the dependencies it was installed with.

@@ -210,3 +210,16 @@ func (in *Installer) MarketplacesOf(ids []plugin.ID) ([]string, error) {
 	sort.Strings(names)
 	return names, nil
 }
+
+// InstalledIDs lists the installed plugins, in registry order.
+func (in *Installer) InstalledIDs() ([]plugin.ID, error) {
+	recs, err := in.o.Cache.List()
+	if err != nil {
+		return nil, err
+	}
+	ids := make([]plugin.ID, 0, len(recs))
+	for _, r := range recs {
+		ids = append(ids, r.ID)
+	}
+	return ids, nil
+}

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -29,7 +30,13 @@ func (a *app) Installer() (*install.Installer, error) {
 	if err != nil {
 		return nil, err
 	}
-	c, err := cache.New(cache.Options{Home: a.env.Home(), Store: st, SeedDirs: cache.SeedDirsFromEnv(), Grace: a.cfg.Grace})
+	grace := a.cfg.Grace
+	if grace == 0 {
+		// cache.Options reads 0 as "the default"; a configured 0s means
+		// no grace at all, which the shortest positive duration is.
+		grace = time.Nanosecond
+	}
+	c, err := cache.New(cache.Options{Home: a.env.Home(), Store: st, SeedDirs: cache.SeedDirsFromEnv(), Grace: grace})
 	if err != nil {
 		return nil, err
 	}
@@ -116,6 +123,14 @@ func withInstaller[T any](a *app, cmd *cobra.Command, fn func(context.Context, *
 	return human(res)
 }
 
+// nonNil makes an empty list print as [] rather than null under --json.
+func nonNil[T any](s []T) []T {
+	if s == nil {
+		return []T{}
+	}
+	return s
+}
+
 func parseIDArg(s string) (plugin.ID, error) { return plugin.ParseID(s) }
 
 func scopeFlag(cmd *cobra.Command, p *string) {
@@ -150,6 +165,10 @@ func newInstallCmd(a *app) *cobra.Command {
 					if i.Auto {
 						mark = " (dependency)"
 					}
+					if i.Already {
+						a.printf("%s %s is already installed%s\n", i.ID, i.Version, mark)
+						continue
+					}
 					a.printf("installed %s %s%s\n", i.ID, i.Version, mark)
 				}
 				a.printf("enabled in %s\n", res.Settings)
@@ -174,7 +193,11 @@ func newUninstallCmd(a *app) *cobra.Command {
 				return err
 			}
 			return withInstaller(a, cmd, func(ctx context.Context, in *install.Installer) (*install.Removed, error) {
-				return in.Uninstall(ctx, id, prune)
+				res, err := in.Uninstall(ctx, id, prune)
+				if res != nil {
+					res.Removed = nonNil(res.Removed)
+				}
+				return res, err
 			}, func(res *install.Removed) error {
 				for _, w := range res.Warnings {
 					a.warnf("%s", w)
@@ -197,7 +220,11 @@ func newPruneCmd(a *app) *cobra.Command {
 		Args:  exactArgs(0, "no arguments"),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return withInstaller(a, cmd, func(ctx context.Context, in *install.Installer) (*install.Removed, error) {
-				return in.Prune(ctx)
+				res, err := in.Prune(ctx)
+				if res != nil {
+					res.Removed = nonNil(res.Removed)
+				}
+				return res, err
 			}, func(res *install.Removed) error {
 				if len(res.Removed) == 0 {
 					a.printf("nothing to prune\n")
@@ -234,6 +261,9 @@ func newEnableCmd(a *app, on bool) *cobra.Command {
 			if err != nil {
 				return err
 			}
+			if err := requireInstalled(in, id); err != nil {
+				return err
+			}
 			file, err := in.SetEnabled(cmd.Context(), id, sc, on)
 			if err != nil {
 				return err
@@ -249,6 +279,23 @@ func newEnableCmd(a *app, on bool) *cobra.Command {
 	return cmd
 }
 
+// requireInstalled refuses to enable or disable a plugin that is not
+// installed: the settings entry would do nothing until an install.
+func requireInstalled(in *install.Installer, id plugin.ID) error {
+	ids, err := in.InstalledIDs()
+	if err != nil {
+		return err
+	}
+	for _, have := range ids {
+		if have == id {
+			return nil
+		}
+	}
+	return &plugin.Error{Layer: plugin.LayerIntent, Type: plugin.TypeNotFound, Object: id.String(),
+		Err:  fmt.Errorf("%s is not installed", id),
+		Hint: "install it with: wharf install " + id.String() + " (wharf list shows what is installed)"}
+}
+
 func newListCmd(a *app) *cobra.Command {
 	var rehash bool
 	cmd := &cobra.Command{
@@ -257,7 +304,11 @@ func newListCmd(a *app) *cobra.Command {
 		Args:  exactArgs(0, "no arguments"),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return withInstaller(a, cmd, func(ctx context.Context, in *install.Installer) ([]install.PluginStatus, error) {
-				return in.List(ctx, install.StatusOptions{Rehash: rehash})
+				rows, err := in.List(ctx, install.StatusOptions{Rehash: rehash})
+				if err == nil {
+					a.warnSettings()
+				}
+				return rows, err
 			}, func(rows []install.PluginStatus) error {
 				if len(rows) == 0 {
 					a.printf("no plugins installed; find some with: wharf search\n")
@@ -291,14 +342,56 @@ func newListCmd(a *app) *cobra.Command {
 	return cmd
 }
 
+// warnSettings warns about every problem of the settings files, as agent
+// status does: a settings file that does not parse enables nothing, so its
+// plugins show as disabled, and the user must learn why.
+func (a *app) warnSettings() {
+	snap, err := settings.Load(a.settingsPaths(), nil)
+	if err != nil {
+		a.warnf("settings: %v", err)
+		return
+	}
+	broken := false
+	seen := map[string]bool{}
+	for _, is := range snap.Merged.Issues {
+		msg := plainMessage(is.String())
+		if seen[msg] { // one file read as two scopes (home inside the project)
+			continue
+		}
+		seen[msg] = true
+		a.warnf("settings: %s", msg)
+		broken = broken || is.Severity == settings.SeverityError
+	}
+	if broken {
+		a.warnf("plugins enabled only in a file that does not parse show as disabled until it is fixed")
+	}
+}
+
 func newGCCmd(a *app) *cobra.Command {
-	return &cobra.Command{
+	var grace time.Duration
+	cmd := &cobra.Command{
 		Use:   "gc",
 		Short: "Remove cached plugin versions nothing uses, after their grace period",
-		Args:  exactArgs(0, "no arguments"),
+		Long: `Remove cached plugin versions that no installed plugin and no running
+session uses, once they have been orphaned for the grace period (--grace,
+else gc-grace / WHARF_GC_GRACE, default 168h). --grace 0s removes them now.`,
+		Example: "  wharf gc\n  wharf gc --grace 0s",
+		Args:    exactArgs(0, "no arguments"),
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if cmd.Flags().Changed("grace") {
+				if grace < 0 {
+					return usageError(fmt.Errorf("--grace %s: must not be negative", grace))
+				}
+				a.cfg.Grace = grace
+			}
 			return withInstaller(a, cmd, func(ctx context.Context, in *install.Installer) (*cache.GCReport, error) {
-				return in.GC(ctx)
+				rep, err := in.GC(ctx)
+				if rep != nil {
+					rep.Removed = nonNil(rep.Removed)
+					rep.Kept = nonNil(rep.Kept)
+					rep.Temps = nonNil(rep.Temps)
+				}
+				return rep, err
 			}, func(rep *cache.GCReport) error {
 				for _, r := range rep.Removed {
 					a.printf("removed %s\n", r)
@@ -306,8 +399,13 @@ func newGCCmd(a *app) *cobra.Command {
 				for _, k := range rep.Kept {
 					a.printf("kept %s (%s since %s)\n", k.Path, k.Reason, k.Since.Format("2006-01-02"))
 				}
+				if len(rep.Removed) == 0 && len(rep.Kept) == 0 {
+					a.printf("nothing to collect\n")
+				}
 				return nil
 			})
 		},
 	}
+	cmd.Flags().DurationVar(&grace, "grace", 0, "keep orphaned versions this long (overrides gc-grace; 0s removes them now)")
+	return cmd
 }

@@ -49,7 +49,7 @@ func (a *app) printError(err error) {
 		_ = enc.Encode(je)
 		return
 	}
-	fmt.Fprintf(a.stderr, "wharf: %s\n", err)
+	fmt.Fprintf(a.stderr, "wharf: %s\n", plainMessage(err.Error()))
 	if hint != "" {
 		fmt.Fprintf(a.stderr, "Try: %s\n", hint)
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -12,6 +13,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 	"github.com/spf13/viper"
 	"golang.org/x/term"
 
@@ -81,6 +83,7 @@ func newRootCmd(a *app) *cobra.Command {
 	pf.StringArrayVar(&a.policyPaths, "policy", nil, "an extra policy layer (settings JSON, .rego file or managed-style directory), after the managed directory; repeatable, highest first")
 	addRemotePolicyFlags(pf, &a.remote)
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError(err) })
+	root.SetUsageTemplate(usageTemplate(root.UsageTemplate()))
 	root.SetOut(a.stdout)
 	root.SetErr(a.stderr)
 
@@ -106,6 +109,38 @@ func newRootCmd(a *app) *cobra.Command {
 	root.AddCommand(newPolicyCmd(a))
 	return root
 }
+
+func init() {
+	cobra.AddTemplateFunc("flagUsages", flagUsages)
+}
+
+// usageTemplate is cobra's usage template with flags listed by flagUsages.
+func usageTemplate(t string) string {
+	t = strings.ReplaceAll(t, ".LocalFlags.FlagUsages", "flagUsages .LocalFlags")
+	return strings.ReplaceAll(t, ".InheritedFlags.FlagUsages", "flagUsages .InheritedFlags")
+}
+
+// flagUsages lists fs as pflag does, but shows a boolean flag as "--json"
+// rather than "--json[=true|false]" (--json=false still works).
+func flagUsages(fs *pflag.FlagSet) string {
+	out := pflag.NewFlagSet(fs.Name(), pflag.ContinueOnError)
+	out.SortFlags = fs.SortFlags
+	fs.VisitAll(func(f *pflag.Flag) {
+		c := *f
+		if f.Value.Type() == "bool" {
+			c.Value = plainBool{f.Value}
+		}
+		out.AddFlag(&c)
+	})
+	return out.FlagUsages()
+}
+
+// plainBool hides IsBoolFlag from pflag's usage formatting only.
+type plainBool struct{ v pflag.Value }
+
+func (b plainBool) String() string     { return b.v.String() }
+func (b plainBool) Set(s string) error { return b.v.Set(s) }
+func (b plainBool) Type() string       { return b.v.Type() }
 
 // run executes one wharf invocation and returns its exit code.
 func run(args []string, stdout, stderr io.Writer) int {
@@ -231,6 +266,12 @@ func (a *app) load(cmd *cobra.Command) error {
 	}
 	a.cfg.JSON = v.GetBool("json") // so a config error below prints in the right form
 	home := v.GetString("home")
+	if f := cmd.Flags().Lookup("home"); f != nil && f.Changed && strings.TrimSpace(f.Value.String()) == "" {
+		return usageError(errors.New("--home is empty; it must name wharf's state directory"))
+	}
+	if strings.TrimSpace(home) == "" {
+		return usageError(errors.New("WHARF_HOME is empty; it must name wharf's state directory"))
+	}
 	if home == "~" || strings.HasPrefix(home, "~/") {
 		home = filepath.Join(userHome, strings.TrimPrefix(home, "~"))
 	}
@@ -251,7 +292,7 @@ func (a *app) load(cmd *cobra.Command) error {
 		return err
 	}
 	a.cfg.GitHubHost = strings.TrimSpace(v.GetString("github-host"))
-	if a.cfg.Grace, err = durationKey(v, "gc-grace"); err != nil {
+	if a.cfg.Grace, err = durationKeyMin(v, "gc-grace", 0); err != nil {
 		return err
 	}
 	return nil
@@ -279,10 +320,20 @@ func (a *app) readConfigFile(v *viper.Viper) error {
 }
 
 func durationKey(v *viper.Viper, key string) (time.Duration, error) {
+	return durationKeyMin(v, key, time.Nanosecond)
+}
+
+// durationKeyMin parses a duration key that must be at least least (0 allows
+// zero, e.g. a gc grace of 0s removes orphans at once).
+func durationKeyMin(v *viper.Viper, key string, least time.Duration) (time.Duration, error) {
 	s := strings.TrimSpace(v.GetString(key))
 	d, err := time.ParseDuration(s)
-	if err == nil && d <= 0 {
-		err = errors.New("must be positive")
+	if err == nil && d < least {
+		if least > 0 {
+			err = errors.New("must be positive")
+		} else {
+			err = errors.New("must not be negative")
+		}
 	}
 	if err != nil {
 		return 0, configError(key, fmt.Errorf("%q: %v", s, err))
@@ -317,6 +368,9 @@ func (a *app) Store() (store.Store, error) {
 	// or a `wharf list` meanwhile.
 	a.st = store.OpenBoltOnUse(a.env.StateDB(), store.Options{LockTimeout: a.cfg.LockTimeout}, func(err error) error {
 		hint := "check that " + a.env.Home() + " is writable"
+		if errors.Is(err, fs.ErrPermission) {
+			hint = "the file is fine, wharf lacks permission to open it: run wharf as the user who owns " + a.env.StateDB() + ", or fix its owner and mode (and those of " + a.env.Home() + ")"
+		}
 		if errors.Is(err, store.ErrLocked) {
 			hint = "another wharf command is using " + a.env.StateDB() + "; wait for it to finish, or raise WHARF_LOCK_TIMEOUT"
 		}

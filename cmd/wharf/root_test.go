@@ -49,7 +49,7 @@ func TestPrintErrorForms(t *testing.T) {
 	var out, errb bytes.Buffer
 	a := &app{stdout: &out, stderr: &errb}
 	a.printError(err)
-	if got := errb.String(); got != "wharf: policy: x@y: blocked by managed policy\nTry: ask your admin\n" {
+	if got := errb.String(); got != "wharf: x@y: blocked by managed policy\nTry: ask your admin\n" {
 		t.Errorf("human error = %q", got)
 	}
 	errb.Reset()
