@@ -141,18 +141,19 @@ func newInstallCmd(a *app) *cobra.Command {
 	var scope string
 	var force bool
 	cmd := &cobra.Command{
-		Use:     "install <name@marketplace>",
+		Use:     "install <name@marketplace | name>",
 		Short:   "Install a plugin and the dependencies it needs",
-		Example: "  wharf install deploy@corp\n  wharf install deploy@corp --scope project",
+		Long:    "Install a plugin and the dependencies it needs. A bare name works when exactly one known marketplace lists it.",
+		Example: "  wharf install deploy@corp\n  wharf install deploy@corp --scope project\n  wharf install deploy",
 		Args:    exactArgs(1, "one <name@marketplace>"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			id, err := parseIDArg(args[0])
-			if err != nil {
-				return err
-			}
 			sc, err := settings.ParseScope(scope)
 			if err != nil {
 				return usageError(err)
+			}
+			id, err := a.catalogID(args[0])
+			if err != nil {
+				return err
 			}
 			return withInstaller(a, cmd, func(ctx context.Context, in *install.Installer) (*install.Result, error) {
 				return in.Install(ctx, install.Request{ID: id, Scope: sc, Force: force})
@@ -188,11 +189,11 @@ func newUninstallCmd(a *app) *cobra.Command {
 		Short: "Remove an installed plugin (warns about plugins that depend on it)",
 		Args:  exactArgs(1, "one <name@marketplace>"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			id, err := parseIDArg(args[0])
-			if err != nil {
-				return err
-			}
 			return withInstaller(a, cmd, func(ctx context.Context, in *install.Installer) (*install.Removed, error) {
+				id, err := installedArg(in, args[0])
+				if err != nil {
+					return nil, err
+				}
 				res, err := in.Uninstall(ctx, id, prune)
 				if res != nil {
 					res.Removed = nonNil(res.Removed)
@@ -249,10 +250,6 @@ func newEnableCmd(a *app, on bool) *cobra.Command {
 		Short: short,
 		Args:  exactArgs(1, "one <name@marketplace>"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			id, err := parseIDArg(args[0])
-			if err != nil {
-				return err
-			}
 			sc, err := settings.ParseScope(scope)
 			if err != nil {
 				return usageError(err)
@@ -261,7 +258,12 @@ func newEnableCmd(a *app, on bool) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if err := requireInstalled(in, id); err != nil {
+			have, err := in.InstalledIDs()
+			if err != nil {
+				return err
+			}
+			id, err := installedID(args[0], have)
+			if err != nil {
 				return err
 			}
 			file, err := in.SetEnabled(cmd.Context(), id, sc, on)
@@ -279,21 +281,18 @@ func newEnableCmd(a *app, on bool) *cobra.Command {
 	return cmd
 }
 
-// requireInstalled refuses to enable or disable a plugin that is not
-// installed: the settings entry would do nothing until an install.
-func requireInstalled(in *install.Installer, id plugin.ID) error {
-	ids, err := in.InstalledIDs()
+// installedArg parses a plugin argument of a command on installed plugins:
+// a bare name resolves when exactly one installed plugin has it; a full id
+// is taken as given (the command says when it is not installed).
+func installedArg(in *install.Installer, arg string) (plugin.ID, error) {
+	if strings.Contains(arg, "@") {
+		return parseIDArg(arg)
+	}
+	have, err := in.InstalledIDs()
 	if err != nil {
-		return err
+		return plugin.ID{}, err
 	}
-	for _, have := range ids {
-		if have == id {
-			return nil
-		}
-	}
-	return &plugin.Error{Layer: plugin.LayerIntent, Type: plugin.TypeNotFound, Object: id.String(),
-		Err:  fmt.Errorf("%s is not installed", id),
-		Hint: "install it with: wharf install " + id.String() + " (wharf list shows what is installed)"}
+	return installedID(arg, have)
 }
 
 func newListCmd(a *app) *cobra.Command {

@@ -163,3 +163,27 @@ func TestProgressOnlyOnATerminal(t *testing.T) {
 		t.Error("progress under --json")
 	}
 }
+
+func TestClosestNames(t *testing.T) {
+	cands := []string{"app-deploy", "ci-runner", "core-utils", "lint-kit"}
+	for _, tt := range []struct {
+		in   string
+		want string
+	}{
+		{"app-deplo", "app-deploy"},
+		{"lintkit", "lint-kit"},
+		{"CI-RUNER", "ci-runner"},
+		{"deploy", "app-deploy"}, // contained
+		{"zzzz", ""},
+		{"a", ""},
+		{"ocre-utils", "core-utils"}, // a swap is one edit
+	} {
+		got := closest(tt.in, cands)
+		if tt.want == "" && len(got) != 0 || tt.want != "" && (len(got) == 0 || got[0] != tt.want) {
+			t.Errorf("closest(%q) = %v, want first %q", tt.in, got, tt.want)
+		}
+	}
+	if d := editDistance("kitten", "sitting"); d != 3 {
+		t.Errorf("editDistance = %d, want 3", d)
+	}
+}

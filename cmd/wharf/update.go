@@ -27,22 +27,32 @@ type marketMove struct {
 // fetching, once, every marketplace the named plugins (all installed ones
 // when ids is empty) come from, unless offline. A marketplace that cannot be
 // fetched is reported and its copy on disk is used.
-func (a *app) refreshInstaller(ctx context.Context, ids []plugin.ID, offline bool) (*install.Installer, []marketMove, error) {
-	if offline {
-		in, err := a.Installer()
-		return in, nil, err
-	}
-	mgr, err := a.marketplaceWriter()
-	if err != nil {
-		return nil, nil, err
+func (a *app) refreshInstaller(ctx context.Context, args []string, offline bool) (*install.Installer, []plugin.ID, []marketMove, error) {
+	var mgr *marketplace.Manager
+	var err error
+	if !offline {
+		if mgr, err = a.marketplaceWriter(); err != nil {
+			return nil, nil, nil, err
+		}
 	}
 	in, err := a.Installer()
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
+	}
+	var ids []plugin.ID
+	for _, arg := range args {
+		id, err := installedArg(in, arg)
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		ids = append(ids, id)
+	}
+	if offline {
+		return in, ids, nil, nil
 	}
 	names, err := in.MarketplacesOf(ids)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	moves := []marketMove{}
 	for _, name := range names {
@@ -74,9 +84,9 @@ func (a *app) refreshInstaller(ctx context.Context, ids []plugin.ID, offline boo
 	// plugins are copied out of it.
 	a.mktWriter = false
 	if _, err := a.Marketplaces(); err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
-	return in, moves, nil
+	return in, ids, moves, nil
 }
 
 // printMoves says, for humans, what refreshing the marketplaces did.
@@ -93,18 +103,6 @@ func (a *app) printMoves(moves []marketMove) {
 			a.printf("marketplace %s: re-read\n", m.Name)
 		}
 	}
-}
-
-func parseIDArgs(args []string) ([]plugin.ID, error) {
-	var ids []plugin.ID
-	for _, s := range args {
-		id, err := parseIDArg(s)
-		if err != nil {
-			return nil, err
-		}
-		ids = append(ids, id)
-	}
-	return ids, nil
 }
 
 // updateResult is update's --json output.
@@ -131,11 +129,7 @@ their next reload. 'wharf outdated' shows what update would do.`,
 			if len(args) > 0 && all {
 				return usageError(fmt.Errorf("pass plugin names or --all, not both"))
 			}
-			ids, err := parseIDArgs(args)
-			if err != nil {
-				return err
-			}
-			in, moves, err := a.refreshInstaller(cmd.Context(), ids, offline)
+			in, ids, moves, err := a.refreshInstaller(cmd.Context(), args, offline)
 			if err != nil {
 				return err
 			}
@@ -186,11 +180,7 @@ update; --offline uses the copies on disk), then lists, for each plugin, the
 installed version, the version its marketplace lists now and what 'wharf
 update' would do. It changes no plugin.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			ids, err := parseIDArgs(args)
-			if err != nil {
-				return err
-			}
-			in, moves, err := a.refreshInstaller(cmd.Context(), ids, offline)
+			in, ids, moves, err := a.refreshInstaller(cmd.Context(), args, offline)
 			if err != nil {
 				return err
 			}
