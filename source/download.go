@@ -8,6 +8,8 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+
+	"github.com/wharfhq/wharf/netidle"
 )
 
 // checkHTTPURL allows https anywhere and plain http only to loopback.
@@ -29,7 +31,7 @@ func checkHTTPURL(raw string) (*url.URL, error) {
 // the same URL rule as the first, so an https URL cannot redirect to plain
 // http on another host.
 func (f *Fetcher) client() *http.Client {
-	c := http.Client{}
+	c := http.Client{Transport: netidle.Transport()}
 	if f.HTTPClient != nil {
 		c = *f.HTTPClient
 	}
@@ -54,7 +56,9 @@ func (f *Fetcher) get(ctx context.Context, raw string, accept string) (*http.Res
 	if _, err := checkHTTPURL(raw); err != nil {
 		return nil, nil, err
 	}
-	ctx, cancel := context.WithTimeout(ctx, f.timeout())
+	ctx, cancelStep := context.WithTimeout(ctx, f.timeout())
+	ctx, stop := netidle.Watch(ctx, f.idle())
+	cancel := func() { stop(); cancelStep() }
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, raw, nil)
 	if err != nil {
 		cancel()
@@ -66,6 +70,9 @@ func (f *Fetcher) get(ctx context.Context, raw string, accept string) (*http.Res
 	resp, err := f.client().Do(req)
 	if err != nil {
 		cancel()
+		if e := netidle.Cause(ctx); e != nil {
+			return nil, nil, fmt.Errorf("GET %s: %w", redactURL(raw), idleErr(e, err))
+		}
 		if ctx.Err() != nil {
 			return nil, nil, fmt.Errorf("GET %s: timed out after %s: %w", redactURL(raw), f.timeout(), err)
 		}
@@ -79,7 +86,25 @@ func (f *Fetcher) get(ctx context.Context, raw string, accept string) (*http.Res
 		}
 		return nil, nil, fmt.Errorf("GET %s: %s", redactURL(raw), resp.Status)
 	}
+	resp.Body = idleBody{resp.Body, ctx}
 	return resp, cancel, nil
+}
+
+// idleBody says, when reading the body fails because the server went
+// silent, which host and which limit.
+type idleBody struct {
+	io.ReadCloser
+	ctx context.Context
+}
+
+func (b idleBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	if err != nil && err != io.EOF {
+		if e := netidle.Cause(b.ctx); e != nil {
+			return n, idleErr(e, err)
+		}
+	}
+	return n, err
 }
 
 // download streams raw into a temporary file (outside the destination),

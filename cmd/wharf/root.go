@@ -55,13 +55,15 @@ type config struct {
 	JSON        bool
 	LockTimeout time.Duration
 	GitTimeout  time.Duration
-	GitHubHost  string
+	// NetIdle fails a network step whose connection is silent this long.
+	NetIdle    time.Duration
+	GitHubHost string
 	// Grace is how long orphaned plugin versions are kept (gc-grace).
 	Grace time.Duration
 }
 
 // configKeys are the keys a config file may set (others warn).
-var configKeys = map[string]bool{"json": true, "lock-timeout": true, "git-timeout": true, "github-host": true, "gc-grace": true}
+var configKeys = map[string]bool{"json": true, "lock-timeout": true, "git-timeout": true, "net-idle-timeout": true, "github-host": true, "gc-grace": true}
 
 // newRootCmd builds the command tree. Register a new verb with one line in
 // the AddCommand list below.
@@ -257,6 +259,7 @@ func (a *app) load(cmd *cobra.Command) error {
 	v.SetDefault("json", false)
 	v.SetDefault("lock-timeout", "5s")
 	v.SetDefault("git-timeout", marketplace.DefaultGitTimeout.String())
+	v.SetDefault("net-idle-timeout", marketplace.DefaultNetIdleTimeout.String())
 	v.SetDefault("github-host", "")
 	v.SetDefault("gc-grace", cache.DefaultGrace.String())
 	for _, k := range []string{"home", "json"} {
@@ -291,6 +294,9 @@ func (a *app) load(cmd *cobra.Command) error {
 	if a.cfg.GitTimeout, err = durationKey(v, "git-timeout"); err != nil {
 		return err
 	}
+	if a.cfg.NetIdle, err = durationKey(v, "net-idle-timeout"); err != nil {
+		return err
+	}
 	a.cfg.GitHubHost = strings.TrimSpace(v.GetString("github-host"))
 	if a.cfg.Grace, err = durationKeyMin(v, "gc-grace", 0); err != nil {
 		return err
@@ -311,7 +317,7 @@ func (a *app) readConfigFile(v *viper.Viper) error {
 		}
 		for _, k := range v.AllKeys() {
 			if v.InConfig(k) && !configKeys[k] {
-				fmt.Fprintf(a.stderr, "wharf: warning: %s: unknown key %q ignored (known: gc-grace, git-timeout, github-host, json, lock-timeout)\n", p, k)
+				fmt.Fprintf(a.stderr, "wharf: warning: %s: unknown key %q ignored (known: gc-grace, git-timeout, github-host, json, lock-timeout, net-idle-timeout)\n", p, k)
 			}
 		}
 		return nil
@@ -463,11 +469,12 @@ func (a *app) Marketplaces() (*marketplace.Manager, error) {
 		a.mktUnlock = unlock
 	}
 	return marketplace.NewManager(st, marketplace.Options{
-		Dir:        a.env.Marketplaces(),
-		Gate:       a.marketGate(),
-		Progress:   a.progress(),
-		GitTimeout: a.cfg.GitTimeout,
-		Getenv:     a.getenv,
+		Dir:            a.env.Marketplaces(),
+		Gate:           a.marketGate(),
+		Progress:       a.progress(),
+		GitTimeout:     a.cfg.GitTimeout,
+		NetIdleTimeout: a.cfg.NetIdle,
+		Getenv:         a.getenv,
 	}), nil
 }
 
