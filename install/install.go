@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"sync"
 
+	"github.com/schollz/progressbar/v3"
+
 	"github.com/wharfhq/wharf/cache"
 	"github.com/wharfhq/wharf/plugin"
 	"github.com/wharfhq/wharf/policy"
@@ -273,6 +275,15 @@ func (in *Installer) materializeAll(ctx context.Context, g *graph, ids []plugin.
 	var mu sync.Mutex
 	var wg sync.WaitGroup
 	sem := make(chan struct{}, fetchWorkers)
+	var bar *progressbar.ProgressBar
+	if in.o.ProgressBar != nil && len(ids) > 1 {
+		bar = progressbar.NewOptions(len(ids),
+			progressbar.OptionSetWriter(in.o.ProgressBar),
+			progressbar.OptionSetDescription("plugins"),
+			progressbar.OptionShowCount(),
+			progressbar.OptionClearOnFinish())
+		defer bar.Exit()
+	}
 	for i, id := range ids {
 		wg.Add(1)
 		sem <- struct{}{}
@@ -280,6 +291,9 @@ func (in *Installer) materializeAll(ctx context.Context, g *graph, ids []plugin.
 			defer wg.Done()
 			defer func() { <-sem }()
 			sv, err := in.materialize(ctx, g, id, force)
+			if bar != nil {
+				bar.Add(1)
+			}
 			if err != nil {
 				errs[i] = err
 				return

@@ -8,6 +8,10 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"path"
+	"time"
+
+	"github.com/schollz/progressbar/v3"
 
 	"github.com/wharfhq/wharf/netidle"
 )
@@ -134,6 +138,17 @@ func (f *Fetcher) download(ctx context.Context, raw string, max int64, hashes ..
 	ws := []io.Writer{tmp}
 	for _, h := range hashes {
 		ws = append(ws, h)
+	}
+	if f.ProgressBar != nil {
+		bar := progressbar.NewOptions64(resp.ContentLength,
+			progressbar.OptionSetWriter(f.ProgressBar),
+			progressbar.OptionSetDescription("downloading "+path.Base(resp.Request.URL.Path)),
+			progressbar.OptionShowBytes(true),
+			progressbar.OptionThrottle(100*time.Millisecond),
+			progressbar.OptionClearOnFinish(),
+			progressbar.OptionSpinnerType(14))
+		defer bar.Exit()
+		ws = append(ws, bar)
 	}
 	n, err := io.Copy(io.MultiWriter(ws...), io.LimitReader(resp.Body, max+1))
 	if err != nil {

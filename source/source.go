@@ -50,6 +50,9 @@ type Fetcher struct {
 	Limits Limits
 	// Progress receives human-readable progress lines; nil is silent.
 	Progress io.Writer
+	// ProgressBar is a terminal on which downloads draw a byte progress
+	// bar; nil draws none (not a terminal, --quiet, --json).
+	ProgressBar io.Writer
 }
 
 // NewFetcher returns a Fetcher configured from WHARF_NPM_REGISTRY and

@@ -45,6 +45,7 @@ func (a *app) Installer() (*install.Installer, error) {
 		return nil, err
 	}
 	f.Progress = a.progress()
+	f.ProgressBar = a.progress()
 	f.Timeout, f.IdleTimeout = a.cfg.GitTimeout, a.cfg.NetIdle
 	if os.Getenv("WHARF_ALLOW_FILE_SOURCES") == "1" {
 		f.AllowFileURLs = true
@@ -65,6 +66,7 @@ func (a *app) Installer() (*install.Installer, error) {
 		Settings:     a.settingsPaths(),
 		Keys:         keys,
 		Progress:     a.progress(),
+		ProgressBar:  a.progress(),
 		Getenv:       a.getenv,
 	})
 }

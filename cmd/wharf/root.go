@@ -37,6 +37,7 @@ type app struct {
 
 	st      *store.OnUse
 	running bool
+	quiet   bool // --quiet: no progress output
 	// mktWriter marks a command that changes marketplaces; mktUnlock
 	// releases the shared marketplace lock a reading command holds.
 	mktWriter bool
@@ -82,6 +83,7 @@ func newRootCmd(a *app) *cobra.Command {
 	pf := root.PersistentFlags()
 	pf.String("home", "", "wharf's state directory (env WHARF_HOME, default ~/.wharf)")
 	pf.Bool("json", false, "print machine-readable JSON (errors go to stderr as JSON)")
+	pf.BoolVarP(&a.quiet, "quiet", "q", false, "no progress output (it is shown only on a terminal, and never with --json)")
 	pf.StringArrayVar(&a.policyPaths, "policy", nil, "an extra policy layer (settings JSON, .rego file or managed-style directory), after the managed directory; repeatable, highest first")
 	addRemotePolicyFlags(pf, &a.remote)
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError(err) })
@@ -478,14 +480,21 @@ func (a *app) Marketplaces() (*marketplace.Manager, error) {
 	}), nil
 }
 
-// progress returns where git progress goes: stderr when it is a terminal
-// and output is for humans; nowhere otherwise.
+// progress returns where progress (git's, download and install bars)
+// goes: stderr when it is a terminal and output is for humans, without
+// --quiet; nowhere otherwise.
 func (a *app) progress() io.Writer {
-	if a.cfg.JSON {
+	if a.cfg.JSON || a.quiet {
 		return nil
 	}
-	if f, ok := a.stderr.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
-		return f
+	if isTerminal(a.stderr) {
+		return a.stderr
 	}
 	return nil
+}
+
+// isTerminal reports whether w is a terminal (a variable for tests).
+var isTerminal = func(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	return ok && term.IsTerminal(int(f.Fd()))
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"errors"
+	"io"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -185,5 +186,29 @@ func TestClosestNames(t *testing.T) {
 	}
 	if d := editDistance("kitten", "sitting"); d != 3 {
 		t.Errorf("editDistance = %d, want 3", d)
+	}
+}
+
+func TestProgressOnlyOnATerminalForHumans(t *testing.T) {
+	term := &bytes.Buffer{}
+	old := isTerminal
+	isTerminal = func(w io.Writer) bool { return w == io.Writer(term) }
+	defer func() { isTerminal = old }()
+
+	a := &app{stderr: term}
+	if a.progress() == nil {
+		t.Fatal("no progress on a terminal")
+	}
+	a.quiet = true
+	if a.progress() != nil {
+		t.Error("progress despite --quiet")
+	}
+	a.quiet, a.cfg.JSON = false, true
+	if a.progress() != nil {
+		t.Error("progress under --json")
+	}
+	a = &app{stderr: &bytes.Buffer{}}
+	if a.progress() != nil {
+		t.Error("progress when stderr is not a terminal")
 	}
 }
