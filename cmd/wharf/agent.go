@@ -92,6 +92,9 @@ func (a *app) newAgentRuntime(ctx context.Context, opts *agentOptions, o agent.O
 		paths.Project = abs
 	}
 	o.Home = a.env.Home()
+	// A home this process cannot write keeps the policy memo and the
+	// component index in memory: reading needs neither file.
+	o.NoMemo = o.NoMemo || a.readOnlyHome()
 	o.Project = paths.Project
 	o.Settings = paths
 	o.Registry = c

@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 	"github.com/spf13/viper"
+	"golang.org/x/sys/unix"
 	"golang.org/x/term"
 
 	"github.com/wharfhq/wharf/cache"
@@ -37,7 +38,8 @@ type app struct {
 
 	st      *store.OnUse
 	running bool
-	quiet   bool // --quiet: no progress output
+	quiet   bool  // --quiet: no progress output
+	roHome  *bool // readOnlyHome, once known
 	// mktWriter marks a command that changes marketplaces; mktUnlock
 	// releases the shared marketplace lock a reading command holds.
 	mktWriter bool
@@ -374,7 +376,10 @@ func (a *app) Store() (store.Store, error) {
 	// The file is held only while a transaction runs, so a long command
 	// (an install fetching plugins) does not lock out an agent starting
 	// or a `wharf list` meanwhile.
-	a.st = store.OpenBoltOnUse(a.env.StateDB(), store.Options{LockTimeout: a.cfg.LockTimeout}, func(err error) error {
+	// A home this process cannot write (a baked image, a sandboxed agent)
+	// is opened read-only: reading commands work, writing ones fail on
+	// their first write with the hint below.
+	a.st = store.OpenBoltOnUse(a.env.StateDB(), store.Options{LockTimeout: a.cfg.LockTimeout, ReadOnly: a.readOnlyHome()}, func(err error) error {
 		hint := "check that " + a.env.Home() + " is writable"
 		if errors.Is(err, fs.ErrPermission) {
 			hint = "the file is fine, wharf lacks permission to open it: run wharf as the user who owns " + a.env.StateDB() + ", or fix its owner and mode (and those of " + a.env.Home() + ")"
@@ -440,7 +445,7 @@ func (a *app) marketplaceWriter() (*marketplace.Manager, error) {
 // read policy); a write that fails costs the next command speed, not
 // correctness, so it is a warning.
 func (a *app) saveMemo() {
-	if a.pol == nil || a.env.Home() == "" {
+	if a.pol == nil || a.env.Home() == "" || a.readOnlyHome() {
 		return
 	}
 	if fi, err := os.Stat(a.env.Home()); err != nil || !fi.IsDir() {
@@ -455,6 +460,60 @@ func (a *app) saveMemo() {
 	}
 }
 
+// readOnlyHome reports whether this process cannot write WHARF_HOME (or
+// its state.db). Reading commands then create, lock for writing and
+// rewrite nothing there: no lock file, no policy memo, state.db opened
+// read-only.
+func (a *app) readOnlyHome() bool {
+	if a.roHome != nil {
+		return *a.roHome
+	}
+	ro := false
+	home := a.env.Home()
+	if home != "" {
+		if _, err := os.Stat(home); err == nil {
+			ro = unix.Access(home, unix.W_OK) != nil
+			if _, err := os.Stat(a.env.StateDB()); err == nil && unix.Access(a.env.StateDB(), unix.W_OK) != nil {
+				ro = true
+			}
+		}
+	}
+	a.roHome = &ro
+	return ro
+}
+
+// readOnlyRLock takes the marketplace lock shared without creating or
+// writing anything: the lock file is opened read-only (flock needs no
+// write access). When it does not exist, no marketplace was ever changed
+// through a lock here, and a home this process cannot write needs none.
+func readOnlyRLock(ctx context.Context, path string) (func(), error) {
+	f, err := os.Open(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return func() {}, nil
+	}
+	if err != nil {
+		return nil, &plugin.Error{Layer: plugin.LayerMaterialization, Type: plugin.TypeSource, Object: path, Err: err,
+			Hint: "make the file readable, or run wharf as a user who can read " + filepath.Dir(path)}
+	}
+	for {
+		err := unix.Flock(int(f.Fd()), unix.LOCK_SH|unix.LOCK_NB)
+		if err == nil {
+			return func() { f.Close() }, nil
+		}
+		if !errors.Is(err, unix.EWOULDBLOCK) && !errors.Is(err, unix.EINTR) {
+			f.Close()
+			return nil, fmt.Errorf("lock %s: %w", path, err)
+		}
+		select {
+		case <-ctx.Done():
+			f.Close()
+			return nil, &plugin.Error{Layer: plugin.LayerMaterialization, Type: "store-locked", Object: path, Err: ctx.Err(),
+				Hint: "a marketplace add, update or remove is running; wait for it, or raise WHARF_LOCK_TIMEOUT"}
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
 // Marketplaces returns a Manager over the store and WHARF_HOME/marketplaces.
 func (a *app) Marketplaces() (*marketplace.Manager, error) {
 	st, err := a.Store()
@@ -463,7 +522,13 @@ func (a *app) Marketplaces() (*marketplace.Manager, error) {
 	}
 	if !a.mktWriter && a.mktUnlock == nil {
 		wait, cancel := a.lockWait()
-		unlock, err := cache.RLockFile(wait, a.marketplaceLock())
+		var unlock func()
+		var err error
+		if a.readOnlyHome() {
+			unlock, err = readOnlyRLock(wait, a.marketplaceLock())
+		} else {
+			unlock, err = cache.RLockFile(wait, a.marketplaceLock())
+		}
 		cancel()
 		if err != nil {
 			return nil, err
