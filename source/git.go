@@ -96,7 +96,7 @@ func (f *Fetcher) checkGitURL(raw string) error {
 		if f.AllowFileURLs {
 			return nil
 		}
-		return fmt.Errorf("%w: file:// git URL %q is not allowed in a marketplace entry", ErrUnsupported, raw)
+		return fmt.Errorf("%w: file:// git URL %q is not allowed in a marketplace entry (WHARF_ALLOW_FILE_SOURCES=1 allows it, for local testing)", ErrUnsupported, raw)
 	}
 	return fmt.Errorf("%w: git URL scheme %q in %q", ErrUnsupported, u.Scheme, redactURL(raw))
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 
 	"github.com/wharfhq/wharf/plugin"
@@ -47,6 +48,10 @@ func (a *app) printError(err error) {
 		enc := json.NewEncoder(a.stderr)
 		enc.SetEscapeHTML(false)
 		_ = enc.Encode(je)
+		return
+	}
+	var se shownError
+	if errors.As(err, &se) {
 		return
 	}
 	fmt.Fprintf(a.stderr, "wharf: %s\n", plainMessage(err.Error()))

@@ -212,3 +212,18 @@ func TestProgressOnlyOnATerminalForHumans(t *testing.T) {
 		t.Error("progress when stderr is not a terminal")
 	}
 }
+
+func TestPlainMessage(t *testing.T) {
+	for in, want := range map[string]string{
+		"intent: x@y: bad": "x@y: bad",
+		"materialization: materialization: clone failed":                                     "clone failed",
+		"trust: trust: digest mismatch":                                                      "digest mismatch",
+		"f.json: f.json:2: not valid JSON":                                                   "f.json:2: not valid JSON",
+		"denied by policy: reason":                                                           "denied by policy: reason",
+		"git clone of u: repository not found: <!DOCTYPE html><html><body>404</body></html>": "git clone of u: repository not found (the server answered with an HTML page, not shown)",
+	} {
+		if got := plainMessage(in); got != want {
+			t.Errorf("plainMessage(%q) = %q, want %q", in, got, want)
+		}
+	}
+}

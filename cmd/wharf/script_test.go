@@ -50,6 +50,7 @@ func (c cleanupRun) Run() int {
 //	exitcode <n> <cmd> ...   run <cmd> and require exit code <n>; stdout/stderr are kept for checks
 //	silentserver             a TCP server on 127.0.0.1 that accepts and never answers; sets $SILENT_ADDR
 //	stallserver              an HTTP server on 127.0.0.1 that sends headers, then stalls; sets $STALL_URL
+//	html404server            an HTTP server on 127.0.0.1 that answers every request with a 404 HTML page; sets $HTML404_URL
 //
 // Scripts see $DEMO, the repository's demo marketplace.
 func TestScripts(t *testing.T) {
@@ -75,13 +76,14 @@ func TestScripts(t *testing.T) {
 			return nil
 		},
 		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
-			"mkgitrepo":    cmdMkGitRepo,
-			"gitcommit":    cmdGitCommit,
-			"serve":        cmdServe,
-			"holdstore":    cmdHoldStore,
-			"exitcode":     cmdExitCode,
-			"silentserver": cmdSilentServer,
-			"stallserver":  cmdStallServer,
+			"mkgitrepo":     cmdMkGitRepo,
+			"gitcommit":     cmdGitCommit,
+			"serve":         cmdServe,
+			"holdstore":     cmdHoldStore,
+			"exitcode":      cmdExitCode,
+			"silentserver":  cmdSilentServer,
+			"stallserver":   cmdStallServer,
+			"html404server": cmdHTML404Server,
 		},
 	})
 }
@@ -207,4 +209,17 @@ func cmdStallServer(ts *testscript.TestScript, neg bool, args []string) {
 		srv.Close()
 	})
 	ts.Setenv("STALL_URL", srv.URL)
+}
+
+func cmdHTML404Server(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 0 {
+		ts.Fatalf("usage: html404server")
+	}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		w.WriteHeader(http.StatusNotFound)
+		w.Write([]byte("<!DOCTYPE html>\n<html><head><title>Page not found</title><style>body{font:14px sans-serif}</style></head>\n<body><h1>404</h1><p>This is not the page you are looking for.</p></body></html>\n"))
+	}))
+	ts.Defer(srv.Close)
+	ts.Setenv("HTML404_URL", srv.URL)
 }
