@@ -65,7 +65,7 @@ func resolveInCatalog(cat *marketplace.Catalog, arg string) (plugin.ID, error) {
 		known = known || l.Known.Name == id.Source
 	}
 	if !known {
-		err := fmt.Errorf("marketplace %q is not known", id.Source)
+		err := fmt.Errorf("marketplace %q: %w", id.Source, marketplace.ErrUnknown)
 		if s := closest(id.Source, markets); len(s) > 0 {
 			return plugin.ID{}, &plugin.Error{Layer: plugin.LayerIntent, Type: plugin.TypeNotFound, Object: arg, Err: err,
 				Hint: "did you mean " + id.Name + "@" + s[0] + "? (wharf marketplace list shows the known ones)"}
@@ -94,7 +94,7 @@ func resolveInCatalog(cat *marketplace.Catalog, arg string) (plugin.ID, error) {
 			elsewhere = append(elsewhere, h.ID.String())
 		}
 	}
-	msg := fmt.Sprintf("marketplace %q lists no plugin %q", id.Source, id.Name)
+	msg := fmt.Sprintf("marketplace %q has no plugin %q", id.Source, id.Name)
 	if s := closest(arg, same); len(s) > 0 {
 		return plugin.ID{}, suggestion(arg, msg, s)
 	}
