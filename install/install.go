@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"sync"
 
+	"github.com/schollz/progressbar/v3"
+
 	"github.com/wharfhq/wharf/cache"
 	"github.com/wharfhq/wharf/plugin"
 	"github.com/wharfhq/wharf/policy"
@@ -38,6 +40,9 @@ type Installed struct {
 	Commit      string    `json:"gitCommitSha,omitempty"`
 	Role        string    `json:"role"` // root, dependency or installed
 	Signatures  []string  `json:"signatures,omitempty"`
+	// Already is set when this very version was installed before: the
+	// install only recorded and enabled it again.
+	Already bool `json:"alreadyInstalled,omitempty"`
 }
 
 // Result is what Install did.
@@ -190,7 +195,8 @@ func (in *Installer) Install(ctx context.Context, req Request) (*Result, error) 
 			}
 			recsToPut = append(recsToPut, rec)
 			res.Installed = append(res.Installed, Installed{ID: st.ID, Version: sv.v.Version, InstallPath: sv.v.Path, Digest: sv.v.Digest,
-				Auto: rec.Auto, Origin: sv.v.Origin, Commit: sv.commit, Role: st.Role.String(), Signatures: verified[st.ID]})
+				Auto: rec.Auto, Origin: sv.v.Origin, Commit: sv.commit, Role: st.Role.String(), Signatures: verified[st.ID],
+				Already: had && old.InstallPath == rec.InstallPath && old.Digest == rec.Digest})
 		}
 		// The whole closure is recorded in one transaction: the registry
 		// never holds a plugin without the dependencies it was installed with.
@@ -298,6 +304,15 @@ func (in *Installer) materializeAll(ctx context.Context, g *graph, ids []plugin.
 	var mu sync.Mutex
 	var wg sync.WaitGroup
 	sem := make(chan struct{}, fetchWorkers)
+	var bar *progressbar.ProgressBar
+	if in.o.ProgressBar != nil && len(ids) > 1 {
+		bar = progressbar.NewOptions(len(ids),
+			progressbar.OptionSetWriter(in.o.ProgressBar),
+			progressbar.OptionSetDescription("plugins"),
+			progressbar.OptionShowCount(),
+			progressbar.OptionClearOnFinish())
+		defer bar.Exit()
+	}
 	for i, id := range ids {
 		wg.Add(1)
 		sem <- struct{}{}
@@ -305,6 +320,9 @@ func (in *Installer) materializeAll(ctx context.Context, g *graph, ids []plugin.
 			defer wg.Done()
 			defer func() { <-sem }()
 			sv, err := in.materialize(ctx, g, id, force)
+			if bar != nil {
+				bar.Add(1)
+			}
 			if err != nil {
 				errs[i] = err
 				return

@@ -44,6 +44,9 @@ type Options struct {
 	Keys trust.Keyring
 	// Progress receives one line per step; nil is silent.
 	Progress io.Writer
+	// ProgressBar is a terminal on which an install of several plugins
+	// draws a count bar; nil draws none.
+	ProgressBar io.Writer
 	// Getenv is passed to marketplace source resolution; nil is os.Getenv.
 	Getenv func(string) string
 	Now    func() time.Time

@@ -4,9 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sort"
+	"strings"
 
 	"github.com/wharfhq/wharf/cache"
 	"github.com/wharfhq/wharf/plugin"
+	"github.com/wharfhq/wharf/trust"
 )
 
 // Updated is the outcome for one plugin of Update.
@@ -163,4 +166,138 @@ func checkMove(id plugin.ID, from, to string, opts UpdateOptions, u *Updated) er
 	}
 	return &plugin.Error{Layer: plugin.LayerTrust, Type: TypeDowngrade, Object: id.String(), Err: fmt.Errorf("update refused: %s", why),
 		Hint: "an older version may bring back what a newer one fixed; if you mean it, run: wharf update " + id.String() + " --allow-downgrade"}
+}
+
+// Outdated is what Update would do for one installed plugin, judged from the
+// marketplace copies on disk without fetching any plugin.
+type Outdated struct {
+	ID        plugin.ID `json:"id"`
+	Installed string    `json:"installed"`
+	// Available is the version the marketplace lists now ("" when it lists
+	// none and the content cannot be compared without fetching).
+	Available string `json:"available,omitempty"`
+	// Status is "update" (update would install another version), "current",
+	// "delisted" (no longer listed; update keeps it) or "unknown" (only a
+	// fetch can tell: the marketplace names no version).
+	Status string `json:"status"`
+	Note   string `json:"note,omitempty"`
+}
+
+// Outdated statuses.
+const (
+	OutdatedUpdate   = "update"
+	OutdatedCurrent  = "current"
+	OutdatedDelisted = "delisted"
+	OutdatedUnknown  = "unknown"
+)
+
+// Outdated reports, for the given installed plugins (all when ids is empty),
+// what Update would do. It changes nothing and fetches nothing: a plugin
+// stored in its marketplace is compared by content digest, others by the
+// version or commit their entry names.
+func (in *Installer) Outdated(ids []plugin.ID) ([]Outdated, error) {
+	g, recs, err := in.graph()
+	if err != nil {
+		return nil, err
+	}
+	if len(ids) == 0 {
+		for _, r := range recs {
+			ids = append(ids, r.ID)
+		}
+	}
+	out := []Outdated{}
+	for _, id := range ids {
+		rec, ok := g.installed[id]
+		if !ok {
+			return nil, plugin.Errorf(plugin.LayerIntent, plugin.TypeNotFound, id.String(), "install it first: wharf install "+id.String(),
+				"%s is not installed", id)
+		}
+		out = append(out, outdatedOf(g, rec))
+	}
+	return out, nil
+}
+
+func outdatedOf(g *graph, rec cache.Record) Outdated {
+	o := Outdated{ID: rec.ID, Installed: rec.Version}
+	hit, err := g.cat.Lookup(rec.ID)
+	if err != nil {
+		o.Status, o.Note = OutdatedDelisted, "no longer listed by its marketplace; update keeps it"
+		return o
+	}
+	o.Available = hit.Version()
+	baseVersion := rec.Version
+	if i := strings.IndexByte(baseVersion, '+'); i > 0 {
+		baseVersion = baseVersion[:i]
+	}
+	// A plugin stored in the marketplace: its content decides.
+	if hit.Entry.Source.Kind == plugin.SourceRelative && hit.Root != "" {
+		if dir, err := hit.Entry.LocalDir(hit.Root); err == nil {
+			if tree, err := trust.Digest(dir); err == nil && rec.Digest != "" {
+				if tree.Digest == rec.Digest {
+					o.Status = OutdatedCurrent
+					return o
+				}
+				o.Status = OutdatedUpdate
+				if o.Available == "" || o.Available == baseVersion {
+					o.Note = "the plugin's files changed in its marketplace"
+				}
+				return o
+			}
+		}
+	}
+	if sha := hit.Entry.Source.SHA; sha != "" && rec.GitCommitSha != "" {
+		if strings.HasPrefix(rec.GitCommitSha, sha) || strings.HasPrefix(sha, rec.GitCommitSha) {
+			o.Status = OutdatedCurrent
+		} else {
+			o.Status, o.Note = OutdatedUpdate, "the marketplace pins commit "+sha
+		}
+		return o
+	}
+	switch {
+	case o.Available == "":
+		o.Status, o.Note = OutdatedUnknown, "the marketplace names no version; wharf update fetches it to compare"
+	case o.Available == baseVersion:
+		o.Status = OutdatedCurrent
+	default:
+		o.Status = OutdatedUpdate
+	}
+	return o
+}
+
+// MarketplacesOf names, sorted, the marketplaces the given plugins come
+// from; every installed plugin's when ids is empty. Update refreshes these
+// before it compares versions.
+func (in *Installer) MarketplacesOf(ids []plugin.ID) ([]string, error) {
+	if len(ids) == 0 {
+		recs, err := in.o.Cache.List()
+		if err != nil {
+			return nil, err
+		}
+		for _, r := range recs {
+			ids = append(ids, r.ID)
+		}
+	}
+	seen := map[string]bool{}
+	var names []string
+	for _, id := range ids {
+		if !seen[id.Source] {
+			seen[id.Source] = true
+			names = append(names, id.Source)
+		}
+	}
+	sort.Strings(names)
+	return names, nil
+}
+
+// InstalledIDs lists the installed plugins, in registry order.
+func (in *Installer) InstalledIDs() ([]plugin.ID, error) {
+	recs, err := in.o.Cache.List()
+	if err != nil {
+		return nil, err
+	}
+	ids := make([]plugin.ID, 0, len(recs))
+	for _, r := range recs {
+		ids = append(ids, r.ID)
+	}
+	return ids, nil
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -17,10 +18,13 @@ import (
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/cache"
 	"github.com/go-git/go-git/v5/plumbing/transport"
+	"github.com/go-git/go-git/v5/plumbing/transport/client"
 	githttp "github.com/go-git/go-git/v5/plumbing/transport/http"
 	gitssh "github.com/go-git/go-git/v5/plumbing/transport/ssh"
 	"github.com/go-git/go-git/v5/storage/filesystem"
+	"golang.org/x/crypto/ssh/knownhosts"
 
+	"github.com/wharfhq/wharf/netidle"
 	"github.com/wharfhq/wharf/plugin"
 )
 
@@ -327,15 +331,51 @@ func (g *gitClient) resetTo(repo *git.Repository, h plumbing.Hash) error {
 	return wt.Reset(&git.ResetOptions{Commit: h, Mode: git.HardReset})
 }
 
+// init routes go-git's HTTP and HTTPS through netidle, so every git
+// network step under a netidle.Watch fails when its server goes silent.
+func init() {
+	c := githttp.NewClient(&http.Client{Transport: netidle.Transport()})
+	client.InstallProtocol("https", c)
+	client.InstallProtocol("http", c)
+}
+
+// idleErr is the error of a step whose server went silent: it names the
+// host and the setting.
+func idleErr(e *netidle.Error, err error) error {
+	if strings.Contains(err.Error(), e.Error()) {
+		// The transport already reported the cause; say it once.
+		return fmt.Errorf("%w: %s (net-idle-timeout)", ErrTimeout, e)
+	}
+	return fmt.Errorf("%w: %s (net-idle-timeout): %v", ErrTimeout, e, err)
+}
+
+func idleHint(e *netidle.Error) string {
+	return fmt.Sprintf("%s accepted the connection but stopped sending: check that it is up, or raise WHARF_NET_IDLE_TIMEOUT (config net-idle-timeout, now %s) if it is only slow", e.Host, e.Idle)
+}
+
 func (g *gitClient) withTimeout(ctx context.Context, fn func(context.Context) (*git.Repository, error)) (*git.Repository, error) {
 	ctx, cancel := context.WithTimeout(ctx, g.opts.timeout())
 	defer cancel()
+	ctx, stop := netidle.Watch(ctx, g.opts.idle())
+	defer stop()
 	r, err := fn(ctx)
+	if e := netidle.Cause(ctx); err != nil && e != nil {
+		return nil, &idleFailure{e: e, err: idleErr(e, err)}
+	}
 	if err != nil && ctx.Err() == context.DeadlineExceeded {
 		return nil, fmt.Errorf("%w after %s (raise WHARF_GIT_TIMEOUT if the network is slow): %v", ErrTimeout, g.opts.timeout(), err)
 	}
 	return r, err
 }
+
+// idleFailure is a git step ended by the idle limit.
+type idleFailure struct {
+	e   *netidle.Error
+	err error
+}
+
+func (f *idleFailure) Error() string { return f.err.Error() }
+func (f *idleFailure) Unwrap() error { return f.err }
 
 // openStorage returns the object storage and work tree of a clone at dir.
 // wharf is the only writer of its clones while it holds the store lock, so
@@ -357,12 +397,39 @@ func isRefNotFound(err error) bool {
 
 func (g *gitClient) fail(src Source, step string, err error) error {
 	hint := "check that the repository exists and that you can reach it, then retry"
+	remote := RemoteURL(src, g.opts.getenv)
+	var idle *idleFailure
+	var kh *knownhosts.KeyError
 	switch {
+	case errors.As(err, &idle):
+		hint = idleHint(idle.e)
 	case errors.Is(err, ErrTimeout):
 		hint = "raise WHARF_GIT_TIMEOUT (e.g. WHARF_GIT_TIMEOUT=300s) or check the network"
+	case strings.HasPrefix(remote, "file://") || filepath.IsAbs(remote):
+		hint = "check that the path exists and is a git repository (git -C <path> log shows its commits)"
+	case errors.As(err, &kh) || strings.Contains(err.Error(), "knownhosts") || strings.Contains(err.Error(), "known_hosts"):
+		host := sshHost(remote)
+		hint = "ssh checks the server's key against ~/.ssh/known_hosts (or SSH_KNOWN_HOSTS), and " + host +
+			" is not there or its key changed: add it after checking its fingerprint, e.g. ssh-keyscan " + host + " >> ~/.ssh/known_hosts"
 	case errors.Is(err, transport.ErrAuthenticationRequired), errors.Is(err, transport.ErrAuthorizationFailed), errors.Is(err, transport.ErrRepositoryNotFound):
 		hint = "if the repository is private, set GITHUB_TOKEN (or GH_TOKEN / GITLAB_TOKEN) or use an ssh:// URL with your SSH key"
 	}
 	return &plugin.Error{Layer: plugin.LayerMaterialization, Type: plugin.TypeSource, Object: src.String(),
-		Err: fmt.Errorf("git %s of %s: %w", step, RemoteURL(src, g.opts.getenv), err), Hint: hint}
+		Err: fmt.Errorf("git %s of %s: %w", step, remote, err), Hint: hint}
+}
+
+// sshHost is the host of an ssh remote (git@host:path or ssh://host/path).
+func sshHost(remote string) string {
+	if u, err := url.Parse(remote); err == nil && u.Hostname() != "" {
+		return u.Hostname()
+	}
+	r := remote
+	if _, after, ok := strings.Cut(r, "@"); ok {
+		r = after
+	}
+	host, _, _ := strings.Cut(r, ":")
+	if host == "" {
+		return "<host>"
+	}
+	return host
 }

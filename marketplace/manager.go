@@ -19,6 +19,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing"
 
 	"github.com/wharfhq/wharf/atomicfile"
+	"github.com/wharfhq/wharf/netidle"
 	"github.com/wharfhq/wharf/plugin"
 	"github.com/wharfhq/wharf/store"
 )
@@ -28,6 +29,10 @@ const Bucket = "marketplaces"
 
 // DefaultGitTimeout bounds each network step unless WHARF_GIT_TIMEOUT says otherwise.
 const DefaultGitTimeout = 120 * time.Second
+
+// DefaultNetIdleTimeout fails a network step whose connection moves no byte
+// for this long, unless WHARF_NET_IDLE_TIMEOUT says otherwise.
+const DefaultNetIdleTimeout = 30 * time.Second
 
 // maxManifestBytes bounds a marketplace.json fetched over HTTP.
 const maxManifestBytes = 16 << 20
@@ -73,6 +78,10 @@ type Options struct {
 	Progress io.Writer
 	// GitTimeout bounds each network step; zero means DefaultGitTimeout.
 	GitTimeout time.Duration
+	// NetIdleTimeout fails a network step whose connection moves no byte
+	// for this long (HTTP and HTTPS; zero means DefaultNetIdleTimeout,
+	// negative means no idle limit).
+	NetIdleTimeout time.Duration
 	// Getenv reads tokens and WHARF_GITHUB_HOST; nil means os.Getenv.
 	Getenv func(string) string
 	// HTTPClient fetches marketplace.json URLs; nil means a default client.
@@ -93,6 +102,13 @@ func (o *Options) timeout() time.Duration {
 		return DefaultGitTimeout
 	}
 	return o.GitTimeout
+}
+
+func (o *Options) idle() time.Duration {
+	if o.NetIdleTimeout == 0 {
+		return DefaultNetIdleTimeout
+	}
+	return o.NetIdleTimeout
 }
 
 func (o *Options) now() time.Time {
@@ -436,6 +452,8 @@ func (m *Manager) download(ctx context.Context, src Source, dir string) error {
 	}
 	ctx, cancel := context.WithTimeout(ctx, m.opts.timeout())
 	defer cancel()
+	ctx, stop := netidle.Watch(ctx, m.opts.idle())
+	defer stop()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, src.URL, nil)
 	if err != nil {
 		return fail(err, "check the URL")
@@ -446,10 +464,13 @@ func (m *Manager) download(ctx context.Context, src Source, dir string) error {
 	req.Header.Set("Accept", "application/json")
 	client := m.opts.HTTPClient
 	if client == nil {
-		client = &http.Client{}
+		client = &http.Client{Transport: netidle.Transport()}
 	}
 	resp, err := client.Do(req)
 	if err != nil {
+		if e := netidle.Cause(ctx); e != nil {
+			return fail(idleErr(e, err), idleHint(e))
+		}
 		if ctx.Err() == context.DeadlineExceeded {
 			return fail(fmt.Errorf("download: %w after %s: %v", ErrTimeout, m.opts.timeout(), err), "raise WHARF_GIT_TIMEOUT or check the network")
 		}
@@ -465,6 +486,9 @@ func (m *Manager) download(ctx context.Context, src Source, dir string) error {
 	}
 	data, err := io.ReadAll(io.LimitReader(resp.Body, maxManifestBytes+1))
 	if err != nil {
+		if e := netidle.Cause(ctx); e != nil {
+			return fail(idleErr(e, err), idleHint(e))
+		}
 		return fail(fmt.Errorf("download: %w", err), "retry")
 	}
 	if len(data) > maxManifestBytes {

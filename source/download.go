@@ -8,6 +8,12 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"path"
+	"time"
+
+	"github.com/schollz/progressbar/v3"
+
+	"github.com/wharfhq/wharf/netidle"
 )
 
 // checkHTTPURL allows https anywhere and plain http only to loopback.
@@ -33,7 +39,7 @@ func checkHTTPURL(raw string) (*url.URL, error) {
 // refuses hosts that are not public, on the first request and on every
 // redirect, and dials only addresses it checked.
 func (f *Fetcher) client(g *addrGuard) *http.Client {
-	c := http.Client{}
+	c := http.Client{Transport: netidle.Transport()}
 	if f.HTTPClient != nil {
 		c = *f.HTTPClient
 	}
@@ -74,7 +80,9 @@ func (f *Fetcher) get(ctx context.Context, raw string, accept string) (*http.Res
 	if err != nil {
 		return nil, nil, err
 	}
-	ctx, cancel := context.WithTimeout(ctx, f.timeout())
+	ctx, cancelStep := context.WithTimeout(ctx, f.timeout())
+	ctx, stop := netidle.Watch(ctx, f.idle())
+	cancel := func() { stop(); cancelStep() }
 	g := f.guard()
 	if err := g.checkURL(ctx, u); err != nil {
 		cancel()
@@ -91,6 +99,9 @@ func (f *Fetcher) get(ctx context.Context, raw string, accept string) (*http.Res
 	resp, err := f.client(g).Do(req)
 	if err != nil {
 		cancel()
+		if e := netidle.Cause(ctx); e != nil {
+			return nil, nil, fmt.Errorf("GET %s: %w", redactURL(raw), idleErr(e, err))
+		}
 		if ctx.Err() != nil {
 			return nil, nil, fmt.Errorf("GET %s: timed out after %s: %w", redactURL(raw), f.timeout(), err)
 		}
@@ -104,7 +115,25 @@ func (f *Fetcher) get(ctx context.Context, raw string, accept string) (*http.Res
 		}
 		return nil, nil, fmt.Errorf("GET %s: %s", redactURL(raw), resp.Status)
 	}
+	resp.Body = idleBody{resp.Body, ctx}
 	return resp, cancel, nil
+}
+
+// idleBody says, when reading the body fails because the server went
+// silent, which host and which limit.
+type idleBody struct {
+	io.ReadCloser
+	ctx context.Context
+}
+
+func (b idleBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	if err != nil && err != io.EOF {
+		if e := netidle.Cause(b.ctx); e != nil {
+			return n, idleErr(e, err)
+		}
+	}
+	return n, err
 }
 
 // download streams raw into a temporary file (outside the destination),
@@ -134,6 +163,17 @@ func (f *Fetcher) download(ctx context.Context, raw string, max int64, hashes ..
 	ws := []io.Writer{tmp}
 	for _, h := range hashes {
 		ws = append(ws, h)
+	}
+	if f.ProgressBar != nil {
+		bar := progressbar.NewOptions64(resp.ContentLength,
+			progressbar.OptionSetWriter(f.ProgressBar),
+			progressbar.OptionSetDescription("downloading "+path.Base(resp.Request.URL.Path)),
+			progressbar.OptionShowBytes(true),
+			progressbar.OptionThrottle(100*time.Millisecond),
+			progressbar.OptionClearOnFinish(),
+			progressbar.OptionSpinnerType(14))
+		defer bar.Exit()
+		ws = append(ws, bar)
 	}
 	n, err := io.Copy(io.MultiWriter(ws...), io.LimitReader(resp.Body, max+1))
 	if err != nil {

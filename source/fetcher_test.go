@@ -70,3 +70,25 @@ func TestProgressAndUnknownKind(t *testing.T) {
 	_, err := fetch(t, &Fetcher{}, plugin.Source{Kind: "svn"}, dest)
 	wantSourceErr(t, err, ErrUnsupported)
 }
+
+func TestDownloadDrawsABarOnlyWhenAsked(t *testing.T) {
+	body := bytes.Repeat([]byte("x"), 64<<10)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.Write(body) }))
+	defer srv.Close()
+	var bar bytes.Buffer
+	f := &Fetcher{ProgressBar: &bar}
+	tmp, err := f.download(context.Background(), srv.URL+"/p.zip", 1<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	removeTemp(tmp)
+	if !strings.Contains(bar.String(), "downloading p.zip") {
+		t.Fatalf("no download bar drawn: %q", bar.String())
+	}
+	f = &Fetcher{}
+	tmp, err = f.download(context.Background(), srv.URL+"/p.zip", 1<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	removeTemp(tmp)
+}

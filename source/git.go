@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/http"
 	"net/url"
 	"os"
 	"regexp"
@@ -19,9 +20,11 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/filemode"
 	"github.com/go-git/go-git/v5/plumbing/object"
 	"github.com/go-git/go-git/v5/plumbing/transport"
+	"github.com/go-git/go-git/v5/plumbing/transport/client"
 	githttp "github.com/go-git/go-git/v5/plumbing/transport/http"
 	"github.com/go-git/go-git/v5/storage/filesystem"
 
+	"github.com/wharfhq/wharf/netidle"
 	"github.com/wharfhq/wharf/plugin"
 )
 
@@ -117,7 +120,7 @@ func (f *Fetcher) checkGitURL(raw string) error {
 		if f.AllowFileURLs {
 			return nil
 		}
-		return fmt.Errorf("%w: file:// git URL %q is not allowed in a marketplace entry", ErrUnsupported, raw)
+		return fmt.Errorf("%w: file:// git URL %q is not allowed in a marketplace entry (WHARF_ALLOW_FILE_SOURCES=1 allows it, for local testing)", ErrUnsupported, raw)
 	}
 	return fmt.Errorf("%w: git URL scheme %q in %q", ErrUnsupported, u.Scheme, redactURL(raw))
 }
@@ -196,6 +199,8 @@ func (f *Fetcher) fetchGit(ctx context.Context, req *Request, t *tree) (*Result,
 	}
 	ctx, cancel := context.WithTimeout(ctx, f.timeout())
 	defer cancel()
+	ctx, stop := netidle.Watch(ctx, f.idle())
+	defer stop()
 
 	auth := f.gitAuth(rawURL)
 	var prog io.Writer
@@ -308,7 +313,19 @@ func (f *Fetcher) fetchGit(ctx context.Context, req *Request, t *tree) (*Result,
 	return &Result{Commit: commit.Hash.String(), URL: redactURL(rawURL)}, nil
 }
 
+// init routes go-git's HTTP and HTTPS through netidle, so a git fetch
+// under a netidle.Watch fails when its server goes silent.
+func init() {
+	c := githttp.NewClient(&http.Client{Transport: netidle.Transport()})
+	client.InstallProtocol("https", c)
+	client.InstallProtocol("http", c)
+}
+
 func (f *Fetcher) gitErr(ctx context.Context, req *Request, rawURL string, err error) error {
+	if e := netidle.Cause(ctx); e != nil {
+		return failf(req, fmt.Sprintf("check that %s is up, or raise WHARF_NET_IDLE_TIMEOUT (config net-idle-timeout, now %s) if it is only slow", e.Host, e.Idle),
+			"git %s: %w", redactURL(rawURL), idleErr(e, err))
+	}
 	if ctx.Err() != nil {
 		return failf(req, "raise WHARF_GIT_TIMEOUT or check the network", "git %s: timed out after %s: %w", redactURL(rawURL), f.timeout(), err)
 	}

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/wharfhq/wharf/netidle"
 	"github.com/wharfhq/wharf/plugin"
 )
 
@@ -32,6 +33,10 @@ type Fetcher struct {
 	NPMRegistry string
 	// Timeout bounds each network step (WHARF_GIT_TIMEOUT; default 120s).
 	Timeout time.Duration
+	// IdleTimeout fails an HTTP(S) step (a git fetch over HTTP, a
+	// download) whose connection moves no byte for this long (zero:
+	// DefaultIdleTimeout; negative: no idle limit).
+	IdleTimeout time.Duration
 	// HTTPClient is used for npm and archive downloads (default: a client
 	// without a global timeout; each step runs under Timeout).
 	HTTPClient *http.Client
@@ -49,6 +54,9 @@ type Fetcher struct {
 	Limits Limits
 	// Progress receives human-readable progress lines; nil is silent.
 	Progress io.Writer
+	// ProgressBar is a terminal on which downloads draw a byte progress
+	// bar; nil draws none (not a terminal, --quiet, --json).
+	ProgressBar io.Writer
 }
 
 // NewFetcher returns a Fetcher configured from WHARF_NPM_REGISTRY and
@@ -177,6 +185,26 @@ func (f *Fetcher) Fetch(ctx context.Context, req Request) (*Result, error) {
 	res.Entries, res.Bytes = t.entries, t.bytes
 	f.progressf("%s: %d entries, %d bytes\n", req.Plugin, t.entries, t.bytes)
 	return res, nil
+}
+
+// DefaultIdleTimeout is the idle limit of a network step unless
+// Fetcher.IdleTimeout says otherwise.
+const DefaultIdleTimeout = 30 * time.Second
+
+func (f *Fetcher) idle() time.Duration {
+	if f.IdleTimeout == 0 {
+		return DefaultIdleTimeout
+	}
+	return f.IdleTimeout
+}
+
+// idleErr names the silent host and the setting that limits it.
+func idleErr(e *netidle.Error, err error) error {
+	if strings.Contains(err.Error(), e.Error()) {
+		// The transport already reported the cause; say it once.
+		return fmt.Errorf("%w (net-idle-timeout; raise WHARF_NET_IDLE_TIMEOUT if the server is only slow)", e)
+	}
+	return fmt.Errorf("%w (net-idle-timeout; raise WHARF_NET_IDLE_TIMEOUT if the server is only slow): %v", e, err)
 }
 
 func (f *Fetcher) timeout() time.Duration {

@@ -92,6 +92,9 @@ func (a *app) newAgentRuntime(ctx context.Context, opts *agentOptions, o agent.O
 		paths.Project = abs
 	}
 	o.Home = a.env.Home()
+	// A home this process cannot write keeps the policy memo and the
+	// component index in memory: reading needs neither file.
+	o.NoMemo = o.NoMemo || a.readOnlyHome()
 	o.Project = paths.Project
 	o.Settings = paths
 	o.Registry = c
@@ -242,7 +245,7 @@ func newAgentStatusCmd(a *app, opts *agentOptions) *cobra.Command {
 					why = append(why, p.Chain)
 				} else {
 					for _, d := range p.ErrorDetails {
-						why = append(why, d.Layer+": "+d.Message)
+						why = append(why, plainMessage(d.Message))
 					}
 				}
 				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\n", p.ID, p.Version, p.Source, p.Status, p.Components, strings.Join(why, "; "))

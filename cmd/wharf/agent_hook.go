@@ -1,9 +1,11 @@
 package main
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"path/filepath"
+	"sort"
 
 	"github.com/spf13/cobra"
 
@@ -24,7 +26,7 @@ func newAgentHookCmd(a *app, opts *agentOptions) *cobra.Command {
 of user, project and managed settings) that matches the event and its matcher
 field (tool_name for tool events, source, trigger, agent_type... as Claude
 Code documents per event), in parallel, each with its own timeout, and prints
-the combined decision as JSON on stdout. Command hooks run as sh -c; http
+the combined decision on stdout (as JSON with --json). Command hooks run as sh -c; http
 hooks POST the event to their URL. Exit 2 when the combined decision blocks
 (the reason on stderr; for PostToolUse and PostToolUseFailure the reason is
 feedback for the model), 0 otherwise; a hook that fails, crashes or times
@@ -49,13 +51,12 @@ trust). Events: ` + fmt.Sprint(plugin.HookEvents),
 			}
 			cmds := hooks.FromSet(set, ev.Name, a.agentProject(opts))
 			res := (&hooks.Runner{Parallel: parallel}).Run(cmd.Context(), ev, cmds)
-			if err := a.printJSON(res); err != nil {
-				return err
-			}
-			if !a.cfg.JSON {
-				for _, e := range res.Errors {
-					a.warnf("hook %s", e)
+			if a.cfg.JSON {
+				if err := a.printJSON(res); err != nil {
+					return err
 				}
+			} else {
+				a.printHookResult(res)
 			}
 			if res.Blocked() {
 				return &plugin.Error{Layer: plugin.LayerIntent, Type: typeHookBlocked, Object: string(ev.Name),
@@ -66,6 +67,58 @@ trust). Events: ` + fmt.Sprint(plugin.HookEvents),
 	}
 	cmd.Flags().IntVar(&parallel, "parallel", 8, "hooks run at once at most")
 	return cmd
+}
+
+// printHookResult writes the combined decision for a person: the decision
+// and its reason, what the hooks asked of the agent, and the hooks that
+// failed or did not run (as warnings). --json prints the whole result.
+func (a *app) printHookResult(res *hooks.Result) {
+	ran := 0
+	for _, o := range res.Hooks {
+		if o.Ran {
+			ran++
+		}
+	}
+	switch res.Decision {
+	case hooks.DecisionBlock:
+		a.printf("blocked by %s: %s\n", res.BlockedBy, res.Reason)
+	case "":
+		a.printf("no decision: %d of %d matching hook(s) ran; the agent goes on as usual\n", ran, len(res.Hooks))
+	default:
+		if res.Reason != "" {
+			a.printf("%s: %s\n", res.Decision, res.Reason)
+		} else {
+			a.printf("%s\n", res.Decision)
+		}
+	}
+	if res.Continue != nil && !*res.Continue {
+		a.printf("stop the agent: %s\n", res.StopReason)
+	}
+	if res.SystemMessage != "" {
+		a.printf("message: %s\n", res.SystemMessage)
+	}
+	keys := make([]string, 0, len(res.HookSpecificOutput))
+	for k := range res.HookSpecificOutput {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		v := res.HookSpecificOutput[k]
+		if s, ok := v.(string); ok {
+			a.printf("%s: %s\n", k, s)
+		} else if b, err := json.Marshal(v); err == nil {
+			a.printf("%s: %s\n", k, b)
+		}
+	}
+	for _, e := range res.Errors {
+		a.warnf("hook %s", e)
+	}
+	for _, r := range res.Refused {
+		a.warnf("hook refused: %s", r)
+	}
+	for _, n := range res.NotRun {
+		a.warnf("hook not run: %s", n)
+	}
 }
 
 // agentProject is CLAUDE_PROJECT_DIR for hooks and servers: the project

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -29,7 +30,13 @@ func (a *app) Installer() (*install.Installer, error) {
 	if err != nil {
 		return nil, err
 	}
-	c, err := cache.New(cache.Options{Home: a.env.Home(), Store: st, SeedDirs: cache.SeedDirsFromEnv(), Grace: a.cfg.Grace})
+	grace := a.cfg.Grace
+	if grace == 0 {
+		// cache.Options reads 0 as "the default"; a configured 0s means
+		// no grace at all, which the shortest positive duration is.
+		grace = time.Nanosecond
+	}
+	c, err := cache.New(cache.Options{Home: a.env.Home(), Store: st, SeedDirs: cache.SeedDirsFromEnv(), Grace: grace})
 	if err != nil {
 		return nil, err
 	}
@@ -38,6 +45,8 @@ func (a *app) Installer() (*install.Installer, error) {
 		return nil, err
 	}
 	f.Progress = a.progress()
+	f.ProgressBar = a.progress()
+	f.Timeout, f.IdleTimeout = a.cfg.GitTimeout, a.cfg.NetIdle
 	if os.Getenv("WHARF_ALLOW_FILE_SOURCES") == "1" {
 		f.AllowFileURLs = true
 	}
@@ -57,6 +66,7 @@ func (a *app) Installer() (*install.Installer, error) {
 		Settings:     a.settingsPaths(),
 		Keys:         keys,
 		Progress:     a.progress(),
+		ProgressBar:  a.progress(),
 		Getenv:       a.getenv,
 	})
 }
@@ -116,6 +126,14 @@ func withInstaller[T any](a *app, cmd *cobra.Command, fn func(context.Context, *
 	return human(res)
 }
 
+// nonNil makes an empty list print as [] rather than null under --json.
+func nonNil[T any](s []T) []T {
+	if s == nil {
+		return []T{}
+	}
+	return s
+}
+
 func parseIDArg(s string) (plugin.ID, error) { return plugin.ParseID(s) }
 
 func scopeFlag(cmd *cobra.Command, p *string) {
@@ -126,18 +144,19 @@ func newInstallCmd(a *app) *cobra.Command {
 	var scope string
 	var force bool
 	cmd := &cobra.Command{
-		Use:     "install <name@marketplace>",
+		Use:     "install <name@marketplace | name>",
 		Short:   "Install a plugin and the dependencies it needs",
-		Example: "  wharf install deploy@corp\n  wharf install deploy@corp --scope project",
+		Long:    "Install a plugin and the dependencies it needs. A bare name works when exactly one known marketplace lists it.",
+		Example: "  wharf install deploy@corp\n  wharf install deploy@corp --scope project\n  wharf install deploy",
 		Args:    exactArgs(1, "one <name@marketplace>"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			id, err := parseIDArg(args[0])
-			if err != nil {
-				return err
-			}
 			sc, err := settings.ParseScope(scope)
 			if err != nil {
 				return usageError(err)
+			}
+			id, err := a.catalogID(args[0])
+			if err != nil {
+				return err
 			}
 			return withInstaller(a, cmd, func(ctx context.Context, in *install.Installer) (*install.Result, error) {
 				return in.Install(ctx, install.Request{ID: id, Scope: sc, Force: force})
@@ -149,6 +168,10 @@ func newInstallCmd(a *app) *cobra.Command {
 					mark := ""
 					if i.Auto {
 						mark = " (dependency)"
+					}
+					if i.Already {
+						a.printf("%s %s is already installed%s\n", i.ID, i.Version, mark)
+						continue
 					}
 					a.printf("installed %s %s%s\n", i.ID, i.Version, mark)
 				}
@@ -169,12 +192,16 @@ func newUninstallCmd(a *app) *cobra.Command {
 		Short: "Remove an installed plugin (warns about plugins that depend on it)",
 		Args:  exactArgs(1, "one <name@marketplace>"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			id, err := parseIDArg(args[0])
-			if err != nil {
-				return err
-			}
 			return withInstaller(a, cmd, func(ctx context.Context, in *install.Installer) (*install.Removed, error) {
-				return in.Uninstall(ctx, id, prune)
+				id, err := installedArg(in, args[0])
+				if err != nil {
+					return nil, err
+				}
+				res, err := in.Uninstall(ctx, id, prune)
+				if res != nil {
+					res.Removed = nonNil(res.Removed)
+				}
+				return res, err
 			}, func(res *install.Removed) error {
 				for _, w := range res.Warnings {
 					a.warnf("%s", w)
@@ -197,7 +224,11 @@ func newPruneCmd(a *app) *cobra.Command {
 		Args:  exactArgs(0, "no arguments"),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return withInstaller(a, cmd, func(ctx context.Context, in *install.Installer) (*install.Removed, error) {
-				return in.Prune(ctx)
+				res, err := in.Prune(ctx)
+				if res != nil {
+					res.Removed = nonNil(res.Removed)
+				}
+				return res, err
 			}, func(res *install.Removed) error {
 				if len(res.Removed) == 0 {
 					a.printf("nothing to prune\n")
@@ -211,61 +242,6 @@ func newPruneCmd(a *app) *cobra.Command {
 	}
 }
 
-func newUpdateCmd(a *app) *cobra.Command {
-	var all, allowDowngrade bool
-	cmd := &cobra.Command{
-		Use:   "update [<name@marketplace>...] [--all] [--allow-downgrade]",
-		Short: "Install the version a plugin's marketplace lists now, next to the old one",
-		Long: `Update installs the version each plugin's marketplace lists now into its own
-directory; the old version stays for running agents until garbage collection.
-Run 'wharf marketplace update' first to refresh the marketplaces. Agents use
-the new version after their next reload.
-
-Update never goes to a lower version than the one installed (semver order),
-nor to one it cannot order against it (a version that is not MAJOR.MINOR.PATCH),
-unless --allow-downgrade is given; it exits 4 and says why.`,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if len(args) == 0 && !all {
-				return usageError(fmt.Errorf("name a plugin to update, or pass --all"))
-			}
-			var ids []plugin.ID
-			for _, s := range args {
-				id, err := parseIDArg(s)
-				if err != nil {
-					return err
-				}
-				ids = append(ids, id)
-			}
-			in, err := a.Installer()
-			if err != nil {
-				return err
-			}
-			res, err := in.Update(cmd.Context(), ids, install.UpdateOptions{AllowDowngrade: allowDowngrade})
-			if a.cfg.JSON {
-				if err != nil {
-					return err
-				}
-				return a.printJSON(res)
-			}
-			// Printed also when an update was refused: the others went ahead.
-			for _, u := range res {
-				if u.Changed {
-					a.printf("updated %s %s -> %s (%s)\n", u.ID, u.From, u.To, u.Note)
-				} else {
-					a.printf("%s %s: %s\n", u.ID, u.From, u.Note)
-				}
-				for _, w := range u.Warnings {
-					fmt.Fprintf(a.stderr, "wharf: warning: %s\n", w)
-				}
-			}
-			return err
-		},
-	}
-	cmd.Flags().BoolVar(&all, "all", false, "update every installed plugin")
-	cmd.Flags().BoolVar(&allowDowngrade, "allow-downgrade", false, "allow going to a lower version, or to one that cannot be ordered against the installed one")
-	return cmd
-}
-
 func newEnableCmd(a *app, on bool) *cobra.Command {
 	verb, short := "enable", "Enable an installed plugin in a settings scope"
 	if !on {
@@ -277,15 +253,19 @@ func newEnableCmd(a *app, on bool) *cobra.Command {
 		Short: short,
 		Args:  exactArgs(1, "one <name@marketplace>"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			id, err := parseIDArg(args[0])
-			if err != nil {
-				return err
-			}
 			sc, err := settings.ParseScope(scope)
 			if err != nil {
 				return usageError(err)
 			}
 			in, err := a.Installer()
+			if err != nil {
+				return err
+			}
+			have, err := in.InstalledIDs()
+			if err != nil {
+				return err
+			}
+			id, err := installedID(args[0], have)
 			if err != nil {
 				return err
 			}
@@ -304,6 +284,20 @@ func newEnableCmd(a *app, on bool) *cobra.Command {
 	return cmd
 }
 
+// installedArg parses a plugin argument of a command on installed plugins:
+// a bare name resolves when exactly one installed plugin has it; a full id
+// is taken as given (the command says when it is not installed).
+func installedArg(in *install.Installer, arg string) (plugin.ID, error) {
+	if strings.Contains(arg, "@") {
+		return parseIDArg(arg)
+	}
+	have, err := in.InstalledIDs()
+	if err != nil {
+		return plugin.ID{}, err
+	}
+	return installedID(arg, have)
+}
+
 func newListCmd(a *app) *cobra.Command {
 	var rehash bool
 	cmd := &cobra.Command{
@@ -312,7 +306,11 @@ func newListCmd(a *app) *cobra.Command {
 		Args:  exactArgs(0, "no arguments"),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return withInstaller(a, cmd, func(ctx context.Context, in *install.Installer) ([]install.PluginStatus, error) {
-				return in.List(ctx, install.StatusOptions{Rehash: rehash})
+				rows, err := in.List(ctx, install.StatusOptions{Rehash: rehash})
+				if err == nil {
+					a.warnSettings()
+				}
+				return rows, err
 			}, func(rows []install.PluginStatus) error {
 				if len(rows) == 0 {
 					a.printf("no plugins installed; find some with: wharf search\n")
@@ -349,14 +347,56 @@ func newListCmd(a *app) *cobra.Command {
 	return cmd
 }
 
+// warnSettings warns about every problem of the settings files, as agent
+// status does: a settings file that does not parse enables nothing, so its
+// plugins show as disabled, and the user must learn why.
+func (a *app) warnSettings() {
+	snap, err := settings.Load(a.settingsPaths(), nil)
+	if err != nil {
+		a.warnf("settings: %v", err)
+		return
+	}
+	broken := false
+	seen := map[string]bool{}
+	for _, is := range snap.Merged.Issues {
+		msg := plainMessage(is.String())
+		if seen[msg] { // one file read as two scopes (home inside the project)
+			continue
+		}
+		seen[msg] = true
+		a.warnf("settings: %s", msg)
+		broken = broken || is.Severity == settings.SeverityError
+	}
+	if broken {
+		a.warnf("plugins enabled only in a file that does not parse show as disabled until it is fixed")
+	}
+}
+
 func newGCCmd(a *app) *cobra.Command {
-	return &cobra.Command{
+	var grace time.Duration
+	cmd := &cobra.Command{
 		Use:   "gc",
 		Short: "Remove cached plugin versions nothing uses, after their grace period",
-		Args:  exactArgs(0, "no arguments"),
+		Long: `Remove cached plugin versions that no installed plugin and no running
+session uses, once they have been orphaned for the grace period (--grace,
+else gc-grace / WHARF_GC_GRACE, default 168h). --grace 0s removes them now.`,
+		Example: "  wharf gc\n  wharf gc --grace 0s",
+		Args:    exactArgs(0, "no arguments"),
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if cmd.Flags().Changed("grace") {
+				if grace < 0 {
+					return usageError(fmt.Errorf("--grace %s: must not be negative", grace))
+				}
+				a.cfg.Grace = grace
+			}
 			return withInstaller(a, cmd, func(ctx context.Context, in *install.Installer) (*cache.GCReport, error) {
-				return in.GC(ctx)
+				rep, err := in.GC(ctx)
+				if rep != nil {
+					rep.Removed = nonNil(rep.Removed)
+					rep.Kept = nonNil(rep.Kept)
+					rep.Temps = nonNil(rep.Temps)
+				}
+				return rep, err
 			}, func(rep *cache.GCReport) error {
 				for _, r := range rep.Removed {
 					a.printf("removed %s\n", r)
@@ -364,8 +404,13 @@ func newGCCmd(a *app) *cobra.Command {
 				for _, k := range rep.Kept {
 					a.printf("kept %s (%s since %s)\n", k.Path, k.Reason, k.Since.Format("2006-01-02"))
 				}
+				if len(rep.Removed) == 0 && len(rep.Kept) == 0 {
+					a.printf("nothing to collect\n")
+				}
 				return nil
 			})
 		},
 	}
+	cmd.Flags().DurationVar(&grace, "grace", 0, "keep orphaned versions this long (overrides gc-grace; 0s removes them now)")
+	return cmd
 }

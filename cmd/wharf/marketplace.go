@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/wharfhq/wharf/cache"
 	"github.com/wharfhq/wharf/marketplace"
 	"github.com/wharfhq/wharf/plugin"
 )
@@ -240,13 +241,53 @@ func newMarketplaceRemoveCmd(a *app) *cobra.Command {
 			if err != nil {
 				return err
 			}
+			left := a.installedFrom(k.Name)
 			if a.cfg.JSON {
-				return a.printJSON(k)
+				return a.printJSON(removedMarketplace{Known: k, StillInstalled: nonNil(left)})
 			}
 			a.printf("Removed marketplace %s (%s)\n", k.Name, k.Source)
+			if len(left) > 0 {
+				names := make([]string, len(left))
+				for i, id := range left {
+					names[i] = id.String()
+				}
+				a.printf("Its plugins stay installed and enabled, but can no longer be updated: %s\n", strings.Join(names, ", "))
+				a.printf("Remove them with: wharf uninstall <name@%s>, or add the marketplace back: wharf marketplace add %s\n", k.Name, k.Source)
+			}
 			return nil
 		},
 	}
+}
+
+// removedMarketplace is marketplace remove's --json output: the marketplace
+// as it was known, and the plugins from it that are still installed.
+type removedMarketplace struct {
+	marketplace.Known
+	StillInstalled []plugin.ID `json:"stillInstalled"`
+}
+
+// installedFrom lists the installed plugins that come from marketplace name
+// (nil when the registry cannot be read: this only feeds a notice).
+func (a *app) installedFrom(name string) []plugin.ID {
+	st, err := a.Store()
+	if err != nil {
+		return nil
+	}
+	c, err := cache.New(cache.Options{Home: a.env.Home(), Store: st})
+	if err != nil {
+		return nil
+	}
+	recs, err := c.List()
+	if err != nil {
+		return nil
+	}
+	var ids []plugin.ID
+	for _, r := range recs {
+		if r.ID.Source == name {
+			ids = append(ids, r.ID)
+		}
+	}
+	return ids
 }
 
 func short(sha string) string {

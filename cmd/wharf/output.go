@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 
 	"github.com/wharfhq/wharf/plugin"
@@ -49,7 +50,11 @@ func (a *app) printError(err error) {
 		_ = enc.Encode(je)
 		return
 	}
-	fmt.Fprintf(a.stderr, "wharf: %s\n", err)
+	var se shownError
+	if errors.As(err, &se) {
+		return
+	}
+	fmt.Fprintf(a.stderr, "wharf: %s\n", plainMessage(err.Error()))
 	if hint != "" {
 		fmt.Fprintf(a.stderr, "Try: %s\n", hint)
 	}

@@ -155,8 +155,8 @@ func newPolicyCheckCmd(a *app, o *policyOptions) *cobra.Command {
 			}
 			// The exit code answers "may I install it?": 3 when install is denied.
 			install := res.Actions[0]
-			return policy.Decision{Allowed: install.Allowed, Reasons: install.Reasons}.Err(
-				policy.Request{Action: policy.ActionInstall, Plugin: id, Marketplace: policy.Marketplace{Name: id.Source, Source: src}})
+			return shown(policy.Decision{Allowed: install.Allowed, Reasons: install.Reasons}.Err(
+				policy.Request{Action: policy.ActionInstall, Plugin: id, Marketplace: policy.Marketplace{Name: id.Source, Source: src}}))
 		},
 	}
 	cmd.Flags().StringVar(&sourceJSON, "source", "", `the marketplace's source as JSON, e.g. '{"source":"github","repo":"acme/plugins"}'`)

@@ -252,7 +252,7 @@ func TestServerPolicyTrustAndFailClosed(t *testing.T) {
 	writeFile(t, keyFile, srv.key.PublicKey)
 	c := newPolicyClient(t, another.agent)
 	code, out, stderr := c.run("--policy-url", another.hs.URL, "--policy-key", keyFile, "marketplace", "add", corp)
-	if code != 4 || !strings.Contains(stderr, "trust") {
+	if code != 4 || !strings.Contains(stderr, "policy bundle refused") {
 		t.Fatalf("bundle of another key: exit %d\n%s%s", code, out, stderr)
 	}
 	if matches, _ := filepath.Glob(filepath.Join(c.home, "policy", "*", "bundle.tar.gz")); len(matches) != 0 {

@@ -55,7 +55,7 @@ func (a *app) marketGate() marketplace.Gate {
 
 // warnf prints a warning to stderr (also under --json: stdout stays JSON).
 func (a *app) warnf(format string, args ...any) {
-	fmt.Fprintf(a.stderr, "wharf: warning: "+format+"\n", args...)
+	fmt.Fprintf(a.stderr, "wharf: warning: %s\n", plainMessage(fmt.Sprintf(format, args...)))
 }
 
 // policyGate lets policy refuse a marketplace source before wharf touches

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -12,7 +13,9 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 	"github.com/spf13/viper"
+	"golang.org/x/sys/unix"
 	"golang.org/x/term"
 
 	"github.com/wharfhq/wharf/cache"
@@ -35,6 +38,8 @@ type app struct {
 
 	st      *store.OnUse
 	running bool
+	quiet   bool  // --quiet: no progress output
+	roHome  *bool // readOnlyHome, once known
 	// mktWriter marks a command that changes marketplaces; mktUnlock
 	// releases the shared marketplace lock a reading command holds.
 	mktWriter bool
@@ -53,13 +58,15 @@ type config struct {
 	JSON        bool
 	LockTimeout time.Duration
 	GitTimeout  time.Duration
-	GitHubHost  string
+	// NetIdle fails a network step whose connection is silent this long.
+	NetIdle    time.Duration
+	GitHubHost string
 	// Grace is how long orphaned plugin versions are kept (gc-grace).
 	Grace time.Duration
 }
 
 // configKeys are the keys a config file may set (others warn).
-var configKeys = map[string]bool{"json": true, "lock-timeout": true, "git-timeout": true, "github-host": true, "gc-grace": true}
+var configKeys = map[string]bool{"json": true, "lock-timeout": true, "git-timeout": true, "net-idle-timeout": true, "github-host": true, "gc-grace": true}
 
 // newRootCmd builds the command tree. Register a new verb with one line in
 // the AddCommand list below.
@@ -78,9 +85,11 @@ func newRootCmd(a *app) *cobra.Command {
 	pf := root.PersistentFlags()
 	pf.String("home", "", "wharf's state directory (env WHARF_HOME, default ~/.wharf)")
 	pf.Bool("json", false, "print machine-readable JSON (errors go to stderr as JSON)")
+	pf.BoolVarP(&a.quiet, "quiet", "q", false, "no progress output (it is shown only on a terminal, and never with --json)")
 	pf.StringArrayVar(&a.policyPaths, "policy", nil, "an extra policy layer (settings JSON, .rego file or managed-style directory), after the managed directory; repeatable, highest first")
 	addRemotePolicyFlags(pf, &a.remote)
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError(err) })
+	root.SetUsageTemplate(usageTemplate(root.UsageTemplate()))
 	root.SetOut(a.stdout)
 	root.SetErr(a.stderr)
 
@@ -91,6 +100,7 @@ func newRootCmd(a *app) *cobra.Command {
 	root.AddCommand(newInstallCmd(a))
 	root.AddCommand(newUninstallCmd(a))
 	root.AddCommand(newUpdateCmd(a))
+	root.AddCommand(newOutdatedCmd(a))
 	root.AddCommand(newPruneCmd(a))
 	root.AddCommand(newEnableCmd(a, true))
 	root.AddCommand(newEnableCmd(a, false))
@@ -107,6 +117,38 @@ func newRootCmd(a *app) *cobra.Command {
 	root.AddCommand(newConfigCmd(a))
 	return root
 }
+
+func init() {
+	cobra.AddTemplateFunc("flagUsages", flagUsages)
+}
+
+// usageTemplate is cobra's usage template with flags listed by flagUsages.
+func usageTemplate(t string) string {
+	t = strings.ReplaceAll(t, ".LocalFlags.FlagUsages", "flagUsages .LocalFlags")
+	return strings.ReplaceAll(t, ".InheritedFlags.FlagUsages", "flagUsages .InheritedFlags")
+}
+
+// flagUsages lists fs as pflag does, but shows a boolean flag as "--json"
+// rather than "--json[=true|false]" (--json=false still works).
+func flagUsages(fs *pflag.FlagSet) string {
+	out := pflag.NewFlagSet(fs.Name(), pflag.ContinueOnError)
+	out.SortFlags = fs.SortFlags
+	fs.VisitAll(func(f *pflag.Flag) {
+		c := *f
+		if f.Value.Type() == "bool" {
+			c.Value = plainBool{f.Value}
+		}
+		out.AddFlag(&c)
+	})
+	return out.FlagUsages()
+}
+
+// plainBool hides IsBoolFlag from pflag's usage formatting only.
+type plainBool struct{ v pflag.Value }
+
+func (b plainBool) String() string     { return b.v.String() }
+func (b plainBool) Set(s string) error { return b.v.Set(s) }
+func (b plainBool) Type() string       { return b.v.Type() }
 
 // run executes one wharf invocation and returns its exit code.
 func run(args []string, stdout, stderr io.Writer) int {
@@ -223,6 +265,7 @@ func (a *app) load(cmd *cobra.Command) error {
 	v.SetDefault("json", false)
 	v.SetDefault("lock-timeout", "5s")
 	v.SetDefault("git-timeout", marketplace.DefaultGitTimeout.String())
+	v.SetDefault("net-idle-timeout", marketplace.DefaultNetIdleTimeout.String())
 	v.SetDefault("github-host", "")
 	v.SetDefault("gc-grace", cache.DefaultGrace.String())
 	for _, k := range []string{"home", "json"} {
@@ -232,6 +275,12 @@ func (a *app) load(cmd *cobra.Command) error {
 	}
 	a.cfg.JSON = v.GetBool("json") // so a config error below prints in the right form
 	home := v.GetString("home")
+	if f := cmd.Flags().Lookup("home"); f != nil && f.Changed && strings.TrimSpace(f.Value.String()) == "" {
+		return usageError(errors.New("--home is empty; it must name wharf's state directory"))
+	}
+	if strings.TrimSpace(home) == "" {
+		return usageError(errors.New("WHARF_HOME is empty; it must name wharf's state directory"))
+	}
 	if home == "~" || strings.HasPrefix(home, "~/") {
 		home = filepath.Join(userHome, strings.TrimPrefix(home, "~"))
 	}
@@ -251,11 +300,14 @@ func (a *app) load(cmd *cobra.Command) error {
 	if a.cfg.GitTimeout, err = durationKey(v, "git-timeout"); err != nil {
 		return err
 	}
+	if a.cfg.NetIdle, err = durationKey(v, "net-idle-timeout"); err != nil {
+		return err
+	}
 	a.cfg.GitHubHost = strings.TrimSpace(v.GetString("github-host"))
 	// Policy reads owner/repo sources on the same GitHub host the
 	// marketplace code fetches them from.
 	policy.SetGitHubHost(a.cfg.GitHubHost)
-	if a.cfg.Grace, err = durationKey(v, "gc-grace"); err != nil {
+	if a.cfg.Grace, err = durationKeyMin(v, "gc-grace", 0); err != nil {
 		return err
 	}
 	return nil
@@ -274,7 +326,7 @@ func (a *app) readConfigFile(v *viper.Viper) error {
 		}
 		for _, k := range v.AllKeys() {
 			if v.InConfig(k) && !configKeys[k] {
-				fmt.Fprintf(a.stderr, "wharf: warning: %s: unknown key %q ignored (known: gc-grace, git-timeout, github-host, json, lock-timeout)\n", p, k)
+				fmt.Fprintf(a.stderr, "wharf: warning: %s: unknown key %q ignored (known: gc-grace, git-timeout, github-host, json, lock-timeout, net-idle-timeout)\n", p, k)
 			}
 		}
 		return nil
@@ -283,10 +335,20 @@ func (a *app) readConfigFile(v *viper.Viper) error {
 }
 
 func durationKey(v *viper.Viper, key string) (time.Duration, error) {
+	return durationKeyMin(v, key, time.Nanosecond)
+}
+
+// durationKeyMin parses a duration key that must be at least least (0 allows
+// zero, e.g. a gc grace of 0s removes orphans at once).
+func durationKeyMin(v *viper.Viper, key string, least time.Duration) (time.Duration, error) {
 	s := strings.TrimSpace(v.GetString(key))
 	d, err := time.ParseDuration(s)
-	if err == nil && d <= 0 {
-		err = errors.New("must be positive")
+	if err == nil && d < least {
+		if least > 0 {
+			err = errors.New("must be positive")
+		} else {
+			err = errors.New("must not be negative")
+		}
 	}
 	if err != nil {
 		return 0, configError(key, fmt.Errorf("%q: %v", s, err))
@@ -319,7 +381,10 @@ func (a *app) Store() (store.Store, error) {
 	// The file is held only while a transaction runs, so a long command
 	// (an install fetching plugins) does not lock out an agent starting
 	// or a `wharf list` meanwhile.
-	a.st = store.OpenBoltOnUse(a.env.StateDB(), store.Options{LockTimeout: a.cfg.LockTimeout}, func(err error) error { return storeOpenError(a.env, err) })
+	// A home this process cannot write (a baked image, a sandboxed agent)
+	// is opened read-only: reading commands work, writing ones fail on
+	// their first write with the hint below.
+	a.st = store.OpenBoltOnUse(a.env.StateDB(), store.Options{LockTimeout: a.cfg.LockTimeout, ReadOnly: a.readOnlyHome()}, func(err error) error { return storeOpenError(a.env, err) })
 	return a.st, nil
 }
 
@@ -376,7 +441,7 @@ func (a *app) marketplaceWriter() (*marketplace.Manager, error) {
 // read policy); a write that fails costs the next command speed, not
 // correctness, so it is a warning.
 func (a *app) saveMemo() {
-	if a.pol == nil || a.env.Home() == "" {
+	if a.pol == nil || a.env.Home() == "" || a.readOnlyHome() {
 		return
 	}
 	if fi, err := os.Stat(a.env.Home()); err != nil || !fi.IsDir() {
@@ -391,6 +456,60 @@ func (a *app) saveMemo() {
 	}
 }
 
+// readOnlyHome reports whether this process cannot write WHARF_HOME (or
+// its state.db). Reading commands then create, lock for writing and
+// rewrite nothing there: no lock file, no policy memo, state.db opened
+// read-only.
+func (a *app) readOnlyHome() bool {
+	if a.roHome != nil {
+		return *a.roHome
+	}
+	ro := false
+	home := a.env.Home()
+	if home != "" {
+		if _, err := os.Stat(home); err == nil {
+			ro = unix.Access(home, unix.W_OK) != nil
+			if _, err := os.Stat(a.env.StateDB()); err == nil && unix.Access(a.env.StateDB(), unix.W_OK) != nil {
+				ro = true
+			}
+		}
+	}
+	a.roHome = &ro
+	return ro
+}
+
+// readOnlyRLock takes the marketplace lock shared without creating or
+// writing anything: the lock file is opened read-only (flock needs no
+// write access). When it does not exist, no marketplace was ever changed
+// through a lock here, and a home this process cannot write needs none.
+func readOnlyRLock(ctx context.Context, path string) (func(), error) {
+	f, err := os.Open(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return func() {}, nil
+	}
+	if err != nil {
+		return nil, &plugin.Error{Layer: plugin.LayerMaterialization, Type: plugin.TypeSource, Object: path, Err: err,
+			Hint: "make the file readable, or run wharf as a user who can read " + filepath.Dir(path)}
+	}
+	for {
+		err := unix.Flock(int(f.Fd()), unix.LOCK_SH|unix.LOCK_NB)
+		if err == nil {
+			return func() { f.Close() }, nil
+		}
+		if !errors.Is(err, unix.EWOULDBLOCK) && !errors.Is(err, unix.EINTR) {
+			f.Close()
+			return nil, fmt.Errorf("lock %s: %w", path, err)
+		}
+		select {
+		case <-ctx.Done():
+			f.Close()
+			return nil, &plugin.Error{Layer: plugin.LayerMaterialization, Type: "store-locked", Object: path, Err: ctx.Err(),
+				Hint: "a marketplace add, update or remove is running; wait for it, or raise WHARF_LOCK_TIMEOUT"}
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
 // Marketplaces returns a Manager over the store and WHARF_HOME/marketplaces.
 func (a *app) Marketplaces() (*marketplace.Manager, error) {
 	st, err := a.Store()
@@ -399,7 +518,13 @@ func (a *app) Marketplaces() (*marketplace.Manager, error) {
 	}
 	if !a.mktWriter && a.mktUnlock == nil {
 		wait, cancel := a.lockWait()
-		unlock, err := cache.RLockFile(wait, a.marketplaceLock())
+		var unlock func()
+		var err error
+		if a.readOnlyHome() {
+			unlock, err = readOnlyRLock(wait, a.marketplaceLock())
+		} else {
+			unlock, err = cache.RLockFile(wait, a.marketplaceLock())
+		}
 		cancel()
 		if err != nil {
 			return nil, err
@@ -407,22 +532,30 @@ func (a *app) Marketplaces() (*marketplace.Manager, error) {
 		a.mktUnlock = unlock
 	}
 	return marketplace.NewManager(st, marketplace.Options{
-		Dir:        a.env.Marketplaces(),
-		Gate:       a.marketGate(),
-		Progress:   a.progress(),
-		GitTimeout: a.cfg.GitTimeout,
-		Getenv:     a.getenv,
+		Dir:            a.env.Marketplaces(),
+		Gate:           a.marketGate(),
+		Progress:       a.progress(),
+		GitTimeout:     a.cfg.GitTimeout,
+		NetIdleTimeout: a.cfg.NetIdle,
+		Getenv:         a.getenv,
 	}), nil
 }
 
-// progress returns where git progress goes: stderr when it is a terminal
-// and output is for humans; nowhere otherwise.
+// progress returns where progress (git's, download and install bars)
+// goes: stderr when it is a terminal and output is for humans, without
+// --quiet; nowhere otherwise.
 func (a *app) progress() io.Writer {
-	if a.cfg.JSON {
+	if a.cfg.JSON || a.quiet {
 		return nil
 	}
-	if f, ok := a.stderr.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
-		return f
+	if isTerminal(a.stderr) {
+		return a.stderr
 	}
 	return nil
+}
+
+// isTerminal reports whether w is a terminal (a variable for tests).
+var isTerminal = func(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	return ok && term.IsTerminal(int(f.Fd()))
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -49,7 +50,7 @@ func TestPrintErrorForms(t *testing.T) {
 	var out, errb bytes.Buffer
 	a := &app{stdout: &out, stderr: &errb}
 	a.printError(err)
-	if got := errb.String(); got != "wharf: policy: x@y: blocked by managed policy\nTry: ask your admin\n" {
+	if got := errb.String(); got != "wharf: x@y: blocked by managed policy\nTry: ask your admin\n" {
 		t.Errorf("human error = %q", got)
 	}
 	errb.Reset()
@@ -161,5 +162,68 @@ func TestProgressOnlyOnATerminal(t *testing.T) {
 	a.cfg.JSON = true
 	if a.progress() != nil {
 		t.Error("progress under --json")
+	}
+}
+
+func TestClosestNames(t *testing.T) {
+	cands := []string{"app-deploy", "ci-runner", "core-utils", "lint-kit"}
+	for _, tt := range []struct {
+		in   string
+		want string
+	}{
+		{"app-deplo", "app-deploy"},
+		{"lintkit", "lint-kit"},
+		{"CI-RUNER", "ci-runner"},
+		{"deploy", "app-deploy"}, // contained
+		{"zzzz", ""},
+		{"a", ""},
+		{"ocre-utils", "core-utils"}, // a swap is one edit
+	} {
+		got := closest(tt.in, cands)
+		if tt.want == "" && len(got) != 0 || tt.want != "" && (len(got) == 0 || got[0] != tt.want) {
+			t.Errorf("closest(%q) = %v, want first %q", tt.in, got, tt.want)
+		}
+	}
+	if d := editDistance("kitten", "sitting"); d != 3 {
+		t.Errorf("editDistance = %d, want 3", d)
+	}
+}
+
+func TestProgressOnlyOnATerminalForHumans(t *testing.T) {
+	term := &bytes.Buffer{}
+	old := isTerminal
+	isTerminal = func(w io.Writer) bool { return w == io.Writer(term) }
+	defer func() { isTerminal = old }()
+
+	a := &app{stderr: term}
+	if a.progress() == nil {
+		t.Fatal("no progress on a terminal")
+	}
+	a.quiet = true
+	if a.progress() != nil {
+		t.Error("progress despite --quiet")
+	}
+	a.quiet, a.cfg.JSON = false, true
+	if a.progress() != nil {
+		t.Error("progress under --json")
+	}
+	a = &app{stderr: &bytes.Buffer{}}
+	if a.progress() != nil {
+		t.Error("progress when stderr is not a terminal")
+	}
+}
+
+func TestPlainMessage(t *testing.T) {
+	for in, want := range map[string]string{
+		"intent: x@y: bad": "x@y: bad",
+		"materialization: materialization: clone failed":                                     "clone failed",
+		"trust: trust: digest mismatch":                                                      "digest mismatch",
+		"f.json: f.json:2: not valid JSON":                                                   "f.json:2: not valid JSON",
+		"denied by policy: reason":                                                           "denied by policy: reason",
+		"git clone of u: repository not found: <!DOCTYPE html><html><body>404</body></html>": "git clone of u: repository not found (the server answered with an HTML page, not shown)",
+	} {
+		if got := plainMessage(in); got != want {
+			t.Errorf("plainMessage(%q) = %q, want %q", in, got, want)
+		}
 	}
 }

@@ -2,12 +2,14 @@ package main
 
 import (
 	"errors"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"sync"
 	"testing"
 	"time"
 
@@ -46,6 +48,9 @@ func (c cleanupRun) Run() int {
 //	serve <dir>              serve <dir> over HTTP on 127.0.0.1; sets $SERVER_URL
 //	holdstore                hold $WHARF_HOME/state.db locked until the script ends
 //	exitcode <n> <cmd> ...   run <cmd> and require exit code <n>; stdout/stderr are kept for checks
+//	silentserver             a TCP server on 127.0.0.1 that accepts and never answers; sets $SILENT_ADDR
+//	stallserver              an HTTP server on 127.0.0.1 that sends headers, then stalls; sets $STALL_URL
+//	html404server            an HTTP server on 127.0.0.1 that answers every request with a 404 HTML page; sets $HTML404_URL
 //
 // Scripts see $DEMO, the repository's demo marketplace.
 func TestScripts(t *testing.T) {
@@ -71,11 +76,14 @@ func TestScripts(t *testing.T) {
 			return nil
 		},
 		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
-			"mkgitrepo": cmdMkGitRepo,
-			"gitcommit": cmdGitCommit,
-			"serve":     cmdServe,
-			"holdstore": cmdHoldStore,
-			"exitcode":  cmdExitCode,
+			"mkgitrepo":     cmdMkGitRepo,
+			"gitcommit":     cmdGitCommit,
+			"serve":         cmdServe,
+			"holdstore":     cmdHoldStore,
+			"exitcode":      cmdExitCode,
+			"silentserver":  cmdSilentServer,
+			"stallserver":   cmdStallServer,
+			"html404server": cmdHTML404Server,
 		},
 	})
 }
@@ -148,4 +156,70 @@ func cmdExitCode(ts *testscript.TestScript, neg bool, args []string) {
 	if got != want {
 		ts.Fatalf("%s exited with %d, want %d", args[1], got, want)
 	}
+}
+
+func cmdSilentServer(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 0 {
+		ts.Fatalf("usage: silentserver")
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	ts.Check(err)
+	var mu sync.Mutex
+	var conns []net.Conn
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			conns = append(conns, c) // held open, never read or written
+			mu.Unlock()
+		}
+	}()
+	ts.Defer(func() {
+		ln.Close()
+		mu.Lock()
+		for _, c := range conns {
+			c.Close()
+		}
+		mu.Unlock()
+	})
+	ts.Setenv("SILENT_ADDR", ln.Addr().String())
+}
+
+func cmdStallServer(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 0 {
+		ts.Fatalf("usage: stallserver")
+	}
+	done := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/octet-stream")
+		w.Header().Set("Content-Length", "1000000")
+		w.WriteHeader(http.StatusOK)
+		w.Write([]byte("PK"))
+		w.(http.Flusher).Flush()
+		select {
+		case <-done:
+		case <-r.Context().Done():
+		}
+	}))
+	ts.Defer(func() {
+		close(done)
+		srv.Close()
+	})
+	ts.Setenv("STALL_URL", srv.URL)
+}
+
+func cmdHTML404Server(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 0 {
+		ts.Fatalf("usage: html404server")
+	}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		w.WriteHeader(http.StatusNotFound)
+		w.Write([]byte("<!DOCTYPE html>\n<html><head><title>Page not found</title><style>body{font:14px sans-serif}</style></head>\n<body><h1>404</h1><p>This is not the page you are looking for.</p></body></html>\n"))
+	}))
+	ts.Defer(srv.Close)
+	ts.Setenv("HTML404_URL", srv.URL)
 }

@@ -128,7 +128,7 @@ func (a *app) runServe(ctx context.Context, o *serveOptions) error {
 		return &plugin.Error{Layer: plugin.LayerIntent, Type: typeUsage, Object: "WHARF_BOOTSTRAP_TOKEN", Err: err,
 			Hint: "set WHARF_BOOTSTRAP_TOKEN to a long random string, or unset it to have one made"}
 	}
-	mgr := marketplace.NewManager(st, marketplace.Options{Dir: filepath.Join(data, "marketplaces"), GitTimeout: a.cfg.GitTimeout, Getenv: a.getenv})
+	mgr := marketplace.NewManager(st, marketplace.Options{Dir: filepath.Join(data, "marketplaces"), GitTimeout: a.cfg.GitTimeout, NetIdleTimeout: a.cfg.NetIdle, Getenv: a.getenv})
 	catalog := api.NewMarketplaceCatalog(mgr)
 	srv, err := api.New(api.Deps{
 		Store: st, Catalog: catalog, Policy: api.PolicyEngine, Verifier: api.TrustVerifier{Keyring: kr}, Logger: logger,

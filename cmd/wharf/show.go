@@ -37,15 +37,15 @@ func newShowCmd(a *app) *cobra.Command {
 		Long:  "Show a plugin's marketplace entry and its resolved source. For plugins stored inside the marketplace (relative sources) the components are listed too; other sources are fetched only at install.",
 		Args:  exactArgs(1, "one plugin@marketplace"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			id, err := plugin.ParseID(args[0])
-			if err != nil {
-				return err
-			}
 			mgr, err := a.Marketplaces()
 			if err != nil {
 				return err
 			}
 			cat, err := mgr.Catalog()
+			if err != nil {
+				return err
+			}
+			id, err := resolveInCatalog(cat, args[0])
 			if err != nil {
 				return err
 			}

@@ -21,9 +21,9 @@ var allowed = map[string][]string{
 	"agent":       {"install", "policy", "trust", "cache", "plugin", "settings", "resolver", "store", "marketplace", "source", "atomicfile", "wire"},
 	"install":     {"resolver", "marketplace", "cache", "trust", "policy", "plugin", "store", "settings", "source", "atomicfile", "wire"},
 	"resolver":    {"plugin", "atomicfile"},
-	"marketplace": {"plugin", "store", "atomicfile"},
+	"marketplace": {"plugin", "store", "atomicfile", "netidle"},
 	"cache":       {"plugin", "trust", "store", "atomicfile", "wire"},
-	"source":      {"plugin", "atomicfile"},
+	"source":      {"plugin", "atomicfile", "netidle"},
 	"trust":       {"plugin", "atomicfile"},
 	"policy":      {"plugin", "settings", "atomicfile"},
 	"settings":    {"plugin", "atomicfile"},
@@ -33,6 +33,7 @@ var allowed = map[string][]string{
 	"(root)":      {}, // embedded assets (the demo marketplace)
 	"atomicfile":  {},
 	"wire":        {},
+	"netidle":     {},
 }
 
 type pkg struct {

@@ -1,0 +1,125 @@
+package netidle
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+	"time"
+)
+
+// silent accepts connections and never answers.
+func silent(t *testing.T) string {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	held := make(chan net.Conn, 16)
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			held <- c
+		}
+	}()
+	t.Cleanup(func() {
+		ln.Close()
+		close(held)
+		for c := range held {
+			c.Close()
+		}
+	})
+	return ln.Addr().String()
+}
+
+func TestSilentServerFailsWithIdleError(t *testing.T) {
+	addr := silent(t)
+	// The overall deadline is far away: only the idle limit can end this.
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	ctx, stop := Watch(ctx, 200*time.Millisecond)
+	defer stop()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+"/x", nil)
+	_, err := (&http.Client{Transport: Transport()}).Do(req)
+	if err == nil {
+		t.Fatal("request to a silent server succeeded")
+	}
+	e := Cause(ctx)
+	if e == nil || e.Host != addr || e.Idle != 200*time.Millisecond {
+		t.Fatalf("Cause = %v, want an idle error naming %s; request error: %v", e, addr, err)
+	}
+}
+
+func TestStallAfterHeadersFailsTheBodyRead(t *testing.T) {
+	release := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Length", "100")
+		w.WriteHeader(http.StatusOK)
+		w.Write([]byte("partial"))
+		w.(http.Flusher).Flush()
+		select {
+		case <-release:
+		case <-r.Context().Done():
+		}
+	}))
+	defer srv.Close()
+	defer close(release)
+	ctx, stop := Watch(context.Background(), 200*time.Millisecond)
+	defer stop()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, srv.URL, nil)
+	resp, err := (&http.Client{Transport: Transport()}).Do(req)
+	if err != nil {
+		t.Fatalf("headers: %v", err)
+	}
+	defer resp.Body.Close()
+	_, err = io.ReadAll(resp.Body)
+	if err == nil {
+		t.Fatal("reading a stalled body succeeded")
+	}
+	if e := Cause(ctx); e == nil || e.Host != srv.Listener.Addr().String() {
+		t.Fatalf("Cause = %v, want an idle error naming the server; read error: %v", e, err)
+	}
+}
+
+func TestActiveTransferIsNotIdle(t *testing.T) {
+	// A transfer that moves bytes completes and leaves no idle cause.
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		for i := 0; i < 5; i++ {
+			w.Write([]byte("chunk"))
+			w.(http.Flusher).Flush()
+		}
+	}))
+	defer srv.Close()
+	ctx, stop := Watch(context.Background(), time.Minute)
+	defer stop()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, srv.URL, nil)
+	resp, err := (&http.Client{Transport: Transport()}).Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if err != nil || string(b) != "chunkchunkchunkchunkchunk" {
+		t.Fatalf("body %q, %v", b, err)
+	}
+	if Cause(ctx) != nil {
+		t.Fatalf("an active transfer was cancelled: %v", Cause(ctx))
+	}
+}
+
+func TestNoWatchNoLimit(t *testing.T) {
+	ctx, stop := Watch(context.Background(), 0)
+	defer stop()
+	if Cause(ctx) != nil {
+		t.Fatal("a disabled watch has a cause")
+	}
+	var e *Error
+	if errors.As(context.Cause(ctx), &e) {
+		t.Fatal("a disabled watch carries an idle error")
+	}
+}
