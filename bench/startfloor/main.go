@@ -40,6 +40,7 @@ import (
 	_ "github.com/open-policy-agent/opa/v1/util"
 	_ "github.com/prometheus/client_golang/prometheus"
 	_ "github.com/prometheus/client_golang/prometheus/promhttp"
+	_ "github.com/schollz/progressbar/v3"
 	_ "github.com/sigstore/sigstore/pkg/cryptoutils"
 	_ "github.com/sigstore/sigstore/pkg/signature"
 	_ "github.com/spf13/cobra"
