@@ -86,17 +86,31 @@ func (d Decision) Err(req Request) error {
 	hint := "run: wharf policy check " + req.target()
 	if len(d.Reasons) > 0 {
 		r := d.Reasons[0]
-		who := "the administrator of policy layer " + r.Layer
+		who := "whoever manages the " + r.Layer + " policy layer"
 		if r.Layer == "default" {
 			who = "your administrator"
 		}
-		hint = fmt.Sprintf("ask %s to change %s; to see every layer's verdict run: wharf policy check %s", who, r.Rule, req.target())
+		hint = fmt.Sprintf("this is an administrator's decision: ask %s about %s; to see every layer's verdict run: wharf policy check %s", who, ruleWords(r.Rule), req.target())
 		if req.Action == ActionAddMarketplace || req.Action == ActionUpdateMarketplace || req.Action == ActionSideload {
-			hint = fmt.Sprintf("ask %s to change %s", who, r.Rule)
+			hint = fmt.Sprintf("this is an administrator's decision: ask %s about %s", who, ruleWords(r.Rule))
 		}
 	}
 	return &plugin.Error{Layer: plugin.LayerPolicy, Type: plugin.TypePolicyDenied, Object: req.target(),
 		Err: &Denial{Request: req, Decision: d}, Hint: hint}
+}
+
+// ruleWords names a deciding rule for a person: a settings key as the
+// setting it is, an admin Rego rule as such.
+func ruleWords(rule string) string {
+	switch rule {
+	case "admin", "rule", "evaluation":
+		return "their Rego rules"
+	case "unreadable":
+		return "the managed file wharf cannot read"
+	case "request", "":
+		return "this request"
+	}
+	return "the " + rule + " setting"
 }
 
 // Option configures an Engine.
