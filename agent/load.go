@@ -53,6 +53,13 @@ type Registry interface {
 	List() ([]cache.Record, error)
 }
 
+// registryScanner is a Registry that also reports the records it cannot
+// decode (*cache.Cache does): the loader lists each such plugin as failed,
+// with the way out, instead of leaving it out without a word.
+type registryScanner interface {
+	Scan() ([]cache.Record, []cache.BrokenRecord, error)
+}
+
 // Leaser leases version directories for the session. *cache.Cache
 // implements it.
 type Leaser interface {
@@ -90,6 +97,7 @@ const TypeCollision = "component-collision"
 type loadInput struct {
 	snap    *settings.Snapshot
 	recs    []cache.Record
+	broken  []cache.BrokenRecord
 	inline  []string
 	dec     *decider
 	index   *componentIndex
@@ -178,6 +186,19 @@ func build(ctx context.Context, in *loadInput) (*Set, error) {
 		return nil, err
 	}
 
+	// A plugin whose registry record is damaged is failed with the way out
+	// (reinstall, or wharf doctor --repair); it contributes nothing.
+	for _, b := range in.broken {
+		if b.ID.IsZero() {
+			continue // not a plugin id: wharf doctor reports it
+		}
+		u := &unit{st: PluginStatus{Source: "installed"}}
+		u.st.ID, u.st.Enabled = b.ID, enabled[b.ID]
+		u.st.Errors, u.st.ErrorDetails = []string{}, []install.ErrorDetail{}
+		u.st.AddError(b.Err)
+		units = append(units, u)
+	}
+
 	// Inline plugins are loaded for this session; one that has the name
 	// of another inline plugin is a conflict.
 	seen := map[plugin.ID]bool{}
@@ -192,9 +213,12 @@ func build(ctx context.Context, in *loadInput) (*Set, error) {
 
 	// Plugins enabled in settings (or forced on by managed settings) that
 	// are not installed cannot load; say so rather than drop them silently.
-	installed := make(map[plugin.ID]bool, len(in.recs))
+	installed := make(map[plugin.ID]bool, len(in.recs)+len(in.broken))
 	for _, r := range in.recs {
 		installed[r.ID] = true
+	}
+	for _, b := range in.broken {
+		installed[b.ID] = true
 	}
 	var missing []string
 	for id, on := range enabled {

@@ -211,12 +211,18 @@ func (r *Runtime) Load(ctx context.Context, mode Mode) (*Set, error) {
 		wg.Wait()
 		return nil, &plugin.Error{Layer: plugin.LayerIntent, Type: settings.TypeSettingsInvalid, Err: err, Hint: "fix the settings file named above"}
 	}
-	recs, err := r.o.Registry.List()
+	var recs []cache.Record
+	var broken []cache.BrokenRecord
+	if sc, ok := r.o.Registry.(registryScanner); ok {
+		recs, broken, err = sc.Scan()
+	} else {
+		recs, err = r.o.Registry.List()
+	}
 	wg.Wait()
 	if err != nil {
 		return nil, err
 	}
-	in := &loadInput{snap: snap, recs: recs, inline: r.inline, dec: r.dec, index: r.index, mode: mode, o: &r.o, workers: r.o.Workers}
+	in := &loadInput{snap: snap, recs: recs, broken: broken, inline: r.inline, dec: r.dec, index: r.index, mode: mode, o: &r.o, workers: r.o.Workers}
 	set, err := build(ctx, in)
 	if err != nil {
 		return nil, err

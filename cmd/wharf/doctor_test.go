@@ -231,6 +231,31 @@ func TestDamagedRecordFailsOnlyItsPlugin(t *testing.T) {
 	if got["a@m"] != "failed" || got["b@m"] != "active" {
 		t.Fatalf("wharf list = %v, want a@m failed and b@m active", got)
 	}
+	// The agent runtime says the same: a@m failed with the way out, b@m
+	// loads.
+	var status struct {
+		Plugins []struct {
+			ID           string `json:"id"`
+			Status       string `json:"status"`
+			ErrorDetails []struct {
+				Type, Hint string
+			} `json:"errorDetails"`
+		} `json:"plugins"`
+	}
+	if err := json.Unmarshal([]byte(w.ok("agent", "status", "--json")), &status); err != nil {
+		t.Fatal(err)
+	}
+	agentGot := map[string]string{}
+	for _, p := range status.Plugins {
+		agentGot[p.ID] = p.Status
+		if p.ID == "a@m" && (len(p.ErrorDetails) == 0 || p.ErrorDetails[0].Type != "registry-record-corrupt" ||
+			!strings.Contains(p.ErrorDetails[0].Hint, "wharf doctor --repair")) {
+			t.Errorf("agent status row of a@m %+v lacks the damaged-record error and its way out", p)
+		}
+	}
+	if agentGot["a@m"] != "failed" || agentGot["b@m"] != "active" {
+		t.Fatalf("wharf agent status = %v, want a@m failed and b@m active", agentGot)
+	}
 	w.ok("disable", "b@m")
 	w.ok("enable", "b@m")
 	w.ok("search", "a")
