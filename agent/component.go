@@ -66,6 +66,12 @@ type Component struct {
 	MCP *plugin.MCPServer `json:"-"`
 	LSP *plugin.LSPServer `json:"-"`
 
+	// options are the plugin's userConfig values as environment entries
+	// (CLAUDE_PLUGIN_OPTION_<KEY>=value), sensitive ones included, for its
+	// hook and server processes. Set after the component index, never
+	// stored in it.
+	options []string
+
 	// sum identifies the content: two components with the same Key and sum
 	// are the same activation.
 	sum string
@@ -112,7 +118,10 @@ func (c Component) FrontMatter() (meta map[string]any, body []byte, err error) {
 
 // Env is the environment a hook or server process of this component gets on
 // top of the agent's: CLAUDE_PLUGIN_ROOT, CLAUDE_PLUGIN_DATA and
-// WHARF_PLUGIN_ROOT for plugin components, and CLAUDE_PROJECT_DIR.
+// WHARF_PLUGIN_ROOT for plugin components, CLAUDE_PROJECT_DIR, and, as in
+// Claude Code, one CLAUDE_PLUGIN_OPTION_<KEY> per userConfig option set
+// with `wharf config` (sensitive ones included: the process is the
+// plugin's own code, as trusted as the keychain entry it could read).
 func (c Component) Env(projectDir string) []string {
 	var env []string
 	if c.Root != "" {
@@ -121,7 +130,42 @@ func (c Component) Env(projectDir string) []string {
 	if projectDir != "" {
 		env = append(env, VarProjectDir+"="+projectDir)
 	}
-	return env
+	return append(env, c.options...)
+}
+
+// VarOptionPrefix starts the environment variable of each userConfig
+// option: CLAUDE_PLUGIN_OPTION_<KEY>.
+const VarOptionPrefix = "CLAUDE_PLUGIN_OPTION_"
+
+// OptionVar is the environment variable of userConfig option key, as Claude
+// Code names it: every character other than an ASCII letter, digit or "_"
+// becomes "_", and the whole is upper-cased ("api-key" gives
+// CLAUDE_PLUGIN_OPTION_API_KEY).
+func OptionVar(key string) string {
+	b := []byte(key)
+	for i, c := range b {
+		if !(c == '_' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9') {
+			b[i] = '_'
+		}
+	}
+	return VarOptionPrefix + strings.ToUpper(string(b))
+}
+
+// optionEnv is the environment entries of a plugin's userConfig values,
+// plain and sensitive, sorted by variable name.
+func optionEnv(plain, secret map[string]string) []string {
+	vals := map[string]string{}
+	for k, v := range plain {
+		vals[OptionVar(k)] = v
+	}
+	for k, v := range secret {
+		vals[OptionVar(k)] = v
+	}
+	out := make([]string, 0, len(vals))
+	for _, k := range sortedKeys(vals) {
+		out = append(out, k+"="+vals[k])
+	}
+	return out
 }
 
 // Expand substitutes ${CLAUDE_PLUGIN_ROOT}, ${CLAUDE_PLUGIN_DATA} and
@@ -216,6 +260,7 @@ func (c *Component) seal() {
 	h := sumHasher{h: sha256.New()}
 	h.str(c.Root, c.DataDir, c.Description)
 	h.dict(c.Meta)
+	h.list(c.options)
 	if c.Hook != nil {
 		h.str("hook", string(c.Hook.Event))
 		h.num(len(c.Hook.Matchers))

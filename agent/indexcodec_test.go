@@ -74,8 +74,9 @@ func TestIndexCodecFields(t *testing.T) {
 		n int
 	}{
 		// Hook.Scripts and Hook.Origin are computed after the index, at every
-		// load: not stored.
-		{Component{}, 14}, {Hook{}, 4}, {plugin.HookMatcher{}, 2}, {plugin.Hook{}, 5},
+		// load: not stored. Component.options (userConfig values, sensitive
+		// ones included) is set after the index and never stored.
+		{Component{}, 15}, {Hook{}, 4}, {plugin.HookMatcher{}, 2}, {plugin.Hook{}, 5},
 		{plugin.MCPServer{}, 8}, {plugin.LSPServer{}, 8}, {plugin.Dependency{}, 3}, {plugin.ID{}, 2}, {indexEntry{}, 4},
 	} {
 		if got := reflect.TypeOf(c.v).NumField(); got != c.n {

@@ -124,6 +124,9 @@ type unit struct {
 	// secret holds the plugin's sensitive userConfig values; they are
 	// substituted after the component index, so it never stores them.
 	secret map[string]string
+	// options are the plugin's userConfig values as environment entries
+	// (optionEnv), given to its hooks and servers after the index.
+	options []string
 }
 
 // dataDir is CLAUDE_PLUGIN_DATA of id: under WHARF_HOME, keyed by source and
@@ -364,6 +367,7 @@ func (in *loadInput) loadInstalled(ctx context.Context, r cache.Record, enabled 
 			return u
 		}
 		x.uc, x.held, u.secret = uc, sortedKeys(secret), secret
+		u.options = optionEnv(uc, secret)
 	}
 	key := indexKey(r, entry, x)
 	if e, ok := in.index.get(r.InstallPath, key); ok && in.mode == CacheOnly {
@@ -553,11 +557,16 @@ func (in *loadInput) expandEnv(u *unit, comps []Component) []Component {
 			s, m := plugin.Vars{Env: os.LookupEnv, UserConfig: u.secret}.ExpandLSP(*c.LSP)
 			next, missing = *c, m
 			next.LSP = &s
+		case len(u.options) > 0 && (c.Hook != nil || c.MCP != nil || c.LSP != nil):
+			next = *c
 		default:
 			if out != nil {
 				out = append(out, *c)
 			}
 			continue
+		}
+		if c.Hook != nil || c.MCP != nil || c.LSP != nil {
+			next.options = u.options
 		}
 		if out == nil {
 			out = append(make([]Component, 0, len(comps)), comps[:i]...)

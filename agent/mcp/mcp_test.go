@@ -22,6 +22,7 @@ import (
 	"github.com/wharfhq/wharf/agent"
 	"github.com/wharfhq/wharf/agent/internal/worldtest"
 	"github.com/wharfhq/wharf/plugin"
+	"github.com/wharfhq/wharf/plugin/userconfig"
 )
 
 // serverBin is the test MCP server, built once for the package.
@@ -631,6 +632,32 @@ func TestRestartRacingReloads(t *testing.T) {
 		pid, _ := strconv.Atoi(p)
 		if alive(pid) {
 			t.Fatalf("process %d outlived the disable (all started: %v)", pid, startsIn(t, starts))
+		}
+	}
+}
+
+// An MCP server process sees the plugin's userConfig options as
+// CLAUDE_PLUGIN_OPTION_<KEY>, sensitive ones included, as in Claude Code.
+func TestServerSeesPluginOptions(t *testing.T) {
+	w := worldtest.New(t)
+	files := mcpPlugin("db", "pg", map[string]string{"TESTSERVER_NAME": "pg"})
+	files[".claude-plugin/plugin.json"] = `{"name":"db","version":"1.0.0","userConfig":{
+		"db-host":{"type":"string","title":"Host","description":"h"},
+		"password":{"type":"string","title":"Password","description":"p","sensitive":true}}}`
+	w.Install("db@corp", "1.0.0", files)
+	id := plugin.MustParseID("db@corp")
+	if err := userconfig.Set(w.Home, id, plugin.UserConfigOption{Key: "db-host"}, "pg.internal"); err != nil {
+		t.Fatal(err)
+	}
+	if err := userconfig.Set(w.Home, id, plugin.UserConfigOption{Key: "password", Sensitive: true}, "hunter2"); err != nil {
+		t.Fatal(err)
+	}
+	sup, rt := newSupervisor(t, w)
+	w.Load(rt, agent.CacheOnly)
+	for name, want := range map[string]string{"CLAUDE_PLUGIN_OPTION_DB_HOST": "pg.internal", "CLAUDE_PLUGIN_OPTION_PASSWORD": "hunter2"} {
+		res, err := sup.CallTool(context.Background(), "mcp__plugin_db_pg__env", map[string]any{"name": name})
+		if err != nil || text(t, res) != want {
+			t.Errorf("server's %s = %v %+v, want %q", name, err, res, want)
 		}
 	}
 }
