@@ -151,8 +151,13 @@ func (in *loadInput) prepareHooks(comps []Component, skips []Skipped) ([]Compone
 					stripped = true
 					continue
 				}
-				if _, ok := hk.Extra["if"]; ok {
-					warns = append(warns, fmt.Sprintf("%s: %s: field %s.if: wharf does not evaluate permission-rule filters; the hook runs for every event its matcher selects", componentObject(c), file, field))
+				if raw, ok := hk.Extra["if"]; ok {
+					if w := ifWarning(c.Hook.Event, raw); w != "" {
+						warns = append(warns, fmt.Sprintf("%s: %s: field %s.if: %s", componentObject(c), file, field, w))
+					}
+				}
+				if raw, ok := hk.Extra["async"]; ok && string(raw) == "true" && hk.Type != "" && hk.Type != "command" {
+					warns = append(warns, fmt.Sprintf("%s: %s: field %s.async: only command hooks run in the background; this %s hook runs in the foreground", componentObject(c), file, field, hk.Type))
 				}
 				if hk.Type != "http" && hk.Command != "" {
 					if _, ok := h.Scripts[hk.Command]; !ok {
@@ -184,4 +189,24 @@ func componentObject(c Component) string {
 		return c.Plugin.String() + " " + string(c.Kind) + " " + c.Local
 	}
 	return c.Source + " " + string(c.Kind) + " " + c.Local
+}
+
+// ifWarning says what is wrong with a hook's "if" rule, or "" when the
+// runner evaluates it as Claude Code does.
+func ifWarning(ev plugin.HookEvent, raw json.RawMessage) string {
+	var rule string
+	if err := json.Unmarshal(raw, &rule); err != nil {
+		return "must be a string permission rule such as \"Bash(git *)\"; the hook never runs"
+	}
+	r, err := plugin.ParseHookIf(rule)
+	if err != nil {
+		return err.Error() + "; the hook never runs"
+	}
+	if !plugin.IfEvaluated(ev) {
+		return fmt.Sprintf("%s has no tool call: as in Claude Code, a hook with \"if\" never runs on it; remove \"if\"", ev)
+	}
+	if err := r.Supported(); err != nil {
+		return err.Error() + "; the hook runs for every " + r.Tool + " call its matcher selects"
+	}
+	return ""
 }

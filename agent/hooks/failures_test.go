@@ -58,8 +58,8 @@ func TestHookComponentFailures(t *testing.T) {
 	if u := types[agent.TypeHookEventUnknown]; len(u) != 1 || !strings.Contains(u[0], `unknown hook event "BeforeLunch"`) {
 		t.Fatalf("unknown event: %q", u)
 	}
-	if !strings.Contains(strings.Join(s.Warnings(), "\n"), "field hooks.PreToolUse[0].hooks[0].if: wharf does not evaluate") {
-		t.Fatalf("no warning for the if filter: %q", s.Warnings())
+	if strings.Contains(strings.Join(s.Warnings(), "\n"), ".if:") {
+		t.Fatalf("a warning for an if rule wharf evaluates: %q", s.Warnings())
 	}
 	if !strings.Contains(strings.Join(s.Warnings(), "\n"), "BeforeLunch") {
 		t.Fatalf("no warning for the unknown event: %q", s.Warnings())
@@ -72,5 +72,28 @@ func TestHookComponentFailures(t *testing.T) {
 	res := runPre(t, s, w.Project)
 	if !res.Blocked() || res.Reason != "cmd" || len(res.Hooks) != 1 {
 		t.Fatalf("%+v", res)
+	}
+}
+
+// An "if" rule wharf cannot evaluate as Claude Code does is a load warning
+// naming file, field and what happens instead.
+func TestIfWarnings(t *testing.T) {
+	for _, c := range []struct{ event, rule, want string }{
+		{"PreToolUse", `"Bash(git *)"`, ""},
+		{"PreToolUse", `"Skill(deploy)"`, "field hooks.PreToolUse[0].hooks[0].if: wharf evaluates patterns only for Bash"},
+		{"PreToolUse", `"Bash(git *"`, "without closing"},
+		{"PreToolUse", `7`, "must be a string permission rule"},
+		{"Stop", `"Bash"`, "Stop has no tool call"},
+	} {
+		w := worldtest.New(t)
+		w.Install("f@corp", "1.0.0", map[string]string{
+			".claude-plugin/plugin.json": `{"name": "f", "version": "1.0.0"}`,
+			"hooks/hooks.json":           `{"hooks": {"` + c.event + `": [{"hooks": [{"type": "command", "command": "true", "if": ` + c.rule + `}]}]}}`,
+		})
+		s := w.Load(w.Runtime(w.Options()), agent.CacheOnly)
+		got := strings.Join(s.Warnings(), "\n")
+		if c.want == "" && strings.Contains(got, ".if:") || c.want != "" && !strings.Contains(got, c.want) {
+			t.Errorf("%s if %s: warnings %q, want %q", c.event, c.rule, got, c.want)
+		}
 	}
 }

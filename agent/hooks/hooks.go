@@ -90,7 +90,19 @@ type Hook struct {
 	Env []string `json:"-"`
 	// Dir is the working directory; "" for the runner's.
 	Dir string `json:"-"`
+	// If is the hook's permission-rule filter ("Bash(git *)"): on tool
+	// events the hook runs only for a tool call the rule matches; on other
+	// events a hook with If never runs, as in Claude Code
+	// (plugin.HookIf documents the rules wharf evaluates).
+	If string `json:"if,omitempty"`
+	// Async runs a command hook in the background: the event does not wait
+	// for it and its exit code and output decide nothing.
+	Async bool `json:"async,omitempty"`
+	// Once runs the hook at most once per session (the event's session_id)
+	// for the life of the Runner.
+	Once bool `json:"once,omitempty"`
 
+	ifSet  bool
 	plugin plugin.ID
 }
 
@@ -137,6 +149,14 @@ func FromSet(s *agent.Set, event plugin.HookEvent, projectDir string) []Hook {
 				if h.Type == "http" {
 					httpFields(&hk, h.Extra)
 				}
+				if raw, ok := h.Extra["if"]; ok {
+					// Set but empty or not a string: the hook never runs
+					// (the loader warned).
+					_ = json.Unmarshal(raw, &hk.If)
+					hk.ifSet = true
+				}
+				_ = json.Unmarshal(h.Extra["async"], &hk.Async)
+				_ = json.Unmarshal(h.Extra["once"], &hk.Once)
 				hk.Pins = c.Hook.Scripts[h.Command]
 				out = append(out, hk)
 			}
@@ -169,6 +189,13 @@ type Runner struct {
 	BaseEnv []string
 	// HTTPClient sends http hooks' requests (default http.DefaultClient).
 	HTTPClient *http.Client
+	// Home is the user's home directory for "~/" file patterns of "if"
+	// rules (default os.UserHomeDir).
+	Home string
+
+	mu   sync.Mutex
+	once map[string]bool // session and hook that ran, for Once hooks
+	bg   sync.WaitGroup  // background (Async) hooks still running
 }
 
 // Outcome is what one hook did.
@@ -186,8 +213,11 @@ type Outcome struct {
 	// a timeout, a hook that could not start, or invalid JSON output.
 	Error    string `json:"error,omitempty"`
 	TimedOut bool   `json:"timedOut,omitempty"`
-	// DurationMS is the wall time of the run.
+	// DurationMS is the wall time of the run (0 for a background hook).
 	DurationMS int64 `json:"durationMs"`
+	// Background is set for an Async hook that was started in the
+	// background: Run did not wait for it and its result decides nothing.
+	Background bool `json:"background,omitempty"`
 
 	hso      map[string]json.RawMessage
 	cont     *bool
@@ -231,7 +261,9 @@ type Result struct {
 	Refused []string `json:"refused,omitempty"`
 	// NotRun are matching hooks that did not run, and why: a type this
 	// runner does not run (prompt hooks need a model; the agent runs them),
-	// or a duplicate of an earlier hook's command and environment.
+	// a duplicate of an earlier hook's command and environment, a Once hook
+	// that already ran in the session, or an If hook on an event without a
+	// tool call.
 	NotRun []string `json:"notRun,omitempty"`
 }
 
@@ -321,6 +353,15 @@ func (r *Runner) Run(ctx context.Context, ev Event, hooks []Hook) *Result {
 				continue
 			}
 		}
+		if h.If != "" || h.ifSet {
+			run, why := r.ifSelects(ev, h)
+			if why != "" {
+				res.NotRun = append(res.NotRun, h.ID+": "+why)
+			}
+			if !run {
+				continue
+			}
+		}
 		if r.Gate != nil {
 			if err := r.Gate.AllowHook(ctx, h.Source, h.pluginID()); err != nil {
 				res.Refused = append(res.Refused, h.ID+": "+err.Error())
@@ -337,6 +378,10 @@ func (r *Runner) Run(ctx context.Context, ev Event, hooks []Hook) *Result {
 			if strings.TrimSpace(h.URL) == "" {
 				o.Error = "http hook has no url"
 				res.Hooks = append(res.Hooks, o)
+				continue
+			}
+			if h.Once && !r.firstRun(ev, h) {
+				res.NotRun = append(res.NotRun, h.ID+": once, and it already ran in this session")
 				continue
 			}
 			res.Hooks = append(res.Hooks, o)
@@ -358,6 +403,20 @@ func (r *Runner) Run(ctx context.Context, ev Event, hooks []Hook) *Result {
 			continue
 		}
 		seen[key] = h.ID
+		if h.Once && !r.firstRun(ev, h) {
+			res.NotRun = append(res.NotRun, h.ID+": once, and it already ran in this session")
+			continue
+		}
+		if h.Async {
+			o.Background = true
+			if err := r.startBackground(ev, h); err != nil {
+				o.Error = "cannot start in the background: " + err.Error()
+			} else {
+				o.Ran = true
+			}
+			res.Hooks = append(res.Hooks, o)
+			continue
+		}
 		res.Hooks = append(res.Hooks, o)
 		todo = append(todo, len(res.Hooks)-1)
 	}
