@@ -133,10 +133,15 @@ func (in *loadInput) prepareHooks(comps []Component, skips []Skipped) ([]Compone
 					} else if !urlAllowed(in.httpAllow, u) {
 						reason, typ, fieldName = fmt.Sprintf("url %q is not allowed by %s", u, KeyAllowedHTTPHookURLs), TypeHookURLRefused, ".url"
 					}
+				case "mcp_tool":
+					reason, fieldName = mcpToolProblem(hk)
+					if reason != "" {
+						typ = TypeHookNotRunnable
+					}
 				case "prompt", "agent":
 					reason, typ, fieldName = fmt.Sprintf("a %s hook needs a model; wharf does not run it (the agent must)", hk.Type), TypeHookNotRunnable, ".type"
 				default:
-					reason, typ, fieldName = fmt.Sprintf("unknown hook type %q; use command, http, prompt or agent", hk.Type), TypeHookNotRunnable, ".type"
+					reason, typ, fieldName = fmt.Sprintf("unknown hook type %q; use command, http, mcp_tool, prompt or agent", hk.Type), TypeHookNotRunnable, ".type"
 				}
 				if reason != "" {
 					layer := plugin.LayerActive
@@ -209,4 +214,22 @@ func ifWarning(ev plugin.HookEvent, raw json.RawMessage) string {
 		return err.Error() + "; the hook runs for every " + r.Tool + " call its matcher selects"
 	}
 	return ""
+}
+
+// mcpToolProblem says why an mcp_tool hook cannot run (server and tool are
+// required strings, input an object), with the field, or "" when it can.
+func mcpToolProblem(hk plugin.Hook) (reason, field string) {
+	for _, k := range []string{"server", "tool"} {
+		var v string
+		if err := json.Unmarshal(hk.Extra[k], &v); err != nil || v == "" {
+			return fmt.Sprintf("an mcp_tool hook needs %q: the name of the MCP server, and of its tool, to call", k), "." + k
+		}
+	}
+	if raw, ok := hk.Extra["input"]; ok {
+		var m map[string]json.RawMessage
+		if err := json.Unmarshal(raw, &m); err != nil {
+			return "input must be an object of the tool's arguments", ".input"
+		}
+	}
+	return "", ""
 }

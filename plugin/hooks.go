@@ -86,7 +86,8 @@ type Hook struct {
 // hookExtraKeys are hook keys Claude Code defines that wharf passes through.
 var hookExtraKeys = map[string]bool{"if": true, "async": true, "asyncRewake": true, "rewakeMessage": true,
 	"rewakeSummary": true, "statusMessage": true, "model": true, "once": true,
-	"url": true, "headers": true, "allowedEnvVars": true}
+	"url": true, "headers": true, "allowedEnvVars": true,
+	"server": true, "tool": true, "input": true}
 
 // ParseHooks parses a hooks.json file, or a manifest's inline hooks object.
 // Errors are *Error{Type: TypeManifestParse} wrapping *SyntaxError,
@@ -247,10 +248,28 @@ func (d *decoder) hook(n *node, f string) (Hook, bool) {
 			// Kept: the agent lists the hook as a failed component.
 			d.warnf(n, key(f, "url"), "required for an http hook; this hook cannot run")
 		}
+	case "mcp_tool":
+		for _, k := range []string{"server", "tool"} {
+			if v, ok := hk.Extra[k]; !ok || string(v) == `""` || len(v) == 0 || v[0] != '"' {
+				// Kept: the agent lists the hook as a failed component.
+				d.warnf(n, key(f, k), "required (a string) for an mcp_tool hook; this hook cannot run")
+			}
+		}
+		if v, ok := hk.Extra["input"]; ok && (len(v) == 0 || v[0] != '{') {
+			d.warnf(n, key(f, "input"), "must be an object of the tool's arguments; this hook cannot run")
+		}
 	case "":
-		d.errorf(n, key(f, "type"), "required: command, http, prompt or agent")
+		d.errorf(n, key(f, "type"), "required: command, http, mcp_tool, prompt or agent")
 	default:
 		d.warnf(n.get("type"), key(f, "type"), "unknown hook type %q (kept; wharf does not run it)", hk.Type)
+	}
+	if v, ok := hk.Extra["if"]; ok {
+		var rule string
+		if json.Unmarshal(v, &rule) != nil {
+			d.warnf(n, key(f, "if"), "must be a permission rule string such as \"Bash(git *)\"; the hook never runs")
+		} else if _, err := ParseHookIf(rule); err != nil {
+			d.warnf(n, key(f, "if"), "%v; the hook never runs", err)
+		}
 	}
 	return hk, true
 }

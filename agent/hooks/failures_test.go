@@ -97,3 +97,50 @@ func TestIfWarnings(t *testing.T) {
 		}
 	}
 }
+
+// An mcp_tool hook loads live; one without its server or tool is a
+// component failure naming the field, while the event's other hooks load.
+func TestMCPToolHookComponents(t *testing.T) {
+	w := worldtest.New(t)
+	w.Install("m@corp", "1.0.0", map[string]string{
+		".claude-plugin/plugin.json": `{"name": "m", "version": "1.0.0"}`,
+		"hooks/hooks.json": `{"hooks": {"Stop": [{"hooks": [
+			{"type": "mcp_tool", "server": "mem", "tool": "save", "input": {"s": "${session_id}"}},
+			{"type": "mcp_tool", "server": "mem"},
+			{"type": "mcp_tool", "server": "mem", "tool": "save", "input": [1]}]}]}}`,
+	})
+	s := w.Load(w.Runtime(w.Options()), agent.CacheOnly)
+	live := s.ComponentsOf(plugin.KindHook)
+	if len(live) != 1 || len(live[0].Hook.Matchers[0].Hooks) != 1 {
+		t.Fatalf("live hooks %+v", live)
+	}
+	var msgs []string
+	for _, sk := range s.Skipped() {
+		msgs = append(msgs, sk.Err.Error())
+	}
+	all := strings.Join(msgs, "\n")
+	if len(msgs) != 2 || !strings.Contains(all, `field hooks.Stop[0].hooks[1].tool: an mcp_tool hook needs "tool"`) ||
+		!strings.Contains(all, "field hooks.Stop[0].hooks[2].input: input must be an object") || strings.Contains(all, "unknown hook type") {
+		t.Fatalf("skipped: %q", msgs)
+	}
+	hs := FromSet(s, plugin.HookStop, w.Project)
+	if len(hs) != 1 || hs[0].Type != "mcp_tool" || hs[0].MCPServer != "mem" || hs[0].MCPTool != "save" || hs[0].Namespace != "m" {
+		t.Fatalf("hooks %s", dump(hs))
+	}
+}
+
+func TestMCPArgs(t *testing.T) {
+	ev := []byte(`{"session_id":"s1","tool_input":{"file_path":"/a.go","n":3},"cwd":"/p"}`)
+	args, err := mcpArgs([]byte(`{"path":"${tool_input.file_path}","all":"${tool_input}","deep":[{"c":"in ${cwd}"}],"missing":"[${nope.x}]","num":5}`), ev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := dump(args)
+	want := `{"all":"{\"file_path\":\"/a.go\",\"n\":3}","deep":[{"c":"in /p"}],"missing":"[]","num":5,"path":"/a.go"}`
+	if got != want {
+		t.Errorf("args = %s, want %s", got, want)
+	}
+	if _, err := mcpArgs([]byte(`[1]`), ev); err == nil || !strings.Contains(err.Error(), "must be an object") {
+		t.Errorf("array input: %v", err)
+	}
+}

@@ -81,6 +81,17 @@ type Hook struct {
 	URL            string            `json:"url,omitempty"`
 	Headers        map[string]string `json:"-"`
 	AllowedEnvVars []string          `json:"-"`
+	// MCPServer, MCPTool and MCPInput configure an mcp_tool hook: Tool of
+	// the MCP server named MCPServer (for a plugin hook, the plugin's own
+	// server of that name first) is called with MCPInput, whose "${path}"
+	// strings are replaced by the event's values (${tool_input.file_path},
+	// ${session_id}, ${cwd}...); its text answers as a command's stdout.
+	MCPServer string          `json:"server,omitempty"`
+	MCPTool   string          `json:"tool,omitempty"`
+	MCPInput  json.RawMessage `json:"-"`
+	// Namespace is the plugin's namespace (its plugin.json name), for
+	// resolving MCPServer to plugin:<namespace>:<server>.
+	Namespace string `json:"-"`
 	// Pins are the hook's scripts as the set loaded them; a hook whose
 	// script changed since is refused (agent.ScriptChangedError).
 	Pins []agent.ScriptPin `json:"-"`
@@ -149,6 +160,14 @@ func FromSet(s *agent.Set, event plugin.HookEvent, projectDir string) []Hook {
 				if h.Type == "http" {
 					httpFields(&hk, h.Extra)
 				}
+				if h.Type == "mcp_tool" {
+					_ = json.Unmarshal(h.Extra["server"], &hk.MCPServer)
+					_ = json.Unmarshal(h.Extra["tool"], &hk.MCPTool)
+					hk.MCPInput = h.Extra["input"]
+					if c.Source == agent.SourcePlugin {
+						hk.Namespace = strings.TrimSuffix(c.Name, ":"+string(event))
+					}
+				}
 				if raw, ok := h.Extra["if"]; ok {
 					// Set but empty or not a string: the hook never runs
 					// (the loader warned).
@@ -192,6 +211,9 @@ type Runner struct {
 	// Home is the user's home directory for "~/" file patterns of "if"
 	// rules (default os.UserHomeDir).
 	Home string
+	// MCP calls the tools of mcp_tool hooks; without it they are not run
+	// (Result.NotRun says so). *mcp.Supervisor implements it.
+	MCP MCPCaller
 
 	mu   sync.Mutex
 	once map[string]bool // session and hook that ran, for Once hooks
@@ -388,6 +410,19 @@ func (r *Runner) Run(ctx context.Context, ev Event, hooks []Hook) *Result {
 			todo = append(todo, len(res.Hooks)-1)
 			continue
 		}
+		if h.Type == "mcp_tool" {
+			if r.MCP == nil {
+				res.NotRun = append(res.NotRun, h.ID+": mcp_tool hook; this runner has no MCP servers (wharf agent serve runs them)")
+				continue
+			}
+			if h.Once && !r.firstRun(ev, h) {
+				res.NotRun = append(res.NotRun, h.ID+": once, and it already ran in this session")
+				continue
+			}
+			res.Hooks = append(res.Hooks, o)
+			todo = append(todo, len(res.Hooks)-1)
+			continue
+		}
 		if h.Type != "" && h.Type != "command" {
 			res.NotRun = append(res.NotRun, h.ID+": "+h.Type+" hook; wharf has no model to run it")
 			continue
@@ -435,6 +470,8 @@ func (r *Runner) Run(ctx context.Context, ev Event, hooks []Hook) *Result {
 			defer func() { <-sem }()
 			if o.Type == "http" {
 				r.runHTTP(ctx, ev, o)
+			} else if o.Type == "mcp_tool" {
+				r.runMCPTool(ctx, ev, o)
 			} else {
 				r.runOne(ctx, ev, o)
 			}

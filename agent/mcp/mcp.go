@@ -784,6 +784,37 @@ func (s *Supervisor) CallTool(ctx context.Context, name string, args any) (*sdk.
 	return session.CallTool(ctx, &sdk.CallToolParams{Name: tool, Arguments: args})
 }
 
+// CallServerTool calls tool (the name the server gave it) of the server
+// named server (its namespaced name: plugin:<plugin>:<server>, or the bare
+// name of a settings server), as an mcp_tool hook does. A name the active
+// set does not have is ErrUnknownServer; a server that is not running,
+// ErrNotRunning; a tool it does not expose, ErrUnknownTool.
+func (s *Supervisor) CallServerTool(ctx context.Context, server, tool string, args any) (*sdk.CallToolResult, error) {
+	s.mu.Lock()
+	runs, ok := s.runs[server]
+	var r *run
+	var session *sdk.ClientSession
+	var state, why string
+	found := false
+	if ok && len(runs) > 0 {
+		r = runs[len(runs)-1]
+		session, state, why = r.session, r.status.State, r.status.Error
+		for _, t := range r.tools {
+			found = found || t.Tool == tool
+		}
+	}
+	s.mu.Unlock()
+	switch {
+	case r == nil:
+		return nil, fmt.Errorf("%w: %s", ErrUnknownServer, server)
+	case state != StateRunning:
+		return nil, fmt.Errorf("%w: %s (%s)", ErrNotRunning, server, why)
+	case !found:
+		return nil, fmt.Errorf("%w: %s of %s", ErrUnknownTool, tool, server)
+	}
+	return session.CallTool(ctx, &sdk.CallToolParams{Name: tool, Arguments: args})
+}
+
 // Close stops every server. The Supervisor starts nothing afterwards.
 func (s *Supervisor) Close() error {
 	s.mu.Lock()

@@ -7,6 +7,10 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strings"
+	"sync"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/wharfhq/wharf/agent"
 	"github.com/wharfhq/wharf/agent/hooks"
@@ -29,6 +33,8 @@ type Runtime struct {
 	MCP *mcp.Supervisor
 	// Policy answers policy_check; nil answers every check with an error.
 	Policy *policy.Engine
+
+	hooksOnce sync.Once
 }
 
 // ErrNotLoaded: a request that needs the set before any load succeeded.
@@ -189,11 +195,36 @@ func (b *Runtime) RunHook(ctx context.Context, req RunHookRequest) (*hooks.Resul
 		return nil, err
 	}
 	cmds := hooks.FromSet(s, ev.Name, b.Project)
-	r := b.Hooks
-	if r == nil {
-		r = &hooks.Runner{}
+	b.hooksOnce.Do(func() {
+		if b.Hooks == nil {
+			b.Hooks = &hooks.Runner{}
+		}
+		if b.Hooks.MCP == nil && b.MCP != nil {
+			b.Hooks.MCP = MCPCaller{b.MCP}
+		}
+	})
+	return b.Hooks.Run(ctx, ev, cmds), nil
+}
+
+// MCPCaller lets mcp_tool hooks call the tools of a Supervisor's servers.
+type MCPCaller struct{ Sup *mcp.Supervisor }
+
+// CallServerTool implements hooks.MCPCaller.
+func (c MCPCaller) CallServerTool(ctx context.Context, server, tool string, args map[string]any) (string, bool, error) {
+	res, err := c.Sup.CallServerTool(ctx, server, tool, args)
+	if errors.Is(err, mcp.ErrUnknownServer) {
+		return "", false, fmt.Errorf("%w: %s", hooks.ErrNoSuchServer, server)
 	}
-	return r.Run(ctx, ev, cmds), nil
+	if err != nil {
+		return "", false, err
+	}
+	var parts []string
+	for _, c := range res.Content {
+		if t, ok := c.(*sdk.TextContent); ok {
+			parts = append(parts, t.Text)
+		}
+	}
+	return strings.Join(parts, "\n"), res.IsError, nil
 }
 
 // PolicyCheck asks policy.
