@@ -1,10 +1,15 @@
 package hooks
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"syscall"
 	"time"
 
@@ -48,11 +53,23 @@ func (r *Runner) firstRun(ev Event, h Hook) bool {
 		SessionID string `json:"session_id"`
 	}
 	_ = json.Unmarshal(ev.Raw, &s)
-	key := s.SessionID + "\x00" + h.ID + "\x00" + h.Command + "\x00" + h.URL
+	key := s.SessionID + "\x00" + h.ID + "\x00" + h.Command + "\x00" + h.URL + "\x00" + h.MCPServer + "\x00" + h.MCPTool
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.once[key] {
 		return false
+	}
+	if r.OnceDir != "" && s.SessionID != "" {
+		sum := sha256.Sum256([]byte(key))
+		if err := os.MkdirAll(r.OnceDir, 0o700); err == nil {
+			f, err := os.OpenFile(filepath.Join(r.OnceDir, hex.EncodeToString(sum[:16])), os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
+			if errors.Is(err, fs.ErrExist) {
+				return false
+			}
+			if err == nil {
+				f.Close()
+			}
+		}
 	}
 	if r.once == nil {
 		r.once = map[string]bool{}

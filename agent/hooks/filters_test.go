@@ -158,3 +158,19 @@ func TestFromSetFilterFields(t *testing.T) {
 		t.Fatalf("second run: ran %q: %s", got, dump(res))
 	}
 }
+
+// With OnceDir, a once hook runs once per session across Runners, as each
+// wharf agent hook process is a new Runner.
+func TestOnceAcrossRunners(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "once")
+	h := Hook{ID: "setup", Source: "plugin", Event: plugin.HookSessionStart, Command: "true", Once: true}
+	for i, c := range []struct {
+		session string
+		runs    bool
+	}{{"s1", true}, {"s1", false}, {"s2", true}, {"", true}, {"", true}} {
+		res := (&Runner{OnceDir: dir}).Run(context.Background(), mustEvent(t, "SessionStart", `{"session_id":"`+c.session+`"}`), []Hook{h})
+		if got := len(ranIDs(res)) == 1; got != c.runs {
+			t.Errorf("run %d (session %q): ran = %v, want %v: %s", i, c.session, got, c.runs, dump(res))
+		}
+	}
+}

@@ -23,6 +23,12 @@
 //   - hookSpecificOutput objects are merged and passed through.
 //
 // One broken hook never stops the others.
+//
+// A hook's "if" permission rule (plugin.HookIf) selects the tool calls it
+// runs for; an "async" command hook starts in the background and decides
+// nothing; a "once" hook runs at most once per session (Runner.OnceDir keeps
+// that across processes). An mcp_tool hook calls a tool of a running MCP
+// server through Runner.MCP, its text read as a command's stdout.
 package hooks
 
 import (
@@ -211,6 +217,11 @@ type Runner struct {
 	// Home is the user's home directory for "~/" file patterns of "if"
 	// rules (default os.UserHomeDir).
 	Home string
+	// OnceDir, when set, remembers across Runners (and processes) which
+	// once hooks ran in which session: one empty file per session and hook.
+	// Without it, or for an event without session_id, a Runner remembers
+	// for its own life only.
+	OnceDir string
 	// MCP calls the tools of mcp_tool hooks; without it they are not run
 	// (Result.NotRun says so). *mcp.Supervisor implements it.
 	MCP MCPCaller

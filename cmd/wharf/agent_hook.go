@@ -50,7 +50,9 @@ trust). Events: ` + fmt.Sprint(plugin.HookEvents),
 				return err
 			}
 			cmds := hooks.FromSet(set, ev.Name, a.agentProject(opts))
-			res := (&hooks.Runner{Parallel: parallel}).Run(cmd.Context(), ev, cmds)
+			// Each invocation is a new runner: once hooks are remembered per
+			// session under WHARF_HOME.
+			res := (&hooks.Runner{Parallel: parallel, OnceDir: filepath.Join(a.cfg.Home, "state", "hooks-once")}).Run(cmd.Context(), ev, cmds)
 			if a.cfg.JSON {
 				if err := a.printJSON(res); err != nil {
 					return err
