@@ -204,8 +204,21 @@ func (f *Fetcher) fetchGit(ctx context.Context, req *Request, t *tree) (*Result,
 
 	auth := f.gitAuth(rawURL)
 	var prog io.Writer
-	if f.Progress != nil {
+	switch {
+	case f.ProgressBar != nil:
+		b := netidle.NewBar(f.ProgressBar, "fetching "+redactURL(rawURL))
+		b.Track(ctx)
+		defer b.Finish()
+		prog = b
+	case f.Progress != nil:
 		prog = progressWriter{f.Progress}
+	}
+	// go-git's ssh transport dials through golang.org/x/net/proxy: this
+	// makes it dial under the step's idle limit (a server that accepts
+	// and never speaks would otherwise hold the handshake forever).
+	var proxyOpts transport.ProxyOptions
+	if ep, err := transport.NewEndpoint(rawURL); err == nil && ep.Protocol == "ssh" {
+		proxyOpts.URL = netidle.ProxyURL(ctx)
 	}
 	// Objects go to a scratch directory outside the destination rather
 	// than memory: a full-history fallback of a large repository must not
@@ -224,7 +237,7 @@ func (f *Fetcher) fetchGit(ctx context.Context, req *Request, t *tree) (*Result,
 		return nil, fail(req, "", err)
 	}
 	f.progressf("%s: listing %s\n", req.Plugin, redactURL(rawURL))
-	refs, err := remote.ListContext(ctx, &git.ListOptions{Auth: auth})
+	refs, err := remote.ListContext(ctx, &git.ListOptions{Auth: auth, ProxyOptions: proxyOpts})
 	if err != nil {
 		return nil, f.gitErr(ctx, req, rawURL, err)
 	}
@@ -232,6 +245,7 @@ func (f *Fetcher) fetchGit(ctx context.Context, req *Request, t *tree) (*Result,
 		err := remote.FetchContext(ctx, &git.FetchOptions{
 			RefSpecs: []config.RefSpec{config.RefSpec(spec)},
 			Depth:    depth, Auth: auth, Tags: tags, Progress: prog, Force: true,
+			ProxyOptions: proxyOpts,
 		})
 		if errors.Is(err, git.NoErrAlreadyUpToDate) {
 			return nil
@@ -314,7 +328,8 @@ func (f *Fetcher) fetchGit(ctx context.Context, req *Request, t *tree) (*Result,
 }
 
 // init routes go-git's HTTP and HTTPS through netidle, so a git fetch
-// under a netidle.Watch fails when its server goes silent.
+// under a netidle.Watch fails when its server goes silent (ssh goes
+// through netidle by its ProxyOptions, in fetchGit).
 func init() {
 	c := githttp.NewClient(&http.Client{Transport: netidle.Transport()})
 	client.InstallProtocol("https", c)
