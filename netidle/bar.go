@@ -26,11 +26,17 @@ type Bar struct {
 
 // NewBar returns a bar titled desc drawn on term (a terminal).
 func NewBar(term io.Writer, desc string) *Bar {
+	return newBar(term, desc, 100*time.Millisecond)
+}
+
+// newBar redraws at most once per throttle.
+func newBar(term io.Writer, desc string, throttle time.Duration) *Bar {
 	return &Bar{desc: desc, bar: progressbar.NewOptions64(-1,
 		progressbar.OptionSetWriter(term),
 		progressbar.OptionSetDescription(desc),
 		progressbar.OptionShowBytes(true),
-		progressbar.OptionThrottle(100*time.Millisecond),
+		progressbar.OptionShowCount(),
+		progressbar.OptionThrottle(throttle),
 		progressbar.OptionClearOnFinish(),
 		progressbar.OptionSpinnerType(14))}
 }
