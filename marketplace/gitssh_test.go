@@ -1,13 +1,17 @@
 package marketplace
 
 import (
+	"bytes"
 	"context"
 	"crypto/ed25519"
 	"crypto/rand"
 	"encoding/pem"
 	"errors"
 	"net"
+	"net/http"
+	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -119,5 +123,43 @@ func TestSilentSSHServerFailsAfterTheIdleLimit(t *testing.T) {
 	err = addWithin(t, m, src, 2*time.Minute)
 	if !errors.Is(err, ErrTimeout) || strings.Contains(err.Error(), "net-idle-timeout") {
 		t.Fatalf("want the overall timeout, got %v", err)
+	}
+}
+
+// On a terminal, a clone draws a bar naming the remote instead of git's
+// raw progress text.
+func TestCloneDrawsABarInsteadOfGitText(t *testing.T) {
+	backend, err := exec.Command("git", "--exec-path").Output()
+	if err != nil {
+		t.Skip("git not installed")
+	}
+	repo := newGitRepo(t, marketFiles("corp", "deploy"))
+	root := t.TempDir()
+	if out, err := exec.Command("git", "clone", "-q", "--bare", repo.dir, filepath.Join(root, "corp.git")).CombinedOutput(); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	srv := httptest.NewServer(gitHTTPBackend(t, filepath.Join(strings.TrimSpace(string(backend)), "git-http-backend"), root, func(*http.Request) bool { return true }))
+	defer srv.Close()
+
+	var term, raw bytes.Buffer
+	m, _ := newTestManager(t, Options{ProgressBar: &term, Progress: &raw})
+	if _, err := m.Add(context.Background(), gitSource(t, srv.URL+"/corp.git"), ""); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(term.String(), "fetching "+srv.URL+"/corp.git") {
+		t.Errorf("no clone bar drawn: %q", term.String())
+	}
+	if strings.Contains(term.String(), "objects:") || raw.Len() != 0 {
+		t.Errorf("git's raw progress shown with a bar: %q / %q", term.String(), raw.String())
+	}
+
+	// Without a terminal, git's text goes where Progress says.
+	raw.Reset()
+	m, _ = newTestManager(t, Options{Progress: &raw})
+	if _, err := m.Add(context.Background(), gitSource(t, srv.URL+"/corp.git"), ""); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(raw.String(), "objects") {
+		t.Errorf("git progress = %q", raw.String())
 	}
 }

@@ -1,6 +1,7 @@
 package source
 
 import (
+	"bytes"
 	"context"
 	"crypto/ed25519"
 	"crypto/rand"
@@ -127,5 +128,37 @@ func TestSilentSSHGitSourceFailsAfterTheIdleLimit(t *testing.T) {
 	err = fetchWithin(t, f, src, 2*time.Minute)
 	if err == nil || !strings.Contains(err.Error(), "timed out after 300ms") {
 		t.Fatalf("want the overall timeout, got %v", err)
+	}
+}
+
+// On a terminal, a git source draws a bar naming the remote instead of
+// git's raw progress text.
+func TestGitFetchDrawsABarInsteadOfGitText(t *testing.T) {
+	root := t.TempDir()
+	newTestRepo(t, filepath.Join(root, "acme", "tool.git"))
+	srv, _ := gitHTTPServer(t, root, "s3cret")
+	env := map[string]string{"GH_TOKEN": "s3cret"}
+	var term, lines bytes.Buffer
+	f := &Fetcher{GitHubBaseURL: srv.URL, Getenv: func(k string) string { return env[k] }, ProgressBar: &term, Progress: &lines}
+	_, dest := sandbox(t)
+	if _, err := fetch(t, f, plugin.Source{Kind: plugin.SourceGitHub, Repo: "acme/tool", Ref: "v1"}, dest); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(term.String(), "fetching "+srv.URL+"/acme/tool.git") {
+		t.Errorf("no fetch bar drawn: %q", term.String())
+	}
+	if strings.Contains(term.String(), "objects:") || strings.Contains(lines.String(), "objects") {
+		t.Errorf("git's raw progress shown with a bar: %q / %q", term.String(), lines.String())
+	}
+
+	// Without a terminal, git's text goes to the progress lines.
+	lines.Reset()
+	f.ProgressBar = nil
+	_, dest = sandbox(t)
+	if _, err := fetch(t, f, plugin.Source{Kind: plugin.SourceGitHub, Repo: "acme/tool", Ref: "v1"}, dest); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(lines.String(), "objects") {
+		t.Errorf("git progress = %q", lines.String())
 	}
 }
