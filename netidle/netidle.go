@@ -223,7 +223,7 @@ func DialContext(ctx context.Context, network, addr string) (net.Conn, error) {
 	wc := &conn{Conn: c, w: w, host: addr}
 	if !w.opened(wc) {
 		c.Close()
-		return nil, context.Cause(ctx)
+		return nil, fmt.Errorf("dial %s: %w", addr, context.Cause(w.ctx))
 	}
 	return wc, nil
 }
