@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 
@@ -22,6 +23,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/transport"
 	"github.com/go-git/go-git/v5/plumbing/transport/client"
 	githttp "github.com/go-git/go-git/v5/plumbing/transport/http"
+	gitssh "github.com/go-git/go-git/v5/plumbing/transport/ssh"
 	"github.com/go-git/go-git/v5/storage/filesystem"
 
 	"github.com/wharfhq/wharf/netidle"
@@ -146,7 +148,44 @@ func redactURL(raw string) string {
 // gitAuth returns token auth for https/http git URLs from GITHUB_TOKEN /
 // GH_TOKEN (GitHub, or the configured GitHub base) or GITLAB_TOKEN (hosts
 // named gitlab). A token is only ever sent to the host it belongs to.
-func (f *Fetcher) gitAuth(raw string) transport.AuthMethod {
+//
+// Over ssh without an agent (SSH_AUTH_SOCK), it is the first of
+// ~/.ssh/id_ed25519, id_ecdsa and id_rsa, as for git marketplaces; with an
+// agent, go-git asks the agent.
+func (f *Fetcher) gitAuth(raw string) (transport.AuthMethod, error) {
+	if ep, err := transport.NewEndpoint(raw); err == nil && ep.Protocol == "ssh" {
+		return f.sshKeyAuth(ep)
+	}
+	return f.tokenAuth(raw), nil
+}
+
+func (f *Fetcher) sshKeyAuth(ep *transport.Endpoint) (transport.AuthMethod, error) {
+	if f.getenv("SSH_AUTH_SOCK") != "" {
+		return nil, nil
+	}
+	user := ep.User
+	if user == "" {
+		user = "git"
+	}
+	home, err := os.UserHomeDir()
+	if err != nil {
+		return nil, nil
+	}
+	for _, k := range []string{"id_ed25519", "id_ecdsa", "id_rsa"} {
+		p := filepath.Join(home, ".ssh", k)
+		if _, err := os.Stat(p); err != nil {
+			continue
+		}
+		a, err := gitssh.NewPublicKeysFromFile(user, p, "")
+		if err != nil {
+			return nil, fmt.Errorf("ssh key %s: %w", p, err)
+		}
+		return a, nil
+	}
+	return nil, nil
+}
+
+func (f *Fetcher) tokenAuth(raw string) transport.AuthMethod {
 	u, err := url.Parse(raw)
 	if err != nil || (u.Scheme != "https" && u.Scheme != "http") {
 		return nil
@@ -202,7 +241,10 @@ func (f *Fetcher) fetchGit(ctx context.Context, req *Request, t *tree) (*Result,
 	ctx, stop := netidle.Watch(ctx, f.idle())
 	defer stop()
 
-	auth := f.gitAuth(rawURL)
+	auth, err := f.gitAuth(rawURL)
+	if err != nil {
+		return nil, fail(req, "a passphrase-protected key needs ssh-agent: run ssh-add", err)
+	}
 	var prog io.Writer
 	switch {
 	case f.ProgressBar != nil:
