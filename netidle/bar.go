@@ -22,6 +22,7 @@ type Bar struct {
 	mu    sync.Mutex
 	line  []byte
 	phase string
+	done  sync.Once
 }
 
 // NewBar returns a bar titled desc drawn on term (a terminal).
@@ -89,8 +90,17 @@ func (b *Bar) parse(line string) {
 	b.bar.Describe(b.desc + ": " + phase)
 }
 
-// Finish clears the bar from the terminal.
-func (b *Bar) Finish() {
+// Clear takes the bar off the terminal until it next moves, so a line
+// can be printed in its place.
+func (b *Bar) Clear() {
 	b.bar.Clear()
-	b.bar.Exit()
+}
+
+// Finish clears the bar from the terminal for good. It may be called more
+// than once.
+func (b *Bar) Finish() {
+	b.done.Do(func() {
+		b.bar.Clear()
+		b.bar.Exit()
+	})
 }

@@ -246,14 +246,22 @@ func (f *Fetcher) fetchGit(ctx context.Context, req *Request, t *tree) (*Result,
 		return nil, fail(req, "a passphrase-protected key needs ssh-agent: run ssh-add", err)
 	}
 	var prog io.Writer
+	var bar *netidle.Bar
 	switch {
 	case f.ProgressBar != nil:
-		b := netidle.NewBar(f.ProgressBar, "fetching "+redactURL(rawURL))
-		b.Track(ctx)
-		defer b.Finish()
-		prog = b
+		bar = netidle.NewBar(f.ProgressBar, "fetching "+redactURL(rawURL))
+		bar.Track(ctx)
+		defer bar.Finish()
+		prog = bar
 	case f.Progress != nil:
 		prog = progressWriter{f.Progress}
+	}
+	// note prints a progress line, in place of the bar while it is up.
+	note := func(format string, args ...any) {
+		if bar != nil {
+			bar.Clear()
+		}
+		f.progressf(format, args...)
 	}
 	// go-git's ssh transport dials through golang.org/x/net/proxy: this
 	// makes it dial under the step's idle limit (a server that accepts
@@ -316,7 +324,7 @@ func (f *Fetcher) fetchGit(ctx context.Context, req *Request, t *tree) (*Result,
 				if ctx.Err() != nil {
 					return nil, f.gitErr(ctx, req, rawURL, err)
 				}
-				f.progressf("%s: commit %s not fetchable shallowly (%v); fetching full history\n", req.Plugin, want, err)
+				note("%s: commit %s not fetchable shallowly (%v); fetching full history\n", req.Plugin, want, err)
 				err = fetch("+refs/heads/*:refs/wharf/heads/*", 0, git.NoTags)
 				if err == nil {
 					err = fetch("+refs/tags/*:refs/wharf/tags/*", 0, git.NoTags)
@@ -335,6 +343,9 @@ func (f *Fetcher) fetchGit(ctx context.Context, req *Request, t *tree) (*Result,
 		}
 		err = fetch("+"+name.String()+":"+wharfPinRef, 1, git.NoTags)
 		want = hash
+	}
+	if bar != nil {
+		bar.Finish() // the transfer is over
 	}
 	if err != nil {
 		return nil, f.gitErr(ctx, req, rawURL, err)
