@@ -35,8 +35,11 @@ const DefaultGitHubHost = "github.com"
 // gitClient runs the git network steps of one command. Every network step
 // gets its own deadline, so a stalled server fails with a clear timeout.
 type gitClient struct {
-	opts     *Options
+	opts *Options
+	// progress receives git's raw progress text; bar, a terminal, gets a
+	// progress bar instead. Both nil: silent.
 	progress io.Writer
+	bar      io.Writer
 }
 
 // RemoteURL returns the URL git fetches for a git-backed source.
@@ -151,7 +154,7 @@ func (g *gitClient) clone(ctx context.Context, src Source, dir string) (string, 
 		if err := os.RemoveAll(dir); err != nil {
 			return "", err
 		}
-		repo, err := g.withTimeout(ctx, func(ctx context.Context) (*git.Repository, error) {
+		repo, err := g.withTimeout(ctx, remote, func(ctx context.Context, progress io.Writer) (*git.Repository, error) {
 			s, wt := openStorage(dir)
 			defer s.Close()
 			return git.CloneContext(ctx, s, wt, &git.CloneOptions{
@@ -161,7 +164,8 @@ func (g *gitClient) clone(ctx context.Context, src Source, dir string) (string, 
 				SingleBranch:  true,
 				Depth:         1,
 				Tags:          git.NoTags,
-				Progress:      g.progress,
+				Progress:      progress,
+				ProxyOptions:  proxyOptions(ctx, remote),
 			})
 		})
 		if err != nil {
@@ -224,15 +228,20 @@ func (g *gitClient) fetchSHA(ctx context.Context, repo *git.Repository, auth tra
 }
 
 func (g *gitClient) fetch(ctx context.Context, repo *git.Repository, auth transport.AuthMethod, depth int, specs ...config.RefSpec) error {
-	_, err := g.withTimeout(ctx, func(ctx context.Context) (*git.Repository, error) {
+	remote := ""
+	if r, err := repo.Remote(git.DefaultRemoteName); err == nil && len(r.Config().URLs) > 0 {
+		remote = r.Config().URLs[0]
+	}
+	_, err := g.withTimeout(ctx, remote, func(ctx context.Context, progress io.Writer) (*git.Repository, error) {
 		return nil, repo.FetchContext(ctx, &git.FetchOptions{
-			RemoteName: git.DefaultRemoteName,
-			RefSpecs:   specs,
-			Depth:      depth,
-			Auth:       auth,
-			Tags:       git.NoTags,
-			Force:      true,
-			Progress:   g.progress,
+			RemoteName:   git.DefaultRemoteName,
+			RefSpecs:     specs,
+			Depth:        depth,
+			Auth:         auth,
+			Tags:         git.NoTags,
+			Force:        true,
+			Progress:     progress,
+			ProxyOptions: proxyOptions(ctx, remote),
 		})
 	})
 	if errors.Is(err, git.NoErrAlreadyUpToDate) {
@@ -333,6 +342,7 @@ func (g *gitClient) resetTo(repo *git.Repository, h plumbing.Hash) error {
 
 // init routes go-git's HTTP and HTTPS through netidle, so every git
 // network step under a netidle.Watch fails when its server goes silent.
+// ssh goes through netidle by proxyOptions.
 func init() {
 	c := githttp.NewClient(&http.Client{Transport: netidle.Transport()})
 	client.InstallProtocol("https", c)
@@ -353,12 +363,33 @@ func idleHint(e *netidle.Error) string {
 	return fmt.Sprintf("%s accepted the connection but stopped sending: check that it is up, or raise WHARF_NET_IDLE_TIMEOUT (config net-idle-timeout, now %s) if it is only slow", e.Host, e.Idle)
 }
 
-func (g *gitClient) withTimeout(ctx context.Context, fn func(context.Context) (*git.Repository, error)) (*git.Repository, error) {
+// proxyOptions makes go-git's ssh transport, which dials through
+// golang.org/x/net/proxy, dial remote under the step's netidle.Watch: an
+// ssh server that accepts and never speaks fails after the idle limit
+// instead of holding the handshake forever. Other protocols get none
+// (HTTP(S) is routed by init; a proxy there would replace that).
+func proxyOptions(ctx context.Context, remote string) transport.ProxyOptions {
+	if ep, err := transport.NewEndpoint(remote); err == nil && ep.Protocol == "ssh" {
+		return transport.ProxyOptions{URL: netidle.ProxyURL(ctx)}
+	}
+	return transport.ProxyOptions{}
+}
+
+// withTimeout runs one git network step on remote under the overall and
+// the idle limit, with a progress bar on a terminal.
+func (g *gitClient) withTimeout(ctx context.Context, remote string, fn func(context.Context, io.Writer) (*git.Repository, error)) (*git.Repository, error) {
 	ctx, cancel := context.WithTimeout(ctx, g.opts.timeout())
 	defer cancel()
 	ctx, stop := netidle.Watch(ctx, g.opts.idle())
 	defer stop()
-	r, err := fn(ctx)
+	progress := g.progress
+	if g.bar != nil {
+		b := netidle.NewBar(g.bar, "fetching "+redactRemote(remote))
+		b.Track(ctx)
+		defer b.Finish()
+		progress = b
+	}
+	r, err := fn(ctx, progress)
 	if e := netidle.Cause(ctx); err != nil && e != nil {
 		return nil, &idleFailure{e: e, err: idleErr(e, err)}
 	}
@@ -416,6 +447,15 @@ func (g *gitClient) fail(src Source, step string, err error) error {
 	}
 	return &plugin.Error{Layer: plugin.LayerMaterialization, Type: plugin.TypeSource, Object: src.String(),
 		Err: fmt.Errorf("git %s of %s: %w", step, remote, err), Hint: hint}
+}
+
+// redactRemote drops user info (a token) from a remote URL for display.
+func redactRemote(remote string) string {
+	if u, err := url.Parse(remote); err == nil && u.User != nil && u.Scheme != "" {
+		u.User = nil
+		return u.String()
+	}
+	return remote
 }
 
 // sshHost is the host of an ssh remote (git@host:path or ssh://host/path).

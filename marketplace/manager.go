@@ -74,12 +74,16 @@ type Options struct {
 	Dir string
 	// Gate is consulted before any network or disk access on add and update.
 	Gate Gate
-	// Progress receives git's progress output; nil for none.
+	// Progress receives git's raw progress output; nil for none.
 	Progress io.Writer
+	// ProgressBar is a terminal on which git fetches draw a progress bar
+	// (bytes received and the server's phase) instead of the raw output;
+	// nil draws none (not a terminal, --quiet, --json).
+	ProgressBar io.Writer
 	// GitTimeout bounds each network step; zero means DefaultGitTimeout.
 	GitTimeout time.Duration
 	// NetIdleTimeout fails a network step whose connection moves no byte
-	// for this long (HTTP and HTTPS; zero means DefaultNetIdleTimeout,
+	// for this long (HTTP(S) and ssh; zero means DefaultNetIdleTimeout,
 	// negative means no idle limit).
 	NetIdleTimeout time.Duration
 	// Getenv reads tokens and WHARF_GITHUB_HOST; nil means os.Getenv.
@@ -265,7 +269,7 @@ func (m *Manager) Update(ctx context.Context, name string) (Known, error) {
 	}
 	switch {
 	case k.Source.IsGit() && isGitDir(k.InstallLocation):
-		g := &gitClient{opts: &m.opts, progress: m.opts.Progress}
+		g := m.gitClient()
 		before, after, err := g.update(ctx, k.Source, k.InstallLocation)
 		if err != nil {
 			return Known{}, err
@@ -430,7 +434,7 @@ func (m *Manager) materialize(ctx context.Context, src Source) (*fetched, error)
 	}
 	f := &fetched{tmp: tmp}
 	if src.IsGit() {
-		g := &gitClient{opts: &m.opts, progress: m.opts.Progress}
+		g := m.gitClient()
 		f.commit, err = g.clone(ctx, src, tmp)
 	} else {
 		err = m.download(ctx, src, tmp)
@@ -443,6 +447,13 @@ func (m *Manager) materialize(ctx context.Context, src Source) (*fetched, error)
 		return nil, err
 	}
 	return f, nil
+}
+
+func (m *Manager) gitClient() *gitClient {
+	if m.opts.ProgressBar != nil {
+		return &gitClient{opts: &m.opts, bar: m.opts.ProgressBar}
+	}
+	return &gitClient{opts: &m.opts, progress: m.opts.Progress}
 }
 
 // download fetches a marketplace.json URL into dir/.claude-plugin/.

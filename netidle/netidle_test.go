@@ -1,14 +1,19 @@
 package netidle
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
+	"strings"
 	"testing"
 	"time"
+
+	"golang.org/x/net/proxy"
 )
 
 // silent accepts connections and never answers.
@@ -121,5 +126,86 @@ func TestNoWatchNoLimit(t *testing.T) {
 	var e *Error
 	if errors.As(context.Cause(ctx), &e) {
 		t.Fatal("a disabled watch carries an idle error")
+	}
+}
+
+// A client that dials through golang.org/x/net/proxy (go-git's ssh
+// transport) with a ProxyURL and then blocks reading, as an ssh handshake
+// does without a context, returns when the idle limit passes.
+func TestProxyURLDialsUnderTheWatchAndUnblocksReads(t *testing.T) {
+	t.Setenv("ALL_PROXY", "")
+	t.Setenv("all_proxy", "")
+	addr := silent(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	ctx, stop := Watch(ctx, 200*time.Millisecond)
+	defer stop()
+	u, err := url.Parse(ProxyURL(ctx))
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := proxy.FromURL(u, proxy.Direct)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := d.(proxy.ContextDialer).DialContext(context.Background(), "tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if _, err := c.Read(make([]byte, 1)); err == nil {
+		t.Fatal("read from a silent server returned data")
+	}
+	if e := Cause(ctx); e == nil || e.Host != addr {
+		t.Fatalf("Cause = %v, want an idle error naming %s", e, addr)
+	}
+
+	stop()
+	if _, err := proxy.FromURL(u, proxy.Direct); err == nil {
+		t.Error("the proxy URL of a finished step still dials")
+	}
+	if ProxyURL(context.Background()) != "" {
+		t.Error("ProxyURL without a Watch")
+	}
+}
+
+func TestBarShowsGitPhaseAndBytes(t *testing.T) {
+	var term bytes.Buffer
+	b := newBar(&term, "fetching ssh://host/x.git", 0)
+	b.Write([]byte("Enumerating objects: 5, done.\nCounting objects:  20% (1/5)\rCounting obj"))
+	b.Write([]byte("ects: 100% (5/5), done.\nCompressing objects:  45% (123/270)\r"))
+	b.bar.Add(64 << 10)
+	out := term.String()
+	for _, want := range []string{"fetching ssh://host/x.git: compressing objects 45% (123/270) (66 kB"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("bar %q does not show %q", out, want)
+		}
+	}
+	if strings.Contains(out, "Counting objects:") {
+		t.Errorf("raw git progress copied to the terminal: %q", out)
+	}
+	b.Finish()
+}
+
+// Bytes read by the step's connections move the bar.
+func TestBarCountsTheStepsBytes(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Write(bytes.Repeat([]byte("x"), 200<<10))
+	}))
+	defer srv.Close()
+	ctx, stop := Watch(context.Background(), time.Minute)
+	defer stop()
+	var term bytes.Buffer
+	b := NewBar(&term, "fetching")
+	b.Track(ctx)
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, srv.URL, nil)
+	resp, err := (&http.Client{Transport: Transport()}).Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	if got := b.bar.State().CurrentBytes; got < 200<<10 {
+		t.Errorf("bar counted %.0f bytes, want at least %d", got, 200<<10)
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 
@@ -22,6 +23,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/transport"
 	"github.com/go-git/go-git/v5/plumbing/transport/client"
 	githttp "github.com/go-git/go-git/v5/plumbing/transport/http"
+	gitssh "github.com/go-git/go-git/v5/plumbing/transport/ssh"
 	"github.com/go-git/go-git/v5/storage/filesystem"
 
 	"github.com/wharfhq/wharf/netidle"
@@ -146,7 +148,44 @@ func redactURL(raw string) string {
 // gitAuth returns token auth for https/http git URLs from GITHUB_TOKEN /
 // GH_TOKEN (GitHub, or the configured GitHub base) or GITLAB_TOKEN (hosts
 // named gitlab). A token is only ever sent to the host it belongs to.
-func (f *Fetcher) gitAuth(raw string) transport.AuthMethod {
+//
+// Over ssh without an agent (SSH_AUTH_SOCK), it is the first of
+// ~/.ssh/id_ed25519, id_ecdsa and id_rsa, as for git marketplaces; with an
+// agent, go-git asks the agent.
+func (f *Fetcher) gitAuth(raw string) (transport.AuthMethod, error) {
+	if ep, err := transport.NewEndpoint(raw); err == nil && ep.Protocol == "ssh" {
+		return f.sshKeyAuth(ep)
+	}
+	return f.tokenAuth(raw), nil
+}
+
+func (f *Fetcher) sshKeyAuth(ep *transport.Endpoint) (transport.AuthMethod, error) {
+	if f.getenv("SSH_AUTH_SOCK") != "" {
+		return nil, nil
+	}
+	user := ep.User
+	if user == "" {
+		user = "git"
+	}
+	home, err := os.UserHomeDir()
+	if err != nil {
+		return nil, nil
+	}
+	for _, k := range []string{"id_ed25519", "id_ecdsa", "id_rsa"} {
+		p := filepath.Join(home, ".ssh", k)
+		if _, err := os.Stat(p); err != nil {
+			continue
+		}
+		a, err := gitssh.NewPublicKeysFromFile(user, p, "")
+		if err != nil {
+			return nil, fmt.Errorf("ssh key %s: %w", p, err)
+		}
+		return a, nil
+	}
+	return nil, nil
+}
+
+func (f *Fetcher) tokenAuth(raw string) transport.AuthMethod {
 	u, err := url.Parse(raw)
 	if err != nil || (u.Scheme != "https" && u.Scheme != "http") {
 		return nil
@@ -202,10 +241,34 @@ func (f *Fetcher) fetchGit(ctx context.Context, req *Request, t *tree) (*Result,
 	ctx, stop := netidle.Watch(ctx, f.idle())
 	defer stop()
 
-	auth := f.gitAuth(rawURL)
+	auth, err := f.gitAuth(rawURL)
+	if err != nil {
+		return nil, fail(req, "a passphrase-protected key needs ssh-agent: run ssh-add", err)
+	}
 	var prog io.Writer
-	if f.Progress != nil {
+	var bar *netidle.Bar
+	switch {
+	case f.ProgressBar != nil:
+		bar = netidle.NewBar(f.ProgressBar, "fetching "+redactURL(rawURL))
+		bar.Track(ctx)
+		defer bar.Finish()
+		prog = bar
+	case f.Progress != nil:
 		prog = progressWriter{f.Progress}
+	}
+	// note prints a progress line, in place of the bar while it is up.
+	note := func(format string, args ...any) {
+		if bar != nil {
+			bar.Clear()
+		}
+		f.progressf(format, args...)
+	}
+	// go-git's ssh transport dials through golang.org/x/net/proxy: this
+	// makes it dial under the step's idle limit (a server that accepts
+	// and never speaks would otherwise hold the handshake forever).
+	var proxyOpts transport.ProxyOptions
+	if ep, err := transport.NewEndpoint(rawURL); err == nil && ep.Protocol == "ssh" {
+		proxyOpts.URL = netidle.ProxyURL(ctx)
 	}
 	// Objects go to a scratch directory outside the destination rather
 	// than memory: a full-history fallback of a large repository must not
@@ -224,7 +287,7 @@ func (f *Fetcher) fetchGit(ctx context.Context, req *Request, t *tree) (*Result,
 		return nil, fail(req, "", err)
 	}
 	f.progressf("%s: listing %s\n", req.Plugin, redactURL(rawURL))
-	refs, err := remote.ListContext(ctx, &git.ListOptions{Auth: auth})
+	refs, err := remote.ListContext(ctx, &git.ListOptions{Auth: auth, ProxyOptions: proxyOpts})
 	if err != nil {
 		return nil, f.gitErr(ctx, req, rawURL, err)
 	}
@@ -232,6 +295,7 @@ func (f *Fetcher) fetchGit(ctx context.Context, req *Request, t *tree) (*Result,
 		err := remote.FetchContext(ctx, &git.FetchOptions{
 			RefSpecs: []config.RefSpec{config.RefSpec(spec)},
 			Depth:    depth, Auth: auth, Tags: tags, Progress: prog, Force: true,
+			ProxyOptions: proxyOpts,
 		})
 		if errors.Is(err, git.NoErrAlreadyUpToDate) {
 			return nil
@@ -260,7 +324,7 @@ func (f *Fetcher) fetchGit(ctx context.Context, req *Request, t *tree) (*Result,
 				if ctx.Err() != nil {
 					return nil, f.gitErr(ctx, req, rawURL, err)
 				}
-				f.progressf("%s: commit %s not fetchable shallowly (%v); fetching full history\n", req.Plugin, want, err)
+				note("%s: commit %s not fetchable shallowly (%v); fetching full history\n", req.Plugin, want, err)
 				err = fetch("+refs/heads/*:refs/wharf/heads/*", 0, git.NoTags)
 				if err == nil {
 					err = fetch("+refs/tags/*:refs/wharf/tags/*", 0, git.NoTags)
@@ -279,6 +343,9 @@ func (f *Fetcher) fetchGit(ctx context.Context, req *Request, t *tree) (*Result,
 		}
 		err = fetch("+"+name.String()+":"+wharfPinRef, 1, git.NoTags)
 		want = hash
+	}
+	if bar != nil {
+		bar.Finish() // the transfer is over
 	}
 	if err != nil {
 		return nil, f.gitErr(ctx, req, rawURL, err)
@@ -314,7 +381,8 @@ func (f *Fetcher) fetchGit(ctx context.Context, req *Request, t *tree) (*Result,
 }
 
 // init routes go-git's HTTP and HTTPS through netidle, so a git fetch
-// under a netidle.Watch fails when its server goes silent.
+// under a netidle.Watch fails when its server goes silent (ssh goes
+// through netidle by its ProxyOptions, in fetchGit).
 func init() {
 	c := githttp.NewClient(&http.Client{Transport: netidle.Transport()})
 	client.InstallProtocol("https", c)

@@ -33,7 +33,7 @@ type Fetcher struct {
 	NPMRegistry string
 	// Timeout bounds each network step (WHARF_GIT_TIMEOUT; default 120s).
 	Timeout time.Duration
-	// IdleTimeout fails an HTTP(S) step (a git fetch over HTTP, a
+	// IdleTimeout fails a network step (a git fetch over HTTP(S) or ssh, a
 	// download) whose connection moves no byte for this long (zero:
 	// DefaultIdleTimeout; negative: no idle limit).
 	IdleTimeout time.Duration

@@ -534,7 +534,7 @@ func (a *app) Marketplaces() (*marketplace.Manager, error) {
 	return marketplace.NewManager(st, marketplace.Options{
 		Dir:            a.env.Marketplaces(),
 		Gate:           a.marketGate(),
-		Progress:       a.progress(),
+		ProgressBar:    a.progress(),
 		GitTimeout:     a.cfg.GitTimeout,
 		NetIdleTimeout: a.cfg.NetIdle,
 		Getenv:         a.getenv,

@@ -1,6 +1,9 @@
 package main
 
 import (
+	"crypto/ed25519"
+	"crypto/rand"
+	"encoding/pem"
 	"errors"
 	"net"
 	"net/http"
@@ -14,6 +17,7 @@ import (
 	"time"
 
 	"github.com/rogpeppe/go-internal/testscript"
+	"golang.org/x/crypto/ssh"
 
 	"github.com/wharfhq/wharf/store"
 )
@@ -50,6 +54,7 @@ func (c cleanupRun) Run() int {
 //	exitcode <n> <cmd> ...   run <cmd> and require exit code <n>; stdout/stderr are kept for checks
 //	silentserver             a TCP server on 127.0.0.1 that accepts and never answers; sets $SILENT_ADDR
 //	stallserver              an HTTP server on 127.0.0.1 that sends headers, then stalls; sets $STALL_URL
+//	sshkey                   a throwaway ssh key in $HOME/.ssh/id_ed25519 and an empty $HOME/.ssh/known_hosts
 //	html404server            an HTTP server on 127.0.0.1 that answers every request with a 404 HTML page; sets $HTML404_URL
 //
 // Scripts see $DEMO, the repository's demo marketplace.
@@ -84,6 +89,7 @@ func TestScripts(t *testing.T) {
 			"silentserver":  cmdSilentServer,
 			"stallserver":   cmdStallServer,
 			"html404server": cmdHTML404Server,
+			"sshkey":        cmdSSHKey,
 		},
 	})
 }
@@ -156,6 +162,20 @@ func cmdExitCode(ts *testscript.TestScript, neg bool, args []string) {
 	if got != want {
 		ts.Fatalf("%s exited with %d, want %d", args[1], got, want)
 	}
+}
+
+func cmdSSHKey(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 0 {
+		ts.Fatalf("usage: sshkey")
+	}
+	_, priv, err := ed25519.GenerateKey(rand.Reader)
+	ts.Check(err)
+	block, err := ssh.MarshalPrivateKey(priv, "")
+	ts.Check(err)
+	dir := filepath.Join(ts.Getenv("HOME"), ".ssh")
+	ts.Check(os.MkdirAll(dir, 0o700))
+	ts.Check(os.WriteFile(filepath.Join(dir, "id_ed25519"), pem.EncodeToMemory(block), 0o600))
+	ts.Check(os.WriteFile(filepath.Join(dir, "known_hosts"), nil, 0o600))
 }
 
 func cmdSilentServer(ts *testscript.TestScript, neg bool, args []string) {

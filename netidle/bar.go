@@ -1,0 +1,106 @@
+package netidle
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"regexp"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/schollz/progressbar/v3"
+)
+
+// Bar draws a git transfer on a terminal: the bytes the step receives
+// (see Track) and the phase git's server reports on its progress channel
+// ("Counting objects:  45% (123/270)"), instead of that raw text.
+type Bar struct {
+	desc string
+	bar  *progressbar.ProgressBar
+
+	mu    sync.Mutex
+	line  []byte
+	phase string
+	done  sync.Once
+}
+
+// NewBar returns a bar titled desc drawn on term (a terminal).
+func NewBar(term io.Writer, desc string) *Bar {
+	return newBar(term, desc, 100*time.Millisecond)
+}
+
+// newBar redraws at most once per throttle.
+func newBar(term io.Writer, desc string, throttle time.Duration) *Bar {
+	return &Bar{desc: desc, bar: progressbar.NewOptions64(-1,
+		progressbar.OptionSetWriter(term),
+		progressbar.OptionSetDescription(desc),
+		progressbar.OptionShowBytes(true),
+		progressbar.OptionShowCount(),
+		progressbar.OptionThrottle(throttle),
+		progressbar.OptionClearOnFinish(),
+		progressbar.OptionSpinnerType(14))}
+}
+
+// Track counts on b the bytes every connection of ctx's Watch reads.
+func (b *Bar) Track(ctx context.Context) {
+	OnRead(ctx, func(n int) { b.bar.Add(n) })
+}
+
+// progressRE matches a git progress line: its phase, and a percentage
+// and counts when it has them ("Compressing objects: 100% (3/3), done.").
+var progressRE = regexp.MustCompile(`^(?:remote: )?([A-Za-z][A-Za-z ]*?):\s+(?:(\d{1,3})% \((\d+)/(\d+)\)|(\d+))`)
+
+// Write takes git's progress channel: lines end in \r (an update of the
+// same line) or \n. Lines that are not progress are dropped.
+func (b *Bar) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.line = append(b.line, p...)
+	for {
+		i := bytes.IndexAny(b.line, "\r\n")
+		if i < 0 {
+			break
+		}
+		b.parse(string(b.line[:i]))
+		b.line = b.line[i+1:]
+	}
+	if len(b.line) > 4096 { // no line end from a hostile server: drop
+		b.line = b.line[:0]
+	}
+	return len(p), nil
+}
+
+func (b *Bar) parse(line string) {
+	m := progressRE.FindStringSubmatch(strings.TrimSpace(line))
+	if m == nil {
+		return
+	}
+	phase := strings.ToLower(m[1])
+	switch {
+	case m[2] != "":
+		phase += " " + m[2] + "% (" + m[3] + "/" + m[4] + ")"
+	case m[5] != "":
+		phase += " " + m[5]
+	}
+	if phase == b.phase {
+		return
+	}
+	b.phase = phase
+	b.bar.Describe(b.desc + ": " + phase)
+}
+
+// Clear takes the bar off the terminal until it next moves, so a line
+// can be printed in its place.
+func (b *Bar) Clear() {
+	b.bar.Clear()
+}
+
+// Finish clears the bar from the terminal for good. It may be called more
+// than once.
+func (b *Bar) Finish() {
+	b.done.Do(func() {
+		b.bar.Clear()
+		b.bar.Exit()
+	})
+}
