@@ -45,14 +45,3 @@ func WriteFile(path string, data []byte, perm fs.FileMode) error {
 	ok = true
 	return SyncDir(dir)
 }
-
-// SyncDir fsyncs a directory, so that a rename or a new entry in it survives
-// a crash.
-func SyncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
-}
