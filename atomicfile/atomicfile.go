@@ -1,6 +1,7 @@
 // Package atomicfile writes files so that a crash leaves either the old
 // content or the new one, never a mix: a temporary file in the same
-// directory, fsync, rename over the target, fsync of the directory.
+// directory, fsync, rename over the target, fsync of the directory (on
+// systems that have one: see SyncDir).
 package atomicfile
 
 import (
