@@ -1,6 +1,7 @@
 // Package atomicfile writes files so that a crash leaves either the old
 // content or the new one, never a mix: a temporary file in the same
-// directory, fsync, rename over the target, fsync of the directory.
+// directory, fsync, rename over the target, fsync of the directory (on
+// systems that have one: see SyncDir).
 package atomicfile
 
 import (
@@ -44,15 +45,4 @@ func WriteFile(path string, data []byte, perm fs.FileMode) error {
 	}
 	ok = true
 	return SyncDir(dir)
-}
-
-// SyncDir fsyncs a directory, so that a rename or a new entry in it survives
-// a crash.
-func SyncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
 }

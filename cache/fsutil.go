@@ -9,18 +9,9 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
-)
 
-// pidAlive reports whether a process with this PID exists. EPERM means it
-// exists but belongs to someone else.
-func pidAlive(pid int) bool {
-	if pid <= 0 {
-		return false
-	}
-	err := syscall.Kill(pid, 0)
-	return err == nil || errors.Is(err, syscall.EPERM)
-}
+	"github.com/wharfhq/wharf/atomicfile"
+)
 
 func syncPath(p string) error {
 	f, err := os.Open(p)
@@ -71,7 +62,7 @@ func sealTree(root string) error {
 		return err
 	}
 	for i := len(dirs) - 1; i >= 0; i-- {
-		if err := syncPath(dirs[i]); err != nil {
+		if err := atomicfile.SyncDir(dirs[i]); err != nil {
 			return err
 		}
 		if err := os.Chmod(dirs[i], 0o555); err != nil {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"syscall"
 	"testing"
 	"time"
 
@@ -170,14 +169,6 @@ func report(b *testing.B, cpu0 time.Duration) {
 		b.ReportMetric(float64(b.N)/cpu.Seconds(), "decisions/cpu-s")
 		b.ReportMetric(float64(cpu.Nanoseconds())/float64(b.N), "cpu-ns/op")
 	}
-}
-
-func cpuTime() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // BenchmarkOpenDecide is what one short-lived process (a CLI command) pays

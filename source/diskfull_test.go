@@ -14,7 +14,7 @@ import (
 // says to free disk space, not to remove an entry of the plugin.
 func TestDiskFullHint(t *testing.T) {
 	req := &Request{Plugin: "p@m"}
-	for _, cause := range []error{syscall.ENOSPC, syscall.EDQUOT} {
+	for _, cause := range diskFullCauses {
 		werr := fmt.Errorf("write commands/a.md: %w", &fs.PathError{Op: "write", Path: "/cache/stage/commands/a.md", Err: cause})
 		err := fail(req, "remove the offending entry from the plugin directory", werr)
 		h := plugin.HintOf(err)

@@ -3,7 +3,6 @@ package source
 import (
 	"errors"
 	"fmt"
-	"syscall"
 
 	"github.com/wharfhq/wharf/plugin"
 )
@@ -34,11 +33,6 @@ var (
 // DiskFullHint is the hint of every failure caused by a full disk or an
 // exhausted quota, whatever the step that met it.
 const DiskFullHint = "the disk is full: free space on the file system holding WHARF_HOME (wharf gc removes versions no longer used), then retry"
-
-// diskFull reports whether err is a full disk or an exhausted quota.
-func diskFull(err error) bool {
-	return errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT)
-}
 
 // fail builds the materialization error every Fetch failure returns. A
 // full disk gets the disk-full hint: no entry of the plugin is at fault.

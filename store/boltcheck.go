@@ -9,7 +9,6 @@ import (
 	"io/fs"
 	"os"
 	"slices"
-	"syscall"
 	"time"
 )
 
@@ -213,19 +212,19 @@ func checkBoltFileLocked(path string, timeout time.Duration) error {
 	defer f.Close()
 	deadline := time.Now().Add(timeout)
 	for {
-		err := syscall.Flock(int(f.Fd()), syscall.LOCK_SH|syscall.LOCK_NB)
-		if err == nil {
-			break
-		}
-		if !errors.Is(err, syscall.EWOULDBLOCK) && !errors.Is(err, syscall.EINTR) {
+		ok, err := tryLockFile(f, false)
+		if err != nil {
 			return err
+		}
+		if ok {
+			break
 		}
 		if time.Now().After(deadline) {
 			return fmt.Errorf("store: %s: %w (waited %s); wait for the other command to finish, or stop it", path, ErrLocked, timeout)
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	defer syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
+	defer unlockFile(f)
 	return checkBoltFile(path)
 }
 

@@ -7,7 +7,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"syscall"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -152,7 +151,7 @@ func copyLocked(src, dst string, timeout time.Duration) error {
 		return fmt.Errorf("store: read %s: %w", src, err)
 	}
 	defer in.Close()
-	unlock, err := flockWait(in, syscall.LOCK_SH, src, timeout)
+	unlock, err := flockWait(in, false, src, timeout)
 	if err != nil {
 		return err
 	}
@@ -168,15 +167,15 @@ func copyLocked(src, dst string, timeout time.Duration) error {
 	return out.Close()
 }
 
-func flockWait(f *os.File, how int, path string, timeout time.Duration) (func(), error) {
+func flockWait(f *os.File, exclusive bool, path string, timeout time.Duration) (func(), error) {
 	deadline := time.Now().Add(timeout)
 	for {
-		err := syscall.Flock(int(f.Fd()), how|syscall.LOCK_NB)
-		if err == nil {
-			return func() { syscall.Flock(int(f.Fd()), syscall.LOCK_UN) }, nil
-		}
-		if !errors.Is(err, syscall.EWOULDBLOCK) && !errors.Is(err, syscall.EINTR) {
+		ok, err := tryLockFile(f, exclusive)
+		if err != nil {
 			return nil, fmt.Errorf("store: lock %s: %w", path, err)
+		}
+		if ok {
+			return func() { unlockFile(f) }, nil
 		}
 		if time.Now().After(deadline) {
 			return nil, fmt.Errorf("store: %s: %w (waited %s); wait for the other command to finish, or stop it", path, ErrLocked, timeout)
@@ -211,7 +210,7 @@ func ReplaceFile(path, fresh, aside string, timeout time.Duration) error {
 		return openError(path, err)
 	default:
 		defer old.Close()
-		unlock, err := flockWait(old, syscall.LOCK_EX, path, timeout)
+		unlock, err := flockWait(old, true, path, timeout)
 		if err != nil {
 			return err
 		}

@@ -5,7 +5,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 
 	"github.com/wharfhq/wharf/plugin"
@@ -57,7 +56,9 @@ func TestDigestRefuses(t *testing.T) {
 			must(t, os.Symlink("a/x", filepath.Join(root, "b")))
 		}, ErrSymlinkLoop, "a"},
 		{"fifo", func(t *testing.T, root string) {
-			must(t, syscall.Mkfifo(filepath.Join(root, "cmd", "pipe"), 0o644))
+			if err := mkfifo(filepath.Join(root, "cmd", "pipe")); err != nil {
+				t.Skip("a FIFO is refused on Unix only:", err)
+			}
 		}, ErrSpecialFile, "cmd/pipe"},
 		{"newline in name", func(t *testing.T, root string) {
 			writeFile(t, root, "bad\nname", "x", 0o644)
@@ -163,7 +164,9 @@ func TestDigestFileChangedWhileHashing(t *testing.T) {
 		}},
 		{"became a fifo", func(t *testing.T, p string) {
 			must(t, os.Remove(p))
-			must(t, syscall.Mkfifo(p, 0o644))
+			if err := mkfifo(p); err != nil {
+				t.Skip("a FIFO is refused on Unix only:", err)
+			}
 		}},
 	} {
 		t.Run(c.name, func(t *testing.T) {

@@ -7,7 +7,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 )
 
@@ -37,10 +36,10 @@ func TestDigestGolden(t *testing.T) {
 				{"umask077-reversed", 0o077, buildOpts{reverse: true, seed: 1}},
 				{"umask000-shuffled-mtimes", 0o000, buildOpts{seed: 99}},
 			} {
-				old := syscall.Umask(v.umask)
+				old := umask(v.umask)
 				dir := t.TempDir()
 				buildTree(t, dir, entries, v.o)
-				syscall.Umask(old)
+				umask(old)
 				tree, err := Digest(dir)
 				if err != nil {
 					t.Fatalf("%s: %v", v.name, err)

@@ -48,6 +48,7 @@ import (
 	"time"
 
 	"github.com/wharfhq/wharf/agent"
+	"github.com/wharfhq/wharf/agent/internal/proctree"
 	"github.com/wharfhq/wharf/plugin"
 )
 
@@ -529,18 +530,18 @@ func (r *Runner) runOne(ctx context.Context, ev Event, o *Outcome) {
 	stdout.max, stderr.max = maxOutput, maxOutput
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	// Its own process group, so a timeout kills what the shell started too.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	tree := proctree.New(cmd)
+	cmd.Cancel = tree.Kill
 	// A grandchild that left the group may still hold the pipes open.
 	cmd.WaitDelay = 2 * time.Second
 
 	start := time.Now()
-	err := cmd.Run()
+	err := tree.Run()
 	o.DurationMS = time.Since(start).Milliseconds()
 	if cmd.Process != nil {
 		o.Ran = true
 		// Whatever the shell left behind in its group goes with it.
-		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		_ = tree.Kill()
 	}
 	if cmd.ProcessState != nil {
 		o.ExitCode = cmd.ProcessState.ExitCode()

@@ -7,10 +7,10 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
+	"github.com/wharfhq/wharf/internal/processtest"
 	"github.com/wharfhq/wharf/plugin"
 )
 
@@ -174,20 +174,7 @@ func TestTimeoutKillsProcessGroup(t *testing.T) {
 }
 
 // alive reports whether pid is a running (not zombie) process.
-func alive(pid int) bool {
-	if syscall.Kill(pid, 0) != nil {
-		return false
-	}
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return false
-	}
-	s := string(b)
-	if i := strings.LastIndexByte(s, ')'); i >= 0 && i+2 < len(s) {
-		return s[i+2] != 'Z'
-	}
-	return true
-}
+func alive(pid int) bool { return processtest.Alive(pid) }
 
 func TestMatcher(t *testing.T) {
 	cases := []struct {

@@ -43,6 +43,7 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/wharfhq/wharf/agent"
+	"github.com/wharfhq/wharf/agent/internal/proctree"
 	"github.com/wharfhq/wharf/plugin"
 )
 
@@ -191,6 +192,7 @@ type run struct {
 	// Connect, so it must not be the caller's or a start timeout's.
 	cancel context.CancelFunc
 	cmd    *exec.Cmd
+	tree   *proctree.Tree
 	exited chan struct{} // closed when the process has been waited for
 	stderr *tailBuffer
 
@@ -518,7 +520,7 @@ func (s *Supervisor) failStart(r *run, what string, err error) error {
 	case <-r.exited:
 	case <-time.After(200 * time.Millisecond):
 		// Still running: a server that does not speak MCP.
-		killGroup(r.cmd, syscall.SIGKILL)
+		r.tree.Kill()
 		<-r.exited
 		return fmt.Errorf("%s: %w", what, err)
 	}
@@ -541,7 +543,7 @@ func (s *Supervisor) spawn(r *run, cfg plugin.MCPServer, env []string, lookup fu
 	if cmd.Dir == "" {
 		cmd.Dir = s.o.ProjectDir
 	}
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	tree := proctree.New(cmd)
 	inR, inW, err := os.Pipe()
 	if err != nil {
 		return nil, err
@@ -558,7 +560,7 @@ func (s *Supervisor) spawn(r *run, cfg plugin.MCPServer, env []string, lookup fu
 		errSink = io.MultiWriter(r.stderr, &prefixWriter{w: s.o.Stderr, prefix: r.comp.Name + ": "})
 	}
 	cmd.Stderr = errSink
-	if err := cmd.Start(); err != nil {
+	if err := tree.Start(); err != nil {
 		inR.Close()
 		inW.Close()
 		outR.Close()
@@ -567,13 +569,13 @@ func (s *Supervisor) spawn(r *run, cfg plugin.MCPServer, env []string, lookup fu
 	}
 	inR.Close()
 	outW.Close()
-	r.cmd = cmd
+	r.cmd, r.tree = cmd, tree
 	s.mu.Lock()
 	r.status.PID = cmd.Process.Pid
 	s.mu.Unlock()
 	exited := r.exited
 	go func() {
-		cmd.Wait()
+		tree.Wait()
 		outR.Close()
 		close(exited)
 	}()
@@ -704,16 +706,16 @@ func (s *Supervisor) stop(r *run) error {
 			select {
 			case <-r.exited:
 			case <-time.After(s.o.StopGrace):
-				killGroup(r.cmd, syscall.SIGTERM)
+				r.tree.Terminate()
 				select {
 				case <-r.exited:
 				case <-time.After(s.o.StopGrace):
-					killGroup(r.cmd, syscall.SIGKILL)
+					r.tree.Kill()
 					<-r.exited
 				}
 			}
 			// Whatever the server started in its group goes with it.
-			killGroup(r.cmd, syscall.SIGKILL)
+			r.tree.Kill()
 		}
 	}
 	s.mu.Lock()
@@ -839,12 +841,6 @@ func (s *Supervisor) env(c agent.Component) []string {
 		base = os.Environ()
 	}
 	return append(append([]string(nil), base...), c.Env(s.o.ProjectDir)...)
-}
-
-func killGroup(cmd *exec.Cmd, sig syscall.Signal) {
-	if cmd.Process != nil {
-		_ = syscall.Kill(-cmd.Process.Pid, sig)
-	}
 }
 
 func exitDescription(cmd *exec.Cmd) string {

@@ -13,7 +13,6 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
@@ -21,6 +20,7 @@ import (
 
 	"github.com/wharfhq/wharf/agent"
 	"github.com/wharfhq/wharf/agent/internal/worldtest"
+	"github.com/wharfhq/wharf/internal/processtest"
 	"github.com/wharfhq/wharf/plugin"
 	"github.com/wharfhq/wharf/plugin/userconfig"
 )
@@ -134,20 +134,7 @@ func TestToolsUnderNamespacedNames(t *testing.T) {
 }
 
 // alive reports whether pid is a running (not zombie) process.
-func alive(pid int) bool {
-	if syscall.Kill(pid, 0) != nil {
-		return false
-	}
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return false
-	}
-	s := string(b)
-	if i := strings.LastIndexByte(s, ')'); i >= 0 && i+2 < len(s) {
-		return s[i+2] != 'Z'
-	}
-	return true
-}
+func alive(pid int) bool { return processtest.Alive(pid) }
 
 // disableDB disables db@corp, reloads, and checks that its server process
 // pid is gone and the server left Status.

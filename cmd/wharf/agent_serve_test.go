@@ -12,9 +12,10 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
+
+	"github.com/wharfhq/wharf/internal/processtest"
 )
 
 // testMCPServer builds the MCP test server of agent/mcp once.
@@ -131,18 +132,7 @@ func mcpPluginFiles(server, name string, env map[string]string) map[string]strin
 	}
 }
 
-func processAlive(pid int) bool {
-	if pid <= 0 || syscall.Kill(pid, 0) != nil {
-		return false
-	}
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return false
-	}
-	s := string(b)
-	i := strings.LastIndexByte(s, ')')
-	return i < 0 || i+2 >= len(s) || s[i+2] != 'Z'
-}
+func processAlive(pid int) bool { return processtest.Alive(pid) }
 
 type wireResponse struct {
 	Type     string `json:"type"`
