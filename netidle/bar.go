@@ -18,6 +18,7 @@ import (
 type Bar struct {
 	desc string
 	bar  *progressbar.ProgressBar
+	term *gatedWriter
 
 	mu    sync.Mutex
 	line  []byte
@@ -32,8 +33,9 @@ func NewBar(term io.Writer, desc string) *Bar {
 
 // newBar redraws at most once per throttle.
 func newBar(term io.Writer, desc string, throttle time.Duration) *Bar {
-	return &Bar{desc: desc, bar: progressbar.NewOptions64(-1,
-		progressbar.OptionSetWriter(term),
+	g := &gatedWriter{w: term}
+	return &Bar{desc: desc, term: g, bar: progressbar.NewOptions64(-1,
+		progressbar.OptionSetWriter(g),
 		progressbar.OptionSetDescription(desc),
 		progressbar.OptionShowBytes(true),
 		progressbar.OptionShowCount(),
@@ -102,5 +104,31 @@ func (b *Bar) Finish() {
 	b.done.Do(func() {
 		b.bar.Clear()
 		b.bar.Exit()
+		b.term.close()
 	})
+}
+
+// gatedWriter passes writes to w until it is closed. The bar library
+// redraws its spinner from a goroutine of its own that may still be
+// drawing when Exit returns; once Finish closes the gate, nothing more
+// reaches the terminal, so the caller owns it again.
+type gatedWriter struct {
+	mu     sync.Mutex
+	w      io.Writer
+	closed bool
+}
+
+func (g *gatedWriter) Write(p []byte) (int, error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.closed {
+		return len(p), nil
+	}
+	return g.w.Write(p)
+}
+
+func (g *gatedWriter) close() {
+	g.mu.Lock()
+	g.closed = true
+	g.mu.Unlock()
 }
