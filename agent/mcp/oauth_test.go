@@ -133,11 +133,25 @@ func (w *oauthWorld) component(transport string) agent.Component {
 			Extra: map[string]json.RawMessage{"oauth": json.RawMessage(oauth)}}}
 }
 
+// signIns are the servers Authorize was called for.
+type signIns struct {
+	mu      sync.Mutex
+	servers []string
+}
+
+func (s *signIns) get() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]string(nil), s.servers...)
+}
+
 // followAuthURL is a browser that signs in at once: it follows the
 // authorization URL and the redirect back to the callback.
-func followAuthURL(t *testing.T, seen *[]string) func(ctx context.Context, server, authURL string) error {
+func followAuthURL(seen *signIns) func(ctx context.Context, server, authURL string) error {
 	return func(ctx context.Context, server, authURL string) error {
-		*seen = append(*seen, server)
+		seen.mu.Lock()
+		seen.servers = append(seen.servers, server)
+		seen.mu.Unlock()
 		req, err := http.NewRequestWithContext(ctx, http.MethodGet, authURL, nil)
 		if err != nil {
 			return err
@@ -158,8 +172,8 @@ func TestOAuthPreregisteredClient(t *testing.T) {
 	for _, transport := range []string{"http", "sse"} {
 		t.Run(transport, func(t *testing.T) {
 			w := newOAuthWorld(t, transport)
-			var seen []string
-			sup := New(Options{StartTimeout: 20 * time.Second, Authorize: followAuthURL(t, &seen)})
+			seen := &signIns{}
+			sup := New(Options{StartTimeout: 20 * time.Second, Authorize: followAuthURL(seen)})
 			defer sup.Close()
 			comp := w.component(transport)
 			undo, err := sup.Start(context.Background(), comp)
@@ -174,15 +188,15 @@ func TestOAuthPreregisteredClient(t *testing.T) {
 			if err != nil || text(t, res) != "posted" {
 				t.Fatalf("%v %+v", err, res)
 			}
-			if len(seen) != 1 || seen[0] != comp.Name {
+			if seen := seen.get(); len(seen) != 1 || seen[0] != comp.Name {
 				t.Fatalf("Authorize called for %v, want once for %s", seen, comp.Name)
 			}
 			// A restart keeps the token (in memory): no second sign-in.
 			if st, err := sup.Restart(context.Background(), comp.Name); err != nil || st.State != StateRunning {
 				t.Fatalf("restart: %v %+v", err, st)
 			}
-			if len(seen) != 1 {
-				t.Fatalf("Authorize called %d times after a restart, want 1", len(seen))
+			if n := len(seen.get()); n != 1 {
+				t.Fatalf("Authorize called %d times after a restart, want 1", n)
 			}
 			w.mu.Lock()
 			defer w.mu.Unlock()
