@@ -40,6 +40,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/auth"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/wharfhq/wharf/agent"
@@ -85,6 +86,18 @@ type Options struct {
 	// StableAfter is how long a server must have run before a crash for
 	// the restarts before it to be forgotten (default 1 min).
 	StableAfter time.Duration
+	// Authorize shows the user the sign-in page of a remote (http or sse)
+	// server whose .mcp.json entry has an "oauth" object with a
+	// pre-registered "clientId": it gets the server's name and the
+	// authorization URL, and should open it in a browser (or print it).
+	// The browser's redirect comes back to
+	// http://localhost:<oauth.callbackPort>/callback, which the Supervisor
+	// listens on (on 127.0.0.1) while it waits; the whole sign-in counts
+	// against StartTimeout. A nil Authorize makes such a server fail to
+	// start with ErrSignInRequired when it asks for a sign-in. Tokens are
+	// kept in memory only, for the life of the Supervisor (a restart of the
+	// server reuses them; a new agent signs in again).
+	Authorize func(ctx context.Context, server, authURL string) error
 }
 
 // maxBackoff caps the wait between restarts.
@@ -177,6 +190,9 @@ type Supervisor struct {
 	// one until the older undo runs; the newest is the live one.
 	runs   map[string][]*run
 	closed bool
+	// oauth holds the sign-in handlers (and their tokens) of remote
+	// servers by server, url and client id.
+	oauth map[string]*auth.AuthorizationCodeHandler
 }
 
 // run is one start of one server.
@@ -246,7 +262,7 @@ func New(o Options) *Supervisor {
 	if o.StableAfter <= 0 {
 		o.StableAfter = time.Minute
 	}
-	return &Supervisor{o: o, runs: map[string][]*run{}}
+	return &Supervisor{o: o, runs: map[string][]*run{}, oauth: map[string]*auth.AuthorizationCodeHandler{}}
 }
 
 // Activator returns an agent.Activator that starts the MCP server
@@ -461,10 +477,35 @@ func (s *Supervisor) start(ctx context.Context, r *run) error {
 			c.Transport = headerTransport{h: h, base: base}
 			hc = &c
 		}
+		oc, err := parseOAuth(cfg.OAuth())
+		if err != nil {
+			return err
+		}
+		var oh *auth.AuthorizationCodeHandler
+		if oc != nil {
+			if oh, err = s.oauthHandler(r.comp.Name, url, oc); err != nil {
+				return err
+			}
+		}
 		if kind == "sse" {
+			if oh != nil {
+				// The SDK's SSE transport takes no OAuth handler: the
+				// same steps, in the HTTP client.
+				c := *hc
+				base := c.Transport
+				if base == nil {
+					base = http.DefaultTransport
+				}
+				c.Transport = &oauthTransport{h: oh, base: base}
+				hc = &c
+			}
 			transport = &sdk.SSEClientTransport{Endpoint: url, HTTPClient: hc}
 		} else {
-			transport = &sdk.StreamableClientTransport{Endpoint: url, HTTPClient: hc, MaxRetries: -1, DisableStandaloneSSE: true}
+			st := &sdk.StreamableClientTransport{Endpoint: url, HTTPClient: hc, MaxRetries: -1, DisableStandaloneSSE: true}
+			if oh != nil {
+				st.OAuthHandler = oh
+			}
+			transport = st
 		}
 	default:
 		return fmt.Errorf("%w (type %q)", ErrTransport, cfg.Type)
@@ -472,6 +513,9 @@ func (s *Supervisor) start(ctx context.Context, r *run) error {
 
 	session, err := client.Connect(runCtx, transport, nil)
 	if err != nil {
+		if errors.Is(err, ErrSignInRequired) {
+			return ErrSignInRequired
+		}
 		return s.failStart(r, "initialize handshake failed", err)
 	}
 	s.mu.Lock()
