@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"text/tabwriter"
 
@@ -30,7 +31,7 @@ func newAgentMCPListCmd(a *app, opts *agentOptions) *cobra.Command {
 		Short: "Start the active set's MCP servers, list their tools under the names the model sees, and stop them",
 		Args:  exactArgs(0, "no arguments"),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			sup := mcp.New(mcp.Options{ProjectDir: a.agentProject(opts)})
+			sup := mcp.New(mcp.Options{ProjectDir: a.agentProject(opts), Authorize: a.mcpSignIn})
 			defer sup.Close()
 			r, err := a.agentRuntime(cmd.Context(), opts, agent.Options{Activator: sup.Activator(nil)})
 			if err != nil {
@@ -85,4 +86,13 @@ func firstLine(s string) string {
 		return s[:77] + "..."
 	}
 	return s
+}
+
+// mcpSignIn is the MCP supervisor's sign-in step for remote servers with a
+// pre-registered OAuth client: it prints the page to open on stderr (never
+// stdout, which carries --json output and the stdio protocol). The browser's
+// redirect returns to the supervisor's loopback listener.
+func (a *app) mcpSignIn(_ context.Context, server, authURL string) error {
+	fmt.Fprintf(a.stderr, "wharf: MCP server %s needs you to sign in; open this page in a browser:\n  %s\n", server, authURL)
+	return nil
 }

@@ -40,7 +40,7 @@ docs/protocol.schema.json.`,
 			var sup *mcp.Supervisor
 			o := agent.Options{}
 			if !noMCP {
-				sup = mcp.New(mcp.Options{ProjectDir: project, Stderr: a.stderr})
+				sup = mcp.New(mcp.Options{ProjectDir: project, Stderr: a.stderr, Authorize: a.mcpSignIn})
 				defer sup.Close()
 				o.Activator = sup.Activator(nil)
 			}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -225,5 +226,19 @@ func TestPlainMessage(t *testing.T) {
 		if got := plainMessage(in); got != want {
 			t.Errorf("plainMessage(%q) = %q, want %q", in, got, want)
 		}
+	}
+}
+
+// The sign-in page of an MCP server goes to stderr, naming the server, so
+// stdout (JSON, the stdio protocol) stays clean.
+func TestMCPSignInPrintsThePageOnStderr(t *testing.T) {
+	var out, errb strings.Builder
+	a := &app{stdout: &out, stderr: &errb}
+	if err := a.mcpSignIn(context.Background(), "plugin:slack:slack", "https://auth.example/authorize?client_id=1"); err != nil {
+		t.Fatal(err)
+	}
+	if out.Len() != 0 || !strings.Contains(errb.String(), "plugin:slack:slack needs you to sign in") ||
+		!strings.Contains(errb.String(), "https://auth.example/authorize?client_id=1") {
+		t.Fatalf("stdout %q, stderr %q", out.String(), errb.String())
 	}
 }
