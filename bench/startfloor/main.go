@@ -27,6 +27,7 @@ import (
 	_ "github.com/go-git/go-git/v5/plumbing/transport/http"
 	_ "github.com/go-git/go-git/v5/plumbing/transport/ssh"
 	_ "github.com/go-git/go-git/v5/storage/filesystem"
+	_ "github.com/gofrs/flock"
 	_ "github.com/labstack/echo/v4"
 	_ "github.com/modelcontextprotocol/go-sdk/mcp"
 	_ "github.com/open-policy-agent/opa/v1/ast"
