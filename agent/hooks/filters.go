@@ -10,9 +10,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"syscall"
 	"time"
 
+	"github.com/wharfhq/wharf/agent/internal/proctree"
 	"github.com/wharfhq/wharf/plugin"
 )
 
@@ -116,21 +116,21 @@ func (r *Runner) startBackground(ev Event, h Hook) error {
 	cmd.Env = append(append(append([]string(nil), env...), h.Env...), "WHARF_HOOK_EVENT="+string(ev.Name))
 	cmd.Dir = h.Dir
 	cmd.Stdin = in
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := cmd.Start(); err != nil {
+	tree := proctree.New(cmd)
+	if err := tree.Start(); err != nil {
 		return err
 	}
 	r.bg.Add(1)
 	go func() {
 		defer r.bg.Done()
 		done := make(chan struct{})
-		go func() { _ = cmd.Wait(); close(done) }()
+		go func() { _ = tree.Wait(); close(done) }()
 		t := time.NewTimer(timeout)
 		defer t.Stop()
 		select {
 		case <-done:
 		case <-t.C:
-			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+			_ = tree.Kill()
 			<-done
 		}
 	}()

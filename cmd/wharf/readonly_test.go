@@ -1,3 +1,8 @@
+//go:build unix
+
+// The read-only home is proven with Unix file modes (and, as root, by
+// running as nobody); Windows has neither.
+
 package main
 
 import (

@@ -12,10 +12,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/gofrs/flock"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 	"github.com/spf13/viper"
-	"golang.org/x/sys/unix"
 	"golang.org/x/term"
 
 	"github.com/wharfhq/wharf/cache"
@@ -468,8 +468,8 @@ func (a *app) readOnlyHome() bool {
 	home := a.env.Home()
 	if home != "" {
 		if _, err := os.Stat(home); err == nil {
-			ro = unix.Access(home, unix.W_OK) != nil
-			if _, err := os.Stat(a.env.StateDB()); err == nil && unix.Access(a.env.StateDB(), unix.W_OK) != nil {
+			ro = !writable(home)
+			if _, err := os.Stat(a.env.StateDB()); err == nil && !writable(a.env.StateDB()) {
 				ro = true
 			}
 		}
@@ -483,29 +483,30 @@ func (a *app) readOnlyHome() bool {
 // write access). When it does not exist, no marketplace was ever changed
 // through a lock here, and a home this process cannot write needs none.
 func readOnlyRLock(ctx context.Context, path string) (func(), error) {
-	f, err := os.Open(path)
-	if errors.Is(err, fs.ErrNotExist) {
+	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
 		return func() {}, nil
 	}
-	if err != nil {
-		return nil, &plugin.Error{Layer: plugin.LayerMaterialization, Type: plugin.TypeSource, Object: path, Err: err,
-			Hint: "make the file readable, or run wharf as a user who can read " + filepath.Dir(path)}
-	}
+	l := flock.New(path, flock.SetFlag(os.O_RDONLY))
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
 	for {
-		err := unix.Flock(int(f.Fd()), unix.LOCK_SH|unix.LOCK_NB)
-		if err == nil {
-			return func() { f.Close() }, nil
+		ok, err := l.TryRLock()
+		if ok {
+			return func() { l.Unlock() }, nil
 		}
-		if !errors.Is(err, unix.EWOULDBLOCK) && !errors.Is(err, unix.EINTR) {
-			f.Close()
+		if err != nil {
+			var pe *fs.PathError
+			if errors.As(err, &pe) && pe.Op == "open" {
+				return nil, &plugin.Error{Layer: plugin.LayerMaterialization, Type: plugin.TypeSource, Object: path, Err: err,
+					Hint: "make the file readable, or run wharf as a user who can read " + filepath.Dir(path)}
+			}
 			return nil, fmt.Errorf("lock %s: %w", path, err)
 		}
 		select {
 		case <-ctx.Done():
-			f.Close()
 			return nil, &plugin.Error{Layer: plugin.LayerMaterialization, Type: "store-locked", Object: path, Err: ctx.Err(),
 				Hint: "a marketplace add, update or remove is running; wait for it, or raise WHARF_LOCK_TIMEOUT"}
-		case <-time.After(20 * time.Millisecond):
+		case <-tick.C:
 		}
 	}
 }

@@ -1,0 +1,13 @@
+//go:build windows
+
+package main
+
+import "os"
+
+// writable reports whether path may be written. Windows keeps no Unix
+// mode: Go reports a file or directory with the read-only attribute
+// without its write bits.
+func writable(path string) bool {
+	fi, err := os.Stat(path)
+	return err == nil && fi.Mode().Perm()&0o200 != 0
+}
