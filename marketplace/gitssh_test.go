@@ -7,7 +7,6 @@ import (
 	"crypto/rand"
 	"encoding/pem"
 	"errors"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -19,36 +18,9 @@ import (
 
 	"golang.org/x/crypto/ssh"
 
+	"github.com/wharfhq/wharf/internal/silentnet"
 	"github.com/wharfhq/wharf/plugin"
 )
-
-// silentSSH listens on 127.0.0.1, accepts and never says a word (not even
-// the ssh version line).
-func silentSSH(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	held := make(chan net.Conn, 16)
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			held <- c
-		}
-	}()
-	t.Cleanup(func() {
-		ln.Close()
-		close(held)
-		for c := range held {
-			c.Close()
-		}
-	})
-	return ln.Addr().String()
-}
 
 // sshUser gives the test a home with a throwaway ssh key and an empty
 // known_hosts, so a clone over ssh gets as far as dialing.
@@ -100,7 +72,7 @@ func addWithin(t *testing.T, m *Manager, src Source, limit time.Duration) error 
 
 func TestSilentSSHServerFailsAfterTheIdleLimit(t *testing.T) {
 	sshUser(t)
-	addr := silentSSH(t)
+	addr := silentnet.Listen(t)
 	src := gitSource(t, "ssh://git@"+addr+"/corp.git")
 
 	m, _ := newTestManager(t, Options{GitTimeout: 600 * time.Second, NetIdleTimeout: 300 * time.Millisecond})

@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -14,36 +13,12 @@ import (
 	"time"
 
 	"golang.org/x/net/proxy"
+
+	"github.com/wharfhq/wharf/internal/silentnet"
 )
 
-// silent accepts connections and never answers.
-func silent(t *testing.T) string {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	held := make(chan net.Conn, 16)
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			held <- c
-		}
-	}()
-	t.Cleanup(func() {
-		ln.Close()
-		close(held)
-		for c := range held {
-			c.Close()
-		}
-	})
-	return ln.Addr().String()
-}
-
 func TestSilentServerFailsWithIdleError(t *testing.T) {
-	addr := silent(t)
+	addr := silentnet.Listen(t)
 	// The overall deadline is far away: only the idle limit can end this.
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
@@ -135,7 +110,7 @@ func TestNoWatchNoLimit(t *testing.T) {
 func TestProxyURLDialsUnderTheWatchAndUnblocksReads(t *testing.T) {
 	t.Setenv("ALL_PROXY", "")
 	t.Setenv("all_proxy", "")
-	addr := silent(t)
+	addr := silentnet.Listen(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	ctx, stop := Watch(ctx, 200*time.Millisecond)

@@ -14,36 +14,9 @@ import (
 
 	"golang.org/x/crypto/ssh/agent"
 
+	"github.com/wharfhq/wharf/internal/silentnet"
 	"github.com/wharfhq/wharf/plugin"
 )
-
-// silentTCP listens on 127.0.0.1, accepts and never says a word (not even
-// the ssh version line).
-func silentTCP(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	held := make(chan net.Conn, 16)
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			held <- c
-		}
-	}()
-	t.Cleanup(func() {
-		ln.Close()
-		close(held)
-		for c := range held {
-			c.Close()
-		}
-	})
-	return ln.Addr().String()
-}
 
 // sshAgent runs an ssh agent holding a throwaway key and points
 // SSH_AUTH_SOCK at it, with an empty known_hosts, so a fetch over ssh gets
@@ -109,7 +82,7 @@ func fetchWithin(t *testing.T, f *Fetcher, src plugin.Source, limit time.Duratio
 
 func TestSilentSSHGitSourceFailsAfterTheIdleLimit(t *testing.T) {
 	sshAgent(t)
-	addr := silentTCP(t)
+	addr := silentnet.Listen(t)
 	src := plugin.Source{Kind: plugin.SourceURL, URL: "ssh://git@" + addr + "/gitplug.git"}
 
 	f := &Fetcher{AllowPrivateNetworks: true, Timeout: 600 * time.Second, IdleTimeout: 300 * time.Millisecond}
