@@ -84,21 +84,7 @@ func (r *Runner) firstRun(ev Event, h Hook) bool {
 // its own process group, killed with it after its timeout while this
 // process lives. Wait waits for such hooks.
 func (r *Runner) startBackground(ev Event, h Hook) error {
-	timeout := h.Timeout
-	if timeout <= 0 {
-		timeout = r.DefaultTimeout
-	}
-	if timeout <= 0 {
-		timeout = DefaultTimeout
-	}
-	shell := r.Shell
-	if shell == "" {
-		shell = "sh"
-	}
-	env := r.BaseEnv
-	if env == nil {
-		env = os.Environ()
-	}
+	timeout, shell, env := r.procSettings(h.Timeout)
 	in, err := os.CreateTemp("", "wharf-hook-event-*")
 	if err != nil {
 		return err

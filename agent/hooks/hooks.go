@@ -502,10 +502,10 @@ func (h Hook) pluginID() plugin.ID {
 	return id
 }
 
-// runOne runs one hook and fills o. It recovers from nothing but never
-// panics on hostile output: every parse is checked.
-func (r *Runner) runOne(ctx context.Context, ev Event, o *Outcome) {
-	timeout := o.Timeout
+// procSettings is how a command hook runs: its timeout (the hook's, else
+// the runner's, else DefaultTimeout), the shell, and the base environment.
+func (r *Runner) procSettings(hookTimeout time.Duration) (time.Duration, string, []string) {
+	timeout := hookTimeout
 	if timeout <= 0 {
 		timeout = r.DefaultTimeout
 	}
@@ -520,6 +520,13 @@ func (r *Runner) runOne(ctx context.Context, ev Event, o *Outcome) {
 	if env == nil {
 		env = os.Environ()
 	}
+	return timeout, shell, env
+}
+
+// runOne runs one hook and fills o. It recovers from nothing but never
+// panics on hostile output: every parse is checked.
+func (r *Runner) runOne(ctx context.Context, ev Event, o *Outcome) {
+	timeout, shell, env := r.procSettings(o.Timeout)
 	tctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	cmd := exec.CommandContext(tctx, shell, "-c", o.Command)
