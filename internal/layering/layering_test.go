@@ -34,6 +34,7 @@ var allowed = map[string][]string{
 	"atomicfile":  {},
 	"wire":        {},
 	"netidle":     {},
+	"inventory":   {},
 }
 
 type pkg struct {

@@ -1,0 +1,73 @@
+// Package inventory is what a client reports about the plugins installed on
+// its machine, and what the server keeps of those reports: one current
+// inventory per machine, queried by plugin ("who has X") without scanning
+// the fleet.
+package inventory
+
+import "time"
+
+// Client kinds.
+const (
+	KindWharf      = "wharf"       // the wharf CLI
+	KindWharfAgent = "wharf-agent" // an agent embedding or driving wharf's runtime
+	KindClaudeCode = "claude-code" // an unmodified Claude Code, read by wharf inventory report --from claude
+)
+
+// How a plugin got onto the machine.
+const (
+	InstallUser       = "user"
+	InstallDependency = "dependency"
+	InstallManaged    = "managed" // forced on by managed policy
+	InstallSideloaded = "sideloaded"
+)
+
+// A plugin's state at the client's last load.
+const (
+	StateActive   = "active"
+	StateDisabled = "disabled"
+	StateDemoted  = "demoted"
+	StateFailed   = "failed"
+	StateRevoked  = "revoked"
+)
+
+// Limits on one report, checked by the server before anything is stored.
+const (
+	MaxReportBytes = 1 << 20
+	MaxPlugins     = 2000
+)
+
+// A Report is one machine's whole current inventory; it replaces the
+// previous one. It is sent as JSON to PUT /v1/inventory/machines/{id}.
+type Report struct {
+	Machine Machine   `json:"machine"`
+	Client  Client    `json:"client"`
+	Plugins []Plugin  `json:"plugins"`
+	Created time.Time `json:"created"` // when the client built it
+}
+
+// Machine identifies the reporting machine. ID is random, created once per
+// home ("m-" and 32 lowercase hex digits) and kept; the rest are labels.
+type Machine struct {
+	ID       string `json:"id"`
+	Hostname string `json:"hostname,omitempty"`
+	User     string `json:"user,omitempty"`
+	OS       string `json:"os,omitempty"` // GOOS/GOARCH
+}
+
+// Client is the program that reported.
+type Client struct {
+	Kind    string `json:"kind"`
+	Version string `json:"version"`
+}
+
+// Plugin is one installed plugin as the client sees it.
+type Plugin struct {
+	ID      string `json:"id"` // name@marketplace
+	Version string `json:"version"`
+	Digest  string `json:"digest"` // w1: digest of the tree as installed
+	Scope   string `json:"scope"`  // user, project, local, managed
+	Install string `json:"install"`
+	Enabled bool   `json:"enabled"`
+	State   string `json:"state"`
+	Reason  string `json:"reason,omitempty"` // why demoted, failed or revoked
+}
