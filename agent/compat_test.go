@@ -2,10 +2,10 @@ package agent
 
 import (
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/wharfhq/wharf/layout"
 	"github.com/wharfhq/wharf/plugin"
 	"github.com/wharfhq/wharf/plugin/userconfig"
 )
@@ -126,7 +126,7 @@ func TestLoadUserConfig(t *testing.T) {
 	check(CacheOnly, "us")
 	// The sensitive value is substituted after the component index: the
 	// index on disk never holds it.
-	idx, err := os.ReadFile(filepath.Join(w.home, filepath.FromSlash(indexFile)))
+	idx, err := os.ReadFile(layout.New(w.home).AgentIndex())
 	if err != nil {
 		t.Fatal(err)
 	}

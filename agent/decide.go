@@ -25,9 +25,7 @@ type Policy interface {
 	Version() string
 }
 
-// decisionsFile is where decisions are memoized between processes, under
-// WHARF_HOME.
-const decisionsFile = "agent/policy-decisions.gob"
+// Decisions are memoized between processes in layout.Paths.AgentDecisions.
 
 // maxMemo bounds the memo file read at startup.
 const maxMemo = 8 << 20

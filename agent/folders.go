@@ -15,6 +15,7 @@ import (
 
 	"github.com/wharfhq/wharf/atomicfile"
 	"github.com/wharfhq/wharf/cache"
+	"github.com/wharfhq/wharf/layout"
 	"github.com/wharfhq/wharf/plugin"
 	"github.com/wharfhq/wharf/settings"
 )
@@ -48,9 +49,6 @@ const (
 	KeyDisableProjectCode    = "disableProjectCode"
 )
 
-// TrustedFoldersFile is the store under WHARF_HOME.
-const TrustedFoldersFile = "trusted-folders.json"
-
 const maxTrustStore = 4 << 20
 
 // TrustedFolder is one remembered folder.
@@ -77,7 +75,7 @@ func CanonicalFolder(dir string) (string, error) {
 	return filepath.Clean(abs), nil
 }
 
-func storePath(home string) string { return filepath.Join(home, TrustedFoldersFile) }
+func storePath(home string) string { return layout.New(home).TrustedFolders() }
 
 // TrustedFolders reads the folders trusted in home.
 func TrustedFolders(home string) ([]TrustedFolder, error) {
@@ -177,7 +175,7 @@ func updateTrustStore(ctx context.Context, home string, fn func(*trustStore)) er
 	if home == "" {
 		return errors.New("agent: no WHARF_HOME to remember trusted folders in")
 	}
-	unlock, err := cache.LockFile(ctx, filepath.Join(home, TrustedFoldersFile+".lock"))
+	unlock, err := cache.LockFile(ctx, layout.New(home).TrustedFoldersLock())
 	if err != nil {
 		return err
 	}

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/wharfhq/wharf/layout"
 	"github.com/wharfhq/wharf/plugin"
 )
 
@@ -22,7 +23,7 @@ func FuzzTrustStore(f *testing.F) {
 	f.Add([]byte{})
 	f.Fuzz(func(t *testing.T, data []byte) {
 		home := t.TempDir()
-		if err := os.WriteFile(filepath.Join(home, TrustedFoldersFile), data, 0o600); err != nil {
+		if err := os.WriteFile(layout.New(home).TrustedFolders(), data, 0o600); err != nil {
 			t.Fatal(err)
 		}
 		folders, err := TrustedFolders(home)

@@ -20,15 +20,12 @@ import (
 	"github.com/wharfhq/wharf/plugin"
 )
 
-// indexFile keeps, per installed version dir, the components a load parsed
-// from it, so that the cache-only loader of the next session does not read
-// and parse every manifest and Markdown file again. It lives under
-// WHARF_HOME and is only an accelerator: the full loader never reads it.
-const indexFile = "agent/components.idx"
-
-// legacyIndexFile is where earlier versions kept the index, gob-encoded;
-// saving the index removes it.
-const legacyIndexFile = "agent/components.gob"
+// The index file (layout.Paths.AgentIndex) keeps, per installed version
+// dir, the components a load parsed from it, so that the cache-only loader
+// of the next session does not read and parse every manifest and Markdown
+// file again. It lives under WHARF_HOME and is only an accelerator: the
+// full loader never reads it. Earlier versions kept it gob-encoded
+// (layout.Paths.AgentLegacyIndex); saving the index removes that file.
 
 // indexFormat changes whenever what an entry holds changes; an index of
 // another format is ignored.
@@ -48,7 +45,8 @@ const maxIndex = 64 << 20
 // disk as far as the fingerprint can tell — exactly the guarantee the
 // cache-only path gives without the index.
 type componentIndex struct {
-	file string
+	file   string
+	legacy string // where earlier versions kept the index; removed on save
 
 	mu      sync.Mutex
 	loaded  bool
@@ -150,8 +148,10 @@ func (x *componentIndex) save(recs []cache.Record) error {
 	if err := atomicfile.WriteFile(x.file, data, 0o644); err != nil {
 		return err
 	}
-	legacy := filepath.Join(filepath.Dir(filepath.Dir(x.file)), filepath.FromSlash(legacyIndexFile))
-	if err := os.Remove(legacy); err != nil && !errors.Is(err, fs.ErrNotExist) {
+	if x.legacy == "" {
+		return nil
+	}
+	if err := os.Remove(x.legacy); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return err
 	}
 	return nil

@@ -8,6 +8,7 @@ import (
 	"reflect"
 	"testing"
 
+	"github.com/wharfhq/wharf/layout"
 	"github.com/wharfhq/wharf/plugin"
 )
 
@@ -90,7 +91,7 @@ func TestLegacyIndexRemoved(t *testing.T) {
 	w := newWorld(t)
 	w.install("ops@corp", "1.0.0", fullPlugin("ops"))
 	w.setEnabled("ops@corp", true)
-	legacy := filepath.Join(w.home, filepath.FromSlash(legacyIndexFile))
+	legacy := layout.New(w.home).AgentLegacyIndex()
 	if err := os.MkdirAll(filepath.Dir(legacy), 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -101,7 +102,7 @@ func TestLegacyIndexRemoved(t *testing.T) {
 	if _, err := os.Stat(legacy); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("legacy index still there: %v", err)
 	}
-	if _, err := os.Stat(filepath.Join(w.home, filepath.FromSlash(indexFile))); err != nil {
+	if _, err := os.Stat(layout.New(w.home).AgentIndex()); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -17,6 +17,7 @@ import (
 
 	"github.com/wharfhq/wharf/cache"
 	"github.com/wharfhq/wharf/install"
+	"github.com/wharfhq/wharf/layout"
 	"github.com/wharfhq/wharf/plugin"
 	"github.com/wharfhq/wharf/plugin/userconfig"
 	"github.com/wharfhq/wharf/policy"
@@ -135,7 +136,7 @@ func (in *loadInput) dataDir(id plugin.ID) string {
 	if in.o.Home == "" {
 		return ""
 	}
-	return filepath.Join(in.o.Home, "data", id.Source, id.Name)
+	return layout.New(in.o.Home).Data(id.Source, id.Name)
 }
 
 // build computes a complete Set. It has no side effects beyond reading

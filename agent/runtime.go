@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 
 	"github.com/wharfhq/wharf/cache"
+	"github.com/wharfhq/wharf/layout"
 	"github.com/wharfhq/wharf/plugin"
 	"github.com/wharfhq/wharf/policy"
 	"github.com/wharfhq/wharf/settings"
@@ -114,8 +115,8 @@ func New(o Options) (*Runtime, error) {
 	}
 	r := &Runtime{o: o, dec: &decider{p: o.Policy}, index: &componentIndex{}, dataDir: map[string]bool{}}
 	if o.Home != "" && !o.NoMemo {
-		r.dec.file = filepath.Join(o.Home, filepath.FromSlash(decisionsFile))
-		r.index.file = filepath.Join(o.Home, filepath.FromSlash(indexFile))
+		r.dec.file = layout.New(o.Home).AgentDecisions()
+		r.index.file, r.index.legacy = layout.New(o.Home).AgentIndex(), layout.New(o.Home).AgentLegacyIndex()
 	}
 	return r, nil
 }

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/wharfhq/wharf/layout"
 	"github.com/wharfhq/wharf/plugin"
 	"github.com/wharfhq/wharf/store"
 	"github.com/wharfhq/wharf/trust"
@@ -69,7 +70,7 @@ func New(opts Options) (*Cache, error) {
 	if err != nil {
 		return nil, errf(plugin.TypeSource, opts.Home, "", "%w", err)
 	}
-	c := &Cache{home: home, root: filepath.Join(home, "cache"), st: opts.Store, grace: opts.Grace, now: opts.Now}
+	c := &Cache{home: home, root: layout.New(home).Cache(), st: opts.Store, grace: opts.Grace, now: opts.Now}
 	if c.grace <= 0 {
 		c.grace = DefaultGrace
 	}

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/wharfhq/wharf/layout"
 	"github.com/wharfhq/wharf/plugin"
 )
 
@@ -28,7 +29,7 @@ type Lease struct {
 // File is the lease's path.
 func (l *Lease) File() string { return l.file }
 
-func (c *Cache) leaseDir() string { return filepath.Join(c.home, "leases") }
+func (c *Cache) leaseDir() string { return layout.New(c.home).Leases() }
 
 // Acquire leases the given version directories for this process. It takes
 // the lock, so it cannot interleave with GC: every path must still exist

@@ -12,6 +12,7 @@ import (
 
 	"github.com/gofrs/flock"
 
+	"github.com/wharfhq/wharf/layout"
 	"github.com/wharfhq/wharf/plugin"
 )
 
@@ -30,7 +31,7 @@ func (c *Cache) WithLock(ctx context.Context, fn func(ctx context.Context) error
 	if ctx.Value(key) != nil {
 		return fn(ctx)
 	}
-	unlock, err := LockFile(ctx, filepath.Join(c.home, ".lock"))
+	unlock, err := LockFile(ctx, layout.New(c.home).Lock())
 	if err != nil {
 		return err
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/spf13/viper"
 
+	"github.com/wharfhq/wharf/layout"
 	"github.com/wharfhq/wharf/plugin"
 )
 
@@ -68,7 +69,7 @@ func (p Paths) File(s Scope) string {
 	switch s {
 	case ScopeUser:
 		if p.Home != "" {
-			return filepath.Join(p.Home, "settings.json")
+			return layout.New(p.Home).Settings()
 		}
 	case ScopeProject:
 		if p.Project != "" {

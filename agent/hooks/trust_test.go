@@ -10,6 +10,7 @@ import (
 
 	"github.com/wharfhq/wharf/agent"
 	"github.com/wharfhq/wharf/agent/internal/worldtest"
+	"github.com/wharfhq/wharf/layout"
 	"github.com/wharfhq/wharf/plugin"
 	"github.com/wharfhq/wharf/settings"
 )
@@ -186,7 +187,7 @@ func TestTrustStore(t *testing.T) {
 	if _, err := agent.TrustFolder(ctx, home, filepath.Join(home, "missing")); plugin.LayerOf(err) != plugin.LayerIntent {
 		t.Fatalf("trusting a missing folder: %v", err)
 	}
-	if err := os.WriteFile(filepath.Join(home, agent.TrustedFoldersFile), []byte(`{"version":1,"folders":[{"path":"relative"}]}`), 0o600); err != nil {
+	if err := os.WriteFile(layout.New(home).TrustedFolders(), []byte(`{"version":1,"folders":[{"path":"relative"}]}`), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	var pe *plugin.Error

@@ -52,7 +52,7 @@ trust). Events: ` + fmt.Sprint(plugin.HookEvents),
 			cmds := hooks.FromSet(set, ev.Name, a.agentProject(opts))
 			// Each invocation is a new runner: once hooks are remembered per
 			// session under WHARF_HOME.
-			res := (&hooks.Runner{Parallel: parallel, OnceDir: filepath.Join(a.cfg.Home, "state", "hooks-once")}).Run(cmd.Context(), ev, cmds)
+			res := (&hooks.Runner{Parallel: parallel, OnceDir: a.env.HooksOnce()}).Run(cmd.Context(), ev, cmds)
 			if a.cfg.JSON {
 				if err := a.printJSON(res); err != nil {
 					return err

@@ -14,6 +14,7 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 
+	"github.com/wharfhq/wharf/layout"
 	"github.com/wharfhq/wharf/plugin"
 	"github.com/wharfhq/wharf/store"
 )
@@ -284,7 +285,7 @@ func TestDamagedRecordFailsOnlyItsPlugin(t *testing.T) {
 // A permission problem on state.db is reported as one, naming the file;
 // it never suggests moving the file aside or the repair.
 func TestStatePermissionErrorSaysSo(t *testing.T) {
-	env := Env{home: "/srv/wharf"}
+	env := layout.New("/srv/wharf")
 	err := storeOpenError(env, fmt.Errorf("store: open: %w", &fs.PathError{Op: "open", Path: env.StateDB(), Err: fs.ErrPermission}))
 	var pe *plugin.Error
 	if !errors.As(err, &pe) || pe.Type != typeStorePermission || !strings.Contains(pe.Hint, "permission") || !strings.Contains(pe.Hint, env.StateDB()) ||

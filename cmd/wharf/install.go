@@ -95,7 +95,7 @@ func projectRoot(wd string) string {
 // trustedKeys reads the public keys in $WHARF_HOME/keys/*.pub.
 func (a *app) trustedKeys() (trust.Keyring, error) {
 	kr := trust.Keyring{}
-	files, _ := filepath.Glob(filepath.Join(a.env.Home(), "keys", "*.pub"))
+	files, _ := filepath.Glob(filepath.Join(a.env.Keys(), "*.pub"))
 	for _, f := range files {
 		b, err := os.ReadFile(f)
 		if err != nil {

@@ -19,6 +19,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/wharfhq/wharf/cache"
+	"github.com/wharfhq/wharf/layout"
 	"github.com/wharfhq/wharf/marketplace"
 	"github.com/wharfhq/wharf/plugin"
 	"github.com/wharfhq/wharf/policy"
@@ -288,7 +289,7 @@ func (a *app) load(cmd *cobra.Command) error {
 	if err != nil {
 		return configError("home", err)
 	}
-	a.env = Env{home: abs}
+	a.env = layout.New(abs)
 	a.cfg.Home = abs
 	if err := a.readConfigFile(v); err != nil {
 		return err
@@ -314,8 +315,7 @@ func (a *app) load(cmd *cobra.Command) error {
 }
 
 func (a *app) readConfigFile(v *viper.Viper) error {
-	for _, name := range []string{"config.json", "config.yaml", "config.yml"} {
-		p := filepath.Join(a.env.Home(), name)
+	for _, p := range a.env.ConfigFiles() {
 		if _, err := os.Stat(p); err != nil {
 			continue
 		}
@@ -408,7 +408,7 @@ func (a *app) close() error {
 // holds it shared, from its first use of the marketplaces to its end, so it
 // never copies a plugin out of a half-updated clone. Readers do not wait
 // for each other.
-func (a *app) marketplaceLock() string { return filepath.Join(a.env.Marketplaces(), ".lock") }
+func (a *app) marketplaceLock() string { return a.env.MarketplacesLock() }
 
 // lockWait bounds how long a command waits for the marketplace lock.
 func (a *app) lockWait() (context.Context, context.CancelFunc) {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/wharfhq/wharf/layout"
 	"github.com/wharfhq/wharf/marketplace"
 	"github.com/wharfhq/wharf/plugin"
 )
@@ -67,7 +68,7 @@ func TestPrintErrorForms(t *testing.T) {
 }
 
 func TestEnvPaths(t *testing.T) {
-	e := Env{home: "/h"}
+	e := layout.New("/h")
 	got := strings.Join([]string{e.Home(), e.StateDB(), e.Marketplaces(), e.Cache(), e.Settings()}, " ")
 	want := strings.Join([]string{"/h", filepath.Join("/h", "state.db"), filepath.Join("/h", "marketplaces"),
 		filepath.Join("/h", "cache"), filepath.Join("/h", "settings.json")}, " ")

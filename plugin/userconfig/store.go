@@ -17,6 +17,7 @@ import (
 	"path/filepath"
 
 	"github.com/wharfhq/wharf/atomicfile"
+	"github.com/wharfhq/wharf/layout"
 	"github.com/wharfhq/wharf/plugin"
 )
 
@@ -25,8 +26,8 @@ const maxFile = 1 << 20
 
 // Files returns the plain and the sensitive values file of id.
 func Files(home string, id plugin.ID) (plain, secret string) {
-	return filepath.Join(home, "plugin-config", id.Source, id.Name+".json"),
-		filepath.Join(home, "plugin-secrets", id.Source, id.Name+".json")
+	p := layout.New(home)
+	return p.PluginConfig(id.Source, id.Name), p.PluginSecrets(id.Source, id.Name)
 }
 
 // Load returns every value set for id, sensitive ones included. A plugin
@@ -96,14 +97,14 @@ func Set(home string, id plugin.ID, o plugin.UserConfigOption, value string) err
 	if o.Sensitive {
 		to, from = secret, plain
 	}
-	if err := update(from, func(m map[string]string) bool {
+	if err := update(from, from == secret, func(m map[string]string) bool {
 		_, had := m[o.Key]
 		delete(m, o.Key)
 		return had
 	}); err != nil {
 		return err
 	}
-	return update(to, func(m map[string]string) bool {
+	return update(to, to == secret, func(m map[string]string) bool {
 		m[o.Key] = value
 		return true
 	})
@@ -113,7 +114,7 @@ func Set(home string, id plugin.ID, o plugin.UserConfigOption, value string) err
 func Unset(home string, id plugin.ID, key string) error {
 	plain, secret := Files(home, id)
 	for _, f := range []string{plain, secret} {
-		if err := update(f, func(m map[string]string) bool {
+		if err := update(f, f == secret, func(m map[string]string) bool {
 			_, had := m[key]
 			delete(m, key)
 			return had
@@ -124,7 +125,9 @@ func Unset(home string, id plugin.ID, key string) error {
 	return nil
 }
 
-func update(file string, change func(map[string]string) bool) error {
+// update changes file; secret says it is the sensitive values file, kept
+// readable by its owner only.
+func update(file string, secret bool, change func(map[string]string) bool) error {
 	m, err := read(file)
 	if err != nil {
 		return err
@@ -132,7 +135,6 @@ func update(file string, change func(map[string]string) bool) error {
 	if !change(m) {
 		return nil
 	}
-	secret := filepath.Base(filepath.Dir(filepath.Dir(file))) == "plugin-secrets"
 	dirMode, mode := fs.FileMode(0o755), fs.FileMode(0o644)
 	if secret {
 		dirMode, mode = 0o700, 0o600

@@ -44,6 +44,7 @@ import (
 	"time"
 
 	"github.com/wharfhq/wharf/atomicfile"
+	"github.com/wharfhq/wharf/layout"
 	"github.com/wharfhq/wharf/plugin"
 	"github.com/wharfhq/wharf/policy"
 )
@@ -209,7 +210,7 @@ func CacheDir(home, base string) (string, error) {
 	if p := u.Port(); p != "" {
 		name += "_" + p
 	}
-	return filepath.Join(home, "policy", name), nil
+	return layout.New(home).PolicyBundle(name), nil
 }
 
 // Fetch pulls the bundle of the server at url with token, caching it in

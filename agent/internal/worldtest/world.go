@@ -14,6 +14,7 @@ import (
 
 	"github.com/wharfhq/wharf/agent"
 	"github.com/wharfhq/wharf/cache"
+	"github.com/wharfhq/wharf/layout"
 	"github.com/wharfhq/wharf/plugin"
 	"github.com/wharfhq/wharf/policy"
 	"github.com/wharfhq/wharf/settings"
@@ -40,7 +41,7 @@ func New(tb testing.TB) *World {
 			tb.Fatal(err)
 		}
 	}
-	st, err := store.OpenBolt(filepath.Join(w.Home, "state.db"), store.Options{})
+	st, err := store.OpenBolt(layout.New(w.Home).StateDB(), store.Options{})
 	if err != nil {
 		tb.Fatal(err)
 	}
