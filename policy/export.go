@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"sort"
+	"strings"
 
 	"github.com/wharfhq/wharf/settings"
 )
@@ -15,265 +16,133 @@ type Export struct {
 	Warnings []string       `json:"warnings"`
 }
 
-// ExportClaude merges the layers the way decisions combine them and writes
-// the result with Claude Code's keys. Where an exact merge is not expressible
-// (the intersection of two allowlists that use patterns), the export keeps
-// only entries every layer allows: never wider than the layers, possibly
+// ExportClaude writes the layers' merged settings (settings.MergeLayers:
+// allowlists intersect, blocklists union, the highest forced state wins)
+// with Claude Code's keys. Where an exact merge is not expressible (the
+// intersection of two allowlists that use patterns), the export keeps only
+// entries every layer allows: never wider than the layers, possibly
 // narrower, and says so in Warnings.
 func (e *Engine) ExportClaude() Export {
 	st := e.cur.Load()
-	out := map[string]any{}
-	var warns []string
-	var lockdown bool
-	for _, l := range st.layers {
-		lockdown = lockdown || l.Lockdown
+	layers := make([]*settings.Settings, len(st.layers))
+	for i, l := range st.layers {
+		layers[i] = l.Settings
+		if l.Lockdown {
+			layers[i] = lockedDown(l.Settings)
+		}
 	}
+	m := settings.MergeLayers(layers)
+	x := exporter{out: map[string]any{}}
+	x.marketplaces(m)
+	x.enabledPlugins(m.Settings)
+	x.restrictions(m.Settings)
+	for _, mkt := range m.SignatureOverlaps {
+		x.warn("requireSignatures for %s is set by more than one layer; exported the keys all of them accept", mkt)
+	}
+	x.adminRules(st)
+	sort.Strings(x.warns)
+	return Export{Settings: x.out, Warnings: append([]string{}, x.warns...)}
+}
 
-	// strictKnownMarketplaces: intersection over the layers that set it.
-	var strictLayers []settings.SourceList
-	blockedAll := false
-	var blocked []settings.MarketplaceSource
-	seenBlocked := map[string]bool{}
-	for _, l := range st.layers {
-		s := l.Settings
-		if s.StrictKnownMarketplaces.Set {
-			strictLayers = append(strictLayers, s.StrictKnownMarketplaces)
-		}
-		if s.BlockedMarketplaces.Invalid {
-			blockedAll = true
-		}
-		for _, b := range s.BlockedMarketplaces.Entries {
-			if !seenBlocked[b.Key()] {
-				seenBlocked[b.Key()] = true
-				blocked = append(blocked, b)
-			}
-		}
-	}
-	if lockdown || blockedAll {
-		out["strictKnownMarketplaces"] = []any{}
-		warns = append(warns, "a layer's blockedMarketplaces or settings file is invalid: exported strictKnownMarketplaces: [] (nothing allowed), as wharf enforces it")
-	} else if len(strictLayers) > 0 {
-		var allowed []settings.MarketplaceSource
-		invalid := false
-		for _, l := range strictLayers {
-			invalid = invalid || l.Invalid
-		}
-		if !invalid {
-			for _, cand := range strictLayers[0].Entries {
-				ok := true
-				for _, other := range strictLayers[1:] {
-					if !entryWithin(cand, other) {
-						ok = false
-						break
-					}
-				}
-				if ok {
-					allowed = append(allowed, cand)
-				}
-			}
-			// Entries of lower layers that the first layer allows only
-			// through a pattern are kept too (e.g. org "acme/*", team
-			// {"repo":"acme/tools"}).
-			for i, l := range strictLayers {
-				if i == 0 {
-					continue
-				}
-				for _, cand := range l.Entries {
-					if containsKey(allowed, cand) {
-						continue
-					}
-					ok := true
-					for j, other := range strictLayers {
-						if j != i && !entryWithin(cand, other) {
-							ok = false
-							break
-						}
-					}
-					if ok {
-						allowed = append(allowed, cand)
-					}
-				}
-			}
-		}
+// lockedDown is the settings of a layer one of whose documents could not be
+// read: every restriction it might have held is assumed (fail closed), as
+// decisions assume it.
+func lockedDown(s *settings.Settings) *settings.Settings {
+	c := *s
+	c.BlockedMarketplaces.Set, c.BlockedMarketplaces.Invalid = true, true
+	c.StrictPluginOnlyCustomization.Set, c.StrictPluginOnlyCustomization.All = true, true
+	c.AllowManagedHooksOnly.Invalid = true
+	c.DisableSideloadFlags.Invalid = true
+	return &c
+}
+
+type exporter struct {
+	out   map[string]any
+	warns []string
+}
+
+func (x *exporter) warn(format string, args ...any) {
+	x.warns = append(x.warns, fmt.Sprintf(format, args...))
+}
+
+// marketplaces writes strictKnownMarketplaces and blockedMarketplaces. A
+// blocklist wharf cannot read blocks everything, which only an empty
+// allowlist says to Claude Code.
+func (x *exporter) marketplaces(m settings.LayerMerge) {
+	switch strict := m.StrictKnownMarketplaces; {
+	case m.BlockedMarketplaces.Invalid:
+		x.out["strictKnownMarketplaces"] = []any{}
+		x.warn("a layer's blockedMarketplaces or settings file is invalid: exported strictKnownMarketplaces: [] (nothing allowed), as wharf enforces it")
+	case strict.Set:
+		allowed := strict.Entries
 		if allowed == nil {
 			allowed = []settings.MarketplaceSource{}
 		}
-		out["strictKnownMarketplaces"] = allowed
-		if len(strictLayers) > 1 {
-			warns = append(warns, fmt.Sprintf("strictKnownMarketplaces is set by %d layers; exported their intersection (%d entries)", len(strictLayers), len(allowed)))
+		x.out["strictKnownMarketplaces"] = allowed
+		if m.StrictLayers > 1 {
+			x.warn("strictKnownMarketplaces is set by %d layers; exported their intersection (%d entries)", m.StrictLayers, len(allowed))
 		}
 	}
-	if len(blocked) > 0 {
-		out["blockedMarketplaces"] = blocked
+	if b := m.BlockedMarketplaces.Entries; len(b) > 0 {
+		x.out["blockedMarketplaces"] = b
 	}
+}
 
-	// enabledPlugins: the highest layer that names a plugin wins.
+// enabledPlugins writes the forced states; a value that is not a boolean
+// forces the plugin off, as wharf enforces it.
+func (x *exporter) enabledPlugins(m *settings.Settings) {
 	enabled := map[string]bool{}
-	for i := len(st.layers) - 1; i >= 0; i-- {
-		s := st.layers[i].Settings
-		for id, v := range s.EnabledPlugins {
-			enabled[id.String()] = v
-		}
-		for _, id := range s.EnabledInvalid {
-			enabled[id.String()] = false
-		}
+	for id, v := range m.EnabledPlugins {
+		enabled[id.String()] = v
+	}
+	for _, id := range m.EnabledInvalid {
+		enabled[id.String()] = false
 	}
 	if len(enabled) > 0 {
-		out["enabledPlugins"] = enabled
+		x.out["enabledPlugins"] = enabled
 	}
+}
 
-	// strictPluginOnlyCustomization: union of locked surfaces.
-	all := lockdown
-	locked := map[settings.Surface]bool{}
-	anySurf := false
-	for _, l := range st.layers {
-		sp := l.Settings.StrictPluginOnlyCustomization
-		if !sp.Set {
-			continue
-		}
-		anySurf = true
-		if sp.All || sp.Invalid {
-			all = true
-		}
-		for _, x := range sp.List {
-			locked[x] = true
-		}
-	}
-	switch {
-	case all:
-		out["strictPluginOnlyCustomization"] = true
-	case anySurf:
+// restrictions writes the locked surfaces, the cross-marketplace allowlist,
+// the flags and the required signatures.
+func (x *exporter) restrictions(m *settings.Settings) {
+	switch surf := m.StrictPluginOnlyCustomization; {
+	case surf.All:
+		x.out["strictPluginOnlyCustomization"] = true
+	case surf.Set:
 		list := []string{}
-		for _, x := range settings.Surfaces {
-			if locked[x] {
-				list = append(list, string(x))
-			}
+		for _, s := range surf.List {
+			list = append(list, string(s))
 		}
-		out["strictPluginOnlyCustomization"] = list
+		x.out["strictPluginOnlyCustomization"] = list
 	}
+	if c := m.AllowCrossMarketplaceDependenciesOn; c.Set {
+		x.out["allowCrossMarketplaceDependenciesOn"] = append([]string{}, c.Names...)
+	}
+	if m.AllowManagedHooksOnly.On() {
+		x.out["allowManagedHooksOnly"] = true
+	}
+	if m.DisableSideloadFlags.On() {
+		x.out["disableSideloadFlags"] = true
+	}
+	switch sig := m.RequireSignatures; {
+	case sig.Invalid:
+		x.warn("requireSignatures is invalid in a layer: wharf refuses every install; Claude Code has no such key, so the export cannot carry it")
+	case len(sig.Keys) > 0:
+		x.out["requireSignatures"] = sig.Keys
+	}
+}
 
-	// allowCrossMarketplaceDependenciesOn: intersection over setting layers.
-	var cross []string
-	crossSet := false
-	for _, l := range st.layers {
-		c := l.Settings.AllowCrossMarketplaceDependenciesOn
-		if !c.Set {
-			continue
-		}
-		if !crossSet {
-			cross = append([]string{}, c.Names...)
-			crossSet = true
-			continue
-		}
-		var keep []string
-		for _, n := range cross {
-			for _, m := range c.Names {
-				if n == m {
-					keep = append(keep, n)
-				}
-			}
-		}
-		cross = keep
-	}
-	if crossSet {
-		if cross == nil {
-			cross = []string{}
-		}
-		sort.Strings(cross)
-		out["allowCrossMarketplaceDependenciesOn"] = cross
-	}
-
-	hooksOnly, sideload := lockdown, lockdown
-	sigs := map[string][]string{}
-	sigInvalid := false
-	for _, l := range st.layers {
-		s := l.Settings
-		hooksOnly = hooksOnly || s.AllowManagedHooksOnly.On()
-		sideload = sideload || s.DisableSideloadFlags.On()
-		sigInvalid = sigInvalid || s.RequireSignatures.Invalid
-		for mkt, keys := range s.RequireSignatures.Keys {
-			if prev, ok := sigs[mkt]; ok {
-				// Both layers must be satisfied; one list can only say
-				// "one of", so keep the keys both accept.
-				var keep []string
-				for _, k := range prev {
-					for _, k2 := range keys {
-						if k == k2 {
-							keep = append(keep, k)
-						}
-					}
-				}
-				sigs[mkt] = append([]string{}, keep...)
-				warns = append(warns, fmt.Sprintf("requireSignatures for %s is set by more than one layer; exported the keys all of them accept", mkt))
-				continue
-			}
-			sigs[mkt] = append([]string{}, keys...)
-		}
-		for _, mkt := range s.RequireSignatures.InvalidMarketplaces {
-			sigs[mkt] = []string{}
-		}
-	}
-	if hooksOnly {
-		out["allowManagedHooksOnly"] = true
-	}
-	if sideload {
-		out["disableSideloadFlags"] = true
-	}
-	if len(sigs) > 0 && !sigInvalid {
-		out["requireSignatures"] = sigs
-	}
-	if sigInvalid {
-		warns = append(warns, "requireSignatures is invalid in a layer: wharf refuses every install; Claude Code has no such key, so the export cannot carry it")
-	}
+// adminRules warns about each admin Rego module: Claude Code has no way to
+// enforce them.
+func (x *exporter) adminRules(st *state) {
 	for _, l := range st.layers {
 		for k := range st.modules {
-			if len(k) > len(l.Name) && k[:len(l.Name)+1] == l.Name+"/" {
-				warns = append(warns, fmt.Sprintf("layer %s has admin Rego rules (%s); Claude Code cannot enforce them, only wharf does", l.Name, k[len(l.Name)+1:]))
+			if rest, ok := strings.CutPrefix(k, l.Name+"/"); ok && rest != "" {
+				x.warn("layer %s has admin Rego rules (%s); Claude Code cannot enforce them, only wharf does", l.Name, rest)
 			}
 		}
 	}
-	sort.Strings(warns)
-	return Export{Settings: out, Warnings: append([]string{}, warns...)}
-}
-
-// entryWithin reports whether every source that entry e matches is also
-// allowed by list l (conservatively: false when unsure).
-func entryWithin(e settings.MarketplaceSource, l settings.SourceList) bool {
-	if l.Invalid {
-		return false
-	}
-	for _, o := range l.Entries {
-		if o.Key() == e.Key() {
-			return true
-		}
-		if e.IsPattern() {
-			continue // a pattern is within another list only if listed verbatim
-		}
-		switch o.Source {
-		case settings.KindOwnerWildcard:
-			if e.RepoOwner() != "" && e.RepoOwner() == o.RepoOwnerWildcard() {
-				return true
-			}
-		case settings.KindHostPattern:
-			if h := e.Host(); h != "" && matchRE(o.HostPattern, h) {
-				return true
-			}
-		case settings.KindPathPattern:
-			if p := e.LocalPath(); p != "" && matchRE(o.PathPattern, p) {
-				return true
-			}
-		}
-	}
-	return false
-}
-
-func containsKey(l []settings.MarketplaceSource, e settings.MarketplaceSource) bool {
-	for _, x := range l {
-		if x.Key() == e.Key() {
-			return true
-		}
-	}
-	return false
 }
 
 // JSON writes the settings document alone, indented, as a

@@ -126,28 +126,7 @@ func clearKey(s *Settings, k string) {
 // mergeFrom merges s, of higher or equal precedence, into m.
 func (m *Settings) mergeFrom(s *Settings) {
 	m.Issues = append(m.Issues, s.Issues...)
-	if s.EnabledPlugins != nil {
-		if m.EnabledPlugins == nil {
-			m.EnabledPlugins = map[plugin.ID]bool{}
-		}
-		for id, v := range s.EnabledPlugins {
-			m.EnabledPlugins[id] = v
-		}
-	}
-	for _, id := range s.EnabledInvalid {
-		delete(m.EnabledPlugins, id)
-		if !containsID(m.EnabledInvalid, id) {
-			m.EnabledInvalid = append(m.EnabledInvalid, id)
-		}
-	}
-	// A later valid value replaces an earlier invalid one.
-	kept := m.EnabledInvalid[:0]
-	for _, id := range m.EnabledInvalid {
-		if _, ok := s.EnabledPlugins[id]; !ok {
-			kept = append(kept, id)
-		}
-	}
-	m.EnabledInvalid = kept
+	m.mergeEnabled(s)
 	if s.ExtraKnownMarketplaces != nil {
 		if m.ExtraKnownMarketplaces == nil {
 			m.ExtraKnownMarketplaces = map[string]KnownMarketplace{}
@@ -160,20 +139,7 @@ func (m *Settings) mergeFrom(s *Settings) {
 		m.StrictKnownMarketplaces = s.StrictKnownMarketplaces
 	}
 	if s.BlockedMarketplaces.Set {
-		b := &m.BlockedMarketplaces
-		b.Set = true
-		b.Invalid = b.Invalid || s.BlockedMarketplaces.Invalid
-		b.Rejected += s.BlockedMarketplaces.Rejected
-		have := make(map[string]bool, len(b.Entries))
-		for _, e := range b.Entries {
-			have[e.Key()] = true
-		}
-		for _, e := range s.BlockedMarketplaces.Entries {
-			if k := e.Key(); !have[k] {
-				have[k] = true
-				b.Entries = append(b.Entries, e)
-			}
-		}
+		m.BlockedMarketplaces.unite(s.BlockedMarketplaces)
 	}
 	if s.StrictPluginOnlyCustomization.Set {
 		m.StrictPluginOnlyCustomization = s.StrictPluginOnlyCustomization
@@ -227,6 +193,52 @@ func (m *Settings) mergeFrom(s *Settings) {
 		}
 		for k, v := range s.Unknown {
 			m.Unknown[k] = v
+		}
+	}
+}
+
+// mergeEnabled applies the enabledPlugins of s, of higher or equal
+// precedence, to m: the higher document naming a plugin wins, and a value
+// that is not a boolean (EnabledInvalid) replaces a valid one like any other.
+func (m *Settings) mergeEnabled(s *Settings) {
+	if s.EnabledPlugins != nil {
+		if m.EnabledPlugins == nil {
+			m.EnabledPlugins = map[plugin.ID]bool{}
+		}
+		for id, v := range s.EnabledPlugins {
+			m.EnabledPlugins[id] = v
+		}
+	}
+	for _, id := range s.EnabledInvalid {
+		delete(m.EnabledPlugins, id)
+		if !containsID(m.EnabledInvalid, id) {
+			m.EnabledInvalid = append(m.EnabledInvalid, id)
+		}
+	}
+	// A later valid value replaces an earlier invalid one.
+	kept := m.EnabledInvalid[:0]
+	for _, id := range m.EnabledInvalid {
+		if _, ok := s.EnabledPlugins[id]; !ok {
+			kept = append(kept, id)
+		}
+	}
+	m.EnabledInvalid = kept
+}
+
+// unite adds the entries of o that l does not hold yet, in o's order: a
+// blocklist is the union of every document's. An invalid o makes l invalid.
+func (l *SourceList) unite(o SourceList) {
+	l.Set = true
+	l.Invalid = l.Invalid || o.Invalid
+	l.Rejected += o.Rejected
+	have := make(map[string]bool, len(l.Entries))
+	for _, e := range l.Entries {
+		have[e.Key()] = true
+	}
+	for _, e := range o.Entries {
+		if k := e.Key(); !have[k] {
+			have[k] = true
+			l.Entries = append(l.Entries, e)
 		}
 	}
 }
