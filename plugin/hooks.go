@@ -93,20 +93,7 @@ var hookExtraKeys = map[string]bool{"if": true, "async": true, "asyncRewake": tr
 // Errors are *Error{Type: TypeManifestParse} wrapping *SyntaxError,
 // *FieldError or *SizeError.
 func ParseHooks(data []byte, file string) (*HooksConfig, []Diagnostic, error) {
-	if int64(len(data)) > MaxManifestSize {
-		return nil, nil, parseErrorFor(file, &SizeError{File: file, Size: int64(len(data)), Limit: MaxManifestSize})
-	}
-	n, err := parseJSON(data, file)
-	if err != nil {
-		return nil, nil, parseErrorFor(file, err)
-	}
-	d := newDecoder(file, data)
-	h := d.hooksFile(n)
-	diags := d.finish()
-	if fe := firstError(diags); fe != nil {
-		return nil, diags, parseErrorFor(file, fe)
-	}
-	return h, diags, nil
+	return parseDocument(data, file, (*decoder).hooksFile)
 }
 
 // hooksFile decodes either form: with a top-level "hooks" object it is the

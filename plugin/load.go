@@ -146,11 +146,7 @@ func Load(dir string, entry *Entry) (*Plugin, []Diagnostic, error) {
 	mfile := filepath.Join(dir, filepath.FromSlash(manifestRel))
 	if _, err := os.Lstat(mfile); err == nil {
 		if l.inside(mfile, manifestRel, "plugin.json") {
-			data, err := readManifestFile(mfile)
-			if err != nil {
-				return nil, nil, err
-			}
-			m, diags, err := ParseManifest(data, mfile)
+			m, diags, err := readDocument(mfile, ParseManifest)
 			l.diags = append(l.diags, diags...)
 			if err != nil {
 				return nil, l.diags, err

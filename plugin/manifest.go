@@ -140,20 +140,7 @@ func firstErrorOrNil(diags []Diagnostic) error {
 // *FieldError or *SizeError; on error the Manifest is nil. Warnings (unknown
 // keys, non-standard forms) are returned either way.
 func ParseManifest(data []byte, file string) (*Manifest, []Diagnostic, error) {
-	if int64(len(data)) > MaxManifestSize {
-		return nil, nil, parseErrorFor(file, &SizeError{File: file, Size: int64(len(data)), Limit: MaxManifestSize})
-	}
-	n, err := parseJSON(data, file)
-	if err != nil {
-		return nil, nil, parseErrorFor(file, err)
-	}
-	d := newDecoder(file, data)
-	m := d.manifest(n)
-	diags := d.finish()
-	if fe := firstError(diags); fe != nil {
-		return nil, diags, parseErrorFor(file, fe)
-	}
-	return m, diags, nil
+	return parseDocument(data, file, (*decoder).manifest)
 }
 
 // entryOnlyKeys are marketplace entry fields that mean nothing in plugin.json.

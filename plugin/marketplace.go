@@ -4,8 +4,6 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
-	"io"
-	"os"
 	"path/filepath"
 	"strings"
 )
@@ -86,20 +84,7 @@ type Signature struct {
 // *FieldError or *SizeError; on error the Marketplace is nil and the
 // diagnostics list every problem found. Warnings are returned either way.
 func ParseMarketplace(data []byte, file string) (*Marketplace, []Diagnostic, error) {
-	if int64(len(data)) > MaxManifestSize {
-		return nil, nil, parseErrorFor(file, &SizeError{File: file, Size: int64(len(data)), Limit: MaxManifestSize})
-	}
-	n, err := parseJSON(data, file)
-	if err != nil {
-		return nil, nil, parseErrorFor(file, err)
-	}
-	d := newDecoder(file, data)
-	m := d.marketplace(n)
-	diags := d.finish()
-	if fe := firstError(diags); fe != nil {
-		return nil, diags, parseErrorFor(file, fe)
-	}
-	return m, diags, nil
+	return parseDocument(data, file, (*decoder).marketplace)
 }
 
 // MarketplaceFile is the path of a marketplace's manifest under its root.
@@ -119,40 +104,7 @@ func ReadMarketplace(root string) (*Marketplace, []Diagnostic, error) {
 
 // ReadMarketplaceFile reads and parses a marketplace.json file.
 func ReadMarketplaceFile(path string) (*Marketplace, []Diagnostic, error) {
-	data, err := readManifestFile(path)
-	if err != nil {
-		return nil, nil, err
-	}
-	return ParseMarketplace(data, path)
-}
-
-// readManifestFile reads a file of at most MaxManifestSize bytes without
-// reading a larger one whole. It refuses anything but a regular file (a FIFO
-// would block forever).
-func readManifestFile(path string) ([]byte, error) {
-	fi, err := os.Stat(path)
-	if err != nil {
-		return nil, &Error{Layer: LayerMaterialization, Type: TypeNotFound, Object: path, Err: err}
-	}
-	if !fi.Mode().IsRegular() {
-		return nil, parseErrorFor(path, fmt.Errorf("%s is not a regular file", path))
-	}
-	if fi.Size() > MaxManifestSize {
-		return nil, parseErrorFor(path, &SizeError{File: path, Size: fi.Size(), Limit: MaxManifestSize})
-	}
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, &Error{Layer: LayerMaterialization, Type: TypeNotFound, Object: path, Err: err}
-	}
-	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, MaxManifestSize+1))
-	if err != nil {
-		return nil, &Error{Layer: LayerMaterialization, Type: TypeManifestParse, Object: path, Err: err}
-	}
-	if int64(len(data)) > MaxManifestSize { // grew after the stat
-		return nil, parseErrorFor(path, &SizeError{File: path, Size: MaxManifestSize + 1, Limit: MaxManifestSize})
-	}
-	return data, nil
+	return readDocument(path, ParseMarketplace)
 }
 
 func (d *decoder) marketplace(n *node) *Marketplace {

@@ -68,39 +68,13 @@ type LSPServer struct {
 // object. Errors are *Error{Type: TypeManifestParse} wrapping *SyntaxError,
 // *FieldError or *SizeError.
 func ParseMCPServers(data []byte, file string) (*MCPConfig, []Diagnostic, error) {
-	if int64(len(data)) > MaxManifestSize {
-		return nil, nil, parseErrorFor(file, &SizeError{File: file, Size: int64(len(data)), Limit: MaxManifestSize})
-	}
-	n, err := parseJSON(data, file)
-	if err != nil {
-		return nil, nil, parseErrorFor(file, err)
-	}
-	d := newDecoder(file, data)
-	c := d.mcpFile(n, "")
-	diags := d.finish()
-	if fe := firstError(diags); fe != nil {
-		return nil, diags, parseErrorFor(file, fe)
-	}
-	return c, diags, nil
+	return parseDocument(data, file, func(d *decoder, n *node) *MCPConfig { return d.mcpFile(n, "") })
 }
 
 // ParseLSPServers parses a .lsp.json file or a manifest's inline lspServers
 // object, with the same errors as ParseMCPServers.
 func ParseLSPServers(data []byte, file string) (*LSPConfig, []Diagnostic, error) {
-	if int64(len(data)) > MaxManifestSize {
-		return nil, nil, parseErrorFor(file, &SizeError{File: file, Size: int64(len(data)), Limit: MaxManifestSize})
-	}
-	n, err := parseJSON(data, file)
-	if err != nil {
-		return nil, nil, parseErrorFor(file, err)
-	}
-	d := newDecoder(file, data)
-	c := d.lspFile(n, "")
-	diags := d.finish()
-	if fe := firstError(diags); fe != nil {
-		return nil, diags, parseErrorFor(file, fe)
-	}
-	return c, diags, nil
+	return parseDocument(data, file, func(d *decoder, n *node) *LSPConfig { return d.lspFile(n, "") })
 }
 
 func (d *decoder) mcpInline(n *node, f string) { d.mcpFile(n, f) }

@@ -114,12 +114,7 @@ func (v *validator) fromError(err error, file string) {
 }
 
 func (v *validator) manifestFile(file string) {
-	data, err := readManifestFile(file)
-	if err != nil {
-		v.fromError(err, file)
-		return
-	}
-	m, diags, err := ParseManifest(data, file)
+	m, diags, err := readDocument(file, ParseManifest)
 	v.diags = append(v.diags, diags...)
 	if err != nil {
 		if !hasErrors(diags) {
@@ -136,18 +131,13 @@ func (v *validator) marketplace(file, root string) {
 		v.fromError(err, file)
 		return
 	}
-	if int64(len(data)) > MaxManifestSize {
-		v.fromError(&SizeError{File: file, Size: int64(len(data)), Limit: MaxManifestSize}, file)
-		return
-	}
-	n, err := parseJSON(data, file)
+	n, d, err := openDocument(data, file)
 	if err != nil {
 		v.fromError(err, file)
 		return
 	}
 	// Decode directly (not ParseMarketplace) so that one bad entry does not
 	// hide the problems of the plugins listed after it.
-	d := newDecoder(file, data)
 	m := d.marketplace(n)
 	v.diags = append(v.diags, d.finish()...)
 	deps := make([][]Dependency, len(m.Plugins))
@@ -324,8 +314,7 @@ func (v *validator) claude(p *Plugin, file string, hasManifest bool) {
 	}
 	if hasManifest {
 		if data, err := readManifestFile(file); err == nil {
-			if n, err := parseJSON(data, file); err == nil && n.kind == kindObject {
-				d := newDecoder(file, data)
+			if n, d, err := openDocument(data, file); err == nil && n.kind == kindObject {
 				if a := n.get("author"); a != nil && a.kind == kindString {
 					d.errorf(a, "author", "expected object {name, email?, url?}, received string; Claude Code refuses to install this plugin.json (write {\"name\": %q})", a.str)
 				}
@@ -356,7 +345,7 @@ func (v *validator) claude(p *Plugin, file string, hasManifest bool) {
 		if err != nil {
 			continue
 		}
-		if n, err := parseJSON(data, abs); err == nil && n.kind == kindObject && n.get("hooks") == nil {
+		if n, _, err := openDocument(data, abs); err == nil && n.kind == kindObject && n.get("hooks") == nil {
 			v.add(SeverityError, abs, "", "hooks file without its \"hooks\" wrapper: Claude Code expects {\"hooks\": {\"<Event>\": [...]}} and refuses this file (wharf reads it leniently)")
 		}
 	}
