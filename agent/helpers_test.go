@@ -4,15 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io/fs"
-	"os"
-	"path/filepath"
 	"sort"
-	"strings"
 	"sync"
 	"testing"
 
 	"github.com/wharfhq/wharf/cache"
+	"github.com/wharfhq/wharf/internal/testworld"
 	"github.com/wharfhq/wharf/plugin"
 	"github.com/wharfhq/wharf/policy"
 	"github.com/wharfhq/wharf/settings"
@@ -22,8 +19,10 @@ import (
 var bg = context.Background()
 
 // world is a wharf home with a real bbolt registry and cache, a project
-// and a managed directory, all in temp dirs.
+// and a managed directory, all in temp dirs (testworld's), under the short
+// names the agent's tests use.
 type world struct {
+	tw      *testworld.World
 	tb      testing.TB
 	home    string
 	project string
@@ -34,79 +33,27 @@ type world struct {
 
 func newWorld(tb testing.TB) *world {
 	tb.Helper()
-	root := tb.TempDir()
-	w := &world{tb: tb, home: filepath.Join(root, "home"), project: filepath.Join(root, "project"), managed: filepath.Join(root, "managed")}
-	for _, d := range []string{w.home, w.project, w.managed} {
-		if err := os.MkdirAll(d, 0o755); err != nil {
-			tb.Fatal(err)
-		}
-	}
-	st, err := store.OpenBolt(filepath.Join(w.home, "state.db"), store.Options{})
-	if err != nil {
-		tb.Fatal(err)
-	}
-	w.st = st
-	w.c, err = cache.New(cache.Options{Home: w.home, Store: st})
-	if err != nil {
-		tb.Fatal(err)
-	}
-	tb.Cleanup(func() {
-		st.Close()
-		makeWritable(root)
-	})
-	return w
+	tw := testworld.New(tb)
+	return &world{tw: tw, tb: tb, home: tw.Home, project: tw.Project, managed: tw.Managed, st: tw.Store, c: tw.Cache}
 }
 
 // makeWritable undoes the cache's read-only modes so the temp dir can go.
-func makeWritable(root string) {
-	filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
-		if err == nil && d.IsDir() {
-			os.Chmod(p, 0o755)
-		}
-		return nil
-	})
-}
+func makeWritable(root string) { testworld.MakeWritable(root) }
 
-func (w *world) paths() settings.Paths {
-	return settings.Paths{Home: w.home, Project: w.project, ManagedDir: w.managed}
-}
+func (w *world) paths() settings.Paths { return w.tw.Paths() }
 
 // writeTree writes files under dir: "name" → content; a name ending in "*"
 // is executable.
 func writeTree(tb testing.TB, dir string, files map[string]string) {
 	tb.Helper()
-	for name, content := range files {
-		mode := os.FileMode(0o644)
-		if strings.HasSuffix(name, "*") {
-			name, mode = strings.TrimSuffix(name, "*"), 0o755
-		}
-		p := filepath.Join(dir, filepath.FromSlash(name))
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			tb.Fatal(err)
-		}
-		if err := os.WriteFile(p, []byte(content), mode); err != nil {
-			tb.Fatal(err)
-		}
-	}
+	testworld.WriteTree(tb, dir, files)
 }
 
 // install materializes files as id at version in the real cache and points
 // the registry at it, as `wharf install` does after fetching.
 func (w *world) install(id, version string, files map[string]string) cache.Record {
 	w.tb.Helper()
-	pid := plugin.MustParseID(id)
-	v, err := w.c.Materialize(bg, pid, version, func(ctx context.Context, dir string) error {
-		writeTree(w.tb, dir, files)
-		return nil
-	})
-	if err != nil {
-		w.tb.Fatal(err)
-	}
-	rec := cache.RecordFor(v, "user")
-	if err := w.c.Put(bg, rec); err != nil {
-		w.tb.Fatal(err)
-	}
-	return rec
+	return w.tw.Materialize(id, version, files)
 }
 
 func (w *world) uninstall(id string) {
@@ -118,46 +65,24 @@ func (w *world) uninstall(id string) {
 
 func (w *world) setEnabled(id string, on bool) {
 	w.tb.Helper()
-	if _, err := settings.SetEnabled(w.paths(), settings.ScopeUser, plugin.MustParseID(id), on); err != nil {
-		w.tb.Fatal(err)
-	}
+	w.tw.SetEnabled(id, on)
 }
 
 // writeManaged writes the managed settings document.
 func (w *world) writeManaged(doc map[string]any) {
 	w.tb.Helper()
-	b, err := json.Marshal(doc)
-	if err != nil {
-		w.tb.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(w.managed, "managed-settings.json"), b, 0o644); err != nil {
-		w.tb.Fatal(err)
-	}
+	w.tw.WriteManaged(doc)
 }
 
 func (w *world) writeSettings(scope settings.Scope, doc map[string]any) {
 	w.tb.Helper()
-	b, err := json.Marshal(doc)
-	if err != nil {
-		w.tb.Fatal(err)
-	}
-	p := w.paths().File(scope)
-	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-		w.tb.Fatal(err)
-	}
-	if err := os.WriteFile(p, b, 0o644); err != nil {
-		w.tb.Fatal(err)
-	}
+	w.tw.WriteSettings(scope, doc)
 }
 
 // policy compiles the managed directory into a real engine.
 func (w *world) policy() *policy.Engine {
 	w.tb.Helper()
-	e, err := policy.Open(policy.Sources{ManagedDir: w.managed})
-	if err != nil {
-		w.tb.Fatal(err)
-	}
-	return e
+	return w.tw.Policy()
 }
 
 func (w *world) options() Options {

@@ -3,7 +3,6 @@ package install
 import (
 	"context"
 	"errors"
-	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -11,12 +10,13 @@ import (
 	"testing"
 
 	"github.com/wharfhq/wharf/cache"
+	"github.com/wharfhq/wharf/internal/testworld"
+	"github.com/wharfhq/wharf/layout"
 	"github.com/wharfhq/wharf/marketplace"
 	"github.com/wharfhq/wharf/plugin"
 	"github.com/wharfhq/wharf/policy"
 	"github.com/wharfhq/wharf/resolver"
 	"github.com/wharfhq/wharf/settings"
-	"github.com/wharfhq/wharf/store"
 )
 
 var bg = context.Background()
@@ -44,26 +44,17 @@ func write(t *testing.T, p, s string) {
 // installer over it, with the given managed policy (nil for none).
 func newWorld(t *testing.T, plugins map[string][]string, managed string) *world {
 	t.Helper()
-	w := &world{t: t, home: t.TempDir(), mkt: t.TempDir()}
-	var entries []string
+	tw := testworld.New(t)
+	w := &world{t: t, home: tw.Home, mkt: t.TempDir(), c: tw.Cache}
+	trees := map[string]map[string]string{}
 	for name, deps := range plugins {
-		entries = append(entries, fmt.Sprintf(`{"name": %q, "source": "./plugins/%s"}`, name, name))
-		q := make([]string, len(deps))
-		for i, d := range deps {
-			q[i] = fmt.Sprintf("%q", d)
+		trees[name] = map[string]string{
+			".claude-plugin/plugin.json": testworld.Manifest(name, "1.0.0", deps...),
+			"commands/run.md":            "Run " + name + ".\n",
 		}
-		write(t, filepath.Join(w.mkt, "plugins", name, ".claude-plugin", "plugin.json"),
-			fmt.Sprintf(`{"name": %q, "version": "1.0.0", "dependencies": [%s]}`, name, strings.Join(q, ",")))
-		write(t, filepath.Join(w.mkt, "plugins", name, "commands", "run.md"), "Run "+name+".\n")
 	}
-	write(t, filepath.Join(w.mkt, ".claude-plugin", "marketplace.json"),
-		`{"name": "corp", "owner": {"name": "t"}, "plugins": [`+strings.Join(entries, ",")+`]}`)
-	st, err := store.OpenBolt(filepath.Join(w.home, "state.db"), store.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
-	mgr := marketplace.NewManager(st, marketplace.Options{Dir: filepath.Join(w.home, "marketplaces")})
+	testworld.Marketplace(t, w.mkt, "corp", trees)
+	mgr := marketplace.NewManager(tw.Store, marketplace.Options{Dir: layout.New(w.home).Marketplaces()})
 	src, err := marketplace.ParseSource(w.mkt)
 	if err != nil {
 		t.Fatal(err)
@@ -71,19 +62,14 @@ func newWorld(t *testing.T, plugins map[string][]string, managed string) *world 
 	if _, err := mgr.Add(bg, src, ""); err != nil {
 		t.Fatal(err)
 	}
-	w.c, err = cache.New(cache.Options{Home: w.home, Store: st})
-	if err != nil {
-		t.Fatal(err)
-	}
-	managedDir := t.TempDir()
 	if managed != "" {
-		write(t, filepath.Join(managedDir, "managed-settings.json"), managed)
+		write(t, filepath.Join(tw.Managed, "managed-settings.json"), managed)
 	}
-	pol, err := policy.Open(policy.Sources{ManagedDir: managedDir})
+	pol, err := policy.Open(policy.Sources{ManagedDir: tw.Managed})
 	if err != nil {
 		t.Fatal(err)
 	}
-	w.in, err = New(Options{Marketplaces: mgr, Cache: w.c, Policy: pol, Settings: settings.Paths{Home: w.home, ManagedDir: managedDir}})
+	w.in, err = New(Options{Marketplaces: mgr, Cache: w.c, Policy: pol, Settings: settings.Paths{Home: w.home, ManagedDir: tw.Managed}})
 	if err != nil {
 		t.Fatal(err)
 	}

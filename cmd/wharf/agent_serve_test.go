@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/wharfhq/wharf/internal/processtest"
+	"github.com/wharfhq/wharf/internal/testworld"
 )
 
 // testMCPServer builds the MCP test server of agent/mcp once.
@@ -59,31 +60,14 @@ func newAgentHome(t *testing.T, plugins map[string]map[string]string) *agentHome
 	root := t.TempDir()
 	h := &agentHome{t: t, bin: wharfBinary(t), project: filepath.Join(root, "proj")}
 	h.env = append(os.Environ(), "WHARF_HOME="+filepath.Join(root, "home"), "WHARF_MANAGED_DIR="+filepath.Join(root, "managed"), "HOME="+filepath.Join(root, "userhome"))
-	mkt := filepath.Join(root, "corp")
-	var entries []string
-	for name, files := range plugins {
-		entries = append(entries, fmt.Sprintf(`{"name": %q, "source": "./plugins/%s"}`, name, name))
-		for p, content := range files {
-			writeFile(t, filepath.Join(mkt, "plugins", name, p), content)
-		}
-	}
-	writeFile(t, filepath.Join(mkt, ".claude-plugin", "marketplace.json"), `{"name": "corp", "owner": {"name": "IT"}, "plugins": [`+strings.Join(entries, ",")+`]}`)
+	mkt := testworld.Marketplace(t, filepath.Join(root, "corp"), "corp", plugins)
 	writeFile(t, filepath.Join(h.project, ".wharf", "settings.json"), "{}")
 	h.run("marketplace", "add", mkt)
 	for name := range plugins {
 		h.run("install", name+"@corp")
 	}
-	t.Cleanup(func() { makeTreeWritable(root) })
+	t.Cleanup(func() { testworld.MakeWritable(root) })
 	return h
-}
-
-func makeTreeWritable(root string) {
-	filepath.Walk(root, func(p string, fi os.FileInfo, err error) error {
-		if err == nil && fi.IsDir() {
-			os.Chmod(p, 0o755)
-		}
-		return nil
-	})
 }
 
 func (h *agentHome) run(args ...string) string {

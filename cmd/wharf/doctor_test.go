@@ -14,6 +14,7 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 
+	"github.com/wharfhq/wharf/internal/testworld"
 	"github.com/wharfhq/wharf/layout"
 	"github.com/wharfhq/wharf/plugin"
 	"github.com/wharfhq/wharf/store"
@@ -27,13 +28,11 @@ func doctorHome(t *testing.T) *wharfRun {
 		t.Skip("builds the binary")
 	}
 	w := newWharfRun(t)
-	root := t.TempDir()
+	plugins := map[string]map[string]string{}
 	for _, p := range []string{"a", "b"} {
-		writeFile(t, filepath.Join(root, "plugins", p, ".claude-plugin", "plugin.json"), fmt.Sprintf(`{"name": %q, "version": "1.0.0"}`, p))
-		writeFile(t, filepath.Join(root, "plugins", p, "commands", "go.md"), "go "+p+"\n")
+		plugins[p] = map[string]string{".claude-plugin/plugin.json": testworld.Manifest(p, "1.0.0"), "commands/go.md": "go " + p + "\n"}
 	}
-	writeFile(t, filepath.Join(root, ".claude-plugin", "marketplace.json"),
-		`{"name": "m", "owner": {"name": "t"}, "plugins": [{"name": "a", "source": "./plugins/a"}, {"name": "b", "source": "./plugins/b"}]}`)
+	root := testworld.Marketplace(t, t.TempDir(), "m", plugins)
 	w.ok("marketplace", "add", root)
 	w.ok("install", "a@m")
 	w.ok("install", "b@m")

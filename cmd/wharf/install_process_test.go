@@ -12,6 +12,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/wharfhq/wharf/internal/testworld"
 )
 
 // buildWharf compiles the real binary once per test run.
@@ -45,27 +47,22 @@ func wharfBinary(t *testing.T) string {
 // dependencies, each with files files, so an install has real work to do.
 func bigMarketplace(t *testing.T, n, files int) string {
 	t.Helper()
-	root := t.TempDir()
-	var entries []string
+	plugins := map[string]map[string]string{}
 	for i := 0; i < n; i++ {
 		name := fmt.Sprintf("p%02d", i)
-		entries = append(entries, fmt.Sprintf(`{"name": %q, "source": "./plugins/%s"}`, name, name))
-		dir := filepath.Join(root, "plugins", name)
-		deps := "[]"
-		if i > 0 {
-			deps = fmt.Sprintf(`["p%02d"]`, i-1)
+		var deps []string
+		for _, d := range []int{i - 1, i - 2} {
+			if d >= 0 {
+				deps = append(deps, fmt.Sprintf("p%02d", d))
+			}
 		}
-		if i > 1 {
-			deps = fmt.Sprintf(`["p%02d", "p%02d"]`, i-1, i-2)
-		}
-		writeFile(t, filepath.Join(dir, ".claude-plugin", "plugin.json"), fmt.Sprintf(`{"name": %q, "version": "1.0.%d", "dependencies": %s}`, name, i, deps))
+		tree := map[string]string{".claude-plugin/plugin.json": testworld.Manifest(name, fmt.Sprintf("1.0.%d", i), deps...)}
 		for f := 0; f < files; f++ {
-			writeFile(t, filepath.Join(dir, "commands", fmt.Sprintf("c%03d.md", f)), strings.Repeat(fmt.Sprintf("line %d of %s\n", f, name), 200))
+			tree[fmt.Sprintf("commands/c%03d.md", f)] = strings.Repeat(fmt.Sprintf("line %d of %s\n", f, name), 200)
 		}
+		plugins[name] = tree
 	}
-	writeFile(t, filepath.Join(root, ".claude-plugin", "marketplace.json"),
-		`{"name": "big", "owner": {"name": "t"}, "plugins": [`+strings.Join(entries, ",\n")+`]}`)
-	return root
+	return testworld.Marketplace(t, t.TempDir(), "big", plugins)
 }
 
 func writeFile(t *testing.T, p, s string) {

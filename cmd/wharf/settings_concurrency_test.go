@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"sync"
 	"testing"
+
+	"github.com/wharfhq/wharf/internal/testworld"
 )
 
 // TestConcurrentSettingsWrites8 and ...32 run wharf processes at once
@@ -24,25 +26,15 @@ func testConcurrentSettingsWrites(t *testing.T, n int) {
 		t.Skip("builds the binary and runs many processes")
 	}
 	w := newWharfRun(t)
-	root := t.TempDir()
-	var entries []string
-	writeFile(t, filepath.Join(root, "plugins", "shared", ".claude-plugin", "plugin.json"), `{"name": "shared", "version": "1.0.0"}`)
-	entries = append(entries, `{"name": "shared", "source": "./plugins/shared"}`)
+	plugins := map[string]map[string]string{"shared": {".claude-plugin/plugin.json": testworld.Manifest("shared", "1.0.0")}}
 	for i := 0; i < n; i++ {
 		name := fmt.Sprintf("q%02d", i)
-		writeFile(t, filepath.Join(root, "plugins", name, ".claude-plugin", "plugin.json"),
-			fmt.Sprintf(`{"name": %q, "version": "1.0.0", "dependencies": ["shared"]}`, name))
-		writeFile(t, filepath.Join(root, "plugins", name, "commands", "hello.md"), "hello from "+name+"\n")
-		entries = append(entries, fmt.Sprintf(`{"name": %q, "source": "./plugins/%s"}`, name, name))
-	}
-	mkt := `{"name": "race", "owner": {"name": "t"}, "plugins": [`
-	for i, e := range entries {
-		if i > 0 {
-			mkt += ","
+		plugins[name] = map[string]string{
+			".claude-plugin/plugin.json": testworld.Manifest(name, "1.0.0", "shared"),
+			"commands/hello.md":          "hello from " + name + "\n",
 		}
-		mkt += e
 	}
-	writeFile(t, filepath.Join(root, ".claude-plugin", "marketplace.json"), mkt+"]}")
+	root := testworld.Marketplace(t, t.TempDir(), "race", plugins)
 	w.ok("marketplace", "add", root)
 
 	// Four mixes of commands, each starting with an install; process i
