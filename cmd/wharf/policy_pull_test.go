@@ -11,16 +11,16 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/wharfhq/wharf/api"
-	"github.com/wharfhq/wharf/store"
+	"github.com/wharfhq/wharf/internal/testapi"
 )
 
 // policyAPI is a real wharf API server on 127.0.0.1 over a real bbolt
 // store in the test's temp dir, counting bundle requests.
 type policyAPI struct {
 	t       *testing.T
+	srv     *testapi.Server
 	hs      *httptest.Server
 	admin   string
 	agent   string
@@ -30,28 +30,16 @@ type policyAPI struct {
 
 func newPolicyAPI(t *testing.T) *policyAPI {
 	t.Helper()
-	st, err := store.OpenBolt(filepath.Join(t.TempDir(), "state.db"), store.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
-	srv, err := api.New(api.Deps{Store: st, Policy: api.PolicyEngine, RateLimit: -1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	admin, _, err := api.EnsureAdminToken(st, "", time.Now())
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := &policyAPI{t: t, admin: admin}
-	h := srv.Handler()
-	p.hs = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path == "/v1/policy/bundle" {
-			p.bundles.Add(1)
-		}
-		h.ServeHTTP(w, r)
-	}))
-	t.Cleanup(p.hs.Close)
+	p := &policyAPI{t: t}
+	p.srv = testapi.New(t, func(h http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.URL.Path == "/v1/policy/bundle" {
+				p.bundles.Add(1)
+			}
+			h.ServeHTTP(w, r)
+		})
+	})
+	p.hs, p.admin = p.srv.HS, p.srv.Admin
 	var tok struct {
 		Token string `json:"token"`
 	}
@@ -61,47 +49,22 @@ func newPolicyAPI(t *testing.T) *policyAPI {
 	return p
 }
 
+// call sends body to path as the admin, with precondition ("Header: value")
+// when not empty, and decodes the answer of status want into out.
 func (p *policyAPI) call(method, path, precondition string, body any, want int, out any) {
 	p.t.Helper()
-	var rd *bytes.Reader
-	if body != nil {
-		raw, _ := json.Marshal(body)
-		rd = bytes.NewReader(raw)
-	} else {
-		rd = bytes.NewReader(nil)
-	}
-	req, _ := http.NewRequest(method, p.hs.URL+path, rd)
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Authorization", "Bearer "+p.admin)
+	h := http.Header{}
 	if k, v, ok := strings.Cut(precondition, ": "); ok {
-		req.Header.Set(k, v)
+		h.Set(k, v)
 	}
-	res, err := http.DefaultClient.Do(req)
-	if err != nil {
-		p.t.Fatal(err)
-	}
-	defer res.Body.Close()
-	var buf bytes.Buffer
-	buf.ReadFrom(res.Body)
-	if res.StatusCode != want {
-		p.t.Fatalf("%s %s: %d %s", method, path, res.StatusCode, buf.String())
-	}
-	if out != nil {
-		if err := json.Unmarshal(buf.Bytes(), out); err != nil {
-			p.t.Fatal(err)
-		}
-	}
+	p.srv.Do(method, path, h, body, want, out)
 }
 
-// block makes layer name block marketplaces whose path matches pattern;
-// version is the layer's current version (0: create it).
+// setLayer writes layer name with settings at rank 10; version is the
+// layer's current version (0: create it).
 func (p *policyAPI) setLayer(name string, version int, settings string) {
 	p.t.Helper()
-	pre, want := "If-None-Match: *", http.StatusCreated
-	if version > 0 {
-		pre, want = `If-Match: "`+string(rune('0'+version))+`"`, http.StatusOK
-	}
-	p.call("PUT", "/v1/policy/layers/"+name, pre, map[string]any{"rank": 10, "settings": json.RawMessage(settings)}, want, nil)
+	p.srv.PutLayer(name, version, map[string]any{"rank": 10, "settings": json.RawMessage(settings)})
 }
 
 // policyClient runs the wharf binary against one home.

@@ -36,6 +36,8 @@ var allowed = map[string][]string{
 	// The shared test fixtures: a home and directory marketplaces; never
 	// agent, install or cmd, whose tests use them.
 	"internal/testworld": {"cache", "layout", "plugin", "policy", "settings", "store"},
+	// A real API server for the tests of its clients.
+	"internal/testapi": {"api", "layout", "store"},
 	// The agent sub-packages' world is testworld's plus a Runtime.
 	"agent/internal/worldtest": {"internal/testworld"},
 	"(root)":                   {}, // embedded assets (the demo marketplace)

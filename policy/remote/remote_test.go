@@ -14,17 +14,17 @@ import (
 	"testing"
 	"time"
 
-	"github.com/wharfhq/wharf/api"
+	"github.com/wharfhq/wharf/internal/testapi"
 	"github.com/wharfhq/wharf/plugin"
 	"github.com/wharfhq/wharf/policy"
 	"github.com/wharfhq/wharf/settings"
-	"github.com/wharfhq/wharf/store"
 )
 
 // policyServer is a real wharf API server on 127.0.0.1 over a real bbolt
 // store, counting the bundle requests that reach it.
 type policyServer struct {
 	t       *testing.T
+	srv     *testapi.Server
 	hs      *httptest.Server
 	admin   string
 	bundles atomic.Int64
@@ -36,65 +36,32 @@ type policyServer struct {
 
 func newPolicyServer(t *testing.T) *policyServer {
 	t.Helper()
-	st, err := store.OpenBolt(filepath.Join(t.TempDir(), "state.db"), store.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
-	srv, err := api.New(api.Deps{Store: st, Policy: api.PolicyEngine, RateLimit: -1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	admin, _, err := api.EnsureAdminToken(st, "", time.Now())
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := &policyServer{t: t, admin: admin}
-	h := srv.Handler()
-	p.hs = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if s := p.status.Load(); s != 0 {
-			http.Error(w, "injected failure", int(s))
-			return
-		}
-		if r.URL.Path == "/v1/policy/bundle" {
-			p.bundles.Add(1)
-			if b := p.replay.Load(); b != nil {
-				w.Header().Set("ETag", `"replayed"`)
-				w.Write(*b)
+	p := &policyServer{t: t}
+	p.srv = testapi.New(t, func(h http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if s := p.status.Load(); s != 0 {
+				http.Error(w, "injected failure", int(s))
 				return
 			}
-		}
-		h.ServeHTTP(w, r)
-	}))
-	t.Cleanup(p.hs.Close)
+			if r.URL.Path == "/v1/policy/bundle" {
+				p.bundles.Add(1)
+				if b := p.replay.Load(); b != nil {
+					w.Header().Set("ETag", `"replayed"`)
+					w.Write(*b)
+					return
+				}
+			}
+			h.ServeHTTP(w, r)
+		})
+	})
+	p.hs, p.admin = p.srv.HS, p.srv.Admin
 	return p
 }
 
 // put writes a layer as admin; version is the layer's current version (0 to create).
 func (p *policyServer) put(name string, version int, body any) {
 	p.t.Helper()
-	raw, _ := json.Marshal(body)
-	req, _ := http.NewRequest("PUT", p.hs.URL+"/v1/policy/layers/"+name, bytes.NewReader(raw))
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Authorization", "Bearer "+p.admin)
-	if version == 0 {
-		req.Header.Set("If-None-Match", "*")
-	} else {
-		req.Header.Set("If-Match", `"`+itoa(version)+`"`)
-	}
-	res, err := http.DefaultClient.Do(req)
-	if err != nil {
-		p.t.Fatal(err)
-	}
-	res.Body.Close()
-	if res.StatusCode/100 != 2 {
-		p.t.Fatalf("PUT layer %s: %d", name, res.StatusCode)
-	}
-}
-
-func itoa(n int) string {
-	b, _ := json.Marshal(n)
-	return string(b)
+	p.srv.PutLayer(name, version, body)
 }
 
 func (p *policyServer) options(dir string) Options {
