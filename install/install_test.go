@@ -54,7 +54,10 @@ func newWorld(t *testing.T, plugins map[string][]string, managed string) *world 
 		}
 	}
 	testworld.Marketplace(t, w.mkt, "corp", trees)
-	mgr := marketplace.NewManager(tw.Store, marketplace.Options{Dir: layout.New(w.home).Marketplaces()})
+	if managed != "" {
+		write(t, filepath.Join(tw.Managed, "managed-settings.json"), managed)
+	}
+	mgr, in := newInstaller(t, tw)
 	src, err := marketplace.ParseSource(w.mkt)
 	if err != nil {
 		t.Fatal(err)
@@ -62,18 +65,25 @@ func newWorld(t *testing.T, plugins map[string][]string, managed string) *world 
 	if _, err := mgr.Add(bg, src, ""); err != nil {
 		t.Fatal(err)
 	}
-	if managed != "" {
-		write(t, filepath.Join(tw.Managed, "managed-settings.json"), managed)
-	}
+	w.in = in
+	return w
+}
+
+// newInstaller is the real installer over tw's home: its marketplace
+// manager (which sees no environment), cache and managed policy.
+func newInstaller(t *testing.T, tw *testworld.World) (*marketplace.Manager, *Installer) {
+	t.Helper()
+	mgr := marketplace.NewManager(tw.Store, marketplace.Options{Dir: layout.New(tw.Home).Marketplaces(), Getenv: func(string) string { return "" }})
 	pol, err := policy.Open(policy.Sources{ManagedDir: tw.Managed})
 	if err != nil {
 		t.Fatal(err)
 	}
-	w.in, err = New(Options{Marketplaces: mgr, Cache: w.c, Policy: pol, Settings: settings.Paths{Home: w.home, ManagedDir: tw.Managed}})
+	// No project: the installs of these tests have no project scope.
+	in, err := New(Options{Marketplaces: mgr, Cache: tw.Cache, Policy: pol, Settings: settings.Paths{Home: tw.Home, ManagedDir: tw.Managed}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return w
+	return mgr, in
 }
 
 func (w *world) registry() map[string]cache.Record {

@@ -9,13 +9,10 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/wharfhq/wharf/cache"
 	"github.com/wharfhq/wharf/internal/sharedtest"
+	"github.com/wharfhq/wharf/internal/testworld"
 	"github.com/wharfhq/wharf/marketplace"
 	"github.com/wharfhq/wharf/plugin"
-	"github.com/wharfhq/wharf/policy"
-	"github.com/wharfhq/wharf/settings"
-	"github.com/wharfhq/wharf/store"
 )
 
 // TestRealWorldInstallAll adds each marketplace of ../shared/realworld as a
@@ -31,25 +28,9 @@ func TestRealWorldInstallAll(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	home := t.TempDir()
-	st, err := store.OpenBolt(filepath.Join(home, "state.db"), store.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
-	mgr := marketplace.NewManager(st, marketplace.Options{Dir: filepath.Join(home, "marketplaces"), Getenv: func(string) string { return "" }})
-	c, err := cache.New(cache.Options{Home: home, Store: st})
-	if err != nil {
-		t.Fatal(err)
-	}
-	pol, err := policy.Open(policy.Sources{ManagedDir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	in, err := New(Options{Marketplaces: mgr, Cache: c, Policy: pol, Settings: settings.Paths{Home: home}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	tw := testworld.New(t)
+	c := tw.Cache
+	mgr, in := newInstaller(t, tw)
 	totalInstalled := 0
 	for _, d := range dirs {
 		if !d.IsDir() {

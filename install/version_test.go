@@ -6,12 +6,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/wharfhq/wharf/cache"
+	"github.com/wharfhq/wharf/internal/testworld"
 	"github.com/wharfhq/wharf/marketplace"
 	"github.com/wharfhq/wharf/plugin"
-	"github.com/wharfhq/wharf/policy"
-	"github.com/wharfhq/wharf/settings"
-	"github.com/wharfhq/wharf/store"
 )
 
 func gitIn(t *testing.T, dir string, args ...string) string {
@@ -42,30 +39,14 @@ func TestVersionlessPluginTakesShortCommit(t *testing.T) {
 	gitIn(t, repo, "commit", "-q", "-m", "one")
 	first := gitIn(t, repo, "rev-parse", "HEAD")
 
-	home := t.TempDir()
-	st, err := store.OpenBolt(filepath.Join(home, "state.db"), store.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
-	mgr := marketplace.NewManager(st, marketplace.Options{Dir: filepath.Join(home, "marketplaces"), Getenv: func(string) string { return "" }})
+	tw := testworld.New(t)
+	c := tw.Cache
+	mgr, in := newInstaller(t, tw)
 	src, err := marketplace.ParseSource("file://" + repo)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if _, err := mgr.Add(bg, src, ""); err != nil {
-		t.Fatal(err)
-	}
-	c, err := cache.New(cache.Options{Home: home, Store: st})
-	if err != nil {
-		t.Fatal(err)
-	}
-	pol, err := policy.Open(policy.Sources{ManagedDir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	in, err := New(Options{Marketplaces: mgr, Cache: c, Policy: pol, Settings: settings.Paths{Home: home}})
-	if err != nil {
 		t.Fatal(err)
 	}
 	for _, id := range []string{"fmt@corp", "lint@corp"} {
