@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+
+	"github.com/wharfhq/wharf/internal/lazyre"
 )
 
 // HookIf is a hook's "if" field: one permission rule, "Tool" or
@@ -31,7 +33,7 @@ type HookIf struct {
 	HasPattern bool
 }
 
-var hookIfTool = regexp.MustCompile(`^[A-Za-z0-9_-]+$`)
+var hookIfTool = lazyre.New(`^[A-Za-z0-9_-]+$`)
 
 // hookIfInput names the field of tool_input a pattern is matched with.
 var hookIfInput = map[string]string{
