@@ -4,13 +4,12 @@ import (
 	"bytes"
 	"context"
 	"io"
+	"regexp"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/schollz/progressbar/v3"
-
-	"github.com/wharfhq/wharf/internal/lazyre"
 )
 
 // Bar draws a git transfer on a terminal: the bytes the step receives
@@ -52,7 +51,9 @@ func (b *Bar) Track(ctx context.Context) {
 
 // progressRE matches a git progress line: its phase, and a percentage
 // and counts when it has them ("Compressing objects: 100% (3/3), done.").
-var progressRE = lazyre.New(`^(?:remote: )?([A-Za-z][A-Za-z ]*?):\s+(?:(\d{1,3})% \((\d+)/(\d+)\)|(\d+))`)
+var progressRE = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^(?:remote: )?([A-Za-z][A-Za-z ]*?):\s+(?:(\d{1,3})% \((\d+)/(\d+)\)|(\d+))`)
+})
 
 // Write takes git's progress channel: lines end in \r (an update of the
 // same line) or \n. Lines that are not progress are dropped.
@@ -75,7 +76,7 @@ func (b *Bar) Write(p []byte) (int, error) {
 }
 
 func (b *Bar) parse(line string) {
-	m := progressRE.FindStringSubmatch(strings.TrimSpace(line))
+	m := progressRE().FindStringSubmatch(strings.TrimSpace(line))
 	if m == nil {
 		return
 	}

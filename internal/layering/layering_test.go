@@ -3,6 +3,7 @@ package layering
 import (
 	"encoding/json"
 	"os/exec"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -10,31 +11,54 @@ import (
 
 const module = "github.com/wharfhq/wharf/"
 
-// allowed lists, for each package, the wharf packages it may import. A package
-// missing from the map may import nothing of wharf's. Sub-packages inherit the
-// rule of their top-level package and may import their parent.
+// allowed lists, for each unit of the module, the units it may import. A
+// unit is a top-level package with its sub-packages, or a sub-package that
+// has an entry of its own here (cmd/wharf, store/etcd): a package belongs
+// to the longest entry its path starts with. Packages of one unit import
+// each other freely. A package in no unit fails the test, and so does an
+// entry that is not an explicit list: there are no wildcards.
 var allowed = map[string][]string{
-	"cmd":         {"*"},
-	"bench":       {"*"},
-	"api":         {"install", "policy", "trust", "marketplace", "store", "web", "resolver", "cache", "plugin", "settings", "source", "atomicfile", "wire"},
-	"web":         {},
-	"agent":       {"install", "policy", "trust", "cache", "plugin", "settings", "resolver", "store", "marketplace", "source", "atomicfile", "wire"},
-	"install":     {"resolver", "marketplace", "cache", "trust", "policy", "plugin", "store", "settings", "source", "atomicfile", "wire"},
-	"resolver":    {"plugin", "atomicfile"},
-	"marketplace": {"plugin", "store", "atomicfile", "netidle"},
-	"cache":       {"plugin", "trust", "store", "atomicfile", "wire"},
-	"source":      {"plugin", "atomicfile", "netidle"},
-	"trust":       {"plugin", "atomicfile"},
-	"policy":      {"plugin", "settings", "atomicfile"},
-	"settings":    {"plugin", "atomicfile"},
-	"store":       {"atomicfile"},
-	"plugin":      {"atomicfile"},
-	"internal":    {"*"},
-	"(root)":      {}, // embedded assets (the demo marketplace)
-	"atomicfile":  {},
-	"wire":        {},
-	"netidle":     {},
-	"inventory":   {},
+	// The client: developers, CI and agents. No server package, no etcd.
+	"cmd/wharf": {"agent", "api/client", "atomicfile", "cache", "install", "internal/lazyre", "marketplace", "plugin", "policy", "settings", "source", "store", "trust", "wire"},
+	// The server: the HTTP API, the web console and the etcd store.
+	"cmd/wharf-server": {"(root)", "api", "marketplace", "plugin", "policy", "store", "store/etcd", "trust"},
+	"bench":            {},
+	"api":              {"api/client", "install", "policy", "trust", "marketplace", "store", "web", "resolver", "cache", "plugin", "settings", "source", "atomicfile", "wire"},
+	"api/client":       {},
+	"web":              {},
+	"agent":            {"install", "policy", "trust", "cache", "plugin", "settings", "resolver", "store", "marketplace", "source", "atomicfile", "wire", "internal/lazyre"},
+	"install":          {"resolver", "marketplace", "cache", "trust", "policy", "plugin", "store", "settings", "source", "atomicfile", "wire"},
+	"resolver":         {"plugin", "atomicfile"},
+	"marketplace":      {"plugin", "store", "atomicfile", "netidle", "internal/lazyre"},
+	"cache":            {"plugin", "trust", "store", "atomicfile", "wire"},
+	"source":           {"plugin", "atomicfile", "netidle"},
+	"trust":            {"plugin", "atomicfile"},
+	"policy":           {"plugin", "settings", "atomicfile", "internal/lazyre"},
+	"settings":         {"plugin", "atomicfile", "internal/lazyre"},
+	"store":            {"atomicfile"},
+	// etcd, gRPC and protobuf: only the server command imports it.
+	"store/etcd":      {"store"},
+	"store/etcdtest":  {},
+	"store/storetest": {"store"},
+	"plugin":          {"atomicfile"},
+	"(root)":          {}, // embedded assets (the demo marketplace)
+	"atomicfile":      {},
+	"wire":            {},
+	"netidle":         {},
+	"inventory":       {},
+	// Test helpers and the lazy regexp; internal/layering is this test.
+	"internal/layering":    {},
+	"internal/lazyre":      {},
+	"internal/processtest": {},
+	"internal/sharedtest":  {},
+	"internal/silentnet":   {},
+}
+
+// importers lists, for the units only some packages may import, which
+// units may: store/etcd links etcd, gRPC and protobuf, which the client
+// and the agent must not.
+var importers = map[string][]string{
+	"store/etcd": {"cmd/wharf-server"},
 }
 
 type pkg struct {
@@ -42,11 +66,22 @@ type pkg struct {
 	Imports    []string
 }
 
-func top(p string) string {
+// unit returns the entry of allowed that p belongs to: the longest one
+// its path starts with, else its top-level directory.
+func unit(p string) string {
 	if p+"/" == module {
 		return "(root)"
 	}
 	rel := strings.TrimPrefix(p, module)
+	best := ""
+	for u := range allowed {
+		if (rel == u || strings.HasPrefix(rel, u+"/")) && len(u) > len(best) {
+			best = u
+		}
+	}
+	if best != "" {
+		return best
+	}
 	first, _, _ := strings.Cut(rel, "/")
 	return first
 }
@@ -65,21 +100,22 @@ func TestImportsPointDownward(t *testing.T) {
 			t.Fatal(err)
 		}
 		seen++
-		from := top(p.ImportPath)
+		from := unit(p.ImportPath)
 		rule, ok := allowed[from]
 		if !ok {
-			bad = append(bad, p.ImportPath+": package not in the layering table; add it to ARCHITECTURE.md and to this test")
-			continue
-		}
-		if len(rule) == 1 && rule[0] == "*" {
+			bad = append(bad, p.ImportPath+": package not in the layering table; add it to docs/architecture.md and to this test")
 			continue
 		}
 		for _, imp := range p.Imports {
-			if !strings.HasPrefix(imp, module) {
+			if !strings.HasPrefix(imp, module) && imp+"/" != module {
 				continue
 			}
-			to := top(imp)
+			to := unit(imp)
 			if to == from {
+				continue
+			}
+			if who, ok := importers[to]; ok && !slices.Contains(who, from) {
+				bad = append(bad, p.ImportPath+" imports "+imp+": only "+strings.Join(who, ", ")+" may")
 				continue
 			}
 			okImp := false
@@ -99,5 +135,31 @@ func TestImportsPointDownward(t *testing.T) {
 	sort.Strings(bad)
 	for _, b := range bad {
 		t.Error(b)
+	}
+}
+
+// The table has no wildcard, every entry it allows exists, and the units
+// that only some may import are allowed to them and no one else.
+func TestTableIsExplicit(t *testing.T) {
+	for from, rule := range allowed {
+		for _, to := range rule {
+			if strings.Contains(to, "*") {
+				t.Errorf("%s: wildcard %q; list the packages it may import", from, to)
+			}
+			if _, ok := allowed[to]; !ok {
+				t.Errorf("%s may import %q, which is not in the table", from, to)
+			}
+			if who, ok := importers[to]; ok && !slices.Contains(who, from) {
+				t.Errorf("%s may import %s, which only %v may", from, to, who)
+			}
+		}
+	}
+	for _, u := range []string{"cmd/wharf/x", "cmd/wharf-server", "store/etcd", "store/etcdtest/y", "store/x", "agent/hooks", "api/client", "api/x"} {
+		got := unit(module + u)
+		want := map[string]string{"cmd/wharf/x": "cmd/wharf", "cmd/wharf-server": "cmd/wharf-server", "store/etcd": "store/etcd",
+			"store/etcdtest/y": "store/etcdtest", "store/x": "store", "agent/hooks": "agent", "api/client": "api/client", "api/x": "api"}[u]
+		if got != want {
+			t.Errorf("unit(%s) = %s, want %s", u, got, want)
+		}
 	}
 }
