@@ -9,8 +9,9 @@
 #   bash bench/startfloor.sh [runs]        (default 40)
 #
 # Target: wharf --version within 3x the empty program. Wall times on a busy
-# machine are noisy: compare the medians and minimums of the same run, not
-# figures of different runs.
+# machine are noisy: compare the figures of one run, not of different runs,
+# and prefer CPU time (bench/startfloor/measure reads it from the kernel's
+# accounting of each child), which depends less on what else runs.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 runs=${1:-40}
@@ -20,34 +21,17 @@ trap 'rm -rf "$work"' EXIT
 go build -o "$work/wharf" ./cmd/wharf
 go build -o "$work/libs-floor" ./bench/startfloor
 go build -o "$work/empty" ./bench/startfloor/empty
+go build -o "$work/measure" ./bench/startfloor/measure
 export WHARF_HOME="$work/home"
 
-now() { date +%s%N; }
-# stats prints "median min" of microsecond figures, in ms.
-stats() { sort -n | awk '{a[NR]=$1} END {printf "%.2f %.2f\n", a[int((NR+1)/2)]/1000, a[1]/1000}'; }
-
-empty=() libs=() wharf=()
-for r in $(seq 1 "$runs"); do
-	t0=$(now); "$work/empty"; t1=$(now)
-	empty+=($(( (t1 - t0) / 1000 )))
-	t0=$(now); "$work/libs-floor"; t1=$(now)
-	libs+=($(( (t1 - t0) / 1000 )))
-	t0=$(now); "$work/wharf" --version >/dev/null; t1=$(now)
-	wharf+=($(( (t1 - t0) / 1000 )))
-done
-read -r em emin < <(printf '%s\n' "${empty[@]}" | stats)
-read -r lm lmin < <(printf '%s\n' "${libs[@]}" | stats)
-read -r wm wmin < <(printf '%s\n' "${wharf[@]}" | stats)
 size() { stat -c %s "$1" 2>/dev/null || stat -f %z "$1"; }
-echo "# $runs interleaved runs each; ms: median, min; binary size"
-printf '%-38s %8s %8s %10s\n' program median min bytes
-printf '%-38s %8s %8s %10s\n' "empty Go program" "$em" "$emin" "$(size "$work/empty")"
-printf '%-38s %8s %8s %10s\n' "startfloor (the client's libraries)" "$lm" "$lmin" "$(size "$work/libs-floor")"
-printf '%-38s %8s %8s %10s\n' "wharf --version" "$wm" "$wmin" "$(size "$work/wharf")"
-awk -v w="$wm" -v e="$em" -v l="$lm" -v wn="$wmin" -v en="$emin" 'BEGIN {
-	printf "wharf --version / empty: %.1fx (median), %.1fx (min); target <= 3x\n", w / e, wn / en
-	printf "startfloor / empty: %.1fx (median)\n", l / e
-}'
+echo "# binaries: empty $(size "$work/empty") B, startfloor $(size "$work/libs-floor") B, wharf $(size "$work/wharf") B"
+echo "# load average before the run: $(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null || uptime)"
+"$work/measure" -runs "$runs" \
+	"empty Go program=$work/empty" \
+	"startfloor (the client's libraries)=$work/libs-floor" \
+	"wharf --version=$work/wharf --version"
+echo "# target: wharf --version within 3x the empty program"
 
 # Package initialization of one `wharf --version`, the costliest first by
 # allocations (deterministic) with the clock of that run.
