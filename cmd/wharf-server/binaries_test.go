@@ -71,7 +71,7 @@ func TestServerHelpVersionAndArgs(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("--help: exit %d\n%s", code, errOut)
 	}
-	for _, want := range []string{"wharf-server [--addr", "web console", "--addr", "--data", "--store", "--etcd-cacert", "--trusted-key", "--home", "--json", "wharf token create"} {
+	for _, want := range []string{"wharf-server [--addr", "web console", "--addr", "--data", "--store", "--etcd-cacert", "--trusted-key", "--home", "--json", "wharf token create", "policy pull"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("--help does not mention %q:\n%s", want, out)
 		}
@@ -87,5 +87,13 @@ func TestServerHelpVersionAndArgs(t *testing.T) {
 	code, _, errOut = runServer(t, t.TempDir(), "--json", "--log-level", "loud")
 	if code != 2 || !strings.Contains(errOut, `"type":"usage"`) || !strings.Contains(errOut, "debug, info, warn or error") {
 		t.Fatalf("--json with a bad --log-level: exit %d\n%s", code, errOut)
+	}
+}
+
+// Boolean flags read as "--json" in the help, not "--json[=true|false]".
+func TestServerHelpPlainBools(t *testing.T) {
+	code, out, _ := runServer(t, t.TempDir(), "--help")
+	if code != 0 || strings.Contains(out, "[=true|false]") || !strings.Contains(out, "--json ") {
+		t.Fatalf("--help: exit %d\n%s", code, out)
 	}
 }

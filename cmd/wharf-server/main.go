@@ -24,6 +24,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 	"github.com/spf13/viper"
 
 	"github.com/wharfhq/wharf/marketplace"
@@ -75,9 +76,10 @@ func newRootCmd(a *app) *cobra.Command {
 			"is not empty. Stop it with Ctrl-C or SIGTERM: in-flight requests finish first.\n" +
 			"Several replicas share state with --store etcd://host:2379,host2:2379/prefix\n" +
 			"(see docs/production.md).\n\n" +
-			"Manage its tokens and policy from anywhere with the client:\n" +
-			"  wharf token create --role developer --server http://127.0.0.1:7070\n" +
-			"  wharf policy push managed-settings.json --server http://127.0.0.1:7070",
+			"Its tokens are managed with the client, its policy layers in the console\n" +
+			"(/ui/) or the API (PUT /v1/policy/layers/{layer}); clients enforce its bundle:\n" +
+			"  wharf token create --role developer --server http://127.0.0.1:7070 --token ADMIN\n" +
+			"  wharf --policy-url http://127.0.0.1:7070 --token AGENT policy pull",
 		Version:       buildVersion(),
 		Args:          exactArgs(0, "no arguments"),
 		SilenceErrors: true,
@@ -93,11 +95,38 @@ func newRootCmd(a *app) *cobra.Command {
 	pf.Bool("json", false, "print the start-up line as JSON (errors go to stderr as JSON)")
 	addServeFlags(root.Flags(), o)
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError(err) })
+	root.SetUsageTemplate(strings.ReplaceAll(root.UsageTemplate(), ".LocalFlags.FlagUsages", "flagUsages .LocalFlags"))
 	root.SetOut(a.stdout)
 	root.SetErr(a.stderr)
 	root.SetVersionTemplate("wharf-server {{.Version}}\n")
 	return root
 }
+
+func init() {
+	cobra.AddTemplateFunc("flagUsages", flagUsages)
+}
+
+// flagUsages lists fs as pflag does, but shows a boolean flag as "--json"
+// rather than "--json[=true|false]" (--json=false still works).
+func flagUsages(fs *pflag.FlagSet) string {
+	out := pflag.NewFlagSet(fs.Name(), pflag.ContinueOnError)
+	out.SortFlags = fs.SortFlags
+	fs.VisitAll(func(f *pflag.Flag) {
+		c := *f
+		if f.Value.Type() == "bool" {
+			c.Value = plainBool{f.Value}
+		}
+		out.AddFlag(&c)
+	})
+	return out.FlagUsages()
+}
+
+// plainBool hides IsBoolFlag from pflag's usage formatting only.
+type plainBool struct{ v pflag.Value }
+
+func (b plainBool) String() string     { return b.v.String() }
+func (b plainBool) Set(s string) error { return b.v.Set(s) }
+func (b plainBool) Type() string       { return b.v.Type() }
 
 // run executes one wharf-server invocation and returns its exit code.
 func run(args []string, stdout, stderr io.Writer) int {
