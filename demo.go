@@ -1,5 +1,5 @@
 // Package wharf holds what the wharf binary carries with it: the demo
-// marketplace that `wharf serve` registers on first start, so that a new
+// marketplace that wharf-server registers on first start, so that a new
 // installation shows a working catalog wherever it runs.
 package wharf
 

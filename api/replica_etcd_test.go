@@ -17,7 +17,7 @@ import (
 	"time"
 
 	"github.com/wharfhq/wharf/marketplace"
-	"github.com/wharfhq/wharf/store"
+	"github.com/wharfhq/wharf/store/etcd"
 	"github.com/wharfhq/wharf/store/etcdtest"
 )
 
@@ -47,7 +47,7 @@ const replicaAdminSecret = "wharf-replica-test-admin-secret"
 type replica struct {
 	t      testing.TB
 	name   string
-	st     *store.Etcd
+	st     *etcd.Store
 	srv    *Server
 	url    string
 	ln     *trackingListener
@@ -135,7 +135,7 @@ func withReplicaCatalog(d *Deps, dir string) {
 }
 
 func startReplica(t testing.TB, endpoints []string, prefix, name string, opts ...replicaOption) (*replica, error) {
-	st, err := store.OpenEtcd(endpoints, store.EtcdOptions{Prefix: prefix, RequestTimeout: 5 * time.Second})
+	st, err := etcd.Open(endpoints, etcd.Options{Prefix: prefix, RequestTimeout: 5 * time.Second})
 	if err != nil {
 		return nil, err
 	}

@@ -10,13 +10,12 @@ import (
 	"fmt"
 	"net/http"
 	"sort"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/labstack/echo/v4"
 	"golang.org/x/time/rate"
 
+	"github.com/wharfhq/wharf/api/client"
 	"github.com/wharfhq/wharf/store"
 )
 
@@ -70,35 +69,11 @@ func (t *tokenRecord) expiredMessage() string {
 }
 
 // MaxTokenLifetime bounds --expires.
-const MaxTokenLifetime = 10 * 365 * 24 * time.Hour
+const MaxTokenLifetime = client.MaxTokenLifetime
 
-// ParseExpiry reads a token lifetime: a Go duration ("12h", "90m") or a
-// number of days ("30d"), positive and at most ten years.
-func ParseExpiry(s string) (time.Duration, error) {
-	var d time.Duration
-	if days, ok := strings.CutSuffix(s, "d"); ok {
-		n, err := strconv.Atoi(days)
-		if err != nil {
-			return 0, fmt.Errorf("expiry %q: the number of days is not an integer (e.g. 30d)", s)
-		}
-		if n > int(MaxTokenLifetime/(24*time.Hour)) {
-			return 0, fmt.Errorf("expiry %q is more than ten years", s)
-		}
-		d = time.Duration(n) * 24 * time.Hour
-	} else {
-		var err error
-		if d, err = time.ParseDuration(s); err != nil {
-			return 0, fmt.Errorf("expiry %q is neither a number of days (30d) nor a duration (12h)", s)
-		}
-	}
-	if d <= 0 {
-		return 0, fmt.Errorf("expiry %q is not positive", s)
-	}
-	if d > MaxTokenLifetime {
-		return 0, fmt.Errorf("expiry %q is more than ten years", s)
-	}
-	return d, nil
-}
+// ParseExpiry reads a token lifetime (see client.ParseExpiry, which the
+// client shares with the server).
+func ParseExpiry(s string) (time.Duration, error) { return client.ParseExpiry(s) }
 
 func hashSecret(secret string) string {
 	sum := sha256.Sum256([]byte(secret))

@@ -16,7 +16,7 @@ import (
 	"github.com/wharfhq/wharf/plugin"
 )
 
-// demoMarketplaceDir is the demo marketplace that `wharf serve` registers
+// demoMarketplaceDir is the demo marketplace that wharf-server registers
 // on first start.
 func demoMarketplaceDir(t testing.TB) string {
 	t.Helper()

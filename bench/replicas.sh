@@ -6,7 +6,7 @@
 # balancer would. A single bbolt server is measured in the same run as the
 # reference a one-node deployment would use instead.
 # Everything runs on 127.0.0.1: etcd members (embedded, bench/etcdcluster),
-# wharf serve processes and bench/loadgen share the machine's cores, so the
+# wharf-server processes and bench/loadgen share the machine's cores, so the
 # ratio shows what replication costs or gains on this box, not on a fleet of
 # machines. Usage: bench/replicas.sh [N] [DURATION] [CONCURRENCY] [ROUNDS]
 set -euo pipefail
@@ -25,6 +25,7 @@ cleanup() {
 trap cleanup EXIT
 
 go build -o "$WORK/wharf" ./cmd/wharf
+go build -o "$WORK/wharf-server" ./cmd/wharf-server
 go build -o "$WORK/loadgen" ./bench/loadgen
 go build -o "$WORK/etcdcluster" ./bench/etcdcluster
 
@@ -40,9 +41,9 @@ STORE=$(cat "$WORK/etcd.url")
 
 ADMIN="bench-admin-$(head -c 16 /dev/urandom | od -An -tx1 | tr -d ' \n')"
 export WHARF_HOME="$WORK/home"
-serve() { # name, extra flags...: start wharf serve, print its URL
+serve() { # name, extra flags...: start wharf-server, print its URL
   local name=$1; shift
-  WHARF_BOOTSTRAP_TOKEN="$ADMIN" "$WORK/wharf" serve --json --addr 127.0.0.1:0 --data "$WORK/$name" --demo "" \
+  WHARF_BOOTSTRAP_TOKEN="$ADMIN" "$WORK/wharf-server" --json --addr 127.0.0.1:0 --data "$WORK/$name" --demo "" \
     --log-level warn --rate-limit 1000000 "$@" >"$WORK/$name.json" 2>"$WORK/$name.log" &
   PIDS+=($!)
   wait_line "$WORK/$name.json" || { cat "$WORK/$name.log"; exit 1; }

@@ -28,13 +28,14 @@ cleanup() {
 trap cleanup EXIT
 
 go build -o "$WORK/wharf" ./cmd/wharf
+go build -o "$WORK/wharf-server" ./cmd/wharf-server
 go build -o "$WORK/loadgen" ./bench/loadgen
 go build -o "$WORK/staticbundle" ./bench/staticbundle
 
 ADMIN="bench-admin-$(head -c 16 /dev/urandom | od -An -tx1 | tr -d ' \n')"
 export WHARF_HOME="$WORK/home"
 # The rate limiter stays on (one bucket per token), set far above the load.
-WHARF_BOOTSTRAP_TOKEN="$ADMIN" "$WORK/wharf" serve --json --addr 127.0.0.1:0 --data "$WORK/data" \
+WHARF_BOOTSTRAP_TOKEN="$ADMIN" "$WORK/wharf-server" --json --addr 127.0.0.1:0 --data "$WORK/data" \
   --demo "$ROOT/testdata/demo-marketplace" --log-level warn --rate-limit 1000000 >"$WORK/serve.json" 2>"$WORK/serve.log" &
 SERVER_PID=$!
 for _ in $(seq 100); do [ -s "$WORK/serve.json" ] && break; sleep 0.05; done
@@ -74,10 +75,10 @@ measure() { # measure <pid> <loadgen args...>; leaves req/s and server CPU us/re
 
 echo "# wharf API server on $(nproc) cores, $(go version | cut -d' ' -f3), load average $(cut -d' ' -f1-3 /proc/loadavg) before the run; N=$N, duration cap $DURATION, $CONC connections"
 echo "# bundle: $(wc -c <"$WORK/bundle.tar.gz") bytes, ETag $ETAG"
-measure "$SERVER_PID" -name "search (wharf serve)" -url "$URL/v1/plugins?q=deploy" -token "$AGENT" -n "$N" -d "$DURATION" -c "$CONC"
-measure "$SERVER_PID" -name "bundle 304 (wharf serve)" -url "$URL/v1/policy/bundle" -token "$AGENT" -H "If-None-Match: $ETAG" -expect 304 -n "$N" -d "$DURATION" -c "$CONC"
+measure "$SERVER_PID" -name "search (wharf-server)" -url "$URL/v1/plugins?q=deploy" -token "$AGENT" -n "$N" -d "$DURATION" -c "$CONC"
+measure "$SERVER_PID" -name "bundle 304 (wharf-server)" -url "$URL/v1/policy/bundle" -token "$AGENT" -H "If-None-Match: $ETAG" -expect 304 -n "$N" -d "$DURATION" -c "$CONC"
 W304_RPS=$RPS W304_US=$US
-measure "$SERVER_PID" -name "bundle 200 (wharf serve)" -url "$URL/v1/policy/bundle" -token "$AGENT" -n "$((N / 4))" -d "$DURATION" -c "$CONC"
+measure "$SERVER_PID" -name "bundle 200 (wharf-server)" -url "$URL/v1/policy/bundle" -token "$AGENT" -n "$((N / 4))" -d "$DURATION" -c "$CONC"
 
 # Baseline 1: a static bundle server (net/http, ETag) with the same bundle.
 "$WORK/staticbundle" -file "$WORK/bundle.tar.gz" >"$WORK/static.addr" &
@@ -87,7 +88,7 @@ SETAG=$(curl -sf -D - -o /dev/null "http://$(cat "$WORK/static.addr")/bundle.tar
 measure "$STATIC_PID" -name "bundle 304 (static net/http)" -url "http://$(cat "$WORK/static.addr")/bundle.tar.gz" -H "If-None-Match: $SETAG" -expect 304 -n "$N" -d "$DURATION" -c "$CONC"
 awk -v w="$W304_RPS" -v s="$RPS" -v wu="$W304_US" -v su="$US" 'BEGIN { printf "%-28s wharf/static: %.3f of the req/s, %.2fx the server CPU per request\n", "bundle 304", w / s, wu / su }'
 kill "$STATIC_PID" && wait "$STATIC_PID" 2>/dev/null || true
-# The same static server with wharf serve's HTTP server timeouts, sent the
+# The same static server with wharf-server's HTTP server timeouts, sent the
 # same request (bearer token included): what net/http itself costs for the
 # limits every wharf request has, to tell it apart from wharf's own work.
 "$WORK/staticbundle" -timeouts -file "$WORK/bundle.tar.gz" >"$WORK/static.addr" &

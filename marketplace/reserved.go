@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"strings"
 
+	"github.com/wharfhq/wharf/internal/lazyre"
 	"github.com/wharfhq/wharf/plugin"
 )
 
@@ -36,7 +37,7 @@ var ErrReservedName = errors.New("marketplace name reserved for official Anthrop
 // Claude Code refuses them: any name with "anthropic" in it, "official"
 // next to "claude", and "claude[-code]-<plugins|marketplace|official|skills|
 // community>" in any spelling of the separators and plural.
-var lookAlikeRe = regexp.MustCompile(`anthropic|official.*claude|claude.*official|^claude[-_.]*(code[-_.]*)?(plugins?|marketplaces?|official|skills?|community)$`)
+var lookAlikeRe = lazyre.New(`anthropic|official.*claude|claude.*official|^claude[-_.]*(code[-_.]*)?(plugins?|marketplaces?|official|skills?|community)$`)
 
 // IsReservedName reports whether name is reserved or looks like a reserved
 // name (case and separators ignored).

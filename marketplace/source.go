@@ -7,11 +7,11 @@ import (
 	"net"
 	"net/url"
 	"path/filepath"
-	"regexp"
 	"sort"
 	"strings"
 	"unicode/utf8"
 
+	"github.com/wharfhq/wharf/internal/lazyre"
 	"github.com/wharfhq/wharf/plugin"
 )
 
@@ -46,9 +46,9 @@ const ManifestPath = ".claude-plugin/marketplace.json"
 const maxSourceLen = 4096
 
 var (
-	githubRepoRe = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]*/[A-Za-z0-9_.-]+$`)
-	scpLikeRe    = regexp.MustCompile(`^([A-Za-z0-9_.-]+@)?([A-Za-z0-9][A-Za-z0-9.-]*):([^/\\].*|/.+)$`)
-	shaRe        = regexp.MustCompile(`^[0-9a-f]{40}$`)
+	githubRepoRe = lazyre.New(`^[A-Za-z0-9][A-Za-z0-9_.-]*/[A-Za-z0-9_.-]+$`)
+	scpLikeRe    = lazyre.New(`^([A-Za-z0-9_.-]+@)?([A-Za-z0-9][A-Za-z0-9.-]*):([^/\\].*|/.+)$`)
+	shaRe        = lazyre.New(`^[0-9a-f]{40}$`)
 )
 
 // ParseSource parses a marketplace source as typed on the command line:

@@ -51,7 +51,9 @@ func (b *Bar) Track(ctx context.Context) {
 
 // progressRE matches a git progress line: its phase, and a percentage
 // and counts when it has them ("Compressing objects: 100% (3/3), done.").
-var progressRE = regexp.MustCompile(`^(?:remote: )?([A-Za-z][A-Za-z ]*?):\s+(?:(\d{1,3})% \((\d+)/(\d+)\)|(\d+))`)
+var progressRE = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^(?:remote: )?([A-Za-z][A-Za-z ]*?):\s+(?:(\d{1,3})% \((\d+)/(\d+)\)|(\d+))`)
+})
 
 // Write takes git's progress channel: lines end in \r (an update of the
 // same line) or \n. Lines that are not progress are dropped.
@@ -74,7 +76,7 @@ func (b *Bar) Write(p []byte) (int, error) {
 }
 
 func (b *Bar) parse(line string) {
-	m := progressRE.FindStringSubmatch(strings.TrimSpace(line))
+	m := progressRE().FindStringSubmatch(strings.TrimSpace(line))
 	if m == nil {
 		return
 	}

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 )
 
 // HookIf is a hook's "if" field: one permission rule, "Tool" or
@@ -31,7 +32,7 @@ type HookIf struct {
 	HasPattern bool
 }
 
-var hookIfTool = regexp.MustCompile(`^[A-Za-z0-9_-]+$`)
+var hookIfTool = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9_-]+$`) })
 
 // hookIfInput names the field of tool_input a pattern is matched with.
 var hookIfInput = map[string]string{
@@ -57,7 +58,7 @@ func ParseHookIf(rule string) (HookIf, error) {
 	}
 	open := strings.IndexByte(r, '(')
 	if open < 0 {
-		if !hookIfTool.MatchString(r) {
+		if !hookIfTool().MatchString(r) {
 			return HookIf{}, fmt.Errorf("%q is not a tool name (letters, digits, _ and -), as in Bash or Edit(*.ts)", rule)
 		}
 		return HookIf{Tool: r}, nil
@@ -66,7 +67,7 @@ func ParseHookIf(rule string) (HookIf, error) {
 		return HookIf{}, fmt.Errorf("%q opens \"(\" without closing it at the end, as in Bash(git *)", rule)
 	}
 	tool, pat := r[:open], r[open+1:len(r)-1]
-	if !hookIfTool.MatchString(tool) {
+	if !hookIfTool().MatchString(tool) {
 		return HookIf{}, fmt.Errorf("%q: %q is not a tool name (letters, digits, _ and -)", rule, tool)
 	}
 	if pat == "" {

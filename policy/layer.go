@@ -5,11 +5,11 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strings"
 
 	"github.com/open-policy-agent/opa/v1/ast"
 
+	"github.com/wharfhq/wharf/internal/lazyre"
 	"github.com/wharfhq/wharf/plugin"
 	"github.com/wharfhq/wharf/settings"
 )
@@ -37,7 +37,7 @@ type Layer struct {
 // TypeLayerInvalid is the error type of a layer that cannot be compiled.
 const TypeLayerInvalid = "policy-layer-invalid"
 
-var layerNameRE = regexp.MustCompile(`^[a-z][a-z0-9_]{0,62}$`)
+var layerNameRE = lazyre.New(`^[a-z][a-z0-9_]{0,62}$`)
 
 // LayerName turns a file or directory name into a valid layer name:
 // lower case, [a-z0-9_], starting with a letter.

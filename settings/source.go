@@ -10,6 +10,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/wharfhq/wharf/internal/lazyre"
 )
 
 // Source kinds of a marketplace source object.
@@ -53,8 +55,8 @@ var sourceFields = map[string][]string{
 	KindPathPattern: {"pathPattern"},
 }
 
-var repoRE = regexp.MustCompile(`^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$`)
-var ownerRE = regexp.MustCompile(`^[A-Za-z0-9_.-]+$`)
+var repoRE = lazyre.New(`^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$`)
+var ownerRE = lazyre.New(`^[A-Za-z0-9_.-]+$`)
 
 // MarshalJSON writes the owner wildcard back as its string form.
 func (s MarketplaceSource) MarshalJSON() ([]byte, error) {

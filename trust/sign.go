@@ -1,7 +1,6 @@
 package trust
 
 import (
-	"bytes"
 	"crypto"
 	"crypto/ecdsa"
 	"crypto/ed25519"
@@ -18,7 +17,6 @@ import (
 	"strings"
 
 	"github.com/sigstore/sigstore/pkg/cryptoutils"
-	"github.com/sigstore/sigstore/pkg/signature"
 
 	"github.com/wharfhq/wharf/plugin"
 )
@@ -169,14 +167,11 @@ func signBytes(privPEM, msg []byte) (Signature, error) {
 	if err != nil {
 		return Signature{}, keyError("", fmt.Errorf("reading private key: %w", err))
 	}
-	signer, err := signature.LoadSignerWithOpts(priv)
-	if err != nil {
-		return Signature{}, keyError("", fmt.Errorf("loading private key: %w", err))
+	signer, ok := priv.(crypto.Signer)
+	if !ok {
+		return Signature{}, keyError("", fmt.Errorf("loading private key: %T keys are not supported: use ecdsa-p256 or ed25519", priv))
 	}
-	pub, err := signer.PublicKey()
-	if err != nil {
-		return Signature{}, keyError("", err)
-	}
+	pub := signer.Public()
 	if err := supported(pub); err != nil {
 		return Signature{}, err
 	}
@@ -184,7 +179,16 @@ func signBytes(privPEM, msg []byte) (Signature, error) {
 	if err != nil {
 		return Signature{}, err
 	}
-	sig, err := signer.SignMessage(bytes.NewReader(msg))
+	var sig []byte
+	switch k := priv.(type) {
+	case ed25519.PrivateKey:
+		sig = ed25519.Sign(k, msg)
+	case *ecdsa.PrivateKey:
+		sum := sha256.Sum256(msg)
+		sig, err = ecdsa.SignASN1(rand.Reader, k, sum[:])
+	default:
+		err = fmt.Errorf("%T keys are not supported", priv)
+	}
 	if err != nil {
 		return Signature{}, keyError("", fmt.Errorf("signing: %w", err))
 	}
@@ -352,21 +356,30 @@ func wellFormed(pub crypto.PublicKey, sig []byte) error {
 	return fmt.Errorf("unsupported key type %T", pub)
 }
 
+// verifies reports whether sig is k's signature over msg: pure Ed25519, or
+// ECDSA over the SHA-256 of msg in ASN.1 DER or IEEE P1363 (r||s) form, as
+// sigstore's verifiers accept them.
 func verifies(pub crypto.PublicKey, sig []byte, msg []byte) bool {
-	var v signature.Verifier
-	var err error
 	switch k := pub.(type) {
 	case ed25519.PublicKey:
-		v, err = signature.LoadED25519Verifier(k)
+		return len(k) == ed25519.PublicKeySize && ed25519.Verify(k, msg, sig)
 	case *ecdsa.PublicKey:
-		v, err = signature.LoadECDSAVerifier(k, crypto.SHA256)
-	default:
-		return false
+		if k.X == nil || k.Y == nil || !k.Curve.IsOnCurve(k.X, k.Y) {
+			return false
+		}
+		sum := sha256.Sum256(msg)
+		var rs struct{ R, S *big.Int }
+		if _, err := asn1.Unmarshal(sig, &rs); err == nil {
+			return ecdsa.VerifyASN1(k, sum[:], sig)
+		}
+		if len(sig) == 0 || len(sig) > 132 || len(sig)%2 != 0 {
+			return false
+		}
+		r := new(big.Int).SetBytes(sig[:len(sig)/2])
+		s := new(big.Int).SetBytes(sig[len(sig)/2:])
+		return ecdsa.Verify(k, sum[:], r, s)
 	}
-	if err != nil {
-		return false
-	}
-	return v.VerifySignature(bytes.NewReader(sig), bytes.NewReader(msg)) == nil
+	return false
 }
 
 func keyError(obj string, err error) error {

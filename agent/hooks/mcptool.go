@@ -5,9 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"regexp"
 	"strings"
 	"time"
+
+	"github.com/wharfhq/wharf/internal/lazyre"
 )
 
 // MCPCaller calls a tool of a running MCP server by the server's
@@ -74,7 +75,7 @@ func (r *Runner) runMCPTool(ctx context.Context, ev Event, o *Outcome) {
 	parseOutput(o, spec, []byte(text))
 }
 
-var mcpRef = regexp.MustCompile(`\$\{([A-Za-z0-9_.\-]+)\}`)
+var mcpRef = lazyre.New(`\$\{([A-Za-z0-9_.\-]+)\}`)
 
 // mcpArgs substitutes "${path}" in the string values of input (at any
 // depth) with the value at that dotted path of the event: a string as is,

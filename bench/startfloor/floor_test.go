@@ -25,9 +25,9 @@ func thirdParty(t *testing.T, pkg string) []string {
 	return deps
 }
 
-// The floor program must link exactly the third-party packages wharf
-// links: with fewer, bench/install.sh would report a floor below the real
-// one; with more, above it.
+// The floor program must link exactly the third-party packages the wharf
+// client links: with fewer, bench/startfloor.sh and bench/install.sh would
+// report a floor below the real one; with more, above it.
 func TestFloorLinksWhatWharfLinks(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs go list")

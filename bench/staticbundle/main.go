@@ -1,7 +1,7 @@
 // Command staticbundle serves one file on the loopback interface with
 // net/http's file serving (ETag + If-None-Match), the way a bundle would be
 // published without wharf: the baseline bench/server.sh compares with.
-// With -timeouts it runs with the HTTP server limits of wharf serve (header,
+// With -timeouts it runs with the HTTP server limits of wharf-server (header,
 // read, write and idle timeouts, header size), which cost net/http some work
 // on every request (a read and a write deadline).
 package main
@@ -21,7 +21,7 @@ import (
 func main() {
 	file := flag.String("file", "", "file to serve at /bundle.tar.gz")
 	addr := flag.String("addr", "127.0.0.1:0", "loopback address")
-	timeouts := flag.Bool("timeouts", false, "use wharf serve's HTTP server timeouts and header limit")
+	timeouts := flag.Bool("timeouts", false, "use wharf-server's HTTP server timeouts and header limit")
 	flag.Parse()
 	body, err := os.ReadFile(*file)
 	if err != nil {

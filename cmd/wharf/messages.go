@@ -1,9 +1,9 @@
 package main
 
 import (
-	"regexp"
 	"strings"
 
+	"github.com/wharfhq/wharf/internal/lazyre"
 	"github.com/wharfhq/wharf/plugin"
 )
 
@@ -11,7 +11,7 @@ import (
 // at the start of a message, or after the ": " of a wrapping error. The
 // layers classify errors for exit codes and --json types; people read the
 // object and what happened, not wharf's internal layer names.
-var layerPrefix = regexp.MustCompile(`(^|: )(` + strings.Join([]string{
+var layerPrefix = lazyre.New(`(^|: )(` + strings.Join([]string{
 	string(plugin.LayerIntent), string(plugin.LayerMaterialization), string(plugin.LayerActive),
 	string(plugin.LayerTrust), string(plugin.LayerPolicy), string(plugin.LayerDependency),
 }, "|") + `): `)

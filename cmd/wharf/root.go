@@ -76,6 +76,7 @@ func newRootCmd(a *app) *cobra.Command {
 		Use:           "wharf",
 		Short:         "Plugin marketplaces and policy for coding agents",
 		Long:          "wharf adds Claude Code compatible plugin marketplaces, searches and validates them, and installs their plugins under policy.",
+		Version:       buildVersion(),
 		SilenceErrors: true,
 		SilenceUsage:  true,
 		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
@@ -93,6 +94,7 @@ func newRootCmd(a *app) *cobra.Command {
 	root.SetUsageTemplate(usageTemplate(root.UsageTemplate()))
 	root.SetOut(a.stdout)
 	root.SetErr(a.stderr)
+	root.SetVersionTemplate("wharf {{.Version}}\n")
 
 	root.AddCommand(newMarketplaceCmd(a))
 	root.AddCommand(newSearchCmd(a))
@@ -111,7 +113,7 @@ func newRootCmd(a *app) *cobra.Command {
 	root.AddCommand(newSignCmd(a))
 	root.AddCommand(newVerifyCmd(a))
 	root.AddCommand(newAgentCmd(a))
-	root.AddCommand(newServeCmd(a))
+	root.AddCommand(newServeMovedCmd())
 	root.AddCommand(newTokenCmd(a))
 	root.AddCommand(newPolicyCmd(a))
 	root.AddCommand(newDoctorCmd(a))
@@ -121,6 +123,22 @@ func newRootCmd(a *app) *cobra.Command {
 
 func init() {
 	cobra.AddTemplateFunc("flagUsages", flagUsages)
+}
+
+// newServeMovedCmd answers the `wharf serve` of earlier versions: the
+// server is a command of its own, so that this client links neither the web
+// framework nor the etcd client.
+func newServeMovedCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:                "serve",
+		Hidden:             true,
+		DisableFlagParsing: true,
+		RunE: func(*cobra.Command, []string) error {
+			return &plugin.Error{Layer: plugin.LayerIntent, Type: typeUsage,
+				Err:  errors.New("the server is not part of the wharf client: it is the command wharf-server, with the same flags"),
+				Hint: "run: wharf-server --help (in the source tree: go run ./cmd/wharf-server)"}
+		},
+	}
 }
 
 // usageTemplate is cobra's usage template with flags listed by flagUsages.

@@ -14,7 +14,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/wharfhq/wharf/api"
+	apiclient "github.com/wharfhq/wharf/api/client"
 	"github.com/wharfhq/wharf/plugin"
 )
 
@@ -48,7 +48,7 @@ func newTokenCmd(a *app) *cobra.Command {
 					Err: errors.New("--role is required"), Hint: "e.g. wharf token create --role developer"}
 			}
 			if expires != "" {
-				if _, err := api.ParseExpiry(expires); err != nil {
+				if _, err := apiclient.ParseExpiry(expires); err != nil {
 					return &plugin.Error{Layer: plugin.LayerIntent, Type: typeUsage, Object: "--expires", Err: err,
 						Hint: "give a number of days (--expires 30d) or a duration (--expires 12h)"}
 				}
@@ -147,7 +147,7 @@ func (c *tokenClient) do(ctx context.Context, method, path string, body, out any
 	}
 	if token == "" {
 		return &plugin.Error{Layer: plugin.LayerIntent, Type: typeUsage, Object: "--token",
-			Err: errors.New("no admin token"), Hint: "pass --token or set WHARF_TOKEN (wharf serve printed one on its first start)"}
+			Err: errors.New("no admin token"), Hint: "pass --token or set WHARF_TOKEN (wharf-server printed one on its first start)"}
 	}
 	var rd io.Reader
 	if body != nil {
@@ -172,7 +172,7 @@ func (c *tokenClient) do(ctx context.Context, method, path string, body, out any
 	res, err := hc.Do(req)
 	if err != nil {
 		return &plugin.Error{Layer: plugin.LayerMaterialization, Type: plugin.TypeSource, Object: server, Err: err,
-			Hint: "is wharf serve running there? start it with: wharf serve"}
+			Hint: "is wharf-server running there? start it with: wharf-server (go run ./cmd/wharf-server in the source tree)"}
 	}
 	defer res.Body.Close()
 	raw, err := io.ReadAll(io.LimitReader(res.Body, 8<<20))

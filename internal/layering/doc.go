@@ -1,3 +1,3 @@
 // Package layering holds the test that keeps wharf's package imports pointing
-// one way, as ARCHITECTURE.md draws them. It has no code of its own.
+// one way, as docs/architecture.md draws them. It has no code of its own.
 package layering

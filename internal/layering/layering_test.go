@@ -3,6 +3,7 @@ package layering
 import (
 	"encoding/json"
 	"os/exec"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -10,42 +11,62 @@ import (
 
 const module = "github.com/wharfhq/wharf/"
 
-// allowed lists, for each package, the wharf packages it may import. A package
-// missing from the map may import nothing of wharf's. Sub-packages inherit the
-// rule of their top-level package and may import their parent, unless a
-// rule is keyed by the sub-package's own path (the longest key wins). An
-// allowed entry names a top-level package or one sub-package
-// ("internal/testworld").
+// allowed lists, for each unit of the module, the units it may import. A
+// unit is a top-level package with its sub-packages, or a sub-package that
+// has an entry of its own here (cmd/wharf, store/etcd): a package belongs
+// to the longest entry its path starts with. Packages of one unit import
+// each other freely. A package in no unit fails the test, and so does an
+// entry that is not an explicit list: there are no wildcards.
 var allowed = map[string][]string{
-	"cmd":         {"*"},
-	"bench":       {"*"},
-	"api":         {"install", "policy", "trust", "marketplace", "store", "web", "resolver", "cache", "plugin", "settings", "source", "atomicfile", "wire"},
-	"web":         {},
-	"agent":       {"install", "policy", "trust", "cache", "plugin", "settings", "resolver", "store", "marketplace", "source", "atomicfile", "wire", "layout"},
-	"install":     {"resolver", "marketplace", "cache", "trust", "policy", "plugin", "store", "settings", "source", "atomicfile", "wire"},
-	"resolver":    {"plugin", "atomicfile"},
-	"marketplace": {"plugin", "store", "atomicfile", "netidle"},
-	"cache":       {"plugin", "trust", "store", "atomicfile", "wire", "layout"},
-	"source":      {"plugin", "atomicfile", "netidle"},
-	"trust":       {"plugin", "atomicfile"},
-	"policy":      {"plugin", "settings", "atomicfile", "layout"},
-	"settings":    {"plugin", "atomicfile", "layout"},
-	"store":       {"atomicfile"},
-	"plugin":      {"atomicfile", "layout"},
-	"internal":    {"*"},
+	// The client: developers, CI and agents. No server package, no etcd.
+	"cmd/wharf": {"agent", "api/client", "atomicfile", "cache", "install", "internal/lazyre", "marketplace", "plugin", "policy", "settings", "source", "store", "trust", "wire", "layout"},
+	// The server: the HTTP API, the web console and the etcd store.
+	"cmd/wharf-server": {"(root)", "api", "marketplace", "plugin", "policy", "store", "store/etcd", "trust", "layout"},
+	"bench":            {},
+	"api":              {"api/client", "install", "policy", "trust", "marketplace", "store", "web", "resolver", "cache", "plugin", "settings", "source", "atomicfile", "wire"},
+	"api/client":       {},
+	"web":              {},
+	"agent":            {"install", "policy", "trust", "cache", "plugin", "settings", "resolver", "store", "marketplace", "source", "atomicfile", "wire", "internal/lazyre", "layout"},
+	"install":          {"resolver", "marketplace", "cache", "trust", "policy", "plugin", "store", "settings", "source", "atomicfile", "wire"},
+	"resolver":         {"plugin", "atomicfile"},
+	"marketplace":      {"plugin", "store", "atomicfile", "netidle", "internal/lazyre"},
+	"cache":            {"plugin", "trust", "store", "atomicfile", "wire", "layout"},
+	"source":           {"plugin", "atomicfile", "netidle"},
+	"trust":            {"plugin", "atomicfile"},
+	"policy":           {"plugin", "settings", "atomicfile", "internal/lazyre", "layout"},
+	"settings":         {"plugin", "atomicfile", "internal/lazyre", "layout"},
+	"store":            {"atomicfile"},
+	// etcd, gRPC and protobuf: only the server command imports it.
+	"store/etcd":      {"store"},
+	"store/etcdtest":  {},
+	"store/storetest": {"store"},
+	"plugin":          {"atomicfile", "layout"},
+	"(root)":          {}, // embedded assets (the demo marketplace)
+	"atomicfile":      {},
+	"wire":            {},
+	"netidle":         {},
+	"inventory":       {},
+	"layout":          {},
 	// The shared test fixtures: a home and directory marketplaces; never
 	// agent, install or cmd, whose tests use them.
 	"internal/testworld": {"cache", "layout", "plugin", "policy", "settings", "store"},
 	// A real API server for the tests of its clients.
 	"internal/testapi": {"api", "layout", "store"},
 	// The agent sub-packages' world is testworld's plus a Runtime.
-	"agent/internal/worldtest": {"internal/testworld"},
-	"(root)":                   {}, // embedded assets (the demo marketplace)
-	"atomicfile":               {},
-	"wire":                     {},
-	"netidle":                  {},
-	"inventory":                {},
-	"layout":                   {},
+	"agent/internal/worldtest": {"agent", "internal/testworld"},
+	// Test helpers and the lazy regexp; internal/layering is this test.
+	"internal/layering":    {},
+	"internal/lazyre":      {},
+	"internal/processtest": {},
+	"internal/sharedtest":  {},
+	"internal/silentnet":   {},
+}
+
+// importers lists, for the units only some packages may import, which
+// units may: store/etcd links etcd, gRPC and protobuf, which the client
+// and the agent must not.
+var importers = map[string][]string{
+	"store/etcd": {"cmd/wharf-server"},
 }
 
 type pkg struct {
@@ -53,32 +74,24 @@ type pkg struct {
 	Imports    []string
 }
 
-func top(p string) string {
+// unit returns the entry of allowed that p belongs to: the longest one
+// its path starts with, else its top-level directory.
+func unit(p string) string {
 	if p+"/" == module {
 		return "(root)"
 	}
 	rel := strings.TrimPrefix(p, module)
-	first, _, _ := strings.Cut(rel, "/")
-	return first
-}
-
-// ruleFor returns the rule of package p: the rule keyed by the longest
-// leading part of its path, at least its top-level package.
-func ruleFor(p string) ([]string, bool) {
-	parts := strings.Split(strings.TrimPrefix(p, module), "/")
-	for n := len(parts); n > 1; n-- {
-		if r, ok := allowed[strings.Join(parts[:n], "/")]; ok {
-			return r, true
+	best := ""
+	for u := range allowed {
+		if (rel == u || strings.HasPrefix(rel, u+"/")) && len(u) > len(best) {
+			best = u
 		}
 	}
-	r, ok := allowed[top(p)]
-	return r, ok
-}
-
-// allows reports whether the rule entry a allows importing imp.
-func allows(a, imp string) bool {
-	rel := strings.TrimPrefix(imp, module)
-	return a == top(imp) || rel == a || strings.HasPrefix(rel, a+"/")
+	if best != "" {
+		return best
+	}
+	first, _, _ := strings.Cut(rel, "/")
+	return first
 }
 
 func TestImportsPointDownward(t *testing.T) {
@@ -95,26 +108,27 @@ func TestImportsPointDownward(t *testing.T) {
 			t.Fatal(err)
 		}
 		seen++
-		from := top(p.ImportPath)
-		rule, ok := ruleFor(p.ImportPath)
+		from := unit(p.ImportPath)
+		rule, ok := allowed[from]
 		if !ok {
-			bad = append(bad, p.ImportPath+": package not in the layering table; add it to ARCHITECTURE.md and to this test")
-			continue
-		}
-		if len(rule) == 1 && rule[0] == "*" {
+			bad = append(bad, p.ImportPath+": package not in the layering table; add it to docs/architecture.md and to this test")
 			continue
 		}
 		for _, imp := range p.Imports {
-			if !strings.HasPrefix(imp, module) {
+			if !strings.HasPrefix(imp, module) && imp+"/" != module {
 				continue
 			}
-			to := top(imp)
+			to := unit(imp)
 			if to == from {
+				continue
+			}
+			if who, ok := importers[to]; ok && !slices.Contains(who, from) {
+				bad = append(bad, p.ImportPath+" imports "+imp+": only "+strings.Join(who, ", ")+" may")
 				continue
 			}
 			okImp := false
 			for _, a := range rule {
-				if allows(a, imp) {
+				if a == to {
 					okImp = true
 				}
 			}
@@ -129,5 +143,31 @@ func TestImportsPointDownward(t *testing.T) {
 	sort.Strings(bad)
 	for _, b := range bad {
 		t.Error(b)
+	}
+}
+
+// The table has no wildcard, every entry it allows exists, and the units
+// that only some may import are allowed to them and no one else.
+func TestTableIsExplicit(t *testing.T) {
+	for from, rule := range allowed {
+		for _, to := range rule {
+			if strings.Contains(to, "*") {
+				t.Errorf("%s: wildcard %q; list the packages it may import", from, to)
+			}
+			if _, ok := allowed[to]; !ok {
+				t.Errorf("%s may import %q, which is not in the table", from, to)
+			}
+			if who, ok := importers[to]; ok && !slices.Contains(who, from) {
+				t.Errorf("%s may import %s, which only %v may", from, to, who)
+			}
+		}
+	}
+	for _, u := range []string{"cmd/wharf/x", "cmd/wharf-server", "store/etcd", "store/etcdtest/y", "store/x", "agent/hooks", "api/client", "api/x"} {
+		got := unit(module + u)
+		want := map[string]string{"cmd/wharf/x": "cmd/wharf", "cmd/wharf-server": "cmd/wharf-server", "store/etcd": "store/etcd",
+			"store/etcdtest/y": "store/etcdtest", "store/x": "store", "agent/hooks": "agent", "api/client": "api/client", "api/x": "api"}[u]
+		if got != want {
+			t.Errorf("unit(%s) = %s, want %s", u, got, want)
+		}
 	}
 }

@@ -17,11 +17,11 @@ import (
 	"github.com/wharfhq/wharf/store/etcdtest"
 )
 
-// startServeArgs runs `wharf serve` with extra flags on a free loopback
+// startServeArgs runs wharf-server with extra flags on a free loopback
 // port and waits for its start-up line.
 func startServeArgs(t *testing.T, home string, args ...string) *servedWharf {
 	t.Helper()
-	cmd := exec.Command(wharfBinary(t), append([]string{"serve", "--json", "--addr", "127.0.0.1:0", "--log-level", "warn"}, args...)...)
+	cmd := exec.Command(serverBinary(t), append([]string{"--json", "--addr", "127.0.0.1:0", "--log-level", "warn"}, args...)...)
 	cmd.Env = append(os.Environ(), "WHARF_HOME="+home, "WHARF_BOOTSTRAP_TOKEN=")
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
@@ -41,7 +41,7 @@ func startServeArgs(t *testing.T, home string, args ...string) *servedWharf {
 	if err := json.NewDecoder(bufio.NewReader(stdout)).Decode(&s.info); err != nil {
 		cmd.Process.Kill()
 		cmd.Wait()
-		t.Fatalf("wharf serve did not start: %v\n%s", err, s.stderr)
+		t.Fatalf("wharf-server did not start: %v\n%s", err, s.stderr)
 	}
 	go io.Copy(io.Discard, stdout)
 	return s
@@ -60,7 +60,7 @@ func httpDo(t *testing.T, method, url, token string) (int, http.Header, string) 
 	return res.StatusCode, res.Header, string(b)
 }
 
-// Two `wharf serve` processes over one etcd cluster are two replicas of one
+// Two wharf-server processes over one etcd cluster are two replicas of one
 // server: the first start creates the admin token once, both sign bundles
 // with one key and give the same ETag, and a token made through one and
 // revoked through the other stops working on both.
@@ -145,7 +145,7 @@ func TestServeEtcdStoreErrors(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			start := time.Now()
-			code, out, errOut := runWharf(t, t.TempDir(), append([]string{"serve", "--addr", "127.0.0.1:0", "--demo", ""}, tc.args...)...)
+			code, out, errOut := runServer(t, t.TempDir(), append([]string{"--addr", "127.0.0.1:0", "--demo", ""}, tc.args...)...)
 			if code != tc.exit {
 				t.Fatalf("exit %d, want %d\nstdout: %s\nstderr: %s", code, tc.exit, out, errOut)
 			}

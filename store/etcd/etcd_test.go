@@ -1,4 +1,4 @@
-package store_test
+package etcd_test
 
 import (
 	"context"
@@ -16,13 +16,14 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/wharfhq/wharf/store"
+	"github.com/wharfhq/wharf/store/etcd"
 	"github.com/wharfhq/wharf/store/etcdtest"
 	"github.com/wharfhq/wharf/store/storetest"
 )
 
-func openEtcd(t *testing.T, endpoints []string, opts store.EtcdOptions) *store.Etcd {
+func openEtcd(t *testing.T, endpoints []string, opts etcd.Options) *etcd.Store {
 	t.Helper()
-	e, err := store.OpenEtcd(endpoints, opts)
+	e, err := etcd.Open(endpoints, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -42,7 +43,7 @@ func TestEtcdContract(t *testing.T) {
 	c := etcdtest.Start(t, 1)
 	var p prefixes
 	storetest.Run(t, func(t *testing.T) store.Store {
-		return openEtcd(t, c.Endpoints(), store.EtcdOptions{Prefix: p.next()})
+		return openEtcd(t, c.Endpoints(), etcd.Options{Prefix: p.next()})
 	})
 }
 
@@ -54,7 +55,7 @@ func TestEtcdReplicasContract(t *testing.T) {
 	storetest.RunReplicas(t, func(t *testing.T) storetest.Shared {
 		prefix := p.next()
 		return func(t *testing.T) store.Store {
-			return openEtcd(t, c.Endpoints(), store.EtcdOptions{Prefix: prefix})
+			return openEtcd(t, c.Endpoints(), etcd.Options{Prefix: prefix})
 		}
 	})
 }
@@ -80,7 +81,7 @@ func TestEtcdCoarseComparesCounter(t *testing.T) {
 	var wg sync.WaitGroup
 	errs := make(chan error, clients)
 	for range clients {
-		s := openEtcd(t, c.Endpoints(), store.EtcdOptions{Prefix: "/p", MaxTxnOps: coarseMaxTxnOps})
+		s := openEtcd(t, c.Endpoints(), etcd.Options{Prefix: "/p", MaxTxnOps: coarseMaxTxnOps})
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -109,7 +110,7 @@ func TestEtcdCoarseComparesCounter(t *testing.T) {
 	for err := range errs {
 		t.Fatal(err)
 	}
-	s := openEtcd(t, c.Endpoints(), store.EtcdOptions{Prefix: "/p"})
+	s := openEtcd(t, c.Endpoints(), etcd.Options{Prefix: "/p"})
 	var v []byte
 	if err := s.View(func(r store.Reader) error {
 		var err error
@@ -125,7 +126,7 @@ func TestEtcdCoarseComparesCounter(t *testing.T) {
 
 func TestEtcdKeyLayout(t *testing.T) {
 	c := etcdtest.Start(t, 1)
-	s := openEtcd(t, c.Endpoints(), store.EtcdOptions{Prefix: "/corp/wharf/"})
+	s := openEtcd(t, c.Endpoints(), etcd.Options{Prefix: "/corp/wharf/"})
 	if s.Prefix() != "/corp/wharf" {
 		t.Fatalf("Prefix() = %q, want /corp/wharf", s.Prefix())
 	}
@@ -245,7 +246,7 @@ func TestEtcdConflictDetection(t *testing.T) {
 	}
 	for _, coarse := range []bool{false, true} {
 		for _, tc := range cases {
-			name, want, opts := tc.name, tc.want, store.EtcdOptions{}
+			name, want, opts := tc.name, tc.want, etcd.Options{}
 			read := tc.read
 			if coarse {
 				name, want, opts.MaxTxnOps = "coarse/"+name, tc.coarse, coarseMaxTxnOps
@@ -259,7 +260,7 @@ func TestEtcdConflictDetection(t *testing.T) {
 			t.Run(name, func(t *testing.T) {
 				opts.Prefix = p.next()
 				s := openEtcd(t, c.Endpoints(), opts)
-				other := openEtcd(t, c.Endpoints(), store.EtcdOptions{Prefix: opts.Prefix})
+				other := openEtcd(t, c.Endpoints(), etcd.Options{Prefix: opts.Prefix})
 				if err := put("b", "k", "1")(s); err != nil {
 					t.Fatal(err)
 				}
@@ -273,8 +274,8 @@ func TestEtcdConflictDetection(t *testing.T) {
 
 func TestEtcdGivesUpAfterMaxAttempts(t *testing.T) {
 	c := etcdtest.Start(t, 1)
-	s := openEtcd(t, c.Endpoints(), store.EtcdOptions{Prefix: "/p", MaxAttempts: 3})
-	other := openEtcd(t, c.Endpoints(), store.EtcdOptions{Prefix: "/p"})
+	s := openEtcd(t, c.Endpoints(), etcd.Options{Prefix: "/p", MaxAttempts: 3})
+	other := openEtcd(t, c.Endpoints(), etcd.Options{Prefix: "/p"})
 	attempts := 0
 	err := s.Update(func(tx store.Tx) error {
 		attempts++
@@ -301,7 +302,7 @@ func TestEtcdGivesUpAfterMaxAttempts(t *testing.T) {
 
 func TestEtcdTooManyWritesInOneUpdate(t *testing.T) {
 	c := etcdtest.Start(t, 1)
-	s := openEtcd(t, c.Endpoints(), store.EtcdOptions{Prefix: "/p", MaxTxnOps: 10})
+	s := openEtcd(t, c.Endpoints(), etcd.Options{Prefix: "/p", MaxTxnOps: 10})
 	err := s.Update(func(tx store.Tx) error {
 		for i := range 11 {
 			if err := tx.Put("b", strconv.Itoa(i), []byte("x")); err != nil {
@@ -328,7 +329,7 @@ func TestEtcdTooManyWritesInOneUpdate(t *testing.T) {
 
 func TestEtcdReadOnlyView(t *testing.T) {
 	c := etcdtest.Start(t, 1)
-	s := openEtcd(t, c.Endpoints(), store.EtcdOptions{Prefix: "/p"})
+	s := openEtcd(t, c.Endpoints(), etcd.Options{Prefix: "/p"})
 	err := s.View(func(r store.Reader) error {
 		tx, ok := r.(store.Tx)
 		if !ok {
@@ -343,7 +344,7 @@ func TestEtcdReadOnlyView(t *testing.T) {
 
 func TestEtcdWatchClosesWithStore(t *testing.T) {
 	c := etcdtest.Start(t, 1)
-	s, err := store.OpenEtcd(c.Endpoints(), store.EtcdOptions{Prefix: "/p"})
+	s, err := etcd.Open(c.Endpoints(), etcd.Options{Prefix: "/p"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -372,18 +373,18 @@ func TestOpenEtcdUnreachable(t *testing.T) {
 	}
 	addr := l.Addr().String()
 	l.Close() // nothing listens there now
-	_, err = store.OpenEtcd([]string{addr}, store.EtcdOptions{DialTimeout: 500 * time.Millisecond})
+	_, err = etcd.Open([]string{addr}, etcd.Options{DialTimeout: 500 * time.Millisecond})
 	if err == nil {
-		t.Fatal("OpenEtcd of a closed port succeeded")
+		t.Fatal("etcd.Open of a closed port succeeded")
 	}
 	if !strings.Contains(err.Error(), addr) || !strings.Contains(err.Error(), "etcd is running") {
 		t.Fatalf("error %q does not name the address and the next step", err)
 	}
-	if _, err := store.OpenEtcd(nil, store.EtcdOptions{}); err == nil {
-		t.Fatal("OpenEtcd without endpoints succeeded")
+	if _, err := etcd.Open(nil, etcd.Options{}); err == nil {
+		t.Fatal("etcd.Open without endpoints succeeded")
 	}
-	if _, err := store.OpenEtcd([]string{addr}, store.EtcdOptions{Prefix: "/"}); err == nil || !strings.Contains(err.Error(), "prefix") {
-		t.Fatalf("OpenEtcd with prefix / = %v, want a prefix error", err)
+	if _, err := etcd.Open([]string{addr}, etcd.Options{Prefix: "/"}); err == nil || !strings.Contains(err.Error(), "prefix") {
+		t.Fatalf("etcd.Open with prefix / = %v, want a prefix error", err)
 	}
 }
 
@@ -398,7 +399,7 @@ func TestEtcdMemberProcess(t *testing.T) { etcdtest.ServeMember(t) }
 // sequence numbers stay gap-free and no update is half applied.
 func TestEtcdClusterSurvivesLeaderCrash(t *testing.T) {
 	c := etcdtest.StartProcesses(t, 3, "TestEtcdMemberProcess")
-	s := openEtcd(t, c.Endpoints(), store.EtcdOptions{Prefix: "/ha", RequestTimeout: 5 * time.Second})
+	s := openEtcd(t, c.Endpoints(), etcd.Options{Prefix: "/ha", RequestTimeout: 5 * time.Second})
 
 	const workers, before, after = 4, 25, 25
 	const maxErrors = 200 // per worker: a client that never recovers fails the test
@@ -508,7 +509,7 @@ func TestEtcdClusterSurvivesLeaderCrash(t *testing.T) {
 
 	// Read back through a fresh client on the surviving members only.
 	c.WaitHealthy()
-	r := openEtcd(t, c.Endpoints(), store.EtcdOptions{Prefix: "/ha"})
+	r := openEtcd(t, c.Endpoints(), etcd.Options{Prefix: "/ha"})
 	var data, audit []store.KV
 	if err := r.View(func(rd store.Reader) error {
 		var err error
@@ -592,13 +593,13 @@ func TestParseEtcdURL(t *testing.T) {
 		{"etcd://[::1]:2379,[fe80::1]/x", []string{"[::1]:2379", "[fe80::1]:2379"}, "/x"},
 	}
 	for _, tc := range good {
-		eps, prefix, err := store.ParseEtcdURL(tc.in)
+		eps, prefix, err := etcd.ParseURL(tc.in)
 		if err != nil {
-			t.Errorf("ParseEtcdURL(%q): %v", tc.in, err)
+			t.Errorf("ParseURL(%q): %v", tc.in, err)
 			continue
 		}
 		if !slices.Equal(eps, tc.eps) || prefix != tc.prefix {
-			t.Errorf("ParseEtcdURL(%q) = %q, %q; want %q, %q", tc.in, eps, prefix, tc.eps, tc.prefix)
+			t.Errorf("ParseURL(%q) = %q, %q; want %q, %q", tc.in, eps, prefix, tc.eps, tc.prefix)
 		}
 	}
 	bad := []struct{ in, mention string }{
@@ -623,18 +624,18 @@ func TestParseEtcdURL(t *testing.T) {
 		{"etcd://h_é:1", "invalid character"},
 	}
 	for _, tc := range bad {
-		_, _, err := store.ParseEtcdURL(tc.in)
+		_, _, err := etcd.ParseURL(tc.in)
 		if err == nil {
-			t.Errorf("ParseEtcdURL(%q) succeeded", tc.in)
+			t.Errorf("ParseURL(%q) succeeded", tc.in)
 			continue
 		}
 		if !strings.Contains(err.Error(), tc.mention) || !strings.Contains(err.Error(), "etcd://host:2379") {
-			t.Errorf("ParseEtcdURL(%q) = %q; want it to mention %q and the form", tc.in, err, tc.mention)
+			t.Errorf("ParseURL(%q) = %q; want it to mention %q and the form", tc.in, err, tc.mention)
 		}
 	}
 }
 
-func FuzzParseEtcdURL(f *testing.F) {
+func FuzzParseURL(f *testing.F) {
 	for _, s := range []string{
 		"etcd://127.0.0.1:2379", "etcd://a:1,b:2/p/q", "etcd://[::1]:2379/x", "etcd://h/",
 		"etcd://", "etcd://h:99999", "etcd://[", "etcd://h:1/a//b", "etcd://h:1/..",
@@ -642,7 +643,7 @@ func FuzzParseEtcdURL(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		eps, prefix, err := store.ParseEtcdURL(s)
+		eps, prefix, err := etcd.ParseURL(s)
 		if err != nil {
 			return
 		}
@@ -660,7 +661,7 @@ func FuzzParseEtcdURL(f *testing.F) {
 		}
 		// The canonical form parses to the same result.
 		again := "etcd://" + strings.Join(eps, ",") + prefix
-		eps2, prefix2, err := store.ParseEtcdURL(again)
+		eps2, prefix2, err := etcd.ParseURL(again)
 		if err != nil || !slices.Equal(eps, eps2) || prefix != prefix2 {
 			t.Fatalf("%q: canonical %q parses to %q %q %v", s, again, eps2, prefix2, err)
 		}
@@ -675,8 +676,8 @@ func TestEtcdWatchResumesAfterQuorumLoss(t *testing.T) {
 	leader := c.Leader()
 	follower := (leader + 1) % 3
 	other := (leader + 2) % 3
-	watcher := openEtcd(t, []string{c.Members[follower].Endpoint()}, store.EtcdOptions{Prefix: "/w"})
-	writer := openEtcd(t, c.Endpoints(), store.EtcdOptions{Prefix: "/w"})
+	watcher := openEtcd(t, []string{c.Members[follower].Endpoint()}, etcd.Options{Prefix: "/w"})
+	writer := openEtcd(t, c.Endpoints(), etcd.Options{Prefix: "/w"})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	ch, err := watcher.Watch(ctx, "tokens")
@@ -741,7 +742,7 @@ func TestEtcdWatchResumesAfterQuorumLoss(t *testing.T) {
 // instead of failing or mixing two snapshots.
 func TestEtcdSnapshotCompactedRunsAgain(t *testing.T) {
 	c := etcdtest.Start(t, 1)
-	s := openEtcd(t, c.Endpoints(), store.EtcdOptions{Prefix: "/p"})
+	s := openEtcd(t, c.Endpoints(), etcd.Options{Prefix: "/p"})
 	if err := s.Update(func(tx store.Tx) error {
 		if err := tx.Put("b", "x", []byte("1")); err != nil {
 			return err
@@ -796,7 +797,7 @@ func TestEtcdSnapshotCompactedRunsAgain(t *testing.T) {
 // read must not commit writes made without what it could not read.
 func TestEtcdUpdateWithFailedReadIsNotApplied(t *testing.T) {
 	c := etcdtest.Start(t, 1)
-	s := openEtcd(t, c.Endpoints(), store.EtcdOptions{Prefix: "/p"})
+	s := openEtcd(t, c.Endpoints(), etcd.Options{Prefix: "/p"})
 	huge := strings.Repeat("k", 3<<20) // larger than etcd takes in one request
 	err := s.Update(func(tx store.Tx) error {
 		if _, err := tx.Get("b", huge); err == nil || errors.Is(err, store.ErrNotFound) {

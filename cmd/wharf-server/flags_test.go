@@ -6,7 +6,7 @@ import (
 )
 
 func TestServeTrustedProxyFlag(t *testing.T) {
-	code, _, stderr := runWharf(t, t.TempDir(), "serve", "--addr", "127.0.0.1:0", "--trusted-proxy", "proxy.example")
+	code, _, stderr := runServer(t, t.TempDir(), "--addr", "127.0.0.1:0", "--trusted-proxy", "proxy.example")
 	if code != 2 || !strings.Contains(stderr, `trusted proxy "proxy.example" is neither a CIDR range`) || !strings.Contains(stderr, "--trusted-proxy 10.0.0.0/8") {
 		t.Fatalf("bad --trusted-proxy: exit %d\n%s", code, stderr)
 	}

@@ -14,7 +14,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	wharf "github.com/wharfhq/wharf"
 	"github.com/wharfhq/wharf/api"
@@ -22,7 +22,7 @@ import (
 	"github.com/wharfhq/wharf/plugin"
 )
 
-// serveOptions are the flags of `wharf serve`.
+// serveOptions are the flags of wharf-server.
 type serveOptions struct {
 	Addr        string
 	Data        string
@@ -39,24 +39,11 @@ type serveOptions struct {
 	Store          storeFlags // serve_store.go
 }
 
-func newServeCmd(a *app) *cobra.Command {
-	o := &serveOptions{}
-	cmd := &cobra.Command{
-		Use:   "serve [--addr 127.0.0.1:7070] [--data DIR | --store etcd://host:2379,...]",
-		Short: "Run the wharf API server (catalog, policy bundle, verify, audit, tokens)",
-		Long: "Run the HTTP API with an embedded bbolt store in --data (default $WHARF_HOME/server).\n" +
-			"On first start it creates an admin token and prints it once to stderr (or uses\n" +
-			"WHARF_BOOTSTRAP_TOKEN), and registers the demo marketplace (--demo) so the catalog\n" +
-			"is not empty. Stop it with Ctrl-C or SIGTERM: in-flight requests finish first.\n" +
-			"Several replicas share state with --store etcd://host:2379,host2:2379/prefix\n" +
-			"(see docs/production.md).",
-		Args: exactArgs(0, "no arguments"),
-		RunE: func(cmd *cobra.Command, _ []string) error { return a.runServe(cmd.Context(), o) },
-	}
-	f := cmd.Flags()
+// addServeFlags declares the server's flags on f.
+func addServeFlags(f *pflag.FlagSet, o *serveOptions) {
 	f.StringVar(&o.Addr, "addr", "127.0.0.1:7070", "listen address")
 	f.StringVar(&o.Data, "data", "", "server data directory (default $WHARF_HOME/server)")
-	f.StringVar(&o.Demo, "demo", defaultDemo, "directory marketplace registered on first start (default: the source tree's, else the copy built into wharf); empty to skip")
+	f.StringVar(&o.Demo, "demo", defaultDemo, "directory marketplace registered on first start (default: the source tree's, else the copy built into wharf-server); empty to skip")
 	f.Float64Var(&o.RateLimit, "rate-limit", 50, "requests per second per token; negative for no limit")
 	f.IntVar(&o.RateBurst, "rate-burst", 0, "burst per token (default twice --rate-limit)")
 	f.Int64Var(&o.BodyLimit, "body-limit", 1<<20, "largest request body in bytes")
@@ -66,7 +53,6 @@ func newServeCmd(a *app) *cobra.Command {
 	addStoreFlags(f, &o.Store)
 	f.StringArrayVar(&o.TrustedProxies, "trusted-proxy", nil, "CIDR range (or address) of a reverse proxy whose X-Forwarded-For gives the client's address; repeatable (default: none, the connection's address is the client's)")
 	f.StringArrayVar(&o.TrustedKeys, "trusted-key", nil, "public key file (PEM) trusted for plugin signatures, in addition to $WHARF_HOME/keys/*.pub; repeatable")
-	return cmd
 }
 
 // serveInfo is printed once the server listens (stdout, JSON under --json).
@@ -97,7 +83,7 @@ func (a *app) runServe(ctx context.Context, o *serveOptions) error {
 	logger := slog.New(slog.NewJSONHandler(a.stderr, &slog.HandlerOptions{Level: level}))
 	data := o.Data
 	if data == "" {
-		data = filepath.Join(a.env.Home(), "server")
+		data = filepath.Join(a.cfg.Home, "server")
 	}
 	data, err = filepath.Abs(data)
 	if err != nil {
@@ -142,12 +128,12 @@ func (a *app) runServe(ctx context.Context, o *serveOptions) error {
 	if firstStart {
 		if os.Getenv("WHARF_BOOTSTRAP_TOKEN") == "" {
 			info.AdminToken = secret
-			fmt.Fprintf(a.stderr, "wharf: first start: created an admin token; it is shown only now:\n\n    %s\n\n", secret)
+			fmt.Fprintf(a.stderr, "wharf-server: first start: created an admin token; it is shown only now:\n\n    %s\n\n", secret)
 		}
 		if o.Demo != "" {
 			name, err := registerDemo(ctx, catalog, demoDir(o.Demo, data))
 			if err != nil {
-				fmt.Fprintf(a.stderr, "wharf: warning: demo marketplace not registered: %v\n", err)
+				fmt.Fprintf(a.stderr, "wharf-server: warning: demo marketplace not registered: %v\n", err)
 			} else {
 				info.Demo = name
 			}
@@ -165,7 +151,7 @@ func (a *app) runServe(ctx context.Context, o *serveOptions) error {
 			return err
 		}
 	} else {
-		a.printf("wharf: serving on %s (data %s, store %s)\n", info.URL, data, where)
+		a.printf("wharf-server: serving on %s (data %s, store %s)\n", info.URL, data, where)
 	}
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -175,7 +161,7 @@ func (a *app) runServe(ctx context.Context, o *serveOptions) error {
 
 // demoDir is the demo marketplace to register: dir when it exists; else, for
 // the default, the copy built into the binary, written under the data dir
-// (so that `wharf serve` shows a catalog wherever it runs).
+// (so that wharf-server shows a catalog wherever it runs).
 func demoDir(dir, data string) string {
 	if _, err := os.Stat(dir); err == nil || dir != defaultDemo {
 		return dir
@@ -202,7 +188,7 @@ func registerDemo(ctx context.Context, c *api.MarketplaceCatalog, dir string) (s
 	}
 	if _, err := os.Stat(filepath.Join(abs, ".claude-plugin", "marketplace.json")); err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
-			return "", fmt.Errorf("%s has no .claude-plugin/marketplace.json; run wharf serve from the wharf source tree or pass --demo DIR", abs)
+			return "", fmt.Errorf("%s has no .claude-plugin/marketplace.json; run wharf-server from the wharf source tree or pass --demo DIR", abs)
 		}
 		return "", err
 	}

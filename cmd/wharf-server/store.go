@@ -14,6 +14,7 @@ import (
 
 	"github.com/wharfhq/wharf/plugin"
 	"github.com/wharfhq/wharf/store"
+	"github.com/wharfhq/wharf/store/etcd"
 )
 
 // storeFlags choose the server's store: bbolt in the data directory (one
@@ -49,13 +50,13 @@ func (a *app) openServeStore(o storeFlags, data string) (st store.Store, where s
 		if err != nil {
 			hint := "check that " + data + " is writable"
 			if errors.Is(err, store.ErrLocked) {
-				hint = "another wharf serve uses " + data + "; stop it or pass another --data (several replicas need --store etcd://...)"
+				hint = "another wharf-server uses " + data + "; stop it or pass another --data (several replicas need --store etcd://...)"
 			}
 			return nil, "", &plugin.Error{Layer: plugin.LayerMaterialization, Type: "store-locked", Object: data, Err: err, Hint: hint}
 		}
 		return b, "bolt:" + path, nil
 	}
-	endpoints, prefix, err := store.ParseEtcdURL(o.URL)
+	endpoints, prefix, err := etcd.ParseURL(o.URL)
 	if err != nil {
 		return nil, "", &plugin.Error{Layer: plugin.LayerIntent, Type: typeUsage, Object: "--store", Err: err,
 			Hint: "e.g. --store etcd://10.0.0.1:2379,10.0.0.2:2379,10.0.0.3:2379/wharf, or leave --store out for the embedded bbolt store in --data"}
@@ -68,9 +69,9 @@ func (a *app) openServeStore(o storeFlags, data string) (st store.Store, where s
 	if err != nil {
 		return nil, "", err
 	}
-	opts := store.EtcdOptions{Prefix: prefix, DialTimeout: o.DialTimeout, TLS: tlsCfg,
+	opts := etcd.Options{Prefix: prefix, DialTimeout: o.DialTimeout, TLS: tlsCfg,
 		Username: a.getenv("WHARF_ETCD_USERNAME"), Password: a.getenv("WHARF_ETCD_PASSWORD")}
-	e, err := store.OpenEtcd(endpoints, opts)
+	e, err := etcd.Open(endpoints, opts)
 	if err != nil {
 		return nil, "", &plugin.Error{Layer: plugin.LayerMaterialization, Type: "store-unreachable", Object: o.URL, Err: err,
 			Hint: fmt.Sprintf("check that etcd answers at %s (etcdctl --endpoints=%s endpoint health), or raise --store-timeout",

@@ -21,7 +21,7 @@ type servedWharf struct {
 	stderr *bytes.Buffer
 }
 
-// startServe runs `wharf serve` as a real process on a free loopback port
+// startServe runs wharf-server as a real process on a free loopback port
 // and waits for the line it prints once it listens.
 func startServe(t *testing.T, home string, env ...string) *servedWharf {
 	t.Helper()
@@ -29,7 +29,7 @@ func startServe(t *testing.T, home string, env ...string) *servedWharf {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(wharfBinary(t), "serve", "--json", "--addr", "127.0.0.1:0", "--demo", demo, "--log-level", "warn")
+	cmd := exec.Command(serverBinary(t), "--json", "--addr", "127.0.0.1:0", "--demo", demo, "--log-level", "warn")
 	cmd.Env = append(os.Environ(), append([]string{"WHARF_HOME=" + home, "WHARF_BOOTSTRAP_TOKEN="}, env...)...)
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
@@ -49,7 +49,7 @@ func startServe(t *testing.T, home string, env ...string) *servedWharf {
 	if err := json.NewDecoder(bufio.NewReader(stdout)).Decode(&s.info); err != nil {
 		cmd.Process.Kill()
 		cmd.Wait()
-		t.Fatalf("wharf serve did not start: %v\n%s", err, s.stderr)
+		t.Fatalf("wharf-server did not start: %v\n%s", err, s.stderr)
 	}
 	go io.Copy(io.Discard, stdout)
 	return s
@@ -66,11 +66,11 @@ func (s *servedWharf) stop(t *testing.T) {
 	select {
 	case err := <-done:
 		if err != nil {
-			t.Fatalf("wharf serve after SIGTERM: %v\n%s", err, s.stderr)
+			t.Fatalf("wharf-server after SIGTERM: %v\n%s", err, s.stderr)
 		}
 	case <-time.After(30 * time.Second):
 		s.cmd.Process.Kill()
-		t.Fatal("wharf serve did not stop after SIGTERM")
+		t.Fatal("wharf-server did not stop after SIGTERM")
 	}
 }
 
@@ -87,9 +87,21 @@ func httpGet(t *testing.T, url, token string) (int, string) {
 	return res.StatusCode, string(b)
 }
 
+// runServer runs wharf-server with args to its end.
+func runServer(t *testing.T, home string, args ...string) (int, string, string) {
+	t.Helper()
+	return runBinary(t, serverBinary(t), home, args...)
+}
+
+// runWharf runs the client, wharf, as an admin would against the server.
 func runWharf(t *testing.T, home string, args ...string) (int, string, string) {
 	t.Helper()
-	cmd := exec.Command(wharfBinary(t), args...)
+	return runBinary(t, clientBinary(t), home, args...)
+}
+
+func runBinary(t *testing.T, bin, home string, args ...string) (int, string, string) {
+	t.Helper()
+	cmd := exec.Command(bin, args...)
 	cmd.Env = append(os.Environ(), "WHARF_HOME="+home, "WHARF_TOKEN=", "WHARF_SERVER=")
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb

@@ -1,4 +1,7 @@
-package store
+// Package etcd is the store backend for several wharf servers sharing one
+// etcd cluster. It is a package of its own so that only the server links
+// etcd, gRPC and protobuf: the client and the agent use store's bbolt.
+package etcd
 
 import (
 	"context"
@@ -16,9 +19,11 @@ import (
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
+
+	"github.com/wharfhq/wharf/store"
 )
 
-// Etcd is the multi-replica backend: any number of wharf servers share one
+// Store is the multi-replica backend: any number of wharf servers share one
 // etcd cluster, and Update is serializable across all of them.
 //
 // Key layout, under the prefix (default "/wharf"):
@@ -37,16 +42,16 @@ import (
 // modified after the snapshot) together with the bucket's deletion marker.
 // On a conflict fn runs again on a fresh snapshot, so fn must have no effects
 // outside the transaction.
-type Etcd struct {
+type Store struct {
 	cli    *clientv3.Client
-	opts   EtcdOptions
+	opts   Options
 	ctx    context.Context // canceled by Close
 	cancel context.CancelFunc
 	closed sync.Once
 }
 
-// EtcdOptions tune OpenEtcd. Zero values take the documented defaults.
-type EtcdOptions struct {
+// Options tune Open. Zero values take the documented defaults.
+type Options struct {
 	// Prefix is prepended to every key; default "/wharf". Several wharf
 	// deployments can share a cluster under different prefixes.
 	Prefix string
@@ -69,7 +74,7 @@ type EtcdOptions struct {
 
 const defaultEtcdPrefix = "/wharf"
 
-func (o EtcdOptions) withDefaults() EtcdOptions {
+func (o Options) withDefaults() Options {
 	if o.Prefix == "" {
 		o.Prefix = defaultEtcdPrefix
 	}
@@ -89,9 +94,9 @@ func (o EtcdOptions) withDefaults() EtcdOptions {
 	return o
 }
 
-// OpenEtcd connects to the etcd cluster at endpoints ("host:port" or
+// Open connects to the etcd cluster at endpoints ("host:port" or
 // "http(s)://host:port") and checks that it answers within DialTimeout.
-func OpenEtcd(endpoints []string, opts EtcdOptions) (*Etcd, error) {
+func Open(endpoints []string, opts Options) (*Store, error) {
 	if len(endpoints) == 0 {
 		return nil, errors.New("store: etcd: no endpoints; give at least one, e.g. etcd://127.0.0.1:2379")
 	}
@@ -111,7 +116,7 @@ func OpenEtcd(endpoints []string, opts EtcdOptions) (*Etcd, error) {
 		return nil, fmt.Errorf("store: etcd %s: %w; check the endpoints and that etcd is running", strings.Join(endpoints, ","), err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	e := &Etcd{cli: cli, opts: opts, ctx: ctx, cancel: cancel}
+	e := &Store{cli: cli, opts: opts, ctx: ctx, cancel: cancel}
 	// clientv3.New does not wait for a connection; ask for something cheap so
 	// a wrong address fails here, with the address in the message.
 	pctx, pcancel := context.WithTimeout(ctx, opts.DialTimeout)
@@ -125,10 +130,10 @@ func OpenEtcd(endpoints []string, opts EtcdOptions) (*Etcd, error) {
 }
 
 // Prefix returns the key prefix in use.
-func (e *Etcd) Prefix() string { return e.opts.Prefix }
+func (e *Store) Prefix() string { return e.opts.Prefix }
 
 // Close releases the connection; open watch channels close.
-func (e *Etcd) Close() error {
+func (e *Store) Close() error {
 	var err error
 	e.closed.Do(func() {
 		e.cancel()
@@ -146,18 +151,18 @@ func segment(bucket string) string {
 	return s
 }
 
-func (e *Etcd) bucketPrefix(bucket string) string {
+func (e *Store) bucketPrefix(bucket string) string {
 	return e.opts.Prefix + "/" + segment(bucket) + "/"
 }
-func (e *Etcd) seqKey(bucket string) string { return e.opts.Prefix + "/.seq/" + segment(bucket) }
-func (e *Etcd) delKey(bucket string) string { return e.opts.Prefix + "/.del/" + segment(bucket) }
+func (e *Store) seqKey(bucket string) string { return e.opts.Prefix + "/.seq/" + segment(bucket) }
+func (e *Store) delKey(bucket string) string { return e.opts.Prefix + "/.del/" + segment(bucket) }
 
-func (e *Etcd) requestCtx() (context.Context, context.CancelFunc) {
+func (e *Store) requestCtx() (context.Context, context.CancelFunc) {
 	return context.WithTimeout(e.ctx, e.opts.RequestTimeout)
 }
 
 // View implements Store: fn reads one snapshot.
-func (e *Etcd) View(fn func(Reader) error) error {
+func (e *Store) View(fn func(store.Reader) error) error {
 	for attempt := 1; ; attempt++ {
 		tx := &etcdTx{e: e}
 		err := fn(tx)
@@ -169,7 +174,7 @@ func (e *Etcd) View(fn func(Reader) error) error {
 }
 
 // Update implements Store. See the type's doc for the isolation it gives.
-func (e *Etcd) Update(fn func(Tx) error) error {
+func (e *Store) Update(fn func(store.Tx) error) error {
 	for attempt := 1; ; attempt++ {
 		tx := &etcdTx{e: e, writable: true}
 		err := fn(tx)
@@ -192,7 +197,7 @@ func (e *Etcd) Update(fn func(Tx) error) error {
 			return nil
 		}
 		if attempt >= e.opts.MaxAttempts {
-			return fmt.Errorf("store: etcd: %w: gave up after %d attempts, other writers kept changing what this update read; retry later", ErrConflict, attempt)
+			return fmt.Errorf("store: etcd: %w: gave up after %d attempts, other writers kept changing what this update read; retry later", store.ErrConflict, attempt)
 		}
 		if attempt > 4 {
 			// Spread out the racers so that one of them gets through.
@@ -206,7 +211,7 @@ func (e *Etcd) Update(fn func(Tx) error) error {
 // breaks (a member dies or loses its leader) it resumes on another member
 // from the last revision it delivered, so no commit is skipped. Only when
 // etcd has compacted that revision away does the channel close.
-func (e *Etcd) Watch(ctx context.Context, bucket string) (<-chan Event, error) {
+func (e *Store) Watch(ctx context.Context, bucket string) (<-chan store.Event, error) {
 	if bucket == "" {
 		return nil, errors.New("store: watch: empty bucket name")
 	}
@@ -221,7 +226,7 @@ func (e *Etcd) Watch(ctx context.Context, bucket string) (<-chan Event, error) {
 	wctx, wcancel := context.WithCancel(ctx)
 	stop := context.AfterFunc(e.ctx, wcancel)
 	prefix := e.bucketPrefix(bucket)
-	out := make(chan Event)
+	out := make(chan store.Event)
 	go func() {
 		defer close(out)
 		defer stop()
@@ -240,7 +245,7 @@ func (e *Etcd) Watch(ctx context.Context, bucket string) (<-chan Event, error) {
 					break
 				}
 				for _, ev := range wr.Events {
-					out1 := Event{Bucket: bucket, Key: strings.TrimPrefix(string(ev.Kv.Key), prefix)}
+					out1 := store.Event{Bucket: bucket, Key: strings.TrimPrefix(string(ev.Kv.Key), prefix)}
 					if ev.Type == clientv3.EventTypeDelete {
 						out1.Deleted = true
 					} else {
@@ -270,7 +275,7 @@ func (e *Etcd) Watch(ctx context.Context, bucket string) (<-chan Event, error) {
 
 // etcdTx is one attempt of a View or Update.
 type etcdTx struct {
-	e        *Etcd
+	e        *Store
 	writable bool
 	rev      int64 // snapshot revision; 0 until the first read
 	restart  bool  // the snapshot was compacted away: run fn again
@@ -362,12 +367,12 @@ func (t *etcdTx) Get(bucket, key string) ([]byte, error) {
 		return nil, err
 	}
 	if !found {
-		return nil, ErrNotFound
+		return nil, store.ErrNotFound
 	}
 	return append([]byte{}, v...), nil
 }
 
-func (t *etcdTx) List(bucket, prefix string) ([]KV, error) {
+func (t *etcdTx) List(bucket, prefix string) ([]store.KV, error) {
 	if err := t.checkBucket("list", bucket); err != nil {
 		return nil, err
 	}
@@ -375,7 +380,7 @@ func (t *etcdTx) List(bucket, prefix string) ([]KV, error) {
 	return t.rangeRead(bucket, start, clientv3.GetPrefixRangeEnd(start), 0)
 }
 
-func (t *etcdTx) ListAfter(bucket, after string, limit int) ([]KV, error) {
+func (t *etcdTx) ListAfter(bucket, after string, limit int) ([]store.KV, error) {
 	if err := t.checkBucket("list", bucket); err != nil {
 		return nil, err
 	}
@@ -388,7 +393,7 @@ func (t *etcdTx) ListAfter(bucket, after string, limit int) ([]KV, error) {
 // transaction sees them (its own writes included), at most limit of them
 // when limit > 0, and records the range it read for the commit's conflict
 // check.
-func (t *etcdTx) rangeRead(bucket, start, end string, limit int) ([]KV, error) {
+func (t *etcdTx) rangeRead(bucket, start, end string, limit int) ([]store.KV, error) {
 	bp := t.e.bucketPrefix(bucket)
 	pending := false
 	for k := range t.writes {
@@ -434,9 +439,9 @@ func (t *etcdTx) rangeRead(bucket, start, end string, limit int) ([]KV, error) {
 			merged[k] = w.value
 		}
 	}
-	var out []KV
+	var out []store.KV
 	for k, v := range merged {
-		out = append(out, KV{Key: strings.TrimPrefix(k, bp), Value: append([]byte{}, v...)})
+		out = append(out, store.KV{Key: strings.TrimPrefix(k, bp), Value: append([]byte{}, v...)})
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Key < out[j].Key })
 	if limit > 0 && len(out) > limit {
@@ -591,10 +596,10 @@ func (t *etcdTx) compares(coarse bool) []clientv3.Cmp {
 	return cmps
 }
 
-// ParseEtcdURL parses "etcd://host:2379,host2:2379[/prefix]" into endpoints
+// ParseURL parses "etcd://host:2379,host2:2379[/prefix]" into endpoints
 // ("host:port"; the port defaults to 2379) and a key prefix (default
 // "/wharf"; no trailing slash).
-func ParseEtcdURL(s string) (endpoints []string, prefix string, err error) {
+func ParseURL(s string) (endpoints []string, prefix string, err error) {
 	const scheme = "etcd://"
 	bad := func(format string, args ...any) ([]string, string, error) {
 		return nil, "", fmt.Errorf("store: etcd URL %q: %s; the form is etcd://host:2379,host2:2379/prefix", s, fmt.Sprintf(format, args...))

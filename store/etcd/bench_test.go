@@ -1,4 +1,4 @@
-package store_test
+package etcd_test
 
 import (
 	"errors"
@@ -10,6 +10,7 @@ import (
 	"go.etcd.io/etcd/client/v3/concurrency"
 
 	"github.com/wharfhq/wharf/store"
+	"github.com/wharfhq/wharf/store/etcd"
 	"github.com/wharfhq/wharf/store/etcdtest"
 )
 
@@ -56,7 +57,7 @@ func BenchmarkCounterBolt(b *testing.B) {
 
 func BenchmarkCounterEtcd(b *testing.B) {
 	c := etcdtest.Start(b, 1)
-	s, err := store.OpenEtcd(c.Endpoints(), store.EtcdOptions{Prefix: "/bench"})
+	s, err := etcd.Open(c.Endpoints(), etcd.Options{Prefix: "/bench"})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -1,0 +1,368 @@
+// Command wharf-server runs wharf's HTTP API and web console: the catalog,
+// signed policy bundles, verify, audit and tokens, over an embedded bbolt
+// store or an etcd cluster shared by several replicas.
+//
+// It is a command of its own so that the client, cmd/wharf, links neither
+// the web framework nor the etcd client: developers, CI and agents run
+// wharf; an admin runs wharf-server.
+//
+//	go run ./cmd/wharf-server            # serve on 127.0.0.1:7070
+//	wharf-server --help                  # every flag
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"runtime/debug"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+	"github.com/spf13/viper"
+
+	"github.com/wharfhq/wharf/marketplace"
+	"github.com/wharfhq/wharf/plugin"
+	"github.com/wharfhq/wharf/policy"
+	"github.com/wharfhq/wharf/trust"
+)
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+// app is what the server command gets: configuration and output streams.
+type app struct {
+	stdout  io.Writer
+	stderr  io.Writer
+	cfg     config
+	running bool
+}
+
+// config is the resolved configuration, read as the client reads it.
+// Precedence: flags > WHARF_* env > $WHARF_HOME/config.{json,yaml} > defaults.
+type config struct {
+	Home        string
+	JSON        bool
+	LockTimeout time.Duration
+	GitTimeout  time.Duration
+	NetIdle     time.Duration
+	GitHubHost  string
+}
+
+// configKeys are the keys of $WHARF_HOME/config.* the client and the server
+// share; the server uses the ones about its store and its marketplace
+// fetches, and accepts the client's others without a warning.
+var configKeys = map[string]bool{"json": true, "lock-timeout": true, "git-timeout": true, "net-idle-timeout": true, "github-host": true, "gc-grace": true}
+
+// typeUsage marks command-line mistakes (exit 2).
+const typeUsage = "usage"
+
+func newRootCmd(a *app) *cobra.Command {
+	o := &serveOptions{}
+	root := &cobra.Command{
+		Use:   "wharf-server [--addr 127.0.0.1:7070] [--data DIR | --store etcd://host:2379,...]",
+		Short: "The wharf API server: catalog, policy bundle, verify, audit, tokens and the web console",
+		Long: "Run the HTTP API and the web console with an embedded bbolt store in --data\n" +
+			"(default $WHARF_HOME/server).\n\n" +
+			"On first start it creates an admin token and prints it once to stderr (or uses\n" +
+			"WHARF_BOOTSTRAP_TOKEN), and registers the demo marketplace (--demo) so the catalog\n" +
+			"is not empty. Stop it with Ctrl-C or SIGTERM: in-flight requests finish first.\n" +
+			"Several replicas share state with --store etcd://host:2379,host2:2379/prefix\n" +
+			"(see docs/production.md).\n\n" +
+			"Its tokens are managed with the client, its policy layers in the console\n" +
+			"(/ui/) or the API (PUT /v1/policy/layers/{layer}); clients enforce its bundle:\n" +
+			"  wharf token create --role developer --server http://127.0.0.1:7070 --token ADMIN\n" +
+			"  wharf --policy-url http://127.0.0.1:7070 --token AGENT policy pull",
+		Version:       buildVersion(),
+		Args:          exactArgs(0, "no arguments"),
+		SilenceErrors: true,
+		SilenceUsage:  true,
+		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
+			a.running = true
+			return a.load(cmd)
+		},
+		RunE: func(cmd *cobra.Command, _ []string) error { return a.runServe(cmd.Context(), o) },
+	}
+	pf := root.PersistentFlags()
+	pf.String("home", "", "wharf's state directory (env WHARF_HOME, default ~/.wharf); the server keeps its data in <home>/server unless --data says otherwise")
+	pf.Bool("json", false, "print the start-up line as JSON (errors go to stderr as JSON)")
+	addServeFlags(root.Flags(), o)
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError(err) })
+	root.SetUsageTemplate(strings.ReplaceAll(root.UsageTemplate(), ".LocalFlags.FlagUsages", "flagUsages .LocalFlags"))
+	root.SetOut(a.stdout)
+	root.SetErr(a.stderr)
+	root.SetVersionTemplate("wharf-server {{.Version}}\n")
+	return root
+}
+
+func init() {
+	cobra.AddTemplateFunc("flagUsages", flagUsages)
+}
+
+// flagUsages lists fs as pflag does, but shows a boolean flag as "--json"
+// rather than "--json[=true|false]" (--json=false still works).
+func flagUsages(fs *pflag.FlagSet) string {
+	out := pflag.NewFlagSet(fs.Name(), pflag.ContinueOnError)
+	out.SortFlags = fs.SortFlags
+	fs.VisitAll(func(f *pflag.Flag) {
+		c := *f
+		if f.Value.Type() == "bool" {
+			c.Value = plainBool{f.Value}
+		}
+		out.AddFlag(&c)
+	})
+	return out.FlagUsages()
+}
+
+// plainBool hides IsBoolFlag from pflag's usage formatting only.
+type plainBool struct{ v pflag.Value }
+
+func (b plainBool) String() string     { return b.v.String() }
+func (b plainBool) Set(s string) error { return b.v.Set(s) }
+func (b plainBool) Type() string       { return b.v.Type() }
+
+// run executes one wharf-server invocation and returns its exit code.
+func run(args []string, stdout, stderr io.Writer) int {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	a := &app{stdout: stdout, stderr: stderr}
+	root := newRootCmd(a)
+	root.SetArgs(args)
+	err := root.ExecuteContext(ctx)
+	if err != nil && !a.running {
+		err = usageError(err)
+		if !a.cfg.JSON {
+			a.cfg.JSON = hasJSONFlag(args)
+		}
+	}
+	if err == nil {
+		return 0
+	}
+	a.printError(err)
+	return exitCode(err)
+}
+
+// exitCode maps errors to exit codes as the client does: 0 ok, 1 failure,
+// 2 usage, 3 denied by policy, 4 trust rejected, 5 dependency unsatisfied.
+func exitCode(err error) int {
+	switch plugin.LayerOf(err) {
+	case plugin.LayerIntent:
+		return 2
+	case plugin.LayerPolicy:
+		return 3
+	case plugin.LayerTrust:
+		return 4
+	case plugin.LayerDependency:
+		return 5
+	}
+	return 1
+}
+
+func usageError(err error) error {
+	var e *plugin.Error
+	if errors.As(err, &e) {
+		return err
+	}
+	return &plugin.Error{Layer: plugin.LayerIntent, Type: typeUsage, Err: err, Hint: "see: wharf-server --help"}
+}
+
+// exactArgs is cobra.ExactArgs with a message that names the arguments.
+func exactArgs(n int, names string) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, args []string) error {
+		if len(args) != n {
+			return &plugin.Error{Layer: plugin.LayerIntent, Type: typeUsage,
+				Err:  fmt.Errorf("%s takes %s (got %d argument(s)): %q", cmd.CommandPath(), names, len(args), args),
+				Hint: "see: " + cmd.CommandPath() + " --help (the client's commands are in: wharf --help)"}
+		}
+		return nil
+	}
+}
+
+func hasJSONFlag(args []string) bool {
+	for _, a := range args {
+		if a == "--" {
+			break
+		}
+		if a == "--json" || a == "--json=true" {
+			return true
+		}
+	}
+	return false
+}
+
+// buildVersion is the main module's version from the build info ("dev" for
+// a build from a source tree).
+func buildVersion() string {
+	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
+		return bi.Main.Version
+	}
+	return "dev"
+}
+
+// load resolves the configuration: the same flags, WHARF_* variables and
+// config file as the client's.
+func (a *app) load(cmd *cobra.Command) error {
+	v := viper.New()
+	v.SetEnvPrefix("WHARF")
+	v.SetEnvKeyReplacer(strings.NewReplacer("-", "_"))
+	v.AutomaticEnv()
+	userHome, _ := os.UserHomeDir()
+	v.SetDefault("home", filepath.Join(userHome, ".wharf"))
+	v.SetDefault("json", false)
+	v.SetDefault("lock-timeout", "5s")
+	v.SetDefault("git-timeout", marketplace.DefaultGitTimeout.String())
+	v.SetDefault("net-idle-timeout", marketplace.DefaultNetIdleTimeout.String())
+	v.SetDefault("github-host", "")
+	for _, k := range []string{"home", "json"} {
+		if err := v.BindPFlag(k, cmd.Flags().Lookup(k)); err != nil {
+			return err
+		}
+	}
+	a.cfg.JSON = v.GetBool("json")
+	home := v.GetString("home")
+	if f := cmd.Flags().Lookup("home"); f != nil && f.Changed && strings.TrimSpace(f.Value.String()) == "" {
+		return usageError(errors.New("--home is empty; it must name wharf's state directory"))
+	}
+	if strings.TrimSpace(home) == "" {
+		return usageError(errors.New("WHARF_HOME is empty; it must name wharf's state directory"))
+	}
+	if home == "~" || strings.HasPrefix(home, "~/") {
+		home = filepath.Join(userHome, strings.TrimPrefix(home, "~"))
+	}
+	abs, err := filepath.Abs(home)
+	if err != nil {
+		return configError("home", err)
+	}
+	a.cfg.Home = abs
+	if err := a.readConfigFile(v); err != nil {
+		return err
+	}
+	a.cfg.JSON = v.GetBool("json")
+	for _, d := range []struct {
+		key string
+		to  *time.Duration
+	}{{"lock-timeout", &a.cfg.LockTimeout}, {"git-timeout", &a.cfg.GitTimeout}, {"net-idle-timeout", &a.cfg.NetIdle}} {
+		s := strings.TrimSpace(v.GetString(d.key))
+		t, err := time.ParseDuration(s)
+		if err == nil && t <= 0 {
+			err = errors.New("must be positive")
+		}
+		if err != nil {
+			return configError(d.key, fmt.Errorf("%q: %v", s, err))
+		}
+		*d.to = t
+	}
+	a.cfg.GitHubHost = strings.TrimSpace(v.GetString("github-host"))
+	policy.SetGitHubHost(a.cfg.GitHubHost)
+	return nil
+}
+
+func (a *app) readConfigFile(v *viper.Viper) error {
+	for _, name := range []string{"config.json", "config.yaml", "config.yml"} {
+		p := filepath.Join(a.cfg.Home, name)
+		if _, err := os.Stat(p); err != nil {
+			continue
+		}
+		v.SetConfigFile(p)
+		if err := v.ReadInConfig(); err != nil {
+			return &plugin.Error{Layer: plugin.LayerIntent, Type: plugin.TypeManifestParse, Object: p,
+				Err: fmt.Errorf("read config: %w", err), Hint: "fix the file or move it aside"}
+		}
+		for _, k := range v.AllKeys() {
+			if v.InConfig(k) && !configKeys[k] {
+				fmt.Fprintf(a.stderr, "wharf-server: warning: %s: unknown key %q ignored (known: gc-grace, git-timeout, github-host, json, lock-timeout, net-idle-timeout)\n", p, k)
+			}
+		}
+		return nil
+	}
+	return nil
+}
+
+func configError(key string, err error) error {
+	env := "WHARF_" + strings.ToUpper(strings.ReplaceAll(key, "-", "_"))
+	return &plugin.Error{Layer: plugin.LayerIntent, Type: typeUsage, Object: key,
+		Err:  fmt.Errorf("configuration %s: %w", key, err),
+		Hint: fmt.Sprintf("set %s (or %q in $WHARF_HOME/config.json) to a duration like 30s", env, key)}
+}
+
+// getenv is the environment as the marketplace package sees it, with
+// configured values (github-host) in place of the raw variables.
+func (a *app) getenv(k string) string {
+	if k == "WHARF_GITHUB_HOST" {
+		return a.cfg.GitHubHost
+	}
+	return os.Getenv(k)
+}
+
+// trustedKeys reads $WHARF_HOME/keys/*.pub, the keys trusted for plugin
+// signatures.
+func (a *app) trustedKeys() (trust.Keyring, error) {
+	kr := trust.Keyring{}
+	files, _ := filepath.Glob(filepath.Join(a.cfg.Home, "keys", "*.pub"))
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			return nil, err
+		}
+		if err := kr.AddPEM(b); err != nil {
+			return nil, &plugin.Error{Layer: plugin.LayerTrust, Type: plugin.TypeTrustRejected, Object: f, Err: err,
+				Hint: "remove or replace the key file"}
+		}
+	}
+	return kr, nil
+}
+
+// printJSON writes v to stdout as indented JSON.
+func (a *app) printJSON(v any) error {
+	enc := json.NewEncoder(a.stdout)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+// printf writes human output to stdout.
+func (a *app) printf(format string, args ...any) {
+	fmt.Fprintf(a.stdout, format, args...)
+}
+
+// printError writes err to stderr: "wharf-server: <message>" and
+// "Try: <hint>", or {"error": {"type","message","hint"}} under --json.
+func (a *app) printError(err error) {
+	hint := plugin.HintOf(err)
+	if a.cfg.JSON {
+		var je struct {
+			Error struct {
+				Type    string `json:"type"`
+				Message string `json:"message"`
+				Hint    string `json:"hint,omitempty"`
+			} `json:"error"`
+		}
+		je.Error.Type = "error"
+		var e *plugin.Error
+		if errors.As(err, &e) && e.Type != "" {
+			je.Error.Type = e.Type
+		}
+		je.Error.Message = err.Error()
+		je.Error.Hint = hint
+		enc := json.NewEncoder(a.stderr)
+		enc.SetEscapeHTML(false)
+		_ = enc.Encode(je)
+		return
+	}
+	msg := err.Error()
+	var e *plugin.Error
+	if errors.As(err, &e) {
+		msg = strings.TrimPrefix(msg, string(e.Layer)+": ")
+	}
+	fmt.Fprintf(a.stderr, "wharf-server: %s\n", msg)
+	if hint != "" {
+		fmt.Fprintf(a.stderr, "Try: %s\n", hint)
+	}
+}
