@@ -27,6 +27,7 @@ import (
 	"github.com/spf13/pflag"
 	"github.com/spf13/viper"
 
+	"github.com/wharfhq/wharf/layout"
 	"github.com/wharfhq/wharf/marketplace"
 	"github.com/wharfhq/wharf/plugin"
 	"github.com/wharfhq/wharf/policy"
@@ -305,7 +306,7 @@ func (a *app) getenv(k string) string {
 // signatures.
 func (a *app) trustedKeys() (trust.Keyring, error) {
 	kr := trust.Keyring{}
-	files, _ := filepath.Glob(filepath.Join(a.cfg.Home, "keys", "*.pub"))
+	files, _ := filepath.Glob(filepath.Join(layout.New(a.cfg.Home).Keys(), "*.pub"))
 	for _, f := range files {
 		b, err := os.ReadFile(f)
 		if err != nil {

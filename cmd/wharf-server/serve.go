@@ -18,6 +18,7 @@ import (
 
 	wharf "github.com/wharfhq/wharf"
 	"github.com/wharfhq/wharf/api"
+	"github.com/wharfhq/wharf/layout"
 	"github.com/wharfhq/wharf/marketplace"
 	"github.com/wharfhq/wharf/plugin"
 )
@@ -83,7 +84,7 @@ func (a *app) runServe(ctx context.Context, o *serveOptions) error {
 	logger := slog.New(slog.NewJSONHandler(a.stderr, &slog.HandlerOptions{Level: level}))
 	data := o.Data
 	if data == "" {
-		data = filepath.Join(a.cfg.Home, "server")
+		data = layout.New(a.cfg.Home).Server()
 	}
 	data, err = filepath.Abs(data)
 	if err != nil {
