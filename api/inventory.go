@@ -388,3 +388,7 @@ func (s *Server) getRevocation(c echo.Context) error {
 	}
 	return c.JSON(http.StatusOK, st)
 }
+
+// InventoryStats returns what this replica's inventory did since New
+// (reports, touches, store writes): benchmarks and metrics.
+func (s *Server) InventoryStats() inventory.Stats { return s.inv.Stats() }
