@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"sort"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -154,7 +153,7 @@ func reportError(err error) error {
 	var re *inventory.ReportError
 	if errors.As(err, &re) {
 		status, code := http.StatusBadRequest, CodeInvalidField
-		if strings.Contains(re.Problem, "larger than") {
+		if re.TooLarge {
 			status, code = http.StatusRequestEntityTooLarge, CodeTooLarge
 		}
 		return &APIError{Status: status, Code: code, Field: re.Field, Message: re.Error(), cause: err}

@@ -26,6 +26,8 @@ type ReportError struct {
 	Field   string
 	Problem string
 	Hint    string
+	// TooLarge is set when the report exceeds MaxReportBytes.
+	TooLarge bool
 }
 
 func (e *ReportError) Error() string {
@@ -98,7 +100,9 @@ func Decode(r io.Reader) (Report, error) {
 // DecodeBytes is Decode over bytes in memory.
 func DecodeBytes(raw []byte) (Report, error) {
 	if len(raw) > MaxReportBytes {
-		return Report{}, reportErr("", "a machine reports at most "+fmt.Sprint(MaxPlugins)+" plugins", "the report is larger than %d bytes", MaxReportBytes)
+		e := reportErr("", "a machine reports at most "+fmt.Sprint(MaxPlugins)+" plugins", "the report is larger than %d bytes", MaxReportBytes)
+		e.TooLarge = true
+		return Report{}, e
 	}
 	if len(bytes.TrimSpace(raw)) == 0 {
 		return Report{}, reportErr("", "send a JSON object (see docs/server.md)", "the report is empty")

@@ -4,16 +4,20 @@
 // etcd cluster, over real HTTP.
 //
 // It prints, as one JSON object per phase:
+//
 //   - first reports (every machine new): reports/s, p50/p99 latency;
+//
 //   - unchanged reports (each machine again, through another replica):
 //     reports/s, p99, and the etcd revisions they caused (each committed
 //     write transaction is one revision: 0 means no store write);
+//
 //   - "who has X" for a plugin on a fixed set of machines, timed at each
 //     fleet size given in -checkpoints;
+//
 //   - store bytes per machine (keys and values of the inventory buckets) and
 //     etcd's database size.
 //
-//	fleetbench -store etcd://127.0.0.1:2379/wharf-fleet -machines 100000 -plugins 20
+//     fleetbench -store etcd://127.0.0.1:2379/wharf-fleet -machines 100000 -plugins 20
 package main
 
 import (
