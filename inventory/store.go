@@ -21,7 +21,8 @@ import (
 //	inventory-machines   machine id → the current report, its hash and owner
 //	inventory-by-plugin  "<plugin id>|<machine id>" → that machine's installs
 //	inventory-counts     "<plugin id>|<shard>" → counts of one shard of machines
-//	inventory-seen       machine id → when it last reported (RFC 3339)
+//	inventory-seen       machine id → {when it last reported, the hash of its
+//	                     indexed report, its owner}: what an unchanged report reads
 //
 // "Who has X" is a range read of X's keys in inventory-by-plugin: it reads
 // X's machines and nothing else, however large the fleet. The counts are
@@ -82,28 +83,39 @@ type Options struct {
 // machine over a store.Store. It is safe for concurrent use; several
 // replicas may share one store.
 //
-// An unchanged report (same Hash as the stored one) is a touch: it writes
-// nothing to the store, except the machine's last-seen time at most once
-// every PersistSeenEvery. Each replica remembers, per machine, the hash and
-// owner of the stored report and the last-seen time it has persisted; the
-// first report a replica receives for a machine reads the record once.
+// An unchanged report (same Hash as the stored one) is a touch: it reads
+// one small key (the machine's seen record: last-seen time, hash of the
+// stored report, owner) and writes nothing, except the last-seen time at
+// most once every PersistSeenEvery. The replica that received it keeps the
+// latest last-seen time in memory meanwhile. Reading the hash from the
+// store rather than trusting a replica's memory keeps a report that returns
+// to an earlier inventory through another replica from being taken for
+// unchanged.
 type Store struct {
 	st   store.Store
 	opts Options
 
 	mu     sync.Mutex
-	cached map[string]*cacheEntry
+	cached map[string]time.Time // machine → latest report received here
 
 	stats struct {
 		reports, changed, touches, seenWrites, txs atomic.Int64
 	}
 }
 
-type cacheEntry struct {
-	token     string
-	hash      string
-	seen      time.Time // latest report received here
-	persisted time.Time // last-seen time in the store
+// seenRecord is a machine's value in BucketSeen.
+type seenRecord struct {
+	Time time.Time `json:"t"`
+	// Hash is the hash of the stored report once it is fully indexed;
+	// empty while it is being indexed.
+	Hash  string `json:"h,omitempty"`
+	Owner string `json:"o,omitempty"`
+}
+
+func parseSeen(raw []byte) (seenRecord, error) {
+	var sr seenRecord
+	err := json.Unmarshal(raw, &sr)
+	return sr, err
 }
 
 // Open returns the inventory kept in st.
@@ -123,7 +135,7 @@ func Open(st store.Store, opts Options) *Store {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	return &Store{st: st, opts: opts, cached: map[string]*cacheEntry{}}
+	return &Store{st: st, opts: opts, cached: map[string]time.Time{}}
 }
 
 // Stats counts what a Store did since Open.
@@ -233,23 +245,42 @@ func group(r Report) map[string][]Install {
 	return out
 }
 
-func (s *Store) entry(machine string) *cacheEntry {
+// seenHere returns the latest report of machine this replica received.
+func (s *Store) seenHere(machine string) time.Time {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if e := s.cached[machine]; e != nil {
-		c := *e
-		return &c
-	}
-	return nil
+	return s.cached[machine]
 }
 
-func (s *Store) remember(machine string, e cacheEntry) {
+func (s *Store) remember(machine string, t time.Time) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if len(s.cached) >= s.opts.MaxCached && s.cached[machine] == nil {
-		clear(s.cached) // a replica relearns machines with one read each
+	if _, ok := s.cached[machine]; !ok && len(s.cached) >= s.opts.MaxCached {
+		clear(s.cached) // only the in-memory last-seen times are lost
 	}
-	s.cached[machine] = &e
+	if t.After(s.cached[machine]) {
+		s.cached[machine] = t
+	}
+}
+
+func (s *Store) readSeen(id string) (seenRecord, bool, error) {
+	var sr seenRecord
+	found := false
+	err := s.st.View(func(r store.Reader) error {
+		raw, err := r.Get(BucketSeen, id)
+		if errors.Is(err, store.ErrNotFound) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		found = true
+		if sr, err = parseSeen(raw); err != nil {
+			return fmt.Errorf("inventory: seen record of %s: corrupt: %w", id, err)
+		}
+		return nil
+	})
+	return sr, found, err
 }
 
 // Put stores r, validated, as machine r.Machine.ID's current inventory for
@@ -262,19 +293,23 @@ func (s *Store) Put(token string, r Report) (bool, error) {
 	id := r.Machine.ID
 	h := Hash(r)
 	now := s.opts.Now().UTC()
-	if e := s.entry(id); e != nil && e.hash == h {
-		if e.token != token {
-			return false, &OwnerError{Machine: id, Owner: e.token}
-		}
+	sr, known, err := s.readSeen(id)
+	if err != nil {
+		return false, err
+	}
+	if known && sr.Owner != "" && sr.Owner != token {
+		return false, &OwnerError{Machine: id, Owner: sr.Owner}
+	}
+	if known && sr.Hash == h {
 		s.stats.reports.Add(1)
-		return false, s.touch(id, *e, now)
+		return false, s.touch(id, h, token, sr.Time, now)
 	}
 	var old record
 	var found, unchanged bool
 	var seen time.Time
 	var groups map[string][]Install
 	var done bool
-	err := s.st.Update(func(tx store.Tx) error {
+	err = s.st.Update(func(tx store.Tx) error {
 		old, found, unchanged, done = record{}, false, false, false
 		raw, err := tx.Get(BucketMachines, id)
 		switch {
@@ -291,11 +326,10 @@ func (s *Store) Put(token string, r Report) (bool, error) {
 			return &OwnerError{Machine: id, Owner: old.Token}
 		}
 		if found && old.Hash == h && old.Indexed == h {
-			unchanged = true
-			if v, err := tx.Get(BucketSeen, id); err == nil {
-				seen, _ = time.Parse(time.RFC3339Nano, string(v))
-			}
-			return nil
+			// The seen record lacked the hash (it was being indexed, or
+			// was lost): put it back, so the next report is a touch.
+			unchanged, seen = true, now
+			return putJSON(tx, BucketSeen, id, seenRecord{Time: now, Hash: h, Owner: token})
 		}
 		groups = group(r)
 		touched := map[string]bool{}
@@ -340,14 +374,20 @@ func (s *Store) Put(token string, r Report) (bool, error) {
 		if err := putJSON(tx, BucketMachines, id, rec); err != nil {
 			return err
 		}
-		return tx.Put(BucketSeen, id, []byte(now.Format(time.RFC3339Nano)))
+		sr := seenRecord{Time: now, Owner: token}
+		if done {
+			sr.Hash = h
+		}
+		return putJSON(tx, BucketSeen, id, sr)
 	})
 	if err != nil {
 		return false, err
 	}
 	s.stats.reports.Add(1)
 	if unchanged {
-		return false, s.touch(id, cacheEntry{token: token, hash: h, persisted: seen}, now)
+		s.stats.txs.Add(1)
+		s.remember(id, seen)
+		return false, nil
 	}
 	s.stats.txs.Add(1)
 	if !done {
@@ -356,7 +396,7 @@ func (s *Store) Put(token string, r Report) (bool, error) {
 		}
 	}
 	s.stats.changed.Add(1)
-	s.remember(id, cacheEntry{token: token, hash: h, seen: now, persisted: now})
+	s.remember(id, now)
 	return true, nil
 }
 
@@ -408,7 +448,10 @@ func (s *Store) indexInBatches(id, h string, groups map[string][]Install, old re
 			return nil // a later report took over; it finishes the index
 		}
 		rec.Indexed, rec.Pending = h, nil
-		return putJSON(tx, BucketMachines, id, rec)
+		if err := putJSON(tx, BucketMachines, id, rec); err != nil {
+			return err
+		}
+		return putJSON(tx, BucketSeen, id, seenRecord{Time: s.opts.Now().UTC(), Hash: h, Owner: rec.Token})
 	})
 	if err == nil {
 		s.stats.txs.Add(1)
@@ -482,21 +525,34 @@ func putJSON(tx store.Tx, bucket, key string, v any) error {
 }
 
 // touch records an unchanged report: in memory, and in the store only when
-// the persisted last-seen time is PersistSeenEvery old.
-func (s *Store) touch(id string, e cacheEntry, now time.Time) error {
+// the persisted last-seen time (persisted) is PersistSeenEvery old, and then
+// only if the seen record still names the same report and owner.
+func (s *Store) touch(id, h, token string, persisted, now time.Time) error {
 	s.stats.touches.Add(1)
-	e.seen = now
-	if now.Sub(e.persisted) >= s.opts.PersistSeenEvery {
-		if err := s.st.Update(func(tx store.Tx) error {
-			return tx.Put(BucketSeen, id, []byte(now.Format(time.RFC3339Nano)))
-		}); err != nil {
+	s.remember(id, now)
+	if now.Sub(persisted) < s.opts.PersistSeenEvery {
+		return nil
+	}
+	wrote := false
+	if err := s.st.Update(func(tx store.Tx) error {
+		wrote = false
+		raw, err := tx.Get(BucketSeen, id)
+		if err != nil {
 			return err
 		}
+		cur, err := parseSeen(raw)
+		if err != nil || cur.Hash != h || cur.Owner != token || !cur.Time.Before(now) {
+			return nil // another report moved it meanwhile
+		}
+		wrote = true
+		return putJSON(tx, BucketSeen, id, seenRecord{Time: now, Hash: h, Owner: token})
+	}); err != nil {
+		return err
+	}
+	if wrote {
 		s.stats.seenWrites.Add(1)
 		s.stats.txs.Add(1)
-		e.persisted = now
 	}
-	s.remember(id, e)
 	return nil
 }
 
@@ -529,8 +585,8 @@ func (s *Store) Machine(id string) (MachineInfo, error) {
 		}
 		mi = MachineInfo{Report: rec.Report, Token: rec.Token, Received: rec.Received, LastSeen: rec.Received, Indexing: rec.Indexed != rec.Hash}
 		if v, err := r.Get(BucketSeen, id); err == nil {
-			if t, err := time.Parse(time.RFC3339Nano, string(v)); err == nil && t.After(mi.LastSeen) {
-				mi.LastSeen = t
+			if sr, err := parseSeen(v); err == nil && sr.Time.After(mi.LastSeen) {
+				mi.LastSeen = sr.Time
 			}
 		}
 		return nil
@@ -543,8 +599,8 @@ func (s *Store) Machine(id string) (MachineInfo, error) {
 }
 
 func (s *Store) lastSeen(id string, stored time.Time) time.Time {
-	if e := s.entry(id); e != nil && e.seen.After(stored) {
-		return e.seen
+	if t := s.seenHere(id); t.After(stored) {
+		return t
 	}
 	return stored
 }
@@ -638,7 +694,9 @@ func (s *Store) Holders(id, after string, limit int) ([]Holder, string, error) {
 				return fmt.Errorf("inventory: index entry %s: corrupt: %w", kv.Key, err)
 			}
 			if v, err := r.Get(BucketSeen, m); err == nil {
-				h.LastSeen, _ = time.Parse(time.RFC3339Nano, string(v))
+				if sr, err := parseSeen(v); err == nil {
+					h.LastSeen = sr.Time
+				}
 			}
 			out = append(out, h)
 		}
@@ -679,11 +737,12 @@ func (s *Store) Stale(before time.Time, after string, limit int) ([]Seen, string
 				return err
 			}
 			for _, kv := range kvs {
-				t, err := time.Parse(time.RFC3339Nano, string(kv.Value))
+				sr, err := parseSeen(kv.Value)
 				if err != nil {
-					return fmt.Errorf("inventory: last-seen time of %s: corrupt: %q", kv.Key, kv.Value)
+					return fmt.Errorf("inventory: seen record of %s: corrupt: %w", kv.Key, err)
 				}
-				if t = s.lastSeen(kv.Key, t); !t.Before(before) {
+				t := s.lastSeen(kv.Key, sr.Time)
+				if !t.Before(before) {
 					continue
 				}
 				if len(out) == limit {

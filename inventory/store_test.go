@@ -80,6 +80,7 @@ func runContract(t *testing.T, b backend) {
 		{"ReplaceAndRead", testReplaceAndRead},
 		{"UnchangedReportWritesNothing", testUnchangedNoWrite},
 		{"ReplicaLearnsWithOneRead", testReplicaTouch},
+		{"RevertThroughAnotherReplica", testRevertThroughReplicas},
 		{"TokenOwnsItsMachine", testOwner},
 		{"WhoHasReadsOnlyItsMachines", testWhoHas},
 		{"CountsFollowReports", testCounts},
@@ -259,17 +260,43 @@ func testReplicaTouch(t *testing.T, b backend) {
 	two := inventory.Open(cs, inventory.Options{Now: clk.Now})
 	r := report(7, pl("a@corp", "1.0.0"))
 	put(t, one, "tok", r)
-	clk.Add(time.Second)
-	if put(t, two, "tok", r) {
-		t.Fatal("the same report through another replica is unchanged")
+	for i := 0; i < 3; i++ {
+		clk.Add(time.Second)
+		read := cs.keysRead.Load()
+		if put(t, two, "tok", r) {
+			t.Fatal("the same report through another replica is unchanged")
+		}
+		if n := cs.keysRead.Load() - read; n != 1 {
+			t.Fatalf("an unchanged report read %d keys, want 1 (the machine's seen record)", n)
+		}
 	}
 	if w := cs.writes.Load(); w != 0 {
-		t.Fatalf("the other replica wrote %d keys for an unchanged report", w)
+		t.Fatalf("the other replica wrote %d keys for unchanged reports", w)
 	}
-	read := cs.keysRead.Load()
-	put(t, two, "tok", r)
-	if cs.keysRead.Load() != read || cs.writes.Load() != 0 {
-		t.Fatal("once a replica knows the machine, an unchanged report reads and writes nothing")
+	mi, err := two.Machine(machineID(7))
+	if err != nil || !mi.LastSeen.Equal(clk.Now()) {
+		t.Fatalf("last seen on the replica that got the touch = %v, want %v (%v)", mi.LastSeen, clk.Now(), err)
+	}
+}
+
+// A machine goes back to an earlier inventory through another replica:
+// that is a change, whatever the first replica remembers.
+func testRevertThroughReplicas(t *testing.T, b backend) {
+	s1 := b.open(t)
+	one := inventory.Open(s1, inventory.Options{})
+	two := inventory.Open(b.again(t, s1), inventory.Options{})
+	x := report(5, pl("a@corp", "1.0.0"))
+	y := report(5, pl("a@corp", "1.0.0"), pl("b@corp", "1.0.0"))
+	put(t, one, "tok", x)
+	put(t, one, "tok", x)
+	if !put(t, two, "tok", y) {
+		t.Fatal("y is a change")
+	}
+	if !put(t, one, "tok", x) {
+		t.Fatal("going back to x through the first replica is a change too")
+	}
+	if hs, _, _ := one.Holders("b@corp", "", 10); len(hs) != 0 {
+		t.Fatalf("b@corp is gone from machine 5: holders %v", hs)
 	}
 }
 
