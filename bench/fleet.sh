@@ -11,7 +11,9 @@
 #     in CHECKPOINTS (target: 100k within 1.5x of 10k: the query reads X's
 #     machines only);
 #   - store bytes per machine (logical, and etcd's database after
-#     compaction and defragmentation).
+#     compaction and defragmentation);
+#   - CPU time per report (the replicas, the clients and etcd together),
+#     which depends less than wall-clock figures on what else runs.
 # Everything shares the machine's cores: read the figures as this box's.
 # Usage: bench/fleet.sh [MACHINES] [PLUGINS] [ETCD_MEMBERS] [CONCURRENCY] [CHECKPOINTS]
 set -euo pipefail
@@ -34,9 +36,10 @@ go build -o "$WORK/etcdcluster" ./bench/etcdcluster
 go build -o "$WORK/fleetbench" ./bench/fleetbench
 
 "$WORK/etcdcluster" -n "$MEMBERS" -prefix /wharf-fleet -dir "$WORK/etcd" >"$WORK/etcd.url" 2>"$WORK/etcd.log" &
-PIDS+=($!)
+ETCD_PID=$!
+PIDS+=($ETCD_PID)
 for _ in $(seq 600); do [ -s "$WORK/etcd.url" ] && break; sleep 0.05; done
 [ -s "$WORK/etcd.url" ] || { echo "etcd did not start" >&2; cat "$WORK/etcd.log" >&2; exit 1; }
 
 echo "# fleet inventory on $(nproc) cores, $(go version | cut -d' ' -f3): $MACHINES machines x $PLUGINS plugins, 3 replicas, $MEMBERS etcd member(s), $CONC clients"
-"$WORK/fleetbench" -store "$(cat "$WORK/etcd.url")" -machines "$MACHINES" -plugins "$PLUGINS" -c "$CONC" -checkpoints "$CHECKPOINTS"
+"$WORK/fleetbench" -store "$(cat "$WORK/etcd.url")" -machines "$MACHINES" -plugins "$PLUGINS" -c "$CONC" -checkpoints "$CHECKPOINTS" -etcd-pid "$ETCD_PID"

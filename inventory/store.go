@@ -48,7 +48,7 @@ type OwnerError struct {
 }
 
 func (e *OwnerError) Error() string {
-	return fmt.Sprintf("machine %s is reported by another token (%s); a token writes only the machines it reported first — report with that token, or have an admin remove the machine's record", e.Machine, e.Owner)
+	return fmt.Sprintf("machine %s is bound to another token (%s): a token writes only the machines it reported first; report with that token (a new home creates a new machine id)", e.Machine, e.Owner)
 }
 
 // NotFoundError is a machine or plugin the inventory has no record of.
