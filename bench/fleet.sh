@@ -5,8 +5,10 @@
 # HTTP on 127.0.0.1 (bench/fleetbench runs the replicas in one process, each
 # with its own etcd client and listener). It prints:
 #   - first reports (every machine new): reports/s, p50/p99;
-#   - unchanged reports, each through another replica than before:
-#     reports/s, p99, and the etcd revisions they caused (0 = no store write);
+#   - unchanged reports, each through another replica than before, in 3
+#     rounds: reports/s, p99, and the etcd revisions they caused, which are
+#     all last-seen times persisted (at most one per machine per 5 minutes:
+#     seen_writes); 0 once every machine's was persisted recently;
 #   - "who has X" for a plugin on a fixed NEEDLE machines, at each fleet size
 #     in CHECKPOINTS (target: 100k within 1.5x of 10k: the query reads X's
 #     machines only);

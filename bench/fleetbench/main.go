@@ -66,6 +66,8 @@ type config struct {
 	checkpoints []int
 	queries     int
 	etcdPID     int
+	persist     time.Duration
+	rounds      int
 }
 
 func run() error {
@@ -80,6 +82,8 @@ func run() error {
 	flag.IntVar(&c.needle, "needle", 100, "machines that have the plugin asked about (the fixed answer size)")
 	flag.StringVar(&cps, "checkpoints", "", "fleet sizes at which to time who-has (default: 10% and 100% of -machines)")
 	flag.IntVar(&c.queries, "queries", 30, "who-has queries timed at each checkpoint")
+	flag.DurationVar(&c.persist, "persist-seen", 5*time.Minute, "how often an unchanged report may persist the last-seen time (inventory.Options.PersistSeenEvery)")
+	flag.IntVar(&c.rounds, "rounds", 3, "rounds of unchanged reports")
 	flag.IntVar(&c.etcdPID, "etcd-pid", 0, "the etcd process, whose CPU time is counted with this one's (Linux)")
 	flag.Parse()
 	if c.store == "" {
@@ -112,7 +116,7 @@ func run() error {
 			return err
 		}
 		defer st.Close()
-		srv, err := api.New(api.Deps{Store: st, RateLimit: -1})
+		srv, err := api.New(api.Deps{Store: st, RateLimit: -1, Inventory: inventory.Options{PersistSeenEvery: c.persist}})
 		if err != nil {
 			return err
 		}
@@ -182,7 +186,7 @@ func run() error {
 		len(firstLat), float64(len(firstLat))/firstDur.Seconds(), ms(pct(firstLat, 50)), ms(pct(firstLat, 99)), ms(firstCPU)/float64(max(1, len(firstLat))))
 
 	// Unchanged reports, each through the next replica.
-	for round := 1; round <= 2; round++ {
+	for round := 1; round <= c.rounds; round++ {
 		before := stats(servers)
 		rev0, err := revision(ctx, ec)
 		if err != nil {
@@ -207,7 +211,15 @@ func run() error {
 
 	// Store bytes per machine.
 	var logical int64
-	for _, b := range []string{inventory.BucketMachines, inventory.BucketByPlugin, inventory.BucketCounts, inventory.BucketSeen} {
+	buckets := []string{inventory.BucketMachines, inventory.BucketCounts, inventory.BucketSeen}
+	plugins, err := (inventory.Open(st0, inventory.Options{})).Plugins()
+	if err != nil {
+		return err
+	}
+	for _, p := range plugins {
+		buckets = append(buckets, inventory.IndexBucket(p.Plugin))
+	}
+	for _, b := range buckets {
 		err := st0.View(func(r store.Reader) error {
 			after := ""
 			for {
