@@ -17,13 +17,14 @@
 #   - CPU time per report (the replicas, the clients and etcd together),
 #     which depends less than wall-clock figures on what else runs.
 # Everything shares the machine's cores: read the figures as this box's.
-# Usage: bench/fleet.sh [MACHINES] [PLUGINS] [ETCD_MEMBERS] [CONCURRENCY] [CHECKPOINTS]
+# Usage: bench/fleet.sh [MACHINES] [PLUGINS] [ETCD_MEMBERS] [CONCURRENCY] [CHECKPOINTS] [ROUNDS]
 set -euo pipefail
 MACHINES=${1:-100000}
 PLUGINS=${2:-20}
 MEMBERS=${3:-3}
 CONC=${4:-32}
 CHECKPOINTS=${5:-$((MACHINES / 10)),$MACHINES}
+ROUNDS=${6:-3}
 cd "$(dirname "$0")/.."
 WORK=$(mktemp -d)
 PIDS=()
@@ -44,4 +45,4 @@ for _ in $(seq 600); do [ -s "$WORK/etcd.url" ] && break; sleep 0.05; done
 [ -s "$WORK/etcd.url" ] || { echo "etcd did not start" >&2; cat "$WORK/etcd.log" >&2; exit 1; }
 
 echo "# fleet inventory on $(nproc) cores, $(go version | cut -d' ' -f3): $MACHINES machines x $PLUGINS plugins, 3 replicas, $MEMBERS etcd member(s), $CONC clients"
-"$WORK/fleetbench" -store "$(cat "$WORK/etcd.url")" -machines "$MACHINES" -plugins "$PLUGINS" -c "$CONC" -checkpoints "$CHECKPOINTS" -etcd-pid "$ETCD_PID"
+"$WORK/fleetbench" -store "$(cat "$WORK/etcd.url")" -machines "$MACHINES" -plugins "$PLUGINS" -c "$CONC" -checkpoints "$CHECKPOINTS" -rounds "$ROUNDS" -etcd-pid "$ETCD_PID"
