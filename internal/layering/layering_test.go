@@ -23,7 +23,7 @@ var allowed = map[string][]string{
 	// The server: the HTTP API, the web console and the etcd store.
 	"cmd/wharf-server": {"(root)", "api", "marketplace", "plugin", "policy", "store", "store/etcd", "trust", "layout"},
 	"bench":            {},
-	"api":              {"api/client", "install", "policy", "trust", "marketplace", "store", "web", "resolver", "cache", "plugin", "settings", "source", "atomicfile", "wire"},
+	"api":              {"api/client", "inventory", "install", "policy", "trust", "marketplace", "store", "web", "resolver", "cache", "plugin", "settings", "source", "atomicfile", "wire"},
 	"api/client":       {},
 	"web":              {},
 	"agent":            {"install", "policy", "trust", "cache", "plugin", "settings", "resolver", "store", "marketplace", "source", "atomicfile", "wire", "internal/lazyre", "layout"},
@@ -45,7 +45,7 @@ var allowed = map[string][]string{
 	"atomicfile":      {},
 	"wire":            {},
 	"netidle":         {},
-	"inventory":       {},
+	"inventory":       {"plugin", "store"}, // the server's store; inventory/collect has its own rule
 	"layout":          {},
 	// The shared test fixtures: a home and directory marketplaces; never
 	// agent, install or cmd, whose tests use them.
