@@ -23,6 +23,8 @@ var allowed = map[string][]string{
 	// The server: the HTTP API, the web console and the etcd store.
 	"cmd/wharf-server": {"(root)", "api", "marketplace", "plugin", "policy", "store", "store/etcd", "trust", "layout"},
 	"bench":            {},
+	// The fleet benchmark runs real API replicas over etcd.
+	"bench/fleetbench": {"api", "inventory", "store", "store/etcd"},
 	"api":              {"api/client", "inventory", "install", "policy", "trust", "marketplace", "store", "web", "resolver", "cache", "plugin", "settings", "source", "atomicfile", "wire"},
 	"api/client":       {},
 	"web":              {},
@@ -66,7 +68,7 @@ var allowed = map[string][]string{
 // units may: store/etcd links etcd, gRPC and protobuf, which the client
 // and the agent must not.
 var importers = map[string][]string{
-	"store/etcd": {"cmd/wharf-server"},
+	"store/etcd": {"cmd/wharf-server", "bench/fleetbench"},
 }
 
 type pkg struct {
