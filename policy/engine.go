@@ -501,24 +501,27 @@ func (e *Engine) Decide(ctx context.Context, req Request) (Decision, error) {
 			"an administrator must make the managed file a regular file readable by every user, or remove it",
 			"policy cannot be read, so the request is refused: %s", st.unreadable[0].Message)
 	}
-	// The evaluation input: the request (Input) and its facts under this
-	// version. Its text, canonical (sorted keys), is the key of the cache
-	// and the memo, which both belong to one version: every field the
-	// evaluation reads is part of the key.
-	input := req.evalInput(st.facts)
-	var key string
-	if st.cache != nil || e.memo != nil {
-		key = input.String()
-	}
-	if st.cache != nil {
-		if d, ok := st.cache.get(key); ok {
-			return d.clone(), nil
+	// The memo, kept between processes, is keyed by the request's fields
+	// (memoKey): a hit builds no evaluation input.
+	var mkey string
+	if e.memo != nil {
+		mkey = memoKey(req, st.facts)
+		if d, ok := e.memo.get(st.version, mkey); ok {
+			return d, nil
 		}
 	}
-	if e.memo != nil {
-		if d, ok := e.memo.get(st.version, key); ok {
-			if st.cache != nil {
-				st.cache.put(key, d.clone())
+	// The evaluation input: the request (Input) and its facts under this
+	// version. Its text, canonical (sorted keys), is the key of the cache,
+	// which belongs to one version: every field the evaluation reads is
+	// part of the key.
+	input := req.evalInput(st.facts)
+	var key string
+	if st.cache != nil {
+		key = input.String()
+		if d, ok := st.cache.get(key); ok {
+			d = d.clone()
+			if e.memo != nil {
+				e.memo.put(st.version, mkey, d)
 			}
 			return d, nil
 		}
@@ -531,7 +534,7 @@ func (e *Engine) Decide(ctx context.Context, req Request) (Decision, error) {
 		return d, err
 	}
 	if e.memo != nil {
-		e.memo.put(st.version, key, d)
+		e.memo.put(st.version, mkey, d)
 	}
 	if st.cache != nil {
 		st.cache.put(key, d)
