@@ -491,24 +491,26 @@ func checkAdminCompiles(modules map[string]*ast.Module) error {
 // returns a denying Decision together with the error, so a caller that only
 // looks at Allowed still fails closed.
 func (e *Engine) Decide(ctx context.Context, req Request) (Decision, error) {
+	st := e.cur.Load()
+	// The memo, kept between processes, is keyed by the request's fields
+	// (memoKey): a hit builds no evaluation input. Only valid requests of
+	// a readable policy are memoized.
+	var mbuf [256]byte
+	var mkey []byte
+	if e.memo != nil && len(st.unreadable) == 0 {
+		mkey = memoKey(mbuf[:0], req, st.facts)
+		if d, ok := e.memo.get(st.version, mkey); ok {
+			return d, nil
+		}
+	}
 	if err := req.Validate(); err != nil {
 		return Decision{Reasons: []Reason{{Layer: "default", Rule: "request", Message: err.Error()}}}, err
 	}
-	st := e.cur.Load()
 	if len(st.unreadable) > 0 {
 		d := Decision{PolicyVersion: st.version, Warnings: append([]string{}, st.warnings...), Reasons: slices.Clone(st.unreadable)}
 		return d, plugin.Errorf(plugin.LayerPolicy, plugin.TypePolicyDenied, req.target(),
 			"an administrator must make the managed file a regular file readable by every user, or remove it",
 			"policy cannot be read, so the request is refused: %s", st.unreadable[0].Message)
-	}
-	// The memo, kept between processes, is keyed by the request's fields
-	// (memoKey): a hit builds no evaluation input.
-	var mkey string
-	if e.memo != nil {
-		mkey = memoKey(req, st.facts)
-		if d, ok := e.memo.get(st.version, mkey); ok {
-			return d, nil
-		}
 	}
 	// The evaluation input: the request (Input) and its facts under this
 	// version. Its text, canonical (sorted keys), is the key of the cache,

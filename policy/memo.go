@@ -56,9 +56,8 @@ func (e *Engine) MemoHits() int64 {
 // version (the GitHub host owner/repo sources point to, the resolved path
 // of a local marketplace source), NUL-separated. Building it costs a
 // fraction of building the evaluation input, which a memo hit never does.
-func memoKey(req Request, x *factIndex) string {
-	var buf [256]byte
-	dst := append(buf[:0], req.Action...)
+func memoKey(dst []byte, req Request, x *factIndex) []byte {
+	dst = append(dst, req.Action...)
 	for _, s := range []string{req.Plugin.Name, req.Plugin.Source, req.RequiredBy.Name, req.RequiredBy.Source,
 		string(req.Surface), req.From, req.Path, req.Marketplace.Name} {
 		dst = append(dst, 0)
@@ -86,7 +85,7 @@ func memoKey(req Request, x *factIndex) string {
 			dst = append(dst, plugin.ResolvePath(s.Path)...)
 		}
 	}
-	return string(dst)
+	return dst
 }
 
 // memoHeader starts every memo file; a file without it is not a memo.
@@ -101,10 +100,23 @@ const (
 // TypeMemoWrite is the error type of a memo file that cannot be written.
 const TypeMemoWrite = "policy-memo-write"
 
+// memoDoc is a memo as read: the decisions of one policy version by memo
+// key (see memoKey).
 type memoDoc struct {
-	Version   string              `json:"version"`
-	Build     string              `json:"build"` // CodeStamp of the build that made it
-	Decisions map[string]Decision `json:"decisions"`
+	Version   string
+	Build     string // CodeStamp of the build that made it
+	Decisions map[string]Decision
+}
+
+// memoFileDoc is a memo file's body after the header: a memo holds a few
+// distinct decisions for many requests (most are plainly allowed), so each
+// distinct decision is written once and every key names its index. A cold
+// start decodes a handful of decisions and one map of small numbers.
+type memoFileDoc struct {
+	Version   string         `json:"version"`
+	Build     string         `json:"build"`
+	Decisions []Decision     `json:"decisions"`
+	Keys      map[string]int `json:"keys"`
 }
 
 type memo struct {
@@ -131,19 +143,18 @@ func (mm *memo) forVersion(v string) {
 	}
 	mm.version, mm.m, mm.dirty = v, map[string]Decision{}, false
 	if mm.file.Version == v {
-		for k, d := range mm.file.Decisions {
-			if d.PolicyVersion == v && len(mm.m) < memoMaxEntries {
-				mm.m[k] = d
-			}
-		}
+		// readMemo kept only decisions of the file's version, at most
+		// memoMaxEntries of them: the memo starts from its map.
+		mm.m, mm.file.Decisions = mm.file.Decisions, nil
 	}
 }
 
-func (mm *memo) get(v, key string) (Decision, bool) {
+// get looks key up without allocating (the key is the caller's buffer).
+func (mm *memo) get(v string, key []byte) (Decision, bool) {
 	mm.mu.Lock()
 	defer mm.mu.Unlock()
 	mm.forVersion(v)
-	d, ok := mm.m[key]
+	d, ok := mm.m[string(key)]
 	if !ok {
 		return Decision{}, false
 	}
@@ -151,17 +162,17 @@ func (mm *memo) get(v, key string) (Decision, bool) {
 	return d.clone(), true
 }
 
-func (mm *memo) put(v, key string, d Decision) {
+func (mm *memo) put(v string, key []byte, d Decision) {
 	if d.PolicyVersion != v {
 		return
 	}
 	mm.mu.Lock()
 	defer mm.mu.Unlock()
 	mm.forVersion(v)
-	if _, ok := mm.m[key]; ok || len(mm.m) >= memoMaxEntries {
+	if _, ok := mm.m[string(key)]; ok || len(mm.m) >= memoMaxEntries {
 		return
 	}
-	mm.m[key] = d.clone()
+	mm.m[string(key)] = d.clone()
 	mm.dirty = true
 }
 
@@ -182,16 +193,42 @@ func readMemo(path string) (memoDoc, bool) {
 	if err != nil || len(body)+len(memoHeader) > memoMaxBytes {
 		return memoDoc{}, false
 	}
-	var doc memoDoc
-	if err := json.Unmarshal(body, &doc); err != nil || doc.Version == "" || doc.Build != CodeStamp() {
+	var fd memoFileDoc
+	if err := json.Unmarshal(body, &fd); err != nil || fd.Version == "" || fd.Build != CodeStamp() {
 		return memoDoc{}, false
 	}
-	for k, d := range doc.Decisions {
-		if d.Allowed != (len(d.Reasons) == 0) || d.Reasons == nil || d.Warnings == nil {
-			delete(doc.Decisions, k) // not something Decide returns
+	doc := memoDoc{Version: fd.Version, Build: fd.Build, Decisions: make(map[string]Decision, min(len(fd.Keys), memoMaxEntries))}
+	for k, i := range fd.Keys {
+		if i < 0 || i >= len(fd.Decisions) || len(doc.Decisions) >= memoMaxEntries {
+			continue
 		}
+		d := fd.Decisions[i]
+		if d.Allowed != (len(d.Reasons) == 0) || d.Reasons == nil || d.Warnings == nil || d.PolicyVersion != fd.Version {
+			continue // not something Decide returns under this version
+		}
+		doc.Decisions[k] = d
 	}
 	return doc, true
+}
+
+// encodeMemo is the body of doc's memo file.
+func encodeMemo(doc memoDoc) ([]byte, error) {
+	fd := memoFileDoc{Version: doc.Version, Build: doc.Build, Decisions: []Decision{}, Keys: make(map[string]int, len(doc.Decisions))}
+	index := map[string]int{}
+	for k, d := range doc.Decisions {
+		b, err := json.Marshal(d)
+		if err != nil {
+			return nil, err
+		}
+		i, ok := index[string(b)]
+		if !ok {
+			i = len(fd.Decisions)
+			index[string(b)] = i
+			fd.Decisions = append(fd.Decisions, d)
+		}
+		fd.Keys[k] = i
+	}
+	return json.Marshal(fd)
 }
 
 // SaveMemo writes the memo file (see WithMemoFile) when decisions were
@@ -218,7 +255,7 @@ func (e *Engine) SaveMemo() error {
 	if err := checkReplaceable(mm.path); err != nil {
 		return err
 	}
-	body, err := json.Marshal(doc)
+	body, err := encodeMemo(doc)
 	if err != nil {
 		return err
 	}
