@@ -11,8 +11,8 @@ import (
 	"testing"
 
 	"github.com/wharfhq/wharf/cache"
-	"github.com/wharfhq/wharf/marketplace"
 	"github.com/wharfhq/wharf/load"
+	"github.com/wharfhq/wharf/marketplace"
 	"github.com/wharfhq/wharf/plugin"
 	"github.com/wharfhq/wharf/policy"
 	"github.com/wharfhq/wharf/resolver"

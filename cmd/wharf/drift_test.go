@@ -89,7 +89,9 @@ func driftHome(t *testing.T) (home, managed string, revs policy.Revocations) {
 	if err := st.Close(); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { filepath.Walk(root, func(p string, fi os.FileInfo, err error) error { os.Chmod(p, 0o755); return nil }) })
+	t.Cleanup(func() {
+		filepath.Walk(root, func(p string, fi os.FileInfo, err error) error { os.Chmod(p, 0o755); return nil })
+	})
 	settingsDoc, _ := json.Marshal(map[string]any{"enabledPlugins": enabled})
 	writeFile(t, filepath.Join(home, "settings.json"), string(settingsDoc))
 	writeFile(t, filepath.Join(managed, "org.rego"),
