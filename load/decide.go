@@ -21,19 +21,21 @@ type Policy interface {
 // memoFile is a Policy that keeps its decisions in a file between processes
 // (*policy.Engine opened with policy.WithMemoFile).
 type memoFile interface {
+	MemoFile() string // "" when it keeps none
 	LoadMemo()
 	SaveMemo() error
 }
 
 // Decider memoizes the decisions of one Policy for its current version, in
-// memory: a decision is a pure function of the request and the policy
+// memory, unless the policy keeps a memo of its own: a decision is a pure function of the request and the policy
 // version (which hashes every input document and module), so an entry is
 // valid exactly as long as the version is the same; a new version starts an
 // empty memo. A memo hit, the common case, allocates nothing. Between
 // processes the policy's own memo file carries the decisions (see Begin and
 // Save). A nil *Decider, or one without a policy, allows everything.
 type Decider struct {
-	p Policy
+	p   Policy
+	own bool // p keeps its own memo (memoFile)
 
 	mu      sync.Mutex
 	version string
@@ -41,7 +43,10 @@ type Decider struct {
 }
 
 // NewDecider returns a Decider over p (nil allows everything).
-func NewDecider(p Policy) *Decider { return &Decider{p: p} }
+func NewDecider(p Policy) *Decider {
+	mf, ok := p.(memoFile)
+	return &Decider{p: p, own: ok && mf.MemoFile() != ""}
+}
 
 // Policy is the policy the Decider asks (nil for none).
 func (d *Decider) Policy() Policy {
@@ -122,7 +127,10 @@ func (d *Decider) Decide(ctx context.Context, req policy.Request) (policy.Decisi
 	if d == nil || d.p == nil {
 		return policy.Decision{Allowed: true}, nil
 	}
-	memo := req.RequiredBy.IsZero() && len(req.DeclaredCross) == 0 && len(req.Signatures) == 0
+	// A policy with a memo of its own (the engine's, keyed alike) answers
+	// from it without evaluating: a second map in front of it would only
+	// copy every key.
+	memo := !d.own && req.RequiredBy.IsZero() && len(req.DeclaredCross) == 0 && len(req.Signatures) == 0
 	var buf [256]byte
 	var k []byte
 	if memo {

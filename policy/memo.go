@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"sync"
+	"sync/atomic"
 
 	"github.com/wharfhq/wharf/atomicfile"
 	"github.com/wharfhq/wharf/plugin"
@@ -24,6 +25,14 @@ import (
 // file of another version or build, or one that cannot be read, is
 // ignored. A decision answered from the memo compiles nothing.
 func WithMemoFile(path string) Option { return func(e *Engine) { e.memo = &memo{path: path} } }
+
+// MemoFile is the memo file's path (see WithMemoFile), "" without one.
+func (e *Engine) MemoFile() string {
+	if e.memo == nil {
+		return ""
+	}
+	return e.memo.path
+}
 
 // LoadMemo reads the memo file now (it is otherwise read on the first
 // decision), so a caller can overlap the read with its own startup work.
@@ -46,9 +55,7 @@ func (e *Engine) MemoHits() int64 {
 	if mm == nil {
 		return 0
 	}
-	mm.mu.Lock()
-	defer mm.mu.Unlock()
-	return mm.hits
+	return mm.hits.Load()
 }
 
 // memoKey is the memo key of req: every field of the request, and what of
@@ -123,13 +130,13 @@ type memo struct {
 	path   string
 	saveMu sync.Mutex // one SaveMemo at a time, so an older snapshot never overwrites a newer one
 
-	mu      sync.Mutex
+	mu      sync.RWMutex
 	read    bool    // the file has been read
 	file    memoDoc // what it held, when it was a memo
 	version string  // the version m belongs to
 	m       map[string]Decision
 	dirty   bool
-	hits    int64 // decisions answered from the memo
+	hits    atomic.Int64 // decisions answered from the memo
 }
 
 // forVersion makes m the memo of version v. Called with mu held.
@@ -151,14 +158,27 @@ func (mm *memo) forVersion(v string) {
 
 // get looks key up without allocating (the key is the caller's buffer).
 func (mm *memo) get(v string, key []byte) (Decision, bool) {
+	// The common case, the memo of v already in place, takes the lock
+	// shared: workers deciding in parallel do not wait for each other.
+	mm.mu.RLock()
+	if mm.read && mm.m != nil && mm.version == v {
+		d, ok := mm.m[string(key)]
+		mm.mu.RUnlock()
+		return mm.hit(d, ok)
+	}
+	mm.mu.RUnlock()
 	mm.mu.Lock()
 	defer mm.mu.Unlock()
 	mm.forVersion(v)
 	d, ok := mm.m[string(key)]
+	return mm.hit(d, ok)
+}
+
+func (mm *memo) hit(d Decision, ok bool) (Decision, bool) {
 	if !ok {
 		return Decision{}, false
 	}
-	mm.hits++
+	mm.hits.Add(1)
 	return d.clone(), true
 }
 
