@@ -10,6 +10,7 @@ import (
 
 	"github.com/wharfhq/wharf/cache"
 	"github.com/wharfhq/wharf/internal/testworld"
+	"github.com/wharfhq/wharf/layout"
 	"github.com/wharfhq/wharf/plugin"
 	"github.com/wharfhq/wharf/policy"
 	"github.com/wharfhq/wharf/settings"
@@ -84,6 +85,10 @@ func (w *world) policy() *policy.Engine {
 	w.tb.Helper()
 	return w.tw.Policy()
 }
+
+// memoFile is where the world's policy engines keep their decisions
+// between processes, as wharf's commands do.
+func (w *world) memoFile() string { return layout.New(w.home).PolicyMemo() }
 
 func (w *world) options() Options {
 	return Options{Home: w.home, Project: w.project, Settings: w.paths(), Registry: w.c, Leaser: w.c}

@@ -12,6 +12,7 @@ import (
 	"github.com/wharfhq/wharf/cache"
 	"github.com/wharfhq/wharf/internal/testworld"
 	"github.com/wharfhq/wharf/layout"
+	"github.com/wharfhq/wharf/load"
 	"github.com/wharfhq/wharf/marketplace"
 	"github.com/wharfhq/wharf/plugin"
 	"github.com/wharfhq/wharf/policy"
@@ -193,7 +194,7 @@ func TestUninstallPruneAndStatus(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, r := range rows {
-		if r.Status != StatusDemoted || !strings.Contains(r.Chain, "d@corp is not installed") {
+		if r.Status != load.StatusDemoted || !strings.Contains(r.Chain, "d@corp is not installed") {
 			t.Errorf("%s: status %s chain %q, want demoted because d@corp is not installed", r.ID, r.Status, r.Chain)
 		}
 	}

@@ -16,7 +16,6 @@
 //	  data/<source>/<plugin>/     CLAUDE_PLUGIN_DATA, kept across updates
 //	  plugin-config/<source>/<plugin>.json   userConfig values
 //	  plugin-secrets/<source>/<plugin>.json  sensitive userConfig values
-//	  agent/policy-decisions.gob  the runtime's policy decision memo
 //	  agent/components.idx        the runtime's component index
 //	  agent/components.gob        the index of earlier versions (removed on save)
 //	  policy-decisions.memo       the commands' policy decision memo
@@ -45,7 +44,6 @@ const (
 	pluginConfigDir    = "plugin-config"
 	pluginSecretsDir   = "plugin-secrets"
 	agentDir           = "agent"
-	agentDecisionsFile = "policy-decisions.gob"
 	agentIndexFile     = "components.idx"
 	agentLegacyIndex   = "components.gob"
 	policyMemoFile     = "policy-decisions.memo"
@@ -128,9 +126,6 @@ func (p Paths) PluginConfig(source, name string) string {
 func (p Paths) PluginSecrets(source, name string) string {
 	return p.join(pluginSecretsDir, source, name+".json")
 }
-
-// AgentDecisions is the runtime's memo of policy decisions.
-func (p Paths) AgentDecisions() string { return p.join(agentDir, agentDecisionsFile) }
 
 // AgentIndex is the runtime's index of the components of installed versions.
 func (p Paths) AgentIndex() string { return p.join(agentDir, agentIndexFile) }

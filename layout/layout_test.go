@@ -23,7 +23,6 @@ func TestNamesOnDisk(t *testing.T) {
 		{p.Data("corp", "fmt"), j("data", "corp", "fmt")},
 		{p.PluginConfig("corp", "fmt"), j("plugin-config", "corp", "fmt.json")},
 		{p.PluginSecrets("corp", "fmt"), j("plugin-secrets", "corp", "fmt.json")},
-		{p.AgentDecisions(), j("agent", "policy-decisions.gob")},
 		{p.AgentIndex(), j("agent", "components.idx")},
 		{p.AgentLegacyIndex(), j("agent", "components.gob")},
 		{p.PolicyMemo(), j("policy-decisions.memo")},

@@ -27,7 +27,7 @@ var homeNames = map[string]bool{
 // but this one spells them in code at all (messages and flag help aside,
 // which are not path expressions).
 var distinctNames = []string{stateDBFile, trustedFoldersFile, policyMemoFile,
-	agentDecisionsFile, agentIndexFile, agentLegacyIndex, hooksOnceDir,
+	agentIndexFile, agentLegacyIndex, hooksOnceDir,
 	machineIDFile, leasesDir, pluginConfigDir, pluginSecretsDir}
 
 // TestOnlyLayoutKnowsTheHome fails when a package other than layout builds

@@ -19,7 +19,7 @@ const module = "github.com/wharfhq/wharf/"
 // entry that is not an explicit list: there are no wildcards.
 var allowed = map[string][]string{
 	// The client: developers, CI and agents. No server package, no etcd.
-	"cmd/wharf": {"agent", "api/client", "atomicfile", "cache", "install", "internal/lazyre", "marketplace", "plugin", "policy", "settings", "source", "store", "trust", "wire", "layout"},
+	"cmd/wharf": {"agent", "load", "api/client", "atomicfile", "cache", "install", "internal/lazyre", "marketplace", "plugin", "policy", "settings", "source", "store", "trust", "wire", "layout"},
 	// The server: the HTTP API, the web console and the etcd store.
 	"cmd/wharf-server": {"(root)", "api", "marketplace", "plugin", "policy", "store", "store/etcd", "trust", "layout"},
 	"bench":            {},
@@ -28,8 +28,9 @@ var allowed = map[string][]string{
 	"api":              {"api/client", "inventory", "install", "policy", "trust", "marketplace", "store", "web", "resolver", "cache", "plugin", "settings", "source", "atomicfile", "wire"},
 	"api/client":       {},
 	"web":              {},
-	"agent":            {"install", "policy", "trust", "cache", "plugin", "settings", "resolver", "store", "marketplace", "source", "atomicfile", "wire", "internal/lazyre", "layout"},
-	"install":          {"resolver", "marketplace", "cache", "trust", "policy", "plugin", "store", "settings", "source", "atomicfile", "wire"},
+	"agent":            {"load", "policy", "cache", "plugin", "settings", "store", "atomicfile", "wire", "internal/lazyre", "layout"},
+	"install":          {"load", "resolver", "marketplace", "cache", "trust", "policy", "plugin", "store", "settings", "source", "atomicfile", "wire"},
+	"load":             {"cache", "plugin", "policy", "resolver", "settings"},
 	"resolver":         {"plugin", "atomicfile"},
 	"marketplace":      {"plugin", "store", "atomicfile", "netidle", "internal/lazyre"},
 	"cache":            {"plugin", "trust", "store", "atomicfile", "wire", "layout"},
