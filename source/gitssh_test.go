@@ -14,8 +14,8 @@ import (
 
 	"golang.org/x/crypto/ssh/agent"
 
-	"github.com/wharfhq/wharf/internal/silentnet"
 	netfetch "github.com/wharfhq/wharf/fetch"
+	"github.com/wharfhq/wharf/internal/silentnet"
 	"github.com/wharfhq/wharf/plugin"
 )
 
