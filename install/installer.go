@@ -2,7 +2,6 @@ package install
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -87,11 +86,7 @@ func (in *Installer) progress(format string, args ...any) {
 // marketSource converts a known marketplace's source into the settings form
 // that policy matches against.
 func marketSource(k marketplace.Known) *settings.MarketplaceSource {
-	b, err := json.Marshal(k.Source)
-	if err != nil {
-		return nil
-	}
-	s, err := settings.ParseSource(b)
+	s, err := k.Source.Settings()
 	if err != nil {
 		return nil
 	}
