@@ -143,3 +143,18 @@ func TestFromEnvAndCheck(t *testing.T) {
 		}
 	}
 }
+
+// The configured proxy carries downloads.
+func TestProxyCarriesDownloads(t *testing.T) {
+	var seen []string
+	proxy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		seen = append(seen, r.URL.String())
+		w.Write([]byte("via proxy"))
+	}))
+	defer proxy.Close()
+	c := &Config{Proxy: proxy.URL, AllowPrivate: true}
+	b, err := c.ReadAll(context.Background(), Get{URL: "http://127.0.0.1:1/catalog.json"}, 0)
+	if err != nil || string(b) != "via proxy" || len(seen) != 1 || seen[0] != "http://127.0.0.1:1/catalog.json" {
+		t.Fatalf("GET through proxy %s: %q, %v; proxy saw %v", proxy.URL, b, err, seen)
+	}
+}
