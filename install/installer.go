@@ -2,13 +2,13 @@ package install
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"time"
 
 	"github.com/wharfhq/wharf/cache"
+	"github.com/wharfhq/wharf/fetch"
 	"github.com/wharfhq/wharf/load"
 	"github.com/wharfhq/wharf/marketplace"
 	"github.com/wharfhq/wharf/plugin"
@@ -36,7 +36,7 @@ type Policy interface {
 type Options struct {
 	Marketplaces *marketplace.Manager
 	Cache        *cache.Cache
-	Fetcher      *source.Fetcher // nil: source.NewFetcher()
+	Fetcher      *source.Fetcher // nil: one configured by the environment alone (fetch.FromEnv)
 	// Policy is consulted before every change; nil allows everything.
 	Policy Policy
 	// Settings says where each scope's settings file is.
@@ -67,11 +67,12 @@ func New(o Options) (*Installer, error) {
 		return nil, errors.New("install: Options.Marketplaces and Options.Cache are required")
 	}
 	if o.Fetcher == nil {
-		f, err := source.NewFetcher()
+		cfg, err := fetch.FromEnv(nil)
 		if err != nil {
-			return nil, err
+			return nil, &plugin.Error{Layer: plugin.LayerIntent, Type: plugin.TypeSource, Object: "environment",
+				Err: err, Hint: "fix the WHARF_* variable the message names"}
 		}
-		o.Fetcher = f
+		o.Fetcher = source.NewFetcher(cfg)
 	}
 	if o.Now == nil {
 		o.Now = time.Now
@@ -88,11 +89,7 @@ func (in *Installer) progress(format string, args ...any) {
 // marketSource converts a known marketplace's source into the settings form
 // that policy matches against.
 func marketSource(k marketplace.Known) *settings.MarketplaceSource {
-	b, err := json.Marshal(k.Source)
-	if err != nil {
-		return nil
-	}
-	s, err := settings.ParseSource(b)
+	s, err := k.Source.Settings()
 	if err != nil {
 		return nil
 	}

@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/wharfhq/wharf/fetch"
 	"github.com/wharfhq/wharf/plugin"
 )
 
@@ -177,7 +178,10 @@ type ResolvedSource struct {
 // Resolve makes h's source concrete. getenv supplies WHARF_GITHUB_HOST
 // (nil means os.Getenv).
 func (h Hit) Resolve(getenv func(string) string) (ResolvedSource, error) {
-	o := &Options{Getenv: getenv}
+	if getenv == nil {
+		getenv = os.Getenv
+	}
+	cfg := &fetch.Config{GitHubHost: strings.TrimSpace(getenv("WHARF_GITHUB_HOST"))}
 	s := h.Entry.Source
 	r := ResolvedSource{Kind: s.Kind, Path: s.Path, Ref: s.Ref, SHA: s.SHA, Package: s.Package,
 		Version: s.Version, Registry: s.Registry, SHA256: s.SHA256, URL: s.URL}
@@ -196,12 +200,12 @@ func (h Hit) Resolve(getenv func(string) string) (ResolvedSource, error) {
 		}
 		r.Dir, r.Path = dir, ""
 	case plugin.SourceGitHub:
-		r.URL = RemoteURL(Source{Kind: KindGitHub, Repo: s.Repo}, o.getenv)
+		r.URL = RemoteURL(Source{Kind: KindGitHub, Repo: s.Repo}, cfg)
 	case plugin.SourceGitSubdir:
 		if s.URL == "" && s.Repo != "" {
-			r.URL = RemoteURL(Source{Kind: KindGitHub, Repo: s.Repo}, o.getenv)
+			r.URL = RemoteURL(Source{Kind: KindGitHub, Repo: s.Repo}, cfg)
 		} else if githubRepoRe.MatchString(s.URL) && !strings.Contains(s.URL, ":") {
-			r.URL = RemoteURL(Source{Kind: KindGitHub, Repo: s.URL}, o.getenv)
+			r.URL = RemoteURL(Source{Kind: KindGitHub, Repo: s.URL}, cfg)
 		}
 	}
 	return r, nil

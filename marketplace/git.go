@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net/http"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -18,127 +17,43 @@ import (
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/cache"
 	"github.com/go-git/go-git/v5/plumbing/transport"
-	"github.com/go-git/go-git/v5/plumbing/transport/client"
-	githttp "github.com/go-git/go-git/v5/plumbing/transport/http"
-	gitssh "github.com/go-git/go-git/v5/plumbing/transport/ssh"
 	"github.com/go-git/go-git/v5/storage/filesystem"
 	"golang.org/x/crypto/ssh/knownhosts"
 
+	"github.com/wharfhq/wharf/fetch"
 	"github.com/wharfhq/wharf/netidle"
 	"github.com/wharfhq/wharf/plugin"
 )
 
-// DefaultGitHubHost is where owner/repo shorthand points unless
-// WHARF_GITHUB_HOST names a GitHub Enterprise host.
-const DefaultGitHubHost = "github.com"
+// DefaultGitHubHost is where owner/repo shorthand points unless the
+// configured GitHub host (github-host, WHARF_GITHUB_HOST) names a GitHub
+// Enterprise host.
+const DefaultGitHubHost = fetch.DefaultGitHubHost
 
 // gitClient runs the git network steps of one command. Every network step
 // gets its own deadline, so a stalled server fails with a clear timeout.
 type gitClient struct {
-	opts *Options
+	net *fetch.Config
 	// progress receives git's raw progress text; bar, a terminal, gets a
 	// progress bar instead. Both nil: silent.
 	progress io.Writer
 	bar      io.Writer
 }
 
-// RemoteURL returns the URL git fetches for a git-backed source.
-func RemoteURL(src Source, getenv func(string) string) string {
+// RemoteURL returns the URL git fetches for a git-backed source; a github
+// source points at cfg's GitHub host.
+func RemoteURL(src Source, cfg *fetch.Config) string {
 	if src.Kind != KindGitHub {
 		return src.URL
 	}
-	host := githubHost(getenv)
-	scheme := "https"
-	if h, _, _ := strings.Cut(host, ":"); isLoopback(h) {
-		scheme = "http" // a local GitHub stand-in in tests
-	}
-	return scheme + "://" + host + "/" + src.Repo + ".git"
-}
-
-func githubHost(getenv func(string) string) string {
-	if h := strings.TrimSpace(getenv("WHARF_GITHUB_HOST")); h != "" {
-		return h
-	}
-	return DefaultGitHubHost
-}
-
-// Credential is what authenticates a git fetch over HTTPS: the token's
-// source variable (for messages) and the basic-auth pair git hosts expect.
-type Credential struct {
-	EnvVar   string
-	Username string
-	Token    string
-}
-
-// HTTPSCredential picks the token for a remote URL from the environment:
-// GITHUB_TOKEN, then GH_TOKEN, for the GitHub host (github.com or
-// WHARF_GITHUB_HOST); GITLAB_TOKEN for gitlab.com and hosts named gitlab.*.
-// Other hosts, and anything that is not http(s), get no token, so a token
-// is never sent where it does not belong.
-func HTTPSCredential(remote string, getenv func(string) string) (Credential, bool) {
-	u, err := url.Parse(remote)
-	if err != nil || (u.Scheme != "https" && u.Scheme != "http") {
-		return Credential{}, false
-	}
-	host := strings.ToLower(u.Host)
-	if host == strings.ToLower(githubHost(getenv)) || host == DefaultGitHubHost {
-		for _, v := range []string{"GITHUB_TOKEN", "GH_TOKEN"} {
-			if t := strings.TrimSpace(getenv(v)); t != "" {
-				return Credential{EnvVar: v, Username: "x-access-token", Token: t}, true
-			}
-		}
-		return Credential{}, false
-	}
-	hn := strings.ToLower(u.Hostname())
-	if hn == "gitlab.com" || strings.HasPrefix(hn, "gitlab.") {
-		if t := strings.TrimSpace(getenv("GITLAB_TOKEN")); t != "" {
-			return Credential{EnvVar: "GITLAB_TOKEN", Username: "oauth2", Token: t}, true
-		}
-	}
-	return Credential{}, false
-}
-
-func (g *gitClient) auth(remote string) (transport.AuthMethod, error) {
-	if c, ok := HTTPSCredential(remote, g.opts.getenv); ok {
-		return &githttp.BasicAuth{Username: c.Username, Password: c.Token}, nil
-	}
-	ep, err := transport.NewEndpoint(remote)
-	if err != nil {
-		return nil, err
-	}
-	if ep.Protocol != "ssh" {
-		return nil, nil
-	}
-	user := ep.User
-	if user == "" {
-		user = "git"
-	}
-	if g.opts.getenv("SSH_AUTH_SOCK") != "" {
-		a, err := gitssh.NewSSHAgentAuth(user)
-		if err == nil {
-			return a, nil
-		}
-	}
-	home, _ := os.UserHomeDir()
-	for _, k := range []string{"id_ed25519", "id_ecdsa", "id_rsa"} {
-		p := filepath.Join(home, ".ssh", k)
-		if _, err := os.Stat(p); err != nil {
-			continue
-		}
-		a, err := gitssh.NewPublicKeysFromFile(user, p, "")
-		if err != nil {
-			return nil, fmt.Errorf("ssh key %s: %w (a passphrase-protected key needs ssh-agent: run ssh-add)", p, err)
-		}
-		return a, nil
-	}
-	return nil, nil
+	return cfg.GitHubURL(src.Repo)
 }
 
 // clone makes a shallow, single-branch, tag-less clone of src into dir
 // (which must not exist yet) and returns the checked-out commit.
 func (g *gitClient) clone(ctx context.Context, src Source, dir string) (string, error) {
-	remote := RemoteURL(src, g.opts.getenv)
-	auth, err := g.auth(remote)
+	remote := RemoteURL(src, g.net)
+	auth, err := g.net.GitAuth(remote)
 	if err != nil {
 		return "", g.fail(src, "authenticate", err)
 	}
@@ -165,7 +80,8 @@ func (g *gitClient) clone(ctx context.Context, src Source, dir string) (string, 
 				Depth:         1,
 				Tags:          git.NoTags,
 				Progress:      progress,
-				ProxyOptions:  proxyOptions(ctx, remote),
+				ProxyOptions:  g.proxy(ctx, remote),
+				CABundle:      g.net.CABundle,
 			})
 		})
 		if err != nil {
@@ -241,7 +157,8 @@ func (g *gitClient) fetch(ctx context.Context, repo *git.Repository, auth transp
 			Tags:         git.NoTags,
 			Force:        true,
 			Progress:     progress,
-			ProxyOptions: proxyOptions(ctx, remote),
+			ProxyOptions: g.proxy(ctx, remote),
+			CABundle:     g.net.CABundle,
 		})
 	})
 	if errors.Is(err, git.NoErrAlreadyUpToDate) {
@@ -265,7 +182,7 @@ func (g *gitClient) update(ctx context.Context, src Source, dir string) (before,
 		return "", "", g.fail(src, "read HEAD of the clone", err)
 	}
 	before = head.Hash().String()
-	remote := RemoteURL(src, g.opts.getenv)
+	remote := RemoteURL(src, g.net)
 	if err := repo.DeleteRemote(git.DefaultRemoteName); err == nil || errors.Is(err, git.ErrRemoteNotFound) {
 		// The source's URL may have moved (WHARF_GITHUB_HOST); always fetch
 		// from what the source says now.
@@ -274,7 +191,7 @@ func (g *gitClient) update(ctx context.Context, src Source, dir string) (before,
 			return before, "", g.fail(src, "configure remote", err)
 		}
 	}
-	auth, err := g.auth(remote)
+	auth, err := g.net.GitAuth(remote)
 	if err != nil {
 		return before, "", g.fail(src, "authenticate", err)
 	}
@@ -340,15 +257,6 @@ func (g *gitClient) resetTo(repo *git.Repository, h plumbing.Hash) error {
 	return wt.Reset(&git.ResetOptions{Commit: h, Mode: git.HardReset})
 }
 
-// init routes go-git's HTTP and HTTPS through netidle, so every git
-// network step under a netidle.Watch fails when its server goes silent.
-// ssh goes through netidle by proxyOptions.
-func init() {
-	c := githttp.NewClient(&http.Client{Transport: netidle.Transport()})
-	client.InstallProtocol("https", c)
-	client.InstallProtocol("http", c)
-}
-
 // idleErr is the error of a step whose server went silent: it names the
 // host and the setting.
 func idleErr(e *netidle.Error, err error) error {
@@ -363,38 +271,30 @@ func idleHint(e *netidle.Error) string {
 	return fmt.Sprintf("%s accepted the connection but stopped sending: check that it is up, or raise WHARF_NET_IDLE_TIMEOUT (config net-idle-timeout, now %s) if it is only slow", e.Host, e.Idle)
 }
 
-// proxyOptions makes go-git's ssh transport, which dials through
-// golang.org/x/net/proxy, dial remote under the step's netidle.Watch: an
-// ssh server that accepts and never speaks fails after the idle limit
-// instead of holding the handshake forever. Other protocols get none
-// (HTTP(S) is routed by init; a proxy there would replace that).
-func proxyOptions(ctx context.Context, remote string) transport.ProxyOptions {
-	if ep, err := transport.NewEndpoint(remote); err == nil && ep.Protocol == "ssh" {
-		return transport.ProxyOptions{URL: netidle.ProxyURL(ctx)}
+// proxy returns the proxy options of a git step on remote: ssh dials under
+// the step's idle limit, https through the configured proxy (see
+// fetch.Config.Git).
+func (g *gitClient) proxy(ctx context.Context, remote string) transport.ProxyOptions {
+	o, err := g.net.Git(ctx, remote)
+	if err != nil {
+		return transport.ProxyOptions{}
 	}
-	return transport.ProxyOptions{}
+	return o.Proxy
 }
 
 // withTimeout runs one git network step on remote under the overall and
 // the idle limit, with a progress bar on a terminal.
 func (g *gitClient) withTimeout(ctx context.Context, remote string, fn func(context.Context, io.Writer) (*git.Repository, error)) (*git.Repository, error) {
-	ctx, cancel := context.WithTimeout(ctx, g.opts.timeout())
-	defer cancel()
-	ctx, stop := netidle.Watch(ctx, g.opts.idle())
+	ctx, stop := g.net.Step(ctx)
 	defer stop()
-	progress := g.progress
-	if g.bar != nil {
-		b := netidle.NewBar(g.bar, "fetching "+redactRemote(remote))
-		b.Track(ctx)
-		defer b.Finish()
-		progress = b
-	}
+	progress, done := fetch.Progress(ctx, g.bar, g.progress, "fetching "+redactRemote(remote))
+	defer done()
 	r, err := fn(ctx, progress)
 	if e := netidle.Cause(ctx); err != nil && e != nil {
 		return nil, &idleFailure{e: e, err: idleErr(e, err)}
 	}
 	if err != nil && ctx.Err() == context.DeadlineExceeded {
-		return nil, fmt.Errorf("%w after %s (raise WHARF_GIT_TIMEOUT if the network is slow): %v", ErrTimeout, g.opts.timeout(), err)
+		return nil, fmt.Errorf("%w after %s (git-timeout; raise WHARF_GIT_TIMEOUT if the network is slow): %v", ErrTimeout, g.net.StepTimeout(), err)
 	}
 	return r, err
 }
@@ -428,7 +328,7 @@ func isRefNotFound(err error) bool {
 
 func (g *gitClient) fail(src Source, step string, err error) error {
 	hint := "check that the repository exists and that you can reach it, then retry"
-	remote := RemoteURL(src, g.opts.getenv)
+	remote := RemoteURL(src, g.net)
 	var idle *idleFailure
 	var kh *knownhosts.KeyError
 	switch {
@@ -443,20 +343,14 @@ func (g *gitClient) fail(src Source, step string, err error) error {
 		hint = "ssh checks the server's key against ~/.ssh/known_hosts (or SSH_KNOWN_HOSTS), and " + host +
 			" is not there or its key changed: add it after checking its fingerprint, e.g. ssh-keyscan " + host + " >> ~/.ssh/known_hosts"
 	case errors.Is(err, transport.ErrAuthenticationRequired), errors.Is(err, transport.ErrAuthorizationFailed), errors.Is(err, transport.ErrRepositoryNotFound):
-		hint = "if the repository is private, set GITHUB_TOKEN (or GH_TOKEN / GITLAB_TOKEN) or use an ssh:// URL with your SSH key"
+		hint = fetch.TokenHint
 	}
 	return &plugin.Error{Layer: plugin.LayerMaterialization, Type: plugin.TypeSource, Object: src.String(),
 		Err: fmt.Errorf("git %s of %s: %w", step, remote, err), Hint: hint}
 }
 
 // redactRemote drops user info (a token) from a remote URL for display.
-func redactRemote(remote string) string {
-	if u, err := url.Parse(remote); err == nil && u.User != nil && u.Scheme != "" {
-		u.User = nil
-		return u.String()
-	}
-	return remote
-}
+func redactRemote(remote string) string { return fetch.Redact(remote) }
 
 // sshHost is the host of an ssh remote (git@host:path or ssh://host/path).
 func sshHost(remote string) string {

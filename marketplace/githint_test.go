@@ -7,11 +7,12 @@ import (
 
 	"golang.org/x/crypto/ssh/knownhosts"
 
+	"github.com/wharfhq/wharf/fetch"
 	"github.com/wharfhq/wharf/plugin"
 )
 
 func TestGitFailureHints(t *testing.T) {
-	g := &gitClient{opts: &Options{}}
+	g := &gitClient{net: &fetch.Config{}}
 	ssh := Source{Kind: KindGit, URL: "git@git.corp.example:team/plugins.git"}
 	err := g.fail(ssh, "clone", fmt.Errorf("ssh: handshake failed: %w", &knownhosts.KeyError{}))
 	hint := plugin.HintOf(err)

@@ -19,6 +19,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing"
 
 	"github.com/wharfhq/wharf/atomicfile"
+	"github.com/wharfhq/wharf/fetch"
 	"github.com/wharfhq/wharf/netidle"
 	"github.com/wharfhq/wharf/plugin"
 	"github.com/wharfhq/wharf/store"
@@ -28,20 +29,21 @@ import (
 const Bucket = "marketplaces"
 
 // DefaultGitTimeout bounds each network step unless WHARF_GIT_TIMEOUT says otherwise.
-const DefaultGitTimeout = 120 * time.Second
+const DefaultGitTimeout = fetch.DefaultTimeout
 
 // DefaultNetIdleTimeout fails a network step whose connection moves no byte
 // for this long, unless WHARF_NET_IDLE_TIMEOUT says otherwise.
-const DefaultNetIdleTimeout = 30 * time.Second
+const DefaultNetIdleTimeout = fetch.DefaultIdleTimeout
 
-// maxManifestBytes bounds a marketplace.json fetched over HTTP.
+// maxManifestBytes bounds a marketplace.json fetched over HTTP (unless the
+// fetch configuration sets a lower metadata limit).
 const maxManifestBytes = 16 << 20
 
 // Sentinel errors. Callers branch on them with errors.Is; the *plugin.Error
 // wrapping them carries the object and the next step.
 var (
 	// ErrTimeout: a network step did not finish within the configured timeout.
-	ErrTimeout = errors.New("timed out")
+	ErrTimeout = fetch.ErrTimeout
 	// ErrUnknown: no marketplace of that name is known.
 	ErrUnknown = errors.New("unknown marketplace")
 	// ErrNameTaken: a marketplace of that name is already known from another source.
@@ -80,39 +82,45 @@ type Options struct {
 	// (bytes received and the server's phase) instead of the raw output;
 	// nil draws none (not a terminal, --quiet, --json).
 	ProgressBar io.Writer
-	// GitTimeout bounds each network step; zero means DefaultGitTimeout.
-	GitTimeout time.Duration
-	// NetIdleTimeout fails a network step whose connection moves no byte
-	// for this long (HTTP(S) and ssh; zero means DefaultNetIdleTimeout,
-	// negative means no idle limit).
+	// Fetch is what every network step obeys (GitHub and GitLab hosts,
+	// timeouts, idle limit, proxy, size limits, tokens); the command builds
+	// it once from the config file and the environment.
+	Fetch fetch.Config
+	// GitTimeout, NetIdleTimeout, Getenv and HTTPClient fill the fields of
+	// Fetch left zero (Timeout, IdleTimeout, Getenv, Client); with Fetch's
+	// GitHubHost empty, Getenv's WHARF_GITHUB_HOST names the GitHub host.
+	//
+	// Deprecated: set Fetch.
+	GitTimeout     time.Duration
 	NetIdleTimeout time.Duration
-	// Getenv reads tokens and WHARF_GITHUB_HOST; nil means os.Getenv.
-	Getenv func(string) string
-	// HTTPClient fetches marketplace.json URLs; nil means a default client.
-	HTTPClient *http.Client
+	Getenv         func(string) string
+	HTTPClient     *http.Client
 	// Now stamps lastUpdated; nil means time.Now.
 	Now func() time.Time
 }
 
-func (o *Options) getenv(k string) string {
-	if o.Getenv == nil {
-		return os.Getenv(k)
+// fetchConfig is Fetch with the deprecated fields filled in.
+func (o *Options) fetchConfig() fetch.Config {
+	c := o.Fetch
+	if c.Timeout == 0 {
+		c.Timeout = o.GitTimeout
 	}
-	return o.Getenv(k)
-}
-
-func (o *Options) timeout() time.Duration {
-	if o.GitTimeout <= 0 {
-		return DefaultGitTimeout
+	if c.IdleTimeout == 0 {
+		c.IdleTimeout = o.NetIdleTimeout
 	}
-	return o.GitTimeout
-}
-
-func (o *Options) idle() time.Duration {
-	if o.NetIdleTimeout == 0 {
-		return DefaultNetIdleTimeout
+	if c.Getenv == nil {
+		c.Getenv = o.Getenv
 	}
-	return o.NetIdleTimeout
+	if c.Getenv == nil {
+		c.Getenv = os.Getenv
+	}
+	if c.Client == nil {
+		c.Client = o.HTTPClient
+	}
+	if c.GitHubHost == "" {
+		c.GitHubHost = strings.TrimSpace(c.Getenv("WHARF_GITHUB_HOST"))
+	}
+	return c
 }
 
 func (o *Options) now() time.Time {
@@ -128,11 +136,12 @@ func (o *Options) now() time.Time {
 type Manager struct {
 	st   store.Store
 	opts Options
+	net  fetch.Config
 }
 
 // NewManager returns a Manager over st and opts.Dir.
 func NewManager(st store.Store, opts Options) *Manager {
-	return &Manager{st: st, opts: opts}
+	return &Manager{st: st, opts: opts, net: opts.fetchConfig()}
 }
 
 // List returns the known marketplaces by name.
@@ -451,9 +460,9 @@ func (m *Manager) materialize(ctx context.Context, src Source) (*fetched, error)
 
 func (m *Manager) gitClient() *gitClient {
 	if m.opts.ProgressBar != nil {
-		return &gitClient{opts: &m.opts, bar: m.opts.ProgressBar}
+		return &gitClient{net: &m.net, bar: m.opts.ProgressBar}
 	}
-	return &gitClient{opts: &m.opts, progress: m.opts.Progress}
+	return &gitClient{net: &m.net, progress: m.opts.Progress}
 }
 
 // download fetches a marketplace.json URL into dir/.claude-plugin/.
@@ -461,49 +470,37 @@ func (m *Manager) download(ctx context.Context, src Source, dir string) error {
 	fail := func(err error, hint string) error {
 		return &plugin.Error{Layer: plugin.LayerMaterialization, Type: plugin.TypeSource, Object: src.URL, Err: err, Hint: hint}
 	}
-	ctx, cancel := context.WithTimeout(ctx, m.opts.timeout())
-	defer cancel()
-	ctx, stop := netidle.Watch(ctx, m.opts.idle())
-	defer stop()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, src.URL, nil)
-	if err != nil {
-		return fail(err, "check the URL")
-	}
+	h := http.Header{}
 	for k, v := range src.Headers {
-		req.Header.Set(k, os.Expand(v, m.opts.getenv))
+		h.Set(k, os.Expand(v, m.net.Getenv))
 	}
-	req.Header.Set("Accept", "application/json")
-	client := m.opts.HTTPClient
-	if client == nil {
-		client = &http.Client{Transport: netidle.Transport()}
+	max := int64(maxManifestBytes)
+	if l := m.net.MaxMetadataBytes; l > 0 && l < max {
+		max = l
 	}
-	resp, err := client.Do(req)
+	// The user named this URL (it is not a marketplace entry's): its host
+	// is trusted as configured.
+	data, err := m.net.ReadAll(ctx, fetch.Get{URL: src.URL, Accept: "application/json", Header: h, Trusted: true}, max)
 	if err != nil {
-		if e := netidle.Cause(ctx); e != nil {
-			return fail(idleErr(e, err), idleHint(e))
-		}
-		if ctx.Err() == context.DeadlineExceeded {
-			return fail(fmt.Errorf("download: %w after %s: %v", ErrTimeout, m.opts.timeout(), err), "raise WHARF_GIT_TIMEOUT or check the network")
+		var idle *netidle.Error
+		var he *fetch.HTTPError
+		switch {
+		case errors.As(err, &idle):
+			return fail(fmt.Errorf("download: %w: %w", ErrTimeout, err), idleHint(idle))
+		case errors.Is(err, fetch.ErrTimeout):
+			return fail(fmt.Errorf("download: %w", err), "raise WHARF_GIT_TIMEOUT (config git-timeout) or check the network")
+		case errors.As(err, &he):
+			hint := "check the URL"
+			if he.Code == http.StatusUnauthorized || he.Code == http.StatusForbidden {
+				hint = `the server wants credentials: add them as "headers" of a {"source":"url"} entry in settings`
+			}
+			return fail(fmt.Errorf("download: HTTP %s", he.Status), hint)
+		case errors.Is(err, fetch.ErrTooLarge):
+			return fail(fmt.Errorf("download: marketplace.json is larger than %d bytes: %w", max, err), "point at a real marketplace.json")
+		case errors.Is(err, fetch.ErrUnsupported):
+			return fail(fmt.Errorf("download: %w", err), "use an https:// URL (plain http only to 127.0.0.1)")
 		}
 		return fail(fmt.Errorf("download: %w", err), "check the URL and the network")
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		hint := "check the URL"
-		if resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden {
-			hint = `the server wants credentials: add them as "headers" of a {"source":"url"} entry in settings`
-		}
-		return fail(fmt.Errorf("download: HTTP %s", resp.Status), hint)
-	}
-	data, err := io.ReadAll(io.LimitReader(resp.Body, maxManifestBytes+1))
-	if err != nil {
-		if e := netidle.Cause(ctx); e != nil {
-			return fail(idleErr(e, err), idleHint(e))
-		}
-		return fail(fmt.Errorf("download: %w", err), "retry")
-	}
-	if len(data) > maxManifestBytes {
-		return fail(fmt.Errorf("download: marketplace.json is larger than %d bytes", maxManifestBytes), "point at a real marketplace.json")
 	}
 	return atomicfile.WriteFile(filepath.Join(dir, ManifestPath), data, 0o644)
 }

@@ -2,6 +2,7 @@ package marketplace
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -16,6 +17,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/wharfhq/wharf/fetch"
+	"github.com/wharfhq/wharf/internal/gitserve"
 	"github.com/wharfhq/wharf/plugin"
 	"github.com/wharfhq/wharf/store"
 )
@@ -511,73 +514,23 @@ func TestGateIsAskedBeforeAnyAccess(t *testing.T) {
 	}
 }
 
-func TestHTTPSCredentialSelection(t *testing.T) {
-	env := func(kv ...string) func(string) string {
-		m := map[string]string{}
-		for i := 0; i+1 < len(kv); i += 2 {
-			m[kv[i]] = kv[i+1]
-		}
-		return func(k string) string { return m[k] }
-	}
-	tests := []struct {
-		name, url string
-		env       func(string) string
-		wantVar   string
-	}{
-		{"github uses GITHUB_TOKEN", "https://github.com/a/b.git", env("GITHUB_TOKEN", "g1", "GH_TOKEN", "g2"), "GITHUB_TOKEN"},
-		{"github falls back to GH_TOKEN", "https://github.com/a/b.git", env("GH_TOKEN", "g2"), "GH_TOKEN"},
-		{"github without token", "https://github.com/a/b.git", env("GITLAB_TOKEN", "x"), ""},
-		{"gitlab.com", "https://gitlab.com/a/b.git", env("GITLAB_TOKEN", "l", "GITHUB_TOKEN", "g"), "GITLAB_TOKEN"},
-		{"self-hosted gitlab", "https://gitlab.corp.example/a/b.git", env("GITLAB_TOKEN", "l"), "GITLAB_TOKEN"},
-		{"enterprise github host", "https://ghe.corp.example/a/b.git", env("WHARF_GITHUB_HOST", "ghe.corp.example", "GITHUB_TOKEN", "g"), "GITHUB_TOKEN"},
-		{"other host gets nothing", "https://git.example.org/a/b.git", env("GITHUB_TOKEN", "g", "GITLAB_TOKEN", "l"), ""},
-		{"lookalike host gets nothing", "https://github.com.evil.example/a/b.git", env("GITHUB_TOKEN", "g"), ""},
-		{"ssh gets no token", "ssh://git@github.com/a/b.git", env("GITHUB_TOKEN", "g"), ""},
-		{"scp-like gets no token", "git@github.com:a/b.git", env("GITHUB_TOKEN", "g"), ""},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			c, ok := HTTPSCredential(tt.url, tt.env)
-			if ok != (tt.wantVar != "") || c.EnvVar != tt.wantVar {
-				t.Fatalf("HTTPSCredential(%s) = %+v, %v; want %q", tt.url, c, ok, tt.wantVar)
-			}
-			if ok && (c.Token == "" || c.Username == "") {
-				t.Errorf("credential without user or token: %+v", c)
-			}
-		})
-	}
-}
-
 // TestTokenSentToGitHubStandIn serves a real repository over git's smart
-// HTTP protocol (git http-backend) on 127.0.0.1, acting as a GitHub
+// HTTP protocol (git http-backend) on https://127.0.0.1, acting as a GitHub
 // Enterprise host that requires the token.
 func TestTokenSentToGitHubStandIn(t *testing.T) {
-	backend, err := exec.Command("git", "--exec-path").Output()
-	if err != nil {
-		t.Skip("git not installed")
-	}
 	repo := newGitRepo(t, marketFiles("ghe", "deploy"))
 	root := t.TempDir()
 	bare := filepath.Join(root, "corp", "plugins.git")
 	if out, err := exec.Command("git", "clone", "-q", "--bare", repo.dir, bare).CombinedOutput(); err != nil {
 		t.Fatalf("%v: %s", err, out)
 	}
-	var mu sync.Mutex
-	var auths []string
-	srv := httptest.NewServer(gitHTTPBackend(t, filepath.Join(strings.TrimSpace(string(backend)), "git-http-backend"), root, func(r *http.Request) bool {
-		user, pass, ok := r.BasicAuth()
-		mu.Lock()
-		auths = append(auths, fmt.Sprintf("%s:%s:%v", user, pass, ok))
-		mu.Unlock()
+	srv := gitserve.Start(t, root, gitserve.Options{Allow: func(r *http.Request) bool {
+		_, pass, ok := r.BasicAuth()
 		return ok && pass == "tok-123"
-	}))
-	defer srv.Close()
-	host := strings.TrimPrefix(srv.URL, "http://")
+	}})
 
-	withToken := func(k string) string {
-		return map[string]string{"WHARF_GITHUB_HOST": host, "GITHUB_TOKEN": "tok-123"}[k]
-	}
-	m, _ := newTestManager(t, Options{Getenv: withToken})
+	withToken := func(k string) string { return map[string]string{"GITHUB_TOKEN": "tok-123"}[k] }
+	m, _ := newTestManager(t, Options{Fetch: fetch.Config{GitHubHost: srv.URL, CABundle: srv.CA, Getenv: withToken}})
 	k, err := m.Add(context.Background(), Source{Kind: KindGitHub, Repo: "corp/plugins"}, "")
 	if err != nil {
 		t.Fatal(err)
@@ -585,14 +538,13 @@ func TestTokenSentToGitHubStandIn(t *testing.T) {
 	if k.Name != "ghe" {
 		t.Errorf("name = %s", k.Name)
 	}
-	mu.Lock()
-	if len(auths) == 0 || auths[0] != "x-access-token:tok-123:true" {
+	want := "Basic " + base64.StdEncoding.EncodeToString([]byte("x-access-token:tok-123"))
+	if auths := srv.Authorizations(); len(auths) == 0 || auths[0] != want {
 		t.Errorf("server saw auth %v", auths)
 	}
-	mu.Unlock()
 
-	noToken := func(k string) string { return map[string]string{"WHARF_GITHUB_HOST": host}[k] }
-	m2, _ := newTestManager(t, Options{Getenv: noToken})
+	noToken := func(string) string { return "" }
+	m2, _ := newTestManager(t, Options{Fetch: fetch.Config{GitHubHost: srv.URL, CABundle: srv.CA, Getenv: noToken}})
 	_, err = m2.Add(context.Background(), Source{Kind: KindGitHub, Repo: "corp/plugins"}, "")
 	if err == nil || !strings.Contains(plugin.HintOf(err), "GITHUB_TOKEN") {
 		t.Errorf("add without a token: %v (hint %q)", err, plugin.HintOf(err))

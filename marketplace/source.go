@@ -4,13 +4,14 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"net"
+
 	"net/url"
 	"path/filepath"
 	"sort"
 	"strings"
 	"unicode/utf8"
 
+	"github.com/wharfhq/wharf/fetch"
 	"github.com/wharfhq/wharf/internal/lazyre"
 	"github.com/wharfhq/wharf/plugin"
 )
@@ -259,20 +260,12 @@ func checkScheme(u *url.URL) error {
 	case "https":
 		return nil
 	case "http":
-		if isLoopback(u.Hostname()) {
+		if fetch.IsLoopback(u.Hostname()) {
 			return nil
 		}
 		return fmt.Errorf("plain http:// is refused for %s (only loopback may use it); use https://", u.Host)
 	}
 	return fmt.Errorf("unsupported scheme %q; use https://", u.Scheme)
-}
-
-func isLoopback(host string) bool {
-	if host == "localhost" {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
 }
 
 // String prints the source as a user would type it to `wharf marketplace add`.

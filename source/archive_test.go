@@ -23,6 +23,7 @@ import (
 	"strings"
 	"testing"
 
+	netfetch "github.com/wharfhq/wharf/fetch"
 	"github.com/wharfhq/wharf/plugin"
 )
 
@@ -103,7 +104,7 @@ func TestFetchArchive(t *testing.T) {
 
 	t.Run("ok with sha256", func(t *testing.T) {
 		parent, dest := sandbox(t)
-		res, err := fetch(t, f, plugin.Source{Kind: plugin.SourceArchive, URL: srv.URL + "/good.zip", SHA256: hexSHA256(good)}, dest)
+		res, err := fetchTo(t, f, plugin.Source{Kind: plugin.SourceArchive, URL: srv.URL + "/good.zip", SHA256: hexSHA256(good)}, dest)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -138,7 +139,7 @@ func TestFetchArchive(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			parent, dest := sandbox(t)
-			_, err := fetch(t, f, tc.src, dest)
+			_, err := fetchTo(t, f, tc.src, dest)
 			wantSourceErr(t, err, tc.want)
 			assertOnlyDest(t, parent)
 			if got, _ := os.ReadDir(dest); len(got) != 0 && tc.want != ErrUnsafePath {
@@ -150,13 +151,13 @@ func TestFetchArchive(t *testing.T) {
 		redir := httptest.NewServer(http.RedirectHandler("http://example.com/p.zip", http.StatusFound))
 		defer redir.Close()
 		parent, dest := sandbox(t)
-		_, err := fetch(t, f, plugin.Source{Kind: plugin.SourceArchive, URL: redir.URL + "/p.zip"}, dest)
+		_, err := fetchTo(t, f, plugin.Source{Kind: plugin.SourceArchive, URL: redir.URL + "/p.zip"}, dest)
 		wantSourceErr(t, err, ErrUnsupported)
 		assertOnlyDest(t, parent)
 	})
 	t.Run("not a zip", func(t *testing.T) {
 		_, dest := sandbox(t)
-		_, err := fetch(t, f, plugin.Source{Kind: plugin.SourceArchive, URL: srv.URL + "/notzip.zip"}, dest)
+		_, err := fetchTo(t, f, plugin.Source{Kind: plugin.SourceArchive, URL: srv.URL + "/notzip.zip"}, dest)
 		if err == nil || plugin.LayerOf(err) != plugin.LayerMaterialization {
 			t.Fatalf("err = %v", err)
 		}
@@ -168,7 +169,7 @@ func TestFetchArchive(t *testing.T) {
 		z := makeZip(t, zipEntry{name: "a", body: strings.Repeat("a", 600)}, zipEntry{name: "b", body: strings.Repeat("b", 600)})
 		srv := serve(t, map[string][]byte{"/z.zip": z})
 		_, dest := sandbox(t)
-		_, err := fetch(t, small, plugin.Source{Kind: plugin.SourceArchive, URL: srv.URL + "/z.zip"}, dest)
+		_, err := fetchTo(t, small, plugin.Source{Kind: plugin.SourceArchive, URL: srv.URL + "/z.zip"}, dest)
 		wantSourceErr(t, err, ErrTooLarge)
 	})
 }
@@ -307,11 +308,11 @@ func TestFetchNPM(t *testing.T) {
 	}
 	tarballs := map[string][]byte{"/t/v1.tgz": v1, "/t/v2.tgz": v2, "/t/link.tgz": evilLink, "/t/hard.tgz": evilHard, "/t/dots.tgz": evilDots, "/t/abs.tgz": evilAbs}
 	srv := npmRegistry(t, pkgs, tarballs)
-	f := &Fetcher{NPMRegistry: srv.URL}
+	f := &Fetcher{Net: netfetch.Config{NPMRegistry: srv.URL}}
 
 	t.Run("latest with sha512 integrity", func(t *testing.T) {
 		parent, dest := sandbox(t)
-		res, err := fetch(t, f, plugin.Source{Kind: plugin.SourceNPM, Package: "@acme/tools"}, dest)
+		res, err := fetchTo(t, f, plugin.Source{Kind: plugin.SourceNPM, Package: "@acme/tools"}, dest)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -328,7 +329,7 @@ func TestFetchNPM(t *testing.T) {
 	})
 	t.Run("dist-tag with legacy shasum, registry on the source", func(t *testing.T) {
 		_, dest := sandbox(t)
-		res, err := fetch(t, &Fetcher{}, plugin.Source{Kind: plugin.SourceNPM, Package: "@acme/tools", Version: "next", Registry: srv.URL}, dest)
+		res, err := fetchTo(t, &Fetcher{}, plugin.Source{Kind: plugin.SourceNPM, Package: "@acme/tools", Version: "next", Registry: srv.URL}, dest)
 		if err != nil || res.Version != "2.0.0" {
 			t.Fatalf("res = %+v, %v", res, err)
 		}
@@ -351,15 +352,15 @@ func TestFetchNPM(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			parent, dest := sandbox(t)
-			_, err := fetch(t, f, tc.src, dest)
+			_, err := fetchTo(t, f, tc.src, dest)
 			wantSourceErr(t, err, tc.want)
 			assertOnlyDest(t, parent)
 		})
 	}
 	t.Run("too many entries", func(t *testing.T) {
-		small := &Fetcher{NPMRegistry: srv.URL, Limits: Limits{MaxEntries: 2}}
+		small := &Fetcher{Net: netfetch.Config{NPMRegistry: srv.URL}, Limits: Limits{MaxEntries: 2}}
 		_, dest := sandbox(t)
-		_, err := fetch(t, small, plugin.Source{Kind: plugin.SourceNPM, Package: "@acme/tools"}, dest)
+		_, err := fetchTo(t, small, plugin.Source{Kind: plugin.SourceNPM, Package: "@acme/tools"}, dest)
 		wantSourceErr(t, err, ErrTooManyEntries)
 	})
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/wharfhq/wharf/fetch"
 	"github.com/wharfhq/wharf/plugin"
 )
 
@@ -18,14 +19,14 @@ var (
 	// ErrTooManyEntries: more entries than Limits.MaxEntries.
 	ErrTooManyEntries = errors.New("too many entries")
 	// ErrTooLarge: more bytes than Limits.MaxBytes (download or uncompressed).
-	ErrTooLarge = errors.New("too large")
+	ErrTooLarge = fetch.ErrTooLarge
 	// ErrChecksum: a sha256 or npm integrity value did not match the bytes.
 	ErrChecksum = errors.New("checksum mismatch")
 	// ErrNotFound: the repository, ref, commit, directory or package version
 	// does not exist.
-	ErrNotFound = errors.New("not found")
+	ErrNotFound = fetch.ErrNotFound
 	// ErrUnsupported: a source form or field value wharf does not handle.
-	ErrUnsupported = errors.New("unsupported source")
+	ErrUnsupported = fetch.ErrUnsupported
 	// ErrNotEmpty: the destination directory is not empty.
 	ErrNotEmpty = errors.New("destination is not empty")
 )

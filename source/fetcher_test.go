@@ -9,31 +9,9 @@ import (
 	"testing"
 	"time"
 
+	netfetch "github.com/wharfhq/wharf/fetch"
 	"github.com/wharfhq/wharf/plugin"
 )
-
-func TestParseTimeout(t *testing.T) {
-	for in, want := range map[string]time.Duration{"90": 90 * time.Second, "2m": 2 * time.Minute, "1500ms": 1500 * time.Millisecond} {
-		if got, err := parseTimeout(in); err != nil || got != want {
-			t.Errorf("parseTimeout(%q) = %v, %v; want %v", in, got, err, want)
-		}
-	}
-	for _, in := range []string{"0", "-5", "soon", "-1s"} {
-		if _, err := parseTimeout(in); err == nil {
-			t.Errorf("parseTimeout(%q) accepted", in)
-		}
-	}
-	t.Setenv("WHARF_GIT_TIMEOUT", "forever")
-	if _, err := NewFetcher(); err == nil || !strings.Contains(err.Error(), "WHARF_GIT_TIMEOUT") {
-		t.Errorf("NewFetcher with a bad WHARF_GIT_TIMEOUT: %v", err)
-	}
-	t.Setenv("WHARF_GIT_TIMEOUT", "30")
-	t.Setenv("WHARF_NPM_REGISTRY", "http://127.0.0.1:1/npm")
-	f, err := NewFetcher()
-	if err != nil || f.Timeout != 30*time.Second || f.NPMRegistry != "http://127.0.0.1:1/npm" {
-		t.Errorf("NewFetcher = %+v, %v", f, err)
-	}
-}
 
 func TestFetchTimeout(t *testing.T) {
 	release := make(chan struct{})
@@ -45,9 +23,9 @@ func TestFetchTimeout(t *testing.T) {
 	}))
 	defer srv.Close()
 	defer close(release)
-	f := &Fetcher{Timeout: 50 * time.Millisecond}
+	f := &Fetcher{Net: netfetch.Config{Timeout: 50 * time.Millisecond}}
 	parent, dest := sandbox(t)
-	_, err := fetch(t, f, plugin.Source{Kind: plugin.SourceArchive, URL: srv.URL + "/slow.zip"}, dest)
+	_, err := fetchTo(t, f, plugin.Source{Kind: plugin.SourceArchive, URL: srv.URL + "/slow.zip"}, dest)
 	if err == nil || !strings.Contains(err.Error(), "timed out") {
 		t.Fatalf("err = %v, want a timeout naming the URL", err)
 	}
@@ -67,7 +45,7 @@ func TestProgressAndUnknownKind(t *testing.T) {
 		t.Errorf("progress = %q", buf.String())
 	}
 	_, dest = sandbox(t)
-	_, err := fetch(t, &Fetcher{}, plugin.Source{Kind: "svn"}, dest)
+	_, err := fetchTo(t, &Fetcher{}, plugin.Source{Kind: "svn"}, dest)
 	wantSourceErr(t, err, ErrUnsupported)
 }
 

@@ -5,11 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
-	"net/http"
 	"net/url"
 	"os"
-	"path/filepath"
 	"regexp"
 	"strings"
 
@@ -21,11 +18,9 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/filemode"
 	"github.com/go-git/go-git/v5/plumbing/object"
 	"github.com/go-git/go-git/v5/plumbing/transport"
-	"github.com/go-git/go-git/v5/plumbing/transport/client"
-	githttp "github.com/go-git/go-git/v5/plumbing/transport/http"
-	gitssh "github.com/go-git/go-git/v5/plumbing/transport/ssh"
 	"github.com/go-git/go-git/v5/storage/filesystem"
 
+	"github.com/wharfhq/wharf/fetch"
 	"github.com/wharfhq/wharf/netidle"
 	"github.com/wharfhq/wharf/plugin"
 )
@@ -33,7 +28,6 @@ import (
 var (
 	ownerRepoRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9._-]+$`)
 	shaRE       = regexp.MustCompile(`^[0-9a-fA-F]{40}$`)
-	scpRE       = regexp.MustCompile(`^[A-Za-z0-9._-]+@[A-Za-z0-9.-]+:[^\\\x00-\x1f]+$`)
 )
 
 const wharfPinRef = "refs/wharf/pin"
@@ -48,14 +42,14 @@ func (f *Fetcher) gitURL(ctx context.Context, req *Request) (string, string, err
 		if !ownerRepoRE.MatchString(s.Repo) || strings.Contains(s.Repo, "..") {
 			return "", "", failf(req, `write repo as "owner/repo"`, "%w: github repo %q is not owner/repo", ErrUnsupported, s.Repo)
 		}
-		raw, configured = f.githubURL(s.Repo), true
+		raw, configured = f.Net.GitHubURL(s.Repo), true
 	case plugin.SourceURL, plugin.SourceGitSubdir:
 		raw = s.URL
 		if raw == "" {
 			raw = s.Repo
 		}
 		if ownerRepoRE.MatchString(raw) && !strings.Contains(raw, "..") {
-			raw, configured = f.githubURL(raw), true
+			raw, configured = f.Net.GitHubURL(raw), true
 		}
 		sub = s.Path
 		if s.Kind == plugin.SourceGitSubdir && strings.TrimPrefix(strings.TrimSpace(sub), "./") == "" {
@@ -69,41 +63,18 @@ func (f *Fetcher) gitURL(ctx context.Context, req *Request) (string, string, err
 		// A URL the marketplace entry wrote (not the configured GitHub):
 		// its host must be public. git dials by itself, so this is checked
 		// once, before the clone.
-		if host := gitHost(raw); host != "" {
-			if _, err := f.guard().resolve(ctx, host); err != nil {
-				return "", "", fail(req, "use a repository on a public host, or set "+AllowPrivateEnv+"=1 to allow private ones", err)
-			}
+		if err := f.Net.CheckGitHost(ctx, raw); err != nil {
+			return "", "", fail(req, "use a repository on a public host, or set "+AllowPrivateEnv+"=1 to allow private ones", err)
 		}
 	}
 	return raw, sub, nil
-}
-
-// gitHost is the host of an https://, ssh:// or scp-like git URL; "" for
-// file:// and anything else.
-func gitHost(raw string) string {
-	if scpRE.MatchString(raw) && !strings.Contains(raw, "://") {
-		head, _, _ := strings.Cut(raw, ":")
-		return head[strings.LastIndex(head, "@")+1:]
-	}
-	if u, err := url.Parse(raw); err == nil && u.Scheme != "file" {
-		return u.Hostname()
-	}
-	return ""
-}
-
-func (f *Fetcher) githubURL(repo string) string {
-	base := f.GitHubBaseURL
-	if base == "" {
-		base = DefaultGitHubBaseURL
-	}
-	return strings.TrimRight(base, "/") + "/" + strings.TrimSuffix(repo, ".git") + ".git"
 }
 
 func (f *Fetcher) checkGitURL(raw string) error {
 	if raw == "" {
 		return fmt.Errorf("%w: empty git URL", ErrUnsupported)
 	}
-	if scpRE.MatchString(raw) && !strings.Contains(raw, "://") {
+	if fetch.IsSCP(raw) {
 		return nil
 	}
 	u, err := url.Parse(raw)
@@ -114,7 +85,7 @@ func (f *Fetcher) checkGitURL(raw string) error {
 	case "https", "ssh":
 		return nil
 	case "http":
-		if isLoopback(u.Hostname()) {
+		if fetch.IsLoopback(u.Hostname()) {
 			return nil
 		}
 		return fmt.Errorf("%w: plain http git URL %q (only https, or http to 127.0.0.1)", ErrUnsupported, redactURL(raw))
@@ -127,92 +98,8 @@ func (f *Fetcher) checkGitURL(raw string) error {
 	return fmt.Errorf("%w: git URL scheme %q in %q", ErrUnsupported, u.Scheme, redactURL(raw))
 }
 
-func isLoopback(host string) bool {
-	if host == "localhost" {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
-}
-
 // redactURL drops user info (tokens) from a URL for messages.
-func redactURL(raw string) string {
-	u, err := url.Parse(raw)
-	if err != nil || u.User == nil {
-		return raw
-	}
-	u.User = nil
-	return u.String()
-}
-
-// gitAuth returns token auth for https/http git URLs from GITHUB_TOKEN /
-// GH_TOKEN (GitHub, or the configured GitHub base) or GITLAB_TOKEN (hosts
-// named gitlab). A token is only ever sent to the host it belongs to.
-//
-// Over ssh without an agent (SSH_AUTH_SOCK), it is the first of
-// ~/.ssh/id_ed25519, id_ecdsa and id_rsa, as for git marketplaces; with an
-// agent, go-git asks the agent.
-func (f *Fetcher) gitAuth(raw string) (transport.AuthMethod, error) {
-	if ep, err := transport.NewEndpoint(raw); err == nil && ep.Protocol == "ssh" {
-		return f.sshKeyAuth(ep)
-	}
-	return f.tokenAuth(raw), nil
-}
-
-func (f *Fetcher) sshKeyAuth(ep *transport.Endpoint) (transport.AuthMethod, error) {
-	if f.getenv("SSH_AUTH_SOCK") != "" {
-		return nil, nil
-	}
-	user := ep.User
-	if user == "" {
-		user = "git"
-	}
-	home, err := os.UserHomeDir()
-	if err != nil {
-		return nil, nil
-	}
-	for _, k := range []string{"id_ed25519", "id_ecdsa", "id_rsa"} {
-		p := filepath.Join(home, ".ssh", k)
-		if _, err := os.Stat(p); err != nil {
-			continue
-		}
-		a, err := gitssh.NewPublicKeysFromFile(user, p, "")
-		if err != nil {
-			return nil, fmt.Errorf("ssh key %s: %w", p, err)
-		}
-		return a, nil
-	}
-	return nil, nil
-}
-
-func (f *Fetcher) tokenAuth(raw string) transport.AuthMethod {
-	u, err := url.Parse(raw)
-	if err != nil || (u.Scheme != "https" && u.Scheme != "http") {
-		return nil
-	}
-	host := strings.ToLower(u.Hostname())
-	gh := "github.com"
-	if f.GitHubBaseURL != "" {
-		if b, err := url.Parse(f.GitHubBaseURL); err == nil {
-			gh = strings.ToLower(b.Hostname())
-		}
-	}
-	switch {
-	case host == gh || host == "github.com":
-		tok := f.getenv("GITHUB_TOKEN")
-		if tok == "" {
-			tok = f.getenv("GH_TOKEN")
-		}
-		if tok != "" {
-			return &githttp.BasicAuth{Username: "x-access-token", Password: tok}
-		}
-	case strings.Contains(host, "gitlab"):
-		if tok := f.getenv("GITLAB_TOKEN"); tok != "" {
-			return &githttp.BasicAuth{Username: "oauth2", Password: tok}
-		}
-	}
-	return nil
-}
+func redactURL(raw string) string { return fetch.Redact(raw) }
 
 type progressWriter struct{ w io.Writer }
 
@@ -236,12 +123,10 @@ func (f *Fetcher) fetchGit(ctx context.Context, req *Request, t *tree) (*Result,
 	if s.SHA != "" && !shaRE.MatchString(s.SHA) {
 		return nil, failf(req, "pin the full 40-character commit SHA", "%w: sha %q is not a full commit SHA", ErrUnsupported, s.SHA)
 	}
-	ctx, cancel := context.WithTimeout(ctx, f.timeout())
-	defer cancel()
-	ctx, stop := netidle.Watch(ctx, f.idle())
+	ctx, stop := f.Net.Step(ctx)
 	defer stop()
 
-	auth, err := f.gitAuth(rawURL)
+	gopt, err := f.Net.Git(ctx, rawURL)
 	if err != nil {
 		return nil, fail(req, "a passphrase-protected key needs ssh-agent: run ssh-add", err)
 	}
@@ -263,13 +148,6 @@ func (f *Fetcher) fetchGit(ctx context.Context, req *Request, t *tree) (*Result,
 		}
 		f.progressf(format, args...)
 	}
-	// go-git's ssh transport dials through golang.org/x/net/proxy: this
-	// makes it dial under the step's idle limit (a server that accepts
-	// and never speaks would otherwise hold the handshake forever).
-	var proxyOpts transport.ProxyOptions
-	if ep, err := transport.NewEndpoint(rawURL); err == nil && ep.Protocol == "ssh" {
-		proxyOpts.URL = netidle.ProxyURL(ctx)
-	}
 	// Objects go to a scratch directory outside the destination rather
 	// than memory: a full-history fallback of a large repository must not
 	// exhaust RAM. Nothing of it reaches the plugin tree.
@@ -287,15 +165,15 @@ func (f *Fetcher) fetchGit(ctx context.Context, req *Request, t *tree) (*Result,
 		return nil, fail(req, "", err)
 	}
 	f.progressf("%s: listing %s\n", req.Plugin, redactURL(rawURL))
-	refs, err := remote.ListContext(ctx, &git.ListOptions{Auth: auth, ProxyOptions: proxyOpts})
+	refs, err := remote.ListContext(ctx, &git.ListOptions{Auth: gopt.Auth, ProxyOptions: gopt.Proxy, CABundle: gopt.CABundle})
 	if err != nil {
 		return nil, f.gitErr(ctx, req, rawURL, err)
 	}
-	fetch := func(spec string, depth int, tags git.TagMode) error {
+	fetchRef := func(spec string, depth int, tags git.TagMode) error {
 		err := remote.FetchContext(ctx, &git.FetchOptions{
 			RefSpecs: []config.RefSpec{config.RefSpec(spec)},
-			Depth:    depth, Auth: auth, Tags: tags, Progress: prog, Force: true,
-			ProxyOptions: proxyOpts,
+			Depth:    depth, Auth: gopt.Auth, Tags: tags, Progress: prog, Force: true,
+			ProxyOptions: gopt.Proxy, CABundle: gopt.CABundle,
 		})
 		if errors.Is(err, git.NoErrAlreadyUpToDate) {
 			return nil
@@ -315,19 +193,19 @@ func (f *Fetcher) fetchGit(ctx context.Context, req *Request, t *tree) (*Result,
 			}
 		}
 		if tip != "" {
-			err = fetch("+"+tip.String()+":"+wharfPinRef, 1, git.NoTags)
+			err = fetchRef("+"+tip.String()+":"+wharfPinRef, 1, git.NoTags)
 		} else {
 			// Servers only serve a non-tip commit shallowly when they allow
 			// it; otherwise fall back to a full fetch of branches and tags.
-			err = fetch(want.String()+":"+wharfPinRef, 1, git.NoTags)
+			err = fetchRef(want.String()+":"+wharfPinRef, 1, git.NoTags)
 			if err != nil {
 				if ctx.Err() != nil {
 					return nil, f.gitErr(ctx, req, rawURL, err)
 				}
 				note("%s: commit %s not fetchable shallowly (%v); fetching full history\n", req.Plugin, want, err)
-				err = fetch("+refs/heads/*:refs/wharf/heads/*", 0, git.NoTags)
+				err = fetchRef("+refs/heads/*:refs/wharf/heads/*", 0, git.NoTags)
 				if err == nil {
-					err = fetch("+refs/tags/*:refs/wharf/tags/*", 0, git.NoTags)
+					err = fetchRef("+refs/tags/*:refs/wharf/tags/*", 0, git.NoTags)
 				}
 			}
 		}
@@ -341,7 +219,7 @@ func (f *Fetcher) fetchGit(ctx context.Context, req *Request, t *tree) (*Result,
 			return nil, failf(req, "check the ref (a branch or tag of the repository) in the marketplace entry",
 				"%w: %s in %s", ErrNotFound, what, redactURL(rawURL))
 		}
-		err = fetch("+"+name.String()+":"+wharfPinRef, 1, git.NoTags)
+		err = fetchRef("+"+name.String()+":"+wharfPinRef, 1, git.NoTags)
 		want = hash
 	}
 	if bar != nil {
@@ -380,28 +258,20 @@ func (f *Fetcher) fetchGit(ctx context.Context, req *Request, t *tree) (*Result,
 	return &Result{Commit: commit.Hash.String(), URL: redactURL(rawURL)}, nil
 }
 
-// init routes go-git's HTTP and HTTPS through netidle, so a git fetch
-// under a netidle.Watch fails when its server goes silent (ssh goes
-// through netidle by its ProxyOptions, in fetchGit).
-func init() {
-	c := githttp.NewClient(&http.Client{Transport: netidle.Transport()})
-	client.InstallProtocol("https", c)
-	client.InstallProtocol("http", c)
-}
-
 func (f *Fetcher) gitErr(ctx context.Context, req *Request, rawURL string, err error) error {
 	if e := netidle.Cause(ctx); e != nil {
 		return failf(req, fmt.Sprintf("check that %s is up, or raise WHARF_NET_IDLE_TIMEOUT (config net-idle-timeout, now %s) if it is only slow", e.Host, e.Idle),
-			"git %s: %w", redactURL(rawURL), idleErr(e, err))
+			"git %s: %w", redactURL(rawURL), fetch.IdleError(e, err))
 	}
 	if ctx.Err() != nil {
-		return failf(req, "raise WHARF_GIT_TIMEOUT or check the network", "git %s: timed out after %s: %w", redactURL(rawURL), f.timeout(), err)
+		return failf(req, "raise WHARF_GIT_TIMEOUT (config git-timeout, now "+f.Net.StepTimeout().String()+") or check the network",
+			"git %s: timed out after %s (git-timeout): %w", redactURL(rawURL), f.Net.StepTimeout(), err)
 	}
 	switch {
 	case errors.Is(err, transport.ErrRepositoryNotFound):
 		return failf(req, "check the repository URL", "%w: repository %s", ErrNotFound, redactURL(rawURL))
 	case errors.Is(err, transport.ErrAuthenticationRequired), errors.Is(err, transport.ErrAuthorizationFailed):
-		return failf(req, "set GITHUB_TOKEN (or GH_TOKEN / GITLAB_TOKEN) to a token that can read the repository",
+		return failf(req, fetch.TokenHint,
 			"git %s: %w", redactURL(rawURL), err)
 	}
 	return failf(req, "check the repository URL and your network", "git %s: %w", redactURL(rawURL), err)

@@ -5,15 +5,16 @@ import (
 	"path/filepath"
 	"testing"
 
+	netfetch "github.com/wharfhq/wharf/fetch"
 	"github.com/wharfhq/wharf/plugin"
 )
 
 func TestFetchGitHubBaseURL(t *testing.T) {
 	base := t.TempDir()
 	repo := newTestRepo(t, filepath.Join(base, "acme", "tools.git"))
-	f := &Fetcher{GitHubBaseURL: "file://" + base, AllowFileURLs: true}
+	f := &Fetcher{Net: netfetch.Config{GitHubHost: "file://" + base}, AllowFileURLs: true}
 	parent, dest := sandbox(t)
-	res, err := fetch(t, f, plugin.Source{Kind: plugin.SourceGitHub, Repo: "acme/tools"}, dest)
+	res, err := fetchTo(t, f, plugin.Source{Kind: plugin.SourceGitHub, Repo: "acme/tools"}, dest)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -59,7 +60,7 @@ func TestFetchGitRefAndSHA(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			_, dest := sandbox(t)
-			res, err := fetch(t, f, tc.src, dest)
+			res, err := fetchTo(t, f, tc.src, dest)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -73,22 +74,22 @@ func TestFetchGitRefAndSHA(t *testing.T) {
 	}
 	t.Run("missing ref", func(t *testing.T) {
 		_, dest := sandbox(t)
-		_, err := fetch(t, f, plugin.Source{Kind: plugin.SourceURL, URL: url, Ref: "nope"}, dest)
+		_, err := fetchTo(t, f, plugin.Source{Kind: plugin.SourceURL, URL: url, Ref: "nope"}, dest)
 		wantSourceErr(t, err, ErrNotFound)
 	})
 	t.Run("unknown sha", func(t *testing.T) {
 		_, dest := sandbox(t)
-		_, err := fetch(t, f, plugin.Source{Kind: plugin.SourceURL, URL: url, SHA: "0123456789abcdef0123456789abcdef01234567"}, dest)
+		_, err := fetchTo(t, f, plugin.Source{Kind: plugin.SourceURL, URL: url, SHA: "0123456789abcdef0123456789abcdef01234567"}, dest)
 		wantSourceErr(t, err, ErrNotFound)
 	})
 	t.Run("short sha", func(t *testing.T) {
 		_, dest := sandbox(t)
-		_, err := fetch(t, f, plugin.Source{Kind: plugin.SourceURL, URL: url, SHA: repo.first[:7]}, dest)
+		_, err := fetchTo(t, f, plugin.Source{Kind: plugin.SourceURL, URL: url, SHA: repo.first[:7]}, dest)
 		wantSourceErr(t, err, ErrUnsupported)
 	})
 	t.Run("missing repository", func(t *testing.T) {
 		_, dest := sandbox(t)
-		_, err := fetch(t, f, plugin.Source{Kind: plugin.SourceURL, URL: "file://" + filepath.Join(t.TempDir(), "none.git")}, dest)
+		_, err := fetchTo(t, f, plugin.Source{Kind: plugin.SourceURL, URL: "file://" + filepath.Join(t.TempDir(), "none.git")}, dest)
 		if err == nil {
 			t.Fatal("fetch of a missing repository succeeded")
 		}
@@ -102,7 +103,7 @@ func TestFetchGitSubdir(t *testing.T) {
 	for _, p := range []string{"./plugins/deploy", "plugins/deploy", "plugins/deploy/"} {
 		t.Run(p, func(t *testing.T) {
 			parent, dest := sandbox(t)
-			res, err := fetch(t, f, plugin.Source{Kind: plugin.SourceGitSubdir, URL: url, Path: p, Ref: "v1"}, dest)
+			res, err := fetchTo(t, f, plugin.Source{Kind: plugin.SourceGitSubdir, URL: url, Path: p, Ref: "v1"}, dest)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -137,7 +138,7 @@ func TestFetchGitSubdir(t *testing.T) {
 	for _, tc := range errCases {
 		t.Run(tc.name, func(t *testing.T) {
 			parent, dest := sandbox(t)
-			_, err := fetch(t, f, plugin.Source{Kind: plugin.SourceGitSubdir, URL: url, Path: tc.path}, dest)
+			_, err := fetchTo(t, f, plugin.Source{Kind: plugin.SourceGitSubdir, URL: url, Path: tc.path}, dest)
 			wantSourceErr(t, err, tc.want)
 			assertOnlyDest(t, parent)
 		})
@@ -155,7 +156,7 @@ func TestFetchGitRefusesEscapingSymlink(t *testing.T) {
 	gitCmd(t, work, "commit", "-q", "-m", "evil")
 	f := &Fetcher{AllowFileURLs: true}
 	parent, dest := sandbox(t)
-	_, err := fetch(t, f, plugin.Source{Kind: plugin.SourceGitSubdir, URL: "file://" + work, Path: "plugins/p"}, dest)
+	_, err := fetchTo(t, f, plugin.Source{Kind: plugin.SourceGitSubdir, URL: "file://" + work, Path: "plugins/p"}, dest)
 	wantSourceErr(t, err, ErrLink)
 	assertOnlyDest(t, parent)
 }
@@ -173,14 +174,14 @@ func TestGitURLPolicy(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			parent, dest := sandbox(t)
-			_, err := fetch(t, tc.f, plugin.Source{Kind: plugin.SourceURL, URL: tc.url}, dest)
+			_, err := fetchTo(t, tc.f, plugin.Source{Kind: plugin.SourceURL, URL: tc.url}, dest)
 			wantSourceErr(t, err, ErrUnsupported)
 			assertOnlyDest(t, parent)
 		})
 	}
 	t.Run("bad github repo", func(t *testing.T) {
 		_, dest := sandbox(t)
-		_, err := fetch(t, &Fetcher{}, plugin.Source{Kind: plugin.SourceGitHub, Repo: "../etc"}, dest)
+		_, err := fetchTo(t, &Fetcher{}, plugin.Source{Kind: plugin.SourceGitHub, Repo: "../etc"}, dest)
 		wantSourceErr(t, err, ErrUnsupported)
 	})
 }
@@ -195,7 +196,7 @@ func TestFetchGitOldSHAWithoutTags(t *testing.T) {
 	writeFile(t, filepath.Join(work, "a.md"), "new\n", 0o644)
 	gitCmd(t, work, "commit", "-q", "-am", "new")
 	_, dest := sandbox(t)
-	res, err := fetch(t, &Fetcher{AllowFileURLs: true}, plugin.Source{Kind: plugin.SourceURL, URL: "file://" + work, SHA: old}, dest)
+	res, err := fetchTo(t, &Fetcher{AllowFileURLs: true}, plugin.Source{Kind: plugin.SourceURL, URL: "file://" + work, SHA: old}, dest)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,6 +14,7 @@ import (
 
 	"golang.org/x/crypto/ssh/agent"
 
+	netfetch "github.com/wharfhq/wharf/fetch"
 	"github.com/wharfhq/wharf/internal/silentnet"
 	"github.com/wharfhq/wharf/plugin"
 )
@@ -85,7 +86,7 @@ func TestSilentSSHGitSourceFailsAfterTheIdleLimit(t *testing.T) {
 	addr := silentnet.Listen(t)
 	src := plugin.Source{Kind: plugin.SourceURL, URL: "ssh://git@" + addr + "/gitplug.git"}
 
-	f := &Fetcher{AllowPrivateNetworks: true, Timeout: 600 * time.Second, IdleTimeout: 300 * time.Millisecond}
+	f := &Fetcher{Net: netfetch.Config{AllowPrivate: true, Timeout: 600 * time.Second, IdleTimeout: 300 * time.Millisecond}}
 	err := fetchWithin(t, f, src, 2*time.Minute)
 	if err == nil {
 		t.Fatal("fetch from a silent ssh server succeeded")
@@ -97,7 +98,7 @@ func TestSilentSSHGitSourceFailsAfterTheIdleLimit(t *testing.T) {
 	}
 
 	// Without an idle limit, the overall limit ends the ssh handshake too.
-	f = &Fetcher{AllowPrivateNetworks: true, Timeout: 300 * time.Millisecond, IdleTimeout: -1}
+	f = &Fetcher{Net: netfetch.Config{AllowPrivate: true, Timeout: 300 * time.Millisecond, IdleTimeout: -1}}
 	err = fetchWithin(t, f, src, 2*time.Minute)
 	if err == nil || !strings.Contains(err.Error(), "timed out after 300ms") {
 		t.Fatalf("want the overall timeout, got %v", err)
@@ -112,9 +113,9 @@ func TestGitFetchDrawsABarInsteadOfGitText(t *testing.T) {
 	srv, _ := gitHTTPServer(t, root, "s3cret")
 	env := map[string]string{"GH_TOKEN": "s3cret"}
 	var term, lines bytes.Buffer
-	f := &Fetcher{GitHubBaseURL: srv.URL, Getenv: func(k string) string { return env[k] }, ProgressBar: &term, Progress: &lines}
+	f := &Fetcher{Net: netfetch.Config{GitHubHost: srv.URL, CABundle: srv.CA, Getenv: func(k string) string { return env[k] }}, ProgressBar: &term, Progress: &lines}
 	_, dest := sandbox(t)
-	if _, err := fetch(t, f, plugin.Source{Kind: plugin.SourceGitHub, Repo: "acme/tool", Ref: "v1"}, dest); err != nil {
+	if _, err := fetchTo(t, f, plugin.Source{Kind: plugin.SourceGitHub, Repo: "acme/tool", Ref: "v1"}, dest); err != nil {
 		t.Fatal(err)
 	}
 	if !strings.Contains(term.String(), "fetching "+srv.URL+"/acme/tool.git") {
@@ -128,7 +129,7 @@ func TestGitFetchDrawsABarInsteadOfGitText(t *testing.T) {
 	lines.Reset()
 	f.ProgressBar = nil
 	_, dest = sandbox(t)
-	if _, err := fetch(t, f, plugin.Source{Kind: plugin.SourceGitHub, Repo: "acme/tool", Ref: "v1"}, dest); err != nil {
+	if _, err := fetchTo(t, f, plugin.Source{Kind: plugin.SourceGitHub, Repo: "acme/tool", Ref: "v1"}, dest); err != nil {
 		t.Fatal(err)
 	}
 	if !strings.Contains(lines.String(), "objects") {

@@ -139,7 +139,7 @@ func wantSourceErr(t *testing.T, err, target error) {
 	}
 }
 
-func fetch(t *testing.T, f *Fetcher, src plugin.Source, dest string) (*Result, error) {
+func fetchTo(t *testing.T, f *Fetcher, src plugin.Source, dest string) (*Result, error) {
 	t.Helper()
 	return f.Fetch(context.Background(), Request{Plugin: "p@m", Source: src, Dest: dest})
 }

@@ -44,21 +44,20 @@ func (f *Fetcher) fetchNPM(ctx context.Context, req *Request, t *tree) (*Result,
 	}
 	reg := s.Registry
 	if reg == "" {
-		reg = f.NPMRegistry
+		reg = f.Net.NPMRegistry
 	}
 	if reg == "" {
 		reg = DefaultNPMRegistry
 	}
 	metaURL := strings.TrimRight(reg, "/") + "/" + strings.Replace(s.Package, "/", "%2f", 1)
 	f.progressf("%s: resolving %s\n", req.Plugin, metaURL)
-	resp, cancel, err := f.get(ctx, metaURL, "application/json")
+	resp, err := f.get(ctx, metaURL, "application/json")
 	if err != nil {
 		return nil, fail(req, npmHint, err)
 	}
 	var meta npmMeta
-	err = json.NewDecoder(io.LimitReader(resp.Body, 64<<20)).Decode(&meta)
+	err = json.NewDecoder(io.LimitReader(resp.Body, f.Net.MaxMetadata())).Decode(&meta)
 	resp.Body.Close()
-	cancel()
 	if err != nil {
 		return nil, failf(req, npmHint, "registry metadata for %s: %w", s.Package, err)
 	}

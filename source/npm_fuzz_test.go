@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	netfetch "github.com/wharfhq/wharf/fetch"
 	"github.com/wharfhq/wharf/plugin"
 )
 
@@ -41,7 +42,7 @@ func FuzzNPMMetadata(f *testing.F) {
 		},
 		TLSHandshakeTimeout: time.Second,
 	}}
-	fetcher := &Fetcher{NPMRegistry: srv.URL, HTTPClient: client, Timeout: 5 * time.Second}
+	fetcher := &Fetcher{Net: netfetch.Config{NPMRegistry: srv.URL, Client: client, Timeout: 5 * time.Second}}
 
 	good := `{"dist-tags":{"latest":"1.0.0"},"versions":{"1.0.0":{"version":"1.0.0","dist":{"tarball":"REG/t/pkg.tgz","integrity":"` + sri512(tgz) + `"}}}}`
 	for _, s := range [][2]string{

@@ -1,16 +1,14 @@
 package source
 
 import (
-	"context"
-	"errors"
 	"net/http"
 	"net/http/httptest"
-	"net/netip"
 	"os"
 	"strings"
 	"sync/atomic"
 	"testing"
 
+	netfetch "github.com/wharfhq/wharf/fetch"
 	"github.com/wharfhq/wharf/plugin"
 )
 
@@ -53,19 +51,19 @@ func TestArchiveLoopbackRefused(t *testing.T) {
 	refusePrivate(t)
 	for _, u := range []string{srv.URL + "/p.zip", strings.Replace(srv.URL, "127.0.0.1", "localhost", 1) + "/p.zip"} {
 		_, dest := sandbox(t)
-		_, err := fetch(t, &Fetcher{}, plugin.Source{Kind: plugin.SourceArchive, URL: u}, dest)
+		_, err := fetchTo(t, &Fetcher{}, plugin.Source{Kind: plugin.SourceArchive, URL: u}, dest)
 		wantPrivateRefusal(t, err)
 	}
 	if n.Load() != 0 {
 		t.Fatalf("the server got %d requests; a refused source must not be contacted", n.Load())
 	}
 	_, dest := sandbox(t)
-	if _, err := fetch(t, &Fetcher{AllowPrivateNetworks: true}, plugin.Source{Kind: plugin.SourceArchive, URL: srv.URL + "/p.zip"}, dest); err != nil {
+	if _, err := fetchTo(t, &Fetcher{Net: netfetch.Config{AllowPrivate: true}}, plugin.Source{Kind: plugin.SourceArchive, URL: srv.URL + "/p.zip"}, dest); err != nil {
 		t.Fatalf("with private networks allowed: %v", err)
 	}
 	t.Setenv(AllowPrivateEnv, "1")
 	_, dest = sandbox(t)
-	if _, err := fetch(t, &Fetcher{}, plugin.Source{Kind: plugin.SourceArchive, URL: srv.URL + "/p.zip"}, dest); err != nil {
+	if _, err := fetchTo(t, &Fetcher{}, plugin.Source{Kind: plugin.SourceArchive, URL: srv.URL + "/p.zip"}, dest); err != nil {
 		t.Fatalf("with %s=1: %v", AllowPrivateEnv, err)
 	}
 }
@@ -89,13 +87,13 @@ func TestNPMPrivateHosts(t *testing.T) {
 	t.Cleanup(srv.Close)
 	refusePrivate(t)
 	_, dest := sandbox(t)
-	_, err := fetch(t, &Fetcher{NPMRegistry: srv.URL}, plugin.Source{Kind: plugin.SourceNPM, Package: "x"}, dest)
+	_, err := fetchTo(t, &Fetcher{Net: netfetch.Config{NPMRegistry: srv.URL}}, plugin.Source{Kind: plugin.SourceNPM, Package: "x"}, dest)
 	wantPrivateRefusal(t, err)
 	if tarballs.Load() != 0 {
 		t.Fatalf("the loopback tarball was fetched")
 	}
 	_, dest = sandbox(t)
-	_, err = fetch(t, &Fetcher{NPMRegistry: "https://registry.npmjs.org"}, plugin.Source{Kind: plugin.SourceNPM, Package: "x", Registry: srv.URL}, dest)
+	_, err = fetchTo(t, &Fetcher{Net: netfetch.Config{NPMRegistry: "https://registry.npmjs.org"}}, plugin.Source{Kind: plugin.SourceNPM, Package: "x", Registry: srv.URL}, dest)
 	wantPrivateRefusal(t, err)
 }
 
@@ -104,35 +102,7 @@ func TestGitURLPrivateRefused(t *testing.T) {
 	refusePrivate(t)
 	for _, u := range []string{"https://127.0.0.1:1/x.git", "https://10.1.2.3/x.git", "git@192.168.1.1:x/y.git", "ssh://git@[::1]/x"} {
 		_, dest := sandbox(t)
-		_, err := fetch(t, &Fetcher{}, plugin.Source{Kind: plugin.SourceURL, URL: u}, dest)
+		_, err := fetchTo(t, &Fetcher{}, plugin.Source{Kind: plugin.SourceURL, URL: u}, dest)
 		wantPrivateRefusal(t, err)
-	}
-}
-
-// The guarded transport dials only checked addresses, whatever asked it
-// to connect (a custom client's transport included).
-func TestGuardedDialRefusesPrivate(t *testing.T) {
-	refusePrivate(t)
-	f := &Fetcher{HTTPClient: &http.Client{Transport: &http.Transport{}}}
-	c := f.client(f.guard())
-	tr := c.Transport.(*http.Transport)
-	for _, addr := range []string{"127.0.0.1:80", "[::1]:443", "169.254.169.254:80", "localhost:80", "10.0.0.1:443"} {
-		if _, err := tr.DialContext(context.Background(), "tcp", addr); !errors.Is(err, ErrPrivateAddress) {
-			t.Errorf("dial %s: %v, want %v", addr, err, ErrPrivateAddress)
-		}
-	}
-}
-
-func TestPrivateKind(t *testing.T) {
-	for addr, want := range map[string]string{
-		"127.0.0.1": "loopback", "127.9.9.9": "loopback", "::1": "loopback", "::ffff:127.0.0.1": "loopback",
-		"10.0.0.1": "private", "172.16.5.4": "private", "192.168.0.1": "private", "fd00::1": "private",
-		"169.254.169.254": "link-local", "fe80::1": "link-local", "0.0.0.0": "unspecified", "::": "unspecified",
-		"100.64.0.1": "private", "0.1.2.3": "private", "239.1.2.3": "multicast",
-		"8.8.8.8": "", "140.82.112.3": "", "2606:4700::1111": "",
-	} {
-		if got := privateKind(netip.MustParseAddr(addr)); got != want {
-			t.Errorf("%s: %q, want %q", addr, got, want)
-		}
 	}
 }

@@ -4,52 +4,31 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"net/http"
-	"os"
-	"strconv"
 	"strings"
-	"time"
 
-	"github.com/wharfhq/wharf/netidle"
+	"github.com/wharfhq/wharf/fetch"
 	"github.com/wharfhq/wharf/plugin"
 )
 
 // Defaults used when a Fetcher field is zero.
 const (
-	DefaultGitHubBaseURL = "https://github.com"
-	DefaultNPMRegistry   = "https://registry.npmjs.org"
-	DefaultTimeout       = 120 * time.Second
+	DefaultNPMRegistry = "https://registry.npmjs.org"
+	DefaultTimeout     = fetch.DefaultTimeout
 )
 
-// Fetcher fetches plugin sources. The zero value is usable; NewFetcher fills
-// it from the environment. A Fetcher is safe for concurrent use as long as
-// its fields are not changed while fetches run.
+// Fetcher fetches plugin sources. The zero value is usable. A Fetcher is
+// safe for concurrent use as long as its fields are not changed while
+// fetches run.
 type Fetcher struct {
-	// GitHubBaseURL replaces https://github.com for `github` sources
-	// (owner/repo → <base>/owner/repo.git).
-	GitHubBaseURL string
-	// NPMRegistry is the registry used when an npm source names none
-	// (WHARF_NPM_REGISTRY, else https://registry.npmjs.org).
-	NPMRegistry string
-	// Timeout bounds each network step (WHARF_GIT_TIMEOUT; default 120s).
-	Timeout time.Duration
-	// IdleTimeout fails a network step (a git fetch over HTTP(S) or ssh, a
-	// download) whose connection moves no byte for this long (zero:
-	// DefaultIdleTimeout; negative: no idle limit).
-	IdleTimeout time.Duration
-	// HTTPClient is used for npm and archive downloads (default: a client
-	// without a global timeout; each step runs under Timeout).
-	HTTPClient *http.Client
-	// Getenv reads the token variables GITHUB_TOKEN, GH_TOKEN, GITLAB_TOKEN
-	// (default os.Getenv).
-	Getenv func(string) string
+	// Net is what every network step obeys: the GitHub host of `github`
+	// sources (owner/repo → <host>/owner/repo.git), the npm registry of
+	// npm sources that name none, the step timeout and idle limit, the
+	// proxy, the size limits, private addresses, and the tokens. The
+	// command builds it once from the config file and the environment.
+	Net fetch.Config
 	// AllowFileURLs permits file:// git URLs. Off by default: a marketplace
 	// entry must not be able to copy an arbitrary local repository.
 	AllowFileURLs bool
-	// AllowPrivateNetworks lets archive, npm and git sources reach loopback,
-	// link-local and private addresses; WHARF_ALLOW_PRIVATE_SOURCES=1 does
-	// the same (see AllowPrivateEnv).
-	AllowPrivateNetworks bool
 	// Limits bound entries and bytes written per source.
 	Limits Limits
 	// Progress receives human-readable progress lines; nil is silent.
@@ -59,33 +38,9 @@ type Fetcher struct {
 	ProgressBar io.Writer
 }
 
-// NewFetcher returns a Fetcher configured from WHARF_NPM_REGISTRY and
-// WHARF_GIT_TIMEOUT (a Go duration such as "90s", or a number of seconds).
-func NewFetcher() (*Fetcher, error) {
-	f := &Fetcher{NPMRegistry: os.Getenv("WHARF_NPM_REGISTRY")}
-	if v := os.Getenv("WHARF_GIT_TIMEOUT"); v != "" {
-		d, err := parseTimeout(v)
-		if err != nil {
-			return nil, &plugin.Error{Layer: plugin.LayerIntent, Type: plugin.TypeSource, Object: "WHARF_GIT_TIMEOUT",
-				Err: err, Hint: `set WHARF_GIT_TIMEOUT to a duration such as "120s" or a number of seconds`}
-		}
-		f.Timeout = d
-	}
-	return f, nil
-}
-
-func parseTimeout(v string) (time.Duration, error) {
-	if n, err := strconv.Atoi(v); err == nil {
-		if n <= 0 {
-			return 0, fmt.Errorf("WHARF_GIT_TIMEOUT=%q must be positive", v)
-		}
-		return time.Duration(n) * time.Second, nil
-	}
-	d, err := time.ParseDuration(v)
-	if err != nil || d <= 0 {
-		return 0, fmt.Errorf("WHARF_GIT_TIMEOUT=%q is not a positive duration", v)
-	}
-	return d, nil
+// NewFetcher returns a Fetcher whose network steps obey cfg.
+func NewFetcher(cfg fetch.Config) *Fetcher {
+	return &Fetcher{Net: cfg}
 }
 
 // Request is one fetch: which plugin, its source, and where to write it.
@@ -188,38 +143,8 @@ func (f *Fetcher) Fetch(ctx context.Context, req Request) (*Result, error) {
 }
 
 // DefaultIdleTimeout is the idle limit of a network step unless
-// Fetcher.IdleTimeout says otherwise.
-const DefaultIdleTimeout = 30 * time.Second
-
-func (f *Fetcher) idle() time.Duration {
-	if f.IdleTimeout == 0 {
-		return DefaultIdleTimeout
-	}
-	return f.IdleTimeout
-}
-
-// idleErr names the silent host and the setting that limits it.
-func idleErr(e *netidle.Error, err error) error {
-	if strings.Contains(err.Error(), e.Error()) {
-		// The transport already reported the cause; say it once.
-		return fmt.Errorf("%w (net-idle-timeout; raise WHARF_NET_IDLE_TIMEOUT if the server is only slow)", e)
-	}
-	return fmt.Errorf("%w (net-idle-timeout; raise WHARF_NET_IDLE_TIMEOUT if the server is only slow): %v", e, err)
-}
-
-func (f *Fetcher) timeout() time.Duration {
-	if f.Timeout > 0 {
-		return f.Timeout
-	}
-	return DefaultTimeout
-}
-
-func (f *Fetcher) getenv(k string) string {
-	if f.Getenv != nil {
-		return f.Getenv(k)
-	}
-	return os.Getenv(k)
-}
+// Fetcher.Net says otherwise.
+const DefaultIdleTimeout = fetch.DefaultIdleTimeout
 
 func (f *Fetcher) progressf(format string, args ...any) {
 	if f.Progress != nil {

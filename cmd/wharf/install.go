@@ -41,13 +41,9 @@ func (a *app) Installer() (*install.Installer, error) {
 	if err != nil {
 		return nil, err
 	}
-	f, err := source.NewFetcher()
-	if err != nil {
-		return nil, err
-	}
+	f := source.NewFetcher(a.cfg.Fetch)
 	f.Progress = a.progress()
 	f.ProgressBar = a.progress()
-	f.Timeout, f.IdleTimeout = a.cfg.GitTimeout, a.cfg.NetIdle
 	if os.Getenv("WHARF_ALLOW_FILE_SOURCES") == "1" {
 		f.AllowFileURLs = true
 	}

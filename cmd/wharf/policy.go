@@ -195,16 +195,12 @@ func (a *app) marketplaceSource(name, sourceJSON string) (*settings.MarketplaceS
 		a.warnf("marketplace %s is not known; its source is unknown (give it with --source)", name)
 		return nil, nil
 	}
-	b, err := json.Marshal(k.Source)
+	s, err := settingsSource(k.Source)
 	if err != nil {
-		return nil, err
-	}
-	s, err := settings.ParseSource(b)
-	if err != nil {
-		a.warnf("marketplace %s: source %s cannot be checked by policy: %v", name, b, err)
+		a.warnf("marketplace %s: its source cannot be checked by policy: %v", name, err)
 		return nil, nil
 	}
-	return &s, nil
+	return s, nil
 }
 
 func (a *app) printCheck(res checkResult) {

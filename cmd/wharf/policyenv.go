@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"os"
 	"path"
@@ -95,14 +94,10 @@ func (a *app) knownMarketSource(name string) *settings.MarketplaceSource {
 	return s
 }
 
-// settingsSource converts a marketplace source into the settings form that
-// policy matches against (the two share one JSON shape).
+// settingsSource is the settings form of a marketplace source, which
+// policy matches against (see marketplace.Source.Settings).
 func settingsSource(src marketplace.Source) (*settings.MarketplaceSource, error) {
-	b, err := json.Marshal(src)
-	if err != nil {
-		return nil, err
-	}
-	s, err := settings.ParseSource(b)
+	s, err := src.Settings()
 	if err != nil {
 		return nil, err
 	}

@@ -19,6 +19,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/wharfhq/wharf/cache"
+	"github.com/wharfhq/wharf/fetch"
 	"github.com/wharfhq/wharf/layout"
 	"github.com/wharfhq/wharf/marketplace"
 	"github.com/wharfhq/wharf/plugin"
@@ -64,10 +65,15 @@ type config struct {
 	GitHubHost string
 	// Grace is how long orphaned plugin versions are kept (gc-grace).
 	Grace time.Duration
+	// Fetch is what every network fetch obeys (marketplace add and
+	// update, plugin install and update, show): built once here from the
+	// keys above and gitlab-host, proxy, npm-registry, max-download-bytes.
+	Fetch fetch.Config
 }
 
 // configKeys are the keys a config file may set (others warn).
-var configKeys = map[string]bool{"json": true, "lock-timeout": true, "git-timeout": true, "net-idle-timeout": true, "github-host": true, "gc-grace": true}
+var configKeys = map[string]bool{"json": true, "lock-timeout": true, "git-timeout": true, "net-idle-timeout": true, "github-host": true, "gc-grace": true,
+	"gitlab-host": true, "proxy": true, "npm-registry": true, "max-download-bytes": true}
 
 // newRootCmd builds the command tree. Register a new verb with one line in
 // the AddCommand list below.
@@ -286,6 +292,10 @@ func (a *app) load(cmd *cobra.Command) error {
 	v.SetDefault("git-timeout", marketplace.DefaultGitTimeout.String())
 	v.SetDefault("net-idle-timeout", marketplace.DefaultNetIdleTimeout.String())
 	v.SetDefault("github-host", "")
+	v.SetDefault("gitlab-host", "")
+	v.SetDefault("proxy", "")
+	v.SetDefault("npm-registry", "")
+	v.SetDefault("max-download-bytes", 0)
 	v.SetDefault("gc-grace", cache.DefaultGrace.String())
 	for _, k := range []string{"home", "json"} {
 		if err := v.BindPFlag(k, cmd.Flags().Lookup(k)); err != nil {
@@ -329,6 +339,35 @@ func (a *app) load(cmd *cobra.Command) error {
 	if a.cfg.Grace, err = durationKeyMin(v, "gc-grace", 0); err != nil {
 		return err
 	}
+	return a.loadFetch(v)
+}
+
+// loadFetch builds the one fetch configuration every network fetch of the
+// command obeys.
+func (a *app) loadFetch(v *viper.Viper) error {
+	max := v.GetInt64("max-download-bytes")
+	if max < 0 {
+		return &plugin.Error{Layer: plugin.LayerIntent, Type: typeUsage, Object: "max-download-bytes",
+			Err:  fmt.Errorf("configuration max-download-bytes: %d is negative", max),
+			Hint: "set WHARF_MAX_DOWNLOAD_BYTES (or \"max-download-bytes\" in $WHARF_HOME/config.json) to a number of bytes, or 0 for the default"}
+	}
+	a.cfg.Fetch = fetch.Config{
+		GitHubHost:       a.cfg.GitHubHost,
+		GitLabHost:       strings.TrimSpace(v.GetString("gitlab-host")),
+		Timeout:          a.cfg.GitTimeout,
+		IdleTimeout:      a.cfg.NetIdle,
+		Proxy:            strings.TrimSpace(v.GetString("proxy")),
+		NPMRegistry:      strings.TrimSpace(v.GetString("npm-registry")),
+		MaxDownloadBytes: max,
+		Getenv:           os.Getenv,
+	}
+	if err := a.cfg.Fetch.Check(); err != nil {
+		key, _, _ := strings.Cut(err.Error(), " ")
+		env := "WHARF_" + strings.ToUpper(strings.ReplaceAll(key, "-", "_"))
+		return &plugin.Error{Layer: plugin.LayerIntent, Type: typeUsage, Object: key,
+			Err:  fmt.Errorf("configuration %w", err),
+			Hint: fmt.Sprintf("fix %s (or %q in $WHARF_HOME/config.json)", env, key)}
+	}
 	return nil
 }
 
@@ -344,7 +383,7 @@ func (a *app) readConfigFile(v *viper.Viper) error {
 		}
 		for _, k := range v.AllKeys() {
 			if v.InConfig(k) && !configKeys[k] {
-				fmt.Fprintf(a.stderr, "wharf: warning: %s: unknown key %q ignored (known: gc-grace, git-timeout, github-host, json, lock-timeout, net-idle-timeout)\n", p, k)
+				fmt.Fprintf(a.stderr, "wharf: warning: %s: unknown key %q ignored (known: gc-grace, git-timeout, github-host, gitlab-host, json, lock-timeout, max-download-bytes, net-idle-timeout, npm-registry, proxy)\n", p, k)
 			}
 		}
 		return nil
@@ -551,12 +590,10 @@ func (a *app) Marketplaces() (*marketplace.Manager, error) {
 		a.mktUnlock = unlock
 	}
 	return marketplace.NewManager(st, marketplace.Options{
-		Dir:            a.env.Marketplaces(),
-		Gate:           a.marketGate(),
-		ProgressBar:    a.progress(),
-		GitTimeout:     a.cfg.GitTimeout,
-		NetIdleTimeout: a.cfg.NetIdle,
-		Getenv:         a.getenv,
+		Dir:         a.env.Marketplaces(),
+		Gate:        a.marketGate(),
+		ProgressBar: a.progress(),
+		Fetch:       a.cfg.Fetch,
 	}), nil
 }
 

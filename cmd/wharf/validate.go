@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/wharfhq/wharf/fetch"
 	"github.com/wharfhq/wharf/marketplace"
 	"github.com/wharfhq/wharf/plugin"
 	"github.com/wharfhq/wharf/source"
@@ -135,11 +136,7 @@ func installChecks(ctx context.Context, path string) []plugin.Diagnostic {
 	default:
 		return nil
 	}
-	f, err := source.NewFetcher()
-	if err != nil {
-		return []plugin.Diagnostic{{File: path, Severity: plugin.SeverityError, Message: err.Error()}}
-	}
-	return copyChecks(ctx, f, path, targets)
+	return copyChecks(ctx, source.NewFetcher(fetch.Config{}), path, targets)
 }
 
 type copyTarget struct{ name, dir, file, field string }

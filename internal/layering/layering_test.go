@@ -19,7 +19,7 @@ const module = "github.com/wharfhq/wharf/"
 // entry that is not an explicit list: there are no wildcards.
 var allowed = map[string][]string{
 	// The client: developers, CI and agents. No server package, no etcd.
-	"cmd/wharf": {"agent", "load", "api/client", "atomicfile", "cache", "install", "internal/lazyre", "marketplace", "plugin", "policy", "settings", "source", "store", "trust", "wire", "layout"},
+	"cmd/wharf": {"agent", "load", "fetch", "api/client", "atomicfile", "cache", "install", "internal/lazyre", "marketplace", "plugin", "policy", "settings", "source", "store", "trust", "wire", "layout"},
 	// The server: the HTTP API, the web console and the etcd store.
 	"cmd/wharf-server": {"(root)", "api", "marketplace", "plugin", "policy", "store", "store/etcd", "trust", "layout"},
 	"bench":            {},
@@ -29,12 +29,13 @@ var allowed = map[string][]string{
 	"api/client":       {},
 	"web":              {},
 	"agent":            {"load", "policy", "cache", "plugin", "settings", "store", "atomicfile", "wire", "internal/lazyre", "layout"},
-	"install":          {"load", "resolver", "marketplace", "cache", "trust", "policy", "plugin", "store", "settings", "source", "atomicfile", "wire"},
+	"install":          {"load", "resolver", "marketplace", "cache", "trust", "policy", "plugin", "store", "settings", "source", "fetch", "atomicfile", "wire"},
+	"fetch":            {"netidle"},
 	"load":             {"cache", "plugin", "policy", "resolver", "settings"},
 	"resolver":         {"plugin", "atomicfile"},
-	"marketplace":      {"plugin", "store", "atomicfile", "netidle", "internal/lazyre"},
+	"marketplace":      {"plugin", "settings", "store", "atomicfile", "fetch", "netidle", "internal/lazyre"},
 	"cache":            {"plugin", "trust", "store", "atomicfile", "wire", "layout"},
-	"source":           {"plugin", "atomicfile", "netidle"},
+	"source":           {"plugin", "atomicfile", "fetch", "netidle"},
 	"trust":            {"plugin", "atomicfile"},
 	"policy":           {"plugin", "settings", "atomicfile", "internal/lazyre", "layout"},
 	"settings":         {"plugin", "atomicfile", "internal/lazyre", "layout"},
@@ -58,6 +59,7 @@ var allowed = map[string][]string{
 	// The agent sub-packages' world is testworld's plus a Runtime.
 	"agent/internal/worldtest": {"agent", "internal/testworld"},
 	// Test helpers and the lazy regexp; internal/layering is this test.
+	"internal/gitserve":    {},
 	"internal/layering":    {},
 	"internal/lazyre":      {},
 	"internal/processtest": {},
