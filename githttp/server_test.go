@@ -1,8 +1,11 @@
 package githttp
 
 import (
+	"bytes"
+	"encoding/binary"
 	"context"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -28,6 +31,46 @@ type srcRepo struct {
 	dir  string
 	repo *git.Repository
 	n    int
+	rec  *packRecorder // when set, records the packs the server sends
+}
+
+// packRecorder notes the object count of every pack the server sends.
+type packRecorder struct {
+	mu     sync.Mutex
+	counts []int
+}
+
+type teeWriter struct {
+	http.ResponseWriter
+	buf bytes.Buffer
+}
+
+func (t *teeWriter) Write(p []byte) (int, error) {
+	t.buf.Write(p)
+	return t.ResponseWriter.Write(p)
+}
+
+func (t *teeWriter) Unwrap() http.ResponseWriter { return t.ResponseWriter }
+
+func (p *packRecorder) wrap(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		tw := &teeWriter{ResponseWriter: w}
+		h.ServeHTTP(tw, r)
+		b := tw.buf.Bytes()
+		if i := bytes.Index(b, []byte("PACK\x00\x00\x00\x02")); i >= 0 && len(b) >= i+12 {
+			p.mu.Lock()
+			p.counts = append(p.counts, int(binary.BigEndian.Uint32(b[i+8:i+12])))
+			p.mu.Unlock()
+		}
+	})
+}
+
+func (p *packRecorder) take() []int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	c := p.counts
+	p.counts = nil
+	return c
 }
 
 func newSrcRepo(t *testing.T) *srcRepo {
@@ -94,7 +137,11 @@ func (s *srcRepo) serve(srv *Server) string {
 			return filesystem.NewStorage(osfs.New(filepath.Join(s.dir, ".git")), cache.NewObjectLRUDefault()), nil
 		}
 	}
-	hs := httptest.NewServer(srv)
+	var h http.Handler = srv
+	if s.rec != nil {
+		h = s.rec.wrap(srv)
+	}
+	hs := httptest.NewServer(h)
 	s.t.Cleanup(hs.Close)
 	return hs.URL
 }
@@ -199,5 +246,172 @@ func TestShallowCloneAndFetch(t *testing.T) {
 	}
 }
 
-var _ = sync.Mutex{}
-var _ = http.StatusOK
+
+func TestCloneCarriesAnnotatedTags(t *testing.T) {
+	needGit(t)
+	for _, proto := range protocols {
+		t.Run("v"+proto, func(t *testing.T) {
+			src := newSrcRepo(t)
+			tip := src.commit(map[string]string{"a.txt": "1\n"})
+			sig := &object.Signature{Name: "wharf", Email: "wharf@example.invalid", When: time.Unix(1700000000, 0).UTC()}
+			if _, err := src.repo.CreateTag("v1", tip, &git.CreateTagOptions{Tagger: sig, Message: "v1"}); err != nil {
+				t.Fatal(err)
+			}
+			url := src.serve(nil)
+			for _, depth := range []string{"", "--depth=1"} {
+				dst := filepath.Join(t.TempDir(), "clone")
+				args := []string{"-c", "protocol.version=" + proto, "clone"}
+				if depth != "" {
+					args = append(args, depth)
+				}
+				mustGit(t, "", append(args, url+"/repo.git", dst)...)
+				if got := mustGit(t, dst, "rev-parse", "v1^{commit}"); got != tip.String() {
+					t.Fatalf("clone %s: tag v1 -> %s, want %s", depth, got, tip)
+				}
+				if got := mustGit(t, dst, "cat-file", "-t", "v1"); got != "tag" {
+					t.Fatalf("clone %s: v1 is a %s, want an annotated tag", depth, got)
+				}
+			}
+		})
+	}
+}
+
+// manyFiles returns n files spread over a few directories.
+func manyFiles(n int, version string) map[string]string {
+	files := map[string]string{}
+	for i := 0; i < n; i++ {
+		files[fmt.Sprintf("plugins/p%02d/f%03d.txt", i%10, i)] = fmt.Sprintf("file %d %s\n", i, version)
+	}
+	return files
+}
+
+func TestFetchSendsOnlyWhatTheClientLacks(t *testing.T) {
+	needGit(t)
+	for _, proto := range protocols {
+		for _, depth := range []string{"", "--depth=1"} {
+			t.Run("v"+proto+depth, func(t *testing.T) {
+				src := newSrcRepo(t)
+				src.rec = &packRecorder{}
+				src.commit(manyFiles(200, "v1"))
+				url := src.serve(nil)
+				dst := filepath.Join(t.TempDir(), "clone")
+				pv := "protocol.version=" + proto
+				args := []string{"-c", pv, "clone"}
+				if depth != "" {
+					args = append(args, depth)
+				}
+				mustGit(t, "", append(args, url+"/repo.git", dst)...)
+				first := src.rec.take()
+				if len(first) != 1 || first[0] < 200 {
+					t.Fatalf("clone packs = %v, want one pack of more than 200 objects", first)
+				}
+				next := src.commit(map[string]string{"plugins/p03/f003.txt": "changed\n"})
+				fetchArgs := []string{"-c", pv, "fetch"}
+				if depth != "" {
+					fetchArgs = append(fetchArgs, depth)
+				}
+				mustGit(t, dst, append(fetchArgs, "origin")...)
+				got := src.rec.take()
+				// commit, root tree, plugins/, plugins/p03/, the blob
+				if len(got) != 1 || got[0] > 5 {
+					t.Fatalf("fetch of a one-file change sent packs %v, want one pack of at most 5 objects", got)
+				}
+				if h := mustGit(t, dst, "rev-parse", "origin/main"); h != next.String() {
+					t.Fatalf("origin/main = %s, want %s", h, next)
+				}
+				mustGit(t, dst, "checkout", "-q", "origin/main")
+				if b, err := os.ReadFile(filepath.Join(dst, "plugins/p03/f003.txt")); err != nil || string(b) != "changed\n" {
+					t.Fatalf("changed file after fetch = %q, %v", b, err)
+				}
+				mustGit(t, dst, "fsck")
+			})
+		}
+	}
+}
+
+// TestFetchNegotiatesOverManyRounds makes the client hold many commits the
+// server lacks, so that git sends its haves over several rounds before the
+// common one.
+func TestFetchNegotiatesOverManyRounds(t *testing.T) {
+	needGit(t)
+	for _, proto := range protocols {
+		t.Run("v"+proto, func(t *testing.T) {
+			src := newSrcRepo(t)
+			src.rec = &packRecorder{}
+			src.commit(manyFiles(50, "v1"))
+			url := src.serve(nil)
+			dst := filepath.Join(t.TempDir(), "clone")
+			pv := "protocol.version=" + proto
+			mustGit(t, "", "-c", pv, "clone", url+"/repo.git", dst)
+			for i := 0; i < 80; i++ {
+				mustGit(t, dst, "-c", "user.name=t", "-c", "user.email=t@example.invalid", "commit", "-q", "--allow-empty", "-m", fmt.Sprintf("local %d", i))
+			}
+			src.rec.take()
+			next := src.commit(map[string]string{"new.txt": "new\n"})
+			mustGit(t, dst, "-c", pv, "fetch", "origin")
+			if h := mustGit(t, dst, "rev-parse", "origin/main"); h != next.String() {
+				t.Fatalf("origin/main = %s, want %s", h, next)
+			}
+			if got := src.rec.take(); len(got) != 1 || got[0] > 3 {
+				t.Fatalf("fetch sent packs %v, want one pack of at most 3 objects", got)
+			}
+			mustGit(t, dst, "fsck")
+		})
+	}
+}
+
+func TestUnknownRepositoryIsNotFound(t *testing.T) {
+	needGit(t)
+	src := newSrcRepo(t)
+	src.commit(map[string]string{"a.txt": "1\n"})
+	url := src.serve(nil)
+	for _, proto := range protocols {
+		out, err := gitRun(t, "", "-c", "protocol.version="+proto, "clone", url+"/nope.git", filepath.Join(t.TempDir(), "c"))
+		if err == nil {
+			t.Fatalf("v%s: clone of an unknown repository succeeded:\n%s", proto, out)
+		}
+		if !strings.Contains(out, "not found") {
+			t.Fatalf("v%s: git's error does not say not found:\n%s", proto, out)
+		}
+	}
+	resp, err := http.Get(url + "/nope.git/info/refs?service=git-upload-pack")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusNotFound {
+		t.Fatalf("GET info/refs of unknown repo: %d, want 404", resp.StatusCode)
+	}
+}
+
+func TestPushIsRefused(t *testing.T) {
+	needGit(t)
+	src := newSrcRepo(t)
+	src.commit(map[string]string{"a.txt": "1\n"})
+	url := src.serve(nil)
+	dst := filepath.Join(t.TempDir(), "clone")
+	mustGit(t, "", "clone", url+"/repo.git", dst)
+	mustGit(t, dst, "-c", "user.name=t", "-c", "user.email=t@example.invalid", "commit", "-q", "--allow-empty", "-m", "local")
+	out, err := gitRun(t, dst, "push", "origin", "HEAD:refs/heads/main")
+	if err == nil {
+		t.Fatalf("push succeeded:\n%s", out)
+	}
+	if !strings.Contains(out, "403") {
+		t.Fatalf("push error does not show the 403 refusal:\n%s", out)
+	}
+	for _, req := range []struct{ method, path string }{
+		{"GET", "/repo.git/info/refs?service=git-receive-pack"},
+		{"POST", "/repo.git/git-receive-pack"},
+	} {
+		r, _ := http.NewRequest(req.method, url+req.path, strings.NewReader("0000"))
+		resp, err := http.DefaultClient.Do(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusForbidden || !strings.Contains(string(body), "read-only") {
+			t.Fatalf("%s %s: %d %q, want 403 saying read-only", req.method, req.path, resp.StatusCode, body)
+		}
+	}
+}
