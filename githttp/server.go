@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"sort"
@@ -141,6 +142,8 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	body, status, err := readBody(r, s.maxBytes())
 	if err != nil {
+		// The deadline may have passed: leave time to say why.
+		_ = rc.SetWriteDeadline(time.Now().Add(s.timeout()))
 		httpError(w, status, "%v", err)
 		return
 	}
@@ -204,7 +207,8 @@ func readBody(r *http.Request, max int64) ([]byte, int, error) {
 }
 
 func readStatus(err error) int {
-	if errors.Is(err, os.ErrDeadlineExceeded) {
+	var ne net.Error
+	if errors.Is(err, os.ErrDeadlineExceeded) || errors.As(err, &ne) && ne.Timeout() {
 		return http.StatusRequestTimeout
 	}
 	return http.StatusBadRequest

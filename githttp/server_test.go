@@ -2,8 +2,8 @@ package githttp
 
 import (
 	"bytes"
-	"encoding/binary"
 	"context"
+	"encoding/binary"
 	"fmt"
 	"io"
 	"net/http"
@@ -245,7 +245,6 @@ func TestShallowCloneAndFetch(t *testing.T) {
 		})
 	}
 }
-
 
 func TestCloneCarriesAnnotatedTags(t *testing.T) {
 	needGit(t)
