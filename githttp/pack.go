@@ -13,7 +13,7 @@ const packWindow = 10
 
 // encodePack writes a pack of objs to w, with ref deltas when the client
 // cannot take offset deltas.
-func encodePack(w io.Writer, s storer.EncodedObjectStorer, objs []plumbing.Hash, refDeltas bool) error {
-	_, err := packfile.NewEncoder(w, s, refDeltas).Encode(objs, packWindow)
+func encodePack(w io.Writer, s storer.EncodedObjectStorer, objs []plumbing.Hash, refDeltas bool, window uint) error {
+	_, err := packfile.NewEncoder(w, s, refDeltas).Encode(objs, window)
 	return err
 }

@@ -12,6 +12,7 @@ import (
 	"os"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/go-git/go-git/v5/plumbing"
@@ -49,6 +50,9 @@ type Server struct {
 	// Timeout bounds reading a request and computing the answer, and each
 	// stall while the answer is sent; 0 means DefaultTimeout.
 	Timeout time.Duration
+
+	cacheOnce sync.Once
+	cache     *packCache
 }
 
 func (s *Server) maxBytes() int64 {
@@ -125,7 +129,8 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	v2 := protocolV2(r.Header)
-	h := &handler{ctx: ctx, s: st, repo: repo, rc: rc, stall: s.timeout()}
+	s.cacheOnce.Do(func() { s.cache = newPackCache(packCacheBytes) })
+	h := &handler{ctx: ctx, s: st, repo: repo, rc: rc, stall: s.timeout(), cache: s.cache}
 	w.Header().Set("Cache-Control", "no-cache")
 	if rest == "info/refs" {
 		w.Header().Set("Content-Type", "application/x-git-upload-pack-advertisement")
@@ -228,6 +233,13 @@ type handler struct {
 	repo  string
 	rc    *http.ResponseController
 	stall time.Duration
+	cache *packCache
+
+	refsDone   bool
+	head       plumbing.Hash
+	headTarget string
+	refList    []ref
+	refsErr    error
 }
 
 // ref is one advertised reference.
@@ -240,7 +252,15 @@ type ref struct {
 // refs lists HEAD's target (head, zero when unborn or detached onto a
 // missing object), its symref target, and every ref under refs/ sorted by
 // name.
-func (h *handler) refs() (head plumbing.Hash, headTarget string, out []ref, err error) {
+func (h *handler) refs() (plumbing.Hash, string, []ref, error) {
+	if !h.refsDone {
+		h.head, h.headTarget, h.refList, h.refsErr = h.readRefs()
+		h.refsDone = true
+	}
+	return h.head, h.headTarget, h.refList, h.refsErr
+}
+
+func (h *handler) readRefs() (head plumbing.Hash, headTarget string, out []ref, err error) {
 	iter, err := h.s.IterReferences()
 	if err != nil {
 		return head, "", nil, err
@@ -501,20 +521,19 @@ func (h *handler) serveV0(w http.ResponseWriter, body []byte) {
 		return
 	}
 	common, known := h.common(req.haves)
-	var pl *plan
+	var res *packResult
 	if req.depth > 0 {
 		// The shallow update comes first, in every answer of a deepening
 		// fetch.
-		wk := &walker{ctx: h.ctx, s: h.s}
-		pl, err = wk.plan(req.wants, common, req.shallows, req.depth)
+		res, err = h.result(req, common)
 		if err != nil {
 			protoErr(pw, err)
 			return
 		}
-		for _, c := range pl.shallow {
+		for _, c := range res.shallow {
 			pw.line("shallow %s", c)
 		}
-		for _, c := range pl.unshallow {
+		for _, c := range res.unshallow {
 			pw.line("unshallow %s", c)
 		}
 		pw.flushPkt()
@@ -565,9 +584,8 @@ func (h *handler) serveV0(w http.ResponseWriter, body []byte) {
 	case multi:
 		pw.line("ACK %s\n", last)
 	}
-	if pl == nil {
-		wk := &walker{ctx: h.ctx, s: h.s}
-		pl, err = wk.plan(req.wants, common, req.shallows, 0)
+	if res == nil {
+		res, err = h.result(req, common)
 		if err != nil {
 			protoErr(pw, err)
 			return
@@ -577,7 +595,7 @@ func (h *handler) serveV0(w http.ResponseWriter, body []byte) {
 	if req.sideBand || req.sideBand64k {
 		band = 1
 	}
-	h.sendPack(pw, req, pl, band, req.sideBand && !req.sideBand64k)
+	h.sendPack(pw, req, res, band, req.sideBand && !req.sideBand64k)
 }
 
 func (h *handler) fetchV2(pw *pktWriter, req *fetchRequest) {
@@ -600,24 +618,55 @@ func (h *handler) fetchV2(pw *pktWriter, req *fetchRequest) {
 		pw.line("ready\n")
 		pw.delim()
 	}
-	wk := &walker{ctx: h.ctx, s: h.s}
-	pl, err := wk.plan(req.wants, common, req.shallows, req.depth)
+	res, err := h.result(req, common)
 	if err != nil {
 		protoErr(pw, err)
 		return
 	}
 	if req.depth > 0 || len(req.shallows) > 0 {
 		pw.line("shallow-info\n")
-		for _, c := range pl.shallow {
+		for _, c := range res.shallow {
 			pw.line("shallow %s", c)
 		}
-		for _, c := range pl.unshallow {
+		for _, c := range res.unshallow {
 			pw.line("unshallow %s", c)
 		}
 		pw.delim()
 	}
 	pw.line("packfile\n")
-	h.sendPack(pw, req, pl, 1, false)
+	h.sendPack(pw, req, res, 1, false)
+}
+
+// result returns the shallow update and pack answering req, from the cache
+// when the same fetch was answered before.
+func (h *handler) result(req *fetchRequest, common []plumbing.Hash) (*packResult, error) {
+	_, _, refs, err := h.refs()
+	if err != nil {
+		return nil, fmt.Errorf("listing refs: %w", err)
+	}
+	return h.cache.get(h.ctx, cacheKey(req, common, refs), func() (*packResult, error) {
+		wk := &walker{ctx: h.ctx, s: h.s}
+		pl, err := wk.plan(req.wants, common, req.shallows, req.depth)
+		if err != nil {
+			return nil, err
+		}
+		objs := pl.objects
+		if req.includeTag {
+			objs = h.withTags(objs)
+		}
+		// Deltas pay off between versions of a file; a pack of one commit
+		// holds one version of each, and go-git's delta search would cost
+		// several times the rest of the work for a few percent of size.
+		window := uint(packWindow)
+		if pl.commits <= 1 {
+			window = 0
+		}
+		var buf bytes.Buffer
+		if err := encodePack(&buf, h.s, objs, !req.ofsDelta, window); err != nil {
+			return nil, fmt.Errorf("building the pack for %q: %w", h.repo, err)
+		}
+		return &packResult{shallow: pl.shallow, unshallow: pl.unshallow, pack: buf.Bytes(), objects: len(objs)}, nil
+	})
 }
 
 // bandWriter frames pack bytes as side-band data, or passes them through
@@ -652,26 +701,12 @@ func (b *bandWriter) Write(p []byte) (int, error) {
 	return len(p), b.pw.err
 }
 
-func (h *handler) sendPack(pw *pktWriter, req *fetchRequest, pl *plan, band byte, small bool) {
-	objs := pl.objects
-	if req.includeTag {
-		objs = h.withTags(objs)
-	}
+func (h *handler) sendPack(pw *pktWriter, req *fetchRequest, res *packResult, band byte, small bool) {
 	if band != 0 && !req.noProgress {
-		pw.band(2, []byte(fmt.Sprintf("Counting objects: %d, done.\n", len(objs))))
+		pw.band(2, []byte(fmt.Sprintf("Counting objects: %d, done.\n", res.objects)))
 	}
 	bw := &bandWriter{h: h, pw: pw, band: band, small: small}
-	var buf bytes.Buffer
-	if err := encodePack(&buf, h.s, objs, !req.ofsDelta); err != nil {
-		if band != 0 {
-			pw.band(3, []byte(fmt.Sprintf("building the pack for %q: %v\n", h.repo, err)))
-			_ = pw.send()
-		} else {
-			protoErr(pw, fmt.Errorf("building the pack for %q: %w", h.repo, err))
-		}
-		return
-	}
-	_, _ = bw.Write(buf.Bytes())
+	_, _ = bw.Write(res.pack)
 	if band != 0 {
 		pw.flushPkt()
 	}

@@ -17,6 +17,7 @@ type plan struct {
 	objects   []plumbing.Hash
 	shallow   []plumbing.Hash // commits the client must now treat as shallow
 	unshallow []plumbing.Hash // client shallow commits whose parents are now sent
+	commits   int             // commits among objects
 }
 
 // walker computes plans over one object store.
@@ -156,6 +157,7 @@ func (w *walker) plan(wants, common, clientShallow []plumbing.Hash, depth int) (
 			return nil, fmt.Errorf("commit %s: %w", it.h, err)
 		}
 		if !have[it.h] {
+			p.commits++
 			send[it.h] = true
 			sendTrees = append(sendTrees, c.TreeHash)
 		}
