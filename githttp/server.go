@@ -662,7 +662,7 @@ func (h *handler) result(req *fetchRequest, common []plumbing.Hash) (*packResult
 			window = 0
 		}
 		var buf bytes.Buffer
-		if err := encodePack(&buf, h.s, objs, !req.ofsDelta, window); err != nil {
+		if err := encodePack(&buf, ctxObjects{h.s, h.ctx}, objs, !req.ofsDelta, window); err != nil {
 			return nil, fmt.Errorf("building the pack for %q: %w", h.repo, err)
 		}
 		return &packResult{shallow: pl.shallow, unshallow: pl.unshallow, pack: buf.Bytes(), objects: len(objs)}, nil

@@ -414,3 +414,16 @@ func TestPushIsRefused(t *testing.T) {
 		}
 	}
 }
+
+func TestCloneEmptyRepository(t *testing.T) {
+	needGit(t)
+	src := newSrcRepo(t)
+	url := src.serve(nil)
+	for _, proto := range protocols {
+		dst := filepath.Join(t.TempDir(), "clone")
+		out := mustGit(t, "", "-c", "protocol.version="+proto, "clone", url+"/repo.git", dst)
+		if !strings.Contains(out, "empty repository") {
+			t.Fatalf("v%s: clone of an empty repository: %q, want git's empty-repository warning", proto, out)
+		}
+	}
+}
