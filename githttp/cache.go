@@ -114,7 +114,7 @@ func (c *packCache) build(e *cacheEntry, owned bool, build func() (*packResult, 
 }
 
 // cacheKey names a fetch's answer by everything that determines it.
-func cacheKey(req *fetchRequest, common []plumbing.Hash, tags []ref) string {
+func cacheKey(req *fetchRequest, ct cut, common []plumbing.Hash, tags []ref) string {
 	h := sha256.New()
 	list := func(label string, hs []plumbing.Hash) {
 		s := slices.Clone(hs)
@@ -128,7 +128,8 @@ func cacheKey(req *fetchRequest, common []plumbing.Hash, tags []ref) string {
 	list("want", req.wants)
 	list("common", common)
 	list("shallow", req.shallows)
-	fmt.Fprintf(h, "depth %d ofs %t tags %t\n", req.depth, req.ofsDelta, req.includeTag)
+	list("not", ct.not)
+	fmt.Fprintf(h, "depth %d relative %t since %d ofs %t tags %t\n", ct.depth, ct.relative, ct.since, req.ofsDelta, req.includeTag)
 	if req.includeTag {
 		for _, t := range tags {
 			fmt.Fprintf(h, "%s %s %s\n", t.name, t.hash, t.peeled)

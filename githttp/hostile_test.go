@@ -122,6 +122,9 @@ func TestHostileRequestsGetProtocolErrors(t *testing.T) {
 		{"too deep", false, pktLines(want, "deepen 99999999999\n", "0000", "done\n"), "deeper than"},
 		{"negative deepen", true, pktLines("command=fetch\n", "0001", want, "deepen -1\n", "done\n", "0000"), "positive number"},
 		{"sha256", true, pktLines("command=ls-refs\n", "object-format=sha256\n", "0000"), "unsupported object-format=sha256"},
+		{"deepen and deepen-since", true, pktLines("command=fetch\n", "0001", want, "deepen 1\n", "deepen-since 1700000000\n", "done\n", "0000"), "cannot be combined"},
+		{"deepen-not unknown ref", false, pktLines(want, "deepen-not nope\n", "0000", "done\n"), "no such ref"},
+		{"deepen-since excludes the want", true, pktLines("command=fetch\n", "0001", want, "deepen-since 1900000000\n", "done\n", "0000"), "excludes wanted commit"},
 		{"data after done", false, pktLines(want, "0000", "done\n", "have "+tip.String()+"\n"), "data after done"},
 	}
 	for _, c := range cases {

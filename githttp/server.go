@@ -315,7 +315,7 @@ func (h *handler) peel(hash plumbing.Hash) plumbing.Hash {
 	return plumbing.ZeroHash
 }
 
-const v0Caps = "multi_ack multi_ack_detailed side-band side-band-64k ofs-delta shallow no-progress include-tag object-format=sha1 " + agent
+const v0Caps = "multi_ack multi_ack_detailed side-band side-band-64k ofs-delta shallow deepen-since deepen-not deepen-relative no-progress include-tag object-format=sha1 " + agent
 
 func (h *handler) advertiseV0(w http.ResponseWriter) {
 	head, target, refs, err := h.refs()
@@ -522,7 +522,7 @@ func (h *handler) serveV0(w http.ResponseWriter, body []byte) {
 	}
 	common, known := h.common(req.haves)
 	var res *packResult
-	if req.depth > 0 {
+	if req.deepens() {
 		// The shallow update comes first, in every answer of a deepening
 		// fetch.
 		res, err = h.result(req, common)
@@ -623,7 +623,7 @@ func (h *handler) fetchV2(pw *pktWriter, req *fetchRequest) {
 		protoErr(pw, err)
 		return
 	}
-	if req.depth > 0 || len(req.shallows) > 0 {
+	if req.deepens() || len(req.shallows) > 0 {
 		pw.line("shallow-info\n")
 		for _, c := range res.shallow {
 			pw.line("shallow %s", c)
@@ -644,9 +644,17 @@ func (h *handler) result(req *fetchRequest, common []plumbing.Hash) (*packResult
 	if err != nil {
 		return nil, fmt.Errorf("listing refs: %w", err)
 	}
-	return h.cache.get(h.ctx, cacheKey(req, common, refs), func() (*packResult, error) {
+	ct := cut{depth: req.depth, relative: req.relative, since: req.since}
+	for _, name := range req.not {
+		c, err := h.resolve(name)
+		if err != nil {
+			return nil, err
+		}
+		ct.not = append(ct.not, c)
+	}
+	return h.cache.get(h.ctx, cacheKey(req, ct, common, refs), func() (*packResult, error) {
 		wk := &walker{ctx: h.ctx, s: h.s}
-		pl, err := wk.plan(req.wants, common, req.shallows, req.depth)
+		pl, err := wk.plan(req.wants, common, req.shallows, ct)
 		if err != nil {
 			return nil, err
 		}
@@ -667,6 +675,31 @@ func (h *handler) result(req *fetchRequest, common []plumbing.Hash) (*packResult
 		}
 		return &packResult{shallow: pl.shallow, unshallow: pl.unshallow, pack: buf.Bytes(), objects: len(objs)}, nil
 	})
+}
+
+// resolve finds the commit deepen-not names: a full ref name, a tag or
+// branch name, or a commit id.
+func (h *handler) resolve(name string) (plumbing.Hash, error) {
+	_, _, refs, err := h.refs()
+	if err != nil {
+		return plumbing.ZeroHash, err
+	}
+	for _, full := range []string{name, "refs/" + name, "refs/tags/" + name, "refs/heads/" + name} {
+		for _, r := range refs {
+			if r.name == full {
+				if !r.peeled.IsZero() {
+					return r.peeled, nil
+				}
+				return r.hash, nil
+			}
+		}
+	}
+	if plumbing.IsHash(name) {
+		if id := plumbing.NewHash(name); (&walker{ctx: h.ctx, s: h.s}).hasCommit(id) {
+			return id, nil
+		}
+	}
+	return plumbing.ZeroHash, &requestError{msg: fmt.Sprintf("deepen-not %q: no such ref in repository %q", truncate([]byte(name)), h.repo)}
 }
 
 // bandWriter frames pack bytes as side-band data, or passes them through
