@@ -475,3 +475,21 @@ func TestShallowBySinceExcludeAndDeepen(t *testing.T) {
 		})
 	}
 }
+
+// TestProtocolErrorReachesGit: a request the server refuses makes git stop
+// with the server's reason, not hang or report a broken pack.
+func TestProtocolErrorReachesGit(t *testing.T) {
+	needGit(t)
+	src := newSrcRepo(t)
+	src.commit(map[string]string{"a.txt": "1\n"})
+	url := src.serve(nil)
+	for _, proto := range protocols {
+		out, err := gitRun(t, "", "-c", "protocol.version="+proto, "clone", "--shallow-since=@1900000000", url+"/repo.git", filepath.Join(t.TempDir(), "c"))
+		if err == nil {
+			t.Fatalf("v%s: clone that excludes every commit succeeded:\n%s", proto, out)
+		}
+		if !strings.Contains(out, "remote error") || !strings.Contains(out, "excludes wanted commit") {
+			t.Fatalf("v%s: git does not show the server's reason:\n%s", proto, out)
+		}
+	}
+}
