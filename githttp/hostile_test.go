@@ -156,6 +156,17 @@ func TestHTTPFaultsGet4xx(t *testing.T) {
 	if w := post(t, srv, false, &bomb, map[string]string{"Content-Encoding": "gzip"}); w.Code != http.StatusRequestEntityTooLarge {
 		t.Errorf("gzip bomb: %d, want 413", w.Code)
 	}
+	var noisy bytes.Buffer
+	zw = gzip.NewWriter(&noisy)
+	rnd := make([]byte, 4096)
+	for i := range rnd {
+		rnd[i] = byte(i*7919 ^ i>>3)
+	}
+	zw.Write(rnd)
+	zw.Close()
+	if w := post(t, srv, false, &noisy, map[string]string{"Content-Encoding": "gzip"}); w.Code != http.StatusRequestEntityTooLarge {
+		t.Errorf("compressed body over the limit: %d %q, want 413", w.Code, w.Body)
+	}
 	if w := post(t, srv, false, strings.NewReader("not gzip"), map[string]string{"Content-Encoding": "gzip"}); w.Code != http.StatusBadRequest {
 		t.Errorf("bad gzip: %d, want 400", w.Code)
 	}

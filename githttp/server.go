@@ -141,11 +141,14 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		return
 	}
-	if ct := r.Header.Get("Content-Type"); ct != "application/x-git-upload-pack-request" {
+	if ct := r.Header.Get("Content-Type"); strings.TrimSpace(strings.Split(ct, ";")[0]) != "application/x-git-upload-pack-request" {
 		httpError(w, http.StatusUnsupportedMediaType, "request Content-Type is %q; git sends application/x-git-upload-pack-request", ct)
 		return
 	}
 	body, status, err := readBody(r, s.maxBytes())
+	if errors.Is(err, errTooLarge) {
+		err = fmt.Errorf("request body is larger than %d bytes", s.maxBytes())
+	}
 	if err != nil {
 		// The deadline may have passed: leave time to say why.
 		_ = rc.SetWriteDeadline(time.Now().Add(s.timeout()))
@@ -188,16 +191,17 @@ func protocolV2(h http.Header) bool {
 // readBody reads the whole request body, gunzipping it when git sent it
 // compressed, and refusing more than max bytes either way.
 func readBody(r *http.Request, max int64) ([]byte, int, error) {
-	var src io.Reader = io.LimitReader(r.Body, max+1)
+	raw := &capReader{r: r.Body, left: max}
+	var src io.Reader = raw
 	switch enc := r.Header.Get("Content-Encoding"); enc {
 	case "", "identity":
 	case "gzip", "x-gzip":
-		zr, err := gzip.NewReader(src)
+		zr, err := gzip.NewReader(raw)
 		if err != nil {
 			return nil, readStatus(err), fmt.Errorf("request body is not valid gzip: %w", err)
 		}
 		defer zr.Close()
-		src = io.LimitReader(zr, max+1)
+		src = &capReader{r: zr, left: max}
 	default:
 		return nil, http.StatusUnsupportedMediaType, fmt.Errorf("unsupported Content-Encoding %q (gzip or none)", enc)
 	}
@@ -205,13 +209,37 @@ func readBody(r *http.Request, max int64) ([]byte, int, error) {
 	if err != nil {
 		return nil, readStatus(err), fmt.Errorf("reading the request body: %w", err)
 	}
-	if int64(len(b)) > max {
-		return nil, http.StatusRequestEntityTooLarge, fmt.Errorf("request body is larger than %d bytes", max)
-	}
 	return b, 0, nil
 }
 
+// errTooLarge is a request body over Server.MaxRequestBytes.
+var errTooLarge = errors.New("request body is too large")
+
+// capReader fails with errTooLarge once more than left bytes come.
+type capReader struct {
+	r    io.Reader
+	left int64
+}
+
+func (c *capReader) Read(p []byte) (int, error) {
+	if c.left < 0 {
+		return 0, errTooLarge
+	}
+	if int64(len(p)) > c.left+1 {
+		p = p[:c.left+1]
+	}
+	n, err := c.r.Read(p)
+	c.left -= int64(n)
+	if c.left < 0 {
+		return n, errTooLarge
+	}
+	return n, err
+}
+
 func readStatus(err error) int {
+	if errors.Is(err, errTooLarge) {
+		return http.StatusRequestEntityTooLarge
+	}
 	var ne net.Error
 	if errors.Is(err, os.ErrDeadlineExceeded) || errors.As(err, &ne) && ne.Timeout() {
 		return http.StatusRequestTimeout
@@ -712,26 +740,32 @@ type bandWriter struct {
 }
 
 func (b *bandWriter) Write(p []byte) (int, error) {
+	// Pieces of 64 KiB, each with its own stall limit: a pack may take a
+	// slow client longer than Timeout, but never a stall that long.
+	for q := p; len(q) > 0 && b.pw.err == nil; {
+		n := min(len(q), 64<<10)
+		_ = b.h.rc.SetWriteDeadline(time.Now().Add(b.h.stall))
+		if b.band == 0 {
+			if _, err := b.pw.w.Write(q[:n]); err != nil {
+				b.pw.err = err
+			}
+		} else {
+			chunk := maxBandData
+			if b.small {
+				chunk = 995
+			}
+			for r := q[:n]; len(r) > 0; {
+				m := min(len(r), chunk)
+				b.pw.band(b.band, r[:m])
+				r = r[m:]
+			}
+		}
+		q = q[n:]
+	}
 	if b.pw.err != nil {
 		return 0, b.pw.err
 	}
-	_ = b.h.rc.SetWriteDeadline(time.Now().Add(b.h.stall))
-	if b.band == 0 {
-		if _, err := b.pw.w.Write(p); err != nil {
-			b.pw.err = err
-		}
-		return len(p), b.pw.err
-	}
-	chunk := len(p)
-	if b.small {
-		chunk = 995
-	}
-	for q := p; len(q) > 0; {
-		n := min(len(q), chunk)
-		b.pw.band(b.band, q[:n])
-		q = q[n:]
-	}
-	return len(p), b.pw.err
+	return len(p), nil
 }
 
 func (h *handler) sendPack(pw *pktWriter, req *fetchRequest, res *packResult, band byte, small bool) {
