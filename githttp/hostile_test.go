@@ -198,6 +198,14 @@ func TestHTTPFaultsGet4xx(t *testing.T) {
 	}
 }
 
+func TestNoOpenIs500(t *testing.T) {
+	w := httptest.NewRecorder()
+	(&Server{}).ServeHTTP(w, httptest.NewRequest("GET", "/repo.git/info/refs?service=git-upload-pack", nil))
+	if w.Code != http.StatusInternalServerError {
+		t.Fatalf("%d %q, want 500", w.Code, w.Body)
+	}
+}
+
 func TestOpenFailureIs500(t *testing.T) {
 	srv := &Server{Open: func(ctx context.Context, name string) (storage.Storer, error) {
 		return nil, errors.New("disk on fire")

@@ -43,7 +43,8 @@ type Server struct {
 	// Open returns the repository named by the first path element
 	// (".git" suffix optional, and removed before the call); an error
 	// wrapping ErrNotFound gives 404. It is called once per request, and
-	// the storer is only read.
+	// the storer is only read; a storer shared between requests must be
+	// safe for concurrent reads (go-git's memory storage is, once built).
 	Open func(ctx context.Context, repo string) (storage.Storer, error)
 	// MaxRequestBytes bounds a request body; 0 means DefaultMaxRequestBytes.
 	MaxRequestBytes int64
@@ -119,6 +120,10 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	_ = rc.SetReadDeadline(deadline) // not every ResponseWriter supports it
 	_ = rc.SetWriteDeadline(deadline)
 
+	if s.Open == nil {
+		httpError(w, http.StatusInternalServerError, "git server has no Open function: no repositories to serve")
+		return
+	}
 	st, err := s.Open(ctx, repo)
 	if err != nil {
 		if errors.Is(err, ErrNotFound) {
