@@ -51,6 +51,7 @@ var allowed = map[string][]string{
 	"netidle":         {},
 	"inventory":       {"plugin", "store"}, // the server's store; inventory/collect has its own rule
 	"layout":          {},
+	"githttp":         {},
 	// The shared test fixtures: a home and directory marketplaces; never
 	// agent, install or cmd, whose tests use them.
 	"internal/testworld": {"cache", "layout", "plugin", "policy", "settings", "store"},
