@@ -35,6 +35,7 @@ var allowed = map[string][]string{
 	"wire":        {},
 	"netidle":     {},
 	"inventory":   {},
+	"githttp":     {},
 }
 
 type pkg struct {
