@@ -19,6 +19,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"golang.org/x/time/rate"
+
+	"github.com/wharfhq/wharf/channel"
 )
 
 // Server is wharf's HTTP API. Build it with New; it is safe for concurrent
@@ -61,6 +63,8 @@ type Server struct {
 	bunBuilds int          // how many times a bundle was built (tests)
 
 	rep replicaState // cache invalidation from the store's watch (replica.go)
+
+	chans *channel.Builder // nil without Deps.ChannelDir (channel.go)
 }
 
 type principal struct {
@@ -113,6 +117,9 @@ func New(d Deps) (*Server, error) {
 	}
 	s.signer = signer
 	s.metrics = newMetrics()
+	if d.ChannelDir != "" {
+		s.chans = channel.NewBuilder(d.ChannelDir, d.Store, &channel.Vendor{Fetcher: d.Fetcher})
+	}
 
 	e := echo.New()
 	e.HideBanner = true
@@ -143,6 +150,10 @@ func (s *Server) Handler() http.Handler { return s }
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if s.ui.owns(r.URL.Path) {
 		s.ui.e.ServeHTTP(w, r)
+		return
+	}
+	if strings.HasPrefix(r.URL.Path, "/git/") {
+		s.serveGit(w, r) // channels' git repositories (channel.go)
 		return
 	}
 	s.e.ServeHTTP(w, r)

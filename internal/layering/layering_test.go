@@ -16,7 +16,8 @@ const module = "github.com/wharfhq/wharf/"
 var allowed = map[string][]string{
 	"cmd":         {"*"},
 	"bench":       {"*"},
-	"api":         {"install", "policy", "trust", "marketplace", "store", "web", "resolver", "cache", "plugin", "settings", "source", "atomicfile", "wire"},
+	"api":         {"install", "policy", "trust", "marketplace", "store", "web", "resolver", "cache", "plugin", "settings", "source", "atomicfile", "wire", "channel", "githttp"},
+	"channel":     {"marketplace", "source", "trust", "policy", "store", "plugin", "atomicfile", "netidle", "settings"},
 	"web":         {},
 	"agent":       {"install", "policy", "trust", "cache", "plugin", "settings", "resolver", "store", "marketplace", "source", "atomicfile", "wire"},
 	"install":     {"resolver", "marketplace", "cache", "trust", "policy", "plugin", "store", "settings", "source", "atomicfile", "wire"},
