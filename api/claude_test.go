@@ -115,7 +115,8 @@ func TestClaudeUsesChannel(t *testing.T) {
 			t.Fatal(err)
 		}
 		if tree.Digest != pins[name] {
-			t.Fatalf("installed %s has digest %s, the channel pins %s", name, tree.Digest, pins[name])
+			want, _ := trust.Digest(filepath.Join(clone, "plugins", name))
+			t.Fatalf("installed %s (%s) has digest %s, the channel pins %s; differences: %v", name, dir, tree.Digest, pins[name], trust.DiffDetail(want, tree))
 		}
 	}
 	if pins["deploy"] != f.deployW1 {
