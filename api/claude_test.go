@@ -1,12 +1,14 @@
 package api
 
 import (
+	"context"
 	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/wharfhq/wharf/trust"
 )
@@ -37,7 +39,11 @@ type claudeRunner struct {
 
 func (c *claudeRunner) run(args ...string) (string, error) {
 	c.t.Helper()
-	cmd := exec.Command(c.bin, args...)
+	// A bound per command, so that a hung CLI fails naming the command
+	// rather than at the test binary's deadline.
+	ctx, cancel := context.WithTimeout(c.t.Context(), 5*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, c.bin, args...)
 	cmd.Dir = c.cwd
 	cmd.Env = []string{"HOME=" + c.home, "PATH=" + os.Getenv("PATH"), "DISABLE_TELEMETRY=1", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1",
 		"DISABLE_AUTOUPDATER=1", "GIT_TERMINAL_PROMPT=0", "GIT_CONFIG_NOSYSTEM=1", "NO_COLOR=1", "TERM=dumb"}
@@ -165,8 +171,13 @@ func TestClaudeUsesChannel(t *testing.T) {
 		t.Fatalf("managed settings: %d %s", res.status, res.body)
 	}
 	dropIn := "/etc/claude-code/managed-settings.d/zz-wharf-channel-test.json"
-	if err := os.MkdirAll(filepath.Dir(dropIn), 0o755); err != nil {
-		t.Fatal(err)
+	for _, d := range []string{"/etc/claude-code", filepath.Dir(dropIn)} {
+		if _, err := os.Stat(d); os.IsNotExist(err) {
+			if err := os.Mkdir(d, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			defer os.Remove(d) // only if this test made it (and it is empty again)
+		}
 	}
 	if err := os.WriteFile(dropIn, res.body, 0o644); err != nil {
 		t.Fatal(err)
