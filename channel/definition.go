@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"slices"
 	"sort"
-	"strings"
 	"time"
 
 	"github.com/wharfhq/wharf/plugin"
@@ -243,19 +242,4 @@ func History(r store.Reader, name string) ([]Definition, error) {
 		out = append(out, d)
 	}
 	return out, nil
-}
-
-// scopeString renders a definition's limits for messages.
-func (d *Definition) scopeString() string {
-	var parts []string
-	if len(d.Marketplaces) > 0 {
-		parts = append(parts, "marketplaces "+strings.Join(d.Marketplaces, ", "))
-	}
-	if len(d.Plugins) > 0 {
-		parts = append(parts, "plugins "+strings.Join(d.Plugins, ", "))
-	}
-	if len(parts) == 0 {
-		return "every known marketplace"
-	}
-	return strings.Join(parts, "; ")
 }

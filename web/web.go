@@ -28,7 +28,7 @@ const (
 	PageError   = "error"
 )
 
-var pages = []string{PageSignIn, PageCatalog, PagePlugin, PagePolicy, PageLayer, PageAudit, PageError}
+var pages = []string{PageSignIn, PageCatalog, PagePlugin, PagePolicy, PageLayer, PageAudit, PageError, PageChannels, PageChannel}
 
 // Renderer renders the console's pages. It is immutable after NewRenderer
 // and safe for concurrent use.
