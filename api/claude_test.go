@@ -116,6 +116,11 @@ func TestClaudeUsesChannel(t *testing.T) {
 		if !ok {
 			t.Fatalf("%s@approved not installed (the dependency comes from the channel too): %v", name, inst)
 		}
+		// .orphaned_at is Claude Code's own marker in a cache dir (written
+		// by its background cleanup), not plugin content.
+		if err := os.Remove(filepath.Join(dir, ".orphaned_at")); err == nil {
+			t.Logf("claude marked %s orphaned; its marker is not part of the tree", dir)
+		}
 		tree, err := trust.Digest(dir)
 		if err != nil {
 			t.Fatal(err)

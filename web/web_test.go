@@ -107,13 +107,16 @@ func TestRenderEveryPage(t *testing.T) {
 		t.Fatal(err)
 	}
 	views := map[string]any{
-		PageSignIn:  SignInView{Layout: Layout{Title: "Sign in"}},
-		PageCatalog: CatalogView{Layout: Layout{Title: "Catalog", SignedIn: true}},
-		PagePlugin:  PluginView{},
-		PagePolicy:  PolicyView{Layout: Layout{IsAdmin: true, SignedIn: true}},
-		PageLayer:   LayerView{New: true, Impact: &ImpactView{}},
-		PageAudit:   AuditView{},
-		PageError:   ErrorView{Status: 404, Heading: "Not found"},
+		PageSignIn:   SignInView{Layout: Layout{Title: "Sign in"}},
+		PageCatalog:  CatalogView{Layout: Layout{Title: "Catalog", SignedIn: true}},
+		PagePlugin:   PluginView{},
+		PagePolicy:   PolicyView{Layout: Layout{IsAdmin: true, SignedIn: true}},
+		PageLayer:    LayerView{New: true, Impact: &ImpactView{}},
+		PageAudit:    AuditView{},
+		PageError:    ErrorView{Status: 404, Heading: "Not found"},
+		PageChannels: ChannelsView{Channels: []ChannelRow{{Name: "approved", Page: "/ui/channels/approved"}}},
+		PageChannel: ChannelView{ChannelRow: ChannelRow{Name: "approved"}, Entries: []ChannelEntryRow{{Name: "lint"}},
+			LeftOut: []LeftOutRow{{Plugin: "risky@corp", Kind: "denied"}}},
 	}
 	for _, p := range pages {
 		var buf bytes.Buffer
