@@ -445,6 +445,9 @@ func (b *Builder) sync(name string, h Head) error {
 		return err
 	}
 	c := plumbing.NewHash(h.Commit)
+	if ref, err := s.Reference(Branch); err == nil && ref.Hash() == c {
+		return nil // up to date: the common case of every clone and fetch
+	}
 	if err := b.fetchObject(s, c); err != nil {
 		return fmt.Errorf("channel %s: copy commit %s from the store: %w", name, h.Commit, err)
 	}
