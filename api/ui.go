@@ -920,7 +920,8 @@ func (u *console) call(c echo.Context, h echo.HandlerFunc, method, target string
 }
 
 var auditActions = []string{ActionPolicyPut, ActionPolicyDelete, ActionDecisionDeny, ActionTokenCreate, ActionTokenDelete,
-	ActionMarketplaceAdd, ActionMarketplaceUpdate, ActionMarketplaceRemove}
+	ActionMarketplaceAdd, ActionMarketplaceUpdate, ActionMarketplaceRemove,
+	ActionChannelCreate, ActionChannelEdit, ActionChannelDelete, ActionChannelRebuild}
 
 func (u *console) auditPage(c echo.Context) error {
 	f := web.AuditFilter{Action: c.QueryParam("action"), Actor: strings.TrimSpace(c.QueryParam("actor")), Since: strings.TrimSpace(c.QueryParam("since"))}
