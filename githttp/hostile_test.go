@@ -122,6 +122,9 @@ func TestHostileRequestsGetProtocolErrors(t *testing.T) {
 		{"too deep", false, pktLines(want, "deepen 99999999999\n", "0000", "done\n"), "deeper than"},
 		{"negative deepen", true, pktLines("command=fetch\n", "0001", want, "deepen -1\n", "done\n", "0000"), "positive number"},
 		{"sha256", true, pktLines("command=ls-refs\n", "object-format=sha256\n", "0000"), "unsupported object-format=sha256"},
+		{"deepen and deepen-since", true, pktLines("command=fetch\n", "0001", want, "deepen 1\n", "deepen-since 1700000000\n", "done\n", "0000"), "cannot be combined"},
+		{"deepen-not unknown ref", false, pktLines(want, "deepen-not nope\n", "0000", "done\n"), "no such ref"},
+		{"deepen-since excludes the want", true, pktLines("command=fetch\n", "0001", want, "deepen-since 1900000000\n", "done\n", "0000"), "excludes wanted commit"},
 		{"data after done", false, pktLines(want, "0000", "done\n", "have "+tip.String()+"\n"), "data after done"},
 	}
 	for _, c := range cases {
@@ -153,6 +156,17 @@ func TestHTTPFaultsGet4xx(t *testing.T) {
 	if w := post(t, srv, false, &bomb, map[string]string{"Content-Encoding": "gzip"}); w.Code != http.StatusRequestEntityTooLarge {
 		t.Errorf("gzip bomb: %d, want 413", w.Code)
 	}
+	var noisy bytes.Buffer
+	zw = gzip.NewWriter(&noisy)
+	rnd := make([]byte, 4096)
+	for i := range rnd {
+		rnd[i] = byte(i*7919 ^ i>>3)
+	}
+	zw.Write(rnd)
+	zw.Close()
+	if w := post(t, srv, false, &noisy, map[string]string{"Content-Encoding": "gzip"}); w.Code != http.StatusRequestEntityTooLarge {
+		t.Errorf("compressed body over the limit: %d %q, want 413", w.Code, w.Body)
+	}
 	if w := post(t, srv, false, strings.NewReader("not gzip"), map[string]string{"Content-Encoding": "gzip"}); w.Code != http.StatusBadRequest {
 		t.Errorf("bad gzip: %d, want 400", w.Code)
 	}
@@ -181,6 +195,14 @@ func TestHTTPFaultsGet4xx(t *testing.T) {
 		if w.Code != c.code {
 			t.Errorf("%s %s: %d %q, want %d", c.method, c.path, w.Code, w.Body, c.code)
 		}
+	}
+}
+
+func TestNoOpenIs500(t *testing.T) {
+	w := httptest.NewRecorder()
+	(&Server{}).ServeHTTP(w, httptest.NewRequest("GET", "/repo.git/info/refs?service=git-upload-pack", nil))
+	if w.Code != http.StatusInternalServerError {
+		t.Fatalf("%d %q, want 500", w.Code, w.Body)
 	}
 }
 

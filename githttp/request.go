@@ -48,7 +48,10 @@ type fetchRequest struct {
 	haves    []plumbing.Hash
 	shallows []plumbing.Hash
 	depth    int  // 0: no deepen
-	done     bool // the client will send no more haves
+	relative bool // deepen counts from the client's shallow boundary
+	since    int64
+	not      []string // refs whose history deepen-not cuts off
+	done     bool     // the client will send no more haves
 	// negotiate is false for a v0 request that ends after the wants (git's
 	// first request of a shallow fetch): the answer is only the shallow
 	// update.
@@ -89,6 +92,41 @@ func parseDepth(line, s []byte) (int, error) {
 		return 0, badLine(line, "deepen %d is deeper than the largest depth, %d", n, maxDepth)
 	}
 	return int(n), nil
+}
+
+// deepenArg handles the deepen-since and deepen-not lines of both
+// protocol versions; ok is false for any other line.
+func (r *fetchRequest) deepenArg(line []byte) (ok bool, err error) {
+	switch {
+	case bytes.HasPrefix(line, []byte("deepen-since ")):
+		n, perr := strconv.ParseInt(string(line[len("deepen-since "):]), 10, 64)
+		if perr != nil || n <= 0 {
+			return true, badLine(line, "deepen-since needs a positive unix time")
+		}
+		r.since = n
+		return true, nil
+	case bytes.HasPrefix(line, []byte("deepen-not ")):
+		ref := string(line[len("deepen-not "):])
+		if ref == "" || len(r.not) >= maxWants {
+			return true, badLine(line, "deepen-not needs a ref, at most %d of them", maxWants)
+		}
+		r.not = append(r.not, ref)
+		return true, nil
+	}
+	return false, nil
+}
+
+// deepens reports whether the request cuts history (a shallow fetch).
+func (r *fetchRequest) deepens() bool {
+	return r.depth > 0 || r.since > 0 || len(r.not) > 0
+}
+
+// checkDeepen refuses combinations git itself refuses.
+func (r *fetchRequest) checkDeepen() error {
+	if r.depth > 0 && (r.since > 0 || len(r.not) > 0) {
+		return &requestError{msg: "deepen cannot be combined with deepen-since or deepen-not"}
+	}
+	return nil
 }
 
 // parseV0Request decodes a stateless (HTTP) protocol v0/v1 upload-pack
@@ -145,6 +183,12 @@ func parseV0Request(body []byte) (*fetchRequest, error) {
 			}
 			req.depth = d
 		default:
+			if ok, err := req.deepenArg(line); ok {
+				if err != nil {
+					return nil, err
+				}
+				continue
+			}
 			return nil, badLine(line, "unknown upload-pack request line; expected want, shallow or deepen")
 		}
 	}
@@ -153,6 +197,9 @@ func parseV0Request(body []byte) (*fetchRequest, error) {
 	}
 	if len(req.wants) == 0 {
 		return nil, &requestError{msg: "request has no want lines"}
+	}
+	if err := req.checkDeepen(); err != nil {
+		return nil, err
 	}
 	i++ // the flush
 	if i == len(pkts) {
@@ -211,6 +258,8 @@ func (r *fetchRequest) setCaps(caps []string) {
 			r.noProgress = true
 		case "include-tag":
 			r.includeTag = true
+		case "deepen-relative":
+			r.relative = true
 		}
 	}
 }
@@ -323,6 +372,8 @@ func parseV2Fetch(args [][]byte) (*fetchRequest, error) {
 			req.depth = d
 		case bytes.Equal(line, []byte("done")):
 			req.done = true
+		case bytes.Equal(line, []byte("deepen-relative")):
+			req.relative = true
 		case bytes.Equal(line, []byte("thin-pack")):
 			// Allowed, never needed: packs sent here are self-contained.
 		case bytes.Equal(line, []byte("no-progress")):
@@ -332,11 +383,20 @@ func parseV2Fetch(args [][]byte) (*fetchRequest, error) {
 		case bytes.Equal(line, []byte("ofs-delta")):
 			req.ofsDelta = true
 		default:
-			return nil, badLine(line, "unknown or unsupported fetch argument (this server supports want, have, done, shallow, deepen N, thin-pack, no-progress, include-tag, ofs-delta)")
+			if ok, err := req.deepenArg(line); ok {
+				if err != nil {
+					return nil, err
+				}
+				continue
+			}
+			return nil, badLine(line, "unknown or unsupported fetch argument (this server supports want, have, done, shallow, deepen, deepen-relative, deepen-since, deepen-not, thin-pack, no-progress, include-tag, ofs-delta)")
 		}
 	}
 	if len(req.wants) == 0 {
 		return nil, &requestError{msg: "fetch request has no want lines"}
+	}
+	if err := req.checkDeepen(); err != nil {
+		return nil, err
 	}
 	return req, nil
 }

@@ -12,6 +12,7 @@ import (
 	"os"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/go-git/go-git/v5/plumbing"
@@ -42,13 +43,17 @@ type Server struct {
 	// Open returns the repository named by the first path element
 	// (".git" suffix optional, and removed before the call); an error
 	// wrapping ErrNotFound gives 404. It is called once per request, and
-	// the storer is only read.
+	// the storer is only read; a storer shared between requests must be
+	// safe for concurrent reads (go-git's memory storage is, once built).
 	Open func(ctx context.Context, repo string) (storage.Storer, error)
 	// MaxRequestBytes bounds a request body; 0 means DefaultMaxRequestBytes.
 	MaxRequestBytes int64
 	// Timeout bounds reading a request and computing the answer, and each
 	// stall while the answer is sent; 0 means DefaultTimeout.
 	Timeout time.Duration
+
+	cacheOnce sync.Once
+	cache     *packCache
 }
 
 func (s *Server) maxBytes() int64 {
@@ -115,6 +120,10 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	_ = rc.SetReadDeadline(deadline) // not every ResponseWriter supports it
 	_ = rc.SetWriteDeadline(deadline)
 
+	if s.Open == nil {
+		httpError(w, http.StatusInternalServerError, "git server has no Open function: no repositories to serve")
+		return
+	}
 	st, err := s.Open(ctx, repo)
 	if err != nil {
 		if errors.Is(err, ErrNotFound) {
@@ -125,7 +134,8 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	v2 := protocolV2(r.Header)
-	h := &handler{ctx: ctx, s: st, repo: repo, rc: rc, stall: s.timeout()}
+	s.cacheOnce.Do(func() { s.cache = newPackCache(packCacheBytes) })
+	h := &handler{ctx: ctx, s: st, repo: repo, rc: rc, stall: s.timeout(), cache: s.cache}
 	w.Header().Set("Cache-Control", "no-cache")
 	if rest == "info/refs" {
 		w.Header().Set("Content-Type", "application/x-git-upload-pack-advertisement")
@@ -136,11 +146,14 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		return
 	}
-	if ct := r.Header.Get("Content-Type"); ct != "application/x-git-upload-pack-request" {
+	if ct := r.Header.Get("Content-Type"); strings.TrimSpace(strings.Split(ct, ";")[0]) != "application/x-git-upload-pack-request" {
 		httpError(w, http.StatusUnsupportedMediaType, "request Content-Type is %q; git sends application/x-git-upload-pack-request", ct)
 		return
 	}
 	body, status, err := readBody(r, s.maxBytes())
+	if errors.Is(err, errTooLarge) {
+		err = fmt.Errorf("request body is larger than %d bytes", s.maxBytes())
+	}
 	if err != nil {
 		// The deadline may have passed: leave time to say why.
 		_ = rc.SetWriteDeadline(time.Now().Add(s.timeout()))
@@ -183,16 +196,17 @@ func protocolV2(h http.Header) bool {
 // readBody reads the whole request body, gunzipping it when git sent it
 // compressed, and refusing more than max bytes either way.
 func readBody(r *http.Request, max int64) ([]byte, int, error) {
-	var src io.Reader = io.LimitReader(r.Body, max+1)
+	raw := &capReader{r: r.Body, left: max}
+	var src io.Reader = raw
 	switch enc := r.Header.Get("Content-Encoding"); enc {
 	case "", "identity":
 	case "gzip", "x-gzip":
-		zr, err := gzip.NewReader(src)
+		zr, err := gzip.NewReader(raw)
 		if err != nil {
 			return nil, readStatus(err), fmt.Errorf("request body is not valid gzip: %w", err)
 		}
 		defer zr.Close()
-		src = io.LimitReader(zr, max+1)
+		src = &capReader{r: zr, left: max}
 	default:
 		return nil, http.StatusUnsupportedMediaType, fmt.Errorf("unsupported Content-Encoding %q (gzip or none)", enc)
 	}
@@ -200,13 +214,37 @@ func readBody(r *http.Request, max int64) ([]byte, int, error) {
 	if err != nil {
 		return nil, readStatus(err), fmt.Errorf("reading the request body: %w", err)
 	}
-	if int64(len(b)) > max {
-		return nil, http.StatusRequestEntityTooLarge, fmt.Errorf("request body is larger than %d bytes", max)
-	}
 	return b, 0, nil
 }
 
+// errTooLarge is a request body over Server.MaxRequestBytes.
+var errTooLarge = errors.New("request body is too large")
+
+// capReader fails with errTooLarge once more than left bytes come.
+type capReader struct {
+	r    io.Reader
+	left int64
+}
+
+func (c *capReader) Read(p []byte) (int, error) {
+	if c.left < 0 {
+		return 0, errTooLarge
+	}
+	if int64(len(p)) > c.left+1 {
+		p = p[:c.left+1]
+	}
+	n, err := c.r.Read(p)
+	c.left -= int64(n)
+	if c.left < 0 {
+		return n, errTooLarge
+	}
+	return n, err
+}
+
 func readStatus(err error) int {
+	if errors.Is(err, errTooLarge) {
+		return http.StatusRequestEntityTooLarge
+	}
 	var ne net.Error
 	if errors.Is(err, os.ErrDeadlineExceeded) || errors.As(err, &ne) && ne.Timeout() {
 		return http.StatusRequestTimeout
@@ -228,6 +266,13 @@ type handler struct {
 	repo  string
 	rc    *http.ResponseController
 	stall time.Duration
+	cache *packCache
+
+	refsDone   bool
+	head       plumbing.Hash
+	headTarget string
+	refList    []ref
+	refsErr    error
 }
 
 // ref is one advertised reference.
@@ -240,7 +285,15 @@ type ref struct {
 // refs lists HEAD's target (head, zero when unborn or detached onto a
 // missing object), its symref target, and every ref under refs/ sorted by
 // name.
-func (h *handler) refs() (head plumbing.Hash, headTarget string, out []ref, err error) {
+func (h *handler) refs() (plumbing.Hash, string, []ref, error) {
+	if !h.refsDone {
+		h.head, h.headTarget, h.refList, h.refsErr = h.readRefs()
+		h.refsDone = true
+	}
+	return h.head, h.headTarget, h.refList, h.refsErr
+}
+
+func (h *handler) readRefs() (head plumbing.Hash, headTarget string, out []ref, err error) {
 	iter, err := h.s.IterReferences()
 	if err != nil {
 		return head, "", nil, err
@@ -295,7 +348,7 @@ func (h *handler) peel(hash plumbing.Hash) plumbing.Hash {
 	return plumbing.ZeroHash
 }
 
-const v0Caps = "multi_ack multi_ack_detailed side-band side-band-64k ofs-delta shallow no-progress include-tag object-format=sha1 " + agent
+const v0Caps = "multi_ack multi_ack_detailed side-band side-band-64k ofs-delta shallow deepen-since deepen-not deepen-relative no-progress include-tag object-format=sha1 " + agent
 
 func (h *handler) advertiseV0(w http.ResponseWriter) {
 	head, target, refs, err := h.refs()
@@ -501,20 +554,19 @@ func (h *handler) serveV0(w http.ResponseWriter, body []byte) {
 		return
 	}
 	common, known := h.common(req.haves)
-	var pl *plan
-	if req.depth > 0 {
+	var res *packResult
+	if req.deepens() {
 		// The shallow update comes first, in every answer of a deepening
 		// fetch.
-		wk := &walker{ctx: h.ctx, s: h.s}
-		pl, err = wk.plan(req.wants, common, req.shallows, req.depth)
+		res, err = h.result(req, common)
 		if err != nil {
 			protoErr(pw, err)
 			return
 		}
-		for _, c := range pl.shallow {
+		for _, c := range res.shallow {
 			pw.line("shallow %s", c)
 		}
-		for _, c := range pl.unshallow {
+		for _, c := range res.unshallow {
 			pw.line("unshallow %s", c)
 		}
 		pw.flushPkt()
@@ -565,9 +617,8 @@ func (h *handler) serveV0(w http.ResponseWriter, body []byte) {
 	case multi:
 		pw.line("ACK %s\n", last)
 	}
-	if pl == nil {
-		wk := &walker{ctx: h.ctx, s: h.s}
-		pl, err = wk.plan(req.wants, common, req.shallows, 0)
+	if res == nil {
+		res, err = h.result(req, common)
 		if err != nil {
 			protoErr(pw, err)
 			return
@@ -577,7 +628,7 @@ func (h *handler) serveV0(w http.ResponseWriter, body []byte) {
 	if req.sideBand || req.sideBand64k {
 		band = 1
 	}
-	h.sendPack(pw, req, pl, band, req.sideBand && !req.sideBand64k)
+	h.sendPack(pw, req, res, band, req.sideBand && !req.sideBand64k)
 }
 
 func (h *handler) fetchV2(pw *pktWriter, req *fetchRequest) {
@@ -600,24 +651,88 @@ func (h *handler) fetchV2(pw *pktWriter, req *fetchRequest) {
 		pw.line("ready\n")
 		pw.delim()
 	}
-	wk := &walker{ctx: h.ctx, s: h.s}
-	pl, err := wk.plan(req.wants, common, req.shallows, req.depth)
+	res, err := h.result(req, common)
 	if err != nil {
 		protoErr(pw, err)
 		return
 	}
-	if req.depth > 0 || len(req.shallows) > 0 {
+	if req.deepens() || len(req.shallows) > 0 {
 		pw.line("shallow-info\n")
-		for _, c := range pl.shallow {
+		for _, c := range res.shallow {
 			pw.line("shallow %s", c)
 		}
-		for _, c := range pl.unshallow {
+		for _, c := range res.unshallow {
 			pw.line("unshallow %s", c)
 		}
 		pw.delim()
 	}
 	pw.line("packfile\n")
-	h.sendPack(pw, req, pl, 1, false)
+	h.sendPack(pw, req, res, 1, false)
+}
+
+// result returns the shallow update and pack answering req, from the cache
+// when the same fetch was answered before.
+func (h *handler) result(req *fetchRequest, common []plumbing.Hash) (*packResult, error) {
+	_, _, refs, err := h.refs()
+	if err != nil {
+		return nil, fmt.Errorf("listing refs: %w", err)
+	}
+	ct := cut{depth: req.depth, relative: req.relative, since: req.since}
+	for _, name := range req.not {
+		c, err := h.resolve(name)
+		if err != nil {
+			return nil, err
+		}
+		ct.not = append(ct.not, c)
+	}
+	return h.cache.get(h.ctx, cacheKey(req, ct, common, refs), func() (*packResult, error) {
+		wk := &walker{ctx: h.ctx, s: h.s}
+		pl, err := wk.plan(req.wants, common, req.shallows, ct)
+		if err != nil {
+			return nil, err
+		}
+		objs := pl.objects
+		if req.includeTag {
+			objs = h.withTags(objs)
+		}
+		// Deltas pay off between versions of a file; a pack of one commit
+		// holds one version of each, and go-git's delta search would cost
+		// several times the rest of the work for a few percent of size.
+		window := uint(packWindow)
+		if pl.commits <= 1 {
+			window = 0
+		}
+		var buf bytes.Buffer
+		if err := encodePack(&buf, ctxObjects{h.s, h.ctx}, objs, !req.ofsDelta, window); err != nil {
+			return nil, fmt.Errorf("building the pack for %q: %w", h.repo, err)
+		}
+		return &packResult{shallow: pl.shallow, unshallow: pl.unshallow, pack: buf.Bytes(), objects: len(objs)}, nil
+	})
+}
+
+// resolve finds the commit deepen-not names: a full ref name, a tag or
+// branch name, or a commit id.
+func (h *handler) resolve(name string) (plumbing.Hash, error) {
+	_, _, refs, err := h.refs()
+	if err != nil {
+		return plumbing.ZeroHash, err
+	}
+	for _, full := range []string{name, "refs/" + name, "refs/tags/" + name, "refs/heads/" + name} {
+		for _, r := range refs {
+			if r.name == full {
+				if !r.peeled.IsZero() {
+					return r.peeled, nil
+				}
+				return r.hash, nil
+			}
+		}
+	}
+	if plumbing.IsHash(name) {
+		if id := plumbing.NewHash(name); (&walker{ctx: h.ctx, s: h.s}).hasCommit(id) {
+			return id, nil
+		}
+	}
+	return plumbing.ZeroHash, &requestError{msg: fmt.Sprintf("deepen-not %q: no such ref in repository %q", truncate([]byte(name)), h.repo)}
 }
 
 // bandWriter frames pack bytes as side-band data, or passes them through
@@ -630,48 +745,40 @@ type bandWriter struct {
 }
 
 func (b *bandWriter) Write(p []byte) (int, error) {
+	// Pieces of 64 KiB, each with its own stall limit: a pack may take a
+	// slow client longer than Timeout, but never a stall that long.
+	for q := p; len(q) > 0 && b.pw.err == nil; {
+		n := min(len(q), 64<<10)
+		_ = b.h.rc.SetWriteDeadline(time.Now().Add(b.h.stall))
+		if b.band == 0 {
+			if _, err := b.pw.w.Write(q[:n]); err != nil {
+				b.pw.err = err
+			}
+		} else {
+			chunk := maxBandData
+			if b.small {
+				chunk = 995
+			}
+			for r := q[:n]; len(r) > 0; {
+				m := min(len(r), chunk)
+				b.pw.band(b.band, r[:m])
+				r = r[m:]
+			}
+		}
+		q = q[n:]
+	}
 	if b.pw.err != nil {
 		return 0, b.pw.err
 	}
-	_ = b.h.rc.SetWriteDeadline(time.Now().Add(b.h.stall))
-	if b.band == 0 {
-		if _, err := b.pw.w.Write(p); err != nil {
-			b.pw.err = err
-		}
-		return len(p), b.pw.err
-	}
-	chunk := len(p)
-	if b.small {
-		chunk = 995
-	}
-	for q := p; len(q) > 0; {
-		n := min(len(q), chunk)
-		b.pw.band(b.band, q[:n])
-		q = q[n:]
-	}
-	return len(p), b.pw.err
+	return len(p), nil
 }
 
-func (h *handler) sendPack(pw *pktWriter, req *fetchRequest, pl *plan, band byte, small bool) {
-	objs := pl.objects
-	if req.includeTag {
-		objs = h.withTags(objs)
-	}
+func (h *handler) sendPack(pw *pktWriter, req *fetchRequest, res *packResult, band byte, small bool) {
 	if band != 0 && !req.noProgress {
-		pw.band(2, []byte(fmt.Sprintf("Counting objects: %d, done.\n", len(objs))))
+		pw.band(2, []byte(fmt.Sprintf("Counting objects: %d, done.\n", res.objects)))
 	}
 	bw := &bandWriter{h: h, pw: pw, band: band, small: small}
-	var buf bytes.Buffer
-	if err := encodePack(&buf, h.s, objs, !req.ofsDelta); err != nil {
-		if band != 0 {
-			pw.band(3, []byte(fmt.Sprintf("building the pack for %q: %v\n", h.repo, err)))
-			_ = pw.send()
-		} else {
-			protoErr(pw, fmt.Errorf("building the pack for %q: %w", h.repo, err))
-		}
-		return
-	}
-	_, _ = bw.Write(buf.Bytes())
+	_, _ = bw.Write(res.pack)
 	if band != 0 {
 		pw.flushPkt()
 	}

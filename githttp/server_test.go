@@ -414,3 +414,82 @@ func TestPushIsRefused(t *testing.T) {
 		}
 	}
 }
+
+func TestCloneEmptyRepository(t *testing.T) {
+	needGit(t)
+	src := newSrcRepo(t)
+	url := src.serve(nil)
+	for _, proto := range protocols {
+		dst := filepath.Join(t.TempDir(), "clone")
+		out := mustGit(t, "", "-c", "protocol.version="+proto, "clone", url+"/repo.git", dst)
+		if !strings.Contains(out, "empty repository") {
+			t.Fatalf("v%s: clone of an empty repository: %q, want git's empty-repository warning", proto, out)
+		}
+	}
+}
+
+// TestShallowBySinceExcludeAndDeepen covers the other ways git cuts
+// history: --shallow-since, --shallow-exclude and fetch --deepen.
+func TestShallowBySinceExcludeAndDeepen(t *testing.T) {
+	needGit(t)
+	for _, proto := range protocols {
+		t.Run("v"+proto, func(t *testing.T) {
+			src := newSrcRepo(t)
+			var commits []plumbing.Hash
+			for i := 1; i <= 5; i++ {
+				commits = append(commits, src.commit(map[string]string{"a.txt": fmt.Sprintf("%d\n", i)}))
+			}
+			sig := &object.Signature{Name: "wharf", Email: "wharf@example.invalid", When: time.Unix(1700000000, 0).UTC()}
+			if _, err := src.repo.CreateTag("v2", commits[1], &git.CreateTagOptions{Tagger: sig, Message: "v2"}); err != nil {
+				t.Fatal(err)
+			}
+			url := src.serve(nil)
+			pv := "protocol.version=" + proto
+			count := func(dir string) string { return mustGit(t, dir, "rev-list", "--count", "HEAD") }
+
+			// commit i has time 1700000000+i: since commit 3 keeps 3, 4, 5
+			since := filepath.Join(t.TempDir(), "since")
+			mustGit(t, "", "-c", pv, "clone", "--shallow-since=@1700000003", url+"/repo.git", since)
+			if got := count(since); got != "3" {
+				t.Fatalf("--shallow-since: %s commits, want 3", got)
+			}
+			mustGit(t, since, "fsck")
+
+			excl := filepath.Join(t.TempDir(), "exclude")
+			mustGit(t, "", "-c", pv, "clone", "--shallow-exclude=v2", url+"/repo.git", excl)
+			if got := count(excl); got != "3" {
+				t.Fatalf("--shallow-exclude=v2: %s commits, want 3", got)
+			}
+			mustGit(t, excl, "fsck")
+
+			deep := filepath.Join(t.TempDir(), "deepen")
+			mustGit(t, "", "-c", pv, "clone", "--depth=1", url+"/repo.git", deep)
+			mustGit(t, deep, "-c", pv, "fetch", "--deepen=2")
+			if got := count(deep); got != "3" {
+				t.Fatalf("--depth=1 then --deepen=2: %s commits, want 3", got)
+			}
+			mustGit(t, deep, "fsck")
+			if got := mustGit(t, deep, "rev-parse", "HEAD"); got != commits[4].String() {
+				t.Fatalf("HEAD %s, want %s", got, commits[4])
+			}
+		})
+	}
+}
+
+// TestProtocolErrorReachesGit: a request the server refuses makes git stop
+// with the server's reason, not hang or report a broken pack.
+func TestProtocolErrorReachesGit(t *testing.T) {
+	needGit(t)
+	src := newSrcRepo(t)
+	src.commit(map[string]string{"a.txt": "1\n"})
+	url := src.serve(nil)
+	for _, proto := range protocols {
+		out, err := gitRun(t, "", "-c", "protocol.version="+proto, "clone", "--shallow-since=@1900000000", url+"/repo.git", filepath.Join(t.TempDir(), "c"))
+		if err == nil {
+			t.Fatalf("v%s: clone that excludes every commit succeeded:\n%s", proto, out)
+		}
+		if !strings.Contains(out, "remote error") || !strings.Contains(out, "excludes wanted commit") {
+			t.Fatalf("v%s: git does not show the server's reason:\n%s", proto, out)
+		}
+	}
+}

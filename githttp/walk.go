@@ -17,6 +17,7 @@ type plan struct {
 	objects   []plumbing.Hash
 	shallow   []plumbing.Hash // commits the client must now treat as shallow
 	unshallow []plumbing.Hash // client shallow commits whose parents are now sent
+	commits   int             // commits among objects
 }
 
 // walker computes plans over one object store.
@@ -54,10 +55,22 @@ func objType(s storer.EncodedObjectStorer, h plumbing.Hash) plumbing.ObjectType 
 	return o.Type()
 }
 
+// cut says where a shallow fetch cuts history: depth commits below each
+// want (or below the client's shallow boundary when relative), or at the
+// commits older than since or reachable from not.
+type cut struct {
+	depth    int
+	relative bool
+	since    int64 // unix seconds; 0: none
+	not      []plumbing.Hash
+}
+
+func (c cut) deepens() bool { return c.depth > 0 || c.byRevs() }
+func (c cut) byRevs() bool  { return c.since > 0 || len(c.not) > 0 }
+
 // plan computes the objects to send for wants, given the commits the
-// client has (common) and its shallow boundary, deepening to depth
-// commits from the wants when depth > 0.
-func (w *walker) plan(wants, common, clientShallow []plumbing.Hash, depth int) (*plan, error) {
+// client has (common) and its shallow boundary, deepening as cut says.
+func (w *walker) plan(wants, common, clientShallow []plumbing.Hash, ct cut) (*plan, error) {
 	shallowSet := map[plumbing.Hash]bool{}
 	for _, h := range clientShallow {
 		shallowSet[h] = true
@@ -65,31 +78,24 @@ func (w *walker) plan(wants, common, clientShallow []plumbing.Hash, depth int) (
 
 	// Commits the client has: the ancestry of the common haves, stopping
 	// at its shallow boundary (it lacks what lies beyond).
-	have := map[plumbing.Hash]bool{}
-	queue := append([]plumbing.Hash(nil), common...)
-	for len(queue) > 0 {
-		h := queue[0]
-		queue = queue[1:]
-		if have[h] {
-			continue
-		}
-		have[h] = true
-		if shallowSet[h] {
-			continue
-		}
-		c, err := w.commit(h)
-		if err != nil {
-			if errors.Is(err, plumbing.ErrObjectNotFound) {
-				continue
-			}
-			return nil, err
-		}
-		queue = append(queue, c.ParentHashes...)
+	have, err := w.ancestry(common, shallowSet)
+	if err != nil {
+		return nil, err
 	}
 	for h := range shallowSet {
 		if w.s.HasEncodedObject(h) == nil {
 			have[h] = true
 		}
+	}
+	// Commits deepen-not excludes.
+	var notSet map[plumbing.Hash]bool
+	if len(ct.not) > 0 {
+		if notSet, err = w.ancestry(ct.not, nil); err != nil {
+			return nil, err
+		}
+	}
+	excluded := func(c *object.Commit) bool {
+		return ct.since > 0 && c.Committer.When.Unix() < ct.since || notSet[c.Hash]
 	}
 
 	p := &plan{}
@@ -100,9 +106,18 @@ func (w *walker) plan(wants, common, clientShallow []plumbing.Hash, depth int) (
 		edge[h] = true
 	}
 
+	// d is a commit's depth below the wants, 1 for a want; with a
+	// relative cut it counts from the client's shallow boundary instead,
+	// and 0 means "above it".
 	type item struct {
-		h plumbing.Hash
-		d int
+		h    plumbing.Hash
+		d    int
+		want bool
+	}
+	first := 1
+	limit := ct.depth
+	if ct.relative {
+		first, limit = 0, ct.depth+1
 	}
 	var cq []item
 	for _, h := range wants {
@@ -118,7 +133,7 @@ func (w *walker) plan(wants, common, clientShallow []plumbing.Hash, depth int) (
 			if o.Type() != plumbing.TagObject {
 				switch o.Type() {
 				case plumbing.CommitObject:
-					cq = append(cq, item{h, 1})
+					cq = append(cq, item{h, first, true})
 				case plumbing.TreeObject:
 					sendTrees = append(sendTrees, h)
 				case plumbing.BlobObject:
@@ -145,7 +160,7 @@ func (w *walker) plan(wants, common, clientShallow []plumbing.Hash, depth int) (
 		visited[it.h] = true
 		if have[it.h] {
 			edge[it.h] = true
-			if depth == 0 {
+			if !ct.deepens() {
 				// The client has it and everything below it that it
 				// wants; only a deepening walks further.
 				continue
@@ -155,11 +170,31 @@ func (w *walker) plan(wants, common, clientShallow []plumbing.Hash, depth int) (
 		if err != nil {
 			return nil, fmt.Errorf("commit %s: %w", it.h, err)
 		}
+		if ct.byRevs() && excluded(c) {
+			if it.want {
+				return nil, fmt.Errorf("deepen-since/deepen-not excludes wanted commit %s itself; ask for a later time or another ref", it.h)
+			}
+			continue
+		}
 		if !have[it.h] {
+			p.commits++
 			send[it.h] = true
 			sendTrees = append(sendTrees, c.TreeHash)
 		}
-		if depth > 0 && it.d >= depth {
+		d := it.d
+		if ct.relative && d == 0 && shallowSet[it.h] {
+			d = 1
+		}
+		boundary := limit > 0 && d > 0 && d >= limit
+		if ct.byRevs() {
+			for _, ph := range c.ParentHashes {
+				pc, err := w.commit(ph)
+				if err != nil || excluded(pc) {
+					boundary = true
+				}
+			}
+		}
+		if boundary {
 			if !shallowSet[it.h] && len(c.ParentHashes) > 0 {
 				p.shallow = append(p.shallow, it.h)
 			}
@@ -170,8 +205,12 @@ func (w *walker) plan(wants, common, clientShallow []plumbing.Hash, depth int) (
 			// come now, within the requested depth.
 			p.unshallow = append(p.unshallow, it.h)
 		}
+		next := d
+		if d > 0 {
+			next = d + 1
+		}
 		for _, ph := range c.ParentHashes {
-			cq = append(cq, item{ph, it.d + 1})
+			cq = append(cq, item{h: ph, d: next})
 		}
 	}
 
@@ -237,4 +276,31 @@ func (w *walker) markTree(h plumbing.Hash, seen, add map[plumbing.Hash]bool) err
 		}
 	}
 	return nil
+}
+
+// ancestry returns the commits reachable from tips (missing ones skipped),
+// not walking past the commits in stop.
+func (w *walker) ancestry(tips []plumbing.Hash, stop map[plumbing.Hash]bool) (map[plumbing.Hash]bool, error) {
+	seen := map[plumbing.Hash]bool{}
+	queue := append([]plumbing.Hash(nil), tips...)
+	for len(queue) > 0 {
+		h := queue[0]
+		queue = queue[1:]
+		if seen[h] {
+			continue
+		}
+		seen[h] = true
+		if stop[h] {
+			continue
+		}
+		c, err := w.commit(h)
+		if err != nil {
+			if errors.Is(err, plumbing.ErrObjectNotFound) {
+				continue
+			}
+			return nil, err
+		}
+		queue = append(queue, c.ParentHashes...)
+	}
+	return seen, nil
 }
