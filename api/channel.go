@@ -380,7 +380,7 @@ func (s *Server) channelSettings(c echo.Context) error {
 	if err != nil {
 		return s.channelErr(err)
 	}
-	return c.JSON(http.StatusOK, channel.Settings(def.Name, s.cloneURL(c.Request(), def.Name), h.Plan.Entries))
+	return c.JSON(http.StatusOK, channel.Settings(def.Name, s.cloneURL(c.Request(), def.Name), h.Plan.Entries, h.Plan.LeftOut))
 }
 
 // serveGit serves the channels' repositories under /git/ over git's smart

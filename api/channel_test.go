@@ -156,6 +156,12 @@ func TestChannelOverGit(t *testing.T) {
 	if !sawLint || !sawDeploy || view.Commit != second {
 		t.Fatalf("after the denial: %+v", view)
 	}
+	// The managed settings keep lint, forced off, off under its channel name.
+	var ms channel.ManagedSettings
+	e.do("GET", "/v1/channels/approved/claude-managed-settings", dev, nil).json(t, &ms)
+	if on, ok := ms.EnabledPlugins["lint@approved"]; !ok || on {
+		t.Fatalf("managed settings after lint was forced off: %+v", ms.EnabledPlugins)
+	}
 	e2.do("GET", "/v1/channels", dev, nil).json(t, &list2)
 	if list2[0].Commit != second {
 		t.Fatalf("replica serves %s after the change, want %s", list2[0].Commit, second)

@@ -3,6 +3,8 @@ package channel
 import (
 	"encoding/json"
 	"fmt"
+
+	"github.com/wharfhq/wharf/plugin"
 )
 
 // MarketplaceJSON renders a channel's .claude-plugin/marketplace.json: a
@@ -88,9 +90,11 @@ type KnownMarketplace struct {
 // dropping the user and password of http(s) URLs, so the one allowlist
 // entry matches the URL a developer adds with a token in it
 // (http://wharf:<token>@host/git/<name>.git) as well as without.
-// Plugins the policy forces on are listed under their channel names (a
-// plugin forced off is left out of the channel, so no client can get it).
-func Settings(name, cloneURL string, entries []Entry) ManagedSettings {
+// Plugins the policy forces on are listed under their channel names; a
+// plugin forced off is left out of the channel, and listed as off under the
+// name it has in the channel's marketplaces (its own, unless an entry took
+// it), so that a copy a client installed before stays disabled.
+func Settings(name, cloneURL string, entries []Entry, leftOut []LeftOut) ManagedSettings {
 	src := MarketplaceSource{Source: "git", URL: cloneURL}
 	ms := ManagedSettings{
 		StrictKnownMarketplaces: []MarketplaceSource{src},
@@ -102,6 +106,18 @@ func Settings(name, cloneURL string, entries []Entry) ManagedSettings {
 			ms.set(e.Name+"@"+name, true)
 		case "off":
 			ms.set(e.Name+"@"+name, false)
+		}
+	}
+	taken := map[string]bool{}
+	for _, e := range entries {
+		taken[e.Name] = true
+	}
+	for _, lo := range leftOut {
+		if lo.Kind != LeftDenied || lo.Forced != "off" {
+			continue
+		}
+		if id, err := plugin.ParseID(lo.Plugin); err == nil && !taken[id.Name] {
+			ms.set(id.Name+"@"+name, false)
 		}
 	}
 	return ms

@@ -88,6 +88,7 @@ type LeftOut struct {
 	Reason     string   `json:"reason"`
 	Reasons    []Reason `json:"reasons,omitempty"`    // denied: the policy's layers and rules
 	Dependency string   `json:"dependency,omitempty"` // dependency: which one
+	Forced     string   `json:"forced,omitempty"`     // denied: "off" when the policy forces it off
 }
 
 // Plan is a channel's computed content.
@@ -215,7 +216,7 @@ func (st *planState) one(ctx context.Context, id plugin.ID, requiredBy plugin.ID
 		if len(msgs) == 0 {
 			msgs = append(msgs, "the policy does not allow it")
 		}
-		st.left[id] = &LeftOut{Plugin: id.String(), Kind: LeftDenied, Reason: strings.Join(msgs, "; "), Reasons: v.Reasons}
+		st.left[id] = &LeftOut{Plugin: id.String(), Kind: LeftDenied, Reason: strings.Join(msgs, "; "), Reasons: v.Reasons, Forced: v.Forced}
 		return nil, nil
 	}
 	vd, err := st.in.Vendor.Get(ctx, h)
