@@ -5,7 +5,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -136,6 +135,3 @@ func firstNonEmpty(vs ...string) string {
 	}
 	return ""
 }
-
-// errUnavailable marks a plugin whose copy could not be made.
-var errUnavailable = errors.New("source unavailable")
