@@ -9,6 +9,8 @@ import (
 
 	"github.com/wharfhq/wharf/inventory"
 	"github.com/wharfhq/wharf/plugin"
+	"github.com/wharfhq/wharf/policy"
+	"github.com/wharfhq/wharf/source"
 	"github.com/wharfhq/wharf/store"
 )
 
@@ -216,4 +218,18 @@ type Deps struct {
 	// MaxClients bounds the per-address rate-limit buckets (default 10000);
 	// the least recently used address is forgotten first.
 	MaxClients int
+
+	// ChannelDir is where channels' git repositories and the server's
+	// verified copies of plugin trees live (wharf serve: <data>/channels).
+	// Empty: the channel routes and /git/ answer 503.
+	ChannelDir string
+	// Fetcher fetches plugin trees for channels (nil: source.NewFetcher()).
+	Fetcher *source.Fetcher
+	// PublicURL is the server's address as clients reach it (e.g.
+	// https://wharf.corp.example), used in channels' clone URLs; empty:
+	// the scheme and Host of each request.
+	PublicURL string
+	// Revocations returns the revoked plugins and digests that channels
+	// leave out (nil: none).
+	Revocations func(ctx context.Context) (policy.Revocations, error)
 }

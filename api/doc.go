@@ -10,6 +10,12 @@
 // satisfy with the marketplace, policy and trust packages; closures come
 // from the resolver package.
 //
+// Channels (channel.go) publish what the policy allows as git marketplaces
+// that stock Claude Code adds: the routes under /v1/channels manage and
+// describe them, and /git/<name>.git serves each over git's smart HTTP
+// protocol (package githttp), with any valid token as the basic-auth
+// password unless the channel is public.
+//
 // Every route, its handler and the roles allowed to call it are written in
 // one table (routes.go); the authorization middleware reads only that table.
 package api

@@ -88,6 +88,7 @@ func withCatalog(f *fixture, dataDir string) envOption {
 		mgr := marketplace.NewManager(d.Store, marketplace.Options{Dir: filepath.Join(dataDir, "marketplaces")})
 		d.Catalog = NewMarketplaceCatalog(mgr)
 		d.Verifier = TrustVerifier{Keyring: f.keyring}
+		d.ChannelDir = filepath.Join(dataDir, "channels")
 	}
 }
 

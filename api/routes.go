@@ -92,6 +92,13 @@ func (s *Server) routes() []route {
 		r(http.MethodGet, "/v1/revocations/history", adminOnly, s.revocationHistory),
 		r(http.MethodGet, "/v1/revocations/:id", fleet, s.getRevocation),
 		r(http.MethodDelete, "/v1/revocations/:id", adminOnly, s.deleteRevocation),
+		r(http.MethodGet, "/v1/channels", all, s.listChannels),
+		r(http.MethodPost, "/v1/channels", adminOnly, s.createChannel),
+		r(http.MethodGet, "/v1/channels/:name", all, s.getChannel),
+		r(http.MethodPut, "/v1/channels/:name", adminOnly, s.editChannel),
+		r(http.MethodDelete, "/v1/channels/:name", adminOnly, s.deleteChannel),
+		r(http.MethodGet, "/v1/channels/:name/history", readers, s.channelHistory),
+		r(http.MethodGet, "/v1/channels/:name/claude-managed-settings", all, s.channelSettings),
 
 		r(http.MethodGet, "/v1/audit", adminOnly, s.audit),
 

@@ -20,6 +20,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"golang.org/x/time/rate"
 
+	"github.com/wharfhq/wharf/channel"
 	"github.com/wharfhq/wharf/inventory"
 )
 
@@ -66,6 +67,7 @@ type Server struct {
 
 	inv      *inventory.Store // the fleet inventory (inventory.go)
 	machines *clientLimiters  // per-machine report rate
+	chans    *channel.Builder // nil without Deps.ChannelDir (channel.go)
 }
 
 type principal struct {
@@ -126,6 +128,9 @@ func New(d Deps) (*Server, error) {
 	}
 	s.signer = signer
 	s.metrics = newMetrics()
+	if d.ChannelDir != "" {
+		s.chans = channel.NewBuilder(d.ChannelDir, d.Store, &channel.Vendor{Fetcher: d.Fetcher})
+	}
 
 	e := echo.New()
 	e.HideBanner = true
@@ -156,6 +161,10 @@ func (s *Server) Handler() http.Handler { return s }
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if s.ui.owns(r.URL.Path) {
 		s.ui.e.ServeHTTP(w, r)
+		return
+	}
+	if strings.HasPrefix(r.URL.Path, "/git/") {
+		s.serveGit(w, r) // channels' git repositories (channel.go)
 		return
 	}
 	s.e.ServeHTTP(w, r)

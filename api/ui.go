@@ -85,6 +85,8 @@ func newConsole(s *Server) (*console, error) {
 	e.POST("/ui/signout", u.signout, anyRole)
 	e.GET("/ui/", u.catalogPage, anyRole)
 	e.GET("/ui/plugins/:marketplace/:name", u.pluginPage, anyRole)
+	e.GET("/ui/channels", u.channelsPage, anyRole)
+	e.GET("/ui/channels/:name", u.channelPage, anyRole)
 	e.GET("/ui/admin/policy", u.policyPage, admin)
 	e.GET("/ui/admin/policy/edit", u.editLayer, admin)
 	e.GET("/ui/admin/policy/layers/:layer", u.layerPage, admin)
@@ -922,7 +924,8 @@ func (u *console) call(c echo.Context, h echo.HandlerFunc, method, target string
 }
 
 var auditActions = []string{ActionPolicyPut, ActionPolicyDelete, ActionDecisionDeny, ActionTokenCreate, ActionTokenDelete,
-	ActionMarketplaceAdd, ActionMarketplaceUpdate, ActionMarketplaceRemove}
+	ActionMarketplaceAdd, ActionMarketplaceUpdate, ActionMarketplaceRemove,
+	ActionChannelCreate, ActionChannelEdit, ActionChannelDelete, ActionChannelRebuild}
 
 func (u *console) auditPage(c echo.Context) error {
 	f := web.AuditFilter{Action: c.QueryParam("action"), Actor: strings.TrimSpace(c.QueryParam("actor")), Since: strings.TrimSpace(c.QueryParam("since"))}

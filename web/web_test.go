@@ -120,6 +120,9 @@ func TestRenderEveryPage(t *testing.T) {
 		PageMachine:     MachineView{ID: "m-1"},
 		PageRevocations: RevocationsView{Revocations: []RevocationRow{{ID: "r-1"}}},
 		PageRevocation:  RevocationView{Revocation: RevocationRow{ID: "r-1"}, Active: 1, Machines: []FleetMachineRow{{ID: "m-1"}}},
+		PageChannels:    ChannelsView{Channels: []ChannelRow{{Name: "approved", Page: "/ui/channels/approved"}}},
+		PageChannel: ChannelView{ChannelRow: ChannelRow{Name: "approved"}, Entries: []ChannelEntryRow{{Name: "lint"}},
+			LeftOut: []LeftOutRow{{Plugin: "risky@corp", Kind: "denied"}}},
 	}
 	for _, p := range pages {
 		var buf bytes.Buffer

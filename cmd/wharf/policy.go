@@ -402,7 +402,7 @@ func newPolicyTestCmd(a *app) *cobra.Command {
 }
 
 func newPolicyExportCmd(a *app, o *policyOptions) *cobra.Command {
-	var format, output string
+	var format, output, channelName string
 	cmd := &cobra.Command{
 		Use:   "export --format claude",
 		Short: "Write the effective policy as a managed-settings.json a Claude Code client honours",
@@ -412,6 +412,21 @@ func newPolicyExportCmd(a *app, o *policyOptions) *cobra.Command {
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if format != "claude" {
 				return &plugin.Error{Layer: plugin.LayerIntent, Type: typeUsage, Err: fmt.Errorf("unknown export format %q", format), Hint: "use --format claude"}
+			}
+			if channelName != "" {
+				doc, err := a.channelSettings(cmd.Context(), channelName)
+				if err != nil {
+					return err
+				}
+				if output != "" {
+					if err := atomicfile.WriteFile(output, doc, 0o644); err != nil {
+						return &plugin.Error{Layer: plugin.LayerMaterialization, Type: "write-failed", Object: output, Err: err, Hint: "check that the directory is writable"}
+					}
+					a.printf("wrote %s\n", output)
+					return nil
+				}
+				_, err = a.stdout.Write(doc)
+				return err
 			}
 			e, _, err := o.engine(a)
 			if err != nil {
@@ -443,5 +458,6 @@ func newPolicyExportCmd(a *app, o *policyOptions) *cobra.Command {
 	}
 	cmd.Flags().StringVar(&format, "format", "claude", "output format (claude)")
 	cmd.Flags().StringVarP(&output, "output", "o", "", "write to this file (crash-safe) instead of stdout")
+	cmd.Flags().StringVar(&channelName, "channel", "", "instead, fetch from the wharf server (--policy-url, --token) the managed settings that allow only this channel as a marketplace")
 	return cmd
 }

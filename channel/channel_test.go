@@ -1,0 +1,306 @@
+package channel
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/wharfhq/wharf/marketplace"
+	"github.com/wharfhq/wharf/plugin"
+	"github.com/wharfhq/wharf/policy"
+	"github.com/wharfhq/wharf/store"
+	"github.com/wharfhq/wharf/trust"
+)
+
+func write(t *testing.T, path, content string) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// world is two directory marketplaces: corp (deploy depends on lint; risky;
+// lost has a source that does not exist) and tools (another lint).
+type world struct {
+	t     *testing.T
+	known []marketplace.Known
+	st    store.Store
+	deny  map[string]bool
+}
+
+func newWorld(t *testing.T) *world {
+	t.Helper()
+	root := t.TempDir()
+	corp := filepath.Join(root, "corp")
+	write(t, filepath.Join(corp, "plugins/deploy/.claude-plugin/plugin.json"), `{"name": "deploy", "version": "1.2.0", "description": "Deploy", "dependencies": ["lint"]}`)
+	write(t, filepath.Join(corp, "plugins/deploy/commands/ship.md"), "Ship it.\n")
+	write(t, filepath.Join(corp, "plugins/lint/.claude-plugin/plugin.json"), `{"name": "lint", "version": "0.3.0"}`)
+	write(t, filepath.Join(corp, "plugins/lint/commands/lint.md"), "Lint.\n")
+	write(t, filepath.Join(corp, "plugins/risky/commands/run.md"), "Run anything.\n")
+	if err := os.WriteFile(filepath.Join(corp, "plugins/risky/run.sh"), []byte("#!/bin/sh\necho hi\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	write(t, filepath.Join(corp, ".claude-plugin/marketplace.json"), `{"name": "corp", "owner": {"name": "IT"}, "plugins": [
+		{"name": "deploy", "source": "./plugins/deploy", "category": "ops"},
+		{"name": "lint", "source": "./plugins/lint"},
+		{"name": "risky", "source": "./plugins/risky", "version": "2.0.0"},
+		{"name": "lost", "source": "./plugins/lost"}]}`)
+	tools := filepath.Join(root, "tools")
+	write(t, filepath.Join(tools, "lint/commands/lint.md"), "Other lint.\n")
+	write(t, filepath.Join(tools, ".claude-plugin/marketplace.json"), `{"name": "tools", "owner": {"name": "T"}, "plugins": [{"name": "lint", "source": "./lint", "version": "1.0.0"}]}`)
+	st, err := store.OpenBolt(filepath.Join(t.TempDir(), "state.db"), store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	w := &world{t: t, st: st, deny: map[string]bool{}}
+	for _, n := range []string{"corp", "tools"} {
+		dir := filepath.Join(root, n)
+		w.known = append(w.known, marketplace.Known{Name: n, Source: marketplace.Source{Kind: marketplace.KindDirectory, Path: dir}, InstallLocation: dir})
+	}
+	return w
+}
+
+func (w *world) input(v *Vendor, def Definition, revs policy.Revocations) Input {
+	return Input{Definition: def, Catalog: marketplace.LoadCatalog(w.known), Vendor: v, Revocations: revs,
+		Decide: func(_ context.Context, c Candidate) (Verdict, error) {
+			if w.deny[c.ID.String()] {
+				return Verdict{Reasons: []Reason{{Layer: "org", Rule: "blocked", Message: c.ID.String() + " is blocked"}}}, nil
+			}
+			return Verdict{Allowed: true}, nil
+		}}
+}
+
+func gitRun(t *testing.T, dir string, args ...string) string {
+	t.Helper()
+	cmd := exec.Command("git", args...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "GIT_CONFIG_NOSYSTEM=1", "HOME="+t.TempDir())
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("git %v: %v\n%s", args, err, out)
+	}
+	return strings.TrimSpace(string(out))
+}
+
+func TestBuildApprovedChannel(t *testing.T) {
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("git is not installed")
+	}
+	w := newWorld(t)
+	ctx := context.Background()
+	b := NewBuilder(t.TempDir(), w.st, nil)
+	def := DefaultApproved()
+	res, err := b.Ensure(ctx, w.input(b.Vendor, def, nil), "fp1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.Rebuilt || res.Head.Generation != 1 {
+		t.Fatalf("first build: %+v", res)
+	}
+	names := map[string]Entry{}
+	for _, e := range res.Head.Plan.Entries {
+		names[e.Name] = e
+	}
+	for _, n := range []string{"deploy", "lint-corp", "lint-tools", "risky"} {
+		if _, ok := names[n]; !ok {
+			t.Fatalf("entry %s missing: %+v", n, res.Head.Plan.Entries)
+		}
+	}
+	if got := names["deploy"].Dependencies; len(got) != 1 || got[0] != "lint-corp" {
+		t.Fatalf("deploy's dependencies = %v, want [lint-corp]", got)
+	}
+	if len(res.Head.Plan.LeftOut) != 1 || res.Head.Plan.LeftOut[0].Plugin != "lost@corp" || res.Head.Plan.LeftOut[0].Kind != LeftUnavailable {
+		t.Fatalf("left out = %+v", res.Head.Plan.LeftOut)
+	}
+
+	// A plain git clone of the bare repository holds the marketplace, and
+	// every plugin tree's w1: digest is the entry's.
+	clone := filepath.Join(t.TempDir(), "c")
+	gitRun(t, "", "clone", "-q", b.repoDir(Approved), clone)
+	var mj struct {
+		Name    string `json:"name"`
+		Plugins []struct {
+			Name         string          `json:"name"`
+			Source       string          `json:"source"`
+			Integrity    string          `json:"integrity"`
+			Dependencies []string        `json:"dependencies"`
+			Wharf        json.RawMessage `json:"wharf"`
+		} `json:"plugins"`
+	}
+	raw, err := os.ReadFile(filepath.Join(clone, ".claude-plugin/marketplace.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(raw, &mj); err != nil {
+		t.Fatal(err)
+	}
+	if mj.Name != Approved || len(mj.Plugins) != 4 {
+		t.Fatalf("marketplace.json: %s", raw)
+	}
+	for _, p := range mj.Plugins {
+		tree, err := trust.Digest(filepath.Join(clone, "plugins", p.Name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if tree.Digest != p.Integrity || p.Source != "./plugins/"+p.Name || !strings.Contains(string(p.Wharf), `"origin"`) {
+			t.Fatalf("plugin %s: digest %s, entry %+v", p.Name, tree.Digest, p)
+		}
+	}
+	// deploy's plugin.json was rewritten to name lint-corp.
+	pj, _ := os.ReadFile(filepath.Join(clone, "plugins/deploy/.claude-plugin/plugin.json"))
+	if !strings.Contains(string(pj), `"lint-corp"`) || names["deploy"].OriginDigest == "" {
+		t.Fatalf("deploy plugin.json not rewritten: %s", pj)
+	}
+	if fi, err := os.Stat(filepath.Join(clone, "plugins/risky/run.sh")); err != nil || fi.Mode().Perm()&0o100 == 0 {
+		t.Fatalf("run.sh lost its execute bit: %v %v", fi, err)
+	}
+	first := res.Head.Commit
+	if got := gitRun(t, clone, "rev-parse", "HEAD"); got != first {
+		t.Fatalf("clone HEAD %s, head %s", got, first)
+	}
+
+	// The same inputs give the same commit, on another replica too (its own
+	// directory, the same store).
+	b2 := NewBuilder(t.TempDir(), w.st, nil)
+	res2, err := b2.Ensure(ctx, w.input(b2.Vendor, def, nil), "fp1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res2.Head.Commit != first || res2.Rebuilt {
+		t.Fatalf("replica: %+v", res2.Head.Commit)
+	}
+	// Recomputing with a new fingerprint but the same content: no new commit.
+	res3, err := b2.Ensure(ctx, w.input(b2.Vendor, def, nil), "fp2")
+	if err != nil || res3.Head.Commit != first || res3.Rebuilt {
+		t.Fatalf("recompute: %v %+v", err, res3.Head)
+	}
+
+	// Denying lint@corp removes it and deploy (its dependent): a child commit.
+	w.deny["lint@corp"] = true
+	res4, err := b.Ensure(ctx, w.input(b.Vendor, def, nil), "fp3")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res4.Rebuilt || res4.Head.Parent != first || len(res4.Head.Plan.Entries) != 2 {
+		t.Fatalf("after deny: %+v", res4.Head)
+	}
+	var sawDep bool
+	for _, lo := range res4.Head.Plan.LeftOut {
+		if lo.Plugin == "deploy@corp" && lo.Kind == LeftDependency && lo.Dependency == "lint@corp" {
+			sawDep = true
+		}
+		if lo.Plugin == "lint@corp" && (lo.Kind != LeftDenied || lo.Reasons[0].Rule != "blocked") {
+			t.Fatalf("lint left out as %+v", lo)
+		}
+	}
+	if !sawDep {
+		t.Fatalf("deploy not left out for its dependency: %+v", res4.Head.Plan.LeftOut)
+	}
+	gitRun(t, clone, "fetch", "-q", "origin")
+	if got := gitRun(t, clone, "rev-parse", "origin/main"); got != res4.Head.Commit {
+		t.Fatalf("fetched %s, want %s", got, res4.Head.Commit)
+	}
+	if got := gitRun(t, clone, "rev-parse", "origin/main^"); got != first {
+		t.Fatalf("parent %s, want %s", got, first)
+	}
+
+	// The replica that missed the change catches up from the store: same
+	// commit, same history, without computing.
+	res5, err := b2.Ensure(ctx, w.input(b2.Vendor, def, nil), "fp3")
+	if err != nil || res5.Head.Commit != res4.Head.Commit {
+		t.Fatalf("replica catch-up: %v %s", err, res5.Head.Commit)
+	}
+	clone2 := filepath.Join(t.TempDir(), "c2")
+	gitRun(t, "", "clone", "-q", b2.repoDir(Approved), clone2)
+	if got := gitRun(t, clone2, "rev-list", "--count", "HEAD"); got != "2" {
+		t.Fatalf("replica history has %s commits", got)
+	}
+
+	// A revocation of risky's content leaves it out.
+	revs := policy.Revocations{{ID: "r1", Plugin: "risky@corp", Version: "2.0.0", Reason: "bad release", Created: time.Now()}}
+	res6, err := b.Ensure(ctx, w.input(b.Vendor, def, revs), "fp4")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range res6.Head.Plan.Entries {
+		if e.Origin == "risky@corp" {
+			t.Fatal("revoked plugin still in the channel")
+		}
+	}
+	builds, err := func() (hs []Head, err error) {
+		err = w.st.View(func(r store.Reader) (err error) { hs, err = Builds(r, Approved); return })
+		return
+	}()
+	if err != nil || len(builds) != 3 || !strings.Contains(strings.Join(builds[2].Changes, "\n"), "removed risky") {
+		t.Fatalf("builds: %v %+v", err, builds)
+	}
+}
+
+func TestDefinitionLimitsChannel(t *testing.T) {
+	w := newWorld(t)
+	ctx := context.Background()
+	b := NewBuilder(t.TempDir(), w.st, nil)
+	var def Definition
+	if err := w.st.Update(func(tx store.Tx) (err error) {
+		def, err = Put(tx, Definition{Name: "ops", Plugins: []string{"deploy@corp", "ghost@corp"}}, true, time.Now(), "tok")
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	res, err := b.Ensure(ctx, w.input(b.Vendor, def, nil), "x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, e := range res.Head.Plan.Entries {
+		got = append(got, e.Name)
+	}
+	if strings.Join(got, ",") != "deploy,lint" {
+		t.Fatalf("ops entries = %v (deploy and its dependency lint, named as it is unique here)", got)
+	}
+	if len(res.Head.Plan.LeftOut) != 1 || res.Head.Plan.LeftOut[0].Kind != LeftNotFound {
+		t.Fatalf("left out: %+v", res.Head.Plan.LeftOut)
+	}
+	// Errors of definitions.
+	err = w.st.Update(func(tx store.Tx) error {
+		_, err := Put(tx, Definition{Name: "ops"}, true, time.Now(), "")
+		return err
+	})
+	if err == nil || !strings.Contains(err.Error(), "exists") {
+		t.Fatalf("duplicate create: %v", err)
+	}
+	err = w.st.Update(func(tx store.Tx) error {
+		_, err := Put(tx, Definition{Name: "x", Plugins: []string{"no-at-sign"}}, true, time.Now(), "")
+		return err
+	})
+	var fe *FieldError
+	if !asFieldError(err, &fe) || fe.Field != "plugins[0]" {
+		t.Fatalf("bad plugin id: %v", err)
+	}
+	if err := w.st.Update(func(tx store.Tx) error { return Delete(tx, Approved, time.Now(), "") }); err == nil {
+		t.Fatal("approved deleted")
+	}
+	if err := w.st.Update(func(tx store.Tx) error { return Delete(tx, "ops", time.Now(), "") }); err != nil {
+		t.Fatal(err)
+	}
+	var hist []Definition
+	w.st.View(func(r store.Reader) (err error) { hist, err = History(r, "ops"); return })
+	if len(hist) != 2 || !hist[1].Deleted {
+		t.Fatalf("history: %+v", hist)
+	}
+	_ = plugin.ID{}
+}
+
+func asFieldError(err error, fe **FieldError) bool {
+	return errors.As(err, fe)
+}

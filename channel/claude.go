@@ -1,0 +1,131 @@
+package channel
+
+import (
+	"encoding/json"
+	"fmt"
+
+	"github.com/wharfhq/wharf/plugin"
+)
+
+// MarketplaceJSON renders a channel's .claude-plugin/marketplace.json: a
+// pure function of the definition's name and description and the entries.
+// Each entry keeps the origin's fields, with its name in the channel, a
+// relative source under plugins/, dependencies named as in the channel, and
+// wharf's record of where it came from under the extra key "wharf".
+func MarketplaceJSON(d Definition, entries []Entry) ([]byte, error) {
+	plugins := make([]map[string]any, 0, len(entries))
+	for i := range entries {
+		e := &entries[i]
+		m := map[string]any{}
+		if e.hit.Entry != nil {
+			raw, err := json.Marshal(e.hit.Entry)
+			if err != nil {
+				return nil, fmt.Errorf("channel %s: entry %s: %w", d.Name, e.Origin, err)
+			}
+			if err := json.Unmarshal(raw, &m); err != nil {
+				return nil, err
+			}
+		}
+		delete(m, "signatures") // they sign the origin's name and content
+		m["name"] = e.Name
+		m["source"] = "./plugins/" + e.Name
+		if len(e.Dependencies) > 0 {
+			m["dependencies"] = e.Dependencies
+		} else {
+			delete(m, "dependencies")
+		}
+		if _, ok := m["version"]; !ok && e.Version != "" && e.Version != "unknown" {
+			m["version"] = e.Version
+		}
+		m["integrity"] = e.Digest
+		w := map[string]any{"origin": e.Origin, "source": e.Source, "digest": e.Digest}
+		if e.Commit != "" {
+			w["commit"] = e.Commit
+		}
+		if e.OriginDigest != "" {
+			w["originDigest"] = e.OriginDigest
+		}
+		m["wharf"] = w
+		plugins = append(plugins, m)
+	}
+	desc := d.Description
+	if desc == "" {
+		desc = "wharf channel " + d.Name
+	}
+	doc := struct {
+		Name        string            `json:"name"`
+		Owner       map[string]string `json:"owner"`
+		Description string            `json:"description"`
+		Plugins     []map[string]any  `json:"plugins"`
+	}{d.Name, map[string]string{"name": "wharf"}, desc, plugins}
+	b, err := json.MarshalIndent(doc, "", "  ")
+	if err != nil {
+		return nil, err
+	}
+	return append(b, '\n'), nil
+}
+
+// ManagedSettings is a Claude Code managed-settings.json that allows only
+// one channel as a marketplace.
+type ManagedSettings struct {
+	StrictKnownMarketplaces []MarketplaceSource         `json:"strictKnownMarketplaces"`
+	ExtraKnownMarketplaces  map[string]KnownMarketplace `json:"extraKnownMarketplaces"`
+	EnabledPlugins          map[string]bool             `json:"enabledPlugins,omitempty"`
+}
+
+// MarketplaceSource is a Claude Code marketplace source object.
+type MarketplaceSource struct {
+	Source string `json:"source"`
+	URL    string `json:"url,omitempty"`
+}
+
+// KnownMarketplace is an extraKnownMarketplaces value.
+type KnownMarketplace struct {
+	Source     MarketplaceSource `json:"source"`
+	AutoUpdate bool              `json:"autoUpdate"`
+}
+
+// Settings returns the managed settings of a channel served at cloneURL
+// (without credentials). Claude Code compares git marketplace URLs after
+// dropping the user and password of http(s) URLs, so the one allowlist
+// entry matches the URL a developer adds with a token in it
+// (http://wharf:<token>@host/git/<name>.git) as well as without.
+// Plugins the policy forces on are listed under their channel names; a
+// plugin forced off is left out of the channel, and listed as off under the
+// name it has in the channel's marketplaces (its own, unless an entry took
+// it), so that a copy a client installed before stays disabled.
+func Settings(name, cloneURL string, entries []Entry, leftOut []LeftOut) ManagedSettings {
+	src := MarketplaceSource{Source: "git", URL: cloneURL}
+	ms := ManagedSettings{
+		StrictKnownMarketplaces: []MarketplaceSource{src},
+		ExtraKnownMarketplaces:  map[string]KnownMarketplace{name: {Source: src, AutoUpdate: true}},
+	}
+	for _, e := range entries {
+		switch e.Forced {
+		case "on":
+			ms.set(e.Name+"@"+name, true)
+		case "off":
+			ms.set(e.Name+"@"+name, false)
+		}
+	}
+	taken := map[string]bool{}
+	for _, e := range entries {
+		taken[e.Name] = true
+	}
+	for _, lo := range leftOut {
+		if lo.Kind != LeftDenied || lo.Forced != "off" {
+			continue
+		}
+		if id, err := plugin.ParseID(lo.Plugin); err == nil && !taken[id.Name] {
+			ms.set(id.Name+"@"+name, false)
+		}
+	}
+	return ms
+}
+
+func (ms *ManagedSettings) set(id string, on bool) {
+	if ms.EnabledPlugins == nil {
+		ms.EnabledPlugins = map[string]bool{}
+	}
+	ms.EnabledPlugins[id] = on
+}

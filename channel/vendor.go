@@ -1,0 +1,140 @@
+package channel
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+
+	"github.com/wharfhq/wharf/atomicfile"
+	"github.com/wharfhq/wharf/fetch"
+	"github.com/wharfhq/wharf/marketplace"
+	"github.com/wharfhq/wharf/plugin"
+	"github.com/wharfhq/wharf/source"
+	"github.com/wharfhq/wharf/trust"
+)
+
+// Vendor keeps the server's own copy of plugin trees: each fetched from its
+// origin once per marketplace revision, checked against the entry's
+// published integrity, and recorded with its w1: digest. A copy is checked
+// against its recorded digest again every time it is used.
+type Vendor struct {
+	Dir     string          // where the copies live
+	Fetcher *source.Fetcher // nil: source.NewFetcher()
+
+	mu    sync.Mutex
+	locks map[string]*sync.Mutex
+}
+
+// Vendored is one plugin's verified copy.
+type Vendored struct {
+	Dir     string `json:"-"`
+	Digest  string `json:"digest"`
+	Commit  string `json:"commit,omitempty"`  // git sources: the commit fetched
+	Version string `json:"version,omitempty"` // as the installer versions it
+	Source  string `json:"source"`            // the origin, described
+}
+
+// key names the copy of hit: one per plugin, source and marketplace
+// revision, so that a marketplace update fetches again and nothing else does.
+func vendorKey(h marketplace.Hit) string {
+	src, _ := json.Marshal(h.Entry.Source)
+	sum := sha256.New()
+	for _, s := range []string{h.ID.String(), string(src), h.Known.Commit, h.Known.LastUpdated.UTC().String(), h.Entry.Integrity} {
+		sum.Write([]byte(s))
+		sum.Write([]byte{0})
+	}
+	return hex.EncodeToString(sum.Sum(nil))[:40]
+}
+
+func (v *Vendor) lock(key string) func() {
+	v.mu.Lock()
+	if v.locks == nil {
+		v.locks = map[string]*sync.Mutex{}
+	}
+	l := v.locks[key]
+	if l == nil {
+		l = &sync.Mutex{}
+		v.locks[key] = l
+	}
+	v.mu.Unlock()
+	l.Lock()
+	return l.Unlock
+}
+
+// Get returns the verified copy of hit's plugin, fetching it when this
+// marketplace revision has none yet. The error of a source that cannot be
+// fetched or does not match its published integrity is a *plugin.Error.
+func (v *Vendor) Get(ctx context.Context, h marketplace.Hit) (*Vendored, error) {
+	key := vendorKey(h)
+	defer v.lock(key)()
+	dir := filepath.Join(v.Dir, "trees", key)
+	meta := filepath.Join(v.Dir, "trees", key+".json")
+	if b, err := os.ReadFile(meta); err == nil {
+		var vd Vendored
+		if json.Unmarshal(b, &vd) == nil {
+			vd.Dir = dir
+			tree, err := trust.Digest(dir)
+			if err == nil && tree.Digest == vd.Digest {
+				return &vd, nil
+			}
+			// The copy changed on disk since it was verified: fetch again.
+		}
+	}
+	if err := os.MkdirAll(filepath.Join(v.Dir, "trees"), 0o755); err != nil {
+		return nil, err
+	}
+	_ = os.RemoveAll(dir)
+	stage, err := os.MkdirTemp(filepath.Join(v.Dir, "trees"), ".stage-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(stage)
+	f := v.Fetcher
+	if f == nil {
+		cfg, err := fetch.FromEnv(os.Getenv)
+		if err != nil {
+			return nil, err
+		}
+		f = source.NewFetcher(cfg)
+	}
+	res, err := f.Fetch(ctx, source.Request{Plugin: h.ID.String(), Source: h.Entry.Source, MarketplaceDir: h.Root, Dest: stage})
+	if err != nil {
+		return nil, err
+	}
+	p, _, err := plugin.Load(stage, h.Entry)
+	if err != nil {
+		return nil, &plugin.Error{Layer: plugin.LayerMaterialization, Type: plugin.TypeManifestInvalid, Object: h.ID.String(), Err: err,
+			Hint: "the fetched plugin is invalid; report it to the marketplace's owner (" + source.Describe(h.Entry.Source) + ")"}
+	}
+	version := firstNonEmpty(p.Manifest.Version, h.Entry.Version, res.Version, plugin.ShortCommit(res.Commit), plugin.ShortCommit(h.Known.Commit), "unknown")
+	tree, err := trust.CheckIntegrity(h.ID, version, h.Entry.Integrity, stage)
+	if err != nil {
+		return nil, err
+	}
+	if err := os.Rename(stage, dir); err != nil {
+		return nil, fmt.Errorf("vendor %s: %w", h.ID, err)
+	}
+	vd := Vendored{Dir: dir, Digest: tree.Digest, Commit: res.Commit, Version: version, Source: source.Describe(h.Entry.Source)}
+	if vd.Commit == "" && h.Entry.Source.Kind == plugin.SourceRelative {
+		vd.Commit = h.Known.Commit
+	}
+	b, _ := json.Marshal(vd)
+	if err := atomicfile.WriteFile(meta, b, 0o644); err != nil {
+		return nil, err
+	}
+	return &vd, nil
+}
+
+func firstNonEmpty(vs ...string) string {
+	for _, v := range vs {
+		if v != "" {
+			return v
+		}
+	}
+	return ""
+}
