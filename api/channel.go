@@ -57,11 +57,19 @@ func (s *Server) channels() (*channel.Builder, loadedCatalog, error) {
 	return s.chans, lc, nil
 }
 
+// revocations are what channels leave out: the server's own active
+// revocations (POST /v1/revocations), unless Deps.Revocations says
+// otherwise.
 func (s *Server) revocations(ctx context.Context) (policy.Revocations, error) {
-	if s.deps.Revocations == nil {
-		return nil, nil
+	if s.deps.Revocations != nil {
+		return s.deps.Revocations(ctx)
 	}
-	return s.deps.Revocations(ctx)
+	var revs policy.Revocations
+	err := s.deps.Store.View(func(r store.Reader) (err error) {
+		revs, err = readRevocations(r)
+		return err
+	})
+	return revs, err
 }
 
 // channelDecider asks the server's current policy about channel candidates,

@@ -257,3 +257,62 @@ func TestChannelAdminRoutes(t *testing.T) {
 		t.Fatalf("git of a deleted channel: %d", r.StatusCode)
 	}
 }
+
+// A revocation posted to the server takes the plugin out of its channels,
+// and its dependents with it; lifting it brings them back.
+func TestChannelLeavesRevokedOut(t *testing.T) {
+	needGit(t)
+	e, _ := newCatalogEnv(t)
+	admin, dev := e.tokens[RoleAdmin], e.tokens[RoleDeveloper]
+
+	var view ChannelView
+	e.do("GET", "/v1/channels/approved", dev, nil).json(t, &view)
+	var lint *channel.Entry
+	for i := range view.Entries {
+		if view.Entries[i].Origin == "lint@corp" {
+			lint = &view.Entries[i]
+		}
+	}
+	if lint == nil {
+		t.Fatalf("lint@corp is not in the approved channel: %+v", view.Entries)
+	}
+	before := view.Commit
+
+	res := e.do("POST", "/v1/revocations", admin, map[string]any{"digest": lint.Digest, "reason": "leaks tokens"})
+	if res.status != 201 {
+		t.Fatalf("revoke: %d %s", res.status, res.body)
+	}
+	var rv struct {
+		Revocation struct{ ID string } `json:"revocation"`
+	}
+	res.json(t, &rv)
+
+	e.do("GET", "/v1/channels/approved", dev, nil).json(t, &view)
+	kinds := map[string]string{}
+	for _, lo := range view.LeftOut {
+		kinds[lo.Plugin] = lo.Kind
+	}
+	for _, en := range view.Entries {
+		if en.Origin == "lint@corp" || en.Origin == "deploy@corp" {
+			t.Errorf("%s is still in the channel after lint@corp was revoked", en.Origin)
+		}
+	}
+	if kinds["lint@corp"] != "revoked" || kinds["deploy@corp"] != "dependency" {
+		t.Errorf("left out = %+v, want lint@corp revoked and deploy@corp for its dependency", view.LeftOut)
+	}
+	if view.Commit == before {
+		t.Errorf("the channel's commit did not change after a revocation")
+	}
+
+	if res := e.do("DELETE", "/v1/revocations/"+rv.Revocation.ID, admin, nil); res.status != 204 && res.status != 200 {
+		t.Fatalf("lift: %d %s", res.status, res.body)
+	}
+	e.do("GET", "/v1/channels/approved", dev, nil).json(t, &view)
+	back := false
+	for _, en := range view.Entries {
+		back = back || en.Origin == "lint@corp"
+	}
+	if !back {
+		t.Errorf("lint@corp did not come back after its revocation was lifted: %+v", view.LeftOut)
+	}
+}

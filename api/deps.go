@@ -220,7 +220,7 @@ type Deps struct {
 	MaxClients int
 
 	// ChannelDir is where channels' git repositories and the server's
-	// verified copies of plugin trees live (wharf serve: <data>/channels).
+	// verified copies of plugin trees live (wharf-server: <data>/channels).
 	// Empty: the channel routes and /git/ answer 503.
 	ChannelDir string
 	// Fetcher fetches plugin trees for channels (nil: source.NewFetcher()).
@@ -230,6 +230,6 @@ type Deps struct {
 	// the scheme and Host of each request.
 	PublicURL string
 	// Revocations returns the revoked plugins and digests that channels
-	// leave out (nil: none).
+	// leave out (nil: the server's own, from POST /v1/revocations).
 	Revocations func(ctx context.Context) (policy.Revocations, error)
 }

@@ -18,9 +18,11 @@ import (
 
 	wharf "github.com/wharfhq/wharf"
 	"github.com/wharfhq/wharf/api"
+	"github.com/wharfhq/wharf/fetch"
 	"github.com/wharfhq/wharf/layout"
 	"github.com/wharfhq/wharf/marketplace"
 	"github.com/wharfhq/wharf/plugin"
+	"github.com/wharfhq/wharf/source"
 )
 
 // serveOptions are the flags of wharf-server.
@@ -115,12 +117,19 @@ func (a *app) runServe(ctx context.Context, o *serveOptions) error {
 		return &plugin.Error{Layer: plugin.LayerIntent, Type: typeUsage, Object: "WHARF_BOOTSTRAP_TOKEN", Err: err,
 			Hint: "set WHARF_BOOTSTRAP_TOKEN to a long random string, or unset it to have one made"}
 	}
-	mgr := marketplace.NewManager(st, marketplace.Options{Dir: filepath.Join(data, "marketplaces"), GitTimeout: a.cfg.GitTimeout, NetIdleTimeout: a.cfg.NetIdle, Getenv: a.getenv})
+	// One fetch configuration for the server's marketplace clones and the
+	// plugin trees its channels vendor.
+	fc, err := fetch.FromEnv(a.getenv)
+	if err != nil {
+		return err
+	}
+	fc.Timeout, fc.IdleTimeout = a.cfg.GitTimeout, a.cfg.NetIdle
+	mgr := marketplace.NewManager(st, marketplace.Options{Dir: filepath.Join(data, "marketplaces"), Fetch: fc})
 	catalog := api.NewMarketplaceCatalog(mgr)
 	srv, err := api.New(api.Deps{
 		Store: st, Catalog: catalog, Policy: api.PolicyEngine, Verifier: api.TrustVerifier{Keyring: kr}, Logger: logger,
 		BodyLimit: o.BodyLimit, RequestTimeout: o.Timeout, RateLimit: o.RateLimit, RateBurst: o.RateBurst,
-		TrustedProxies: proxies,
+		TrustedProxies: proxies, ChannelDir: filepath.Join(data, "channels"), Fetcher: source.NewFetcher(fc),
 	})
 	if err != nil {
 		return err

@@ -21,7 +21,7 @@ var allowed = map[string][]string{
 	// The client: developers, CI and agents. No server package, no etcd.
 	"cmd/wharf": {"agent", "load", "fetch", "api/client", "atomicfile", "cache", "install", "internal/lazyre", "marketplace", "plugin", "policy", "settings", "source", "store", "trust", "wire", "layout"},
 	// The server: the HTTP API, the web console and the etcd store.
-	"cmd/wharf-server": {"(root)", "api", "marketplace", "plugin", "policy", "store", "store/etcd", "trust", "layout"},
+	"cmd/wharf-server": {"(root)", "api", "fetch", "source", "marketplace", "plugin", "policy", "store", "store/etcd", "trust", "layout"},
 	"bench":            {},
 	// The fleet benchmark runs real API replicas over etcd.
 	"bench/channelrepo": {"githttp"},
