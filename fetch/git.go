@@ -5,13 +5,13 @@ import (
 	"io"
 	"net/http"
 	"net/url"
-	"regexp"
 	"strings"
 
 	"github.com/go-git/go-git/v5/plumbing/transport"
 	"github.com/go-git/go-git/v5/plumbing/transport/client"
 	githttp "github.com/go-git/go-git/v5/plumbing/transport/http"
 
+	"github.com/wharfhq/wharf/internal/lazyre"
 	"github.com/wharfhq/wharf/netidle"
 )
 
@@ -58,7 +58,7 @@ func (c *Config) Git(ctx context.Context, remote string) (*Git, error) {
 	return g, nil
 }
 
-var scpRE = regexp.MustCompile(`^[A-Za-z0-9._-]+@[A-Za-z0-9.-]+:[^\\\x00-\x1f]+$`)
+var scpRE = lazyre.New(`^[A-Za-z0-9._-]+@[A-Za-z0-9.-]+:[^\\\x00-\x1f]+$`)
 
 // IsSCP reports whether raw is an scp-like git address (git@host:path).
 func IsSCP(raw string) bool {

@@ -9,13 +9,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"regexp"
 	"slices"
 	"strings"
 	"time"
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/wharfhq/wharf/internal/lazyre"
 	"github.com/wharfhq/wharf/plugin"
 )
 
@@ -58,9 +58,9 @@ const (
 )
 
 var (
-	machineIDRE = regexp.MustCompile(`^m-[0-9a-f]{32}$`)
+	machineIDRE = lazyre.New(`^m-[0-9a-f]{32}$`)
 	// A version as clients see it: a semver, a git commit, "unknown"...
-	versionRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._+~-]*$`)
+	versionRE = lazyre.New(`^[A-Za-z0-9][A-Za-z0-9._+~-]*$`)
 )
 
 // Scopes a plugin can be installed at.

@@ -15,12 +15,12 @@ import (
 	"fmt"
 	"io"
 	"path"
-	"regexp"
 	"strings"
 
 	"github.com/open-policy-agent/opa/v1/ast"
 	"github.com/open-policy-agent/opa/v1/bundle"
 
+	"github.com/wharfhq/wharf/internal/lazyre"
 	"github.com/wharfhq/wharf/plugin"
 )
 
@@ -113,7 +113,7 @@ func bundleInvalid(format string, args ...any) error {
 		"the policy bundle is damaged or not from a wharf server; pull it again from the server", format, args...)
 }
 
-var moduleFileRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,127}\.rego$`)
+var moduleFileRE = lazyre.New(`^[A-Za-z0-9][A-Za-z0-9._-]{0,127}\.rego$`)
 
 // bundlePathOK reports whether p (as written in the tar) is a file a wharf
 // bundle may hold.

@@ -7,7 +7,6 @@ import (
 	"io"
 	"net/url"
 	"os"
-	"regexp"
 	"strings"
 
 	"github.com/go-git/go-billy/v5/osfs"
@@ -21,13 +20,14 @@ import (
 	"github.com/go-git/go-git/v5/storage/filesystem"
 
 	"github.com/wharfhq/wharf/fetch"
+	"github.com/wharfhq/wharf/internal/lazyre"
 	"github.com/wharfhq/wharf/netidle"
 	"github.com/wharfhq/wharf/plugin"
 )
 
 var (
-	ownerRepoRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9._-]+$`)
-	shaRE       = regexp.MustCompile(`^[0-9a-fA-F]{40}$`)
+	ownerRepoRE = lazyre.New(`^[A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9._-]+$`)
+	shaRE       = lazyre.New(`^[0-9a-fA-F]{40}$`)
 )
 
 const wharfPinRef = "refs/wharf/pin"

@@ -13,11 +13,12 @@ import (
 	"fmt"
 	"hash"
 	"io"
-	"regexp"
 	"strings"
+
+	"github.com/wharfhq/wharf/internal/lazyre"
 )
 
-var npmNameRE = regexp.MustCompile(`^(@[a-z0-9][a-z0-9._~-]*/)?[a-z0-9][a-z0-9._~-]*$`)
+var npmNameRE = lazyre.New(`^(@[a-z0-9][a-z0-9._~-]*/)?[a-z0-9][a-z0-9._~-]*$`)
 
 const npmHint = "check the package name and version on the registry (WHARF_NPM_REGISTRY)"
 

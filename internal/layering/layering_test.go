@@ -31,13 +31,13 @@ var allowed = map[string][]string{
 	"web":               {},
 	"agent":             {"load", "policy", "cache", "plugin", "settings", "store", "atomicfile", "wire", "internal/lazyre", "layout"},
 	"install":           {"load", "resolver", "marketplace", "cache", "trust", "policy", "plugin", "store", "settings", "source", "fetch", "atomicfile", "wire"},
-	"fetch":             {"netidle"},
+	"fetch":             {"netidle", "internal/lazyre"},
 	"channel":           {"fetch", "marketplace", "source", "trust", "policy", "store", "plugin", "atomicfile", "netidle", "settings"},
 	"load":              {"cache", "plugin", "policy", "resolver", "settings"},
 	"resolver":          {"plugin", "atomicfile"},
 	"marketplace":       {"plugin", "settings", "store", "atomicfile", "fetch", "netidle", "internal/lazyre"},
 	"cache":             {"plugin", "trust", "store", "atomicfile", "wire", "layout"},
-	"source":            {"plugin", "atomicfile", "fetch", "netidle"},
+	"source":            {"plugin", "atomicfile", "fetch", "netidle", "internal/lazyre"},
 	"trust":             {"plugin", "atomicfile"},
 	"policy":            {"plugin", "settings", "atomicfile", "internal/lazyre", "layout"},
 	"settings":          {"plugin", "atomicfile", "internal/lazyre", "layout"},
@@ -51,7 +51,7 @@ var allowed = map[string][]string{
 	"atomicfile":      {},
 	"wire":            {},
 	"netidle":         {},
-	"inventory":       {"plugin", "store"}, // the server's store; inventory/collect has its own rule
+	"inventory":       {"plugin", "store", "internal/lazyre"}, // the server's store; inventory/collect has its own rule
 	"layout":          {},
 	"githttp":         {},
 	// The shared test fixtures: a home and directory marketplaces; never
