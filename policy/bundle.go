@@ -69,6 +69,9 @@ type BundleInfo struct {
 	Revision uint64        `json:"revision"` // counts policy changes on the server
 	KeyID    string        `json:"keyid"`    // the key that signed it
 	Layers   []BundleLayer `json:"layers"`
+	// Revocations are the plugin versions and digests withdrawn everywhere
+	// (data.json wharf.revocations).
+	Revocations Revocations `json:"revocations,omitempty"`
 }
 
 // ParseBundleKey reads a PEM public key (PKIX, ECDSA P-256) as the server
