@@ -71,6 +71,9 @@ type Options struct {
 	// NoMemo keeps policy decisions and the component index in memory
 	// only (no files under Home).
 	NoMemo bool
+	// AfterLoad, when set, is called with each set a Load made current
+	// (e.g. to report the inventory in the background). It must not block.
+	AfterLoad func(*Set)
 }
 
 // Errors of the Runtime's lifecycle.
@@ -250,6 +253,9 @@ func (r *Runtime) Load(ctx context.Context, mode Mode) (*Set, error) {
 		return nil, err
 	}
 	r.cur.Store(set)
+	if r.o.AfterLoad != nil {
+		r.o.AfterLoad(set)
+	}
 	var errs []error
 	for i := len(removed) - 1; i >= 0; i-- {
 		if err := removed[i].undo(); err != nil {

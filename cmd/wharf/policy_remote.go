@@ -167,6 +167,7 @@ func (a *app) loadPolicy(ctx context.Context, src policy.Sources) ([]policy.Laye
 	if err != nil || len(servers) == 0 {
 		return layers, nil, err
 	}
+	a.hasPolicyServer = true
 	n := 0 // the managed layers stay first
 	for n < len(layers) && layers[n].Managed {
 		n++

@@ -19,6 +19,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/wharfhq/wharf/cache"
+	"github.com/wharfhq/wharf/inventory/collect"
 	"github.com/wharfhq/wharf/marketplace"
 	"github.com/wharfhq/wharf/plugin"
 	"github.com/wharfhq/wharf/policy"
@@ -49,6 +50,12 @@ type app struct {
 	policyPaths []string
 	pol         *policy.Engine
 	remote      remotePolicyFlags // --policy-url, --token, --policy-key
+
+	// usedPlugins marks a command that read the installed plugins, and
+	// hasPolicyServer one whose policy names a server: after it, a
+	// background inventory report may be due (maybeReport).
+	usedPlugins     bool
+	hasPolicyServer bool
 }
 
 // config is the resolved configuration. Precedence: flags > WHARF_* env >
@@ -63,10 +70,15 @@ type config struct {
 	GitHubHost string
 	// Grace is how long orphaned plugin versions are kept (gc-grace).
 	Grace time.Duration
+	// InventoryInterval is the least time between background inventory
+	// reports (inventory.interval); 0 turns them off. InventoryTimeout
+	// bounds one (inventory.timeout).
+	InventoryInterval time.Duration
+	InventoryTimeout  time.Duration
 }
 
 // configKeys are the keys a config file may set (others warn).
-var configKeys = map[string]bool{"json": true, "lock-timeout": true, "git-timeout": true, "net-idle-timeout": true, "github-host": true, "gc-grace": true}
+var configKeys = map[string]bool{"json": true, "lock-timeout": true, "git-timeout": true, "net-idle-timeout": true, "github-host": true, "gc-grace": true, "inventory.interval": true, "inventory.timeout": true}
 
 // newRootCmd builds the command tree. Register a new verb with one line in
 // the AddCommand list below.
@@ -115,6 +127,7 @@ func newRootCmd(a *app) *cobra.Command {
 	root.AddCommand(newPolicyCmd(a))
 	root.AddCommand(newDoctorCmd(a))
 	root.AddCommand(newConfigCmd(a))
+	root.AddCommand(newInventoryCmd(a))
 	return root
 }
 
@@ -161,6 +174,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	if cerr := a.close(); err == nil && cerr != nil {
 		err = cerr
 	}
+	a.maybeReport(nil, false)
 	if err != nil && !a.running {
 		// cobra failed before any command ran: unknown command, bad
 		// arguments or flags.
@@ -258,7 +272,7 @@ func (a *app) markRunning(*cobra.Command) { a.running = true }
 func (a *app) load(cmd *cobra.Command) error {
 	v := viper.New()
 	v.SetEnvPrefix("WHARF")
-	v.SetEnvKeyReplacer(strings.NewReplacer("-", "_"))
+	v.SetEnvKeyReplacer(strings.NewReplacer("-", "_", ".", "_"))
 	v.AutomaticEnv()
 	userHome, _ := os.UserHomeDir()
 	v.SetDefault("home", filepath.Join(userHome, ".wharf"))
@@ -268,6 +282,8 @@ func (a *app) load(cmd *cobra.Command) error {
 	v.SetDefault("net-idle-timeout", marketplace.DefaultNetIdleTimeout.String())
 	v.SetDefault("github-host", "")
 	v.SetDefault("gc-grace", cache.DefaultGrace.String())
+	v.SetDefault("inventory.interval", defaultInventoryInterval.String())
+	v.SetDefault("inventory.timeout", collect.DefaultTimeout.String())
 	for _, k := range []string{"home", "json"} {
 		if err := v.BindPFlag(k, cmd.Flags().Lookup(k)); err != nil {
 			return err
@@ -310,6 +326,12 @@ func (a *app) load(cmd *cobra.Command) error {
 	if a.cfg.Grace, err = durationKeyMin(v, "gc-grace", 0); err != nil {
 		return err
 	}
+	if a.cfg.InventoryInterval, err = intervalKey(v, "inventory.interval"); err != nil {
+		return err
+	}
+	if a.cfg.InventoryTimeout, err = durationKey(v, "inventory.timeout"); err != nil {
+		return err
+	}
 	return nil
 }
 
@@ -326,7 +348,7 @@ func (a *app) readConfigFile(v *viper.Viper) error {
 		}
 		for _, k := range v.AllKeys() {
 			if v.InConfig(k) && !configKeys[k] {
-				fmt.Fprintf(a.stderr, "wharf: warning: %s: unknown key %q ignored (known: gc-grace, git-timeout, github-host, json, lock-timeout, net-idle-timeout)\n", p, k)
+				fmt.Fprintf(a.stderr, "wharf: warning: %s: unknown key %q ignored (known: gc-grace, git-timeout, github-host, inventory.interval, inventory.timeout, json, lock-timeout, net-idle-timeout)\n", p, k)
 			}
 		}
 		return nil
@@ -356,8 +378,24 @@ func durationKeyMin(v *viper.Viper, key string, least time.Duration) (time.Durat
 	return d, nil
 }
 
+// intervalKey parses a duration key that "off" (or 0) turns off.
+func intervalKey(v *viper.Viper, key string) (time.Duration, error) {
+	s := strings.TrimSpace(v.GetString(key))
+	if s == "off" || s == "0" {
+		return 0, nil
+	}
+	d, err := durationKey(v, key)
+	if err != nil {
+		var pe *plugin.Error
+		if errors.As(err, &pe) {
+			pe.Hint += `, or "off"`
+		}
+	}
+	return d, err
+}
+
 func configError(key string, err error) error {
-	env := "WHARF_" + strings.ToUpper(strings.ReplaceAll(key, "-", "_"))
+	env := "WHARF_" + strings.ToUpper(strings.NewReplacer("-", "_", ".", "_").Replace(key))
 	return &plugin.Error{Layer: plugin.LayerIntent, Type: typeUsage, Object: key,
 		Err:  fmt.Errorf("configuration %s: %w", key, err),
 		Hint: fmt.Sprintf("set %s (or %q in $WHARF_HOME/config.json) to a duration like 30s", env, key)}
