@@ -65,6 +65,8 @@ func newInventoryReportCmd(a *app) *cobra.Command {
 		Example: "  wharf inventory report\n  wharf inventory report --from claude --json\n  wharf inventory report --server https://wharf.example.com",
 		Args:    exactArgs(0, "no arguments"),
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			// A report never starts another one.
+			a.reporting = true
 			if o.background {
 				return a.backgroundReport(o)
 			}
@@ -325,7 +327,7 @@ var backgroundReports = true
 // installed plugins, a server is known, reports are on and one is due. It
 // never waits: the report runs in a detached process of its own.
 func (a *app) maybeReport(sessionDirs []string, agentSession bool) {
-	if !backgroundReports || !a.usedPlugins || a.cfg.InventoryInterval <= 0 || a.env.Home() == "" || a.readOnlyHome() {
+	if !backgroundReports || a.reporting || !a.usedPlugins || a.cfg.InventoryInterval <= 0 || a.env.Home() == "" || a.readOnlyHome() {
 		return
 	}
 	if a.policyURL() == "" && !a.hasPolicyServer {

@@ -56,6 +56,7 @@ type app struct {
 	// background inventory report may be due (maybeReport).
 	usedPlugins     bool
 	hasPolicyServer bool
+	reporting       bool // wharf inventory report: starts no background report
 }
 
 // config is the resolved configuration. Precedence: flags > WHARF_* env >
