@@ -30,8 +30,9 @@ import (
 const BundleAlgorithm = policy.BundleAlgorithm
 
 // The bundle's layout: data.json holds {"wharf": {"policy": {"version",
-// "revision", "layers": [{"name", "rank", "version", "settings"}]}}} with the
-// layers in authority order, and each layer's Rego module is the file
+// "revision", "layers": [{"name", "rank", "version", "settings"}]},
+// "revocations": [policy.Revocation...]}} with the layers in authority
+// order (revocations only when there are some), and each layer's Rego module is the file
 // /wharf/layers/<layer>/<module>.rego. The manifest's revision is the policy
 // version. .signatures.json is an ES256 JWS over every file's hash, made
 // with the server's key (GET /v1/policy/bundle/key).
@@ -188,11 +189,15 @@ func (s *Server) policyBundle(c echo.Context) error {
 func (s *Server) bundleFor(ctx context.Context) (*builtBundle, error) {
 	var head policyHead
 	var layers []Layer
+	var revs policy.Revocations
 	if err := s.deps.Store.View(func(r store.Reader) (err error) {
 		if head, err = readHead(r); err != nil {
 			return err
 		}
-		layers, err = readLayers(r)
+		if layers, err = readLayers(r); err != nil {
+			return err
+		}
+		revs, err = readRevocations(r)
 		return err
 	}); err != nil {
 		return nil, err
@@ -205,7 +210,7 @@ func (s *Server) bundleFor(ctx context.Context) (*builtBundle, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	body, err := s.bundleBytes(head, layers) // the same bytes on every replica (replica.go)
+	body, err := s.bundleBytes(head, layers, revs) // the same bytes on every replica (replica.go)
 	if err != nil {
 		return nil, fmt.Errorf("build policy bundle %s: %w", head.Version, err)
 	}
@@ -221,7 +226,7 @@ type bundleLayer struct {
 	Settings json.RawMessage `json:"settings"`
 }
 
-func buildBundle(head policyHead, layers []Layer, sg *bundleSigner) ([]byte, error) {
+func buildBundle(head policyHead, layers []Layer, revs policy.Revocations, sg *bundleSigner) ([]byte, error) {
 	bl := make([]bundleLayer, len(layers))
 	var modules []bundle.ModuleFile
 	for i, l := range layers {
@@ -240,9 +245,13 @@ func buildBundle(head policyHead, layers []Layer, sg *bundleSigner) ([]byte, err
 			modules = append(modules, bundle.ModuleFile{URL: p, Path: p, Raw: []byte(l.Modules[n]), Parsed: parsed})
 		}
 	}
-	raw, err := json.Marshal(map[string]any{"wharf": map[string]any{"policy": map[string]any{
+	doc := map[string]any{"policy": map[string]any{
 		"version": head.Version, "revision": head.Revision, "layers": bl,
-	}}})
+	}}
+	if len(revs) > 0 {
+		doc["revocations"] = revs // changing them changed head.Version
+	}
+	raw, err := json.Marshal(map[string]any{"wharf": doc})
 	if err != nil {
 		return nil, err
 	}
@@ -271,9 +280,10 @@ func buildBundle(head policyHead, layers []Layer, sg *bundleSigner) ([]byte, err
 
 // BundlePolicy is a verified bundle's content.
 type BundlePolicy struct {
-	Version  string
-	Revision uint64
-	Layers   []PolicyLayer
+	Version     string
+	Revision    uint64
+	Layers      []PolicyLayer
+	Revocations policy.Revocations
 }
 
 // ReadBundle verifies a policy bundle's signature with the server's public
@@ -288,7 +298,7 @@ func ReadBundle(r io.Reader, key BundleKey) (BundlePolicy, error) {
 	if err != nil {
 		return BundlePolicy{}, err
 	}
-	out := BundlePolicy{Version: info.Version, Revision: info.Revision}
+	out := BundlePolicy{Version: info.Version, Revision: info.Revision, Revocations: info.Revocations}
 	for _, l := range layers {
 		m := l.Modules
 		if m == nil {

@@ -7,6 +7,7 @@ import (
 	"net"
 	"time"
 
+	"github.com/wharfhq/wharf/inventory"
 	"github.com/wharfhq/wharf/plugin"
 	"github.com/wharfhq/wharf/store"
 )
@@ -205,6 +206,13 @@ type Deps struct {
 	// believed for the client's address. Empty (the default): the address
 	// is the connection's, and X-Forwarded-For is ignored.
 	TrustedProxies []*net.IPNet
+	// ReportRate is the sustained inventory reports per second one machine
+	// may send (default 0.1: one every 10 s); negative disables the limit.
+	// ReportBurst defaults to 6.
+	ReportRate  float64
+	ReportBurst int
+	// Inventory tunes the fleet inventory's store (inventory.Options).
+	Inventory inventory.Options
 	// MaxClients bounds the per-address rate-limit buckets (default 10000);
 	// the least recently used address is forgotten first.
 	MaxClients int

@@ -560,7 +560,11 @@ func (s *Server) commitLayers(tx store.Tx, layers []Layer, name string, nl *Laye
 	if err != nil {
 		return policyHead{}, err
 	}
-	head := policyHead{Revision: old.Revision + 1, Version: policyVersion(layers)}
+	revs, err := readRevocations(tx)
+	if err != nil {
+		return policyHead{}, err
+	}
+	head := policyHead{Revision: old.Revision + 1, Version: fullPolicyVersion(layers, revs)}
 	if nl != nil {
 		raw, err := json.Marshal(nl)
 		if err != nil {

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/wharfhq/wharf/marketplace"
+	"github.com/wharfhq/wharf/policy"
 	"github.com/wharfhq/wharf/store"
 )
 
@@ -228,7 +229,7 @@ const keptBundles = 8
 // bundleBytes returns the signed bundle for head: the stored one for head's
 // version, else a new build that it stores unless another replica stored
 // one first (then that one is returned).
-func (s *Server) bundleBytes(head policyHead, layers []Layer) ([]byte, error) {
+func (s *Server) bundleBytes(head policyHead, layers []Layer, revs policy.Revocations) ([]byte, error) {
 	stored := func(r store.Reader) ([]byte, error) {
 		raw, err := r.Get(bucketBundle, head.Version)
 		if err != nil {
@@ -248,7 +249,7 @@ func (s *Server) bundleBytes(head policyHead, layers []Layer) ([]byte, error) {
 	if !errors.Is(err, store.ErrNotFound) {
 		return nil, err
 	}
-	built, err := buildBundle(head, layers, s.signer)
+	built, err := buildBundle(head, layers, revs, s.signer)
 	if err != nil {
 		return nil, err
 	}

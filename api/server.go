@@ -19,6 +19,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"golang.org/x/time/rate"
+
+	"github.com/wharfhq/wharf/inventory"
 )
 
 // Server is wharf's HTTP API. Build it with New; it is safe for concurrent
@@ -61,6 +63,9 @@ type Server struct {
 	bunBuilds int          // how many times a bundle was built (tests)
 
 	rep replicaState // cache invalidation from the store's watch (replica.go)
+
+	inv      *inventory.Store // the fleet inventory (inventory.go)
+	machines *clientLimiters  // per-machine report rate
 }
 
 type principal struct {
@@ -104,6 +109,14 @@ func New(d Deps) (*Server, error) {
 		s.deps.MaxClients = d.MaxClients
 	}
 	s.clients = newClientLimiters(d.MaxClients, s.newLimiter)
+	if d.ReportRate == 0 {
+		s.deps.ReportRate = defaultReportRate
+	}
+	if s.deps.ReportBurst <= 0 {
+		s.deps.ReportBurst = defaultReportBurst
+	}
+	s.machines = newClientLimiters(maxMachineLimiters, s.machineLimiter)
+	s.inv = inventory.Open(d.Store, d.Inventory)
 	s.refusals = newClientLimiters(d.MaxClients, func() *rate.Limiter {
 		return rate.NewLimiter(rate.Every(time.Minute/refusalPerMinute), refusalBurst)
 	})

@@ -91,6 +91,7 @@ func newConsole(s *Server) (*console, error) {
 	e.POST("/ui/admin/policy/layers/:layer/preview", u.layerPreview, admin)
 	e.POST("/ui/admin/policy/layers/:layer/save", u.layerSave, admin)
 	e.GET("/ui/admin/audit", u.auditPage, admin)
+	u.fleetRoutes(e) // ui_fleet.go
 	u.e = e
 	return u, nil
 }
@@ -548,6 +549,9 @@ func (u *console) pluginPage(c echo.Context) error {
 	}
 	v.SignatureStatus, v.Signatures, err = u.signatures(ctx, d)
 	if err != nil {
+		return err
+	}
+	if v.Fleet, err = u.fleetSummary(ctx, c, id); err != nil {
 		return err
 	}
 	return u.render(c, http.StatusOK, web.PagePlugin, v)

@@ -12,6 +12,7 @@ import (
 	"encoding/json"
 	"encoding/pem"
 	"errors"
+	"fmt"
 	"io"
 	"path"
 	"regexp"
@@ -27,7 +28,8 @@ import (
 // /v1/policy/bundle): an OPA bundle (tar.gz) holding
 //
 //   - data.json: {"wharf": {"policy": {"version", "revision", "layers":
-//     [{"name", "rank", "version", "settings"}]}}}, layers in authority order;
+//     [{"name", "rank", "version", "settings"}]}, "revocations": [Revocation...]}},
+//     layers in authority order, revocations only when there are some;
 //   - /wharf/layers/<layer>/<module>.rego: each layer's admin modules;
 //   - .manifest: revision = the policy version;
 //   - .signatures.json: an ES256 JWS over every file's hash.
@@ -70,7 +72,7 @@ type BundleInfo struct {
 	KeyID    string        `json:"keyid"`    // the key that signed it
 	Layers   []BundleLayer `json:"layers"`
 	// Revocations are the plugin versions and digests withdrawn everywhere
-	// (data.json wharf.revocations).
+	// (data.json: wharf.revocations); they are part of the policy version.
 	Revocations Revocations `json:"revocations,omitempty"`
 }
 
@@ -231,6 +233,7 @@ func ReadBundle(r io.Reader, publicKeyPEM []byte) ([]Layer, BundleInfo, error) {
 					Settings json.RawMessage `json:"settings"`
 				} `json:"layers"`
 			} `json:"policy"`
+			Revocations Revocations `json:"revocations"`
 		} `json:"wharf"`
 	}
 	dataJSON, err := json.Marshal(b.Data)
@@ -245,6 +248,12 @@ func ReadBundle(r io.Reader, publicKeyPEM []byte) ([]Layer, BundleInfo, error) {
 		return nil, BundleInfo{}, bundleInvalid("policy bundle: manifest revision %q does not match data.json wharf.policy.version %q", b.Manifest.Revision, p.Version)
 	}
 	info := BundleInfo{Version: p.Version, Revision: p.Revision, KeyID: keyID, Layers: []BundleLayer{}}
+	for i, r := range doc.Wharf.Revocations {
+		if err := checkRevocation(r); err != nil {
+			return nil, BundleInfo{}, bundleInvalid("policy bundle data.json: revocations[%d]: %v", i, err)
+		}
+	}
+	info.Revocations = doc.Wharf.Revocations
 	layers := make([]Layer, 0, len(p.Layers))
 	idx := map[string]int{}
 	for i, l := range p.Layers {
@@ -278,4 +287,24 @@ func ReadBundle(r io.Reader, publicKeyPEM []byte) ([]Layer, BundleInfo, error) {
 		layers[i].Modules[file] = string(m.Raw)
 	}
 	return layers, info, nil
+}
+
+// checkRevocation checks one revocation read from a bundle: it names a
+// digest, or a plugin and a version, and says why.
+func checkRevocation(r Revocation) error {
+	if r.ID == "" {
+		return errors.New("no id")
+	}
+	if r.Digest == "" && (r.Plugin == "" || r.Version == "") {
+		return fmt.Errorf("revocation %s names neither a digest nor a plugin and version", r.ID)
+	}
+	if r.Plugin != "" {
+		if _, err := plugin.ParseID(r.Plugin); err != nil {
+			return fmt.Errorf("revocation %s: %v", r.ID, err)
+		}
+	}
+	if r.Digest != "" && !strings.HasPrefix(r.Digest, "w1:") {
+		return fmt.Errorf("revocation %s: digest %q is not a w1: digest", r.ID, r.Digest)
+	}
+	return nil
 }

@@ -148,6 +148,8 @@ type PluginView struct {
 	SignatureStatus string
 	Signatures      []SignatureRow
 	PolicyVersion   string
+	// Fleet is shown to admin and ci: how many machines have the plugin.
+	Fleet *FleetSummary
 }
 
 // LayerRow is one policy layer in the list.

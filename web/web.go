@@ -28,7 +28,8 @@ const (
 	PageError   = "error"
 )
 
-var pages = []string{PageSignIn, PageCatalog, PagePlugin, PagePolicy, PageLayer, PageAudit, PageError}
+var pages = []string{PageSignIn, PageCatalog, PagePlugin, PagePolicy, PageLayer, PageAudit, PageError,
+	PageInventory, PageFleetPlugin, PageMachine, PageRevocations, PageRevocation}
 
 // Renderer renders the console's pages. It is immutable after NewRenderer
 // and safe for concurrent use.

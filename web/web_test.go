@@ -114,6 +114,12 @@ func TestRenderEveryPage(t *testing.T) {
 		PageLayer:   LayerView{New: true, Impact: &ImpactView{}},
 		PageAudit:   AuditView{},
 		PageError:   ErrorView{Status: 404, Heading: "Not found"},
+
+		PageInventory:   InventoryView{Plugins: []FleetPluginRow{{ID: "a@b", Versions: []CountRow{{Value: "1", Count: 2}}}}},
+		PageFleetPlugin: FleetPluginView{Plugin: FleetPluginRow{ID: "a@b"}, Machines: []FleetMachineRow{{ID: "m-1", Installs: []FleetInstall{{UnknownDigest: true}}}}},
+		PageMachine:     MachineView{ID: "m-1"},
+		PageRevocations: RevocationsView{Revocations: []RevocationRow{{ID: "r-1"}}},
+		PageRevocation:  RevocationView{Revocation: RevocationRow{ID: "r-1"}, Active: 1, Machines: []FleetMachineRow{{ID: "m-1"}}},
 	}
 	for _, p := range pages {
 		var buf bytes.Buffer

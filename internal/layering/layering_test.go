@@ -16,7 +16,7 @@ const module = "github.com/wharfhq/wharf/"
 var allowed = map[string][]string{
 	"cmd":         {"*"},
 	"bench":       {"*"},
-	"api":         {"install", "policy", "trust", "marketplace", "store", "web", "resolver", "cache", "plugin", "settings", "source", "atomicfile", "wire"},
+	"api":         {"inventory", "install", "policy", "trust", "marketplace", "store", "web", "resolver", "cache", "plugin", "settings", "source", "atomicfile", "wire"},
 	"web":         {},
 	"agent":       {"install", "policy", "trust", "cache", "plugin", "settings", "resolver", "store", "marketplace", "source", "atomicfile", "wire"},
 	"install":     {"resolver", "marketplace", "cache", "trust", "policy", "plugin", "store", "settings", "source", "atomicfile", "wire"},
@@ -34,7 +34,7 @@ var allowed = map[string][]string{
 	"atomicfile":  {},
 	"wire":        {},
 	"netidle":     {},
-	"inventory":   {},
+	"inventory":   {"plugin", "store"}, // the server's store
 	// A sub-package with its own row follows it, not its parent's: its
 	// imports, its parent included, are listed.
 	"inventory/collect": {"inventory", "install", "policy", "trust", "plugin", "atomicfile"},

@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# bench/fleet.sh — the fleet inventory at scale: MACHINES simulated machines,
+# PLUGINS plugins each, report to 3 wharf API replicas over one etcd cluster
+# (bench/etcdcluster, embedded members, fsync on) on this box, over real
+# HTTP on 127.0.0.1 (bench/fleetbench runs the replicas in one process, each
+# with its own etcd client and listener). It prints:
+#   - first reports (every machine new): reports/s, p50/p99;
+#   - unchanged reports, each through another replica than before:
+#     reports/s, p99, and the etcd revisions they caused (0 = no store write);
+#   - "who has X" for a plugin on a fixed NEEDLE machines, at each fleet size
+#     in CHECKPOINTS (target: 100k within 1.5x of 10k: the query reads X's
+#     machines only);
+#   - store bytes per machine (logical, and etcd's database after
+#     compaction and defragmentation).
+# Everything shares the machine's cores: read the figures as this box's.
+# Usage: bench/fleet.sh [MACHINES] [PLUGINS] [ETCD_MEMBERS] [CONCURRENCY] [CHECKPOINTS]
+set -euo pipefail
+MACHINES=${1:-100000}
+PLUGINS=${2:-20}
+MEMBERS=${3:-3}
+CONC=${4:-32}
+CHECKPOINTS=${5:-$((MACHINES / 10)),$MACHINES}
+cd "$(dirname "$0")/.."
+WORK=$(mktemp -d)
+PIDS=()
+cleanup() {
+  for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
+  for p in "${PIDS[@]}"; do wait "$p" 2>/dev/null || true; done
+  rm -rf "$WORK"
+}
+trap cleanup EXIT
+
+go build -o "$WORK/etcdcluster" ./bench/etcdcluster
+go build -o "$WORK/fleetbench" ./bench/fleetbench
+
+"$WORK/etcdcluster" -n "$MEMBERS" -prefix /wharf-fleet -dir "$WORK/etcd" >"$WORK/etcd.url" 2>"$WORK/etcd.log" &
+PIDS+=($!)
+for _ in $(seq 600); do [ -s "$WORK/etcd.url" ] && break; sleep 0.05; done
+[ -s "$WORK/etcd.url" ] || { echo "etcd did not start" >&2; cat "$WORK/etcd.log" >&2; exit 1; }
+
+echo "# fleet inventory on $(nproc) cores, $(go version | cut -d' ' -f3): $MACHINES machines x $PLUGINS plugins, 3 replicas, $MEMBERS etcd member(s), $CONC clients"
+"$WORK/fleetbench" -store "$(cat "$WORK/etcd.url")" -machines "$MACHINES" -plugins "$PLUGINS" -c "$CONC" -checkpoints "$CHECKPOINTS"
