@@ -126,7 +126,7 @@ func ParseClaudeInstalled(file string, b []byte) ([]ClaudeInstall, []string, err
 		for i, e := range entries {
 			field := fmt.Sprintf("%s: plugins[%q][%d]", file, k, i)
 			if !scopeRE(e.Scope) {
-				warns = append(warns, fmt.Sprintf("%s.scope: %q is not a scope; left out", field, truncate(e.Scope, 40)))
+				warns = append(warns, fmt.Sprintf("%s.scope: %q is not user, project, local or managed; left out", field, truncate(e.Scope, 40)))
 				continue
 			}
 			if _, err := plugin.SanitizeVersion(e.Version); err != nil {
@@ -139,18 +139,14 @@ func ParseClaudeInstalled(file string, b []byte) ([]ClaudeInstall, []string, err
 	return out, warns, nil
 }
 
-// scopeRE accepts the scopes Claude Code writes (user, project, local,
-// managed) and any other short lowercase word a later version may add.
+// scopeRE accepts the scopes Claude Code writes and a report carries:
+// user, project, local and managed.
 func scopeRE(s string) bool {
-	if s == "" || len(s) > 32 {
-		return false
+	switch s {
+	case "user", "project", "local", "managed":
+		return true
 	}
-	for _, c := range s {
-		if (c < 'a' || c > 'z') && c != '-' {
-			return false
-		}
-	}
-	return true
+	return false
 }
 
 // ParseClaudeEnabled reads enabledPlugins from a Claude Code settings file:

@@ -317,7 +317,7 @@ func TestSendPutsTheReportAndReadsChanged(t *testing.T) {
 		fmt.Fprint(w, `{"changed": true}`)
 	}))
 	defer srv.Close()
-	r := New(inventory.Machine{ID: "m-0123456789abcdef0123456789abcdef"}, inventory.KindWharf, []inventory.Plugin{{ID: "a@m"}}, time.Now())
+	r := New(inventory.Machine{ID: "m-0123456789abcdef0123456789abcdef"}, inventory.KindWharf, []inventory.Plugin{{ID: "a@m", Scope: "user", Install: inventory.InstallUser, State: inventory.StateActive}}, time.Now())
 	changed, err := Send(t.Context(), nil, srv.URL+"/", "tok", r)
 	if err != nil || !changed {
 		t.Fatalf("Send = %v, %v", changed, err)
@@ -343,6 +343,13 @@ func TestSendErrors(t *testing.T) {
 	status, body = 200, `{}`
 	if _, err := Send(t.Context(), nil, srv.URL, "tok", r); errType(err) != TypeReportRefused {
 		t.Fatalf("200 without changed: %v", err)
+	}
+	// A report the server would refuse is not sent.
+	bad := r
+	bad.Plugins = []inventory.Plugin{{ID: "a@m", Digest: "sha1:nope", Scope: "user", Install: inventory.InstallUser, State: inventory.StateActive}}
+	status = 200
+	if _, err := Send(t.Context(), nil, srv.URL, "tok", bad); errType(err) != TypeReportRefused || !strings.Contains(err.Error(), "plugins[0].digest") {
+		t.Fatalf("invalid report: %v", err)
 	}
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

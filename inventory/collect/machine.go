@@ -8,10 +8,10 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strings"
 
 	"github.com/wharfhq/wharf/atomicfile"
+	"github.com/wharfhq/wharf/inventory"
 	"github.com/wharfhq/wharf/plugin"
 )
 
@@ -26,10 +26,8 @@ const ClaudeMachineIDFile = "wharf-machine-id"
 // TypeMachineID is the error type of a machine-id file that is not one.
 const TypeMachineID = "machine-id-invalid"
 
-var machineIDRE = regexp.MustCompile(`^m-[0-9a-f]{32}$`)
-
 // ValidMachineID reports whether s is "m-" and 32 lowercase hex digits.
-func ValidMachineID(s string) bool { return machineIDRE.MatchString(s) }
+func ValidMachineID(s string) bool { return inventory.ValidMachineID(s) }
 
 // NewMachineID returns a fresh random machine id.
 func NewMachineID() (string, error) {

@@ -1,9 +1,6 @@
 package collect
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
-	"encoding/json"
 	"os"
 	"os/user"
 	"runtime"
@@ -52,12 +49,7 @@ func New(m inventory.Machine, kind string, plugins []inventory.Plugin, now time.
 
 // Hash identifies what a report says, apart from when it was made: two
 // reports with the same hash need not both be sent.
-func Hash(r inventory.Report) string {
-	r.Created = time.Time{}
-	b, _ := json.Marshal(r)
-	sum := sha256.Sum256(b)
-	return "sha256:" + hex.EncodeToString(sum[:])
-}
+func Hash(r inventory.Report) string { return "sha256:" + inventory.Hash(r) }
 
 // FromStatus turns the loader's rows (install.Installer.List, the states of
 // a session started now) into report entries. A row a revocation matches
@@ -103,7 +95,8 @@ type Sideloaded struct {
 func FromSideloaded(sl []Sideloaded) []inventory.Plugin {
 	out := make([]inventory.Plugin, 0, len(sl))
 	for _, s := range sl {
-		out = append(out, inventory.Plugin{ID: s.ID, Version: s.Version, Digest: s.Digest, Scope: "session",
+		// A session's plugin dir is this machine's alone: scope local.
+		out = append(out, inventory.Plugin{ID: s.ID, Version: s.Version, Digest: s.Digest, Scope: "local",
 			Install: inventory.InstallSideloaded, Enabled: true, State: s.State, Reason: truncate(s.Reason, maxReason)})
 	}
 	return out

@@ -29,6 +29,12 @@ func Send(ctx context.Context, client *http.Client, base, token string, r invent
 	if client == nil {
 		client = http.DefaultClient
 	}
+	// The server takes only a valid report: say here what is wrong with
+	// this one rather than send it to be refused.
+	if err := inventory.Validate(&r); err != nil {
+		return false, &plugin.Error{Layer: plugin.LayerMaterialization, Type: TypeReportRefused, Object: r.Machine.ID, Err: err,
+			Hint: "the field named above holds something a report cannot carry: reinstall or remove that plugin"}
+	}
 	body, err := json.Marshal(r)
 	if err != nil {
 		return false, err
