@@ -259,7 +259,9 @@ func (c Claude) Read() ([]inventory.Plugin, []string, error) {
 		}
 		warns = append(warns, w...)
 	} else if fi, err := os.Stat(c.Dir); err != nil || !fi.IsDir() {
-		return nil, nil, claudeErr(c.Dir, "", "not a Claude Code home (no such directory)")
+		return nil, nil, &plugin.Error{Layer: plugin.LayerMaterialization, Type: TypeClaudeState, Object: c.Dir,
+			Err:  errors.New("not a Claude Code home (no such directory)"),
+			Hint: "give Claude Code's directory with --claude-home (it holds settings.json and plugins/)"}
 	}
 	var managed map[plugin.ID]bool
 	if c.ManagedFile != "" {
