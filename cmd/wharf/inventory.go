@@ -327,7 +327,7 @@ var backgroundReports = true
 // installed plugins, a server is known, reports are on and one is due. It
 // never waits: the report runs in a detached process of its own.
 func (a *app) maybeReport(sessionDirs []string, agentSession bool) {
-	if !backgroundReports || a.reporting || !a.usedPlugins || a.cfg.InventoryInterval <= 0 || a.env.Home() == "" || a.readOnlyHome() {
+	if !backgroundReports || a.reporting || a.reportStarted || !a.usedPlugins || a.cfg.InventoryInterval <= 0 || a.env.Home() == "" || a.readOnlyHome() {
 		return
 	}
 	if a.policyURL() == "" && !a.hasPolicyServer {
@@ -361,5 +361,6 @@ func (a *app) maybeReport(sessionDirs []string, agentSession bool) {
 	if err := cmd.Start(); err != nil {
 		return
 	}
+	a.reportStarted = true
 	_ = cmd.Process.Release()
 }

@@ -350,3 +350,45 @@ func waitIdle(t *testing.T, home string) {
 		return ok
 	})
 }
+
+// An agent session's load starts a background report of kind wharf-agent
+// that names its session plugin dirs as sideloaded.
+func TestAgentSessionReportsInBackground(t *testing.T) {
+	pol := newPolicyAPI(t)
+	rec := newReportRecorder(t, pol.hs.Config.Handler)
+	c := newPolicyClient(t, pol.agent)
+	c.env = append(c.env, "WHARF_POLICY_URL="+rec.hs.URL, "WHARF_INVENTORY_INTERVAL=1h")
+	corp := localMarketplace(t, t.TempDir(), "corp")
+	for _, args := range [][]string{{"marketplace", "add", corp}, {"install", "tool@corp"}} {
+		if code, _, stderr := c.run(args...); code != 0 {
+			t.Fatal(stderr)
+		}
+	}
+	// The install reported already (a fresh home is due); the session's
+	// report is due again once the interval is over.
+	waitFor(t, "the install's report", func() bool { return rec.count() == 1 })
+	waitIdle(t, c.home)
+	state := filepath.Join(c.home, collect.StateFile)
+	st := collect.ReadState(state)
+	st.Checked = st.Checked.Add(-2 * time.Hour)
+	if err := st.Write(state); err != nil {
+		t.Fatal(err)
+	}
+	side := filepath.Join(t.TempDir(), "side")
+	writeFile(t, filepath.Join(side, ".claude-plugin", "plugin.json"), `{"name": "side", "version": "0.1.0"}`)
+	if code, _, stderr := c.run("agent", "serve", "--stdio", "--no-mcp", "--plugin-dir", side); code != 0 {
+		t.Fatalf("agent serve: exit %d %s", code, stderr)
+	}
+	waitFor(t, "the session's report", func() bool { return rec.count() == 2 })
+	rep := rec.last(t)
+	if rep.Client.Kind != inventory.KindWharfAgent {
+		t.Fatalf("kind %q, want %s", rep.Client.Kind, inventory.KindWharfAgent)
+	}
+	p, ok := pluginIn(rep, "side@"+"inline")
+	if !ok || p.Install != inventory.InstallSideloaded || p.Version != "0.1.0" || !strings.HasPrefix(p.Digest, "w1:") {
+		t.Fatalf("sideloaded plugin reported as %+v (%v)", p, rep.Plugins)
+	}
+	if _, ok := pluginIn(rep, "tool@corp"); !ok {
+		t.Fatalf("installed plugin missing: %v", rep.Plugins)
+	}
+}

@@ -57,6 +57,7 @@ type app struct {
 	usedPlugins     bool
 	hasPolicyServer bool
 	reporting       bool // wharf inventory report: starts no background report
+	reportStarted   bool // one background report per process at most
 }
 
 // config is the resolved configuration. Precedence: flags > WHARF_* env >
