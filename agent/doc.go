@@ -17,16 +17,22 @@
 //     settings' own components.
 //
 // Every plugin gets a PluginStatus (active, demoted, failed or disabled) with
-// its typed errors (*plugin.Error with the layer that failed), classified the
-// same way as `wharf list`.
+// its typed errors (*plugin.Error with the layer that failed): the row of the
+// load pass (package load) that `wharf list` also uses, so the two say the
+// same thing about every plugin. Which plugins may be active (policy, the
+// revocations in Options.Revocations, trust, manifest, dependencies) is the
+// load pass's; this package reads the admitted plugins' components and makes
+// them live.
 //
 // # Loaders
 //
 // CacheOnly is the startup path: the registry, a stat fingerprint check per
 // plugin, and the installed manifests and components; no network, no
-// re-hash. Two files under $WHARF_HOME/agent keep it from redoing work an
-// earlier session did: policy decisions memoized per policy version (one OPA
-// evaluation costs more than the rest of a plugin's load), and a component
+// re-hash. Two files keep it from redoing work an earlier session did:
+// the policy engine's decision memo ($WHARF_HOME/policy-decisions.memo, one
+// per home, shared with every wharf command; one OPA evaluation costs more
+// than the rest of a plugin's load), read while the settings and registry
+// are and saved after the load, and under $WHARF_HOME/agent a component
 // index per version dir, keyed on its digest, its recorded fingerprint, its
 // marketplace entry and the dirs substituted into it, so a plugin whose
 // fingerprint still matches is not parsed again. Both are accelerators only:

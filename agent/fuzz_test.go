@@ -1,19 +1,16 @@
 package agent
 
 import (
-	"bytes"
-	"encoding/gob"
 	"os"
 	"path/filepath"
 	"reflect"
 	"testing"
 
 	"github.com/wharfhq/wharf/plugin"
-	"github.com/wharfhq/wharf/policy"
 )
 
-// The component index and the policy memo are files under WHARF_HOME that
-// anything may have damaged: reading them must never panic, and a damaged
+// The component index is a file under WHARF_HOME that anything may have
+// damaged: reading it must never panic, and a damaged
 // file must read as empty rather than half-trusted.
 
 func FuzzReadIndex(f *testing.F) {
@@ -40,26 +37,6 @@ func FuzzReadIndex(f *testing.F) {
 			if err != nil || !reflect.DeepEqual(again, entries) {
 				t.Fatalf("re-encoded index decodes to %v, %v", again, err)
 			}
-		}
-	})
-}
-
-func FuzzReadMemo(f *testing.F) {
-	var good bytes.Buffer
-	gob.NewEncoder(&good).Encode(memoDoc{Version: "v1", Build: policy.CodeStamp(), Decisions: map[string]policy.Decision{
-		"load\x00p@m": {Allowed: false, Forced: "off", Reasons: []policy.Reason{{Layer: "managed", Rule: "enabledPlugins", Message: "forced off"}}, PolicyVersion: "v1"},
-	}})
-	f.Add(good.Bytes())
-	f.Add([]byte{})
-	f.Add([]byte("{}"))
-	f.Fuzz(func(t *testing.T, data []byte) {
-		file := filepath.Join(t.TempDir(), "memo.gob")
-		if err := os.WriteFile(file, data, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		doc, ok := readMemo(file)
-		if ok && doc.Decisions == nil {
-			t.Fatal("a memo without decisions was accepted")
 		}
 	})
 }

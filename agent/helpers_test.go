@@ -153,12 +153,16 @@ func (w *world) writeSettings(scope settings.Scope, doc map[string]any) {
 // policy compiles the managed directory into a real engine.
 func (w *world) policy() *policy.Engine {
 	w.tb.Helper()
-	e, err := policy.Open(policy.Sources{ManagedDir: w.managed})
+	e, err := policy.Open(policy.Sources{ManagedDir: w.managed}, policy.WithMemoFile(w.memoFile()))
 	if err != nil {
 		w.tb.Fatal(err)
 	}
 	return e
 }
+
+// memoFile is where the world's policy engines keep their decisions
+// between processes, as wharf's commands do.
+func (w *world) memoFile() string { return filepath.Join(w.home, "policy-decisions.memo") }
 
 func (w *world) options() Options {
 	return Options{Home: w.home, Project: w.project, Settings: w.paths(), Registry: w.c, Leaser: w.c}

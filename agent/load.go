@@ -16,13 +16,11 @@ import (
 	"sync"
 
 	"github.com/wharfhq/wharf/cache"
-	"github.com/wharfhq/wharf/install"
+	"github.com/wharfhq/wharf/load"
 	"github.com/wharfhq/wharf/plugin"
 	"github.com/wharfhq/wharf/plugin/userconfig"
 	"github.com/wharfhq/wharf/policy"
-	"github.com/wharfhq/wharf/resolver"
 	"github.com/wharfhq/wharf/settings"
-	"github.com/wharfhq/wharf/trust"
 )
 
 // Mode selects a loader.
@@ -67,10 +65,10 @@ type Leaser interface {
 }
 
 // PluginStatus is one plugin's state after a load: the row `wharf list`
-// shows, classified by the same rules, plus where it came from and how many
-// of its components are live.
+// shows (load.Row, made by the same load pass), plus where it came from
+// and how many of its components are live.
 type PluginStatus struct {
-	install.PluginStatus
+	load.Row
 	// Source is "installed" or "inline" (a session plugin dir).
 	Source string `json:"source"`
 	// Components counts the plugin's live components.
@@ -99,7 +97,7 @@ type loadInput struct {
 	recs    []cache.Record
 	broken  []cache.BrokenRecord
 	inline  []string
-	dec     *decider
+	dec     *load.Decider
 	index   *componentIndex
 	mode    Mode
 	o       *Options
@@ -113,14 +111,14 @@ type loadInput struct {
 	httpAllow []string
 }
 
-// unit is one plugin's load: its status row and its candidate components.
+// unit is one plugin's load: its status row, dependencies and version dir
+// (the load pass's unit) and its candidate components.
 type unit struct {
-	st    PluginStatus
-	comps []Component
-	skips []Skipped
-	deps  []plugin.Dependency
-	warns []string
-	path  string // version dir to lease
+	*load.Unit
+	source string // "installed" or "inline"
+	comps  []Component
+	skips  []Skipped
+	warns  []string
 	// secret holds the plugin's sensitive userConfig values; they are
 	// substituted after the component index, so it never stores them.
 	secret map[string]string
@@ -164,54 +162,54 @@ func build(ctx context.Context, in *loadInput) (*Set, error) {
 	in.httpAllow, hw = httpHookAllowlist(in.snap)
 	set.warnings = append(set.warnings, hw...)
 
-	units := make([]*unit, len(in.recs)+len(in.inline))
-	work := make(chan int)
+	// The load pass: policy, revocations, trust, then this package's
+	// reading of each admitted plugin's components (index or tree).
+	extra := make([]*unit, len(in.recs))
+	lo := load.Options{Decider: in.dec, Revocations: o.Revocations, Mode: in.mode.trust(),
+		MarketplaceSource: o.MarketplaceSource, Entries: o.Entries, Workers: in.workers}
+	lunits, err := load.Pass(ctx, lo, load.Input{Records: in.recs, Broken: in.broken, Enabled: enabled},
+		func(ctx context.Context, i int, r cache.Record, entry *plugin.Entry, lu *load.Unit) {
+			u := &unit{Unit: lu, source: "installed"}
+			extra[i] = u
+			in.readInstalled(ctx, r, entry, u)
+		})
+	if err != nil {
+		return nil, err
+	}
+	units := make([]*unit, 0, len(lunits)+len(in.inline))
+	for i, lu := range lunits {
+		if i < len(extra) && extra[i] != nil {
+			units = append(units, extra[i])
+			continue
+		}
+		units = append(units, &unit{Unit: lu, source: "installed"})
+	}
+	// Session plugin dirs, in parallel as installed plugins are.
+	inline := make([]*unit, len(in.inline))
 	var wg sync.WaitGroup
-	for w := 0; w < in.workers; w++ {
+	for i, dir := range in.inline {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for i := range work {
-				if i < len(in.recs) {
-					units[i] = in.loadInstalled(ctx, in.recs[i], enabled)
-				} else {
-					units[i] = in.loadInline(ctx, in.inline[i-len(in.recs)])
-				}
-			}
+			inline[i] = in.loadInline(ctx, dir)
 		}()
 	}
-	for i := range units {
-		work <- i
-	}
-	close(work)
 	wg.Wait()
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-
-	// A plugin whose registry record is damaged is failed with the way out
-	// (reinstall, or wharf doctor --repair); it contributes nothing.
-	for _, b := range in.broken {
-		if b.ID.IsZero() {
-			continue // not a plugin id: wharf doctor reports it
-		}
-		u := &unit{st: PluginStatus{Source: "installed"}}
-		u.st.ID, u.st.Enabled = b.ID, enabled[b.ID]
-		u.st.Errors, u.st.ErrorDetails = []string{}, []install.ErrorDetail{}
-		u.st.AddError(b.Err)
-		units = append(units, u)
-	}
+	units = append(units, inline...)
 
 	// Inline plugins are loaded for this session; one that has the name
 	// of another inline plugin is a conflict.
 	seen := map[plugin.ID]bool{}
 	for _, u := range units {
-		if seen[u.st.ID] {
-			u.st.AddError(plugin.Errorf(plugin.LayerIntent, plugin.TypeConflict, u.st.ID.String(),
+		if seen[u.ID] {
+			u.AddError(plugin.Errorf(plugin.LayerIntent, plugin.TypeConflict, u.ID.String(),
 				"pass each --plugin-dir once, or rename one of the plugins",
-				"two session plugin dirs define %s", u.st.ID))
+				"two session plugin dirs define %s", u.ID))
 		}
-		seen[u.st.ID] = true
+		seen[u.ID] = true
 	}
 
 	// Plugins enabled in settings (or forced on by managed settings) that
@@ -236,22 +234,15 @@ func build(ctx context.Context, in *loadInput) (*Set, error) {
 
 	// Demotion: a plugin is active only if it is enabled, passed every
 	// check and its dependencies are active.
-	cat := unitCatalog{}
-	inst := make([]resolver.Installed, 0, len(units))
-	rows := make([]install.PluginStatus, len(units))
+	lus := make([]*load.Unit, len(units))
 	for i, u := range units {
-		cat[u.st.ID] = resolver.Node{Dependencies: u.deps}
-		inst = append(inst, resolver.Installed{ID: u.st.ID, Auto: u.st.Auto, Enabled: u.st.Enabled && len(u.st.Errors) == 0})
-		rows[i] = u.st.PluginStatus
+		lus[i] = u.Unit
 	}
-	install.Classify(rows, resolver.New(cat, inst, nil).DemoteInstalled())
-	for i, u := range units {
-		u.st.PluginStatus = rows[i]
-	}
+	load.Demote(lus)
 
 	n := 0
 	for _, u := range units {
-		if u.st.Status == install.StatusActive {
+		if u.Status == load.StatusActive {
 			n += len(u.comps)
 		}
 	}
@@ -259,13 +250,13 @@ func build(ctx context.Context, in *loadInput) (*Set, error) {
 	var skips []Skipped
 	for _, u := range units {
 		set.warnings = append(set.warnings, u.warns...)
-		if u.st.Status != install.StatusActive {
+		if u.Status != load.StatusActive {
 			continue
 		}
 		cands = append(cands, u.comps...)
 		skips = append(skips, u.skips...)
-		if u.path != "" {
-			set.paths = append(set.paths, u.path)
+		if u.Path != "" && u.source == "installed" {
+			set.paths = append(set.paths, u.Path)
 		}
 	}
 	own, ownSkips, ownWarns := in.ownComponents(ctx)
@@ -293,102 +284,52 @@ func build(ctx context.Context, in *loadInput) (*Set, error) {
 	}
 	set.plugins = make([]PluginStatus, len(units))
 	for i, u := range units {
-		u.st.Components = count[u.st.ID]
-		u.st.Skipped = skipped[u.st.ID]
-		set.plugins[i] = u.st
+		set.plugins[i] = PluginStatus{Row: u.Row, Source: u.source, Components: count[u.ID], Skipped: skipped[u.ID]}
 	}
 	sort.SliceStable(set.plugins, func(i, j int) bool { return set.plugins[i].ID.String() < set.plugins[j].ID.String() })
 	return set, nil
 }
 
-// unitCatalog answers the resolver from the manifests this load read.
-// Demote does not apply the cross-marketplace rules (install does), so the
-// marketplace questions are answered permissively.
-type unitCatalog map[plugin.ID]resolver.Node
-
-func (c unitCatalog) Lookup(id plugin.ID) (resolver.Node, bool) { n, ok := c[id]; return n, ok }
-func (c unitCatalog) KnownMarketplace(string) bool              { return true }
-func (c unitCatalog) AllowsCross(string, string) bool           { return true }
-
-func newRow(id plugin.ID) PluginStatus {
-	return PluginStatus{PluginStatus: install.PluginStatus{ID: id, Errors: []string{}, ErrorDetails: []install.ErrorDetail{}}}
+// trust is the load pass's trust check of a mode.
+func (m Mode) trust() load.Mode {
+	if m == Full {
+		return load.Full
+	}
+	return load.Fast
 }
 
-func (in *loadInput) loadInstalled(ctx context.Context, r cache.Record, enabled map[plugin.ID]bool) *unit {
-	u := &unit{st: newRow(r.ID)}
-	u.st.Source = "installed"
-	u.st.Version, u.st.Scope, u.st.InstallPath, u.st.Auto, u.st.Digest = r.Version, r.Scope, r.InstallPath, r.Auto, r.Digest
-	u.st.Enabled = enabled[r.ID]
-
-	var src *settings.MarketplaceSource
-	if in.o.MarketplaceSource != nil {
-		src = in.o.MarketplaceSource(r.ID.Source)
-	}
-	req := policy.Request{Action: policy.ActionLoad, Plugin: r.ID, Marketplace: policy.Marketplace{Name: r.ID.Source, Source: src}}
-	dec, err := in.dec.decide(ctx, req)
-	if err == nil {
-		u.st.Forced = dec.Forced
-		switch dec.Forced {
-		case "on":
-			u.st.Enabled = true
-		case "off":
-			u.st.Enabled = false
-		}
-		err = dec.Err(req)
-	}
-	if !u.st.Enabled {
-		return u
-	}
-	if err != nil {
-		// A plugin policy refuses is not read at all.
-		u.st.AddError(err)
-		return u
-	}
-	if in.mode == Full || r.Fingerprint.IsZero() {
-		err = trust.CheckPin(r.ID, r.Version, r.Digest, r.InstallPath)
-	} else {
-		err = trust.CheckFingerprint(r.InstallPath, r.Fingerprint)
-	}
-	if err != nil {
-		// A tree trust refuses is not read either.
-		u.st.AddError(err)
-		return u
-	}
-	var entry *plugin.Entry
-	if in.o.Entries != nil {
-		entry = in.o.Entries(r.ID)
-	}
+// readInstalled reads the components of an installed plugin the load pass
+// admitted (enabled, allowed, not revoked, trusted): from the component
+// index when its key still matches on the cache-only path, else from the
+// tree.
+func (in *loadInput) readInstalled(ctx context.Context, r cache.Record, entry *plugin.Entry, u *unit) {
 	x := expander{root: r.InstallPath, data: in.dataDir(r.ID), project: in.o.Project}
 	if in.o.Home != "" {
 		uc, secret, err := userconfig.LoadSplit(in.o.Home, r.ID)
 		if err != nil {
-			u.st.AddError(plugin.Errorf(plugin.LayerMaterialization, plugin.TypeComponentLoad, r.ID.String(),
+			u.AddError(plugin.Errorf(plugin.LayerMaterialization, plugin.TypeComponentLoad, r.ID.String(),
 				"fix or remove the file, then set the options again with: wharf config "+r.ID.String(), "userConfig values: %v", err))
-			return u
+			return
 		}
 		x.uc, x.held, u.secret = uc, sortedKeys(secret), secret
 		u.options = optionEnv(uc, secret)
 	}
 	key := indexKey(r, entry, x)
 	if e, ok := in.index.get(r.InstallPath, key); ok && in.mode == CacheOnly {
-		u.deps = e.Deps
-		u.st.Failed = slices.Clone(e.Failed)
+		u.Deps = e.Deps
+		u.Failed = slices.Clone(e.Failed)
 		in.filter(ctx, u, r.ID, in.expandEnv(u, e.Comps))
 	} else {
 		comps := in.parseTree(u, r.ID, r.InstallPath, entry, x)
-		if len(u.st.Errors) > 0 {
-			return u
+		if len(u.Errors) > 0 {
+			return
 		}
-		in.index.put(r.InstallPath, indexEntry{Key: key, Comps: comps, Deps: u.deps, Failed: slices.Clone(u.st.Failed)})
+		in.index.put(r.InstallPath, indexEntry{Key: key, Comps: comps, Deps: u.Deps, Failed: slices.Clone(u.Failed)})
 		in.filter(ctx, u, r.ID, in.expandEnv(u, comps))
 	}
-	if len(u.st.Errors) == 0 {
-		u.path = r.InstallPath
-	}
-	if in.projectOnly[r.ID] && u.st.Forced != "on" {
+	if in.projectOnly[r.ID] && u.Forced != "on" {
 		in.gateProjectCode(u)
 	}
-	return u
 }
 
 // gateProjectCode skips the hooks and servers of a plugin that only the
@@ -440,32 +381,30 @@ func projectOnlyPlugins(snap *settings.Snapshot) map[plugin.ID]bool {
 }
 
 func (in *loadInput) loadInline(ctx context.Context, dir string) *unit {
-	u := &unit{}
 	p, _, err := plugin.Load(dir, nil)
 	name := filepath.Base(dir)
 	if p != nil {
 		name = p.Manifest.Name
 	}
 	id := plugin.ID{Name: name, Source: plugin.SourceInline}
-	u.st = newRow(id)
-	u.st.Source = plugin.SourceInline
-	u.st.Scope = string(settings.ScopeFlag)
-	u.st.InstallPath = dir
-	u.st.Enabled = true
+	u := &unit{Unit: &load.Unit{Row: load.NewRow(id)}, source: plugin.SourceInline}
+	u.Scope = string(settings.ScopeFlag)
+	u.InstallPath = dir
+	u.Enabled = true
 	if p != nil {
-		u.st.Version = p.Manifest.Version
+		u.Version = p.Manifest.Version
 	}
 	req := policy.Request{Action: policy.ActionSideload, Path: dir}
-	if perr := in.dec.check(ctx, req); perr != nil {
-		u.st.AddError(perr)
+	if perr := in.dec.Check(ctx, req); perr != nil {
+		u.AddError(perr)
 		return u
 	}
 	if err != nil {
-		u.st.AddError(err)
+		u.AddError(err)
 		return u
 	}
 	comps := in.parseTree(u, id, dir, nil, expander{root: dir, data: in.dataDir(id), project: in.o.Project})
-	if len(u.st.Errors) == 0 {
+	if len(u.Errors) == 0 {
 		in.filter(ctx, u, id, in.expandEnv(u, comps))
 	}
 	return u
@@ -474,18 +413,14 @@ func (in *loadInput) loadInline(ctx context.Context, dir string) *unit {
 // parseTree reads the components of a plugin whose tree passed the trust
 // check. Errors go to u's status; the components are returned normalized.
 func (in *loadInput) parseTree(u *unit, id plugin.ID, root string, entry *plugin.Entry, x expander) []Component {
-	p, diags, err := plugin.Load(root, entry)
-	if err != nil {
-		u.st.AddError(err)
+	p, diags := load.ReadManifest(u.Unit, root, entry)
+	if p == nil {
 		return nil
 	}
 	for _, d := range diags {
 		if d.Severity == plugin.SeverityWarning && in.mode == Full {
 			u.warns = append(u.warns, id.String()+": "+d.String())
 		}
-	}
-	for _, f := range p.Failed {
-		u.st.Failed = append(u.st.Failed, f.String())
 	}
 	if opts, err := p.Manifest.UserConfigOptions(); err == nil {
 		// An option left unset takes its default, as in Claude Code.
@@ -500,16 +435,15 @@ func (in *loadInput) parseTree(u *unit, id plugin.ID, root string, entry *plugin
 			}
 		}
 	}
-	u.deps = p.Manifest.Dependencies
-	if id.Source == plugin.SourceInline || len(u.deps) == 0 {
-		u.deps = nil // a session dir has no marketplace to resolve names in
+	if id.Source == plugin.SourceInline {
+		u.Deps = nil // a session dir has no marketplace to resolve names in
 	}
 	pc := &pluginComponents{in: in, u: u, p: p, id: id, x: x, parsed: map[string]any{}}
 	var comps []Component
 	for _, pcomp := range p.Components {
 		cs, err := pc.expand(pcomp)
 		if err != nil {
-			u.st.AddError(err)
+			u.AddError(err)
 			continue
 		}
 		for i := range cs {
@@ -517,7 +451,7 @@ func (in *loadInput) parseTree(u *unit, id plugin.ID, root string, entry *plugin
 		}
 		comps = append(comps, cs...)
 	}
-	if len(u.st.Errors) > 0 {
+	if len(u.Errors) > 0 {
 		return nil
 	}
 	return comps
@@ -572,7 +506,7 @@ func (in *loadInput) expandEnv(u *unit, comps []Component) []Component {
 			out = append(make([]Component, 0, len(comps)), comps[:i]...)
 		}
 		if reason != "" {
-			u.st.Failed = append(u.st.Failed, plugin.FailedComponent{Kind: c.Kind, Name: c.Local,
+			u.Failed = append(u.Failed, plugin.FailedComponent{Kind: c.Kind, Name: c.Local,
 				Path: c.Path, Field: field, Reason: reason + " (after substituting the environment)"}.String())
 			continue
 		}
@@ -629,24 +563,13 @@ func hasRefMap(m map[string]string) bool {
 // filter applies the per-surface and hook policy to a plugin's components,
 // asking once per surface the plugin has.
 func (in *loadInput) filter(ctx context.Context, u *unit, id plugin.ID, comps []Component) {
-	var asked [5]bool
-	var surfaceErr [5]error
-	surfaceOK := func(s settings.Surface, i int) error {
-		if asked[i] {
-			return surfaceErr[i]
-		}
-		err := in.dec.check(ctx, policy.Request{Action: policy.ActionLoadComponent, Surface: s, From: policy.FromPlugin, Plugin: id})
-		if err == nil && s == settings.SurfaceHooks {
-			err = in.dec.check(ctx, policy.Request{Action: policy.ActionRunHook, Surface: settings.SurfaceHooks, From: policy.FromPlugin, Plugin: id})
-		}
-		asked[i], surfaceErr[i] = true, err
-		return err
-	}
+	gate := in.dec.Surfaces(policy.FromPlugin, id)
+	surfaceOK := func(k plugin.ComponentKind) error { return gate.Allow(ctx, k) }
 	// Nothing refused (the common case): the components are used as they
 	// are; nothing writes to a unit's components after the load.
 	refused := false
 	for i := range comps {
-		if s, si, ok := surfaceIndex(comps[i].Kind); ok && surfaceOK(s, si) != nil {
+		if surfaceOK(comps[i].Kind) != nil {
 			refused = true
 			break
 		}
@@ -656,11 +579,9 @@ func (in *loadInput) filter(ctx context.Context, u *unit, id plugin.ID, comps []
 	} else {
 		u.comps = make([]Component, 0, len(comps))
 		for i := range comps {
-			if s, si, ok := surfaceIndex(comps[i].Kind); ok {
-				if err := surfaceOK(s, si); err != nil {
-					u.skips = append(u.skips, Skipped{Component: comps[i], Err: err})
-					continue
-				}
+			if err := surfaceOK(comps[i].Kind); err != nil {
+				u.skips = append(u.skips, Skipped{Component: comps[i], Err: err})
+				continue
 			}
 			u.comps = append(u.comps, comps[i])
 		}
@@ -668,23 +589,6 @@ func (in *loadInput) filter(ctx context.Context, u *unit, id plugin.ID, comps []
 	var warns []string
 	u.comps, u.skips, warns = in.prepareHooks(u.comps, u.skips)
 	u.warns = append(u.warns, warns...)
-}
-
-// surfaceIndex is surfaceOf with a small index per surface.
-func surfaceIndex(k plugin.ComponentKind) (settings.Surface, int, bool) {
-	switch k {
-	case plugin.KindCommand:
-		return settings.SurfaceCommands, 0, true
-	case plugin.KindSkill:
-		return settings.SurfaceSkills, 1, true
-	case plugin.KindAgent:
-		return settings.SurfaceAgents, 2, true
-	case plugin.KindHook:
-		return settings.SurfaceHooks, 3, true
-	case plugin.KindMCPServer:
-		return settings.SurfaceMCPServers, 4, true
-	}
-	return "", 0, false
 }
 
 type pluginComponents struct {
@@ -852,9 +756,9 @@ func readMarkdown(c *Component) error {
 func (in *loadInput) ownComponents(ctx context.Context) (comps []Component, skips []Skipped, warns []string) {
 	o := in.o
 	allow := func(s settings.Surface, from string) error {
-		err := in.dec.check(ctx, policy.Request{Action: policy.ActionLoadComponent, Surface: s, From: from})
+		err := in.dec.Check(ctx, policy.Request{Action: policy.ActionLoadComponent, Surface: s, From: from})
 		if err == nil && s == settings.SurfaceHooks {
-			err = in.dec.check(ctx, policy.Request{Action: policy.ActionRunHook, Surface: settings.SurfaceHooks, From: from})
+			err = in.dec.Check(ctx, policy.Request{Action: policy.ActionRunHook, Surface: settings.SurfaceHooks, From: from})
 		}
 		return err
 	}

@@ -1,9 +1,8 @@
 package agent
 
 import (
-	"bytes"
 	"context"
-	"encoding/gob"
+	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
@@ -12,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/wharfhq/wharf/install"
+	"github.com/wharfhq/wharf/load"
 	"github.com/wharfhq/wharf/plugin"
 	"github.com/wharfhq/wharf/policy"
 	"github.com/wharfhq/wharf/settings"
@@ -78,7 +77,7 @@ func TestLoadNamespacesAndSubstitutes(t *testing.T) {
 		}
 	}
 	st, ok := s.Plugin(plugin.MustParseID("ops@corp"))
-	if !ok || st.Status != install.StatusActive || st.Components != 10 {
+	if !ok || st.Status != load.StatusActive || st.Components != 10 {
 		t.Errorf("status: %+v", st)
 	}
 }
@@ -190,7 +189,7 @@ func TestDisabledPluginGoneAfterReload(t *testing.T) {
 			t.Errorf("reload did %s", l)
 		}
 	}
-	if st, _ := s.Plugin(plugin.MustParseID("a@corp")); st.Status != install.StatusDisabled {
+	if st, _ := s.Plugin(plugin.MustParseID("a@corp")); st.Status != load.StatusDisabled {
 		t.Errorf("a@corp status %q", st.Status)
 	}
 }
@@ -314,7 +313,7 @@ func TestLatePluginDirFails(t *testing.T) {
 		t.Fatalf("inline plugin not loaded: %q", names(s))
 	}
 	st, _ := s.Plugin(plugin.ID{Name: "dev", Source: plugin.SourceInline})
-	if st.Source != plugin.SourceInline || st.Status != install.StatusActive {
+	if st.Source != plugin.SourceInline || st.Status != load.StatusActive {
 		t.Fatalf("inline status %+v", st)
 	}
 	other := filepath.Join(t.TempDir(), "late")
@@ -408,7 +407,7 @@ func TestTamperedPluginRefusedOnCacheOnlyPath(t *testing.T) {
 
 			s := w.load(r, CacheOnly)
 			st, _ := s.Plugin(plugin.MustParseID("a@corp"))
-			if st.Status != install.StatusFailed || len(st.ErrorDetails) != 1 ||
+			if st.Status != load.StatusFailed || len(st.ErrorDetails) != 1 ||
 				st.ErrorDetails[0].Type != plugin.TypeTrustRejected || st.ErrorDetails[0].Layer != string(plugin.LayerTrust) {
 				t.Fatalf("status after %s: %+v", how, st)
 			}
@@ -449,7 +448,7 @@ func TestFullLoadReplacesCacheOnly(t *testing.T) {
 		t.Fatal(err)
 	}
 	fast := w.load(r, CacheOnly)
-	if st, _ := fast.Plugin(rec.ID); st.Status != install.StatusActive {
+	if st, _ := fast.Plugin(rec.ID); st.Status != load.StatusActive {
 		t.Fatalf("cache-only status %+v", st)
 	}
 	full := w.load(r, Full)
@@ -457,7 +456,7 @@ func TestFullLoadReplacesCacheOnly(t *testing.T) {
 		t.Fatal("the full result did not replace the cache-only one")
 	}
 	st, _ := full.Plugin(rec.ID)
-	if st.Status != install.StatusFailed || st.ErrorDetails[0].Type != plugin.TypeTrustRejected {
+	if st.Status != load.StatusFailed || st.ErrorDetails[0].Type != plugin.TypeTrustRejected {
 		t.Fatalf("full status %+v", st)
 	}
 	if act.isLive("command a:run") {
@@ -523,7 +522,7 @@ func TestDemotionChainInStatus(t *testing.T) {
 	w.setEnabled("c@corp", false)
 	s := w.load(w.runtime(w.options()), CacheOnly)
 	st, _ := s.Plugin(plugin.MustParseID("a@corp"))
-	if st.Status != install.StatusDemoted || st.ErrorDetails[0].Type != plugin.TypeDependencyUnsatisfied ||
+	if st.Status != load.StatusDemoted || st.ErrorDetails[0].Type != plugin.TypeDependencyUnsatisfied ||
 		!strings.Contains(st.Chain, "a@corp needs b@corp; b@corp needs c@corp; c@corp is disabled") {
 		t.Fatalf("a@corp: %+v", st)
 	}
@@ -534,7 +533,7 @@ func TestDemotionChainInStatus(t *testing.T) {
 	w.uninstall("b@corp")
 	s = w.load(w.runtime(w.options()), CacheOnly)
 	st, _ = s.Plugin(plugin.MustParseID("a@corp"))
-	if st.Status != install.StatusDemoted || !strings.Contains(st.Chain, "b@corp is not installed") {
+	if st.Status != load.StatusDemoted || !strings.Contains(st.Chain, "b@corp is not installed") {
 		t.Fatalf("a@corp: %+v", st)
 	}
 	if w := s.Warnings(); len(w) != 1 || !strings.Contains(w[0], "b@corp is enabled but not installed") {
@@ -553,10 +552,10 @@ func TestManagedForcing(t *testing.T) {
 	s := w.load(w.runtime(o), CacheOnly)
 	on, _ := s.Plugin(plugin.MustParseID("on@corp"))
 	off, _ := s.Plugin(plugin.MustParseID("off@corp"))
-	if on.Status != install.StatusActive || on.Forced != "on" {
+	if on.Status != load.StatusActive || on.Forced != "on" {
 		t.Errorf("forced on: %+v", on)
 	}
-	if off.Status != install.StatusDisabled || off.Forced != "off" {
+	if off.Status != load.StatusDisabled || off.Forced != "off" {
 		t.Errorf("forced off: %+v", off)
 	}
 	if _, ok := s.Lookup(plugin.KindCommand, "off:run"); ok {
@@ -641,58 +640,76 @@ func TestPolicyMemo(t *testing.T) {
 	w.install("a@corp", "1.0.0", smallPlugin("a"))
 	w.setEnabled("a@corp", true)
 	w.writeManaged(map[string]any{"enabledPlugins": map[string]bool{"x@corp": false}})
-	eng := w.policy()
-	count := &countingPolicy{Policy: eng}
+	count := &countingPolicy{Engine: w.policy()}
 	o := w.options()
 	o.Policy = count
-	w.load(w.runtime(o), CacheOnly)
+	r := w.runtime(o)
+	w.load(r, CacheOnly)
 	first := count.n
 	if first == 0 {
 		t.Fatal("policy was not asked")
 	}
-	if _, err := os.Stat(filepath.Join(w.home, "agent", "policy-decisions.gob")); err != nil {
+	// The runtime saved the engine's memo file: the one memo of the home.
+	if _, err := os.Stat(w.memoFile()); err != nil {
 		t.Fatal(err)
 	}
-	// A new process with the same policy version asks nothing.
+	if _, err := os.Stat(filepath.Join(w.home, "agent", "policy-decisions.gob")); !os.IsNotExist(err) {
+		t.Fatalf("a second memo file was written: %v", err)
+	}
+	// A reload under the same policy version evaluates nothing.
+	hits := count.MemoHits()
+	w.load(r, CacheOnly)
+	if got := count.MemoHits() - hits; got != int64(first) {
+		t.Fatalf("the memo answered %d of %d decisions of a reload", got, first)
+	}
+	// A new process with the same policy version evaluates nothing: the
+	// memo file answers every decision.
+	eng := w.policy()
+	o.Policy = eng
 	w.load(w.runtime(o), CacheOnly)
-	if count.n != first {
-		t.Fatalf("memoized decisions were evaluated again: %d → %d", first, count.n)
+	if hits := eng.MemoHits(); hits != int64(first) {
+		t.Fatalf("the memo file answered %d of %d decisions", hits, first)
 	}
 	// A memo made by another build of wharf is not used.
-	memo := filepath.Join(w.home, "agent", "policy-decisions.gob")
-	doc, ok := readMemo(memo)
-	if !ok {
-		t.Fatal("memo not readable")
-	}
-	doc.Build = "another build"
-	var other bytes.Buffer
-	if err := gob.NewEncoder(&other).Encode(doc); err != nil {
+	data, err := os.ReadFile(w.memoFile())
+	if err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(memo, other.Bytes(), 0o644); err != nil {
+	head, body, _ := strings.Cut(string(data), "\n")
+	var doc map[string]any
+	if err := json.Unmarshal([]byte(body), &doc); err != nil {
 		t.Fatal(err)
 	}
+	doc["build"] = "another build"
+	other, _ := json.Marshal(doc)
+	if err := os.WriteFile(w.memoFile(), []byte(head+"\n"+string(other)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	eng = w.policy()
+	o.Policy = eng
 	w.load(w.runtime(o), CacheOnly)
-	if count.n != 2*first {
-		t.Fatalf("a memo of another build answered: %d → %d decisions", first, count.n)
+	if hits := eng.MemoHits(); hits != 0 {
+		t.Fatalf("a memo of another build answered %d decisions", hits)
 	}
 	// A changed policy makes the memo stale: forced off now wins.
 	w.writeManaged(map[string]any{"enabledPlugins": map[string]bool{"a@corp": false}})
-	o.Policy = &countingPolicy{Policy: w.policy()}
+	o.Policy = &countingPolicy{Engine: w.policy()}
 	s := w.load(w.runtime(o), CacheOnly)
-	if st, _ := s.Plugin(plugin.MustParseID("a@corp")); st.Forced != "off" || st.Status != install.StatusDisabled {
+	if st, _ := s.Plugin(plugin.MustParseID("a@corp")); st.Forced != "off" || st.Status != load.StatusDisabled {
 		t.Fatalf("stale memo used: %+v", st)
 	}
 }
 
+// countingPolicy counts the decisions asked of an engine; its memo file
+// methods are the engine's.
 type countingPolicy struct {
-	Policy
+	*policy.Engine
 	n int
 }
 
 func (c *countingPolicy) Decide(ctx context.Context, req policy.Request) (policy.Decision, error) {
 	c.n++
-	return c.Policy.Decide(ctx, req)
+	return c.Engine.Decide(ctx, req)
 }
 
 func TestRegistryErrorsAndLeases(t *testing.T) {
@@ -734,7 +751,7 @@ func TestStatusErrorLayers(t *testing.T) {
 	}
 	s := w.load(r, CacheOnly)
 	st, _ := s.Plugin(plugin.MustParseID("broken@corp"))
-	if st.Status != install.StatusFailed || st.ErrorDetails[0].Layer != string(plugin.LayerMaterialization) ||
+	if st.Status != load.StatusFailed || st.ErrorDetails[0].Layer != string(plugin.LayerMaterialization) ||
 		st.ErrorDetails[0].Type != plugin.TypeManifestParse || !strings.Contains(st.Errors[0], "version") {
 		t.Fatalf("broken manifest: %+v", st)
 	}

@@ -3,7 +3,7 @@ package agent
 import (
 	"testing"
 
-	"github.com/wharfhq/wharf/install"
+	"github.com/wharfhq/wharf/load"
 	"github.com/wharfhq/wharf/plugin"
 )
 
@@ -26,7 +26,7 @@ func TestReloadPicksUpPolicyChange(t *testing.T) {
 	if _, ok := s.Lookup(plugin.KindCommand, "a:run"); ok {
 		t.Fatal("a:run still loaded after the plugin was forced off and the session reloaded")
 	}
-	if st, _ := s.Plugin(plugin.MustParseID("a@corp")); st.Status != install.StatusDisabled || st.Forced != "off" {
+	if st, _ := s.Plugin(plugin.MustParseID("a@corp")); st.Status != load.StatusDisabled || st.Forced != "off" {
 		t.Fatalf("status after reload: %+v", st)
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 
 	"github.com/wharfhq/wharf/cache"
+	"github.com/wharfhq/wharf/load"
 	"github.com/wharfhq/wharf/plugin"
 	"github.com/wharfhq/wharf/policy"
 	"github.com/wharfhq/wharf/settings"
@@ -56,6 +57,11 @@ type Options struct {
 	Leaser Leaser
 	// Policy decides; nil allows everything.
 	Policy Policy
+	// Revocations are the revocations in force (those the signed policy
+	// bundle carries): a plugin one matches, by id and version or by its
+	// content digest, is failed (revoked) and its dependents are demoted.
+	// Default: none.
+	Revocations policy.Revocations
 	// Entries returns a plugin's marketplace entry (for entries that define
 	// components, strict: false), or nil. Optional; both loaders use it.
 	Entries func(plugin.ID) *plugin.Entry
@@ -69,7 +75,8 @@ type Options struct {
 	// Workers bounds the plugins loaded in parallel (default GOMAXPROCS).
 	Workers int
 	// NoMemo keeps policy decisions and the component index in memory
-	// only (no files under Home).
+	// only: no component index under Home, and the policy's memo file
+	// (policy.WithMemoFile) is not saved.
 	NoMemo bool
 	// AfterLoad, when set, is called with each set a Load made current
 	// (e.g. to report the inventory in the background). It must not block.
@@ -89,7 +96,7 @@ var (
 // Close are serialized, Current never blocks.
 type Runtime struct {
 	o     Options
-	dec   *decider
+	dec   *load.Decider
 	index *componentIndex
 	cur   atomic.Pointer[Set]
 
@@ -115,9 +122,8 @@ func New(o Options) (*Runtime, error) {
 	if o.Workers <= 0 {
 		o.Workers = defaultWorkers()
 	}
-	r := &Runtime{o: o, dec: &decider{p: o.Policy}, index: &componentIndex{}, dataDir: map[string]bool{}}
+	r := &Runtime{o: o, dec: load.NewDecider(o.Policy), index: &componentIndex{}, dataDir: map[string]bool{}}
 	if o.Home != "" && !o.NoMemo {
-		r.dec.file = filepath.Join(o.Home, filepath.FromSlash(decisionsFile))
 		r.index.file = filepath.Join(o.Home, filepath.FromSlash(indexFile))
 	}
 	return r, nil
@@ -141,8 +147,8 @@ func (r *Runtime) AddPluginDir(ctx context.Context, dir string) error {
 	if err != nil {
 		return &plugin.Error{Layer: plugin.LayerIntent, Type: "usage", Object: dir, Err: err}
 	}
-	r.dec.begin()
-	if err := r.dec.check(ctx, policy.Request{Action: policy.ActionSideload, Path: abs}); err != nil {
+	r.dec.Begin()
+	if err := r.dec.Check(ctx, policy.Request{Action: policy.ActionSideload, Path: abs}); err != nil {
 		return err
 	}
 	fi, err := os.Stat(abs)
@@ -207,7 +213,7 @@ func (r *Runtime) Load(ctx context.Context, mode Mode) (*Set, error) {
 	// are: they are independent, and this is the startup path.
 	var wg sync.WaitGroup
 	wg.Add(2)
-	go func() { defer wg.Done(); r.dec.begin() }()
+	go func() { defer wg.Done(); r.dec.Begin() }()
 	go func() { defer wg.Done(); r.index.load() }()
 	snap, err := settings.Load(r.o.Settings, r.o.FlagSettings)
 	if err != nil {
@@ -233,8 +239,10 @@ func (r *Runtime) Load(ctx context.Context, mode Mode) (*Set, error) {
 	if polWarn != "" {
 		set.warnings = append(set.warnings, polWarn)
 	}
-	if err := r.dec.save(); err != nil {
-		set.warnings = append(set.warnings, "policy decisions not memoized: "+err.Error())
+	if !r.o.NoMemo {
+		if err := r.dec.Save(); err != nil {
+			set.warnings = append(set.warnings, "policy decisions not memoized: "+err.Error())
+		}
 	}
 	if err := r.index.save(recs); err != nil {
 		set.warnings = append(set.warnings, "component index not saved: "+err.Error())

@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
-# Benchmark: install a 50-plugin dependency closure from a local marketplace
-# and list 50 installed plugins, with wharf and (when the `claude` CLI is on
-# the PATH) with `claude plugin install` / `claude plugin list` on the same
-# marketplace, in one run.
+# Benchmark: install a 50-plugin dependency closure from a local marketplace,
+# list 50 installed plugins and load their components as an agent session
+# would (`wharf agent components`), with wharf and (when the `claude` CLI is
+# on the PATH) with `claude plugin install` / `claude plugin list` on the
+# same marketplace, in one run. Claude Code has no command that only lists
+# the loaded components; `claude plugin list` is its nearest.
 #
 #   bash bench/install.sh [runs]
 #
@@ -45,7 +47,7 @@ now() { date +%s%N; }
 median() { sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 
 echo "== wharf"
-inst=() lst=() lst2=() help=()
+inst=() lst=() lst2=() comps=() help=()
 for r in $(seq 1 "$runs"); do
 	export WHARF_HOME="$work/home-$r" WHARF_MANAGED_DIR="$work/managed"
 	"$work/wharf" marketplace add "file://$mkt" >/dev/null
@@ -56,6 +58,10 @@ for r in $(seq 1 "$runs"); do
 	# Again: the policy decisions the first list made are in the memo now.
 	t0=$(now); "$work/wharf" list >/dev/null; t1=$(now)
 	lst2+=($(( (t1 - t0) / 1000000 )))
+	# The agent's load pass over the same 50 plugins: policy, trust,
+	# manifests, components, demotion, merge.
+	t0=$(now); "$work/wharf" agent components >/dev/null; t1=$(now)
+	comps+=($(( (t1 - t0) / 1000000 )))
 	t0=$(now); "$work/wharf" --help >/dev/null; t1=$(now)
 	help+=($(( (t1 - t0) / 1000000 )))
 done
@@ -72,6 +78,7 @@ wi=$(printf '%s\n' "${inst[@]}" | median)
 wl=$(printf '%s\n' "${lst[@]}" | median)
 wl2=$(printf '%s\n' "${lst2[@]}" | median)
 wh=$(printf '%s\n' "${help[@]}" | median)
+wc=$(printf '%s\n' "${comps[@]}" | median)
 # Peak RSS varies by a few MB from run to run (GC timing): the median of runs.
 rss() { for r in $(seq 1 "$runs"); do { /usr/bin/time -f '%M' "$work/wharf" "$@" >/dev/null; } 2>&1 | tail -1; done | median; }
 rss_install=$(rss install p49@bench)
@@ -80,6 +87,7 @@ echo "installed plugins: $n"
 echo "wharf install (50-plugin closure): median ${wi} ms  [${inst[*]}]"
 echo "wharf list (50 installed):         median ${wl} ms  [${lst[*]}]"
 echo "wharf list, again:                 median ${wl2} ms  [${lst2[*]}]"
+echo "wharf agent components (50 active): median ${wc} ms  [${comps[*]}]"
 echo "wharf --help (process start floor): median ${wh} ms  [${help[*]}]"
 echo "start floor, libraries wharf links:  median $(printf '%s\n' "${libs[@]}" | median) ms  [${libs[*]}]"
 echo "start floor, empty Go program:       median $(printf '%s\n' "${empty[@]}" | median) ms  [${empty[*]}]"
@@ -104,6 +112,7 @@ if command -v claude >/dev/null 2>&1; then
 		echo "claude plugin list:    median ${cl} ms  [${clst[*]}]"
 		awk -v a="$ci" -v b="$wi" 'BEGIN { if (b > 0) printf "install speedup (claude / wharf): %.1fx\n", a / b }'
 		awk -v a="$cl" -v b="$wl" 'BEGIN { if (b > 0) printf "list speedup (claude / wharf): %.1fx\n", a / b }'
+		awk -v a="$cl" -v b="$wc" 'BEGIN { if (b > 0) printf "agent components speedup (claude plugin list / wharf agent components): %.1fx\n", a / b }'
 	fi
 else
 	echo "== claude CLI not installed (npm install -g @anthropic-ai/claude-code); skipping that arm"

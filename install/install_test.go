@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/wharfhq/wharf/cache"
+	"github.com/wharfhq/wharf/load"
 	"github.com/wharfhq/wharf/marketplace"
 	"github.com/wharfhq/wharf/plugin"
 	"github.com/wharfhq/wharf/policy"
@@ -197,7 +198,7 @@ func TestUninstallPruneAndStatus(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, r := range rows {
-		if r.Status != StatusDemoted || !strings.Contains(r.Chain, "d@corp is not installed") {
+		if r.Status != load.StatusDemoted || !strings.Contains(r.Chain, "d@corp is not installed") {
 			t.Errorf("%s: status %s chain %q, want demoted because d@corp is not installed", r.ID, r.Status, r.Chain)
 		}
 	}

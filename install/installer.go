@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/wharfhq/wharf/cache"
+	"github.com/wharfhq/wharf/load"
 	"github.com/wharfhq/wharf/marketplace"
 	"github.com/wharfhq/wharf/plugin"
 	"github.com/wharfhq/wharf/policy"
@@ -17,9 +18,11 @@ import (
 	"github.com/wharfhq/wharf/trust"
 )
 
-// Policy is what the installer asks before it changes anything. *policy.Engine
-// implements it. Implementations must be safe for concurrent use.
+// Policy is what the installer asks before it changes anything, and what
+// List's load pass asks (Decide, Version). *policy.Engine implements it.
+// Implementations must be safe for concurrent use.
 type Policy interface {
+	load.Policy
 	AllowInstall(ctx context.Context, closure []policy.InstallItem) error
 	AllowUninstall(ctx context.Context, id plugin.ID) error
 	AllowEnable(ctx context.Context, id plugin.ID, src *settings.MarketplaceSource) error

@@ -492,10 +492,21 @@ func checkAdminCompiles(modules map[string]*ast.Module) error {
 // returns a denying Decision together with the error, so a caller that only
 // looks at Allowed still fails closed.
 func (e *Engine) Decide(ctx context.Context, req Request) (Decision, error) {
+	st := e.cur.Load()
+	// The memo, kept between processes, is keyed by the request's fields
+	// (memoKey): a hit builds no evaluation input. Only valid requests of
+	// a readable policy are memoized.
+	var mbuf [256]byte
+	var mkey []byte
+	if e.memo != nil && len(st.unreadable) == 0 {
+		mkey = memoKey(mbuf[:0], req, st.facts)
+		if d, ok := e.memo.get(st.version, mkey); ok {
+			return d, nil
+		}
+	}
 	if err := req.Validate(); err != nil {
 		return Decision{Reasons: []Reason{{Layer: "default", Rule: "request", Message: err.Error()}}}, err
 	}
-	st := e.cur.Load()
 	if len(st.unreadable) > 0 {
 		d := Decision{PolicyVersion: st.version, Warnings: append([]string{}, st.warnings...), Reasons: slices.Clone(st.unreadable)}
 		return d, plugin.Errorf(plugin.LayerPolicy, plugin.TypePolicyDenied, req.target(),
@@ -503,23 +514,17 @@ func (e *Engine) Decide(ctx context.Context, req Request) (Decision, error) {
 			"policy cannot be read, so the request is refused: %s", st.unreadable[0].Message)
 	}
 	// The evaluation input: the request (Input) and its facts under this
-	// version. Its text, canonical (sorted keys), is the key of the cache
-	// and the memo, which both belong to one version: every field the
-	// evaluation reads is part of the key.
+	// version. Its text, canonical (sorted keys), is the key of the cache,
+	// which belongs to one version: every field the evaluation reads is
+	// part of the key.
 	input := req.evalInput(st.facts)
 	var key string
-	if st.cache != nil || e.memo != nil {
-		key = input.String()
-	}
 	if st.cache != nil {
+		key = input.String()
 		if d, ok := st.cache.get(key); ok {
-			return d.clone(), nil
-		}
-	}
-	if e.memo != nil {
-		if d, ok := e.memo.get(st.version, key); ok {
-			if st.cache != nil {
-				st.cache.put(key, d.clone())
+			d = d.clone()
+			if e.memo != nil {
+				e.memo.put(st.version, mkey, d)
 			}
 			return d, nil
 		}
@@ -532,7 +537,7 @@ func (e *Engine) Decide(ctx context.Context, req Request) (Decision, error) {
 		return d, err
 	}
 	if e.memo != nil {
-		e.memo.put(st.version, key, d)
+		e.memo.put(st.version, mkey, d)
 	}
 	if st.cache != nil {
 		st.cache.put(key, d)

@@ -187,7 +187,7 @@ func TestMemoCorruptOrForeignFile(t *testing.T) {
 		"corrupt":   memoHeader + `{"version":"sha256:`,
 		"truncated": memoHeader[:7],
 		"empty":     "",
-		"wrong":     memoHeader + `{"version":"x","decisions":{"k":{"allowed":true,"reasons":[{"layer":"a"}],"warnings":[]}}}`,
+		"wrong":     memoHeader + `{"version":"x","decisions":[{"allowed":true,"reasons":[{"layer":"a"}],"warnings":[]}],"keys":{"k":0}}`,
 	} {
 		file := filepath.Join(dir, name)
 		if err := os.WriteFile(file, []byte(content), 0o644); err != nil {
@@ -276,9 +276,9 @@ func TestMemoConcurrentAndBounded(t *testing.T) {
 // FuzzReadMemo: any file content is either ignored or read into decisions
 // that Decide could have returned; never a panic.
 func FuzzReadMemo(f *testing.F) {
-	f.Add([]byte(memoHeader + `{"version":"sha256:x","decisions":{"k":{"allowed":true,"reasons":[],"warnings":[],"policyVersion":"sha256:x"}}}`))
-	f.Add([]byte(memoHeader + `{"version":"sha256:x","decisions":{"k":{"allowed":false,"reasons":[{"layer":"org","rule":"admin","message":"no"}],"warnings":["w"],"policyVersion":"sha256:x"}}}`))
-	f.Add([]byte(memoHeader + `{"version":"sha256:x","decisions":{"k":{"allowed":true,"reasons":[{"layer":"org"}]}}}`))
+	f.Add([]byte(memoHeader + `{"version":"sha256:x","decisions":[{"allowed":true,"reasons":[],"warnings":[],"policyVersion":"sha256:x"}],"keys":{"k":0}}`))
+	f.Add([]byte(memoHeader + `{"version":"sha256:x","decisions":[{"allowed":false,"reasons":[{"layer":"org","rule":"admin","message":"no"}],"warnings":["w"],"policyVersion":"sha256:x"}],"keys":{"k":0,"j":0}}`))
+	f.Add([]byte(memoHeader + `{"version":"sha256:x","decisions":[{"allowed":true,"reasons":[{"layer":"org"}]}],"keys":{"k":0,"j":1,"i":-1}}`))
 	f.Add([]byte(memoHeader + `{"version":`))
 	f.Add([]byte(`{"blockedMarketplaces":[]}`))
 	f.Add([]byte{})
@@ -296,7 +296,7 @@ func FuzzReadMemo(f *testing.F) {
 			t.Fatal("memo without a version accepted")
 		}
 		for k, d := range doc.Decisions {
-			if d.Allowed != (len(d.Reasons) == 0) || d.Reasons == nil || d.Warnings == nil {
+			if d.Allowed != (len(d.Reasons) == 0) || d.Reasons == nil || d.Warnings == nil || d.PolicyVersion != doc.Version {
 				t.Fatalf("%q: decision %+v kept", k, d)
 			}
 		}

@@ -12,7 +12,7 @@ import (
 
 	"github.com/wharfhq/wharf/agent"
 	"github.com/wharfhq/wharf/cache"
-	"github.com/wharfhq/wharf/install"
+	"github.com/wharfhq/wharf/load"
 	"github.com/wharfhq/wharf/marketplace"
 	"github.com/wharfhq/wharf/plugin"
 	"github.com/wharfhq/wharf/policy"
@@ -103,6 +103,7 @@ func (a *app) newAgentRuntime(ctx context.Context, opts *agentOptions, o agent.O
 		o.Leaser = leaser
 	}
 	o.Policy = pol
+	o.Revocations = a.revocations()
 	o.Entries = func(id plugin.ID) *plugin.Entry {
 		if hit, err := cat.Lookup(id); err == nil {
 			return hit.Entry
@@ -199,7 +200,7 @@ type statusJSON struct {
 
 type skippedJSON struct {
 	componentJSON
-	Error install.ErrorDetail `json:"error"`
+	Error load.ErrorDetail `json:"error"`
 }
 
 func newAgentStatusCmd(a *app, opts *agentOptions) *cobra.Command {
@@ -220,12 +221,7 @@ func newAgentStatusCmd(a *app, opts *agentOptions) *cobra.Command {
 				out.Warnings = []string{}
 			}
 			for _, s := range set.Skipped() {
-				d := install.ErrorDetail{Type: "error", Message: s.Err.Error(), Hint: plugin.HintOf(s.Err)}
-				var pe *plugin.Error
-				if errors.As(s.Err, &pe) {
-					d.Type, d.Layer = pe.Type, string(pe.Layer)
-				}
-				out.Skipped = append(out.Skipped, skippedJSON{componentRow(s.Component), d})
+				out.Skipped = append(out.Skipped, skippedJSON{componentRow(s.Component), load.Detail(s.Err)})
 			}
 			if a.cfg.JSON {
 				return a.printJSON(out)

@@ -13,6 +13,7 @@ import (
 
 	"github.com/wharfhq/wharf/cache"
 	"github.com/wharfhq/wharf/install"
+	"github.com/wharfhq/wharf/load"
 	"github.com/wharfhq/wharf/plugin"
 	"github.com/wharfhq/wharf/settings"
 	"github.com/wharfhq/wharf/source"
@@ -306,13 +307,13 @@ func newListCmd(a *app) *cobra.Command {
 		Short: "List installed plugins with their status: active, demoted, failed or disabled",
 		Args:  exactArgs(0, "no arguments"),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return withInstaller(a, cmd, func(ctx context.Context, in *install.Installer) ([]install.PluginStatus, error) {
-				rows, err := in.List(ctx, install.StatusOptions{Rehash: rehash})
+			return withInstaller(a, cmd, func(ctx context.Context, in *install.Installer) ([]load.Row, error) {
+				rows, err := in.List(ctx, install.StatusOptions{Rehash: rehash, Revocations: a.revocations()})
 				if err == nil {
 					a.warnSettings()
 				}
 				return rows, err
-			}, func(rows []install.PluginStatus) error {
+			}, func(rows []load.Row) error {
 				if len(rows) == 0 {
 					a.printf("no plugins installed; find some with: wharf search\n")
 					return nil

@@ -1,4 +1,4 @@
-package agent
+package load
 
 import (
 	"os"
@@ -26,14 +26,14 @@ func TestMemoKeyFollowsRepointedLink(t *testing.T) {
 	}
 	req := policy.Request{Action: policy.ActionLoad, Plugin: plugin.MustParseID("a@m"),
 		Marketplace: policy.Marketplace{Name: "m", Source: &settings.MarketplaceSource{Source: settings.KindDirectory, Path: link}}}
-	before := string(appendMemoKey(nil, req))
+	before := string(appendKey(nil, req))
 	if err := os.Remove(link); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.Symlink(blocked, link); err != nil {
 		t.Fatal(err)
 	}
-	if after := string(appendMemoKey(nil, req)); after == before {
+	if after := string(appendKey(nil, req)); after == before {
 		t.Fatalf("the memo key did not change when %s was repointed from %s to %s", link, ok, blocked)
 	}
 }
