@@ -143,6 +143,11 @@ func TestFleetInventoryAndRevocationEndToEnd(t *testing.T) {
 		t.Fatalf("beta's reason on %s: %q", m[1], p.Reason)
 	}
 
+	// wharf list on a machine that has it says why it is not loaded.
+	if code, out, stderr := clients[1].run("list"); code != 0 || !strings.Contains(out, "revoked: leaks tokens") {
+		t.Fatalf("list after the revocation: exit %d\n%s%s", code, out, stderr)
+	}
+
 	// The third machine cannot install it: exit 3, with reason and id.
 	code, out, stderr := clients[2].run("install", "beta@corp")
 	if code != 3 || !strings.Contains(stderr, "leaks tokens") || !strings.Contains(stderr, rv.Revocation.ID) {

@@ -16,6 +16,7 @@ import (
 	"github.com/wharfhq/wharf/install"
 	"github.com/wharfhq/wharf/inventory"
 	"github.com/wharfhq/wharf/inventory/collect"
+	"github.com/wharfhq/wharf/load"
 	"github.com/wharfhq/wharf/plugin"
 	"github.com/wharfhq/wharf/policy/remote"
 	"github.com/wharfhq/wharf/trust"
@@ -183,12 +184,12 @@ func (a *app) reportToken() string {
 
 // inventoryRows are the installed plugins with their state at load, as the
 // loader computes them (the rows of wharf list).
-func (a *app) inventoryRows(ctx context.Context) ([]install.PluginStatus, error) {
+func (a *app) inventoryRows(ctx context.Context) ([]load.Row, error) {
 	in, err := a.Installer()
 	if err != nil {
 		return nil, err
 	}
-	return in.List(ctx, install.StatusOptions{})
+	return in.List(ctx, install.StatusOptions{Revocations: a.revocations()})
 }
 
 // wharfReport is this home's report: the loader's rows, marked revoked by

@@ -38,7 +38,7 @@ var allowed = map[string][]string{
 	"inventory":   {"plugin", "store"}, // the server's store
 	// A sub-package with its own row follows it, not its parent's: its
 	// imports, its parent included, are listed.
-	"inventory/collect": {"inventory", "install", "policy", "trust", "plugin", "atomicfile"},
+	"inventory/collect": {"inventory", "load", "policy", "trust", "plugin", "atomicfile"},
 }
 
 type pkg struct {

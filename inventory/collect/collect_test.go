@@ -15,8 +15,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/wharfhq/wharf/install"
 	"github.com/wharfhq/wharf/inventory"
+	"github.com/wharfhq/wharf/load"
 	"github.com/wharfhq/wharf/plugin"
 	"github.com/wharfhq/wharf/policy"
 	"github.com/wharfhq/wharf/trust"
@@ -99,12 +99,12 @@ func TestMachineIDRefusesAFileThatIsNotOne(t *testing.T) {
 
 func TestFromStatusMapsLoaderStatesAndRevocations(t *testing.T) {
 	id := func(s string) plugin.ID { p, _ := plugin.ParseID(s); return p }
-	rows := []install.PluginStatus{
-		{ID: id("a@m"), Version: "1.0.0", Scope: "user", Enabled: true, Status: install.StatusActive, Digest: "w1:aaa"},
-		{ID: id("b@m"), Version: "2.0.0", Scope: "user", Enabled: true, Auto: true, Status: install.StatusDemoted, Chain: "a@m needs b@m; b@m is failed"},
-		{ID: id("c@m"), Version: "3.0.0", Scope: "project", Enabled: true, Forced: "on", Status: install.StatusFailed, Errors: []string{"digest mismatch"}},
-		{ID: id("d@m"), Version: "4.0.0", Scope: "user", Status: install.StatusDisabled},
-		{ID: id("e@m"), Version: "5.0.0", Scope: "user", Enabled: true, Status: install.StatusActive, Digest: "w1:bad"},
+	rows := []load.Row{
+		{ID: id("a@m"), Version: "1.0.0", Scope: "user", Enabled: true, Status: load.StatusActive, Digest: "w1:aaa"},
+		{ID: id("b@m"), Version: "2.0.0", Scope: "user", Enabled: true, Auto: true, Status: load.StatusDemoted, Chain: "a@m needs b@m; b@m is failed"},
+		{ID: id("c@m"), Version: "3.0.0", Scope: "project", Enabled: true, Forced: "on", Status: load.StatusFailed, Errors: []string{"digest mismatch"}},
+		{ID: id("d@m"), Version: "4.0.0", Scope: "user", Status: load.StatusDisabled},
+		{ID: id("e@m"), Version: "5.0.0", Scope: "user", Enabled: true, Status: load.StatusActive, Digest: "w1:bad"},
 	}
 	revs := policy.Revocations{
 		{ID: "r1", Plugin: "a@m", Version: "1.0.0", Reason: "malicious"},

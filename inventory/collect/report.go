@@ -8,8 +8,8 @@ import (
 	"sort"
 	"time"
 
-	"github.com/wharfhq/wharf/install"
 	"github.com/wharfhq/wharf/inventory"
+	"github.com/wharfhq/wharf/load"
 	"github.com/wharfhq/wharf/policy"
 )
 
@@ -51,11 +51,11 @@ func New(m inventory.Machine, kind string, plugins []inventory.Plugin, now time.
 // reports with the same hash need not both be sent.
 func Hash(r inventory.Report) string { return "sha256:" + inventory.Hash(r) }
 
-// FromStatus turns the loader's rows (install.Installer.List, the states of
+// FromStatus turns the loader's rows (install.Installer.List, the load pass: the states of
 // a session started now) into report entries. A row a revocation matches
 // is reported revoked, with the revocation's id and reason, whatever the
 // loader made of it: a client holding that revocation never loads it.
-func FromStatus(rows []install.PluginStatus, revs policy.Revocations) []inventory.Plugin {
+func FromStatus(rows []load.Row, revs policy.Revocations) []inventory.Plugin {
 	out := make([]inventory.Plugin, 0, len(rows))
 	for _, r := range rows {
 		p := inventory.Plugin{ID: r.ID.String(), Version: r.Version, Digest: r.Digest, Scope: r.Scope,
@@ -111,11 +111,11 @@ func revokedReason(r policy.Revocation) string {
 
 func stateOf(status string) string {
 	switch status {
-	case install.StatusActive:
+	case load.StatusActive:
 		return inventory.StateActive
-	case install.StatusDemoted:
+	case load.StatusDemoted:
 		return inventory.StateDemoted
-	case install.StatusDisabled:
+	case load.StatusDisabled:
 		return inventory.StateDisabled
 	}
 	return inventory.StateFailed
