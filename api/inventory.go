@@ -102,9 +102,12 @@ func (s *Server) putInventory(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	p := s.caller(c)
 	if s.deps.ReportRate >= 0 {
+		// Keyed by token and machine: another token cannot spend a
+		// machine's budget (its reports are refused anyway).
 		now := s.now()
-		if l := s.machines.get(id); !l.AllowN(now, 1) {
+		if l := s.machines.get(p.TokenID + " " + id); !l.AllowN(now, 1) {
 			secs := int(max(1, 1/s.deps.ReportRate))
 			return &APIError{Status: http.StatusTooManyRequests, Code: CodeRateLimited, RetryAfter: secs,
 				Message: fmt.Sprintf("machine %s reports too often (limit %g/s, burst %d); clients report when their inventory changes; retry in %ds",
@@ -136,7 +139,6 @@ func (s *Server) putInventory(c echo.Context) error {
 	if rep.Machine.ID != id {
 		return badField("machine.id", "the report is for machine %s but was sent to %s; PUT it to /v1/inventory/machines/%s", rep.Machine.ID, id, rep.Machine.ID)
 	}
-	p := s.caller(c)
 	changed, err := s.inv.Put(p.TokenID, rep)
 	var oe *inventory.OwnerError
 	if errors.As(err, &oe) {

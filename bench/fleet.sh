@@ -5,21 +5,26 @@
 # HTTP on 127.0.0.1 (bench/fleetbench runs the replicas in one process, each
 # with its own etcd client and listener). It prints:
 #   - first reports (every machine new): reports/s, p50/p99;
-#   - unchanged reports, each through another replica than before:
-#     reports/s, p99, and the etcd revisions they caused (0 = no store write);
+#   - unchanged reports, each through another replica than before, in 3
+#     rounds: reports/s, p99, and the etcd revisions they caused, which are
+#     all last-seen times persisted (at most one per machine per 5 minutes:
+#     seen_writes); 0 once every machine's was persisted recently;
 #   - "who has X" for a plugin on a fixed NEEDLE machines, at each fleet size
 #     in CHECKPOINTS (target: 100k within 1.5x of 10k: the query reads X's
 #     machines only);
 #   - store bytes per machine (logical, and etcd's database after
-#     compaction and defragmentation).
+#     compaction and defragmentation);
+#   - CPU time per report (the replicas, the clients and etcd together),
+#     which depends less than wall-clock figures on what else runs.
 # Everything shares the machine's cores: read the figures as this box's.
-# Usage: bench/fleet.sh [MACHINES] [PLUGINS] [ETCD_MEMBERS] [CONCURRENCY] [CHECKPOINTS]
+# Usage: bench/fleet.sh [MACHINES] [PLUGINS] [ETCD_MEMBERS] [CONCURRENCY] [CHECKPOINTS] [ROUNDS]
 set -euo pipefail
 MACHINES=${1:-100000}
 PLUGINS=${2:-20}
 MEMBERS=${3:-3}
 CONC=${4:-32}
 CHECKPOINTS=${5:-$((MACHINES / 10)),$MACHINES}
+ROUNDS=${6:-3}
 cd "$(dirname "$0")/.."
 WORK=$(mktemp -d)
 PIDS=()
@@ -34,9 +39,10 @@ go build -o "$WORK/etcdcluster" ./bench/etcdcluster
 go build -o "$WORK/fleetbench" ./bench/fleetbench
 
 "$WORK/etcdcluster" -n "$MEMBERS" -prefix /wharf-fleet -dir "$WORK/etcd" >"$WORK/etcd.url" 2>"$WORK/etcd.log" &
-PIDS+=($!)
+ETCD_PID=$!
+PIDS+=($ETCD_PID)
 for _ in $(seq 600); do [ -s "$WORK/etcd.url" ] && break; sleep 0.05; done
 [ -s "$WORK/etcd.url" ] || { echo "etcd did not start" >&2; cat "$WORK/etcd.log" >&2; exit 1; }
 
 echo "# fleet inventory on $(nproc) cores, $(go version | cut -d' ' -f3): $MACHINES machines x $PLUGINS plugins, 3 replicas, $MEMBERS etcd member(s), $CONC clients"
-"$WORK/fleetbench" -store "$(cat "$WORK/etcd.url")" -machines "$MACHINES" -plugins "$PLUGINS" -c "$CONC" -checkpoints "$CHECKPOINTS"
+"$WORK/fleetbench" -store "$(cat "$WORK/etcd.url")" -machines "$MACHINES" -plugins "$PLUGINS" -c "$CONC" -checkpoints "$CHECKPOINTS" -rounds "$ROUNDS" -etcd-pid "$ETCD_PID"

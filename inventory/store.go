@@ -19,26 +19,31 @@ import (
 // etcd), so that every replica over one store sees the same fleet:
 //
 //	inventory-machines   machine id → the current report, its hash and owner
-//	inventory-by-plugin  "<plugin id>|<machine id>" → that machine's installs
+//	inventory-by-plugin/<plugin id>   machine id → that machine's installs
 //	inventory-counts     "<plugin id>|<shard>" → counts of one shard of machines
 //	inventory-seen       machine id → {when it last reported, the hash of its
 //	                     indexed report, its owner}: what an unchanged report reads
 //
-// "Who has X" is a range read of X's keys in inventory-by-plugin: it reads
-// X's machines and nothing else, however large the fleet. The counts are
+// "Who has X" is a range read of X's own bucket: it reads X's machines and
+// nothing else, however large the fleet (a bucket per plugin, rather than
+// a key prefix in one bucket, so that a paged read's range ends where X's
+// machines end: etcd walks a range's whole extent to count it). The counts are
 // kept incrementally in the transaction that changes the index, split into
 // Shards keys per plugin so that machines reporting at once through several
 // replicas rarely touch the same key.
 const (
 	BucketMachines = "inventory-machines"
-	BucketByPlugin = "inventory-by-plugin"
+	BucketByPlugin = "inventory-by-plugin" // + "/" + plugin id: one bucket per plugin
 	BucketCounts   = "inventory-counts"
 	BucketSeen     = "inventory-seen"
 )
 
-// keySep separates a plugin id from a machine id or shard in keys; it can
-// appear in neither.
+// keySep separates a plugin id from a shard in count keys; it cannot
+// appear in a plugin id.
 const keySep = "|"
+
+// IndexBucket is the bucket of plugin id's machines.
+func IndexBucket(id string) string { return BucketByPlugin + "/" + id }
 
 // OwnerError is a report for a machine whose record belongs to another
 // token: the first report binds a machine id to the token that sent it.
@@ -48,7 +53,7 @@ type OwnerError struct {
 }
 
 func (e *OwnerError) Error() string {
-	return fmt.Sprintf("machine %s is reported by another token (%s); a token writes only the machines it reported first — report with that token, or have an admin remove the machine's record", e.Machine, e.Owner)
+	return fmt.Sprintf("machine %s is bound to another token (%s): a token writes only the machines it reported first; report with that token (a new home creates a new machine id)", e.Machine, e.Owner)
 }
 
 // NotFoundError is a machine or plugin the inventory has no record of.
@@ -63,7 +68,7 @@ func (e *NotFoundError) Error() string {
 
 // Options tune a Store. Zero values take the documented defaults.
 type Options struct {
-	// Shards is how many count keys each plugin is split into (default 16).
+	// Shards is how many count keys each plugin is split into (default 32).
 	// All replicas over one store must use the same value.
 	Shards int
 	// PersistSeenEvery is how often, at most, an unchanged report writes
@@ -121,7 +126,7 @@ func parseSeen(raw []byte) (seenRecord, error) {
 // Open returns the inventory kept in st.
 func Open(st store.Store, opts Options) *Store {
 	if opts.Shards <= 0 {
-		opts.Shards = 16
+		opts.Shards = 32
 	}
 	if opts.PersistSeenEvery <= 0 {
 		opts.PersistSeenEvery = 5 * time.Minute
@@ -463,9 +468,9 @@ func (s *Store) indexInBatches(id, h string, groups map[string][]Install, old re
 // moves the counts with it. prev is the entry being replaced when known
 // (from a fully indexed record); otherwise it is read.
 func (s *Store) index(tx store.Tx, p, machine string, prev []Install, known bool, next []Install) error {
-	key := p + keySep + machine
+	bucket, key := IndexBucket(p), machine
 	if !known {
-		raw, err := tx.Get(BucketByPlugin, key)
+		raw, err := tx.Get(bucket, key)
 		switch {
 		case errors.Is(err, store.ErrNotFound):
 			prev = nil
@@ -473,7 +478,7 @@ func (s *Store) index(tx store.Tx, p, machine string, prev []Install, known bool
 			return err
 		default:
 			if err := json.Unmarshal(raw, &prev); err != nil {
-				return fmt.Errorf("inventory: index entry %s: corrupt: %w", key, err)
+				return fmt.Errorf("inventory: index entry %s of %s: corrupt: %w", key, p, err)
 			}
 		}
 	}
@@ -503,9 +508,9 @@ func (s *Store) index(tx store.Tx, p, machine string, prev []Install, known bool
 		return err
 	}
 	if len(next) == 0 {
-		return tx.Delete(BucketByPlugin, key)
+		return tx.Delete(bucket, key)
 	}
-	return putJSON(tx, BucketByPlugin, key, next)
+	return putJSON(tx, bucket, key, next)
 }
 
 func (c *Counts) fill() {
@@ -671,27 +676,23 @@ func (s *Store) Holders(id, after string, limit int) ([]Holder, string, error) {
 	if limit <= 0 {
 		limit = 100
 	}
-	prefix := id + keySep
 	var out []Holder
 	next := ""
 	err := s.st.View(func(r store.Reader) error {
 		out, next = []Holder{}, ""
-		kvs, err := r.ListAfter(BucketByPlugin, prefix+after, limit+1)
+		kvs, err := r.ListAfter(IndexBucket(id), after, limit+1)
 		if err != nil {
 			return err
 		}
 		for _, kv := range kvs {
-			m, ok := strings.CutPrefix(kv.Key, prefix)
-			if !ok {
-				break
-			}
+			m := kv.Key
 			if len(out) == limit {
 				next = out[len(out)-1].Machine
 				break
 			}
 			h := Holder{Machine: m}
 			if err := json.Unmarshal(kv.Value, &h.Installs); err != nil {
-				return fmt.Errorf("inventory: index entry %s: corrupt: %w", kv.Key, err)
+				return fmt.Errorf("inventory: index entry %s of %s: corrupt: %w", kv.Key, id, err)
 			}
 			if v, err := r.Get(BucketSeen, m); err == nil {
 				if sr, err := parseSeen(v); err == nil {

@@ -65,6 +65,9 @@ type config struct {
 	needle      int
 	checkpoints []int
 	queries     int
+	etcdPID     int
+	persist     time.Duration
+	rounds      int
 }
 
 func run() error {
@@ -79,6 +82,9 @@ func run() error {
 	flag.IntVar(&c.needle, "needle", 100, "machines that have the plugin asked about (the fixed answer size)")
 	flag.StringVar(&cps, "checkpoints", "", "fleet sizes at which to time who-has (default: 10% and 100% of -machines)")
 	flag.IntVar(&c.queries, "queries", 30, "who-has queries timed at each checkpoint")
+	flag.DurationVar(&c.persist, "persist-seen", 5*time.Minute, "how often an unchanged report may persist the last-seen time (inventory.Options.PersistSeenEvery)")
+	flag.IntVar(&c.rounds, "rounds", 3, "rounds of unchanged reports")
+	flag.IntVar(&c.etcdPID, "etcd-pid", 0, "the etcd process, whose CPU time is counted with this one's (Linux)")
 	flag.Parse()
 	if c.store == "" {
 		return errors.New("-store is required")
@@ -110,7 +116,7 @@ func run() error {
 			return err
 		}
 		defer st.Close()
-		srv, err := api.New(api.Deps{Store: st, RateLimit: -1})
+		srv, err := api.New(api.Deps{Store: st, RateLimit: -1, Inventory: inventory.Options{PersistSeenEvery: c.persist}})
 		if err != nil {
 			return err
 		}
@@ -149,17 +155,18 @@ func run() error {
 	// checkpoint; machines 0..needle-1 carry needle@bench.
 	done := 0
 	var firstLat []time.Duration
-	var firstDur time.Duration
+	var firstDur, firstCPU time.Duration
 	for _, cp := range c.checkpoints {
 		if cp <= done {
 			continue
 		}
-		t0 := time.Now()
+		t0, cpu0 := time.Now(), cpuTime(c.etcdPID)
 		lat, errs, err := reportRange(hc, urls, agent, c, done, cp, 0)
 		if err != nil {
 			return err
 		}
 		firstDur += time.Since(t0)
+		firstCPU += cpuTime(c.etcdPID) - cpu0
 		firstLat = append(firstLat, lat...)
 		if errs > 0 {
 			return fmt.Errorf("%d first reports failed", errs)
@@ -175,35 +182,44 @@ func run() error {
 		fmt.Printf(`{"phase":"who-has","fleet":%d,"answer":%d,"p50_ms":%.3f,"p99_ms":%.3f,"min_ms":%.3f}`+"\n",
 			cp, c.needle, ms(pct(q, 50)), ms(pct(q, 99)), ms(pct(q, 0)))
 	}
-	fmt.Printf(`{"phase":"first-reports","reports":%d,"reports_per_s":%.0f,"p50_ms":%.2f,"p99_ms":%.2f}`+"\n",
-		len(firstLat), float64(len(firstLat))/firstDur.Seconds(), ms(pct(firstLat, 50)), ms(pct(firstLat, 99)))
+	fmt.Printf(`{"phase":"first-reports","reports":%d,"reports_per_s":%.0f,"p50_ms":%.2f,"p99_ms":%.2f,"cpu_ms_per_report":%.2f}`+"\n",
+		len(firstLat), float64(len(firstLat))/firstDur.Seconds(), ms(pct(firstLat, 50)), ms(pct(firstLat, 99)), ms(firstCPU)/float64(max(1, len(firstLat))))
 
 	// Unchanged reports, each through the next replica.
-	for round := 1; round <= 2; round++ {
+	for round := 1; round <= c.rounds; round++ {
 		before := stats(servers)
 		rev0, err := revision(ctx, ec)
 		if err != nil {
 			return err
 		}
-		t0 := time.Now()
+		t0, cpu0 := time.Now(), cpuTime(c.etcdPID)
 		lat, errs, err := reportRange(hc, urls, agent, c, 0, c.machines, round)
 		if err != nil {
 			return err
 		}
 		d := time.Since(t0)
+		cpu := cpuTime(c.etcdPID) - cpu0
 		rev1, err := revision(ctx, ec)
 		if err != nil {
 			return err
 		}
 		after := stats(servers)
-		fmt.Printf(`{"phase":"unchanged-reports","round":%d,"reports":%d,"errors":%d,"reports_per_s":%.0f,"p50_ms":%.2f,"p99_ms":%.2f,"etcd_revisions":%d,"changed":%d,"seen_writes":%d,"touches":%d}`+"\n",
-			round, len(lat), errs, float64(len(lat))/d.Seconds(), ms(pct(lat, 50)), ms(pct(lat, 99)), rev1-rev0,
+		fmt.Printf(`{"phase":"unchanged-reports","round":%d,"reports":%d,"errors":%d,"reports_per_s":%.0f,"p50_ms":%.2f,"p99_ms":%.2f,"cpu_ms_per_report":%.2f,"etcd_revisions":%d,"changed":%d,"seen_writes":%d,"touches":%d}`+"\n",
+			round, len(lat), errs, float64(len(lat))/d.Seconds(), ms(pct(lat, 50)), ms(pct(lat, 99)), ms(cpu)/float64(max(1, len(lat))), rev1-rev0,
 			after.Changed-before.Changed, after.SeenWrites-before.SeenWrites, after.Touches-before.Touches)
 	}
 
 	// Store bytes per machine.
 	var logical int64
-	for _, b := range []string{inventory.BucketMachines, inventory.BucketByPlugin, inventory.BucketCounts, inventory.BucketSeen} {
+	buckets := []string{inventory.BucketMachines, inventory.BucketCounts, inventory.BucketSeen}
+	plugins, err := (inventory.Open(st0, inventory.Options{})).Plugins()
+	if err != nil {
+		return err
+	}
+	for _, p := range plugins {
+		buckets = append(buckets, inventory.IndexBucket(p.Plugin))
+	}
+	for _, b := range buckets {
 		err := st0.View(func(r store.Reader) error {
 			after := ""
 			for {
@@ -410,6 +426,32 @@ func pct(ds []time.Duration, p int) time.Duration {
 	slices.Sort(s)
 	i := (len(s) - 1) * p / 100
 	return s[i]
+}
+
+// cpuTime is the user and system CPU time of this process and of the etcd
+// process pid (0: none), from /proc (Linux; 0 elsewhere).
+func cpuTime(pid int) time.Duration {
+	var total time.Duration
+	for _, p := range []string{"self", strconv.Itoa(pid)} {
+		if p == "0" {
+			continue
+		}
+		raw, err := os.ReadFile("/proc/" + p + "/stat")
+		if err != nil {
+			continue
+		}
+		// Fields after the command name (which may hold spaces): utime is
+		// the 14th field of the line, stime the 15th.
+		rest := string(raw[bytes.LastIndexByte(raw, ')')+2:])
+		f := strings.Fields(rest)
+		if len(f) < 13 {
+			continue
+		}
+		ut, _ := strconv.ParseInt(f[11], 10, 64)
+		st, _ := strconv.ParseInt(f[12], 10, 64)
+		total += time.Duration(ut+st) * (time.Second / 100) // USER_HZ
+	}
+	return total
 }
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
