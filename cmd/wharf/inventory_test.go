@@ -261,7 +261,9 @@ func TestBackgroundReportNeverHoldsTheCommand(t *testing.T) {
 	rec := newReportRecorder(t, pol.hs.Config.Handler)
 	rec.hold = make(chan struct{})
 	c := newPolicyClient(t, pol.agent)
-	c.env = append(c.env, "WHARF_POLICY_URL="+rec.hs.URL, "WHARF_INVENTORY_INTERVAL=1ns", "WHARF_INVENTORY_TIMEOUT=2s")
+	// A report may take up to 10 minutes: a command that waited for one
+	// would still be waiting when the test releases the server.
+	c.env = append(c.env, "WHARF_POLICY_URL="+rec.hs.URL, "WHARF_INVENTORY_INTERVAL=1ns", "WHARF_INVENTORY_TIMEOUT=10m")
 	corp := localMarketplace(t, t.TempDir(), "corp")
 	if code, _, stderr := c.run("marketplace", "add", corp); code != 0 {
 		t.Fatal(stderr)
@@ -280,7 +282,12 @@ func TestBackgroundReportNeverHoldsTheCommand(t *testing.T) {
 	if rec.count() != 0 {
 		t.Fatal("the held report was answered")
 	}
-	// The held report times out in the background and is kept as pending.
+	// The server fails the held report (503): it is kept as pending.
+	rec.mu.Lock()
+	rec.status = http.StatusServiceUnavailable
+	close(rec.hold)
+	rec.hold = nil
+	rec.mu.Unlock()
 	state := filepath.Join(c.home, collect.StateFile)
 	waitFor(t, "a pending report", func() bool { return collect.ReadState(state).Pending != "" })
 	if st := collect.ReadState(state); st.SentHash != "" {
@@ -288,8 +295,7 @@ func TestBackgroundReportNeverHoldsTheCommand(t *testing.T) {
 	}
 	// The server answers again; the next command's report sends it.
 	rec.mu.Lock()
-	close(rec.hold)
-	rec.hold = nil
+	rec.status = http.StatusOK
 	rec.mu.Unlock()
 	if code, _, stderr := c.run("list"); code != 0 {
 		t.Fatal(stderr)
