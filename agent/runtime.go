@@ -79,6 +79,9 @@ type Options struct {
 	// only: no component index under Home, and the policy's memo file
 	// (policy.WithMemoFile) is not saved.
 	NoMemo bool
+	// AfterLoad, when set, is called with each set a Load made current
+	// (e.g. to report the inventory in the background). It must not block.
+	AfterLoad func(*Set)
 }
 
 // Errors of the Runtime's lifecycle.
@@ -259,6 +262,9 @@ func (r *Runtime) Load(ctx context.Context, mode Mode) (*Set, error) {
 		return nil, err
 	}
 	r.cur.Store(set)
+	if r.o.AfterLoad != nil {
+		r.o.AfterLoad(set)
+	}
 	var errs []error
 	for i := len(removed) - 1; i >= 0; i-- {
 		if err := removed[i].undo(); err != nil {

@@ -167,6 +167,11 @@ func (in *Installer) Install(ctx context.Context, req Request) (*Result, error) 
 	if err := in.checkPolicy(ctx, g, todo, verified); err != nil {
 		return nil, err
 	}
+	for _, st := range todo {
+		if err := in.checkRevoked(st.ID, done[st.ID].v); err != nil {
+			return nil, err
+		}
+	}
 	err = in.o.Cache.WithLock(ctx, func(ctx context.Context) error {
 		// Re-read the registry under the lock: another process may have
 		// installed or removed plugins since the plan was made.
@@ -250,6 +255,25 @@ func (in *Installer) checkPolicy(ctx context.Context, g *graph, steps []resolver
 		items = append(items, it)
 	}
 	return in.o.Policy.AllowInstall(ctx, items)
+}
+
+// revocationSource is a Policy that carries the revocations of the policy
+// bundle in force (*policy.Engine).
+type revocationSource interface {
+	Revocations() policy.Revocations
+}
+
+// checkRevoked refuses v, fetched for id, when a revocation withdraws its
+// version or its content digest (policy layer: exit 3).
+func (in *Installer) checkRevoked(id plugin.ID, v *cache.Version) error {
+	rs, ok := in.o.Policy.(revocationSource)
+	if !ok {
+		return nil
+	}
+	if r, hit := rs.Revocations().Match(id, v.Version, v.Digest); hit {
+		return policy.RevokedError(plugin.LayerPolicy, r, id, v.Version, v.Digest)
+	}
+	return nil
 }
 
 // verifiedSignatures returns the key ids of trusted keys whose signature

@@ -113,6 +113,10 @@ func (in *Installer) Update(ctx context.Context, ids []plugin.ID, opts UpdateOpt
 			sv.cleanup()
 			return out, err
 		}
+		if err := in.checkRevoked(id, sv.v); err != nil {
+			sv.cleanup()
+			return out, err
+		}
 		err = in.o.Cache.WithLock(ctx, func(ctx context.Context) error {
 			cur, err := in.o.Cache.Get(id)
 			if err != nil {

@@ -53,6 +53,8 @@ const (
 	stateDir           = "state"
 	hooksOnceDir       = "hooks-once"
 	machineIDFile      = "machine-id"
+	inventoryState     = "inventory-report.json"
+	inventoryLock      = "inventory-report.lock"
 	serverDir          = "server"
 )
 
@@ -159,6 +161,13 @@ func (p Paths) HooksOnce() string { return p.join(stateDir, hooksOnceDir) }
 
 // MachineID is the file holding this machine's id in the fleet inventory.
 func (p Paths) MachineID() string { return p.join(machineIDFile) }
+
+// InventoryState is what background inventory reports remember: the hash
+// of the last report sent and a pending one that failed.
+func (p Paths) InventoryState() string { return p.join(inventoryState) }
+
+// InventoryLock is held by the one inventory report running at a time.
+func (p Paths) InventoryLock() string { return p.join(inventoryLock) }
 
 // Server is the server's default data directory.
 func (p Paths) Server() string { return p.join(serverDir) }

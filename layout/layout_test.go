@@ -33,6 +33,8 @@ func TestNamesOnDisk(t *testing.T) {
 		{p.TrustedFoldersLock(), j("trusted-folders.json.lock")},
 		{p.HooksOnce(), j("state", "hooks-once")},
 		{p.MachineID(), j("machine-id")},
+		{p.InventoryState(), j("inventory-report.json")},
+		{p.InventoryLock(), j("inventory-report.lock")},
 		{p.Server(), j("server")},
 	} {
 		if c.got != c.want {

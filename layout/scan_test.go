@@ -28,7 +28,7 @@ var homeNames = map[string]bool{
 // which are not path expressions).
 var distinctNames = []string{stateDBFile, trustedFoldersFile, policyMemoFile,
 	agentIndexFile, agentLegacyIndex, hooksOnceDir,
-	machineIDFile, leasesDir, pluginConfigDir, pluginSecretsDir}
+	machineIDFile, inventoryState, inventoryLock, leasesDir, pluginConfigDir, pluginSecretsDir}
 
 // TestOnlyLayoutKnowsTheHome fails when a package other than layout builds
 // a path under the home by hand: a Join whose first argument names a home

@@ -134,6 +134,7 @@ type Engine struct {
 	// compiles counts the prepared queries built (tests).
 	compiles atomic.Int64
 	memo     *memo // WithMemoFile
+	revs     atomic.Pointer[Revocations]
 }
 
 type compiledLayer struct {

@@ -91,6 +91,7 @@ func (a *app) newAgentRuntime(ctx context.Context, opts *agentOptions, o agent.O
 		}
 		paths.Project = abs
 	}
+	a.usedPlugins = true
 	o.Home = a.env.Home()
 	// A home this process cannot write keeps the policy memo and the
 	// component index in memory: reading needs neither file.

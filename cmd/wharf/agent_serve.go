@@ -38,7 +38,9 @@ docs/protocol.schema.json.`,
 			}
 			project := a.agentProject(opts)
 			var sup *mcp.Supervisor
-			o := agent.Options{}
+			// Each load that made a set current may start a background
+			// inventory report (at most once per inventory.interval).
+			o := agent.Options{AfterLoad: func(*agent.Set) { a.maybeReport(opts.pluginDirs, true) }}
 			if !noMCP {
 				sup = mcp.New(mcp.Options{ProjectDir: project, Stderr: a.stderr, Authorize: a.mcpSignIn})
 				defer sup.Close()

@@ -23,6 +23,7 @@ import (
 // Installer builds the install use cases over this home: store, marketplaces,
 // cache (with WHARF_SEED_DIRS), fetcher, policy and the settings scopes.
 func (a *app) Installer() (*install.Installer, error) {
+	a.usedPlugins = true
 	st, err := a.Store()
 	if err != nil {
 		return nil, err

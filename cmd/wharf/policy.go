@@ -45,11 +45,11 @@ func (o *policyOptions) sources(a *app) policy.Sources {
 }
 
 func (o *policyOptions) engine(a *app) (*policy.Engine, []policy.Layer, error) {
-	layers, err := a.loadPolicyLayers(context.Background(), o.sources(a))
+	layers, revs, err := a.loadPolicy(context.Background(), o.sources(a))
 	if err != nil {
 		return nil, nil, err
 	}
-	e, err := policy.NewEngine(layers)
+	e, err := policy.NewEngine(layers, policy.WithRevocations(revs))
 	if err != nil {
 		return nil, nil, err
 	}
@@ -433,6 +433,7 @@ func newPolicyExportCmd(a *app, o *policyOptions) *cobra.Command {
 				return err
 			}
 			x := e.ExportClaude()
+			forceRevokedOff(&x, e.Revocations())
 			for _, w := range x.Warnings {
 				a.warnf("export: %s", w)
 			}

@@ -79,7 +79,7 @@ func newPolicyClient(t *testing.T, token string) *policyClient {
 	return &policyClient{t: t, home: home, env: append(os.Environ(),
 		"WHARF_HOME="+home, "HOME="+filepath.Join(home, "userhome"),
 		"WHARF_MANAGED_DIR="+filepath.Join(home, "no-managed"),
-		"WHARF_TOKEN="+token, "WHARF_POLICY_URL=", "WHARF_POLICY_KEY=")}
+		"WHARF_TOKEN="+token, "WHARF_POLICY_URL=", "WHARF_POLICY_KEY=", "WHARF_INVENTORY_INTERVAL=off")}
 }
 
 func (c *policyClient) run(args ...string) (int, string, string) {

@@ -151,20 +151,23 @@ func noPolicyServer() error {
 		Hint: "pass --policy-url URL or set WHARF_POLICY_URL (or name one with policyUrl in the managed settings)"}
 }
 
-// loadPolicyLayers reads src's layers and, with policy servers (named by
+// loadPolicy reads src's layers and, with policy servers (named by
 // the managed settings, or --policy-url), puts each server's layers after
 // the managed directories and before the --policy paths. Like every layer
 // they can only tighten. A layer whose name an earlier layer already has is
 // renamed (name_2, ...).
-func (a *app) loadPolicyLayers(ctx context.Context, src policy.Sources) ([]policy.Layer, error) {
+// It also returns the revocations the servers' bundles carry, in server
+// order.
+func (a *app) loadPolicy(ctx context.Context, src policy.Sources) ([]policy.Layer, policy.Revocations, error) {
 	layers, err := src.Load()
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	servers, err := a.policyServers(layers)
 	if err != nil || len(servers) == 0 {
-		return layers, err
+		return layers, nil, err
 	}
+	a.hasPolicyServer = true
 	n := 0 // the managed layers stay first
 	for n < len(layers) && layers[n].Managed {
 		n++
@@ -183,12 +186,14 @@ func (a *app) loadPolicyLayers(ctx context.Context, src policy.Sources) ([]polic
 		taken[l.Name] = true
 	}
 	var pulled [][]policy.Layer
+	var revs policy.Revocations
 	for _, srv := range servers {
 		res, err := a.pullPolicy(ctx, srv)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		pulled = append(pulled, res.Layers)
+		revs = append(revs, res.Info.Revocations...)
 	}
 	// Server layers keep their names unless two servers share one; the
 	// --policy layers give way to them.
@@ -200,20 +205,29 @@ func (a *app) loadPolicyLayers(ctx context.Context, src policy.Sources) ([]polic
 	for _, l := range layers[n:] {
 		add(l)
 	}
-	return out, nil
+	return out, revs, nil
 }
 
 // openPolicy compiles src's layers with the policy server's; a reload
 // pulls again.
 func (a *app) openPolicy(src policy.Sources) (*policy.Engine, error) {
-	load := func() ([]policy.Layer, error) { return a.loadPolicyLayers(context.Background(), src) }
-	layers, err := load()
+	layers, revs, err := a.loadPolicy(context.Background(), src)
 	if err != nil {
 		return nil, err
 	}
-	opts := []policy.Option{policy.WithLoader(load)}
+	// A reload pulls again and sets the revocations of the bundle it got.
+	var e *policy.Engine
+	load := func() ([]policy.Layer, error) {
+		layers, revs, err := a.loadPolicy(context.Background(), src)
+		if err == nil && e != nil {
+			e.SetRevocations(revs)
+		}
+		return layers, err
+	}
+	opts := []policy.Option{policy.WithLoader(load), policy.WithRevocations(revs)}
 	if a.env.Home() != "" {
 		opts = append(opts, policy.WithMemoFile(a.env.PolicyMemo()))
 	}
-	return policy.NewEngine(layers, opts...)
+	e, err = policy.NewEngine(layers, opts...)
+	return e, err
 }

@@ -20,6 +20,7 @@ import (
 
 	"github.com/wharfhq/wharf/cache"
 	"github.com/wharfhq/wharf/fetch"
+	"github.com/wharfhq/wharf/inventory/collect"
 	"github.com/wharfhq/wharf/layout"
 	"github.com/wharfhq/wharf/marketplace"
 	"github.com/wharfhq/wharf/plugin"
@@ -51,6 +52,14 @@ type app struct {
 	policyPaths []string
 	pol         *policy.Engine
 	remote      remotePolicyFlags // --policy-url, --token, --policy-key
+
+	// usedPlugins marks a command that read the installed plugins, and
+	// hasPolicyServer one whose policy names a server: after it, a
+	// background inventory report may be due (maybeReport).
+	usedPlugins     bool
+	hasPolicyServer bool
+	reporting       bool // wharf inventory report: starts no background report
+	reportStarted   bool // one background report per process at most
 }
 
 // config is the resolved configuration. Precedence: flags > WHARF_* env >
@@ -69,11 +78,16 @@ type config struct {
 	// update, plugin install and update, show): built once here from the
 	// keys above and gitlab-host, proxy, npm-registry, max-download-bytes.
 	Fetch fetch.Config
+	// InventoryInterval is the least time between background inventory
+	// reports (inventory.interval); 0 turns them off. InventoryTimeout
+	// bounds one (inventory.timeout).
+	InventoryInterval time.Duration
+	InventoryTimeout  time.Duration
 }
 
 // configKeys are the keys a config file may set (others warn).
 var configKeys = map[string]bool{"json": true, "lock-timeout": true, "git-timeout": true, "net-idle-timeout": true, "github-host": true, "gc-grace": true,
-	"gitlab-host": true, "proxy": true, "npm-registry": true, "max-download-bytes": true}
+	"gitlab-host": true, "proxy": true, "npm-registry": true, "max-download-bytes": true, "inventory.interval": true, "inventory.timeout": true}
 
 // newRootCmd builds the command tree. Register a new verb with one line in
 // the AddCommand list below.
@@ -124,6 +138,7 @@ func newRootCmd(a *app) *cobra.Command {
 	root.AddCommand(newPolicyCmd(a))
 	root.AddCommand(newDoctorCmd(a))
 	root.AddCommand(newConfigCmd(a))
+	root.AddCommand(newInventoryCmd(a))
 	return root
 }
 
@@ -186,6 +201,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	if cerr := a.close(); err == nil && cerr != nil {
 		err = cerr
 	}
+	a.maybeReport(nil, false)
 	if err != nil && !a.running {
 		// cobra failed before any command ran: unknown command, bad
 		// arguments or flags.
@@ -283,7 +299,7 @@ func (a *app) markRunning(*cobra.Command) { a.running = true }
 func (a *app) load(cmd *cobra.Command) error {
 	v := viper.New()
 	v.SetEnvPrefix("WHARF")
-	v.SetEnvKeyReplacer(strings.NewReplacer("-", "_"))
+	v.SetEnvKeyReplacer(strings.NewReplacer("-", "_", ".", "_"))
 	v.AutomaticEnv()
 	userHome, _ := os.UserHomeDir()
 	v.SetDefault("home", filepath.Join(userHome, ".wharf"))
@@ -297,6 +313,8 @@ func (a *app) load(cmd *cobra.Command) error {
 	v.SetDefault("npm-registry", "")
 	v.SetDefault("max-download-bytes", 0)
 	v.SetDefault("gc-grace", cache.DefaultGrace.String())
+	v.SetDefault("inventory.interval", defaultInventoryInterval.String())
+	v.SetDefault("inventory.timeout", collect.DefaultTimeout.String())
 	for _, k := range []string{"home", "json"} {
 		if err := v.BindPFlag(k, cmd.Flags().Lookup(k)); err != nil {
 			return err
@@ -337,6 +355,12 @@ func (a *app) load(cmd *cobra.Command) error {
 	// marketplace code fetches them from.
 	policy.SetGitHubHost(a.cfg.GitHubHost)
 	if a.cfg.Grace, err = durationKeyMin(v, "gc-grace", 0); err != nil {
+		return err
+	}
+	if a.cfg.InventoryInterval, err = intervalKey(v, "inventory.interval"); err != nil {
+		return err
+	}
+	if a.cfg.InventoryTimeout, err = durationKey(v, "inventory.timeout"); err != nil {
 		return err
 	}
 	return a.loadFetch(v)
@@ -383,7 +407,7 @@ func (a *app) readConfigFile(v *viper.Viper) error {
 		}
 		for _, k := range v.AllKeys() {
 			if v.InConfig(k) && !configKeys[k] {
-				fmt.Fprintf(a.stderr, "wharf: warning: %s: unknown key %q ignored (known: gc-grace, git-timeout, github-host, gitlab-host, json, lock-timeout, max-download-bytes, net-idle-timeout, npm-registry, proxy)\n", p, k)
+				fmt.Fprintf(a.stderr, "wharf: warning: %s: unknown key %q ignored (known: gc-grace, git-timeout, github-host, gitlab-host, inventory.interval, inventory.timeout, json, lock-timeout, max-download-bytes, net-idle-timeout, npm-registry, proxy)\n", p, k)
 			}
 		}
 		return nil
@@ -413,8 +437,24 @@ func durationKeyMin(v *viper.Viper, key string, least time.Duration) (time.Durat
 	return d, nil
 }
 
+// intervalKey parses a duration key that "off" (or 0) turns off.
+func intervalKey(v *viper.Viper, key string) (time.Duration, error) {
+	s := strings.TrimSpace(v.GetString(key))
+	if s == "off" || s == "0" {
+		return 0, nil
+	}
+	d, err := durationKey(v, key)
+	if err != nil {
+		var pe *plugin.Error
+		if errors.As(err, &pe) {
+			pe.Hint += `, or "off"`
+		}
+	}
+	return d, err
+}
+
 func configError(key string, err error) error {
-	env := "WHARF_" + strings.ToUpper(strings.ReplaceAll(key, "-", "_"))
+	env := "WHARF_" + strings.ToUpper(strings.NewReplacer("-", "_", ".", "_").Replace(key))
 	return &plugin.Error{Layer: plugin.LayerIntent, Type: typeUsage, Object: key,
 		Err:  fmt.Errorf("configuration %s: %w", key, err),
 		Hint: fmt.Sprintf("set %s (or %q in $WHARF_HOME/config.json) to a duration like 30s", env, key)}

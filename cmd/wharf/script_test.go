@@ -24,6 +24,8 @@ import (
 
 // TestMain lets scripts run `wharf` as a real subprocess of this binary.
 func TestMain(m *testing.M) {
+	// Commands run in this binary never start it as a background report.
+	backgroundReports = false
 	os.Exit(testscript.RunMain(cleanupRun{m}, map[string]func() int{
 		"wharf": func() int { return run(os.Args[1:], os.Stdout, os.Stderr) },
 	}))

@@ -223,6 +223,11 @@ func (a *app) runVerify(arg string, t *verifyTarget, keys trust.Keyring, require
 		problems = append(problems, fmt.Sprintf("no valid signature by a trusted key (trusted: %s): %s",
 			strings.Join(orNoneList(keys.IDs()), ", "), strings.Join(why, "; ")))
 	}
+	if msg, err := a.revokedProblem(subject, t, tree.Digest); err != nil {
+		return err
+	} else if msg != "" {
+		problems = append(problems, msg)
+	}
 	if !t.id.IsZero() {
 		// Managed policy may demand signatures by named keys for this
 		// plugin's marketplace (requireSignatures).
@@ -333,4 +338,23 @@ func (a *app) policySignatureProblem(id plugin.ID, results []trust.SigResult) (s
 		}
 	}
 	return strings.Join(why, "; "), nil
+}
+
+// revokedProblem says why the verified content is revoked: its plugin
+// version, or its digest under any name, withdrawn by a revocation of the
+// policy bundle in force; "" when none matches.
+func (a *app) revokedProblem(id plugin.ID, t *verifyTarget, digest string) (string, error) {
+	e, err := a.Policy()
+	if err != nil {
+		return "", err
+	}
+	version := t.version
+	if version == "" && !id.IsZero() {
+		version = trust.DeclaredVersion(t.dir, t.entryVersion)
+	}
+	r, ok := e.Revocations().Match(id, version, digest)
+	if !ok {
+		return "", nil
+	}
+	return policy.RevokedError(plugin.LayerTrust, r, id, version, digest).Error(), nil
 }

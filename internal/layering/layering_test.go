@@ -19,7 +19,7 @@ const module = "github.com/wharfhq/wharf/"
 // entry that is not an explicit list: there are no wildcards.
 var allowed = map[string][]string{
 	// The client: developers, CI and agents. No server package, no etcd.
-	"cmd/wharf": {"agent", "load", "fetch", "api/client", "atomicfile", "cache", "install", "internal/lazyre", "marketplace", "plugin", "policy", "settings", "source", "store", "trust", "wire", "layout"},
+	"cmd/wharf": {"agent", "load", "fetch", "inventory", "inventory/collect", "api/client", "atomicfile", "cache", "install", "internal/lazyre", "marketplace", "plugin", "policy", "settings", "source", "store", "trust", "wire", "layout"},
 	// The server: the HTTP API, the web console and the etcd store.
 	"cmd/wharf-server": {"(root)", "api", "fetch", "source", "marketplace", "plugin", "policy", "store", "store/etcd", "trust", "layout"},
 	"bench":            {},
@@ -53,7 +53,9 @@ var allowed = map[string][]string{
 	"netidle":         {},
 	"inventory":       {"plugin", "store", "internal/lazyre"}, // the server's store; inventory/collect has its own rule
 	"layout":          {},
-	"githttp":         {},
+	// The client side of the inventory: reports from a wharf or Claude Code home.
+	"inventory/collect": {"inventory", "load", "policy", "trust", "plugin", "atomicfile", "layout", "internal/lazyre"},
+	"githttp":           {},
 	// The shared test fixtures: a home and directory marketplaces; never
 	// agent, install or cmd, whose tests use them.
 	"internal/testworld": {"cache", "layout", "plugin", "policy", "settings", "store"},

@@ -1,0 +1,61 @@
+package main
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/wharfhq/wharf/api"
+	"github.com/wharfhq/wharf/layout"
+	"github.com/wharfhq/wharf/policy"
+)
+
+func TestForceRevokedOffInTheClaudeExport(t *testing.T) {
+	x := policy.Export{Settings: map[string]any{"enabledPlugins": map[string]bool{"a@m": true, "keep@m": true}}}
+	forceRevokedOff(&x, policy.Revocations{
+		{ID: "r-1", Plugin: "a@m", Version: "1.0.0", Reason: "bad"},
+		{ID: "r-2", Plugin: "b@m", Version: "2.0.0", Reason: "worse"},
+		{ID: "r-3", Digest: "w1:xyz", Reason: "tampered"},
+	})
+	got := x.Settings["enabledPlugins"].(map[string]bool)
+	if got["a@m"] || got["b@m"] || !got["keep@m"] || len(got) != 3 {
+		t.Fatalf("enabledPlugins = %v", got)
+	}
+	w := strings.Join(x.Warnings, "\n")
+	if !strings.Contains(w, "a@m 1.0.0 is revoked (r-1: bad)") || !strings.Contains(w, "r-3") {
+		t.Fatalf("warnings %q", w)
+	}
+	// No revocations: the export is left as computed.
+	y := policy.Export{Settings: map[string]any{}}
+	forceRevokedOff(&y, nil)
+	if len(y.Settings) != 0 || len(y.Warnings) != 0 {
+		t.Fatalf("export changed without revocations: %+v", y)
+	}
+}
+
+// A long-lived engine (an agent session) takes the revocations of the
+// bundle its reload pulls.
+func TestPolicyReloadTakesTheBundlesRevocations(t *testing.T) {
+	srv := newPolicyAPI(t)
+	t.Setenv("WHARF_MANAGED_DIR", t.TempDir())
+	a := &app{stdout: io.Discard, stderr: io.Discard, env: layout.New(t.TempDir())}
+	a.remote.url, a.remote.token = srv.hs.URL, srv.agent
+	e, err := a.openPolicy(a.policySources())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(e.Revocations()) != 0 {
+		t.Fatalf("revocations before any: %v", e.Revocations())
+	}
+	var rv api.RevocationWriteResult
+	srv.call("POST", "/v1/revocations", "", map[string]string{"plugin": "tool@corp", "version": "1.0.0", "reason": "bad"}, http.StatusCreated, &rv)
+	if _, err := e.Reload(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	got := e.Revocations()
+	if len(got) != 1 || got[0].ID != rv.Revocation.ID || got[0].Reason != "bad" {
+		t.Fatalf("revocations after the reload: %+v", got)
+	}
+}
