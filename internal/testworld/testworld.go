@@ -152,10 +152,11 @@ func writeJSON(tb testing.TB, p string, doc any) {
 	WriteTree(tb, filepath.Dir(p), map[string]string{filepath.Base(p): string(b)})
 }
 
-// Policy compiles the managed directory into a real engine.
+// Policy compiles the managed directory into a real engine that keeps its
+// decision memo in the home, as wharf's commands do.
 func (w *World) Policy() *policy.Engine {
 	w.TB.Helper()
-	e, err := policy.Open(policy.Sources{ManagedDir: w.Managed})
+	e, err := policy.Open(policy.Sources{ManagedDir: w.Managed}, policy.WithMemoFile(layout.New(w.Home).PolicyMemo()))
 	if err != nil {
 		w.TB.Fatal(err)
 	}
