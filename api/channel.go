@@ -75,10 +75,10 @@ func (s *Server) revocations(ctx context.Context) (policy.Revocations, error) {
 // channelDecider asks the server's current policy about channel candidates,
 // as GET /v1/plugins does, without auditing each denial (a rebuild is
 // audited once, with what changed).
-func (s *Server) channelDecider(ctx context.Context) (channel.Decider, string, error) {
-	d, version, err := s.decider(ctx)
+func (s *Server) channelDecider(ctx context.Context) (channel.Decider, policyHead, error) {
+	d, head, err := s.deciderHead(ctx)
 	if err != nil {
-		return nil, "", err
+		return nil, policyHead{}, err
 	}
 	return func(ctx context.Context, c channel.Candidate) (channel.Verdict, error) {
 		in := DecisionInput{Plugin: c.ID, MarketplaceSource: c.MarketplaceSource, Dependencies: c.Dependencies, RequiredBy: c.RequiredBy}
@@ -94,7 +94,7 @@ func (s *Server) channelDecider(ctx context.Context) (channel.Decider, string, e
 			v.Reasons = append(v.Reasons, channel.Reason{Layer: r.Layer, Rule: r.Rule, Message: r.Message})
 		}
 		return v, nil
-	}, version, nil
+	}, head, nil
 }
 
 // ensureChannel brings a channel's build up to date with the current
@@ -112,7 +112,7 @@ func (s *Server) ensureChannel(ctx context.Context, name string) (channel.Defini
 	}); err != nil {
 		return def, channel.Head{}, err
 	}
-	decide, version, err := s.channelDecider(ctx)
+	decide, pol, err := s.channelDecider(ctx)
 	if err != nil {
 		return def, channel.Head{}, err
 	}
@@ -131,11 +131,11 @@ func (s *Server) ensureChannel(ctx context.Context, name string) (channel.Defini
 		Revision              int
 	}{def.Name, def.Description, def.Marketplaces, def.Plugins, def.Revision})
 	revJSON, _ := json.Marshal(revs)
-	fmt.Fprintf(fp, "%s\x00%s\x00%s\x00", defJSON, version, revJSON)
+	fmt.Fprintf(fp, "%s\x00%s\x00%s\x00", defJSON, pol.Version, revJSON)
 	for _, l := range cat.Marketplaces() {
 		fmt.Fprintf(fp, "%s %s %s %v\x00", l.Known.Name, l.Known.Commit, l.Known.LastUpdated.UTC().Format(time.RFC3339Nano), l.Err)
 	}
-	res, err := b.Ensure(ctx, channel.Input{Definition: def, Catalog: cat, Decide: decide, Revocations: revs, Vendor: b.Vendor},
+	res, err := b.Ensure(ctx, channel.Input{Definition: def, Catalog: cat, Decide: decide, Revocations: revs, Vendor: b.Vendor, PolicyRevision: pol.Revision},
 		hex.EncodeToString(fp.Sum(nil)))
 	if err != nil {
 		return def, channel.Head{}, err
@@ -144,7 +144,7 @@ func (s *Server) ensureChannel(ctx context.Context, name string) (channel.Defini
 		h := res.Head
 		if err := s.deps.Store.Update(func(tx store.Tx) error {
 			return appendAudit(tx, AuditEntry{Time: s.now().UTC(), Action: ActionChannelRebuild, Actor: "wharf", Object: "channel " + name,
-				Detail: map[string]any{"commit": h.Commit, "parent": h.Parent, "generation": h.Generation, "policyVersion": version,
+				Detail: map[string]any{"commit": h.Commit, "parent": h.Parent, "generation": h.Generation, "policyVersion": pol.Version,
 					"plugins": len(h.Plan.Entries), "changes": h.Changes}})
 		}); err != nil {
 			return def, h, err

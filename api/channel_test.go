@@ -164,7 +164,9 @@ func TestChannelOverGit(t *testing.T) {
 	}
 	e2.do("GET", "/v1/channels", dev, nil).json(t, &list2)
 	if list2[0].Commit != second {
-		t.Fatalf("replica serves %s after the change, want %s", list2[0].Commit, second)
+		var v2 ChannelView
+		e2.do("GET", "/v1/channels/approved", dev, nil).json(t, &v2)
+		t.Fatalf("replica serves %s after the change, want %s (first %s): %+v", list2[0].Commit, second, first, v2)
 	}
 
 	// Each rebuild is audited with its commit and what changed.

@@ -644,18 +644,25 @@ type compiledPolicy struct {
 // decider returns the engine for the current policy, compiling it once per
 // version.
 func (s *Server) decider(ctx context.Context) (Decider, string, error) {
+	d, head, err := s.deciderHead(ctx)
+	return d, head.Version, err
+}
+
+// deciderHead is decider with the whole policy head it compiled (its
+// revision orders policies in time; the version only tells them apart).
+func (s *Server) deciderHead(ctx context.Context) (Decider, policyHead, error) {
 	if s.deps.Policy == nil {
-		return nil, "", &APIError{Status: http.StatusServiceUnavailable, Code: CodeUnavailable,
+		return nil, policyHead{}, &APIError{Status: http.StatusServiceUnavailable, Code: CodeUnavailable,
 			Message: "this server has no policy engine configured"}
 	}
 	head, err := s.currentHead()
 	if err != nil {
-		return nil, "", err
+		return nil, policyHead{}, err
 	}
 	s.polMu.Lock()
 	defer s.polMu.Unlock()
 	if s.polCache != nil && s.polCache.version == head.Version {
-		return s.polCache.decider, head.Version, nil
+		return s.polCache.decider, head, nil
 	}
 	var layers []Layer
 	if err := s.deps.Store.View(func(r store.Reader) (err error) {
@@ -665,14 +672,14 @@ func (s *Server) decider(ctx context.Context) (Decider, string, error) {
 		layers, err = readLayers(r)
 		return err
 	}); err != nil {
-		return nil, "", err
+		return nil, policyHead{}, err
 	}
 	d, err := s.deps.Policy(ctx, toPolicyLayers(layers))
 	if err != nil {
-		return nil, "", fmt.Errorf("compile policy %s: %w", head.Version, err)
+		return nil, policyHead{}, fmt.Errorf("compile policy %s: %w", head.Version, err)
 	}
 	s.polCache = &compiledPolicy{version: head.Version, decider: d}
-	return d, head.Version, nil
+	return d, head, nil
 }
 
 // decide asks the policy about one plugin and records the outcome; a denial

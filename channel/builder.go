@@ -37,17 +37,19 @@ var Epoch = time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
 
 // Head is a channel's current build, as recorded in the store.
 type Head struct {
-	Channel     string    `json:"channel"`
-	Commit      string    `json:"commit"`
-	Tree        string    `json:"tree"`
-	Parent      string    `json:"parent,omitempty"`
-	Generation  int       `json:"generation"`
-	Fingerprint string    `json:"fingerprint"` // of the inputs it was built from
-	Revision    int       `json:"revision"`    // of the definition
-	Built       time.Time `json:"built"`       // when this commit was first built
-	Checked     time.Time `json:"checked"`     // when the inputs were last found to give it
-	Changes     []string  `json:"changes,omitempty"`
-	Plan        Plan      `json:"plan"`
+	Channel     string `json:"channel"`
+	Commit      string `json:"commit"`
+	Tree        string `json:"tree"`
+	Parent      string `json:"parent,omitempty"`
+	Generation  int    `json:"generation"`
+	Fingerprint string `json:"fingerprint"` // of the inputs it was built from
+	Revision    int    `json:"revision"`    // of the definition
+	// PolicyRevision is the server's policy revision it was built from.
+	PolicyRevision uint64    `json:"policyRevision,omitempty"`
+	Built          time.Time `json:"built"`   // when this commit was first built
+	Checked        time.Time `json:"checked"` // when the inputs were last found to give it
+	Changes        []string  `json:"changes,omitempty"`
+	Plan           Plan      `json:"plan"`
 }
 
 // Builder builds channels into git repositories under Dir and records
@@ -151,10 +153,17 @@ func (b *Builder) Ensure(ctx context.Context, in Input, fingerprint string) (Res
 	}); err != nil {
 		return Result{}, err
 	}
-	if ok && h.Fingerprint == fingerprint {
+	if ok && (h.Fingerprint == fingerprint || newerInputs(h, in)) {
 		return Result{Head: h}, b.sync(name, h)
 	}
 	return b.build(ctx, in, fingerprint)
+}
+
+// newerInputs reports whether head was built from a later policy or
+// definition than in holds: in comes from a replica that has not seen the
+// latest change yet, and its build would take the channel back.
+func newerInputs(h Head, in Input) bool {
+	return h.PolicyRevision > in.PolicyRevision || h.Revision > in.Definition.Revision
 }
 
 func (b *Builder) repoDir(name string) string { return filepath.Join(b.Dir, "repos", name+".git") }
@@ -245,7 +254,12 @@ func (b *Builder) build(ctx context.Context, in Input, fingerprint string) (Resu
 		}); err != nil {
 			return Result{}, err
 		}
-		next := Head{Channel: name, Tree: tree.String(), Fingerprint: fingerprint, Revision: in.Definition.Revision, Checked: now, Plan: *plan}
+		if ok && newerInputs(h, in) {
+			// Another replica committed a build of later inputs meanwhile.
+			return Result{Head: h}, b.sync(name, h)
+		}
+		next := Head{Channel: name, Tree: tree.String(), Fingerprint: fingerprint, Revision: in.Definition.Revision,
+			PolicyRevision: in.PolicyRevision, Checked: now, Plan: *plan}
 		rebuilt := false
 		if ok && h.Tree == tree.String() {
 			if err := b.sync(name, h); err != nil {

@@ -47,6 +47,11 @@ type Input struct {
 	Decide      Decider
 	Revocations policy.Revocations
 	Vendor      *Vendor
+	// PolicyRevision orders the policy Decide answers for in time (the
+	// server's policy revision). A replica whose view of the policy is
+	// older than the one the stored head was built from serves that head
+	// and never commits a build of the older policy over it.
+	PolicyRevision uint64
 }
 
 // Entry is one plugin of a channel.
