@@ -146,8 +146,9 @@ func (s *Server) bundleTag(version string) *bundleTag {
 }
 
 type builtBundle struct {
-	version string
-	body    []byte
+	version  string
+	revision uint64
+	body     []byte
 }
 
 // policyBundle serves the signed bundle. The 304 path reads one key and
@@ -204,7 +205,7 @@ func (s *Server) bundleFor(ctx context.Context) (*builtBundle, error) {
 	}
 	s.bunMu.Lock()
 	defer s.bunMu.Unlock()
-	if s.bunCache != nil && s.bunCache.version == head.Version {
+	if s.bunCache != nil && s.bunCache.version == head.Version && s.bunCache.revision == head.Revision {
 		return s.bunCache, nil
 	}
 	if err := ctx.Err(); err != nil {
@@ -215,7 +216,7 @@ func (s *Server) bundleFor(ctx context.Context) (*builtBundle, error) {
 		return nil, fmt.Errorf("build policy bundle %s: %w", head.Version, err)
 	}
 	s.bunBuilds++
-	s.bunCache = &builtBundle{version: head.Version, body: body}
+	s.bunCache = &builtBundle{version: head.Version, revision: head.Revision, body: body}
 	return s.bunCache, nil
 }
 

@@ -300,10 +300,16 @@ func TestRevocationInBundle(t *testing.T) {
 	if len(a.policy.Revocations) != 1 || a.policy.Revocations[0].ID != w2.Revocation.ID {
 		t.Fatalf("after lifting, bundle revocations = %+v", a.policy.Revocations)
 	}
+	revoked := a.policy.Revision
 	mustStatus(t, e.do("DELETE", "/v1/revocations/"+w2.Revocation.ID, e.tokens[RoleAdmin], nil), 200)
 	a.pull()
 	if len(a.policy.Revocations) != 0 || a.etag != before {
 		t.Fatalf("with no revocation left the policy is what it was: %q vs %q, %+v", a.etag, before, a.policy.Revocations)
+	}
+	// Same content as before the revocations, but a later revision: a
+	// client refuses a bundle whose revision went back as a rollback.
+	if a.policy.Revision <= revoked {
+		t.Fatalf("after the last lift the bundle's revision is %d, not after %d", a.policy.Revision, revoked)
 	}
 
 	// History and audit, like policy layers.

@@ -222,6 +222,10 @@ type sharedBundle struct {
 	Body     []byte `json:"body"`
 }
 
+// errStaleBundle: the stored bundle of a policy version was built under an
+// older revision than the head's.
+var errStaleBundle = errors.New("stored policy bundle has an older revision")
+
 // keptBundles is how many policy revisions back stored bundles are kept
 // (a lagging replica may still ask for a recent one).
 const keptBundles = 8
@@ -239,6 +243,13 @@ func (s *Server) bundleBytes(head policyHead, layers []Layer, revs policy.Revoca
 		if err := json.Unmarshal(raw, &sb); err != nil || len(sb.Body) == 0 {
 			return nil, fmt.Errorf("stored policy bundle %s is corrupt (%v); delete key %s of bucket %s to rebuild it", head.Version, err, head.Version, bucketBundle)
 		}
+		if sb.Revision < head.Revision {
+			// The policy came back to content it had before (a layer put
+			// then deleted, a revocation lifted): the stored bundle of
+			// that content carries an older revision, which clients
+			// refuse as a rollback. Build it again under the new one.
+			return nil, errStaleBundle
+		}
 		return sb.Body, nil
 	}
 	var body []byte
@@ -246,7 +257,7 @@ func (s *Server) bundleBytes(head policyHead, layers []Layer, revs policy.Revoca
 	if err == nil {
 		return body, nil
 	}
-	if !errors.Is(err, store.ErrNotFound) {
+	if !errors.Is(err, store.ErrNotFound) && !errors.Is(err, errStaleBundle) {
 		return nil, err
 	}
 	built, err := buildBundle(head, layers, revs, s.signer)
@@ -263,7 +274,7 @@ func (s *Server) bundleBytes(head policyHead, layers []Layer, revs policy.Revoca
 			body = b // another replica was first
 			return nil
 		}
-		if !errors.Is(err, store.ErrNotFound) {
+		if !errors.Is(err, store.ErrNotFound) && !errors.Is(err, errStaleBundle) {
 			return err
 		}
 		body = built

@@ -172,6 +172,20 @@ func TestFleetInventoryAndRevocationEndToEnd(t *testing.T) {
 		t.Fatalf("export does not say why beta is off: %s", stderr)
 	}
 
+	// The admin lifts the revocation: the policy is back to what it was
+	// before, under a later revision, which clients take (not a rollback);
+	// beta loads again and reports active.
+	srv.call("DELETE", "/v1/revocations/"+rv.Revocation.ID, "", nil, http.StatusOK, nil)
+	if code, out, stderr := clients[1].run("list"); code != 0 || strings.Contains(out, "revoked") {
+		t.Fatalf("list after the revocation was lifted: exit %d\n%s%s", code, out, stderr)
+	}
+	if code, out, stderr := clients[1].run("inventory", "report", "--json"); code != 0 {
+		t.Fatalf("report after the lift: exit %d\n%s%s", code, out, stderr)
+	}
+	if states := holders(srv, "beta")[m[1]]; strings.Join(states, ",") != inventory.StateActive {
+		t.Fatalf("%s reports beta as %v after the lift, want active", m[1], states)
+	}
+
 	// A machine cannot write another's record: the first client's id with
 	// the second client's token is refused.
 	other := *clients[1]
