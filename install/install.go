@@ -217,6 +217,20 @@ func (in *Installer) Install(ctx context.Context, req Request) (*Result, error) 
 			enable[st.ID] = true
 			res.Enabled = append(res.Enabled, st.ID)
 		}
+		// A dependency already in the registry that no settings scope
+		// mentions was left so by an install killed between its registry
+		// write and its settings write: enable it, as that install would
+		// have. One a user disabled keeps its entry and stays off.
+		snap, err := settings.Load(in.o.Settings, in.o.FlagSettings)
+		if err != nil {
+			return err
+		}
+		for _, st := range plan.Steps {
+			if _, decided := snap.Merged.EnabledPlugins[st.ID]; st.Role == resolver.RoleInstalled && !decided {
+				enable[st.ID] = true
+				res.Enabled = append(res.Enabled, st.ID)
+			}
+		}
 		file, err := settings.SetEnabledAll(in.o.Settings, scope, enable)
 		res.Settings = file
 		return err

@@ -235,3 +235,32 @@ func TestConcurrentInstallsInOneProcess(t *testing.T) {
 		t.Fatalf("registry after concurrent installs: %v", reg)
 	}
 }
+
+// An install killed between its registry write and its settings write
+// leaves a dependency registered that no settings scope mentions; the next
+// install of its dependent enables it. A dependency the user disabled
+// stays disabled.
+func TestInstallEnablesADependencyLeftUnsettled(t *testing.T) {
+	w := newWorld(t, map[string][]string{"app": {"b", "c"}, "b": nil, "c": nil}, "")
+	if _, err := w.in.Install(bg, Request{ID: plugin.MustParseID("app@corp")}); err != nil {
+		t.Fatal(err)
+	}
+	// The state such a kill leaves: b and c registered, b with no entry.
+	file := filepath.Join(w.home, "settings.json")
+	write(t, file, `{"enabledPlugins": {"app@corp": true, "c@corp": false}}`)
+	res, err := w.in.Install(bg, Request{ID: plugin.MustParseID("app@corp")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	snap, err := settings.Load(settings.Paths{Home: w.home}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := snap.Merged.EnabledPlugins
+	if on, ok := got[plugin.MustParseID("b@corp")]; !ok || !on {
+		t.Errorf("b@corp after the second install: %v (enabled %v)", got, res.Enabled)
+	}
+	if on := got[plugin.MustParseID("c@corp")]; on {
+		t.Errorf("c@corp, which the user disabled, was enabled again: %v", got)
+	}
+}
