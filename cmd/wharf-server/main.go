@@ -24,9 +24,9 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	"github.com/spf13/pflag"
 	"github.com/spf13/viper"
 
+	"github.com/wharfhq/wharf/internal/cliusage"
 	"github.com/wharfhq/wharf/layout"
 	"github.com/wharfhq/wharf/marketplace"
 	"github.com/wharfhq/wharf/plugin"
@@ -96,38 +96,12 @@ func newRootCmd(a *app) *cobra.Command {
 	pf.Bool("json", false, "print the start-up line as JSON (errors go to stderr as JSON)")
 	addServeFlags(root.Flags(), o)
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError(err) })
-	root.SetUsageTemplate(strings.ReplaceAll(root.UsageTemplate(), ".LocalFlags.FlagUsages", "flagUsages .LocalFlags"))
+	cliusage.Apply(root)
 	root.SetOut(a.stdout)
 	root.SetErr(a.stderr)
 	root.SetVersionTemplate("wharf-server {{.Version}}\n")
 	return root
 }
-
-func init() {
-	cobra.AddTemplateFunc("flagUsages", flagUsages)
-}
-
-// flagUsages lists fs as pflag does, but shows a boolean flag as "--json"
-// rather than "--json[=true|false]" (--json=false still works).
-func flagUsages(fs *pflag.FlagSet) string {
-	out := pflag.NewFlagSet(fs.Name(), pflag.ContinueOnError)
-	out.SortFlags = fs.SortFlags
-	fs.VisitAll(func(f *pflag.Flag) {
-		c := *f
-		if f.Value.Type() == "bool" {
-			c.Value = plainBool{f.Value}
-		}
-		out.AddFlag(&c)
-	})
-	return out.FlagUsages()
-}
-
-// plainBool hides IsBoolFlag from pflag's usage formatting only.
-type plainBool struct{ v pflag.Value }
-
-func (b plainBool) String() string     { return b.v.String() }
-func (b plainBool) Set(s string) error { return b.v.Set(s) }
-func (b plainBool) Type() string       { return b.v.Type() }
 
 // run executes one wharf-server invocation and returns its exit code.
 func run(args []string, stdout, stderr io.Writer) int {

@@ -14,12 +14,12 @@ import (
 
 	"github.com/gofrs/flock"
 	"github.com/spf13/cobra"
-	"github.com/spf13/pflag"
 	"github.com/spf13/viper"
 	"golang.org/x/term"
 
 	"github.com/wharfhq/wharf/cache"
 	"github.com/wharfhq/wharf/fetch"
+	"github.com/wharfhq/wharf/internal/cliusage"
 	"github.com/wharfhq/wharf/inventory/collect"
 	"github.com/wharfhq/wharf/layout"
 	"github.com/wharfhq/wharf/marketplace"
@@ -111,7 +111,7 @@ func newRootCmd(a *app) *cobra.Command {
 	pf.StringArrayVar(&a.policyPaths, "policy", nil, "an extra policy layer (settings JSON, .rego file or managed-style directory), after the managed directory; repeatable, highest first")
 	addRemotePolicyFlags(pf, &a.remote)
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError(err) })
-	root.SetUsageTemplate(usageTemplate(root.UsageTemplate()))
+	cliusage.Apply(root)
 	root.SetOut(a.stdout)
 	root.SetErr(a.stderr)
 	root.SetVersionTemplate("wharf {{.Version}}\n")
@@ -142,10 +142,6 @@ func newRootCmd(a *app) *cobra.Command {
 	return root
 }
 
-func init() {
-	cobra.AddTemplateFunc("flagUsages", flagUsages)
-}
-
 // newServeMovedCmd answers the `wharf serve` of earlier versions: the
 // server is a command of its own, so that this client links neither the web
 // framework nor the etcd client.
@@ -161,34 +157,6 @@ func newServeMovedCmd() *cobra.Command {
 		},
 	}
 }
-
-// usageTemplate is cobra's usage template with flags listed by flagUsages.
-func usageTemplate(t string) string {
-	t = strings.ReplaceAll(t, ".LocalFlags.FlagUsages", "flagUsages .LocalFlags")
-	return strings.ReplaceAll(t, ".InheritedFlags.FlagUsages", "flagUsages .InheritedFlags")
-}
-
-// flagUsages lists fs as pflag does, but shows a boolean flag as "--json"
-// rather than "--json[=true|false]" (--json=false still works).
-func flagUsages(fs *pflag.FlagSet) string {
-	out := pflag.NewFlagSet(fs.Name(), pflag.ContinueOnError)
-	out.SortFlags = fs.SortFlags
-	fs.VisitAll(func(f *pflag.Flag) {
-		c := *f
-		if f.Value.Type() == "bool" {
-			c.Value = plainBool{f.Value}
-		}
-		out.AddFlag(&c)
-	})
-	return out.FlagUsages()
-}
-
-// plainBool hides IsBoolFlag from pflag's usage formatting only.
-type plainBool struct{ v pflag.Value }
-
-func (b plainBool) String() string     { return b.v.String() }
-func (b plainBool) Set(s string) error { return b.v.Set(s) }
-func (b plainBool) Type() string       { return b.v.Type() }
 
 // run executes one wharf invocation and returns its exit code.
 func run(args []string, stdout, stderr io.Writer) int {

@@ -19,9 +19,9 @@ const module = "github.com/wharfhq/wharf/"
 // entry that is not an explicit list: there are no wildcards.
 var allowed = map[string][]string{
 	// The client: developers, CI and agents. No server package, no etcd.
-	"cmd/wharf": {"agent", "load", "fetch", "inventory", "inventory/collect", "api/client", "atomicfile", "cache", "install", "internal/lazyre", "marketplace", "plugin", "policy", "settings", "source", "store", "trust", "wire", "layout"},
+	"cmd/wharf": {"internal/cliusage", "agent", "load", "fetch", "inventory", "inventory/collect", "api/client", "atomicfile", "cache", "install", "internal/lazyre", "marketplace", "plugin", "policy", "settings", "source", "store", "trust", "wire", "layout"},
 	// The server: the HTTP API, the web console and the etcd store.
-	"cmd/wharf-server": {"(root)", "api", "fetch", "source", "marketplace", "plugin", "policy", "store", "store/etcd", "trust", "layout"},
+	"cmd/wharf-server": {"internal/cliusage", "(root)", "api", "fetch", "source", "marketplace", "plugin", "policy", "store", "store/etcd", "trust", "layout"},
 	"bench":            {},
 	// The fleet benchmark runs real API replicas over etcd.
 	"bench/channelrepo": {"githttp"},
@@ -64,6 +64,7 @@ var allowed = map[string][]string{
 	// The agent sub-packages' world is testworld's plus a Runtime.
 	"agent/internal/worldtest": {"agent", "internal/testworld"},
 	// Test helpers and the lazy regexp; internal/layering is this test.
+	"internal/cliusage":    {},
 	"internal/gitserve":    {},
 	"internal/layering":    {},
 	"internal/lazyre":      {},
