@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/wharfhq/wharf/internal/claudetest"
 	"github.com/wharfhq/wharf/trust"
 )
 
@@ -91,6 +92,9 @@ func (c *claudeRunner) installed() map[string]string {
 // CI) see the channel's managed settings refuse another marketplace.
 func TestClaudeUsesChannel(t *testing.T) {
 	bin := findClaude(t)
+	// The managed-settings part writes Claude Code's system settings, which
+	// every claude run reads: hold the lock other claude tests share.
+	claudetest.Lock(t, os.Geteuid() == 0 && os.Getenv("CI") == "true")
 	needGit(t)
 	e, f := newCatalogEnv(t)
 	dev := e.tokens[RoleDeveloper]

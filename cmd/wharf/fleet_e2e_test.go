@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/wharfhq/wharf/api"
+	"github.com/wharfhq/wharf/internal/claudetest"
 	"github.com/wharfhq/wharf/inventory"
 )
 
@@ -201,6 +202,8 @@ func TestFleetInventoryAndRevocationEndToEnd(t *testing.T) {
 	if claude == "" {
 		return
 	}
+	// A channel test may be writing Claude Code's system managed settings.
+	claudetest.Lock(t, false)
 	chome := t.TempDir()
 	var cenv []string
 	for _, kv := range os.Environ() {

@@ -64,6 +64,7 @@ var allowed = map[string][]string{
 	// The agent sub-packages' world is testworld's plus a Runtime.
 	"agent/internal/worldtest": {"agent", "internal/testworld"},
 	// Test helpers and the lazy regexp; internal/layering is this test.
+	"internal/claudetest":  {},
 	"internal/cliusage":    {},
 	"internal/gitserve":    {},
 	"internal/layering":    {},
