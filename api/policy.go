@@ -19,6 +19,7 @@ import (
 	"github.com/open-policy-agent/opa/v1/ast"
 
 	"github.com/wharfhq/wharf/plugin"
+	"github.com/wharfhq/wharf/policy"
 	"github.com/wharfhq/wharf/store"
 )
 
@@ -553,35 +554,56 @@ func (s *Server) checkCompiles(ctx context.Context, layers []Layer) ([]string, e
 	return warnings, nil
 }
 
-// commitLayers writes the changed layer, the new head, a history entry and
-// an audit entry in tx: all of it or nothing.
-func (s *Server) commitLayers(tx store.Tx, layers []Layer, name string, nl *Layer, action string, p principal) (policyHead, error) {
+// advanceHead writes the policy head that follows the stored one: the next
+// revision, with the version of layers and revs. Every policy change (a
+// layer, a revocation) goes through it, so revisions only move forward.
+func advanceHead(tx store.Tx, layers []Layer, revs policy.Revocations) (policyHead, error) {
 	old, err := readHead(tx)
 	if err != nil {
 		return policyHead{}, err
 	}
+	head := policyHead{Revision: old.Revision + 1, Version: fullPolicyVersion(layers, revs)}
+	raw, err := json.Marshal(head)
+	if err != nil {
+		return head, err
+	}
+	return head, tx.Put(bucketSettings, keyPolicyHead, raw)
+}
+
+// appendHistory appends entry(seq) to bucket under its next sequence number.
+func appendHistory(tx store.Tx, bucket string, entry func(seq uint64) any) error {
+	n, err := tx.NextSequence(bucket)
+	if err != nil {
+		return err
+	}
+	raw, err := json.Marshal(entry(n))
+	if err != nil {
+		return err
+	}
+	return tx.Put(bucket, seqKey(n), raw)
+}
+
+// commitLayers writes the changed layer, the new head, a history entry and
+// an audit entry in tx: all of it or nothing.
+func (s *Server) commitLayers(tx store.Tx, layers []Layer, name string, nl *Layer, action string, p principal) (policyHead, error) {
 	revs, err := readRevocations(tx)
 	if err != nil {
 		return policyHead{}, err
 	}
-	head := policyHead{Revision: old.Revision + 1, Version: fullPolicyVersion(layers, revs)}
 	if nl != nil {
 		raw, err := json.Marshal(nl)
 		if err != nil {
-			return head, err
+			return policyHead{}, err
 		}
 		if err := tx.Put(bucketLayers, name, raw); err != nil {
-			return head, err
+			return policyHead{}, err
 		}
 	} else if err := tx.Delete(bucketLayers, name); err != nil {
-		return head, err
+		return policyHead{}, err
 	}
 	// Rank changes of one layer reorder others; their records are unchanged.
-	rawHead, err := json.Marshal(head)
+	head, err := advanceHead(tx, layers, revs)
 	if err != nil {
-		return head, err
-	}
-	if err := tx.Put(bucketSettings, keyPolicyHead, rawHead); err != nil {
 		return head, err
 	}
 	now := s.now().UTC()
@@ -589,17 +611,10 @@ func (s *Server) commitLayers(tx store.Tx, layers []Layer, name string, nl *Laye
 	if nl != nil {
 		lv = nl.Version
 	}
-	n, err := tx.NextSequence(bucketHistory)
-	if err != nil {
-		return head, err
-	}
-	he := HistoryEntry{Seq: n, Time: now, Action: action, Layer: name, LayerVersion: lv, PolicyVersion: head.Version,
-		Revision: head.Revision, Actor: p.TokenID, Document: nl}
-	raw, err := json.Marshal(he)
-	if err != nil {
-		return head, err
-	}
-	if err := tx.Put(bucketHistory, seqKey(n), raw); err != nil {
+	if err := appendHistory(tx, bucketHistory, func(n uint64) any {
+		return HistoryEntry{Seq: n, Time: now, Action: action, Layer: name, LayerVersion: lv, PolicyVersion: head.Version,
+			Revision: head.Revision, Actor: p.TokenID, Document: nl}
+	}); err != nil {
 		return head, err
 	}
 	auditAction := ActionPolicyPut

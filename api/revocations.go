@@ -264,12 +264,7 @@ func (s *Server) commitRevocation(tx store.Tx, revs policy.Revocations, rv polic
 	if err != nil {
 		return policyHead{}, err
 	}
-	old, err := readHead(tx)
-	if err != nil {
-		return policyHead{}, err
-	}
 	sortRevocations(revs)
-	head := policyHead{Revision: old.Revision + 1, Version: fullPolicyVersion(layers, revs)}
 	if action == "lift" {
 		err = tx.Delete(bucketRevocations, rv.ID)
 	} else {
@@ -279,26 +274,17 @@ func (s *Server) commitRevocation(tx store.Tx, revs policy.Revocations, rv polic
 		}
 	}
 	if err != nil {
-		return head, err
+		return policyHead{}, err
 	}
-	rawHead, err := json.Marshal(head)
+	head, err := advanceHead(tx, layers, revs)
 	if err != nil {
-		return head, err
-	}
-	if err := tx.Put(bucketSettings, keyPolicyHead, rawHead); err != nil {
 		return head, err
 	}
 	now := s.now().UTC()
-	n, err := tx.NextSequence(bucketRevocationHistory)
-	if err != nil {
-		return head, err
-	}
-	raw, err := json.Marshal(RevocationHistoryEntry{Seq: n, Time: now, Action: action, Revocation: rv,
-		PolicyVersion: head.Version, Revision: head.Revision, Actor: p.TokenID})
-	if err != nil {
-		return head, err
-	}
-	if err := tx.Put(bucketRevocationHistory, seqKey(n), raw); err != nil {
+	if err := appendHistory(tx, bucketRevocationHistory, func(n uint64) any {
+		return RevocationHistoryEntry{Seq: n, Time: now, Action: action, Revocation: rv,
+			PolicyVersion: head.Version, Revision: head.Revision, Actor: p.TokenID}
+	}); err != nil {
 		return head, err
 	}
 	auditAction := ActionRevocationCreate
