@@ -26,6 +26,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/viper"
 
+	"github.com/wharfhq/wharf/internal/cliconfig"
 	"github.com/wharfhq/wharf/internal/cliusage"
 	"github.com/wharfhq/wharf/layout"
 	"github.com/wharfhq/wharf/marketplace"
@@ -57,13 +58,8 @@ type config struct {
 	GitHubHost  string
 }
 
-// configKeys are the keys of $WHARF_HOME/config.* the client and the server
-// share; the server uses the ones about its store and its marketplace
-// fetches, and accepts the client's others without a warning.
-var configKeys = map[string]bool{"json": true, "lock-timeout": true, "git-timeout": true, "net-idle-timeout": true, "github-host": true, "gc-grace": true}
-
 // typeUsage marks command-line mistakes (exit 2).
-const typeUsage = "usage"
+const typeUsage = cliconfig.TypeUsage
 
 func newRootCmd(a *app) *cobra.Command {
 	o := &serveOptions{}
@@ -213,10 +209,10 @@ func (a *app) load(cmd *cobra.Command) error {
 	}
 	abs, err := filepath.Abs(home)
 	if err != nil {
-		return configError("home", err)
+		return cliconfig.Error("home", err)
 	}
 	a.cfg.Home = abs
-	if err := a.readConfigFile(v); err != nil {
+	if err := cliconfig.Read(v, layout.New(a.cfg.Home).ConfigFiles(), a.stderr, "wharf-server"); err != nil {
 		return err
 	}
 	a.cfg.JSON = v.GetBool("json")
@@ -224,47 +220,15 @@ func (a *app) load(cmd *cobra.Command) error {
 		key string
 		to  *time.Duration
 	}{{"lock-timeout", &a.cfg.LockTimeout}, {"git-timeout", &a.cfg.GitTimeout}, {"net-idle-timeout", &a.cfg.NetIdle}} {
-		s := strings.TrimSpace(v.GetString(d.key))
-		t, err := time.ParseDuration(s)
-		if err == nil && t <= 0 {
-			err = errors.New("must be positive")
-		}
+		t, err := cliconfig.Duration(v, d.key, time.Nanosecond)
 		if err != nil {
-			return configError(d.key, fmt.Errorf("%q: %v", s, err))
+			return err
 		}
 		*d.to = t
 	}
 	a.cfg.GitHubHost = strings.TrimSpace(v.GetString("github-host"))
 	policy.SetGitHubHost(a.cfg.GitHubHost)
 	return nil
-}
-
-func (a *app) readConfigFile(v *viper.Viper) error {
-	for _, name := range []string{"config.json", "config.yaml", "config.yml"} {
-		p := filepath.Join(a.cfg.Home, name)
-		if _, err := os.Stat(p); err != nil {
-			continue
-		}
-		v.SetConfigFile(p)
-		if err := v.ReadInConfig(); err != nil {
-			return &plugin.Error{Layer: plugin.LayerIntent, Type: plugin.TypeManifestParse, Object: p,
-				Err: fmt.Errorf("read config: %w", err), Hint: "fix the file or move it aside"}
-		}
-		for _, k := range v.AllKeys() {
-			if v.InConfig(k) && !configKeys[k] {
-				fmt.Fprintf(a.stderr, "wharf-server: warning: %s: unknown key %q ignored (known: gc-grace, git-timeout, github-host, json, lock-timeout, net-idle-timeout)\n", p, k)
-			}
-		}
-		return nil
-	}
-	return nil
-}
-
-func configError(key string, err error) error {
-	env := "WHARF_" + strings.ToUpper(strings.ReplaceAll(key, "-", "_"))
-	return &plugin.Error{Layer: plugin.LayerIntent, Type: typeUsage, Object: key,
-		Err:  fmt.Errorf("configuration %s: %w", key, err),
-		Hint: fmt.Sprintf("set %s (or %q in $WHARF_HOME/config.json) to a duration like 30s", env, key)}
 }
 
 // getenv is the environment as the marketplace package sees it, with

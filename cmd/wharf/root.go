@@ -19,6 +19,7 @@ import (
 
 	"github.com/wharfhq/wharf/cache"
 	"github.com/wharfhq/wharf/fetch"
+	"github.com/wharfhq/wharf/internal/cliconfig"
 	"github.com/wharfhq/wharf/internal/cliusage"
 	"github.com/wharfhq/wharf/inventory/collect"
 	"github.com/wharfhq/wharf/layout"
@@ -84,10 +85,6 @@ type config struct {
 	InventoryInterval time.Duration
 	InventoryTimeout  time.Duration
 }
-
-// configKeys are the keys a config file may set (others warn).
-var configKeys = map[string]bool{"json": true, "lock-timeout": true, "git-timeout": true, "net-idle-timeout": true, "github-host": true, "gc-grace": true,
-	"gitlab-host": true, "proxy": true, "npm-registry": true, "max-download-bytes": true, "inventory.interval": true, "inventory.timeout": true}
 
 // newRootCmd builds the command tree. Register a new verb with one line in
 // the AddCommand list below.
@@ -213,7 +210,7 @@ func errorType(err error) string {
 }
 
 // typeUsage marks command-line mistakes (exit 2).
-const typeUsage = "usage"
+const typeUsage = cliconfig.TypeUsage
 
 func usageError(err error) error {
 	var e *plugin.Error
@@ -364,23 +361,7 @@ func (a *app) loadFetch(v *viper.Viper) error {
 }
 
 func (a *app) readConfigFile(v *viper.Viper) error {
-	for _, p := range a.env.ConfigFiles() {
-		if _, err := os.Stat(p); err != nil {
-			continue
-		}
-		v.SetConfigFile(p)
-		if err := v.ReadInConfig(); err != nil {
-			return &plugin.Error{Layer: plugin.LayerIntent, Type: plugin.TypeManifestParse, Object: p,
-				Err: fmt.Errorf("read config: %w", err), Hint: "fix the file or move it aside"}
-		}
-		for _, k := range v.AllKeys() {
-			if v.InConfig(k) && !configKeys[k] {
-				fmt.Fprintf(a.stderr, "wharf: warning: %s: unknown key %q ignored (known: gc-grace, git-timeout, github-host, gitlab-host, inventory.interval, inventory.timeout, json, lock-timeout, max-download-bytes, net-idle-timeout, npm-registry, proxy)\n", p, k)
-			}
-		}
-		return nil
-	}
-	return nil
+	return cliconfig.Read(v, a.env.ConfigFiles(), a.stderr, "wharf")
 }
 
 func durationKey(v *viper.Viper, key string) (time.Duration, error) {
@@ -390,19 +371,7 @@ func durationKey(v *viper.Viper, key string) (time.Duration, error) {
 // durationKeyMin parses a duration key that must be at least least (0 allows
 // zero, e.g. a gc grace of 0s removes orphans at once).
 func durationKeyMin(v *viper.Viper, key string, least time.Duration) (time.Duration, error) {
-	s := strings.TrimSpace(v.GetString(key))
-	d, err := time.ParseDuration(s)
-	if err == nil && d < least {
-		if least > 0 {
-			err = errors.New("must be positive")
-		} else {
-			err = errors.New("must not be negative")
-		}
-	}
-	if err != nil {
-		return 0, configError(key, fmt.Errorf("%q: %v", s, err))
-	}
-	return d, nil
+	return cliconfig.Duration(v, key, least)
 }
 
 // intervalKey parses a duration key that "off" (or 0) turns off.
@@ -421,12 +390,7 @@ func intervalKey(v *viper.Viper, key string) (time.Duration, error) {
 	return d, err
 }
 
-func configError(key string, err error) error {
-	env := "WHARF_" + strings.ToUpper(strings.NewReplacer("-", "_", ".", "_").Replace(key))
-	return &plugin.Error{Layer: plugin.LayerIntent, Type: typeUsage, Object: key,
-		Err:  fmt.Errorf("configuration %s: %w", key, err),
-		Hint: fmt.Sprintf("set %s (or %q in $WHARF_HOME/config.json) to a duration like 30s", env, key)}
-}
+func configError(key string, err error) error { return cliconfig.Error(key, err) }
 
 // getenv is the environment as the marketplace package sees it, with
 // configured values (github-host) in place of the raw variables.

@@ -19,9 +19,9 @@ const module = "github.com/wharfhq/wharf/"
 // entry that is not an explicit list: there are no wildcards.
 var allowed = map[string][]string{
 	// The client: developers, CI and agents. No server package, no etcd.
-	"cmd/wharf": {"internal/cliusage", "agent", "load", "fetch", "inventory", "inventory/collect", "api/client", "atomicfile", "cache", "install", "internal/lazyre", "marketplace", "plugin", "policy", "settings", "source", "store", "trust", "wire", "layout"},
+	"cmd/wharf": {"internal/cliconfig", "internal/cliusage", "agent", "load", "fetch", "inventory", "inventory/collect", "api/client", "atomicfile", "cache", "install", "internal/lazyre", "marketplace", "plugin", "policy", "settings", "source", "store", "trust", "wire", "layout"},
 	// The server: the HTTP API, the web console and the etcd store.
-	"cmd/wharf-server": {"internal/cliusage", "(root)", "api", "fetch", "source", "marketplace", "plugin", "policy", "store", "store/etcd", "trust", "layout"},
+	"cmd/wharf-server": {"internal/cliconfig", "internal/cliusage", "(root)", "api", "fetch", "source", "marketplace", "plugin", "policy", "store", "store/etcd", "trust", "layout"},
 	"bench":            {},
 	// The fleet benchmark runs real API replicas over etcd.
 	"bench/channelrepo": {"githttp"},
@@ -65,6 +65,7 @@ var allowed = map[string][]string{
 	"agent/internal/worldtest": {"agent", "internal/testworld"},
 	// Test helpers and the lazy regexp; internal/layering is this test.
 	"internal/claudetest":  {},
+	"internal/cliconfig":   {"plugin"},
 	"internal/cliusage":    {},
 	"internal/gitserve":    {},
 	"internal/layering":    {},
