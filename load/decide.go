@@ -4,9 +4,7 @@ import (
 	"context"
 	"sync"
 
-	"github.com/wharfhq/wharf/plugin"
 	"github.com/wharfhq/wharf/policy"
-	"github.com/wharfhq/wharf/settings"
 )
 
 // Policy is what a pass asks before it admits a plugin, a surface of
@@ -96,29 +94,6 @@ func (d *Decider) Save() error {
 	return nil
 }
 
-// appendKey appends the memo key of r to dst: every field of a request a
-// pass makes, NUL-separated.
-func appendKey(dst []byte, r policy.Request) []byte {
-	dst = append(dst, r.Action...)
-	dst = append(dst, 0)
-	dst = append(append(append(dst, r.Plugin.Name...), '@'), r.Plugin.Source...)
-	for _, s := range []string{string(r.Surface), r.From, r.Path, r.Marketplace.Name} {
-		dst = append(dst, 0)
-		dst = append(dst, s...)
-	}
-	dst = append(dst, 0)
-	if s := r.Marketplace.Source; s != nil {
-		dst = append(dst, s.Key()...)
-		if s.Source == settings.KindDirectory || s.Source == settings.KindFile {
-			// Policy matches a local source by its resolved path: a link
-			// repointed since the decision was memoized is a new request.
-			dst = append(dst, 0)
-			dst = append(dst, plugin.ResolvePath(s.Path)...)
-		}
-	}
-	return dst
-}
-
 // Decide returns the decision for req, from the memo when possible. An
 // evaluation error is never memoized and fails closed. Requests with
 // RequiredBy, DeclaredCross or Signatures (install-time questions) are not
@@ -134,7 +109,7 @@ func (d *Decider) Decide(ctx context.Context, req policy.Request) (policy.Decisi
 	var buf [256]byte
 	var k []byte
 	if memo {
-		k = appendKey(buf[:0], req)
+		k = policy.AppendMemoKey(buf[:0], req)
 		d.mu.Lock()
 		dec, ok := d.m[string(k)]
 		d.mu.Unlock()

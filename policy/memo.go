@@ -63,6 +63,12 @@ func (e *Engine) MemoHits() int64 {
 // version (the GitHub host owner/repo sources point to, the resolved path
 // of a local marketplace source), NUL-separated. Building it costs a
 // fraction of building the evaluation input, which a memo hit never does.
+// AppendMemoKey appends to dst the key under which a decision about req is
+// memoized: every field of the request, the GitHub host owner/repo
+// sources resolve to, and a local source's resolved path. Anyone
+// memoizing decisions of one policy version keys them with it.
+func AppendMemoKey(dst []byte, req Request) []byte { return memoKey(dst, req, nil) }
+
 func memoKey(dst []byte, req Request, x *factIndex) []byte {
 	dst = append(dst, req.Action...)
 	for _, s := range []string{req.Plugin.Name, req.Plugin.Source, req.RequiredBy.Name, req.RequiredBy.Source,
