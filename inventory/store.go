@@ -314,15 +314,25 @@ func (s *Store) Put(token string, r Report) (bool, error) {
 	var seen time.Time
 	var groups map[string][]Install
 	var done bool
+	groups = group(r)
 	err = s.st.Update(func(tx store.Tx) error {
 		old, found, unchanged, done = record{}, false, false, false
-		raw, err := tx.Get(BucketMachines, id)
-		switch {
-		case errors.Is(err, store.ErrNotFound):
-		case err != nil:
+		// One read for the machine's record and, when the report fits in
+		// this transaction, the counts of the plugins it reports; a second
+		// only for what the old record adds.
+		keys := []store.BucketKey{{Bucket: BucketMachines, Key: id}}
+		small := len(groups) <= s.opts.BatchPlugins
+		if small {
+			for p := range groups {
+				keys = append(keys, s.countsKey(p, id))
+			}
+		}
+		vals, err := store.GetMany(tx, keys)
+		if err != nil {
 			return err
-		default:
-			if err := json.Unmarshal(raw, &old); err != nil {
+		}
+		if vals[0] != nil {
+			if err := json.Unmarshal(vals[0], &old); err != nil {
 				return fmt.Errorf("inventory: machine %s: corrupt record: %w", id, err)
 			}
 			found = true
@@ -336,13 +346,11 @@ func (s *Store) Put(token string, r Report) (bool, error) {
 			unchanged, seen = true, now
 			return putJSON(tx, BucketSeen, id, seenRecord{Time: now, Hash: h, Owner: token})
 		}
-		groups = group(r)
 		touched := map[string]bool{}
 		for p := range groups {
 			touched[p] = true
 		}
 		oldGroups := map[string][]Install{}
-		fullyIndexed := found && old.Hash == old.Indexed
 		if found {
 			oldGroups = group(old.Report)
 			for p := range oldGroups {
@@ -354,15 +362,19 @@ func (s *Store) Put(token string, r Report) (bool, error) {
 		}
 		rec := record{Token: token, Hash: h, Indexed: h, Received: now, Report: r}
 		if len(touched) <= s.opts.BatchPlugins {
-			for p := range touched {
-				var prev []Install
-				known := fullyIndexed
-				if known {
-					prev = oldGroups[p]
-				}
-				if err := s.index(tx, p, id, prev, known, groups[p]); err != nil {
-					return err
-				}
+			// A machine with no record has no index entries (the record is
+			// written first, or with them); a fully indexed record names
+			// its entries; otherwise they are read.
+			var prev map[string][]Install
+			if !found || old.Hash == old.Indexed {
+				prev = oldGroups
+			}
+			counts := map[string][]byte{}
+			for i, k := range keys[1:] {
+				counts[k.Key] = vals[i+1]
+			}
+			if err := s.indexAll(tx, id, slices.Sorted(maps.Keys(touched)), prev, groups, counts); err != nil {
+				return err
 			}
 			done = true
 		} else {
@@ -429,12 +441,7 @@ func (s *Store) indexInBatches(id, h string, groups map[string][]Install, old re
 	slices.Sort(ids)
 	for chunk := range slices.Chunk(ids, s.opts.BatchPlugins) {
 		if err := s.st.Update(func(tx store.Tx) error {
-			for _, p := range chunk {
-				if err := s.index(tx, p, id, nil, false, groups[p]); err != nil {
-					return err
-				}
-			}
-			return nil
+			return s.indexAll(tx, id, chunk, nil, groups, map[string][]byte{})
 		}); err != nil {
 			return fmt.Errorf("inventory: machine %s: indexing its report (the next report finishes it): %w", id, err)
 		}
@@ -464,53 +471,94 @@ func (s *Store) indexInBatches(id, h string, groups map[string][]Install, old re
 	return err
 }
 
-// index replaces machine's entry for plugin p by next (nil: none) and
-// moves the counts with it. prev is the entry being replaced when known
-// (from a fully indexed record); otherwise it is read.
-func (s *Store) index(tx store.Tx, p, machine string, prev []Install, known bool, next []Install) error {
-	bucket, key := IndexBucket(p), machine
-	if !known {
-		raw, err := tx.Get(bucket, key)
-		switch {
-		case errors.Is(err, store.ErrNotFound):
-			prev = nil
-		case err != nil:
-			return err
-		default:
-			if err := json.Unmarshal(raw, &prev); err != nil {
-				return fmt.Errorf("inventory: index entry %s of %s: corrupt: %w", key, p, err)
-			}
+// countsKey is the counts key of plugin p that machine's installs count in.
+func (s *Store) countsKey(p, machine string) store.BucketKey {
+	return store.BucketKey{Bucket: BucketCounts, Key: p + keySep + s.shard(machine)}
+}
+
+// indexAll replaces machine's index entries for plugins ps by next's and
+// moves the counts with them. prev holds the entries being replaced when
+// they are known (nil: read them); counts holds count values already read,
+// by key. What is still missing is read in one request.
+func (s *Store) indexAll(tx store.Tx, machine string, ps []string, prev, next map[string][]Install, counts map[string][]byte) error {
+	var keys []store.BucketKey
+	for _, p := range ps {
+		if ck := s.countsKey(p, machine); !hasKey(counts, ck.Key) {
+			keys = append(keys, ck)
+		}
+		if prev == nil {
+			keys = append(keys, store.BucketKey{Bucket: IndexBucket(p), Key: machine})
 		}
 	}
+	vals, err := store.GetMany(tx, keys)
+	if err != nil {
+		return err
+	}
+	entries := map[string][]byte{}
+	for i, k := range keys {
+		if k.Bucket == BucketCounts {
+			counts[k.Key] = vals[i]
+		} else {
+			entries[k.Bucket] = vals[i]
+		}
+	}
+	for _, p := range ps {
+		var before []Install
+		if prev != nil {
+			before = prev[p]
+		} else if raw := entries[IndexBucket(p)]; raw != nil {
+			if err := json.Unmarshal(raw, &before); err != nil {
+				return fmt.Errorf("inventory: index entry %s of %s: corrupt: %w", machine, p, err)
+			}
+		}
+		if err := s.index(tx, p, machine, before, next[p], counts); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func hasKey(m map[string][]byte, k string) bool {
+	_, ok := m[k]
+	return ok
+}
+
+// index replaces machine's entry for plugin p, prev, by next (nil: none)
+// and moves the counts with it; counts holds the plugin's count value as
+// read (nil: none yet) and takes the new one.
+func (s *Store) index(tx store.Tx, p, machine string, prev, next []Install, counts map[string][]byte) error {
 	if slices.Equal(prev, next) {
 		return nil
 	}
-	ckey := p + keySep + s.shard(machine)
+	ck := s.countsKey(p, machine)
 	c := newCounts(p)
-	raw, err := tx.Get(BucketCounts, ckey)
-	if err != nil && !errors.Is(err, store.ErrNotFound) {
-		return err
-	}
-	if err == nil {
+	if raw := counts[ck.Key]; raw != nil {
 		if err := json.Unmarshal(raw, &c); err != nil {
-			return fmt.Errorf("inventory: counts %s: corrupt: %w", ckey, err)
+			return fmt.Errorf("inventory: counts %s: corrupt: %w", ck.Key, err)
 		}
 		c.fill()
 	}
 	c.add(prev, -1)
 	c.add(next, +1)
+	var err error
 	if c.empty() {
-		err = tx.Delete(BucketCounts, ckey)
+		counts[ck.Key] = nil
+		err = tx.Delete(BucketCounts, ck.Key)
 	} else {
-		err = putJSON(tx, BucketCounts, ckey, c)
+		raw, merr := json.Marshal(c)
+		if merr != nil {
+			return merr
+		}
+		counts[ck.Key] = raw
+		err = tx.Put(BucketCounts, ck.Key, raw)
 	}
 	if err != nil {
 		return err
 	}
 	if len(next) == 0 {
-		return tx.Delete(bucket, key)
+		return tx.Delete(IndexBucket(p), machine)
 	}
-	return putJSON(tx, bucket, key, next)
+	return putJSON(tx, IndexBucket(p), machine, next)
 }
 
 func (c *Counts) fill() {
@@ -684,20 +732,26 @@ func (s *Store) Holders(id, after string, limit int) ([]Holder, string, error) {
 		if err != nil {
 			return err
 		}
-		for _, kv := range kvs {
-			m := kv.Key
-			if len(out) == limit {
-				next = out[len(out)-1].Machine
-				break
-			}
-			h := Holder{Machine: m}
+		if len(kvs) > limit {
+			kvs = kvs[:limit]
+			next = kvs[limit-1].Key
+		}
+		seen := make([]store.BucketKey, len(kvs))
+		for i, kv := range kvs {
+			seen[i] = store.BucketKey{Bucket: BucketSeen, Key: kv.Key}
+		}
+		// The page's last-seen times in one read.
+		times, err := store.GetMany(r, seen)
+		if err != nil {
+			return err
+		}
+		for i, kv := range kvs {
+			h := Holder{Machine: kv.Key}
 			if err := json.Unmarshal(kv.Value, &h.Installs); err != nil {
 				return fmt.Errorf("inventory: index entry %s of %s: corrupt: %w", kv.Key, id, err)
 			}
-			if v, err := r.Get(BucketSeen, m); err == nil {
-				if sr, err := parseSeen(v); err == nil {
-					h.LastSeen = sr.Time
-				}
+			if sr, err := parseSeen(times[i]); times[i] != nil && err == nil {
+				h.LastSeen = sr.Time
 			}
 			out = append(out, h)
 		}

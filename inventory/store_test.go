@@ -85,6 +85,7 @@ func runContract(t *testing.T, b backend) {
 		{"TokenOwnsItsMachine", testOwner},
 		{"WhoHasReadsOnlyItsMachines", testWhoHas},
 		{"CountsFollowReports", testCounts},
+		{"ConcurrentReportsKeepExactCounts", testConcurrentCounts},
 		{"LargeReportInBatchesSurvivesInterruption", testBatches},
 		{"StaleMachines", testStale},
 	} {
@@ -395,6 +396,59 @@ func testCounts(t *testing.T, b backend) {
 	}
 	if len(all) != 1 || all[0].Plugin != "y@corp" || all[0].Machines != 3 || all[0].Versions["1.0.0"] != 3 {
 		t.Fatalf("plugins = %+v, want y@corp on 3 machines only", all)
+	}
+}
+
+// testConcurrentCounts: machines reporting at once through three replicas,
+// with few count shards so that their transactions collide, lose no count.
+func testConcurrentCounts(t *testing.T, b backend) {
+	st := b.open(t)
+	replicas := []*inventory.Store{
+		inventory.Open(st, inventory.Options{Shards: 2}),
+		inventory.Open(b.again(t, st), inventory.Options{Shards: 2}),
+		inventory.Open(b.again(t, st), inventory.Options{Shards: 2}),
+	}
+	const workers, each = 6, 8
+	var wg sync.WaitGroup
+	errs := make(chan error, workers)
+	for w := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range each {
+				n := w*each + i
+				inv := replicas[n%len(replicas)]
+				// First x 1.0.0 and y, then x moves to 2.0.0 and y goes.
+				if _, err := inv.Put("tok", report(n, pl("x@corp", "1.0.0"), pl("y@corp", "1.0.0"))); err != nil {
+					errs <- err
+					return
+				}
+				if _, err := replicas[(n+1)%len(replicas)].Put("tok", report(n, pl("x@corp", "2.0.0"))); err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	all, err := replicas[0].Plugins()
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n = workers * each
+	if len(all) != 1 || all[0].Plugin != "x@corp" || all[0].Machines != n || all[0].Versions["2.0.0"] != n || len(all[0].Versions) != 1 {
+		t.Fatalf("plugins = %+v, want x@corp 2.0.0 on %d machines and nothing else", all, n)
+	}
+	hs, _, err := replicas[1].Holders("x@corp", "", 1000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(hs) != n {
+		t.Fatalf("who has x@corp: %d machines, want %d", len(hs), n)
 	}
 }
 

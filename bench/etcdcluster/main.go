@@ -36,6 +36,8 @@ func run() error {
 	prefix := flag.String("prefix", "/wharf", "key prefix put in the printed URL")
 	dir := flag.String("dir", "", "data directory (default: a temporary one, removed at exit)")
 	fsync := flag.Bool("fsync", true, "fsync the WAL like a production member")
+	compact := flag.Duration("auto-compact", 0, "keep this much history, compacting periodically like a production member's --auto-compaction-retention (0: never; the benchmark compacts)")
+	quota := flag.Int64("quota", 0, "backend quota in bytes, like --quota-backend-bytes (0: etcd's default of 2 GiB)")
 	flag.Parse()
 	if *n < 1 || *n > 7 {
 		return errors.New("-n must be between 1 and 7")
@@ -76,6 +78,10 @@ func run() error {
 		cfg.InitialClusterToken = fmt.Sprintf("wharf-bench-%d", ports[0])
 		cfg.ZapLoggerBuilder = embed.NewZapLoggerBuilder(zap.NewNop())
 		cfg.UnsafeNoFsync = !*fsync
+		if *compact > 0 {
+			cfg.AutoCompactionMode, cfg.AutoCompactionRetention = "periodic", compact.String()
+		}
+		cfg.QuotaBackendBytes = *quota
 		e, err := embed.StartEtcd(cfg)
 		if err != nil {
 			return fmt.Errorf("member %s: %w", cfg.Name, err)

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net/url"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -345,6 +346,78 @@ func (t *etcdTx) get(bucket, key string) ([]byte, bool, error) {
 	}
 	t.reads[key] = rec
 	return rec.value, rec.found, nil
+}
+
+// GetMany implements store.MultiGetter: the keys it has not read or
+// written yet come from one read-only etcd transaction (MaxTxnOps keys per
+// request) at the snapshot's revision, and are recorded for the commit
+// check like Get's.
+func (t *etcdTx) GetMany(keys []store.BucketKey) ([][]byte, error) {
+	full := make([]string, len(keys))
+	var missing []int
+	asked := map[string]bool{}
+	for i, k := range keys {
+		if err := t.checkBucket("get", k.Bucket); err != nil {
+			return nil, err
+		}
+		full[i] = t.e.bucketPrefix(k.Bucket) + k.Key
+		_, written := t.writes[full[i]]
+		_, read := t.reads[full[i]]
+		if !written && !read && !asked[full[i]] {
+			asked[full[i]] = true
+			missing = append(missing, i)
+		}
+	}
+	for chunk := range slices.Chunk(missing, t.e.opts.MaxTxnOps) {
+		if err := t.fetch(keys, full, chunk); err != nil {
+			return nil, err
+		}
+	}
+	out := make([][]byte, len(keys))
+	for i, k := range keys {
+		v, found, err := t.get(k.Bucket, full[i])
+		if err != nil {
+			return nil, err
+		}
+		if found {
+			out[i] = append([]byte{}, v...)
+		}
+	}
+	return out, nil
+}
+
+// fetch reads the keys full[idx...] in one transaction into t.reads.
+func (t *etcdTx) fetch(keys []store.BucketKey, full []string, idx []int) error {
+	ops := make([]clientv3.Op, len(idx))
+	for j, i := range idx {
+		var opts []clientv3.OpOption
+		if t.rev > 0 {
+			opts = append(opts, clientv3.WithRev(t.rev))
+		}
+		ops[j] = clientv3.OpGet(full[i], opts...)
+	}
+	ctx, cancel := t.e.requestCtx()
+	defer cancel()
+	resp, err := t.e.cli.Txn(ctx).Then(ops...).Commit()
+	if err != nil {
+		return t.readErr(err)
+	}
+	if t.rev == 0 {
+		// A read-only transaction reads at the revision its header names.
+		t.rev = resp.Header.Revision
+	}
+	if t.reads == nil {
+		t.reads = make(map[string]readRecord)
+	}
+	for j, i := range idx {
+		rec := readRecord{bucket: keys[i].Bucket}
+		if r := resp.Responses[j].GetResponseRange(); r != nil && len(r.Kvs) > 0 {
+			kv := r.Kvs[0]
+			rec.modRev, rec.value, rec.found = kv.ModRevision, kv.Value, true
+		}
+		t.reads[full[i]] = rec
+	}
+	return nil
 }
 
 func (t *etcdTx) readErr(err error) error {

@@ -42,6 +42,7 @@ func Run(t *testing.T, open Opener) {
 		{"ValuesAreCopies", testValuesAreCopies},
 		{"EmptyValue", testEmptyValue},
 		{"ReadYourWrites", testReadYourWrites},
+		{"GetManyAcrossBuckets", testGetMany},
 		{"RollbackOnError", testRollback},
 		{"LargeTransaction", testLargeTransaction},
 		{"NextSequenceStartsAtOnePerBucket", testSequencePerBucket},
@@ -500,6 +501,76 @@ func testReadYourWrites(t *testing.T, open Opener) {
 
 var errAbort = errors.New("abort")
 
+// testGetMany: one multi-key read returns each key's value in order, nil
+// for a missing key and a non-nil empty slice for an empty value, sees the
+// transaction's own writes and deletes, and its values are the caller's.
+func testGetMany(t *testing.T, open Opener) {
+	s := open(t)
+	mustPut(t, s, "b1", "a", "1")
+	mustPut(t, s, "b1", "gone", "x")
+	mustPut(t, s, "b1", "empty", "")
+	mustPut(t, s, "b2", "a", "2")
+	bk := func(b, k string) store.BucketKey { return store.BucketKey{Bucket: b, Key: k} }
+	keys := []store.BucketKey{bk("b1", "a"), bk("b2", "a"), bk("b1", "missing"), bk("b1", "empty"), bk("b1", "a"), bk("b1", "gone"), bk("b1", "new")}
+	check := func(vs [][]byte, want []any) {
+		t.Helper()
+		if len(vs) != len(want) {
+			t.Fatalf("GetMany gave %d values for %d keys", len(vs), len(want))
+		}
+		for i, w := range want {
+			switch w := w.(type) {
+			case nil:
+				if vs[i] != nil {
+					t.Errorf("key %v = %q, want missing (nil)", keys[i], vs[i])
+				}
+			case string:
+				if vs[i] == nil || string(vs[i]) != w {
+					t.Errorf("key %v = %q (nil %v), want %q", keys[i], vs[i], vs[i] == nil, w)
+				}
+			}
+		}
+	}
+	if err := s.View(func(r store.Reader) error {
+		vs, err := store.GetMany(r, keys)
+		if err != nil {
+			return err
+		}
+		check(vs, []any{"1", "2", nil, "", "1", "x", nil})
+		vs[0][0] = 'Z'
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if got := mustGet(t, s, "b1", "a"); got != "1" {
+		t.Fatalf("changing GetMany's value changed the store: %q", got)
+	}
+	if err := s.Update(func(tx store.Tx) error {
+		if err := tx.Put("b1", "new", []byte("n")); err != nil {
+			return err
+		}
+		if err := tx.Delete("b1", "gone"); err != nil {
+			return err
+		}
+		vs, err := store.GetMany(tx, keys)
+		if err != nil {
+			return err
+		}
+		check(vs, []any{"1", "2", nil, "", "1", nil, "n"})
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.View(func(r store.Reader) error {
+		vs, err := store.GetMany(r, nil)
+		if len(vs) != 0 {
+			t.Errorf("GetMany of no keys = %q", vs)
+		}
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func testRollback(t *testing.T, open Opener) {
 	s := open(t)
 	mustPut(t, s, "b", "keep", "1")
@@ -863,13 +934,23 @@ func testTransfers(t *testing.T, client func(int) store.Store) {
 			for i := range each {
 				from, to := strconv.Itoa((w+i)%accounts), strconv.Itoa((w+i+1)%accounts)
 				err := s.Update(func(tx store.Tx) error {
-					fv, err := tx.Get("accounts", from)
-					if err != nil {
-						return err
-					}
-					tv, err := tx.Get("accounts", to)
-					if err != nil {
-						return err
+					var fv, tv []byte
+					if i%2 == 0 {
+						var err error
+						if fv, err = tx.Get("accounts", from); err != nil {
+							return err
+						}
+						if tv, err = tx.Get("accounts", to); err != nil {
+							return err
+						}
+					} else {
+						// Both read in one request; the commit check
+						// covers them as it covers Get's.
+						vs, err := store.GetMany(tx, []store.BucketKey{{Bucket: "accounts", Key: from}, {Bucket: "accounts", Key: to}})
+						if err != nil {
+							return err
+						}
+						fv, tv = vs[0], vs[1]
 					}
 					f, _ := strconv.Atoi(string(fv))
 					g, _ := strconv.Atoi(string(tv))
@@ -891,7 +972,8 @@ func testTransfers(t *testing.T, client func(int) store.Store) {
 			for i := range each {
 				check := func(r store.Reader) error {
 					sum := 0
-					if i%2 == 0 {
+					switch i % 4 {
+					case 0, 2:
 						kvs, err := r.List("accounts", "")
 						if err != nil {
 							return err
@@ -899,7 +981,20 @@ func testTransfers(t *testing.T, client func(int) store.Store) {
 						if sum, err = total(kvs); err != nil {
 							return err
 						}
-					} else {
+					case 3:
+						var ks []store.BucketKey
+						for a := range accounts {
+							ks = append(ks, store.BucketKey{Bucket: "accounts", Key: strconv.Itoa(a)})
+						}
+						vs, err := store.GetMany(r, ks)
+						if err != nil {
+							return err
+						}
+						for _, v := range vs {
+							n, _ := strconv.Atoi(string(v))
+							sum += n
+						}
+					default:
 						for a := range accounts {
 							v, err := r.Get("accounts", strconv.Itoa(a))
 							if err != nil {
