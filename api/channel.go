@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"strings"
 	"time"
@@ -139,6 +140,11 @@ func (s *Server) ensureChannel(ctx context.Context, name string) (channel.Defini
 		hex.EncodeToString(fp.Sum(nil)))
 	if err != nil {
 		return def, channel.Head{}, err
+	}
+	if res.PruneErr != nil {
+		s.log.Warn("channel: removing unused vendored copies", slog.String("channel", name), slog.String("error", res.PruneErr.Error()))
+	} else if res.Pruned > 0 {
+		s.log.Info("channel: removed unused vendored copies", slog.String("channel", name), slog.Int("removed", res.Pruned))
 	}
 	if res.Rebuilt {
 		h := res.Head

@@ -136,6 +136,11 @@ func Builds(r store.Reader, name string) ([]Head, error) {
 type Result struct {
 	Head    Head
 	Rebuilt bool // a new commit was made by this call
+	// Pruned is how many vendored copies unused for Vendor.Keep the
+	// computation removed afterwards (at most once an hour); PruneErr is
+	// what stopped it. Neither affects the build.
+	Pruned   int
+	PruneErr error
 }
 
 // Ensure makes the channel's repository serve the build of the inputs whose
@@ -156,7 +161,12 @@ func (b *Builder) Ensure(ctx context.Context, in Input, fingerprint string) (Res
 	if ok && (h.Fingerprint == fingerprint || newerInputs(h, in)) {
 		return Result{Head: h}, b.sync(name, h)
 	}
-	return b.build(ctx, in, fingerprint)
+	res, err := b.build(ctx, in, fingerprint)
+	if err == nil && in.Vendor != nil {
+		// Builds are what vendors copies: they also clear out the unused.
+		res.Pruned, res.PruneErr = in.Vendor.pruneSometimes(b.now())
+	}
+	return res, err
 }
 
 // newerInputs reports whether head was built from a later policy or

@@ -4,9 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -303,4 +305,104 @@ func TestDefinitionLimitsChannel(t *testing.T) {
 
 func asFieldError(err error, fe **FieldError) bool {
 	return errors.As(err, fe)
+}
+
+// TestVendorPrunesUnusedCopies: copies a build used stay; copies no build
+// used for Keep go, with the leftovers of a killed fetch, after the next
+// build; a later build fetches what it needs again and gives the same tree.
+func TestVendorPrunesUnusedCopies(t *testing.T) {
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("git is not installed")
+	}
+	w := newWorld(t)
+	ctx := context.Background()
+	v := &Vendor{Keep: time.Hour}
+	b := NewBuilder(t.TempDir(), w.st, v)
+	def := DefaultApproved()
+	first, err := b.Ensure(ctx, w.input(v, def, nil), "fp1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	trees := filepath.Join(v.Dir, "trees")
+	copies := func() []string {
+		t.Helper()
+		ms, err := filepath.Glob(filepath.Join(trees, "*.json"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ms
+	}
+	used := copies()
+	if len(used) == 0 {
+		t.Fatal("the build vendored no copies")
+	}
+	if n, err := v.Prune(time.Now()); err != nil || n != 0 {
+		t.Fatalf("Prune right after a build removed %d (%v), want 0", n, err)
+	}
+	age := func(paths ...string) {
+		t.Helper()
+		old := time.Now().Add(-2 * time.Hour)
+		for _, p := range paths {
+			if err := os.Chtimes(p, old, old); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	// A copy of an earlier marketplace revision, a tree whose metadata a
+	// kill lost, and a fetch's staging directory, all unused for 2h.
+	stale := filepath.Join(trees, "0000000000000000000000000000000000000000")
+	orphan := filepath.Join(trees, "1111111111111111111111111111111111111111")
+	stage := filepath.Join(trees, ".stage-123")
+	for _, d := range []string{stale, orphan, stage} {
+		write(t, filepath.Join(d, "commands/x.md"), "old\n")
+	}
+	write(t, stale+".json", `{"digest":"w1:x"}`)
+	age(append(used, stale, stale+".json", orphan, stage)...)
+
+	// Builds prune at most once an hour: the first build's run counts.
+	if res, err := b.Ensure(ctx, w.input(v, def, nil), "fp2"); err != nil || res.Pruned != 0 {
+		t.Fatalf("a build within the hour pruned %d (%v), want none", res.Pruned, err)
+	}
+	if _, err := os.Lstat(stale); err != nil {
+		t.Fatalf("the stale copy went before its time: %v", err)
+	}
+	age(used...) // that build used them again: make them old once more
+	v.lastPrune = time.Time{}
+
+	// The next build uses (touches) its copies, then prunes the rest.
+	second, err := b.Ensure(ctx, w.input(v, def, nil), "fp2b")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if second.PruneErr != nil || second.Pruned != 3 {
+		t.Fatalf("build pruned %d (%v), want the 3 unused entries", second.Pruned, second.PruneErr)
+	}
+	for _, p := range []string{stale, stale + ".json", orphan, stage} {
+		if _, err := os.Lstat(p); !errors.Is(err, fs.ErrNotExist) {
+			t.Errorf("%s is still there after the prune (%v)", p, err)
+		}
+	}
+	if got := copies(); !slices.Equal(got, used) {
+		t.Fatalf("copies after the prune = %v, want the used ones %v", got, used)
+	}
+
+	// Unused for 2h, every copy goes; a build fetches them again and its
+	// tree is the same.
+	age(used...)
+	if n, err := v.Prune(time.Now()); err != nil || n != len(used) {
+		t.Fatalf("Prune removed %d (%v), want %d", n, err, len(used))
+	}
+	if len(copies()) != 0 {
+		t.Fatalf("copies left: %v", copies())
+	}
+	third, err := b.Ensure(ctx, w.input(v, def, nil), "fp3")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if third.Head.Tree != first.Head.Tree || third.Rebuilt {
+		t.Fatalf("after fetching again: tree %s rebuilt %v, want the first build's tree %s unchanged", third.Head.Tree, third.Rebuilt, first.Head.Tree)
+	}
+	if len(copies()) != len(used) {
+		t.Fatalf("copies after the rebuild = %d, want %d", len(copies()), len(used))
+	}
 }

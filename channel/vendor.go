@@ -5,10 +5,14 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
+	"time"
 
 	"github.com/wharfhq/wharf/atomicfile"
 	"github.com/wharfhq/wharf/fetch"
@@ -22,13 +26,26 @@ import (
 // origin once per marketplace revision, checked against the entry's
 // published integrity, and recorded with its w1: digest. A copy is checked
 // against its recorded digest again every time it is used.
+//
+// A copy no build has used for Keep is removed (Prune, which a Builder runs
+// after its builds at most once an hour); a later build that needs it
+// fetches it again.
 type Vendor struct {
 	Dir     string          // where the copies live
 	Fetcher *source.Fetcher // nil: source.NewFetcher()
+	// Keep is how long an unused copy stays (default DefaultKeep).
+	Keep time.Duration
 
-	mu    sync.Mutex
-	locks map[string]*sync.Mutex
+	mu        sync.Mutex
+	locks     map[string]*sync.Mutex
+	lastPrune time.Time
 }
+
+// DefaultKeep is how long a vendored copy no build uses stays on disk.
+const DefaultKeep = 7 * 24 * time.Hour
+
+// pruneEvery is how often, at most, a Builder prunes after its builds.
+const pruneEvery = time.Hour
 
 // Vendored is one plugin's verified copy.
 type Vendored struct {
@@ -80,6 +97,9 @@ func (v *Vendor) Get(ctx context.Context, h marketplace.Hit) (*Vendored, error) 
 			vd.Dir = dir
 			tree, err := trust.Digest(dir)
 			if err == nil && tree.Digest == vd.Digest {
+				// The metadata's time is the copy's last use (Prune).
+				now := time.Now()
+				_ = os.Chtimes(meta, now, now)
 				return &vd, nil
 			}
 			// The copy changed on disk since it was verified: fetch again.
@@ -128,6 +148,84 @@ func (v *Vendor) Get(ctx context.Context, h marketplace.Hit) (*Vendored, error) 
 		return nil, err
 	}
 	return &vd, nil
+}
+
+// Prune removes the copies no build has used since now-Keep, and what a
+// fetch killed midway left: staging directories and trees without their
+// metadata, of the same age. It returns how many entries it removed. A copy
+// is removed under its own lock, metadata first, so that a build using it
+// meanwhile either finds it whole or fetches it again.
+func (v *Vendor) Prune(now time.Time) (int, error) {
+	keep := v.Keep
+	if keep <= 0 {
+		keep = DefaultKeep
+	}
+	cutoff := now.Add(-keep)
+	trees := filepath.Join(v.Dir, "trees")
+	ents, err := os.ReadDir(trees)
+	if errors.Is(err, fs.ErrNotExist) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("prune vendored copies: %w", err)
+	}
+	old := func(path string) bool {
+		fi, err := os.Lstat(path)
+		return err == nil && fi.ModTime().Before(cutoff)
+	}
+	removed := 0
+	var errs []error
+	for _, e := range ents {
+		name := e.Name()
+		path := filepath.Join(trees, name)
+		key, isMeta := strings.CutSuffix(name, ".json")
+		switch {
+		case strings.HasPrefix(name, ".stage-"):
+			if old(path) {
+				if err := os.RemoveAll(path); err != nil {
+					errs = append(errs, err)
+					continue
+				}
+				removed++
+			}
+		case isMeta || e.IsDir():
+			unlock := v.lock(key)
+			meta, dir := filepath.Join(trees, key+".json"), filepath.Join(trees, key)
+			_, metaErr := os.Lstat(meta)
+			// A copy goes when its metadata (touched on each use) is old;
+			// a tree without metadata when the tree itself is.
+			if (metaErr == nil && old(meta)) || (errors.Is(metaErr, fs.ErrNotExist) && !isMeta && old(dir)) {
+				err := os.Remove(meta)
+				if err == nil || errors.Is(err, fs.ErrNotExist) {
+					err = os.RemoveAll(dir)
+				}
+				if err != nil {
+					errs = append(errs, err)
+				} else {
+					removed++
+				}
+			}
+			unlock()
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return removed, fmt.Errorf("prune vendored copies in %s: %w", trees, err)
+	}
+	return removed, nil
+}
+
+// pruneSometimes runs Prune when the last run here is pruneEvery old.
+func (v *Vendor) pruneSometimes(now time.Time) (int, error) {
+	v.mu.Lock()
+	due := now.Sub(v.lastPrune) >= pruneEvery
+	if due {
+		v.lastPrune = now
+	}
+	v.mu.Unlock()
+	if !due {
+		return 0, nil
+	}
+	return v.Prune(now)
 }
 
 func firstNonEmpty(vs ...string) string {
