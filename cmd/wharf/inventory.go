@@ -62,7 +62,7 @@ func newInventoryReportCmd(a *app) *cobra.Command {
 			"--from claude reads an unmodified Claude Code home instead ($CLAUDE_CONFIG_DIR or ~/.claude, or --claude-home): " +
 			"plugins/installed_plugins.json, enabledPlugins of its settings files, and the digest of each cached tree; " +
 			"it is reported as client kind claude-code, under its own machine id (kept in <claude home>/wharf-machine-id).\n\n" +
-			"The CLI also reports on its own, in the background, when the inventory changed and at most every " +
+			"The CLI also reports on its own, in the background, when the inventory changed (or a day after the last report) and at most every " +
 			"inventory.interval (default 60m; \"off\" turns it off).",
 		Example: "  wharf inventory report\n  wharf inventory report --from claude --json\n  wharf inventory report --server https://wharf.example.com",
 		Args:    exactArgs(0, "no arguments"),
@@ -309,7 +309,7 @@ func (a *app) backgroundReport(o *reportOptions) error {
 		return nil
 	}
 	hash := collect.Hash(rep)
-	if st.Unchanged(server, hash) {
+	if st.Unchanged(server, hash, now) {
 		return nil
 	}
 	if _, err := collect.Send(ctx, http.DefaultClient, server, a.reportToken(), rep); err != nil {

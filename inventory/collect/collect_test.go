@@ -376,12 +376,17 @@ func TestStateKeepsAFailedReportUntilItIsSent(t *testing.T) {
 		t.Fatal(err)
 	}
 	s = ReadState(path)
-	if s.Pending != "sha256:1" || s.Unchanged("http://s", "sha256:1") || s.Due(now.Add(time.Minute), time.Hour) || !s.Due(now.Add(time.Hour), time.Hour) {
+	if s.Pending != "sha256:1" || s.Unchanged("http://s", "sha256:1", now) || s.Due(now.Add(time.Minute), time.Hour) || !s.Due(now.Add(time.Hour), time.Hour) {
 		t.Fatalf("after a failure: %+v", s)
 	}
 	s.Sent("http://s", "sha256:1", now)
-	if !s.Unchanged("http://s", "sha256:1") || s.Unchanged("http://other", "sha256:1") || s.Pending != "" {
+	if !s.Unchanged("http://s", "sha256:1", now.Add(time.Hour)) || s.Unchanged("http://other", "sha256:1", now) || s.Pending != "" {
 		t.Fatalf("after sending: %+v", s)
+	}
+	// A day later the same inventory goes again, so that the server still
+	// sees the machine and never counts it stale.
+	if s.Unchanged("http://s", "sha256:1", now.Add(Heartbeat)) || s.Unchanged("http://s", "sha256:1", now.Add(-time.Hour)) {
+		t.Fatalf("an unchanged report sent a day ago (or in the future) must be sent again: %+v", s)
 	}
 	unlock, ok, err := TryLock(filepath.Join(filepath.Dir(path), "inventory-report.lock"))
 	if err != nil || !ok {

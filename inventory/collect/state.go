@@ -55,9 +55,17 @@ func (s State) Due(now time.Time, interval time.Duration) bool {
 	return s.Checked.IsZero() || now.Sub(s.Checked) >= interval || now.Before(s.Checked)
 }
 
-// Unchanged reports whether a report of hash was already sent to server.
-func (s State) Unchanged(server, hash string) bool {
-	return s.Pending == "" && s.Server == server && s.SentHash == hash
+// Heartbeat is how old the last report sent may be before an unchanged
+// inventory is sent again: the server then still sees the machine (its
+// last-seen time, and so its stale machines, stay true to within a day),
+// and an unchanged report costs it a read.
+const Heartbeat = 24 * time.Hour
+
+// Unchanged reports whether a report of hash was already sent to server,
+// less than Heartbeat before now.
+func (s State) Unchanged(server, hash string, now time.Time) bool {
+	age := now.Sub(s.SentAt)
+	return s.Pending == "" && s.Server == server && s.SentHash == hash && age >= 0 && age < Heartbeat
 }
 
 // Sent records a report the server took.
