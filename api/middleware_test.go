@@ -88,6 +88,19 @@ func TestTokenCacheFollowsTheWatch(t *testing.T) {
 			t.Fatalf("%s: new token: %d", r.name, st)
 		}
 	}
+	// The creation's watch events reach each server in their own time (late
+	// on a loaded machine) and drop what it cached before them: wait for a
+	// round of requests that reads nothing. Were tokens never served from
+	// memory, this would time out.
+	waitFor(t, settle, "the token's creation seen by both watches", func() bool {
+		before := cs.indexReads.Load()
+		for _, r := range []*replica{a, bb} {
+			if st := status(r, secret); st != http.StatusOK {
+				t.Fatalf("%s: new token: %d", r.name, st)
+			}
+		}
+		return cs.indexReads.Load() == before
+	})
 	before := cs.indexReads.Load()
 	for range 20 {
 		for _, r := range []*replica{a, bb} {
