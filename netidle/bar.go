@@ -97,16 +97,15 @@ func (b *Bar) parse(line string) {
 // Clear takes the bar off the terminal until it next moves, so a line
 // can be printed in its place.
 func (b *Bar) Clear() {
-	b.bar.Clear()
+	b.term.clear(false)
 }
 
 // Finish clears the bar from the terminal for good. It may be called more
 // than once.
 func (b *Bar) Finish() {
 	b.done.Do(func() {
-		b.bar.Clear()
 		b.bar.Exit()
-		b.term.close()
+		b.term.clear(true)
 	})
 }
 
@@ -114,10 +113,16 @@ func (b *Bar) Finish() {
 // redraws its spinner from a goroutine of its own that may still be
 // drawing when Exit returns; once Finish closes the gate, nothing more
 // reaches the terminal, so the caller owns it again.
+//
+// It also clears the bar: the library's own Clear reads the bar's state
+// without the lock its spinner goroutine draws under (a data race), so the
+// width to blank out is counted here, from what was drawn.
 type gatedWriter struct {
 	mu     sync.Mutex
 	w      io.Writer
 	closed bool
+	col    int // runes drawn since the last \r or \n
+	width  int // the widest line drawn since the last clear
 }
 
 func (g *gatedWriter) Write(p []byte) (int, error) {
@@ -126,11 +131,28 @@ func (g *gatedWriter) Write(p []byte) (int, error) {
 	if g.closed {
 		return len(p), nil
 	}
+	for _, r := range string(p) {
+		if r == '\r' || r == '\n' {
+			g.col = 0
+			continue
+		}
+		if g.col++; g.col > g.width {
+			g.width = g.col
+		}
+	}
 	return g.w.Write(p)
 }
 
-func (g *gatedWriter) close() {
+// clear blanks the line the bar was drawn on; close also lets nothing
+// through afterwards.
+func (g *gatedWriter) clear(close bool) {
 	g.mu.Lock()
-	g.closed = true
-	g.mu.Unlock()
+	defer g.mu.Unlock()
+	if !g.closed && g.width > 0 {
+		_, _ = io.WriteString(g.w, "\r"+strings.Repeat(" ", g.width)+"\r")
+		g.col, g.width = 0, 0
+	}
+	if close {
+		g.closed = true
+	}
 }

@@ -9,8 +9,10 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"strings"
+	"sync"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"golang.org/x/net/proxy"
 
@@ -183,4 +185,69 @@ func TestBarCountsTheStepsBytes(t *testing.T) {
 	if got := b.bar.State().CurrentBytes; got < 200<<10 {
 		t.Errorf("bar counted %.0f bytes, want at least %d", got, 200<<10)
 	}
+}
+
+// lockedBuffer is a terminal the bar's spinner goroutine may write to.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// Clear and Finish blank the widest line the bar drew, while its spinner
+// goroutine and the byte counter keep drawing (run under -race), and after
+// Finish nothing more reaches the terminal.
+func TestBarClearsWhatItDrew(t *testing.T) {
+	var term lockedBuffer
+	b := newBar(&term, "fetching ssh://host/x.git", 0)
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+				b.bar.Add(512)
+				time.Sleep(time.Millisecond)
+			}
+		}
+	}()
+	deadline := time.Now().Add(300 * time.Millisecond)
+	for time.Now().Before(deadline) {
+		b.Clear()
+		time.Sleep(5 * time.Millisecond)
+	}
+	close(stop)
+	<-done
+	b.Finish()
+	out := term.String()
+	// The terminal ends with the last line drawn, then blanks as wide as
+	// it between carriage returns: nothing of the bar stays on screen.
+	lines := strings.FieldsFunc(out, func(r rune) bool { return r == '\r' || r == '\n' })
+	if len(lines) < 2 || !strings.HasSuffix(out, "\r") {
+		t.Fatalf("the bar was not drawn and cleared: %q", out)
+	}
+	blank, drawn := lines[len(lines)-1], lines[len(lines)-2]
+	if strings.Trim(blank, " ") != "" || !strings.HasSuffix(out, "\r"+blank+"\r") ||
+		!strings.Contains(drawn, "fetching ssh://host/x.git") || utf8.RuneCountInString(blank) < utf8.RuneCountInString(drawn) {
+		t.Fatalf("the last line drawn %q is not blanked (%d spaces): %q", drawn, len(blank), out[max(0, len(out)-300):])
+	}
+	b.bar.Add(1 << 20)
+	if term.String() != out {
+		t.Fatal("the bar drew after Finish")
+	}
+	b.Finish() // again: nothing
 }
