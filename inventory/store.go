@@ -7,6 +7,7 @@ import (
 	"hash/fnv"
 	"maps"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -774,24 +775,34 @@ type Seen struct {
 
 // Stale returns machines not seen since before, in machine id order, at
 // most limit after the cursor, and the next cursor. It reads the last-seen
-// times of the machines in steps (an admin's occasional query), never the
-// reports.
+// times of the machines (an admin's occasional query), never the reports,
+// by machine id prefix ("m-00" to "m-ff", every id has one): each read is
+// a range bounded by its prefix, so that etcd, which counts the rest of a
+// range on every limited read, walks each record once and the query costs
+// the fleet rather than its square.
 func (s *Store) Stale(before time.Time, after string, limit int) ([]Seen, string, error) {
 	if limit <= 0 {
 		limit = 100
+	}
+	first := 0
+	if rest, ok := strings.CutPrefix(after, "m-"); ok && len(rest) >= 2 {
+		if n, err := strconv.ParseUint(rest[:2], 16, 8); err == nil {
+			first = int(n)
+		}
 	}
 	var out []Seen
 	next := ""
 	err := s.st.View(func(r store.Reader) error {
 		out, next = []Seen{}, ""
-		from := after
-		const step = 1000
-		for {
-			kvs, err := r.ListAfter(BucketSeen, from, step)
+		for p := first; p < 256; p++ {
+			kvs, err := r.List(BucketSeen, fmt.Sprintf("m-%02x", p))
 			if err != nil {
 				return err
 			}
 			for _, kv := range kvs {
+				if kv.Key <= after {
+					continue
+				}
 				sr, err := parseSeen(kv.Value)
 				if err != nil {
 					return fmt.Errorf("inventory: seen record of %s: corrupt: %w", kv.Key, err)
@@ -806,11 +817,8 @@ func (s *Store) Stale(before time.Time, after string, limit int) ([]Seen, string
 				}
 				out = append(out, Seen{Machine: kv.Key, LastSeen: t})
 			}
-			if len(kvs) < step {
-				return nil
-			}
-			from = kvs[len(kvs)-1].Key
 		}
+		return nil
 	})
 	return out, next, err
 }

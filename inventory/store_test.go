@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -507,5 +508,42 @@ func testStale(t *testing.T, b backend) {
 	}
 	if len(stale) != 1 || stale[0].Machine != machineID(1) || next != "" {
 		t.Fatalf("stale = %+v, want only machine 1", stale)
+	}
+
+	// Machines all over the id space, paged two at a time: every stale one
+	// once, in id order, and none of the recent ones.
+	var want []string
+	for i, id := range []string{"m-ff", "m-00", "m-7f", "m-80", "m-0f", "m-f0", "m-10"} {
+		r := report(100 + i)
+		r.Machine.ID = id + fmt.Sprintf("%030x", 0xabc0+i)
+		put(t, inv, "tok", r)
+		want = append(want, r.Machine.ID)
+	}
+	recent := report(200)
+	recent.Machine.ID = "m-80" + strings.Repeat("e", 30)
+	clk.Add(10 * 24 * time.Hour)
+	put(t, inv, "tok", recent)
+	want = append(want, machineID(1), machineID(2), machineID(3))
+	slices.Sort(want)
+	var got []string
+	after, pages := "", 0
+	for {
+		page, next, err := inv.Stale(clk.Now().Add(-7*24*time.Hour), after, 2)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range page {
+			got = append(got, m.Machine)
+		}
+		if pages++; next == "" || pages > 20 {
+			break
+		}
+		after = next
+	}
+	if !slices.Equal(got, want) {
+		t.Fatalf("stale machines paged 2 at a time = %v, want %v", got, want)
+	}
+	if _, _, err := inv.Stale(clk.Now(), "not a machine id", 2); err != nil {
+		t.Fatalf("a cursor that is no machine id: %v", err)
 	}
 }
