@@ -26,26 +26,13 @@ CONC=${4:-32}
 CHECKPOINTS=${5:-$((MACHINES / 10)),$MACHINES}
 ROUNDS=${6:-3}
 cd "$(dirname "$0")/.."
-WORK=$(mktemp -d)
-PIDS=()
-cleanup() {
-  for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
-  for p in "${PIDS[@]}"; do wait "$p" 2>/dev/null || true; done
-  rm -rf "$WORK"
-}
-trap cleanup EXIT
+. bench/etcd.sh
 
-go build -o "$WORK/etcdcluster" ./bench/etcdcluster
 go build -o "$WORK/fleetbench" ./bench/fleetbench
-
 # As in production, etcd compacts its history as it goes (100,000 machines x
 # 20 plugins is over 1 GiB of live data; uncompacted history would pass
 # etcd's default 2 GiB quota), and the quota is etcd's suggested maximum.
-"$WORK/etcdcluster" -n "$MEMBERS" -prefix /wharf-fleet -dir "$WORK/etcd" -auto-compact 1m -quota $((8 << 30)) >"$WORK/etcd.url" 2>"$WORK/etcd.log" &
-ETCD_PID=$!
-PIDS+=($ETCD_PID)
-for _ in $(seq 600); do [ -s "$WORK/etcd.url" ] && break; sleep 0.05; done
-[ -s "$WORK/etcd.url" ] || { echo "etcd did not start" >&2; cat "$WORK/etcd.log" >&2; exit 1; }
+start_etcd "$MEMBERS" /wharf-fleet -auto-compact 1m -quota $((8 << 30))
 
 echo "# fleet inventory on $(nproc) cores, $(go version | cut -d' ' -f3): $MACHINES machines x $PLUGINS plugins, 3 replicas, $MEMBERS etcd member(s), $CONC clients"
-"$WORK/fleetbench" -store "$(cat "$WORK/etcd.url")" -machines "$MACHINES" -plugins "$PLUGINS" -c "$CONC" -checkpoints "$CHECKPOINTS" -rounds "$ROUNDS" -etcd-pid "$ETCD_PID"
+"$WORK/fleetbench" -store "$STORE" -machines "$MACHINES" -plugins "$PLUGINS" -c "$CONC" -checkpoints "$CHECKPOINTS" -rounds "$ROUNDS" -etcd-pid "$ETCD_PID"

@@ -15,29 +15,12 @@ DURATION=${2:-10s}
 CONC=${3:-32}
 ROUNDS=${4:-2}
 cd "$(dirname "$0")/.."
-WORK=$(mktemp -d)
-PIDS=()
-cleanup() {
-  for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
-  for p in "${PIDS[@]}"; do wait "$p" 2>/dev/null || true; done
-  rm -rf "$WORK"
-}
-trap cleanup EXIT
+. bench/etcd.sh
 
 go build -o "$WORK/wharf" ./cmd/wharf
 go build -o "$WORK/wharf-server" ./cmd/wharf-server
 go build -o "$WORK/loadgen" ./bench/loadgen
-go build -o "$WORK/etcdcluster" ./bench/etcdcluster
-
-wait_line() { # file: wait until it has content
-  for _ in $(seq 600); do [ -s "$1" ] && return 0; sleep 0.05; done
-  echo "timed out waiting for $1" >&2; return 1
-}
-
-"$WORK/etcdcluster" -n 3 -prefix /wharf-bench -dir "$WORK/etcd" >"$WORK/etcd.url" 2>"$WORK/etcd.log" &
-PIDS+=($!)
-wait_line "$WORK/etcd.url" || { cat "$WORK/etcd.log"; exit 1; }
-STORE=$(cat "$WORK/etcd.url")
+start_etcd 3 /wharf-bench
 
 ADMIN="bench-admin-$(head -c 16 /dev/urandom | od -An -tx1 | tr -d ' \n')"
 export WHARF_HOME="$WORK/home"
