@@ -313,17 +313,15 @@ func (s *Store) Put(token string, r Report) (bool, error) {
 	var old record
 	var found, unchanged bool
 	var seen time.Time
-	var groups map[string][]Install
 	var done bool
-	groups = group(r)
+	groups := group(r)
 	err = s.st.Update(func(tx store.Tx) error {
 		old, found, unchanged, done = record{}, false, false, false
 		// One read for the machine's record and, when the report fits in
 		// this transaction, the counts of the plugins it reports; a second
 		// only for what the old record adds.
 		keys := []store.BucketKey{{Bucket: BucketMachines, Key: id}}
-		small := len(groups) <= s.opts.BatchPlugins
-		if small {
+		if len(groups) <= s.opts.BatchPlugins {
 			for p := range groups {
 				keys = append(keys, s.countsKey(p, id))
 			}
@@ -751,8 +749,10 @@ func (s *Store) Holders(id, after string, limit int) ([]Holder, string, error) {
 			if err := json.Unmarshal(kv.Value, &h.Installs); err != nil {
 				return fmt.Errorf("inventory: index entry %s of %s: corrupt: %w", kv.Key, id, err)
 			}
-			if sr, err := parseSeen(times[i]); times[i] != nil && err == nil {
-				h.LastSeen = sr.Time
+			if times[i] != nil {
+				if sr, err := parseSeen(times[i]); err == nil {
+					h.LastSeen = sr.Time
+				}
 			}
 			out = append(out, h)
 		}

@@ -17,6 +17,7 @@ import (
 	"sync"
 	"time"
 
+	"go.etcd.io/etcd/api/v3/mvccpb"
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
@@ -336,11 +337,7 @@ func (t *etcdTx) get(bucket, key string) ([]byte, bool, error) {
 	if t.rev == 0 {
 		t.rev = resp.Header.Revision
 	}
-	rec := readRecord{bucket: bucket}
-	if len(resp.Kvs) > 0 {
-		kv := resp.Kvs[0]
-		rec.modRev, rec.value, rec.found = kv.ModRevision, kv.Value, true
-	}
+	rec := readOf(bucket, resp.Kvs)
 	if t.reads == nil {
 		t.reads = make(map[string]readRecord)
 	}
@@ -388,12 +385,12 @@ func (t *etcdTx) GetMany(keys []store.BucketKey) ([][]byte, error) {
 
 // fetch reads the keys full[idx...] in one transaction into t.reads.
 func (t *etcdTx) fetch(keys []store.BucketKey, full []string, idx []int) error {
+	var opts []clientv3.OpOption
+	if t.rev > 0 {
+		opts = append(opts, clientv3.WithRev(t.rev))
+	}
 	ops := make([]clientv3.Op, len(idx))
 	for j, i := range idx {
-		var opts []clientv3.OpOption
-		if t.rev > 0 {
-			opts = append(opts, clientv3.WithRev(t.rev))
-		}
 		ops[j] = clientv3.OpGet(full[i], opts...)
 	}
 	ctx, cancel := t.e.requestCtx()
@@ -410,14 +407,18 @@ func (t *etcdTx) fetch(keys []store.BucketKey, full []string, idx []int) error {
 		t.reads = make(map[string]readRecord)
 	}
 	for j, i := range idx {
-		rec := readRecord{bucket: keys[i].Bucket}
-		if r := resp.Responses[j].GetResponseRange(); r != nil && len(r.Kvs) > 0 {
-			kv := r.Kvs[0]
-			rec.modRev, rec.value, rec.found = kv.ModRevision, kv.Value, true
-		}
-		t.reads[full[i]] = rec
+		t.reads[full[i]] = readOf(keys[i].Bucket, resp.Responses[j].GetResponseRange().GetKvs())
 	}
 	return nil
+}
+
+// readOf is the record of a one-key read that returned kvs.
+func readOf(bucket string, kvs []*mvccpb.KeyValue) readRecord {
+	rec := readRecord{bucket: bucket}
+	if len(kvs) > 0 {
+		rec.modRev, rec.value, rec.found = kvs[0].ModRevision, kvs[0].Value, true
+	}
+	return rec
 }
 
 func (t *etcdTx) readErr(err error) error {
