@@ -29,7 +29,14 @@ func startServe(t *testing.T, home string, env ...string) *servedWharf {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(serverBinary(t), "--json", "--addr", "127.0.0.1:0", "--demo", demo, "--log-level", "warn")
+	return launch(t, home, []string{"--demo", demo}, env)
+}
+
+// launch runs wharf-server with args and env on a free loopback port, and
+// waits for the line it prints once it listens.
+func launch(t *testing.T, home string, args, env []string) *servedWharf {
+	t.Helper()
+	cmd := exec.Command(serverBinary(t), append([]string{"--json", "--addr", "127.0.0.1:0", "--log-level", "warn"}, args...)...)
 	cmd.Env = append(os.Environ(), append([]string{"WHARF_HOME=" + home, "WHARF_BOOTSTRAP_TOKEN="}, env...)...)
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {

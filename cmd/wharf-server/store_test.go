@@ -1,14 +1,10 @@
 package main
 
 import (
-	"bufio"
-	"bytes"
 	"encoding/json"
 	"io"
 	"net"
 	"net/http"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -21,30 +17,7 @@ import (
 // port and waits for its start-up line.
 func startServeArgs(t *testing.T, home string, args ...string) *servedWharf {
 	t.Helper()
-	cmd := exec.Command(serverBinary(t), append([]string{"--json", "--addr", "127.0.0.1:0", "--log-level", "warn"}, args...)...)
-	cmd.Env = append(os.Environ(), "WHARF_HOME="+home, "WHARF_BOOTSTRAP_TOKEN=")
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := &servedWharf{cmd: cmd, stderr: &bytes.Buffer{}}
-	cmd.Stderr = s.stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if cmd.ProcessState == nil {
-			cmd.Process.Kill()
-			cmd.Wait()
-		}
-	})
-	if err := json.NewDecoder(bufio.NewReader(stdout)).Decode(&s.info); err != nil {
-		cmd.Process.Kill()
-		cmd.Wait()
-		t.Fatalf("wharf-server did not start: %v\n%s", err, s.stderr)
-	}
-	go io.Copy(io.Discard, stdout)
-	return s
+	return launch(t, home, args, nil)
 }
 
 func httpDo(t *testing.T, method, url, token string) (int, http.Header, string) {
