@@ -2,6 +2,7 @@ package mcp
 
 import (
 	"context"
+	"os"
 	"os/exec"
 	"strings"
 	"testing"
@@ -11,25 +12,31 @@ import (
 	"github.com/wharfhq/wharf/plugin"
 )
 
-// TestEverythingServer runs the reference server of the MCP project through
-// npx when npx can fetch it; the arm is skipped when it cannot.
+// TestEverythingServer runs the reference server of the MCP project,
+// installed beforehand at a pinned version (bash .ci/run installs it and sets
+// WHARF_MCP_EVERYTHING to its launcher). The test never fetches a package:
+// without the launcher it skips, and under CI a missing launcher fails.
 func TestEverythingServer(t *testing.T) {
-	if testing.Short() {
-		t.Skip("fetches a package with npx")
+	bin := os.Getenv("WHARF_MCP_EVERYTHING")
+	if bin == "" {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("WHARF_MCP_EVERYTHING is not set: bash .ci/run installs @modelcontextprotocol/server-everything and sets it")
+		}
+		t.Skip("WHARF_MCP_EVERYTHING is not set (bash .ci/run installs the reference MCP server and sets it)")
 	}
-	npx, err := exec.LookPath("npx")
+	node, err := exec.LookPath("node")
 	if err != nil {
-		t.Skip("npx not installed")
+		t.Fatalf("WHARF_MCP_EVERYTHING is set but node is not installed: %v", err)
 	}
-	sup := New(Options{StartTimeout: 120 * time.Second, StopGrace: 2 * time.Second})
+	sup := New(Options{StartTimeout: 60 * time.Second, StopGrace: 2 * time.Second})
 	defer sup.Close()
 	comp := agent.Component{Kind: plugin.KindMCPServer, Name: "plugin:everything:everything", Local: "everything",
 		Plugin: plugin.MustParseID("everything@ref"), Source: agent.SourcePlugin,
-		MCP: &plugin.MCPServer{Command: npx, Args: []string{"-y", "@modelcontextprotocol/server-everything"}}}
+		MCP: &plugin.MCPServer{Command: node, Args: []string{bin, "stdio"}}}
 	undo, err := sup.Start(context.Background(), comp)
 	if err != nil {
 		undo()
-		t.Skipf("server-everything not available here: %v", err)
+		t.Fatalf("start %s: %v", bin, err)
 	}
 	st, _ := status(sup, comp.Name)
 	names := strings.Join(toolNames(sup.Tools()), " ")
@@ -44,6 +51,6 @@ func TestEverythingServer(t *testing.T) {
 		t.Fatal(err)
 	}
 	if alive(st.PID) {
-		t.Fatalf("npx process %d still running after undo", st.PID)
+		t.Fatalf("server process %d still running after undo", st.PID)
 	}
 }
