@@ -278,30 +278,14 @@ func (x *factIndex) facts(r *Request, f *requestFacets) *ast.Term {
 				add(keyStrictUnlisted, layerArray(unlisted))
 			}
 		}
-		var blocked []*ast.Term
-		hit := func(layer int, kind, pattern string) {
-			blocked = append(blocked, ast.ArrayTerm(ast.InternedTerm(layer), strTerm(kind), strTerm(pattern)))
+		if b := x.blockedBy(src); b != nil {
+			add(keyBlockedBy, b)
 		}
-		x.blockedHits(src, func(i int) { hit(i, "exact", "") })
-		for _, i := range x.blockedOwner[src.owner] {
-			hit(i, "owner", "")
-		}
-		if src.host != "" {
-			for _, p := range x.blockedHost {
-				if p.re != nil && p.re.MatchString(src.host) {
-					hit(p.layer, "host", p.pattern)
-				}
-			}
-		}
-		if src.path != "" || src.lexPath != "" {
-			for _, p := range x.blockedPath {
-				if p.re != nil && (src.path != "" && p.re.MatchString(src.path) || src.lexPath != "" && p.re.MatchString(src.lexPath)) {
-					hit(p.layer, "path", p.pattern)
-				}
-			}
-		}
-		if len(blocked) > 0 {
-			add(keyBlockedBy, ast.ArrayTerm(blocked...))
+	case ActionSideload, ActionFetchSource:
+		// Content that arrives without a marketplace add: blocklists
+		// apply to it as to a marketplace.
+		if b := x.blockedBy(src); b != nil {
+			add(keyBlockedBy, b)
 		}
 	case ActionLoadComponent:
 		if l := x.surfacesLocked[string(r.Surface)]; len(l) > 0 {
@@ -351,6 +335,37 @@ func (x *factIndex) facts(r *Request, f *requestFacets) *ast.Term {
 		return emptyObject
 	}
 	return ast.NewTerm(ast.NewObject(items...))
+}
+
+// blockedBy is input.facts.blocked_by of a source: every layer's
+// blockedMarketplaces entry that names or covers it; nil for none.
+func (x *factIndex) blockedBy(src *sourceFacets) *ast.Term {
+	var blocked []*ast.Term
+	hit := func(layer int, kind, pattern string) {
+		blocked = append(blocked, ast.ArrayTerm(ast.InternedTerm(layer), strTerm(kind), strTerm(pattern)))
+	}
+	x.blockedHits(src, func(i int) { hit(i, "exact", "") })
+	for _, i := range x.blockedOwner[src.owner] {
+		hit(i, "owner", "")
+	}
+	if src.host != "" {
+		for _, p := range x.blockedHost {
+			if p.re != nil && p.re.MatchString(src.host) {
+				hit(p.layer, "host", p.pattern)
+			}
+		}
+	}
+	if src.path != "" || src.lexPath != "" {
+		for _, p := range x.blockedPath {
+			if p.re != nil && (src.path != "" && p.re.MatchString(src.path) || src.lexPath != "" && p.re.MatchString(src.lexPath)) {
+				hit(p.layer, "path", p.pattern)
+			}
+		}
+	}
+	if len(blocked) == 0 {
+		return nil
+	}
+	return ast.ArrayTerm(blocked...)
 }
 
 func layerArray(l []int) *ast.Term {
