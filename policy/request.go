@@ -294,6 +294,9 @@ func (r Request) Input() map[string]any {
 type sourceFacets struct {
 	known                           bool
 	key, owner, host, path, display string
+	// ownerKey is "host/owner" of a repository on a GitHub host: what
+	// "owner/*" entries are indexed by (see sourcematch.go).
+	ownerKey string
 	// rawKey is the source's key as written (settings.MarketplaceSource.Key),
 	// for entries that have no canonical form.
 	rawKey string
@@ -319,10 +322,16 @@ func facetsOf(s *settings.MarketplaceSource, ghHost string) sourceFacets {
 	c, ok := canonicalOf(s, ghHost)
 	if !ok {
 		f.key, f.owner, f.host, f.path = f.rawKey, s.RepoOwner(), s.Host(), s.LocalPath()
+		if f.owner != "" {
+			f.ownerKey = plugin.DefaultGitHubHost + "/" + f.owner
+		}
 		return f
 	}
 	f.canon, f.canonical = c, true
 	f.key, f.owner, f.host = c.Key(), c.Owner(), c.Host
+	if f.owner != "" {
+		f.ownerKey = c.Host + "/" + f.owner
+	}
 	if c.Kind == plugin.CanonLocal {
 		f.path = c.Path
 		f.lexPath = lexicalPath(s)
