@@ -3,6 +3,8 @@ package marketplace
 import (
 	"context"
 	"errors"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -112,5 +114,38 @@ func TestRedirectTargetAskedOfGate(t *testing.T) {
 	g.blocked = target.URL
 	if _, err := m.Update(context.Background(), "tools"); !errors.Is(err, errGateBlocked) {
 		t.Fatalf("update through a redirect to a blocked repository: %v", err)
+	}
+}
+
+// A marketplace.json URL that redirects is decided again on the URL it
+// redirects to, before the redirect is followed.
+func TestURLRedirectTargetAskedOfGate(t *testing.T) {
+	var served []string
+	var mu sync.Mutex
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		served = append(served, r.URL.Path)
+		mu.Unlock()
+		if r.URL.Path == "/a.json" {
+			http.Redirect(w, r, "/b.json", http.StatusFound)
+			return
+		}
+		w.Write([]byte(manifestJSON("tools")))
+	}))
+	defer srv.Close()
+	g := &pathGate{blocked: "/b.json"}
+	m, _ := newTestManager(t, Options{Gate: g})
+	_, err := m.Add(context.Background(), Source{Kind: KindURL, URL: srv.URL + "/a.json"}, "")
+	if !errors.Is(err, errGateBlocked) || plugin.LayerOf(err) != plugin.LayerPolicy {
+		t.Fatalf("marketplace.json redirecting to a blocked URL: %v, want the gate's policy error", err)
+	}
+	if len(g.asked) != 2 || g.asked[1].Kind != KindURL || g.asked[1].URL != srv.URL+"/b.json" {
+		t.Fatalf("gate asked %+v", g.asked)
+	}
+	if len(served) != 1 {
+		t.Errorf("served %v; the blocked target must not be requested", served)
+	}
+	if ks, _ := m.List(); len(ks) != 0 {
+		t.Fatalf("recorded %+v", ks)
 	}
 }
