@@ -395,7 +395,8 @@ func (in *loadInput) loadInline(ctx context.Context, dir string) *unit {
 	if p != nil {
 		u.Version = p.Manifest.Version
 	}
-	req := policy.Request{Action: policy.ActionSideload, Path: dir}
+	// The plugin goes by name@inline: managed enabledPlugins can force it off.
+	req := policy.Request{Action: policy.ActionSideload, Path: dir, Plugin: id}
 	if perr := in.dec.Check(ctx, req); perr != nil {
 		u.AddError(perr)
 		return u

@@ -159,6 +159,31 @@ func (g *Guard) CheckURL(ctx context.Context, u *url.URL) error {
 	return err
 }
 
+// dial resolves addr's host, checks every address and dials a checked one
+// (or addr as is when the host is trusted or the guard is off).
+func (g *Guard) dial(ctx context.Context, dial func(context.Context, string, string) (net.Conn, error), network, addr string) (net.Conn, error) {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return nil, err
+	}
+	addrs, err := g.Resolve(ctx, host)
+	if err != nil {
+		return nil, err
+	}
+	if addrs == nil {
+		return dial(ctx, network, addr)
+	}
+	var errs []error
+	for _, a := range addrs {
+		c, err := dial(ctx, network, net.JoinHostPort(a.String(), port))
+		if err == nil {
+			return c, nil
+		}
+		errs = append(errs, err)
+	}
+	return nil, errors.Join(errs...)
+}
+
 // Protect makes t connect only to the addresses the guard checked: the
 // dialer resolves the host itself, checks every address and dials the
 // checked address, so a DNS answer that changes between the check and the
@@ -185,26 +210,7 @@ func (g *Guard) Protect(t *http.Transport) {
 		}
 	}
 	t.DialContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
-		host, port, err := net.SplitHostPort(addr)
-		if err != nil {
-			return nil, err
-		}
-		addrs, err := g.Resolve(ctx, host)
-		if err != nil {
-			return nil, err
-		}
-		if addrs == nil {
-			return dial(ctx, network, addr)
-		}
-		var errs []error
-		for _, a := range addrs {
-			c, err := dial(ctx, network, net.JoinHostPort(a.String(), port))
-			if err == nil {
-				return c, nil
-			}
-			errs = append(errs, err)
-		}
-		return nil, errors.Join(errs...)
+		return g.dial(ctx, dial, network, addr)
 	}
 	// Each fetch builds its own transport: keep no idle connections.
 	t.DisableKeepAlives = true

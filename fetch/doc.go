@@ -17,6 +17,13 @@
 // GitLab host), only over https, and never after a redirect leaves that
 // host. See Config.Credential.
 //
+// Git over http(s) and downloads obey one address rule: every connection
+// dials an address the Guard checked and every redirect is checked before
+// it is followed. go-git's transport is installed once for the process, so
+// a git step carries its Guard and its RedirectCheck (the caller's policy on
+// the repository a redirect leads to) in its context: WithGuard,
+// WithRedirectCheck.
+//
 // Packages marketplace and source keep their domain logic (catalogs, source
 // kinds, trees); this package knows nothing of plugins.
 package fetch

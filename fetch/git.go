@@ -2,7 +2,9 @@ package fetch
 
 import (
 	"context"
+	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/url"
 	"strings"
@@ -17,12 +19,117 @@ import (
 
 // init routes go-git's HTTP and HTTPS through netidle, so a git step under
 // a netidle.Watch fails when its server goes silent (ssh reaches netidle
-// through Git.Proxy). This is the only place wharf installs go-git
-// transports.
+// through Git.Proxy), and through the address guard and redirect check the
+// step's context carries (WithGuard, WithRedirectCheck), so git obeys the
+// same rules as downloads: every connection dials a checked address, every
+// redirect is checked before it is followed. This is the only place wharf
+// installs go-git transports.
 func init() {
-	c := githttp.NewClient(&http.Client{Transport: netidle.Transport()})
+	c := githttp.NewClient(&http.Client{Transport: gitTransport(), CheckRedirect: checkGitRedirect})
 	client.InstallProtocol("https", c)
 	client.InstallProtocol("http", c)
+}
+
+// gitTransport is netidle's transport whose dialer and proxy obey the
+// guard of the request's context (none: as netidle dials). go-git clones it
+// when a step names a proxy or CA bundle; the clone keeps both.
+func gitTransport() *http.Transport {
+	t := netidle.Transport()
+	dial := t.DialContext
+	t.DialContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
+		if g := guardOf(ctx); g != nil {
+			return g.dial(ctx, dial, network, addr)
+		}
+		return dial(ctx, network, addr)
+	}
+	if proxy := t.Proxy; proxy != nil {
+		t.Proxy = func(req *http.Request) (*url.URL, error) {
+			u, err := proxy(req)
+			if g := guardOf(req.Context()); g != nil && u != nil && err == nil {
+				// A proxy from the environment is the operator's.
+				g.Trust(u.Hostname())
+			}
+			return u, err
+		}
+	}
+	return t
+}
+
+// checkGitRedirect is the redirect check of git over http(s), after
+// go-git's own (no https to http, redirects of the first request only): the
+// target passes the URL rule and the guard of the step, and the redirect
+// check of the step is asked about the repository it leads to.
+func checkGitRedirect(req *http.Request, via []*http.Request) error {
+	ctx := req.Context()
+	if g := guardOf(ctx); g != nil {
+		if _, err := CheckHTTPURL(req.URL.String()); err != nil {
+			return fmt.Errorf("redirect refused: %w", err)
+		}
+		if err := g.CheckURL(ctx, req.URL); err != nil {
+			return fmt.Errorf("redirect to %s refused: %w", Redact(req.URL.String()), err)
+		}
+	}
+	if check := redirectCheckOf(ctx); check != nil {
+		if err := check(ctx, GitRepoURL(req.URL)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// GitRepoURL is the repository a request of git's smart HTTP protocol is
+// for: u without user info, query and the protocol's path suffix
+// (/info/refs, /git-upload-pack).
+func GitRepoURL(u *url.URL) *url.URL {
+	r := *u
+	r.User, r.RawQuery, r.ForceQuery, r.Fragment = nil, "", false, ""
+	for _, suffix := range []string{"/info/refs", "/git-upload-pack", "/git-receive-pack"} {
+		r.Path = strings.TrimSuffix(r.Path, suffix)
+	}
+	r.RawPath = ""
+	return &r
+}
+
+// RedirectCheck decides whether a fetch may follow a redirect to u (for
+// git, the repository the redirect leads to; see GitRepoURL); a non-nil
+// error refuses the redirect and is the fetch's error.
+type RedirectCheck func(ctx context.Context, u *url.URL) error
+
+type guardKey struct{}
+
+type redirectKey struct{}
+
+// WithGuard returns ctx under which git over http(s) connects only where g
+// allows: each connection dials an address g checked and each redirect is
+// refused unless g allows its host. Downloads (Open) build their own guard.
+func WithGuard(ctx context.Context, g *Guard) context.Context {
+	return context.WithValue(ctx, guardKey{}, g)
+}
+
+func guardOf(ctx context.Context) *Guard {
+	g, _ := ctx.Value(guardKey{}).(*Guard)
+	return g
+}
+
+// WithRedirectCheck returns ctx under which every redirect of a git step or
+// a download is passed to check before it is followed (after any check ctx
+// already carries).
+func WithRedirectCheck(ctx context.Context, check RedirectCheck) context.Context {
+	if prev := redirectCheckOf(ctx); prev != nil {
+		next := check
+		check = func(ctx context.Context, u *url.URL) error {
+			if err := prev(ctx, u); err != nil {
+				return err
+			}
+			return next(ctx, u)
+		}
+	}
+	return context.WithValue(ctx, redirectKey{}, check)
+}
+
+func redirectCheckOf(ctx context.Context) RedirectCheck {
+	c, _ := ctx.Value(redirectKey{}).(RedirectCheck)
+	return c
 }
 
 // Git is what one git network step against a remote needs: pass Auth,

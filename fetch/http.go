@@ -111,6 +111,11 @@ func (c *Config) client(g *Guard) *http.Client {
 		if err := g.CheckURL(req.Context(), req.URL); err != nil {
 			return fmt.Errorf("redirect to %s refused: %w", Redact(req.URL.String()), err)
 		}
+		if check := redirectCheckOf(req.Context()); check != nil {
+			if err := check(req.Context(), req.URL); err != nil {
+				return err
+			}
+		}
 		if next != nil {
 			return next(req, via)
 		}

@@ -38,7 +38,18 @@ type gitClient struct {
 	// progress bar instead. Both nil: silent.
 	progress io.Writer
 	bar      io.Writer
+	// redirect, when set, decides every repository a redirect leads to,
+	// before it is followed (policy on the target, not only on the source
+	// as written).
+	redirect fetch.RedirectCheck
 }
+
+// redirectRefused carries the redirect check's refusal through go-git, so
+// the command reports it as is (a policy denial stays one).
+type redirectRefused struct{ err error }
+
+func (r *redirectRefused) Error() string { return r.err.Error() }
+func (r *redirectRefused) Unwrap() error { return r.err }
 
 // RemoteURL returns the URL git fetches for a git-backed source; a github
 // source points at cfg's GitHub host.
@@ -287,9 +298,30 @@ func (g *gitClient) proxy(ctx context.Context, remote string) transport.ProxyOpt
 func (g *gitClient) withTimeout(ctx context.Context, remote string, fn func(context.Context, io.Writer) (*git.Repository, error)) (*git.Repository, error) {
 	ctx, stop := g.net.Step(ctx)
 	defer stop()
+	// The user (or managed settings) named this repository: its host is
+	// trusted as named, but every connection to another host, and every
+	// redirect, passes the private-address guard.
+	guard := g.net.Guard()
+	if h := fetch.GitHost(remote); h != "" {
+		guard.Trust(h)
+	}
+	ctx = fetch.WithGuard(ctx, guard)
+	var refused error
+	if g.redirect != nil {
+		ctx = fetch.WithRedirectCheck(ctx, func(ctx context.Context, u *url.URL) error {
+			if err := g.redirect(ctx, u); err != nil {
+				refused = err
+				return err
+			}
+			return nil
+		})
+	}
 	progress, done := fetch.Progress(ctx, g.bar, g.progress, "fetching "+redactRemote(remote))
 	defer done()
 	r, err := fn(ctx, progress)
+	if refused != nil {
+		return nil, &redirectRefused{err: refused}
+	}
 	if e := netidle.Cause(ctx); err != nil && e != nil {
 		return nil, &idleFailure{e: e, err: idleErr(e, err)}
 	}
@@ -327,6 +359,9 @@ func isRefNotFound(err error) bool {
 }
 
 func (g *gitClient) fail(src Source, step string, err error) error {
+	if rr := (*redirectRefused)(nil); errors.As(err, &rr) {
+		return rr.err
+	}
 	hint := "check that the repository exists and that you can reach it, then retry"
 	remote := RemoteURL(src, g.net)
 	var idle *idleFailure

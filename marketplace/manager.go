@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"sort"
@@ -278,7 +279,7 @@ func (m *Manager) Update(ctx context.Context, name string) (Known, error) {
 	}
 	switch {
 	case k.Source.IsGit() && isGitDir(k.InstallLocation):
-		g := m.gitClient()
+		g := m.gitClient(k.Source)
 		before, after, err := g.update(ctx, k.Source, k.InstallLocation)
 		if err != nil {
 			return Known{}, err
@@ -443,7 +444,7 @@ func (m *Manager) materialize(ctx context.Context, src Source) (*fetched, error)
 	}
 	f := &fetched{tmp: tmp}
 	if src.IsGit() {
-		g := m.gitClient()
+		g := m.gitClient(src)
 		f.commit, err = g.clone(ctx, src, tmp)
 	} else {
 		err = m.download(ctx, src, tmp)
@@ -458,11 +459,21 @@ func (m *Manager) materialize(ctx context.Context, src Source) (*fetched, error)
 	return f, nil
 }
 
-func (m *Manager) gitClient() *gitClient {
+func (m *Manager) gitClient(src Source) *gitClient {
+	g := &gitClient{net: &m.net, progress: m.opts.Progress}
 	if m.opts.ProgressBar != nil {
-		return &gitClient{net: &m.net, bar: m.opts.ProgressBar}
+		g.progress, g.bar = nil, m.opts.ProgressBar
 	}
-	return &gitClient{net: &m.net, progress: m.opts.Progress}
+	g.redirect = func(_ context.Context, u *url.URL) error {
+		return m.allow(Source{Kind: KindGit, URL: u.String(), Ref: src.Ref, Path: src.Path})
+	}
+	return g
+}
+
+// allowRedirect asks the gate about the URL a marketplace.json download
+// is redirected to, as the url source it now is.
+func (m *Manager) allowRedirect(_ context.Context, u *url.URL) error {
+	return m.allow(Source{Kind: KindURL, URL: u.String()})
 }
 
 // download fetches a marketplace.json URL into dir/.claude-plugin/.
@@ -480,7 +491,18 @@ func (m *Manager) download(ctx context.Context, src Source, dir string) error {
 	}
 	// The user named this URL (it is not a marketplace entry's): its host
 	// is trusted as configured.
+	var refused error
+	ctx = fetch.WithRedirectCheck(ctx, func(ctx context.Context, u *url.URL) error {
+		if err := m.allowRedirect(ctx, u); err != nil {
+			refused = err
+			return err
+		}
+		return nil
+	})
 	data, err := m.net.ReadAll(ctx, fetch.Get{URL: src.URL, Accept: "application/json", Header: h, Trusted: true}, max)
+	if refused != nil {
+		return refused
+	}
 	if err != nil {
 		var idle *netidle.Error
 		var he *fetch.HTTPError

@@ -53,7 +53,8 @@ type CanonicalSource struct {
 
 // CanonOptions says how to read hosts and local paths.
 type CanonOptions struct {
-	// GitHubHost is the host {"source":"github"} points at; "" means
+	// GitHubHost is the host {"source":"github"} points at: "host[:port]"
+	// or a base URL such as "https://ghe.corp.example:8443"; "" means
 	// github.com. Paths on it and on github.com compare case-insensitively.
 	GitHubHost string
 	// Resolve makes a local path absolute and resolves its symlinks (see
@@ -61,17 +62,53 @@ type CanonOptions struct {
 	Resolve func(string) string
 }
 
-func (o CanonOptions) githubHost() string {
-	h := strings.TrimRight(strings.ToLower(strings.TrimSpace(o.GitHubHost)), ".")
-	if h == "" {
-		return DefaultGitHubHost
+// githubHost is the GitHub host's name and its port when not the default
+// of its scheme; github.com when none is set or the setting does not read.
+func (o CanonOptions) githubHost() (host, port string) {
+	h, p, ok := GitHubHostPort(o.GitHubHost)
+	if !ok {
+		return DefaultGitHubHost, ""
 	}
-	return h
+	return h, p
+}
+
+// GitHubHostPort reads a GitHub host setting ("host[:port]" or a base URL
+// such as "https://ghe.corp.example:8443") as a canonical host name (lower
+// case, an alias of github.com mapped to it) and the port when it is not
+// the default of the URL's scheme. "" is github.com; ok is false for a
+// setting that names no valid host.
+func GitHubHostPort(setting string) (host, port string, ok bool) {
+	v := strings.TrimRight(strings.TrimSpace(setting), "/")
+	if v == "" {
+		return DefaultGitHubHost, "", true
+	}
+	if !strings.Contains(v, "://") {
+		v = "https://" + v
+	}
+	u, err := url.Parse(v)
+	if err != nil || u.User != nil || (u.Path != "" && u.Path != "/") {
+		return "", "", false
+	}
+	scheme := strings.ToLower(u.Scheme)
+	if scheme != "https" && scheme != "http" {
+		return "", "", false
+	}
+	host, port, err = canonHost(u, scheme)
+	if err != nil {
+		return "", "", false
+	}
+	return host, port, true
 }
 
 func (o CanonOptions) isGitHub(host string) bool {
-	return host == DefaultGitHubHost || host == o.githubHost()
+	h, _ := o.githubHost()
+	return host == DefaultGitHubHost || host == h
 }
+
+// githubAliases are other names of github.com's git service: the web
+// host's www name, and ssh.github.com, which serves ssh on port 443 for
+// networks that block port 22. A source on them is the same repository.
+var githubAliases = map[string]string{"www.github.com": DefaultGitHubHost, "ssh.github.com": DefaultGitHubHost}
 
 // TypeSourceCanonical is the error type of a marketplace source that has
 // no canonical form (no host, an unknown kind, a control character).
@@ -110,7 +147,8 @@ func CanonicalizeMarketplaceSource(kind, repo, rawURL, ref, p string, o CanonOpt
 		if !ok || owner == "" || name == "" {
 			return bad("repo %q is not owner/repo", repo)
 		}
-		c := CanonicalSource{Kind: CanonGit, Host: o.githubHost(), GitHub: true, Ref: ref, Sub: canonSub(p)}
+		host, port := o.githubHost()
+		c := CanonicalSource{Kind: CanonGit, Host: host, Port: port, GitHub: true, Ref: ref, Sub: canonSub(p)}
 		c.Path = canonRepoPath(r, true)
 		if !strings.Contains(c.Path, "/") {
 			return bad("repo %q is not owner/repo", repo)
@@ -185,6 +223,9 @@ func canonGitURL(raw, ref, sub string, o CanonOptions, bad func(string, ...any) 
 		if !validHost(host) {
 			return bad("url %q has no valid host", raw)
 		}
+		if gh, ok := githubAliases[host]; ok {
+			host = gh
+		}
 		p = rest
 	}
 	gh := o.isGitHub(host)
@@ -214,6 +255,13 @@ func canonHost(u *url.URL, scheme string) (host, port string, err error) {
 	}
 	if port == defaultPorts[scheme] {
 		port = ""
+	}
+	if gh, ok := githubAliases[host]; ok {
+		// ssh.github.com's ssh port is 443: that is its default.
+		if host == "ssh.github.com" && port == "443" && scheme != "https" && scheme != "http" {
+			port = ""
+		}
+		host = gh
 	}
 	return host, port, nil
 }

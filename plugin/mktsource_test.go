@@ -41,6 +41,13 @@ func TestCanonicalGitAliases(t *testing.T) {
 		"git@github.com:/acme/tools",
 		"github.com:acme/tools",
 		"git@GITHUB.com:Acme/Tools.GIT",
+		// github.com's other names: the www host, and ssh.github.com
+		// (ssh on port 443).
+		"https://www.github.com/acme/tools",
+		"https://WWW.GitHub.com/acme/tools.git",
+		"ssh://git@ssh.github.com:443/acme/tools.git",
+		"ssh://git@ssh.github.com/acme/tools.git",
+		"git@ssh.github.com:acme/tools.git",
 	} {
 		got := canon(t, mktSrc{kind: "git", url: u}, CanonOptions{})
 		if got.Key() != want.Key() {
@@ -78,6 +85,25 @@ func TestCanonicalGitDistinct(t *testing.T) {
 	}
 	if a.RepoKey() != b.RepoKey() {
 		t.Errorf("RepoKey %s != %s", a.RepoKey(), b.RepoKey())
+	}
+}
+
+// A GitHub host setting may be a host, a host:port or a base URL; each
+// names the same repository as the URL on that host.
+func TestCanonicalGitHubHostForms(t *testing.T) {
+	for _, h := range []string{"127.0.0.1:8080", "http://127.0.0.1:8080", "http://127.0.0.1:8080/"} {
+		o := CanonOptions{GitHubHost: h}
+		gh := canon(t, mktSrc{kind: "github", repo: "corp/plugins"}, o)
+		u := canon(t, mktSrc{kind: "git", url: "http://127.0.0.1:8080/corp/plugins.git"}, o)
+		if gh.Key() != u.Key() || gh.Host != "127.0.0.1" || gh.Port != "8080" {
+			t.Errorf("github-host %q: shorthand %+v, URL %+v", h, gh, u)
+		}
+	}
+	if _, _, ok := GitHubHostPort("ftp://x"); ok {
+		t.Error("an ftp URL read as a GitHub host")
+	}
+	if h, p, ok := GitHubHostPort("https://www.github.com"); !ok || h != DefaultGitHubHost || p != "" {
+		t.Errorf("www.github.com: %q %q %v", h, p, ok)
 	}
 }
 

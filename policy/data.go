@@ -81,7 +81,7 @@ type patternEntry struct {
 // repeats.
 type factIndex struct {
 	flags                      [][2]*ast.Term          // layerFlags, in every request's facts
-	githubHost                 string                  // where owner/repo sources point (SetGitHubHost)
+	githubHost                 string                  // where owner/repo requests are fetched from (SetGitHubHost)
 	blockedRepo                map[string][]blockEntry // canonical RepoKey -> blocks, in layer order
 	blockedLocal               map[string][]int        // blocked directory (resolved and as written) -> layers
 	strictSet                  []int                   // layers whose strictKnownMarketplaces is set (and valid)
@@ -141,25 +141,29 @@ func buildFacts(layers []compiledLayer) *factIndex {
 		for _, e := range strict.Entries {
 			switch e.Source {
 			case settings.KindOwnerWildcard:
-				addLayer(x.strictOwner, e.RepoOwnerWildcard(), i)
+				for _, h := range x.ownerHosts(layerGitHubHost(cl), false) {
+					addLayer(x.strictOwner, h+"/"+e.RepoOwnerWildcard(), i)
+				}
 			case settings.KindHostPattern:
 				x.strictHost = append(x.strictHost, compilePattern(i, e.HostPattern))
 			case settings.KindPathPattern:
 				x.strictPath = append(x.strictPath, compilePattern(i, e.PathPattern))
 			default:
-				x.addStrict(e, i)
+				x.addStrict(e, i, layerGitHubHost(cl))
 			}
 		}
 		for _, e := range blocked.Entries {
 			switch e.Source {
 			case settings.KindOwnerWildcard:
-				addLayer(x.blockedOwner, e.RepoOwnerWildcard(), i)
+				for _, h := range x.ownerHosts(layerGitHubHost(cl), true) {
+					addLayer(x.blockedOwner, h+"/"+e.RepoOwnerWildcard(), i)
+				}
 			case settings.KindHostPattern:
 				x.blockedHost = append(x.blockedHost, compilePattern(i, e.HostPattern))
 			case settings.KindPathPattern:
 				x.blockedPath = append(x.blockedPath, compilePattern(i, e.PathPattern))
 			default:
-				x.addBlocked(e, i)
+				x.addBlocked(e, i, layerGitHubHost(cl))
 			}
 		}
 		ids := make([]string, 0, len(s.EnabledPlugins)+len(s.EnabledInvalid))
@@ -250,7 +254,7 @@ func (x *factIndex) facts(r *Request, f *requestFacets) *ast.Term {
 				for _, i := range x.strictExact[src.key] {
 					mark(i)
 				}
-				for _, i := range x.strictOwner[src.owner] {
+				for _, i := range x.strictOwner[src.ownerKey] {
 					mark(i)
 				}
 			}
@@ -278,30 +282,14 @@ func (x *factIndex) facts(r *Request, f *requestFacets) *ast.Term {
 				add(keyStrictUnlisted, layerArray(unlisted))
 			}
 		}
-		var blocked []*ast.Term
-		hit := func(layer int, kind, pattern string) {
-			blocked = append(blocked, ast.ArrayTerm(ast.InternedTerm(layer), strTerm(kind), strTerm(pattern)))
+		if b := x.blockedBy(src); b != nil {
+			add(keyBlockedBy, b)
 		}
-		x.blockedHits(src, func(i int) { hit(i, "exact", "") })
-		for _, i := range x.blockedOwner[src.owner] {
-			hit(i, "owner", "")
-		}
-		if src.host != "" {
-			for _, p := range x.blockedHost {
-				if p.re != nil && p.re.MatchString(src.host) {
-					hit(p.layer, "host", p.pattern)
-				}
-			}
-		}
-		if src.path != "" || src.lexPath != "" {
-			for _, p := range x.blockedPath {
-				if p.re != nil && (src.path != "" && p.re.MatchString(src.path) || src.lexPath != "" && p.re.MatchString(src.lexPath)) {
-					hit(p.layer, "path", p.pattern)
-				}
-			}
-		}
-		if len(blocked) > 0 {
-			add(keyBlockedBy, ast.ArrayTerm(blocked...))
+	case ActionSideload, ActionFetchSource:
+		// Content that arrives without a marketplace add: blocklists
+		// apply to it as to a marketplace.
+		if b := x.blockedBy(src); b != nil {
+			add(keyBlockedBy, b)
 		}
 	case ActionLoadComponent:
 		if l := x.surfacesLocked[string(r.Surface)]; len(l) > 0 {
@@ -351,6 +339,37 @@ func (x *factIndex) facts(r *Request, f *requestFacets) *ast.Term {
 		return emptyObject
 	}
 	return ast.NewTerm(ast.NewObject(items...))
+}
+
+// blockedBy is input.facts.blocked_by of a source: every layer's
+// blockedMarketplaces entry that names or covers it; nil for none.
+func (x *factIndex) blockedBy(src *sourceFacets) *ast.Term {
+	var blocked []*ast.Term
+	hit := func(layer int, kind, pattern string) {
+		blocked = append(blocked, ast.ArrayTerm(ast.InternedTerm(layer), strTerm(kind), strTerm(pattern)))
+	}
+	x.blockedHits(src, func(i int) { hit(i, "exact", "") })
+	for _, i := range x.blockedOwner[src.ownerKey] {
+		hit(i, "owner", "")
+	}
+	if src.host != "" {
+		for _, p := range x.blockedHost {
+			if p.re != nil && p.re.MatchString(src.host) {
+				hit(p.layer, "host", p.pattern)
+			}
+		}
+	}
+	if src.path != "" || src.lexPath != "" {
+		for _, p := range x.blockedPath {
+			if p.re != nil && (src.path != "" && p.re.MatchString(src.path) || src.lexPath != "" && p.re.MatchString(src.lexPath)) {
+				hit(p.layer, "path", p.pattern)
+			}
+		}
+	}
+	if len(blocked) == 0 {
+		return nil
+	}
+	return ast.ArrayTerm(blocked...)
 }
 
 func layerArray(l []int) *ast.Term {

@@ -91,7 +91,7 @@ func (d Decision) Err(req Request) error {
 			who = "your administrator"
 		}
 		hint = fmt.Sprintf("this is an administrator's decision: ask %s about %s; to see every layer's verdict run: wharf policy check %s", who, ruleWords(r.Rule), req.target())
-		if req.Action == ActionAddMarketplace || req.Action == ActionUpdateMarketplace || req.Action == ActionSideload {
+		if req.Action == ActionAddMarketplace || req.Action == ActionUpdateMarketplace || req.Action == ActionSideload || req.Action == ActionFetchSource {
 			hint = fmt.Sprintf("this is an administrator's decision: ask %s about %s", who, ruleWords(r.Rule))
 		}
 	}
@@ -492,6 +492,7 @@ func checkAdminCompiles(modules map[string]*ast.Module) error {
 // returns a denying Decision together with the error, so a caller that only
 // looks at Allowed still fails closed.
 func (e *Engine) Decide(ctx context.Context, req Request) (Decision, error) {
+	req = req.withSideloadSource()
 	st := e.cur.Load()
 	// The memo, kept between processes, is keyed by the request's fields
 	// (memoKey): a hit builds no evaluation input. Only valid requests of

@@ -3,6 +3,7 @@ package policy
 import (
 	"context"
 	"errors"
+	"strings"
 
 	"github.com/wharfhq/wharf/plugin"
 	"github.com/wharfhq/wharf/settings"
@@ -124,4 +125,59 @@ func (e *Engine) Forced(ctx context.Context, id plugin.ID) (string, error) {
 		return "", err
 	}
 	return d.Forced, nil
+}
+
+// AllowFetch decides whether the tree of plugin (an id such as
+// "deploy@corp") may come from src: the source its marketplace entry
+// names, or one a fetch of it is redirected to. Managed blockedMarketplaces
+// applies to it as to a marketplace, so an allowed marketplace cannot
+// deliver a plugin from a blocked repository. npm sources name no
+// repository and are not decided here.
+func (e *Engine) AllowFetch(ctx context.Context, id string, src plugin.Source) error {
+	s, ok := fetchSource(src)
+	if !ok {
+		return nil
+	}
+	req := Request{Action: ActionFetchSource, Marketplace: Marketplace{Source: &s}}
+	if pid, err := plugin.ParseID(id); err == nil {
+		req.Plugin, req.Marketplace.Name = pid, pid.Source
+	}
+	return e.Check(ctx, req)
+}
+
+// fetchSource is the marketplace-source form of a plugin source, which
+// blockedMarketplaces entries are compared with: github as github, a git
+// URL (url, git-subdir) as git, an archive as url.
+func fetchSource(src plugin.Source) (settings.MarketplaceSource, bool) {
+	switch src.Kind {
+	case plugin.SourceGitHub:
+		return settings.MarketplaceSource{Source: settings.KindGitHub, Repo: src.Repo, Ref: src.Ref}, true
+	case plugin.SourceURL, plugin.SourceGitSubdir:
+		raw := src.URL
+		if raw == "" {
+			raw = src.Repo
+		}
+		if raw != "" && !strings.Contains(raw, ":") {
+			// owner/repo shorthand: a repository on the GitHub host.
+			return settings.MarketplaceSource{Source: settings.KindGitHub, Repo: raw, Ref: src.Ref}, true
+		}
+		return settings.MarketplaceSource{Source: settings.KindGit, URL: raw, Ref: src.Ref}, raw != ""
+	case plugin.SourceArchive:
+		return settings.MarketplaceSource{Source: settings.KindURL, URL: src.URL}, src.URL != ""
+	}
+	return settings.MarketplaceSource{}, false
+}
+
+// withSideloadSource gives a sideload request its directory as the source
+// policy compares (blockedMarketplaces directory and pathPattern entries),
+// and the plugin's marketplace as the request's marketplace name.
+func (r Request) withSideloadSource() Request {
+	if r.Action != ActionSideload || r.Path == "" || r.Marketplace.Source != nil {
+		return r
+	}
+	r.Marketplace.Source = &settings.MarketplaceSource{Source: settings.KindDirectory, Path: r.Path}
+	if r.Marketplace.Name == "" && !r.Plugin.IsZero() {
+		r.Marketplace.Name = r.Plugin.Source
+	}
+	return r
 }

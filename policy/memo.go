@@ -67,7 +67,9 @@ func (e *Engine) MemoHits() int64 {
 // memoized: every field of the request, the GitHub host owner/repo
 // sources resolve to, and a local source's resolved path. Anyone
 // memoizing decisions of one policy version keys them with it.
-func AppendMemoKey(dst []byte, req Request) []byte { return memoKey(dst, req, nil) }
+func AppendMemoKey(dst []byte, req Request) []byte {
+	return memoKey(dst, req.withSideloadSource(), nil)
+}
 
 func memoKey(dst []byte, req Request, x *factIndex) []byte {
 	dst = append(dst, req.Action...)

@@ -31,11 +31,15 @@ const (
 	ActionRunHook           Action = "run_hook"
 	ActionSideload          Action = "sideload"         // --plugin-dir
 	ActionCrossDependency   Action = "cross_dependency" // a dependency on another marketplace's plugin
+	// ActionFetchSource is a plugin's tree fetched from a source (the one
+	// its marketplace entry names, or one a redirect leads to): the
+	// source goes in Marketplace.Source. blockedMarketplaces applies.
+	ActionFetchSource Action = "fetch_source"
 )
 
 var actions = map[Action]bool{ActionAddMarketplace: true, ActionUpdateMarketplace: true, ActionInstall: true,
 	ActionEnable: true, ActionDisable: true, ActionUninstall: true, ActionLoad: true, ActionLoadComponent: true,
-	ActionRunHook: true, ActionSideload: true, ActionCrossDependency: true}
+	ActionRunHook: true, ActionSideload: true, ActionCrossDependency: true, ActionFetchSource: true}
 
 // Source kinds of a component or hook (load_component, run_hook).
 const (
@@ -206,6 +210,14 @@ func (r Request) Validate() error {
 		if r.Marketplace.Name == "" && r.Marketplace.Source == nil {
 			return bad("%s needs a marketplace", r.Action)
 		}
+	case ActionFetchSource:
+		if r.Marketplace.Source == nil {
+			return bad("fetch_source needs the source (marketplace.source)")
+		}
+	case ActionSideload:
+		if r.Path == "" {
+			return bad("sideload needs the path")
+		}
 	case ActionLoadComponent:
 		if !sourceKinds[r.From] {
 			return bad("load_component needs from: one of plugin, managed, user, project, builtin (got %q)", r.From)
@@ -237,6 +249,8 @@ func (r Request) target() string {
 		return r.Plugin.String()
 	case r.Action == ActionSideload:
 		return r.Path
+	case r.Action == ActionFetchSource && r.Marketplace.Source != nil:
+		return displaySource(*r.Marketplace.Source)
 	case r.Marketplace.Name != "":
 		return r.Marketplace.Name
 	}
@@ -280,6 +294,9 @@ func (r Request) Input() map[string]any {
 type sourceFacets struct {
 	known                           bool
 	key, owner, host, path, display string
+	// ownerKey is "host/owner" of a repository on a GitHub host: what
+	// "owner/*" entries are indexed by (see sourcematch.go).
+	ownerKey string
 	// rawKey is the source's key as written (settings.MarketplaceSource.Key),
 	// for entries that have no canonical form.
 	rawKey string
@@ -305,10 +322,16 @@ func facetsOf(s *settings.MarketplaceSource, ghHost string) sourceFacets {
 	c, ok := canonicalOf(s, ghHost)
 	if !ok {
 		f.key, f.owner, f.host, f.path = f.rawKey, s.RepoOwner(), s.Host(), s.LocalPath()
+		if f.owner != "" {
+			f.ownerKey = plugin.DefaultGitHubHost + "/" + f.owner
+		}
 		return f
 	}
 	f.canon, f.canonical = c, true
 	f.key, f.owner, f.host = c.Key(), c.Owner(), c.Host
+	if f.owner != "" {
+		f.ownerKey = c.Host + "/" + f.owner
+	}
 	if c.Kind == plugin.CanonLocal {
 		f.path = c.Path
 		f.lexPath = lexicalPath(s)

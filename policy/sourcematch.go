@@ -3,6 +3,7 @@ package policy
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync/atomic"
 
@@ -21,23 +22,33 @@ import (
 // Blocks are wider than allows, so that every spelling fails closed:
 //   - a blocked repository blocks every ref and subdirectory of it unless the
 //     entry names one, compares its path case-insensitively on any host, and
-//     ignores the port; a github entry also blocks the repository on the
-//     configured GitHub Enterprise host;
+//     ignores the port; a github entry (and an "owner/*" entry) blocks the
+//     repository on github.com, on its layer's GitHub host and on the host
+//     owner/repo is fetched from;
 //   - a blocked directory blocks everything under it, and is matched by both
 //     the resolved and the written path of the request;
 //   - pathPattern blocks are tried on the resolved and the written path.
 //
 // strictKnownMarketplaces allows only the exact canonical source (ref and
 // subdirectory included), and pathPattern allows only by the resolved path.
+//
+// Two GitHub hosts take part, and only one of them is the user's. A request
+// names the source it will be fetched from: owner/repo on the host the
+// command fetches it from (SetGitHubHost: WHARF_GITHUB_HOST, github-host).
+// A managed entry {"source":"github"} (or "owner/*") means github.com, or the
+// host its own layer names in githubHost: nothing the user sets moves what
+// an administrator allowed. So with WHARF_GITHUB_HOST pointing elsewhere, an
+// allowed github entry no longer matches, and a blocked one still does.
 
-// gitHubHost is the host {"source":"github"} points at, set by the command
-// line from WHARF_GITHUB_HOST or its config (SetGitHubHost); nil reads the
-// environment.
+// gitHubHost is the host owner/repo requests are fetched from, set by the
+// command line from WHARF_GITHUB_HOST or its config (SetGitHubHost); nil
+// reads the environment.
 var gitHubHost atomic.Pointer[string]
 
 // SetGitHubHost names the GitHub Enterprise host that owner/repo sources
-// point at ("" for github.com). Policy compiled afterwards reads sources
-// with it; call it before building an Engine.
+// are fetched from ("" for github.com). Policy compiled afterwards reads
+// requests with it (never managed entries: see layerGitHubHost); call it
+// before building an Engine.
 func SetGitHubHost(host string) {
 	h := strings.TrimSpace(host)
 	gitHubHost.Store(&h)
@@ -82,9 +93,36 @@ type blockEntry struct {
 	c     plugin.CanonicalSource
 }
 
-// addBlocked indexes a blockedMarketplaces entry that is not a pattern.
-func (x *factIndex) addBlocked(e settings.MarketplaceSource, i int) {
-	c, ok := canonicalOf(&e, x.githubHost)
+// layerGitHubHost is the GitHub host a layer's github entries mean: the
+// layer's own githubHost, else github.com.
+func layerGitHubHost(cl compiledLayer) string {
+	if _, _, ok := plugin.GitHubHostPort(cl.Settings.GitHubHost); ok {
+		return cl.Settings.GitHubHost
+	}
+	return ""
+}
+
+// ownerHosts are the hosts an "owner/*" entry of layer cl covers: github.com
+// and the layer's GitHub host, and for a block also the host owner/repo is
+// fetched from.
+func (x *factIndex) ownerHosts(layerHost string, block bool) []string {
+	hosts := []string{plugin.DefaultGitHubHost}
+	add := func(setting string) {
+		if h, _, ok := plugin.GitHubHostPort(setting); ok && !slices.Contains(hosts, h) {
+			hosts = append(hosts, h)
+		}
+	}
+	add(layerHost)
+	if block {
+		add(x.githubHost)
+	}
+	return hosts
+}
+
+// addBlocked indexes a blockedMarketplaces entry that is not a pattern; its
+// github entries mean layerHost.
+func (x *factIndex) addBlocked(e settings.MarketplaceSource, i int, layerHost string) {
+	c, ok := canonicalOf(&e, layerHost)
 	if !ok {
 		addLayer(x.blockedExact, e.Key(), i)
 		return
@@ -97,17 +135,25 @@ func (x *factIndex) addBlocked(e settings.MarketplaceSource, i int) {
 		}
 	default:
 		x.blockedRepo[c.RepoKey()] = append(x.blockedRepo[c.RepoKey()], blockEntry{layer: i, c: c})
-		if e.Source == settings.KindGitHub && c.Host != plugin.DefaultGitHubHost {
-			pub := c
-			pub.Host = plugin.DefaultGitHubHost
-			x.blockedRepo[pub.RepoKey()] = append(x.blockedRepo[pub.RepoKey()], blockEntry{layer: i, c: pub})
+		if e.Source == settings.KindGitHub {
+			// Blocks fail closed: the repository is blocked on every
+			// GitHub host in play, the user's included.
+			for _, h := range x.ownerHosts(layerHost, true) {
+				if h == c.Host {
+					continue
+				}
+				other := c
+				other.Host = h
+				x.blockedRepo[other.RepoKey()] = append(x.blockedRepo[other.RepoKey()], blockEntry{layer: i, c: other})
+			}
 		}
 	}
 }
 
-// addStrict indexes a strictKnownMarketplaces entry that is not a pattern.
-func (x *factIndex) addStrict(e settings.MarketplaceSource, i int) {
-	if c, ok := canonicalOf(&e, x.githubHost); ok {
+// addStrict indexes a strictKnownMarketplaces entry that is not a pattern;
+// its github entries mean layerHost, never the user's GitHub host.
+func (x *factIndex) addStrict(e settings.MarketplaceSource, i int, layerHost string) {
+	if c, ok := canonicalOf(&e, layerHost); ok {
 		addLayer(x.strictExact, c.Key(), i)
 		return
 	}

@@ -137,12 +137,13 @@ func TestBlockedMarketplaceRefAndPath(t *testing.T) {
 	}
 }
 
-// With a GitHub Enterprise host, owner/repo means that host: a github block
+// With a GitHub Enterprise host named by managed githubHost, and the same
+// host configured for fetches, owner/repo means that host: a github block
 // refuses the repository there (and on github.com), whatever the spelling.
 func TestBlockedMarketplaceGitHubEnterprise(t *testing.T) {
 	SetGitHubHost("GHE.Corp.example")
 	t.Cleanup(func() { gitHubHost.Store(nil) })
-	e := engineWith(t, `{"blockedMarketplaces":[{"source":"github","repo":"acme/tools"}],"strictKnownMarketplaces":[{"source":"github","repo":"acme/ok"}]}`)
+	e := engineWith(t, `{"githubHost":"https://ghe.corp.example","blockedMarketplaces":[{"source":"github","repo":"acme/tools"}],"strictKnownMarketplaces":[{"source":"github","repo":"acme/ok"}]}`)
 	for _, a := range []string{
 		gitSrc("https://ghe.corp.example/acme/tools.git"),
 		gitSrc("git@GHE.corp.example:Acme/tools"),
@@ -306,6 +307,82 @@ func TestBlockedOwnerWildcardAliases(t *testing.T) {
 	for _, ok := range []string{`{"source":"github","repo":"acme-labs/x"}`, gitSrc("https://gitlab.com/acme/x")} {
 		if denied, rules := checkAdd(t, e, ok); denied {
 			t.Errorf("%s was refused (%v)", ok, rules)
+		}
+	}
+}
+
+// The GitHub host the user configures (WHARF_GITHUB_HOST, github-host) says
+// where owner/repo is fetched from; it never moves what a managed github
+// or "owner/*" entry allows, and never escapes a github block. A user's
+// own managed layer (WHARF_MANAGED_DIR) naming a githubHost moves only its
+// own entries, which can only tighten.
+func TestUserGitHubHostDoesNotMoveManagedEntries(t *testing.T) {
+	SetGitHubHost("http://127.0.0.1:8080")
+	t.Cleanup(func() { gitHubHost.Store(nil) })
+	for _, strict := range []string{`{"source":"github","repo":"corp/plugins"}`, `"corp/*"`} {
+		e := engineWith(t, `{"strictKnownMarketplaces":[`+strict+`],"blockedMarketplaces":[{"source":"github","repo":"evil/tools"},"bad/*"]}`)
+		for _, c := range []struct {
+			src  string
+			rule string
+		}{
+			{`{"source":"github","repo":"corp/plugins"}`, "strictKnownMarketplaces"},
+			{gitSrc("http://127.0.0.1:8080/corp/plugins.git"), "strictKnownMarketplaces"},
+			{`{"source":"github","repo":"evil/tools"}`, "blockedMarketplaces"},
+			{gitSrc("http://127.0.0.1:8080/evil/tools.git"), "blockedMarketplaces"},
+			{`{"source":"github","repo":"bad/x"}`, "blockedMarketplaces"},
+		} {
+			if denied, rules := checkAdd(t, e, c.src); !denied || !contains(rules, c.rule) {
+				t.Errorf("strict %s: %s with the user's GitHub host at 127.0.0.1:8080: denied=%v %v, want denied by %s", strict, c.src, denied, rules, c.rule)
+			}
+		}
+		// The entry still allows the repository on github.com.
+		if denied, rules := checkAdd(t, e, gitSrc("https://github.com/corp/plugins")); denied {
+			t.Errorf("strict %s: github.com/corp/plugins denied %v", strict, rules)
+		}
+	}
+
+	// A lower managed layer naming the user's host moves its own entries
+	// only; the organization's layer still refuses.
+	e, err := NewEngine([]Layer{
+		{Name: "org", Settings: []byte(`{"strictKnownMarketplaces":[{"source":"github","repo":"corp/plugins"}]}`), Origin: "managed-settings.json"},
+		{Name: "extra", Settings: []byte(`{"githubHost":"http://127.0.0.1:8080","strictKnownMarketplaces":[{"source":"github","repo":"corp/plugins"}]}`), Origin: "extra/managed-settings.json"},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if denied, _ := checkAdd(t, e, `{"source":"github","repo":"corp/plugins"}`); !denied {
+		t.Error("a lower layer's githubHost moved the organization's allowlist to the user's host")
+	}
+
+	// The organization's own githubHost is what its entries mean.
+	e = engineWith(t, `{"githubHost":"http://127.0.0.1:8080","strictKnownMarketplaces":[{"source":"github","repo":"corp/plugins"}]}`)
+	if denied, rules := checkAdd(t, e, `{"source":"github","repo":"corp/plugins"}`); denied {
+		t.Errorf("managed githubHost names the host the user fetches from, yet denied: %v", rules)
+	}
+}
+
+// github.com's other names (www.github.com, ssh.github.com on port 443)
+// are github.com to block and allow entries alike.
+func TestGitHubAliasesMatchEntries(t *testing.T) {
+	e := engineWith(t, `{"blockedMarketplaces":[{"source":"github","repo":"evil/tools"},"bad/*"],
+		"strictKnownMarketplaces":[{"source":"github","repo":"corp/plugins"}]}`)
+	for _, u := range []string{
+		"https://www.github.com/evil/tools",
+		"ssh://git@ssh.github.com:443/evil/tools.git",
+		"git@ssh.github.com:evil/tools.git",
+		"https://www.github.com/bad/anything",
+	} {
+		if denied, rules := checkAdd(t, e, gitSrc(u)); !denied || !contains(rules, "blockedMarketplaces") {
+			t.Errorf("%s: denied=%v %v, want blocked", u, denied, rules)
+		}
+	}
+	for _, u := range []string{
+		"https://www.github.com/corp/plugins",
+		"ssh://git@ssh.github.com:443/corp/plugins.git",
+		"git@ssh.github.com:corp/plugins.git",
+	} {
+		if denied, rules := checkAdd(t, e, gitSrc(u)); denied {
+			t.Errorf("%s: denied %v, want allowed as github corp/plugins", u, rules)
 		}
 	}
 }

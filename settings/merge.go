@@ -57,7 +57,7 @@ type Document struct {
 // managedOnly keys are honoured only from managed settings (as in Claude
 // Code); elsewhere they are ignored with a warning.
 var managedOnly = []string{"strictKnownMarketplaces", "blockedMarketplaces",
-	"strictPluginOnlyCustomization", "allowManagedHooksOnly", "disableSideloadFlags"}
+	"strictPluginOnlyCustomization", "allowManagedHooksOnly", "disableSideloadFlags", "githubHost"}
 
 // Merge combines documents. Higher precedence wins for scalars; within one
 // scope (managed-settings.json then managed-settings.d fragments) later
@@ -104,6 +104,8 @@ func isSet(s *Settings, k string) bool {
 		return s.AllowManagedHooksOnly.Set
 	case "disableSideloadFlags":
 		return s.DisableSideloadFlags.Set
+	case "githubHost":
+		return s.GitHubHost != ""
 	}
 	return false
 }
@@ -120,6 +122,8 @@ func clearKey(s *Settings, k string) {
 		s.AllowManagedHooksOnly = Flag{}
 	case "disableSideloadFlags":
 		s.DisableSideloadFlags = Flag{}
+	case "githubHost":
+		s.GitHubHost = ""
 	}
 }
 
@@ -159,6 +163,9 @@ func (m *Settings) mergeFrom(s *Settings) {
 	}
 	if s.DisableSideloadFlags.Set {
 		m.DisableSideloadFlags = s.DisableSideloadFlags
+	}
+	if s.GitHubHost != "" {
+		m.GitHubHost = s.GitHubHost
 	}
 	if s.RequireSignatures.Set {
 		r := &m.RequireSignatures

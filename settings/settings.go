@@ -141,6 +141,11 @@ type Settings struct {
 	AllowManagedHooksOnly               Flag
 	DisableSideloadFlags                Flag
 	RequireSignatures                   Signatures
+	// GitHubHost is githubHost: in managed settings, the GitHub host that
+	// the layer's {"source":"github"} and "owner/*" entries mean
+	// ("host[:port]" or a base URL; "" is github.com). Only managed layers
+	// give it a meaning: the user's GitHub host never moves a managed entry.
+	GitHubHost string
 
 	// Hooks and MCPServers are kept as written; the agent decodes them.
 	Hooks      json.RawMessage
@@ -188,6 +193,7 @@ var knownKeys = []string{
 	"blockedMarketplaces", "strictPluginOnlyCustomization",
 	"allowCrossMarketplaceDependenciesOn", "allowManagedHooksOnly",
 	"disableSideloadFlags", "requireSignatures", "hooks", "mcpServers",
+	"githubHost",
 }
 
 // securityKeys fail closed when their value cannot be trusted.
@@ -388,6 +394,17 @@ func (d *decoder) key(off int64, key string, raw json.RawMessage) {
 		s.DisableSideloadFlags = d.flag(off, key, raw)
 	case "requireSignatures":
 		s.RequireSignatures = d.signatures(off, key, raw)
+	case "githubHost":
+		var h string
+		if err := json.Unmarshal(raw, &h); err != nil {
+			d.issue(SeverityError, off, key, "must be a host such as \"ghe.corp.example\" or a URL such as \"https://ghe.corp.example\", got %s", jsonKind(raw))
+			return
+		}
+		if _, _, ok := plugin.GitHubHostPort(h); !ok {
+			d.issue(SeverityError, off, key, "%q is not a host such as \"ghe.corp.example\" or a URL such as \"https://ghe.corp.example\"; github entries mean github.com", h)
+			return
+		}
+		s.GitHubHost = strings.TrimSpace(h)
 	case "hooks":
 		if kind := jsonKind(raw); kind != "an object" {
 			d.issue(SeverityError, off, key, "must be an object {event: [matchers]}, got %s", kind)

@@ -125,6 +125,10 @@ func (f *Fetcher) fetchGit(ctx context.Context, req *Request, t *tree) (*Result,
 	}
 	ctx, stop := f.Net.Step(ctx)
 	defer stop()
+	// Every connection of the fetch, and every redirect, passes the same
+	// address guard as the host checked above: a public host cannot send
+	// the fetch to a private one.
+	ctx = fetch.WithGuard(ctx, f.Net.Guard())
 
 	gopt, err := f.Net.Git(ctx, rawURL)
 	if err != nil {

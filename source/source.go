@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net/url"
 	"strings"
 
 	"github.com/wharfhq/wharf/fetch"
@@ -36,6 +37,20 @@ type Fetcher struct {
 	// ProgressBar is a terminal on which downloads draw a byte progress
 	// bar; nil draws none (not a terminal, --quiet, --json).
 	ProgressBar io.Writer
+	// Gate, when set, decides every source a plugin's tree comes from
+	// (managed blockedMarketplaces); nil allows every source.
+	Gate Gate
+}
+
+// Gate decides whether a plugin's tree may come from a source. Fetch asks
+// it before any network step with the source the marketplace entry names,
+// and again, before a redirect is followed, with every URL the fetch is
+// redirected to: a url source (the repository) for git, an archive source
+// for downloads. A non-nil error refuses the fetch and is returned as is, so
+// a policy engine can return its own typed error. Implementations must be
+// safe for concurrent use.
+type Gate interface {
+	AllowFetch(ctx context.Context, plugin string, src plugin.Source) error
 }
 
 // NewFetcher returns a Fetcher whose network steps obey cfg.
@@ -116,6 +131,29 @@ func (f *Fetcher) Fetch(ctx context.Context, req Request) (*Result, error) {
 		return nil, fail(&req, "pass an existing empty directory as the destination", err)
 	}
 	defer t.close()
+	// refused is the gate's refusal of a redirect, returned as is in
+	// place of the transport error that carries it.
+	var refused error
+	if f.Gate != nil && req.Source.Kind != plugin.SourceRelative {
+		if err := f.Gate.AllowFetch(ctx, req.Plugin, req.Source); err != nil {
+			return nil, err
+		}
+		ctx = fetch.WithRedirectCheck(ctx, func(ctx context.Context, u *url.URL) error {
+			hop := plugin.Source{Kind: plugin.SourceArchive, URL: u.String()}
+			switch req.Source.Kind {
+			case plugin.SourceGitHub, plugin.SourceURL, plugin.SourceGitSubdir:
+				hop = plugin.Source{Kind: plugin.SourceURL, URL: u.String(), Ref: req.Source.Ref, SHA: req.Source.SHA}
+				if req.Source.Kind == plugin.SourceGitSubdir {
+					hop.Kind, hop.Path = plugin.SourceGitSubdir, req.Source.Path
+				}
+			}
+			if err := f.Gate.AllowFetch(ctx, req.Plugin, hop); err != nil {
+				refused = err
+				return err
+			}
+			return nil
+		})
+	}
 	var res *Result
 	switch req.Source.Kind {
 	case plugin.SourceRelative:
@@ -129,6 +167,9 @@ func (f *Fetcher) Fetch(ctx context.Context, req Request) (*Result, error) {
 	default:
 		return nil, failf(&req, "use one of the source forms: ./path, github, url, git-subdir, npm, archive",
 			"%w: source kind %q", ErrUnsupported, req.Source.Kind)
+	}
+	if refused != nil {
+		return nil, refused
 	}
 	if err != nil {
 		return nil, err

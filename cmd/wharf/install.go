@@ -52,6 +52,9 @@ func (a *app) Installer() (*install.Installer, error) {
 	if err != nil {
 		return nil, err
 	}
+	// blockedMarketplaces decides every source a plugin's tree comes
+	// from, and every redirect of its fetch, not only its marketplace.
+	f.Gate = pol
 	keys, err := a.trustedKeys()
 	if err != nil {
 		return nil, err

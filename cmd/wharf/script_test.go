@@ -54,6 +54,9 @@ func (c cleanupRun) Run() int {
 //	serve <dir>              serve <dir> over HTTP on 127.0.0.1; sets $SERVER_URL
 //	holdstore                hold $WHARF_HOME/state.db locked until the script ends
 //	exitcode <n> <cmd> ...   run <cmd> and require exit code <n>; stdout/stderr are kept for checks
+//	gitserver <dir>          serve the bare repositories under <dir> over git's HTTP protocol on 127.0.0.1, /r/X redirecting to /git/X; sets $GIT_URL
+//	bareclone <src> <dst>    make <dst> a bare clone of the repository <src>
+//	expandenv <file>         replace $VAR and ${VAR} in <file> with the script's environment
 //	silentserver             a TCP server on 127.0.0.1 that accepts and never answers; sets $SILENT_ADDR
 //	stallserver              an HTTP server on 127.0.0.1 that sends headers, then stalls; sets $STALL_URL
 //	sshkey                   a throwaway ssh key in $HOME/.ssh/id_ed25519 and an empty $HOME/.ssh/known_hosts
@@ -92,6 +95,9 @@ func TestScripts(t *testing.T) {
 			"stallserver":   cmdStallServer,
 			"html404server": cmdHTML404Server,
 			"sshkey":        cmdSSHKey,
+			"gitserver":     cmdGitServer,
+			"bareclone":     cmdBareClone,
+			"expandenv":     cmdExpandEnv,
 		},
 	})
 }

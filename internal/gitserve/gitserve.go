@@ -70,6 +70,9 @@ type Options struct {
 	// Redirect, when set, answers every request with a 302 to
 	// Redirect + the request's path and query instead of serving it.
 	Redirect string
+	// Addr is the address to listen on ("" is 127.0.0.1 on a free port);
+	// the certificate is valid for its IP too.
+	Addr string
 }
 
 // Start serves the bare repositories under root (root/owner/repo.git).
@@ -104,10 +107,22 @@ func Start(t testing.TB, root string, o Options) *Server {
 		}
 		h.ServeHTTP(w, r)
 	}))
+	if o.Addr != "" {
+		l, err := net.Listen("tcp", o.Addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.Listener.Close()
+		s.Listener = l
+	}
 	if o.HTTP {
 		s.Start()
 	} else {
-		cert, ca := selfSigned(t)
+		var ips []net.IP
+		if host, _, err := net.SplitHostPort(o.Addr); err == nil {
+			ips = append(ips, net.ParseIP(host))
+		}
+		cert, ca := selfSigned(t, ips...)
 		s.TLS = &tls.Config{Certificates: []tls.Certificate{cert}}
 		s.StartTLS()
 		s.CA = ca
@@ -116,8 +131,9 @@ func Start(t testing.TB, root string, o Options) *Server {
 	return s
 }
 
-// selfSigned makes a CA certificate valid for 127.0.0.1, ::1 and localhost.
-func selfSigned(t testing.TB) (tls.Certificate, []byte) {
+// selfSigned makes a CA certificate valid for 127.0.0.1, ::1, localhost and
+// the extra addresses.
+func selfSigned(t testing.TB, extra ...net.IP) (tls.Certificate, []byte) {
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		t.Fatal(err)
@@ -132,7 +148,7 @@ func selfSigned(t testing.TB) (tls.Certificate, []byte) {
 		BasicConstraintsValid: true,
 		IsCA:                  true,
 		DNSNames:              []string{"localhost"},
-		IPAddresses:           []net.IP{net.ParseIP("127.0.0.1"), net.IPv6loopback},
+		IPAddresses:           append([]net.IP{net.ParseIP("127.0.0.1"), net.IPv6loopback}, extra...),
 	}
 	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
 	if err != nil {

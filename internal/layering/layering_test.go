@@ -70,6 +70,7 @@ var allowed = map[string][]string{
 	"internal/gitserve":    {},
 	"internal/layering":    {},
 	"internal/lazyre":      {},
+	"internal/netnstest":   {},
 	"internal/processtest": {},
 	"internal/sharedtest":  {},
 	"internal/silentnet":   {},

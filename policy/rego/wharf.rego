@@ -67,12 +67,16 @@ decision := {
 #   strictKnownMarketplaces, blockedMarketplaces
 #                                add_marketplace update_marketplace install enable load
 #   forced off                   install enable load load_component run_hook
+#                                sideload (the plugin as name@inline)
 #   forced on                    disable uninstall
 #   requireSignatures            install
 #   cross-marketplace dependencies  install cross_dependency
 #   locked surfaces              load_component run_hook
 #   allowManagedHooksOnly        run_hook
 #   disableSideloadFlags         sideload
+#   blockedMarketplaces          sideload (the directory), fetch_source
+#                                (every source a plugin's tree is fetched
+#                                from, redirect targets included)
 #   admin rules                  every action
 
 # (Action sets are written out in each rule: the rule index reads literal
@@ -112,6 +116,26 @@ outcome contains ["deny", r(e[0], "blockedMarketplaces", blocked_message(e[1], e
 	some e in input.facts.blocked_by
 }
 
+# blockedMarketplaces holds for content that arrives without a marketplace
+# add too: a --plugin-dir (sideload) and every source a plugin's tree is
+# fetched from, redirects included (fetch_source).
+
+outcome contains ["deny", r(i, "blockedMarketplaces", msg)] if {
+	input.action in {"sideload", "fetch_source"}
+	input.facts.blocked_invalid
+	some i in input.facts.blocked_invalid
+	msg := sprintf("blockedMarketplaces is invalid, so every source is blocked (fail closed); %s %s refused", [arrival[input.action], input.marketplace.display])
+}
+
+outcome contains ["deny", r(e[0], "blockedMarketplaces", msg)] if {
+	input.action in {"sideload", "fetch_source"}
+	input.facts.blocked_by
+	some e in input.facts.blocked_by
+	msg := sprintf("%s %s is blocked by blockedMarketplaces", [arrival[input.action], input.marketplace.display])
+}
+
+arrival := {"sideload": "plugin directory", "fetch_source": "plugin source"}
+
 blocked_message("exact", _) := sprintf("marketplace %s (%s) is blocked", [input.marketplace.name, input.marketplace.display])
 
 blocked_message("owner", _) := sprintf("marketplace %s (%s) is blocked by the wildcard \"%s/*\"", [input.marketplace.name, input.marketplace.display, input.marketplace.owner])
@@ -129,13 +153,13 @@ outcome contains ["forced", "off"] if input.facts.enabled[0][1] == false
 outcome contains ["forced", "off"] if input.facts.enabled[0][1] == "invalid"
 
 outcome contains ["deny", r(input.facts.enabled[0][0], "enabledPlugins", msg)] if {
-	input.action in {"install", "enable", "load", "load_component", "run_hook"}
+	input.action in {"install", "enable", "load", "load_component", "run_hook", "sideload"}
 	input.facts.enabled[0][1] == false
 	msg := sprintf("%s is forbidden: managed enabledPlugins sets it to false", [input.plugin])
 }
 
 outcome contains ["deny", r(input.facts.enabled[0][0], "enabledPlugins", msg)] if {
-	input.action in {"install", "enable", "load", "load_component", "run_hook"}
+	input.action in {"install", "enable", "load", "load_component", "run_hook", "sideload"}
 	input.facts.enabled[0][1] == "invalid"
 	msg := sprintf("%s is forbidden: managed enabledPlugins has an invalid value for it (fail closed)", [input.plugin])
 }
