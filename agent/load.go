@@ -108,8 +108,9 @@ type loadInput struct {
 	// that only project-folder settings enable (their code needs it).
 	project     FolderTrust
 	projectOnly map[plugin.ID]bool
-	// httpAllow is allowedHttpHookUrls (nil: no restriction).
-	httpAllow []string
+	// httpAllow is allowedHttpHookUrls: a URL must match a pattern of
+	// each list (nil: no restriction).
+	httpAllow [][]string
 }
 
 // unit is one plugin's load: its status row, dependencies and version dir
