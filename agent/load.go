@@ -565,7 +565,11 @@ func hasRefMap(m map[string]string) bool {
 // filter applies the per-surface and hook policy to a plugin's components,
 // asking once per surface the plugin has.
 func (in *loadInput) filter(ctx context.Context, u *unit, id plugin.ID, comps []Component) {
-	gate := in.dec.Surfaces(policy.FromPlugin, id)
+	var src *settings.MarketplaceSource
+	if in.o.MarketplaceSource != nil && id.Source != plugin.SourceInline {
+		src = in.o.MarketplaceSource(id.Source)
+	}
+	gate := in.dec.Surfaces(policy.FromPlugin, id, src)
 	surfaceOK := func(k plugin.ComponentKind) error { return gate.Allow(ctx, k) }
 	// Nothing refused (the common case): the components are used as they
 	// are; nothing writes to a unit's components after the load.

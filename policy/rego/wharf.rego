@@ -16,11 +16,18 @@
 #                   source is unknown
 #   blocked_by      [[layer index, "exact"|"owner"|"host"|"path", pattern], ...]
 #   enabled         [[layer index, true|false|"invalid"], ...] for the plugin
+#                   ([layer index, false|"invalid", "name@other"] when the
+#                   layer forces it off under another name its source is
+#                   declared as)
 #   signatures      [[layer index, {keyid, ...}, invalid, signed], ...] for
 #                   the plugin's marketplace (signed: one of the request's
 #                   verified keys is listed; never for an invalid entry)
 #   surface_listing [layer index, ...] whose strictPluginOnlyCustomization
 #                   lists the surface
+#   unbound         [[layer index, declared source], ...] whose
+#                   extraKnownMarketplaces declares the plugin's
+#                   marketplace name for another source than the
+#                   request's; enabled then holds only forced-off entries
 #   cross           present for a dependency on another marketplace's
 #                   plugin (install, cross_dependency): {"unlisted": [layer
 #                   index, ...] whose allowCrossMarketplaceDependenciesOn is
@@ -68,6 +75,8 @@ decision := {
 #                                add_marketplace update_marketplace install enable load
 #   forced off                   install enable load load_component run_hook
 #   forced on                    disable uninstall
+#   extraKnownMarketplaces       install enable load (a marketplace under a
+#                                declared name with another source)
 #   requireSignatures            install
 #   cross-marketplace dependencies  install cross_dependency
 #   locked surfaces              load_component run_hook
@@ -128,11 +137,14 @@ outcome contains ["forced", "off"] if input.facts.enabled[0][1] == false
 
 outcome contains ["forced", "off"] if input.facts.enabled[0][1] == "invalid"
 
-outcome contains ["deny", r(input.facts.enabled[0][0], "enabledPlugins", msg)] if {
+outcome contains ["deny", r(input.facts.enabled[0][0], "enabledPlugins", off_message)] if {
 	input.action in {"install", "enable", "load", "load_component", "run_hook"}
 	input.facts.enabled[0][1] == false
-	msg := sprintf("%s is forbidden: managed enabledPlugins sets it to false", [input.plugin])
 }
+
+off_message := sprintf("%s is forbidden: managed enabledPlugins sets %s to false, and marketplace %s (%s) is the one managed settings declare as %s", [input.plugin, input.facts.enabled[0][2], input.plugin_marketplace, input.marketplace.display, split(input.facts.enabled[0][2], "@")[1]]) if {
+	input.facts.enabled[0][2]
+} else := sprintf("%s is forbidden: managed enabledPlugins sets it to false", [input.plugin])
 
 outcome contains ["deny", r(input.facts.enabled[0][0], "enabledPlugins", msg)] if {
 	input.action in {"install", "enable", "load", "load_component", "run_hook"}
@@ -147,6 +159,21 @@ outcome contains ["deny", r(input.facts.enabled[0][0], "enabledPlugins", msg)] i
 }
 
 past := {"disable": "disabled", "uninstall": "uninstalled"}
+
+# ---- extraKnownMarketplaces: a marketplace name a layer declares stands for
+# the source it declares. A marketplace known locally under that name with
+# another source is not that marketplace: its plugins are refused (and get
+# no forced-on state, see input.facts.unbound).
+
+outcome contains ["deny", r(e[0], "extraKnownMarketplaces", unbound_message(e[1]))] if {
+	input.action in {"install", "enable", "load"}
+	input.facts.unbound
+	some e in input.facts.unbound
+}
+
+unbound_message(declared) := sprintf("marketplace %s has no known source, so it cannot be the marketplace managed settings declare as %s (%s); %s refused", [input.plugin_marketplace, input.plugin_marketplace, declared, input.plugin]) if {
+	not input.marketplace.source_known
+} else := sprintf("marketplace %s (%s) is not the marketplace managed settings declare as %s (%s); %s refused", [input.plugin_marketplace, input.marketplace.display, input.plugin_marketplace, declared, input.plugin])
 
 state_name(true) := "on"
 
