@@ -761,10 +761,18 @@ func readMarkdown(c *Component) error {
 // strictPluginOnlyCustomization and allowManagedHooksOnly.
 func (in *loadInput) ownComponents(ctx context.Context) (comps []Component, skips []Skipped, warns []string) {
 	o := in.o
+	// managedDir is the managed directory of the settings document being
+	// read: what it declares is managed for that directory's policy layer
+	// and the layers below it only.
+	managedDir := ""
 	allow := func(s settings.Surface, from string) error {
-		err := in.dec.Check(ctx, policy.Request{Action: policy.ActionLoadComponent, Surface: s, From: from})
+		dir := ""
+		if from == SourceManaged {
+			dir = managedDir
+		}
+		err := in.dec.Check(ctx, policy.Request{Action: policy.ActionLoadComponent, Surface: s, From: from, ManagedDir: dir})
 		if err == nil && s == settings.SurfaceHooks {
-			err = in.dec.Check(ctx, policy.Request{Action: policy.ActionRunHook, Surface: settings.SurfaceHooks, From: from})
+			err = in.dec.Check(ctx, policy.Request{Action: policy.ActionRunHook, Surface: settings.SurfaceHooks, From: from, ManagedDir: dir})
 		}
 		return err
 	}
@@ -808,6 +816,7 @@ func (in *loadInput) ownComponents(ctx context.Context) (comps []Component, skip
 			continue
 		}
 		from := scopeSource(doc.Scope)
+		managedDir = doc.Dir
 		s, err := settings.Parse(doc.Name, doc.Data)
 		if err != nil {
 			continue // already an issue of the merged snapshot

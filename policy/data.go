@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"path/filepath"
 	"regexp"
 	"slices"
 	"sort"
@@ -100,6 +101,10 @@ type factIndex struct {
 	// enabledPlugins entries bind to these (see bind).
 	bindings   map[string][]binding
 	boundNames map[string][]string
+	// origins: a layer's directory (cleaned) -> the first layer read
+	// from it; nLayers: how many layers there are.
+	origins map[string]int
+	nLayers int
 }
 
 // binding is one layer's extraKnownMarketplaces entry: the marketplace
@@ -143,8 +148,14 @@ func buildFacts(layers []compiledLayer) *factIndex {
 		githubHost:  currentGitHubHost(),
 		blockedRepo: map[string][]blockEntry{}, blockedLocal: map[string][]int{},
 		bindings: map[string][]binding{}, boundNames: map[string][]string{},
+		origins: map[string]int{}, nLayers: len(layers),
 	}
 	for i, cl := range layers {
+		if o := filepath.Clean(cl.Origin); cl.Origin != "" {
+			if _, ok := x.origins[o]; !ok {
+				x.origins[o] = i
+			}
+		}
 		s := cl.Settings
 		strict, blocked := effectiveLists(cl)
 		if strict.Set && !strict.Invalid {
@@ -288,6 +299,20 @@ func (x *factIndex) bind(r *Request, f *requestFacets, l []*ast.Term) ([]*ast.Te
 	return l, unbound
 }
 
+// managedLayer is the layer a managed component's settings belong to:
+// the layer read from r.ManagedDir, 0 when the request names no directory
+// (the highest managed layer), and past the last layer when no layer was
+// read from it (it then counts as managed for no layer).
+func (x *factIndex) managedLayer(r *Request) int {
+	if r.From != FromManaged || r.ManagedDir == "" {
+		return 0
+	}
+	if i, ok := x.origins[filepath.Clean(r.ManagedDir)]; ok {
+		return i
+	}
+	return x.nLayers
+}
+
 // forcedOff appends to out the entries of l that force the plugin off
 // (false, or an invalid value).
 func forcedOff(l, out []*ast.Term) []*ast.Term {
@@ -330,6 +355,9 @@ func entryLayer(e *ast.Term) int {
 //	                marketplace name for another source than the
 //	                request's (see bind); enabled then keeps only
 //	                forced-off entries
+//	managed_layer   for a component from managed settings
+//	                (load_component, run_hook) of a layer below the
+//	                highest: that layer's index (see managedLayer)
 //	cross           for a dependency on another marketplace's plugin:
 //	                {"unlisted": [layer, ...] whose
 //	                allowCrossMarketplaceDependenciesOn is set and does not
@@ -416,9 +444,15 @@ func (x *factIndex) facts(r *Request, f *requestFacets) *ast.Term {
 		if l := x.surfacesLocked[string(r.Surface)]; len(l) > 0 {
 			add(keySurfaceListing, layerArray(l))
 		}
+		if i := x.managedLayer(r); i > 0 {
+			add(keyManagedLayer, ast.InternedTerm(i))
+		}
 	case ActionRunHook:
 		if l := x.surfacesLocked[string(settings.SurfaceHooks)]; len(l) > 0 {
 			add(keySurfaceListing, layerArray(l))
+		}
+		if i := x.managedLayer(r); i > 0 {
+			add(keyManagedLayer, ast.InternedTerm(i))
 		}
 	}
 	if r.Action == ActionInstall {
@@ -487,4 +521,5 @@ var (
 	keySignatures     = ast.StringTerm("signatures")
 	keyEnabled        = ast.StringTerm("enabled")
 	keyUnbound        = ast.StringTerm("unbound")
+	keyManagedLayer   = ast.StringTerm("managed_layer")
 )

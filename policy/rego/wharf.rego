@@ -28,6 +28,10 @@
 #                   extraKnownMarketplaces declares the plugin's
 #                   marketplace name for another source than the
 #                   request's; enabled then holds only forced-off entries
+#   managed_layer   for a component from the managed settings of a layer
+#                   below the highest (load_component, run_hook): that
+#                   layer's index; past the last layer when none was read
+#                   from its directory
 #   cross           present for a dependency on another marketplace's
 #                   plugin (install, cross_dependency): {"unlisted": [layer
 #                   index, ...] whose allowCrossMarketplaceDependenciesOn is
@@ -211,6 +215,32 @@ outcome contains ["deny", r(i, "strictPluginOnlyCustomization", locked_message)]
 	some i in input.facts.surface_listing
 }
 
+# A component from the managed settings of a lower layer (a further
+# managed directory) is managed for that layer and the layers below it
+# only: a higher layer's lock holds for it.
+
+outcome contains ["deny", r(i, "strictPluginOnlyCustomization", lower_managed_message)] if {
+	input.action in {"load_component", "run_hook"}
+	input.facts.managed_layer
+	input.facts.surfaces_all
+	some i in input.facts.surfaces_all
+	i < input.facts.managed_layer
+}
+
+outcome contains ["deny", r(i, "strictPluginOnlyCustomization", lower_managed_message)] if {
+	input.action in {"load_component", "run_hook"}
+	input.facts.managed_layer
+	input.facts.surface_listing
+	some i in input.facts.surface_listing
+	i < input.facts.managed_layer
+}
+
+lower_managed_message := sprintf("%s from the managed settings of layer %s are locked: strictPluginOnlyCustomization of a higher layer allows them only from its own managed settings and plugins", [locked_surface, managed_layer_name])
+
+managed_layer_name := data.wharf_index.names[input.facts.managed_layer] if {
+	input.facts.managed_layer < count(data.wharf_index.names)
+} else := sprintf("%q (no policy layer is read from it)", [input.managed_dir])
+
 locked_surface := "hooks" if input.action == "run_hook"
 
 else := input.surface
@@ -254,6 +284,15 @@ outcome contains ["deny", r(i, "allowManagedHooksOnly", msg)] if {
 	some i in input.facts.managed_hooks_only
 	not hook_forced_at_or_above(i)
 	msg := sprintf("hook from %s refused: allowManagedHooksOnly runs only managed hooks and hooks of plugins forced on by managed enabledPlugins", [hook_origin])
+}
+
+outcome contains ["deny", r(i, "allowManagedHooksOnly", msg)] if {
+	input.action == "run_hook"
+	input.facts.managed_hooks_only
+	input.facts.managed_layer
+	some i in input.facts.managed_hooks_only
+	i < input.facts.managed_layer
+	msg := sprintf("hook from the managed settings of layer %s refused: allowManagedHooksOnly of a higher layer runs only its own and higher layers' managed hooks", [managed_layer_name])
 }
 
 # A plugin's hooks are exempt from layer i's allowManagedHooksOnly only when
