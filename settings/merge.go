@@ -280,7 +280,12 @@ func containsID(l []plugin.ID, id plugin.ID) bool {
 // of them. Hash changes whenever any input byte changes, or a file appears or
 // disappears; use it as a cache key.
 type Snapshot struct {
-	Docs   []Document
+	Docs []Document
+	// Merged is Merge over every document: the scopes' enabledPlugins,
+	// hooks and servers as a user sees them. Its managed restrictions
+	// merge the managed directories by Merge's rules, not across layers:
+	// decisions come from policy (or, for keys the agent reads, from
+	// ManagedLayers), never from them.
 	Merged *Settings
 	Hash   string
 }
