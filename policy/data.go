@@ -233,7 +233,7 @@ func buildFacts(layers []compiledLayer) *factIndex {
 		sort.Strings(names)
 		for _, n := range names {
 			src := s.ExtraKnownMarketplaces[n].Source
-			key := facetsOf(&src, x.githubHost).key
+			key := x.entryKey(src)
 			x.bindings[n] = append(x.bindings[n], binding{layer: i, key: key, display: displaySource(src)})
 			if !slices.Contains(x.boundNames[key], n) {
 				x.boundNames[key] = append(x.boundNames[key], n)
@@ -241,6 +241,16 @@ func buildFacts(layers []compiledLayer) *factIndex {
 		}
 	}
 	return x
+}
+
+// entryKey is the identity of a layer's marketplace source: its canonical
+// key, as strictKnownMarketplaces compares a request's source with an
+// entry (sourceFacets.key on the request side).
+func (x *factIndex) entryKey(e settings.MarketplaceSource) string {
+	if c, ok := canonicalOf(&e, x.githubHost); ok {
+		return c.Key()
+	}
+	return e.Key()
 }
 
 // bind applies the layers' marketplace declarations (extraKnownMarketplaces)
