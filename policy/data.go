@@ -352,9 +352,10 @@ func entryLayer(e *ast.Term) int {
 //	                [layer, false|"invalid", "name@other"] when the layer
 //	                forces it off under another name declared for the
 //	                request's source (see bind)
-//	signatures      [[layer, {keyid, ...}, invalid, signed], ...] for the
-//	                plugin's marketplace; signed: a verified key is listed
-//	                (never for an invalid entry)
+//	signatures      [[layer, {keyid, ...}, invalid, signed, marketplace],
+//	                ...] for the plugin's marketplace, and for the names
+//	                its source is declared as; signed: a verified key is
+//	                listed (never for an invalid entry)
 //	surface_listing [layer, ...] whose strictPluginOnlyCustomization lists
 //	                the surface (hooks for run_hook)
 //	strict_invalid, blocked_invalid, signatures_invalid, surfaces_all,
@@ -467,15 +468,28 @@ func (x *factIndex) facts(r *Request, f *requestFacets) *ast.Term {
 	}
 	if r.Action == ActionInstall {
 		var sigs []*ast.Term
-		for _, e := range x.signatures[f.pluginMkt] {
-			signed := false // an invalid entry is never satisfied
-			for _, k := range r.Signatures {
-				if e.keys[k] {
-					signed = true
-					break
+		need := func(mkt string, entries []sigEntry) {
+			for _, e := range entries {
+				signed := false // an invalid entry is never satisfied
+				for _, k := range r.Signatures {
+					if e.keys[k] {
+						signed = true
+						break
+					}
+				}
+				sigs = append(sigs, ast.ArrayTerm(ast.InternedTerm(e.layer), e.keySet, ast.InternedTerm(e.invalid), ast.InternedTerm(signed), strTerm(mkt)))
+			}
+		}
+		need(f.pluginMkt, x.signatures[f.pluginMkt])
+		if src.known {
+			// Like forcing off, requiring signatures follows the source:
+			// a marketplace declared as n needs n's signatures under
+			// any name it is added as.
+			for _, n := range x.boundNames[src.key] {
+				if n != f.pluginMkt {
+					need(n, x.signatures[n])
 				}
 			}
-			sigs = append(sigs, ast.ArrayTerm(ast.InternedTerm(e.layer), e.keySet, ast.InternedTerm(e.invalid), ast.InternedTerm(signed)))
 		}
 		if len(sigs) > 0 {
 			add(keySignatures, ast.ArrayTerm(sigs...))

@@ -19,9 +19,11 @@
 #                   ([layer index, false|"invalid", "name@other"] when the
 #                   layer forces it off under another name its source is
 #                   declared as)
-#   signatures      [[layer index, {keyid, ...}, invalid, signed], ...] for
-#                   the plugin's marketplace (signed: one of the request's
-#                   verified keys is listed; never for an invalid entry)
+#   signatures      [[layer index, {keyid, ...}, invalid, signed,
+#                   marketplace], ...] for the plugin's marketplace and the
+#                   names its source is declared as (signed: one of the
+#                   request's verified keys is listed; never for an invalid
+#                   entry)
 #   surface_listing [layer index, ...] whose strictPluginOnlyCustomization
 #                   lists the surface
 #   unbound         [[layer index, declared source], ...] whose
@@ -328,16 +330,16 @@ outcome contains ["deny", r(i, "requireSignatures", msg)] if {
 }
 
 # An invalid entry denies whatever was signed.
-outcome contains ["deny", r(e[0], "requireSignatures", signature_message(e[2], e[1]))] if {
+outcome contains ["deny", r(e[0], "requireSignatures", signature_message(e[2], e[1], e[4]))] if {
 	input.action == "install"
 	input.facts.signatures
 	some e in input.facts.signatures
 	not e[3]
 }
 
-signature_message(false, keys) := sprintf("%s needs a valid signature by one of the keys %v (requireSignatures for %s)", [input.plugin, keys, input.plugin_marketplace])
+signature_message(false, keys, mkt) := sprintf("%s needs a valid signature by one of the keys %v (requireSignatures for %s)", [input.plugin, keys, mkt])
 
-signature_message(true, _) := sprintf("requireSignatures for %s is invalid, so its installs are refused (fail closed); %s refused", [input.plugin_marketplace, input.plugin])
+signature_message(true, _, mkt) := sprintf("requireSignatures for %s is invalid, so its installs are refused (fail closed); %s refused", [mkt, input.plugin])
 
 # ---- admin rules: package wharf.admin.<layer>, `deny contains msg if ...`,
 # on every action. For each layer that has admin modules the engine adds
