@@ -124,6 +124,16 @@ func TestForcedOffFollowsTheSource(t *testing.T) {
 	if code != 3 || !strings.Contains(stderr, "enabledPlugins sets deploy@corp to false") {
 		t.Fatalf("deploy@corp2 is deploy@corp under another name: exit %d, want 3\n%s%s", code, out, stderr)
 	}
+
+	// So do the signatures corp's installs need.
+	writeFile(t, filepath.Join(system, "managed-settings.json"), managedJSON(t, map[string]any{
+		"extraKnownMarketplaces": map[string]any{"corp": map[string]any{"source": map[string]any{"source": "directory", "path": real}}},
+		"requireSignatures":      map[string]any{"corp": []string{"release-2026"}},
+	}))
+	code, out, stderr = c.run("install", "deploy@corp2")
+	if code != 3 || !strings.Contains(stderr, "requireSignatures for corp") {
+		t.Fatalf("an unsigned deploy@corp2 is an unsigned deploy@corp: exit %d, want 3\n%s%s", code, out, stderr)
+	}
 }
 
 func regexpMatch(pattern, s string) bool { return regexp.MustCompile(`(?m)` + pattern).MatchString(s) }
