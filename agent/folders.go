@@ -216,37 +216,48 @@ type FolderTrust struct {
 
 // managedTrust is what managed settings say about project folders.
 type managedTrust struct {
-	preTrusted []string
+	// preTrusted holds, per managed directory (policy layer) that sets
+	// trustedProjectFolders, its folders: a folder is pre-trusted only
+	// when every such layer lists it or a parent of it, so a further
+	// managed directory can narrow the system's list, never widen it.
+	preTrusted [][]string
 	forbid     bool
 	warnings   []string
 }
 
 func readManagedTrust(snap *settings.Snapshot) managedTrust {
 	var mt managedTrust
-	for _, doc := range snap.Docs {
-		if doc.Scope != settings.ScopeManaged || doc.Missing || len(doc.Data) == 0 {
-			continue
-		}
-		s, err := settings.Parse(doc.Name, doc.Data)
-		if err != nil {
-			// An unreadable managed document fails closed.
-			mt.forbid = true
-			mt.warnings = append(mt.warnings, fmt.Sprintf("%s: unreadable, so code from project folders does not load: %v", doc.Name, err))
-			continue
-		}
-		if raw, ok := s.Unknown[KeyDisableProjectCode]; ok {
-			var b bool
-			if err := json.Unmarshal(raw, &b); err != nil {
-				mt.forbid = true
-				mt.warnings = append(mt.warnings, fmt.Sprintf("%s: %s must be true or false; treated as true", doc.Name, KeyDisableProjectCode))
-			} else if b {
-				mt.forbid = true
+	for _, layer := range settings.ManagedLayers(snap.Docs) {
+		var folders []string
+		set := false
+		for _, doc := range layer {
+			if doc.Missing || len(doc.Data) == 0 {
+				continue
 			}
-		}
-		if raw, ok := s.Unknown[KeyTrustedProjectFolders]; ok {
+			s, err := settings.Parse(doc.Name, doc.Data)
+			if err != nil {
+				// An unreadable managed document fails closed.
+				mt.forbid = true
+				mt.warnings = append(mt.warnings, fmt.Sprintf("%s: unreadable, so code from project folders does not load: %v", doc.Name, err))
+				continue
+			}
+			if raw, ok := s.Unknown[KeyDisableProjectCode]; ok {
+				var b bool
+				if err := json.Unmarshal(raw, &b); err != nil {
+					mt.forbid = true
+					mt.warnings = append(mt.warnings, fmt.Sprintf("%s: %s must be true or false; treated as true", doc.Name, KeyDisableProjectCode))
+				} else if b {
+					mt.forbid = true
+				}
+			}
+			raw, ok := s.Unknown[KeyTrustedProjectFolders]
+			if !ok {
+				continue
+			}
+			set = true
 			var ps []string
 			if err := json.Unmarshal(raw, &ps); err != nil {
-				mt.warnings = append(mt.warnings, fmt.Sprintf("%s: %s must be an array of absolute paths; ignored", doc.Name, KeyTrustedProjectFolders))
+				mt.warnings = append(mt.warnings, fmt.Sprintf("%s: %s must be an array of absolute paths; it pre-trusts nothing", doc.Name, KeyTrustedProjectFolders))
 				continue
 			}
 			for _, p := range ps {
@@ -255,12 +266,37 @@ func readManagedTrust(snap *settings.Snapshot) managedTrust {
 					continue
 				}
 				if c, err := CanonicalFolder(p); err == nil {
-					mt.preTrusted = append(mt.preTrusted, c)
+					folders = append(folders, c)
 				}
 			}
 		}
+		if set {
+			mt.preTrusted = append(mt.preTrusted, folders)
+		}
 	}
 	return mt
+}
+
+// preTrustedBy returns the folder of the first layer's list that
+// pre-trusts p, when every layer's list covers p; "" otherwise.
+func (mt managedTrust) preTrustedBy(p string) string {
+	by := ""
+	for _, folders := range mt.preTrusted {
+		hit := ""
+		for _, d := range folders {
+			if within(p, d) {
+				hit = d
+				break
+			}
+		}
+		if hit == "" {
+			return ""
+		}
+		if by == "" {
+			by = hit
+		}
+	}
+	return by
 }
 
 // decideFolderTrust decides whether code from project may load.
@@ -278,11 +314,9 @@ func decideFolderTrust(home, project string, snap *settings.Snapshot) (FolderTru
 			Hint: "ask your administrator; commands, skills and agents of the project still load"}
 		return ft, mt.warnings
 	}
-	for _, d := range mt.preTrusted {
-		if within(p, d) {
-			ft.Trusted, ft.Why = true, "pre-trusted by managed settings ("+d+")"
-			return ft, mt.warnings
-		}
+	if d := mt.preTrustedBy(p); d != "" {
+		ft.Trusted, ft.Why = true, "pre-trusted by managed settings ("+d+")"
+		return ft, mt.warnings
 	}
 	warns := mt.warnings
 	if home != "" {

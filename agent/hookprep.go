@@ -28,56 +28,79 @@ const (
 // URL patterns http hooks may POST to; "*" matches any run of characters.
 const KeyAllowedHTTPHookURLs = "allowedHttpHookUrls"
 
-// httpHookAllowlist reads allowedHttpHookUrls: managed settings own it
-// when they set it; otherwise the lists of the other documents are joined.
-// nil means no restriction; an empty list refuses every http hook.
-func httpHookAllowlist(snap *settings.Snapshot) ([]string, []string) {
-	var managed, other []string
-	var managedSet, otherSet bool
+// httpHookAllowlist reads allowedHttpHookUrls as the lists a URL must each
+// match. Managed settings own the key when any managed directory sets it:
+// each managed directory is a policy layer, whose documents' lists are
+// joined, and a URL must be allowed by every layer that sets the key, so
+// a further managed directory (WHARF_MANAGED_DIR) can only narrow what the
+// system's allows. Otherwise the lists of the user, project, local and flag
+// settings are joined into one. nil means no restriction; a list that is
+// empty refuses every http hook.
+func httpHookAllowlist(snap *settings.Snapshot) ([][]string, []string) {
 	var warns []string
-	for _, doc := range snap.Docs {
+	read := func(doc settings.Document) ([]string, bool) {
 		if doc.Missing || len(doc.Data) == 0 || !strings.Contains(string(doc.Data), KeyAllowedHTTPHookURLs) {
-			continue
+			return nil, false
 		}
 		s, err := settings.Parse(doc.Name, doc.Data)
 		if err != nil {
-			continue
+			return nil, false
 		}
 		raw, ok := s.Unknown[KeyAllowedHTTPHookURLs]
 		if !ok {
-			continue
+			return nil, false
 		}
 		var list []string
 		if err := json.Unmarshal(raw, &list); err != nil {
 			warns = append(warns, fmt.Sprintf("%s: %s must be an array of URL patterns; every http hook is refused", doc.Name, KeyAllowedHTTPHookURLs))
-			list = []string{}
+			list = nil
 		}
-		if doc.Scope == settings.ScopeManaged {
-			managed, managedSet = append(managed, list...), true
-		} else {
-			other, otherSet = append(other, list...), true
+		return append([]string{}, list...), true
+	}
+	var managed [][]string
+	for _, layer := range settings.ManagedLayers(snap.Docs) {
+		var list []string
+		set := false
+		for _, doc := range layer {
+			if l, ok := read(doc); ok {
+				list, set = append(list, l...), true
+			}
+		}
+		if set {
+			managed = append(managed, append([]string{}, list...))
 		}
 	}
-	switch {
-	case managedSet:
-		if managed == nil {
-			managed = []string{}
-		}
+	if len(managed) > 0 {
 		return managed, warns
-	case otherSet:
-		if other == nil {
-			other = []string{}
+	}
+	var other []string
+	otherSet := false
+	for _, doc := range snap.Docs {
+		if doc.Scope == settings.ScopeManaged {
+			continue
 		}
-		return other, warns
+		if l, ok := read(doc); ok {
+			other, otherSet = append(other, l...), true
+		}
+	}
+	if otherSet {
+		return [][]string{append([]string{}, other...)}, warns
 	}
 	return nil, warns
 }
 
-func urlAllowed(allow []string, u string) bool {
-	if allow == nil {
-		return true
+// urlAllowed reports whether u matches a pattern of every list of allow.
+func urlAllowed(allow [][]string, u string) bool {
+	for _, list := range allow {
+		if !urlMatchesAny(list, u) {
+			return false
+		}
 	}
-	for _, p := range allow {
+	return true
+}
+
+func urlMatchesAny(patterns []string, u string) bool {
+	for _, p := range patterns {
 		re := "^" + strings.ReplaceAll(regexp.QuoteMeta(p), `\*`, ".*") + "$"
 		if ok, _ := regexp.MatchString(re, u); ok {
 			return true

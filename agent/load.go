@@ -108,8 +108,9 @@ type loadInput struct {
 	// that only project-folder settings enable (their code needs it).
 	project     FolderTrust
 	projectOnly map[plugin.ID]bool
-	// httpAllow is allowedHttpHookUrls (nil: no restriction).
-	httpAllow []string
+	// httpAllow is allowedHttpHookUrls: a URL must match a pattern of
+	// each list (nil: no restriction).
+	httpAllow [][]string
 }
 
 // unit is one plugin's load: its status row, dependencies and version dir
@@ -565,7 +566,11 @@ func hasRefMap(m map[string]string) bool {
 // filter applies the per-surface and hook policy to a plugin's components,
 // asking once per surface the plugin has.
 func (in *loadInput) filter(ctx context.Context, u *unit, id plugin.ID, comps []Component) {
-	gate := in.dec.Surfaces(policy.FromPlugin, id)
+	var src *settings.MarketplaceSource
+	if in.o.MarketplaceSource != nil && id.Source != plugin.SourceInline {
+		src = in.o.MarketplaceSource(id.Source)
+	}
+	gate := in.dec.Surfaces(policy.FromPlugin, id, src)
 	surfaceOK := func(k plugin.ComponentKind) error { return gate.Allow(ctx, k) }
 	// Nothing refused (the common case): the components are used as they
 	// are; nothing writes to a unit's components after the load.
@@ -757,10 +762,18 @@ func readMarkdown(c *Component) error {
 // strictPluginOnlyCustomization and allowManagedHooksOnly.
 func (in *loadInput) ownComponents(ctx context.Context) (comps []Component, skips []Skipped, warns []string) {
 	o := in.o
+	// managedDir is the managed directory of the settings document being
+	// read: what it declares is managed for that directory's policy layer
+	// and the layers below it only.
+	managedDir := ""
 	allow := func(s settings.Surface, from string) error {
-		err := in.dec.Check(ctx, policy.Request{Action: policy.ActionLoadComponent, Surface: s, From: from})
+		dir := ""
+		if from == SourceManaged {
+			dir = managedDir
+		}
+		err := in.dec.Check(ctx, policy.Request{Action: policy.ActionLoadComponent, Surface: s, From: from, ManagedDir: dir})
 		if err == nil && s == settings.SurfaceHooks {
-			err = in.dec.Check(ctx, policy.Request{Action: policy.ActionRunHook, Surface: settings.SurfaceHooks, From: from})
+			err = in.dec.Check(ctx, policy.Request{Action: policy.ActionRunHook, Surface: settings.SurfaceHooks, From: from, ManagedDir: dir})
 		}
 		return err
 	}
@@ -804,6 +817,7 @@ func (in *loadInput) ownComponents(ctx context.Context) (comps []Component, skip
 			continue
 		}
 		from := scopeSource(doc.Scope)
+		managedDir = doc.Dir
 		s, err := settings.Parse(doc.Name, doc.Data)
 		if err != nil {
 			continue // already an issue of the merged snapshot

@@ -40,15 +40,23 @@ type Surfaces struct {
 	d     *Decider
 	from  string
 	id    plugin.ID
+	mkt   policy.Marketplace
 	asked [5]bool
 	errs  [5]error
 }
 
 // Surfaces returns the surface filter of the components from (a source
-// kind: policy.FromPlugin with the plugin id, else FromUser, FromProject,
-// FromManaged with a zero id).
-func (d *Decider) Surfaces(from string, id plugin.ID) *Surfaces {
-	return &Surfaces{d: d, from: from, id: id}
+// kind: policy.FromPlugin with the plugin id and its marketplace's source,
+// nil when unknown; else FromUser, FromProject, FromManaged with a zero
+// id). With the source, policy decides the plugin's forced state (and so
+// whether its hooks count as managed) for the marketplace it comes from,
+// not for a marketplace that only shares its name.
+func (d *Decider) Surfaces(from string, id plugin.ID, src *settings.MarketplaceSource) *Surfaces {
+	s := &Surfaces{d: d, from: from, id: id}
+	if src != nil {
+		s.mkt = policy.Marketplace{Name: id.Source, Source: src}
+	}
+	return s
 }
 
 // Allow is nil when components of kind may load, else the *plugin.Error
@@ -62,9 +70,9 @@ func (s *Surfaces) Allow(ctx context.Context, kind plugin.ComponentKind) error {
 	if s.asked[i] {
 		return s.errs[i]
 	}
-	err := s.d.Check(ctx, policy.Request{Action: policy.ActionLoadComponent, Surface: surf, From: s.from, Plugin: s.id})
+	err := s.d.Check(ctx, policy.Request{Action: policy.ActionLoadComponent, Surface: surf, From: s.from, Plugin: s.id, Marketplace: s.mkt})
 	if err == nil && surf == settings.SurfaceHooks {
-		err = s.d.Check(ctx, policy.Request{Action: policy.ActionRunHook, Surface: settings.SurfaceHooks, From: s.from, Plugin: s.id})
+		err = s.d.Check(ctx, policy.Request{Action: policy.ActionRunHook, Surface: settings.SurfaceHooks, From: s.from, Plugin: s.id, Marketplace: s.mkt})
 	}
 	s.asked[i], s.errs[i] = true, err
 	return err

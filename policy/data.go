@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"path/filepath"
 	"regexp"
 	"slices"
 	"sort"
@@ -94,6 +95,24 @@ type factIndex struct {
 	signatures                 map[string][]sigEntry  // marketplace -> entries in layer order
 	surfacesLocked             map[string][]int       // surface -> layers that list it
 	crossAllowed               map[string][]int       // marketplace -> layers that list it
+	// bindings: marketplace name -> the source each layer's
+	// extraKnownMarketplaces declares for it, in layer order; boundNames:
+	// a declared source's key -> the names declared for it. Managed
+	// enabledPlugins entries bind to these (see bind).
+	bindings   map[string][]binding
+	boundNames map[string][]string
+	// origins: a layer's directory (cleaned) -> the first layer read
+	// from it; nLayers: how many layers there are.
+	origins map[string]int
+	nLayers int
+}
+
+// binding is one layer's extraKnownMarketplaces entry: the marketplace
+// that layer means by a name.
+type binding struct {
+	layer   int
+	key     string // the source's identity, as sourceFacets.key
+	display string
 }
 
 type sigEntry struct {
@@ -128,8 +147,15 @@ func buildFacts(layers []compiledLayer) *factIndex {
 		flags:       layerFlags(layers),
 		githubHost:  currentGitHubHost(),
 		blockedRepo: map[string][]blockEntry{}, blockedLocal: map[string][]int{},
+		bindings: map[string][]binding{}, boundNames: map[string][]string{},
+		origins: map[string]int{}, nLayers: len(layers),
 	}
 	for i, cl := range layers {
+		if o := filepath.Clean(cl.Origin); cl.Origin != "" {
+			if _, ok := x.origins[o]; !ok {
+				x.origins[o] = i
+			}
+		}
 		s := cl.Settings
 		strict, blocked := effectiveLists(cl)
 		if strict.Set && !strict.Invalid {
@@ -204,8 +230,119 @@ func buildFacts(layers []compiledLayer) *factIndex {
 		for _, n := range s.AllowCrossMarketplaceDependenciesOn.Names {
 			addLayer(x.crossAllowed, n, i)
 		}
+		names := make([]string, 0, len(s.ExtraKnownMarketplaces))
+		for n := range s.ExtraKnownMarketplaces {
+			names = append(names, n)
+		}
+		sort.Strings(names)
+		for _, n := range names {
+			src := s.ExtraKnownMarketplaces[n].Source
+			key := entryKey(src, layerGitHubHost(cl))
+			x.bindings[n] = append(x.bindings[n], binding{layer: i, key: key, display: displaySource(src)})
+			if !slices.Contains(x.boundNames[key], n) {
+				x.boundNames[key] = append(x.boundNames[key], n)
+			}
+		}
 	}
 	return x
+}
+
+// entryKey is the identity of a layer's marketplace source: its canonical
+// key, as strictKnownMarketplaces compares a request's source with an
+// entry (sourceFacets.key on the request side). A github entry means the
+// declaring layer's GitHub host (layerGitHubHost), never the user's.
+func entryKey(e settings.MarketplaceSource, layerHost string) string {
+	if c, ok := canonicalOf(&e, layerHost); ok {
+		return c.Key()
+	}
+	return e.Key()
+}
+
+// bind applies the layers' marketplace declarations (extraKnownMarketplaces)
+// to the enabledPlugins entries l of the request's plugin p@m. A
+// marketplace is its source, not its local name: the name m stands for the
+// marketplace the layers declare under it, so
+//
+//   - when the request names m's source (or asks to install, enable or
+//     load, which always name it when it is known) and that source is not
+//     the one every declaring layer names, the declaring layers are
+//     returned as unbound (the request is refused) and l keeps only its
+//     forced-off entries: a marketplace that took a declared name gets
+//     neither forced-on nor managed-hook status;
+//   - when the request names a source that a layer declares under another
+//     name n, the forced-off entries of p@n apply too: forcing a plugin
+//     off cannot be escaped by adding its marketplace under a new name.
+//
+// A request about a plugin that names no source (disable, uninstall, a
+// hook or component without its marketplace) is decided by name.
+func (x *factIndex) bind(r *Request, f *requestFacets, l []*ast.Term) ([]*ast.Term, []*ast.Term) {
+	src := &f.src
+	var unbound []*ast.Term
+	check := src.known || r.Action == ActionInstall || r.Action == ActionEnable || r.Action == ActionLoad
+	if bs := x.bindings[f.pluginMkt]; len(bs) > 0 && check {
+		for _, b := range bs {
+			if !src.known || src.key != b.key {
+				unbound = append(unbound, ast.ArrayTerm(ast.InternedTerm(b.layer), ast.StringTerm(b.display)))
+			}
+		}
+		if len(unbound) > 0 {
+			l = forcedOff(l, nil)
+		}
+	}
+	if src.known {
+		extra := false
+		for _, n := range x.boundNames[src.key] {
+			if n == f.pluginMkt {
+				continue
+			}
+			id := r.Plugin.Name + "@" + n
+			for _, e := range forcedOff(x.enabled[id], nil) {
+				if !extra {
+					l = slices.Clone(l)
+					extra = true
+				}
+				// [layer, value, the id the layer names]
+				a := e.Value.(*ast.Array)
+				l = append(l, ast.ArrayTerm(a.Elem(0), a.Elem(1), ast.StringTerm(id)))
+			}
+		}
+		if extra {
+			// Highest layer first, as the built-in module reads them.
+			sort.SliceStable(l, func(i, j int) bool { return entryLayer(l[i]) < entryLayer(l[j]) })
+		}
+	}
+	return l, unbound
+}
+
+// managedLayer is the layer a managed component's settings belong to:
+// the layer read from r.ManagedDir, 0 when the request names no directory
+// (the highest managed layer), and past the last layer when no layer was
+// read from it (it then counts as managed for no layer).
+func (x *factIndex) managedLayer(r *Request) int {
+	if r.From != FromManaged || r.ManagedDir == "" {
+		return 0
+	}
+	if i, ok := x.origins[filepath.Clean(r.ManagedDir)]; ok {
+		return i
+	}
+	return x.nLayers
+}
+
+// forcedOff appends to out the entries of l that force the plugin off
+// (false, or an invalid value).
+func forcedOff(l, out []*ast.Term) []*ast.Term {
+	for _, e := range l {
+		if v := e.Value.(*ast.Array).Elem(1).Value; v.Compare(ast.Boolean(true)) != 0 {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// entryLayer is the layer of an enabledPlugins entry [layer, value].
+func entryLayer(e *ast.Term) int {
+	n, _ := e.Value.(*ast.Array).Elem(0).Value.(ast.Number).Int()
+	return n
 }
 
 // facts computes input.facts for one request: only what the request's
@@ -216,15 +353,27 @@ func buildFacts(layers []compiledLayer) *factIndex {
 //	                does not list the source; every such layer when the
 //	                source is unknown
 //	blocked_by      [[layer, "exact"|"owner"|"host"|"path", pattern], ...]
-//	enabled         [[layer, true|false|"invalid"], ...] for the plugin
-//	signatures      [[layer, {keyid, ...}, invalid, signed], ...] for the
-//	                plugin's marketplace; signed: a verified key is listed
-//	                (never for an invalid entry)
+//	enabled         [[layer, true|false|"invalid"], ...] for the plugin;
+//	                [layer, false|"invalid", "name@other"] when the layer
+//	                forces it off under another name declared for the
+//	                request's source (see bind)
+//	signatures      [[layer, {keyid, ...}, invalid, signed, marketplace],
+//	                ...] for the plugin's marketplace, and for the names
+//	                its source is declared as; signed: a verified key is
+//	                listed (never for an invalid entry)
 //	surface_listing [layer, ...] whose strictPluginOnlyCustomization lists
 //	                the surface (hooks for run_hook)
 //	strict_invalid, blocked_invalid, signatures_invalid, surfaces_all,
 //	managed_hooks_only, disable_sideload
 //	                the same for every request: see layerFlags
+//	unbound         [[layer, declared source], ...] whose
+//	                extraKnownMarketplaces declares the plugin's
+//	                marketplace name for another source than the
+//	                request's (see bind); enabled then keeps only
+//	                forced-off entries
+//	managed_layer   for a component from managed settings
+//	                (load_component, run_hook) of a layer below the
+//	                highest: that layer's index (see managedLayer)
 //	cross           for a dependency on another marketplace's plugin:
 //	                {"unlisted": [layer, ...] whose
 //	                allowCrossMarketplaceDependenciesOn is set and does not
@@ -295,22 +444,41 @@ func (x *factIndex) facts(r *Request, f *requestFacets) *ast.Term {
 		if l := x.surfacesLocked[string(r.Surface)]; len(l) > 0 {
 			add(keySurfaceListing, layerArray(l))
 		}
+		if i := x.managedLayer(r); i > 0 {
+			add(keyManagedLayer, ast.InternedTerm(i))
+		}
 	case ActionRunHook:
 		if l := x.surfacesLocked[string(settings.SurfaceHooks)]; len(l) > 0 {
 			add(keySurfaceListing, layerArray(l))
 		}
+		if i := x.managedLayer(r); i > 0 {
+			add(keyManagedLayer, ast.InternedTerm(i))
+		}
 	}
 	if r.Action == ActionInstall {
 		var sigs []*ast.Term
-		for _, e := range x.signatures[f.pluginMkt] {
-			signed := false // an invalid entry is never satisfied
-			for _, k := range r.Signatures {
-				if e.keys[k] {
-					signed = true
-					break
+		need := func(mkt string, entries []sigEntry) {
+			for _, e := range entries {
+				signed := false // an invalid entry is never satisfied
+				for _, k := range r.Signatures {
+					if e.keys[k] {
+						signed = true
+						break
+					}
+				}
+				sigs = append(sigs, ast.ArrayTerm(ast.InternedTerm(e.layer), e.keySet, ast.InternedTerm(e.invalid), ast.InternedTerm(signed), strTerm(mkt)))
+			}
+		}
+		need(f.pluginMkt, x.signatures[f.pluginMkt])
+		if src.known {
+			// Like forcing off, requiring signatures follows the source:
+			// a marketplace declared as n needs n's signatures under
+			// any name it is added as.
+			for _, n := range x.boundNames[src.key] {
+				if n != f.pluginMkt {
+					need(n, x.signatures[n])
 				}
 			}
-			sigs = append(sigs, ast.ArrayTerm(ast.InternedTerm(e.layer), e.keySet, ast.InternedTerm(e.invalid), ast.InternedTerm(signed)))
 		}
 		if len(sigs) > 0 {
 			add(keySignatures, ast.ArrayTerm(sigs...))
@@ -331,7 +499,15 @@ func (x *factIndex) facts(r *Request, f *requestFacets) *ast.Term {
 		add(keyCross, cross)
 	}
 	if f.plugin != "" {
-		if l := x.enabled[f.plugin]; len(l) > 0 {
+		l := x.enabled[f.plugin]
+		if len(x.bindings) > 0 {
+			var unbound []*ast.Term
+			l, unbound = x.bind(r, f, l)
+			if len(unbound) > 0 {
+				add(keyUnbound, ast.ArrayTerm(unbound...))
+			}
+		}
+		if len(l) > 0 {
 			add(keyEnabled, ast.ArrayTerm(l...))
 		}
 	}
@@ -388,4 +564,6 @@ var (
 	keySurfaceListing = ast.StringTerm("surface_listing")
 	keySignatures     = ast.StringTerm("signatures")
 	keyEnabled        = ast.StringTerm("enabled")
+	keyUnbound        = ast.StringTerm("unbound")
+	keyManagedLayer   = ast.StringTerm("managed_layer")
 )

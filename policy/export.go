@@ -34,6 +34,7 @@ func (e *Engine) ExportClaude() Export {
 	m := settings.MergeLayers(layers)
 	x := exporter{out: map[string]any{}}
 	x.marketplaces(m)
+	x.bindings(m)
 	x.enabledPlugins(m.Settings)
 	x.restrictions(m.Settings)
 	for _, mkt := range m.SignatureOverlaps {
@@ -85,6 +86,17 @@ func (x *exporter) marketplaces(m settings.LayerMerge) {
 	}
 	if b := m.BlockedMarketplaces.Entries; len(b) > 0 {
 		x.out["blockedMarketplaces"] = b
+	}
+}
+
+// bindings writes extraKnownMarketplaces: the source each marketplace
+// name of enabledPlugins means.
+func (x *exporter) bindings(m settings.LayerMerge) {
+	if len(m.ExtraKnownMarketplaces) > 0 {
+		x.out["extraKnownMarketplaces"] = m.ExtraKnownMarketplaces
+	}
+	for _, name := range m.BindingConflicts {
+		x.warn("layers declare marketplace %s (extraKnownMarketplaces) for different sources: wharf refuses every plugin under that name; not exported", name)
 	}
 }
 

@@ -74,7 +74,7 @@ func AppendMemoKey(dst []byte, req Request) []byte {
 func memoKey(dst []byte, req Request, x *factIndex) []byte {
 	dst = append(dst, req.Action...)
 	for _, s := range []string{req.Plugin.Name, req.Plugin.Source, req.RequiredBy.Name, req.RequiredBy.Source,
-		string(req.Surface), req.From, req.Path, req.Marketplace.Name} {
+		string(req.Surface), req.From, req.Path, req.Marketplace.Name, req.ManagedDir} {
 		dst = append(dst, 0)
 		dst = append(dst, s...)
 	}

@@ -58,6 +58,12 @@ func TestMemoKeyCoversEveryField(t *testing.T) {
 	r.Path = "/x"
 	variants["path"] = r
 	r = base
+	r.Surface, r.From, r.ManagedDir = settings.SurfaceHooks, FromManaged, "/etc/wharf-extra"
+	variants["managedDir"] = r
+	r = base
+	r.Surface, r.From = settings.SurfaceHooks, FromManaged
+	variants["managed"] = r
+	r = base
 	r.Marketplace.Source = &settings.MarketplaceSource{Source: settings.KindGitHub, Repo: "o/r"}
 	variants["source"] = r
 	seen := map[string]string{string(memoKey(nil, base, nil)): "base"}

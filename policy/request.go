@@ -80,6 +80,13 @@ type Request struct {
 	Surface    settings.Surface `json:"surface,omitempty"`
 	From       string           `json:"from,omitempty"` // plugin, managed, user, project, builtin
 	Path       string           `json:"path,omitempty"` // sideload directory
+	// ManagedDir, for a component from managed settings, is the managed
+	// directory whose settings declare it ("" for the highest managed
+	// layer's). A managed component counts as managed for the layer of
+	// that directory and the layers below it only: hooks a further
+	// managed directory declares do not pass the system's
+	// allowManagedHooksOnly or strictPluginOnlyCustomization.
+	ManagedDir string `json:"managedDir,omitempty"`
 }
 
 type wireRequest struct {
@@ -92,13 +99,14 @@ type wireRequest struct {
 	Surface       settings.Surface            `json:"surface,omitempty"`
 	From          string                      `json:"from,omitempty"`
 	Path          string                      `json:"path,omitempty"`
+	ManagedDir    string                      `json:"managedDir,omitempty"`
 	Source        *settings.MarketplaceSource `json:"-"`
 }
 
 // MarshalJSON writes plugin ids as "name@marketplace" strings.
 func (r Request) MarshalJSON() ([]byte, error) {
 	w := wireRequest{Action: r.Action, DeclaredCross: r.DeclaredCross, Signatures: r.Signatures,
-		Surface: r.Surface, From: r.From, Path: r.Path}
+		Surface: r.Surface, From: r.From, Path: r.Path, ManagedDir: r.ManagedDir}
 	if !r.Plugin.IsZero() {
 		w.Plugin = r.Plugin.String()
 	}
@@ -137,7 +145,7 @@ func ParseRequest(data []byte) (Request, error) {
 		return bad("request is not valid JSON at line %d, column %d: %s", line, col, msg)
 	}
 	req := Request{Action: raw.Action, DeclaredCross: raw.DeclaredCross, Signatures: raw.Signatures,
-		Surface: raw.Surface, From: raw.From, Path: raw.Path}
+		Surface: raw.Surface, From: raw.From, Path: raw.Path, ManagedDir: raw.ManagedDir}
 	var err error
 	if raw.Plugin != "" {
 		if req.Plugin, err = plugin.ParseID(raw.Plugin); err != nil {
@@ -233,6 +241,9 @@ func (r Request) Validate() error {
 	if r.Action == ActionCrossDependency && r.RequiredBy.IsZero() {
 		return bad("cross_dependency needs requiredBy")
 	}
+	if r.ManagedDir != "" && r.From != FromManaged {
+		return bad("managedDir names where a managed component comes from; it needs from: managed (got %q)", r.From)
+	}
 	if r.From == FromPlugin && r.Plugin.IsZero() {
 		return bad("%s from a plugin needs the plugin", r.Action)
 	}
@@ -286,6 +297,7 @@ func (r Request) Input() map[string]any {
 		"surface":                 string(r.Surface),
 		"source_kind":             r.From,
 		"path":                    r.Path,
+		"managed_dir":             r.ManagedDir,
 	}
 }
 
@@ -373,6 +385,7 @@ var (
 	keySurface       = ast.StringTerm("surface")
 	keySourceKind    = ast.StringTerm("source_kind")
 	keyPath          = ast.StringTerm("path")
+	keyManagedDir    = ast.StringTerm("managed_dir")
 	keyFacts         = ast.StringTerm("facts")
 	keyName          = ast.StringTerm("name")
 	keySourceKnown   = ast.StringTerm("source_known")
@@ -416,6 +429,7 @@ func (r Request) evalInput(x *factIndex) ast.Value {
 		ast.Item(keySurface, strTerm(string(r.Surface))),
 		ast.Item(keySourceKind, strTerm(r.From)),
 		ast.Item(keyPath, strTerm(r.Path)),
+		ast.Item(keyManagedDir, strTerm(r.ManagedDir)),
 		{},
 	}
 	if x == nil {

@@ -26,6 +26,7 @@ type ManagedServer struct {
 	KeyID  string        // policyKey as a key id
 	MaxAge time.Duration // 0: no limit
 	File   string        // the managed file that names it
+	Layer  string        // the name of the managed layer that names it
 }
 
 // ManagedServers lists the policy servers the managed layers name (Layer
@@ -48,6 +49,7 @@ func ManagedServers(layers []Layer) ([]ManagedServer, error) {
 			if !ok {
 				continue
 			}
+			s.Layer = l.Name
 			i, seen := idx[s.URL]
 			if !seen {
 				idx[s.URL] = len(out)

@@ -386,3 +386,29 @@ func TestGitHubAliasesMatchEntries(t *testing.T) {
 		}
 	}
 }
+
+// A managed extraKnownMarketplaces github declaration means the declaring
+// layer's GitHub host: the same owner/repo served from the user's GitHub
+// host (WHARF_GITHUB_HOST) is another marketplace, and gets neither the
+// managed forced-on state nor the binding.
+func TestUserGitHubHostDoesNotMoveManagedBindings(t *testing.T) {
+	SetGitHubHost("http://127.0.0.1:8080")
+	t.Cleanup(func() { gitHubHost.Store(nil) })
+	e := engineWith(t, `{"extraKnownMarketplaces":{"corp":{"source":{"source":"github","repo":"corp/plugins"}}},
+		"enabledPlugins":{"deploy@corp":true}}`)
+	decide := func(source string) Decision {
+		t.Helper()
+		d, err := e.Decide(context.Background(), Request{Action: ActionLoad, Plugin: mustID("deploy@corp"),
+			Marketplace: Marketplace{Name: "corp", Source: ptr(src(t, source))}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return d
+	}
+	if d := decide(gitSrc("http://127.0.0.1:8080/corp/plugins.git")); d.Allowed || d.Forced == "on" {
+		t.Errorf("corp/plugins on the user's GitHub host: allowed=%v forced=%q, want refused and not forced on", d.Allowed, d.Forced)
+	}
+	if d := decide(gitSrc("https://github.com/corp/plugins")); !d.Allowed || d.Forced != "on" {
+		t.Errorf("corp/plugins on github.com: allowed=%v forced=%q %v, want forced on", d.Allowed, d.Forced, d.Reasons)
+	}
+}

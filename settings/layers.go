@@ -8,14 +8,19 @@ import (
 // LayerMerge is the merge of managed policy layers (see MergeLayers).
 type LayerMerge struct {
 	// Settings is the effective policy. Its restrictions are the layers'
-	// combined; keys that are not restrictions (hooks, mcpServers,
-	// extraKnownMarketplaces, unknown keys) are left empty.
+	// combined, and extraKnownMarketplaces the names they agree on; other
+	// keys that are not restrictions (hooks, mcpServers, unknown keys) are
+	// left empty.
 	*Settings
 	// StrictLayers is how many layers set strictKnownMarketplaces.
 	StrictLayers int
 	// SignatureOverlaps names, once per further layer, each marketplace
 	// whose requireSignatures keys more than one layer sets.
 	SignatureOverlaps []string
+	// BindingConflicts names the marketplaces that layers declare
+	// (extraKnownMarketplaces) for different sources: no source is that
+	// marketplace, so policy refuses every plugin under the name.
+	BindingConflicts []string
 }
 
 // MergeLayers merges managed policy layers, given highest first, each
@@ -37,6 +42,9 @@ type LayerMerge struct {
 //   - requireSignatures: per marketplace, the keys every layer naming it
 //     accepts; a marketplace whose list is invalid in a layer accepts none;
 //     Invalid when any layer's is.
+//   - extraKnownMarketplaces: a name every layer that declares it declares
+//     for one source (Key) keeps that source; a name declared for
+//     different sources is left out and listed in BindingConflicts.
 //
 // These are the rules the policy's Rego applies request by request, for
 // whatever needs the whole effective policy at once (wharf policy export).
@@ -63,6 +71,7 @@ func MergeLayers(layers []*Settings) LayerMerge {
 	if len(sigs) > 0 {
 		m.RequireSignatures.Keys = sigs
 	}
+	m.mergeBindings(layers)
 	m.StrictLayers = len(strict)
 	if len(strict) > 0 {
 		m.StrictKnownMarketplaces = intersectSources(strict)
@@ -79,6 +88,30 @@ func MergeLayers(layers []*Settings) LayerMerge {
 		l.List = list
 	}
 	return m
+}
+
+// mergeBindings keeps each extraKnownMarketplaces name that the layers
+// declaring it agree on (the highest layer's entry).
+func (m *LayerMerge) mergeBindings(layers []*Settings) {
+	conflict := map[string]bool{}
+	for _, s := range layers {
+		for name, km := range s.ExtraKnownMarketplaces {
+			prev, ok := m.ExtraKnownMarketplaces[name]
+			switch {
+			case conflict[name]:
+			case !ok:
+				if m.ExtraKnownMarketplaces == nil {
+					m.ExtraKnownMarketplaces = map[string]KnownMarketplace{}
+				}
+				m.ExtraKnownMarketplaces[name] = km
+			case prev.Source.Key() != km.Source.Key():
+				conflict[name] = true
+				delete(m.ExtraKnownMarketplaces, name)
+				m.BindingConflicts = append(m.BindingConflicts, name)
+			}
+		}
+	}
+	sort.Strings(m.BindingConflicts)
 }
 
 // tighten adds the surfaces o locks to l.

@@ -267,6 +267,9 @@ func ReadManagedDir(dir string) ([]Document, error) {
 		}
 		docs = append(docs, d)
 	}
+	for i := range docs {
+		docs[i].Dir = dir
+	}
 	return docs, nil
 }
 

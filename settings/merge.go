@@ -52,6 +52,30 @@ type Document struct {
 	Name    string `json:"name"` // file path, or a label for in-memory documents
 	Data    []byte `json:"-"`
 	Missing bool   `json:"missing,omitempty"`
+	// Dir is the managed directory a managed document was read from:
+	// each managed directory is its own policy layer (see ManagedLayers).
+	Dir string `json:"dir,omitempty"`
+}
+
+// ManagedLayers groups the managed documents of docs by the managed
+// directory they were read from, in reading order (the system directory
+// first): one group per policy layer. A key whose value is a restriction
+// merges across these groups by the tightening rules (allowlists
+// intersect, blocklists and flags unite), never by Merge's, under which a
+// later document would win.
+func ManagedLayers(docs []Document) [][]Document {
+	var out [][]Document
+	for _, d := range docs {
+		if d.Scope != ScopeManaged {
+			continue
+		}
+		if n := len(out); n > 0 && out[n-1][0].Dir == d.Dir {
+			out[n-1] = append(out[n-1], d)
+			continue
+		}
+		out = append(out, []Document{d})
+	}
+	return out
 }
 
 // managedOnly keys are honoured only from managed settings (as in Claude
@@ -263,7 +287,12 @@ func containsID(l []plugin.ID, id plugin.ID) bool {
 // of them. Hash changes whenever any input byte changes, or a file appears or
 // disappears; use it as a cache key.
 type Snapshot struct {
-	Docs   []Document
+	Docs []Document
+	// Merged is Merge over every document: the scopes' enabledPlugins,
+	// hooks and servers as a user sees them. Its managed restrictions
+	// merge the managed directories by Merge's rules, not across layers:
+	// decisions come from policy (or, for keys the agent reads, from
+	// ManagedLayers), never from them.
 	Merged *Settings
 	Hash   string
 }

@@ -46,6 +46,7 @@ type policyServer struct {
 	KeyID   string
 	MaxAge  time.Duration
 	Managed string // the managed file that names it; "" for --policy-url
+	Layer   string // the managed layer that names it; "" for --policy-url
 }
 
 // policyServers lists the servers whose bundles apply: every server the
@@ -75,7 +76,7 @@ func (a *app) policyServers(layers []policy.Layer) ([]policyServer, error) {
 			continue
 		}
 		seen[base] = len(out)
-		out = append(out, policyServer{URL: base, KeyPEM: m.KeyPEM, KeyID: m.KeyID, MaxAge: m.MaxAge, Managed: m.File})
+		out = append(out, policyServer{URL: base, KeyPEM: m.KeyPEM, KeyID: m.KeyID, MaxAge: m.MaxAge, Managed: m.File, Layer: m.Layer})
 	}
 	raw := a.policyURL()
 	if raw == "" {
@@ -153,7 +154,9 @@ func noPolicyServer() error {
 
 // loadPolicy reads src's layers and, with policy servers (named by
 // the managed settings, or --policy-url), puts each server's layers after
-// the managed directories and before the --policy paths. Like every layer
+// the managed directories and before the --policy paths; the servers the
+// system managed directory names come before the further managed
+// directory. Like every layer
 // they can only tighten. A layer whose name an earlier layer already has is
 // renamed (name_2, ...).
 // It also returns the revocations the servers' bundles carry, in server
@@ -172,8 +175,19 @@ func (a *app) loadPolicy(ctx context.Context, src policy.Sources) ([]policy.Laye
 	for n < len(layers) && layers[n].Managed {
 		n++
 	}
+	// The system directory's servers come right after it, above the
+	// further managed directory (WHARF_MANAGED_DIR): a layer the user
+	// chose never ranks above one the administrator named, where the
+	// higher layer decides (a forced enabledPlugins state).
+	sys := n
+	if n == 2 && layers[0].Name == "managed" {
+		sys = 1
+	}
 	taken := map[string]bool{}
-	out := append([]policy.Layer{}, layers[:n]...)
+	for _, l := range layers[:n] {
+		taken[l.Name] = true
+	}
+	out := append([]policy.Layer{}, layers[:sys]...)
 	add := func(l policy.Layer) {
 		base := l.Name
 		for i := 2; taken[l.Name]; i++ {
@@ -182,26 +196,31 @@ func (a *app) loadPolicy(ctx context.Context, src policy.Sources) ([]policy.Laye
 		taken[l.Name] = true
 		out = append(out, l)
 	}
-	for _, l := range out {
-		taken[l.Name] = true
-	}
-	var pulled [][]policy.Layer
+	pulled := make([][]policy.Layer, len(servers))
 	var revs policy.Revocations
-	for _, srv := range servers {
+	for i, srv := range servers {
 		res, err := a.pullPolicy(ctx, srv)
 		if err != nil {
 			return nil, nil, err
 		}
-		pulled = append(pulled, res.Layers)
+		pulled[i] = res.Layers
 		revs = append(revs, res.Info.Revocations...)
 	}
 	// Server layers keep their names unless two servers share one; the
 	// --policy layers give way to them.
-	for _, ls := range pulled {
-		for _, l := range ls {
-			add(l)
+	addServers := func(system bool) {
+		for i, ls := range pulled {
+			if (sys < n && servers[i].Layer == layers[0].Name) != system {
+				continue
+			}
+			for _, l := range ls {
+				add(l)
+			}
 		}
 	}
+	addServers(true)
+	out = append(out, layers[sys:n]...)
+	addServers(false)
 	for _, l := range layers[n:] {
 		add(l)
 	}

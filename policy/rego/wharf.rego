@@ -16,11 +16,24 @@
 #                   source is unknown
 #   blocked_by      [[layer index, "exact"|"owner"|"host"|"path", pattern], ...]
 #   enabled         [[layer index, true|false|"invalid"], ...] for the plugin
-#   signatures      [[layer index, {keyid, ...}, invalid, signed], ...] for
-#                   the plugin's marketplace (signed: one of the request's
-#                   verified keys is listed; never for an invalid entry)
+#                   ([layer index, false|"invalid", "name@other"] when the
+#                   layer forces it off under another name its source is
+#                   declared as)
+#   signatures      [[layer index, {keyid, ...}, invalid, signed,
+#                   marketplace], ...] for the plugin's marketplace and the
+#                   names its source is declared as (signed: one of the
+#                   request's verified keys is listed; never for an invalid
+#                   entry)
 #   surface_listing [layer index, ...] whose strictPluginOnlyCustomization
 #                   lists the surface
+#   unbound         [[layer index, declared source], ...] whose
+#                   extraKnownMarketplaces declares the plugin's
+#                   marketplace name for another source than the
+#                   request's; enabled then holds only forced-off entries
+#   managed_layer   for a component from the managed settings of a layer
+#                   below the highest (load_component, run_hook): that
+#                   layer's index; past the last layer when none was read
+#                   from its directory
 #   cross           present for a dependency on another marketplace's
 #                   plugin (install, cross_dependency): {"unlisted": [layer
 #                   index, ...] whose allowCrossMarketplaceDependenciesOn is
@@ -69,6 +82,8 @@ decision := {
 #   forced off                   install enable load load_component run_hook
 #                                sideload (the plugin as name@inline)
 #   forced on                    disable uninstall
+#   extraKnownMarketplaces       install enable load (a marketplace under a
+#                                declared name with another source)
 #   requireSignatures            install
 #   cross-marketplace dependencies  install cross_dependency
 #   locked surfaces              load_component run_hook
@@ -152,11 +167,14 @@ outcome contains ["forced", "off"] if input.facts.enabled[0][1] == false
 
 outcome contains ["forced", "off"] if input.facts.enabled[0][1] == "invalid"
 
-outcome contains ["deny", r(input.facts.enabled[0][0], "enabledPlugins", msg)] if {
+outcome contains ["deny", r(input.facts.enabled[0][0], "enabledPlugins", off_message)] if {
 	input.action in {"install", "enable", "load", "load_component", "run_hook", "sideload"}
 	input.facts.enabled[0][1] == false
-	msg := sprintf("%s is forbidden: managed enabledPlugins sets it to false", [input.plugin])
 }
+
+off_message := sprintf("%s is forbidden: managed enabledPlugins sets %s to false, and marketplace %s (%s) is the one managed settings declare as %s", [input.plugin, input.facts.enabled[0][2], input.plugin_marketplace, input.marketplace.display, split(input.facts.enabled[0][2], "@")[1]]) if {
+	input.facts.enabled[0][2]
+} else := sprintf("%s is forbidden: managed enabledPlugins sets it to false", [input.plugin])
 
 outcome contains ["deny", r(input.facts.enabled[0][0], "enabledPlugins", msg)] if {
 	input.action in {"install", "enable", "load", "load_component", "run_hook", "sideload"}
@@ -171,6 +189,21 @@ outcome contains ["deny", r(input.facts.enabled[0][0], "enabledPlugins", msg)] i
 }
 
 past := {"disable": "disabled", "uninstall": "uninstalled"}
+
+# ---- extraKnownMarketplaces: a marketplace name a layer declares stands for
+# the source it declares. A marketplace known locally under that name with
+# another source is not that marketplace: its plugins are refused (and get
+# no forced-on state, see input.facts.unbound).
+
+outcome contains ["deny", r(e[0], "extraKnownMarketplaces", unbound_message(e[1]))] if {
+	input.action in {"install", "enable", "load"}
+	input.facts.unbound
+	some e in input.facts.unbound
+}
+
+unbound_message(declared) := sprintf("marketplace %s has no known source, so it cannot be the marketplace managed settings declare as %s (%s); %s refused", [input.plugin_marketplace, input.plugin_marketplace, declared, input.plugin]) if {
+	not input.marketplace.source_known
+} else := sprintf("marketplace %s (%s) is not the marketplace managed settings declare as %s (%s); %s refused", [input.plugin_marketplace, input.marketplace.display, input.plugin_marketplace, declared, input.plugin])
 
 state_name(true) := "on"
 
@@ -207,6 +240,32 @@ outcome contains ["deny", r(i, "strictPluginOnlyCustomization", locked_message)]
 	input.facts.surface_listing
 	some i in input.facts.surface_listing
 }
+
+# A component from the managed settings of a lower layer (a further
+# managed directory) is managed for that layer and the layers below it
+# only: a higher layer's lock holds for it.
+
+outcome contains ["deny", r(i, "strictPluginOnlyCustomization", lower_managed_message)] if {
+	input.action in {"load_component", "run_hook"}
+	input.facts.managed_layer
+	input.facts.surfaces_all
+	some i in input.facts.surfaces_all
+	i < input.facts.managed_layer
+}
+
+outcome contains ["deny", r(i, "strictPluginOnlyCustomization", lower_managed_message)] if {
+	input.action in {"load_component", "run_hook"}
+	input.facts.managed_layer
+	input.facts.surface_listing
+	some i in input.facts.surface_listing
+	i < input.facts.managed_layer
+}
+
+lower_managed_message := sprintf("%s from the managed settings of layer %s are locked: strictPluginOnlyCustomization of a higher layer allows them only from its own managed settings and plugins", [locked_surface, managed_layer_name])
+
+managed_layer_name := data.wharf_index.names[input.facts.managed_layer] if {
+	input.facts.managed_layer < count(data.wharf_index.names)
+} else := sprintf("%q (no policy layer is read from it)", [input.managed_dir])
 
 locked_surface := "hooks" if input.action == "run_hook"
 
@@ -253,6 +312,15 @@ outcome contains ["deny", r(i, "allowManagedHooksOnly", msg)] if {
 	msg := sprintf("hook from %s refused: allowManagedHooksOnly runs only managed hooks and hooks of plugins forced on by managed enabledPlugins", [hook_origin])
 }
 
+outcome contains ["deny", r(i, "allowManagedHooksOnly", msg)] if {
+	input.action == "run_hook"
+	input.facts.managed_hooks_only
+	input.facts.managed_layer
+	some i in input.facts.managed_hooks_only
+	i < input.facts.managed_layer
+	msg := sprintf("hook from the managed settings of layer %s refused: allowManagedHooksOnly of a higher layer runs only its own and higher layers' managed hooks", [managed_layer_name])
+}
+
 # A plugin's hooks are exempt from layer i's allowManagedHooksOnly only when
 # the plugin is forced on by layer i or a layer above it: a lower layer
 # cannot exempt its own plugins from a higher layer's restriction.
@@ -286,16 +354,16 @@ outcome contains ["deny", r(i, "requireSignatures", msg)] if {
 }
 
 # An invalid entry denies whatever was signed.
-outcome contains ["deny", r(e[0], "requireSignatures", signature_message(e[2], e[1]))] if {
+outcome contains ["deny", r(e[0], "requireSignatures", signature_message(e[2], e[1], e[4]))] if {
 	input.action == "install"
 	input.facts.signatures
 	some e in input.facts.signatures
 	not e[3]
 }
 
-signature_message(false, keys) := sprintf("%s needs a valid signature by one of the keys %v (requireSignatures for %s)", [input.plugin, keys, input.plugin_marketplace])
+signature_message(false, keys, mkt) := sprintf("%s needs a valid signature by one of the keys %v (requireSignatures for %s)", [input.plugin, keys, mkt])
 
-signature_message(true, _) := sprintf("requireSignatures for %s is invalid, so its installs are refused (fail closed); %s refused", [input.plugin_marketplace, input.plugin])
+signature_message(true, _, mkt) := sprintf("requireSignatures for %s is invalid, so its installs are refused (fail closed); %s refused", [mkt, input.plugin])
 
 # ---- admin rules: package wharf.admin.<layer>, `deny contains msg if ...`,
 # on every action. For each layer that has admin modules the engine adds
