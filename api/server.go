@@ -149,6 +149,10 @@ func New(d Deps) (*Server, error) {
 	for _, r := range s.routes() {
 		e.Add(r.Method, r.Path, s.authorize(r.RouteInfo)(r.handler))
 	}
+	// The channels' git repositories go through the same middleware
+	// (metrics, logs, limits); their authorization depends on the
+	// channel, so serveGit decides it (channel.go).
+	e.Any(gitRoute, s.serveGit)
 	s.e = e
 	return s, nil
 }
@@ -161,10 +165,6 @@ func (s *Server) Handler() http.Handler { return s }
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if s.ui.owns(r.URL.Path) {
 		s.ui.e.ServeHTTP(w, r)
-		return
-	}
-	if strings.HasPrefix(r.URL.Path, "/git/") {
-		s.serveGit(w, r) // channels' git repositories (channel.go)
 		return
 	}
 	s.e.ServeHTTP(w, r)
