@@ -73,6 +73,7 @@ type Server struct {
 type principal struct {
 	TokenID string
 	Role    Role
+	Quota   inventory.Quota // the token's inventory quota
 }
 
 const principalKey = "wharf.principal"
@@ -152,7 +153,8 @@ func New(d Deps) (*Server, error) {
 	// The channels' git repositories go through the same middleware
 	// (metrics, logs, limits); their authorization depends on the
 	// channel, so serveGit decides it (channel.go).
-	e.Any(gitRoute, s.serveGit)
+	e.GET(gitRoute, s.serveGit)
+	e.POST(gitRoute, s.serveGit)
 	s.e = e
 	return s, nil
 }
@@ -333,7 +335,7 @@ func (s *Server) authorize(ri RouteInfo) echo.MiddlewareFunc {
 				s.auditRefusal(c, http.StatusUnauthorized, tok.rec.ID, tok.rec.Role, "expired token")
 				return apiErr(http.StatusUnauthorized, CodeUnauthorized, "Authorization", "%s", tok.rec.expiredMessage())
 			}
-			p := principal{TokenID: tok.rec.ID, Role: tok.rec.Role}
+			p := principal{TokenID: tok.rec.ID, Role: tok.rec.Role, Quota: tok.rec.quota()}
 			if r != nil {
 				r.caller, r.authed = p, true
 			} else {

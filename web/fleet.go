@@ -37,6 +37,8 @@ type FleetPluginRow struct {
 type InventoryView struct {
 	Layout
 	Plugins []FleetPluginRow
+	// NextURL is the following page; empty on the last.
+	NextURL string
 }
 
 // FleetInstall is one install of a plugin on a machine.
