@@ -132,7 +132,7 @@ func (u *console) render(c echo.Context, status int, page string, data any) erro
 // errorHandler renders every error as a page: the API's error mapping
 // decides the status and the message.
 func (u *console) errorHandler(err error, c echo.Context) {
-	ae := toAPIError(err)
+	ae := toAPIError(u.s.storeError(err))
 	if ae.Status >= 500 {
 		u.s.log.Error("console request failed", "method", c.Request().Method, "path", c.Request().URL.Path, "err", err)
 	}
@@ -143,12 +143,13 @@ func (u *console) errorHandler(err error, c echo.Context) {
 		c.Response().Header().Set("Retry-After", strconv.Itoa(ae.RetryAfter))
 	}
 	heading := map[int]string{
-		http.StatusBadRequest:       "Bad request",
-		http.StatusUnauthorized:     "Sign-in needed",
-		http.StatusForbidden:        "Not allowed",
-		http.StatusNotFound:         "Not found",
-		http.StatusMethodNotAllowed: "Method not allowed",
-		http.StatusTooManyRequests:  "Too many requests",
+		http.StatusBadRequest:          "Bad request",
+		http.StatusUnauthorized:        "Sign-in needed",
+		http.StatusForbidden:           "Not allowed",
+		http.StatusNotFound:            "Not found",
+		http.StatusMethodNotAllowed:    "Method not allowed",
+		http.StatusTooManyRequests:     "Too many requests",
+		http.StatusInsufficientStorage: "Out of disk space",
 	}[ae.Status]
 	if heading == "" {
 		heading = http.StatusText(ae.Status)
