@@ -217,6 +217,14 @@ func (s *Server) listChannels(c echo.Context) error {
 	if _, _, err := s.channels(); err != nil {
 		return err
 	}
+	limit, err := parseLimitDefault(c, maxPageSize)
+	if err != nil {
+		return err
+	}
+	after, err := keyCursor(c)
+	if err != nil {
+		return err
+	}
 	var defs []channel.Definition
 	if err := s.deps.Store.View(func(r store.Reader) (err error) {
 		defs, err = channel.List(r)
@@ -224,6 +232,8 @@ func (s *Server) listChannels(c echo.Context) error {
 	}); err != nil {
 		return err
 	}
+	defs, next := pageByKey(defs, func(d channel.Definition) string { return d.Name }, after, limit)
+	nextLink(c, next)
 	out := make([]ChannelSummary, 0, len(defs))
 	for _, d := range defs {
 		def, h, err := s.ensureChannel(c.Request().Context(), d.Name)

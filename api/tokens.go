@@ -9,7 +9,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"sort"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -359,8 +358,16 @@ func (t tokenRecord) public() Token {
 }
 
 func (s *Server) listTokens(c echo.Context) error {
+	limit, err := parseLimitDefault(c, maxPageSize)
+	if err != nil {
+		return err
+	}
+	after, err := keyCursor(c)
+	if err != nil {
+		return err
+	}
 	var out []Token
-	err := s.deps.Store.View(func(r store.Reader) error {
+	err = s.deps.Store.View(func(r store.Reader) error {
 		kvs, err := r.List(bucketTokens, "")
 		if err != nil {
 			return err
@@ -377,10 +384,12 @@ func (s *Server) listTokens(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].CreatedAt.Before(out[j].CreatedAt) })
+	// Oldest first.
+	out, next := pageByKey(out, func(t Token) string { return timeKey(t.CreatedAt, t.ID) }, after, limit)
 	if out == nil {
 		out = []Token{}
 	}
+	nextLink(c, next)
 	return c.JSON(http.StatusOK, out)
 }
 

@@ -50,6 +50,8 @@ const (
 	// maxGraphNodes bounds the dependency graph drawn on a plugin page.
 	maxGraphNodes = 200
 	auditPageSize = 50
+	// catalogPageSize is how many plugins a catalog page shows.
+	catalogPageSize = 100
 )
 
 type console struct {
@@ -421,7 +423,13 @@ func (u *console) catalogPage(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	offset, err := offsetCursor(c)
+	if err != nil {
+		return err
+	}
 	v := web.CatalogView{Layout: u.layout(c, "Catalog", "catalog"), Query: q, Total: len(all), PolicyVersion: version}
+	// A page of the matches: the cursor counts the matches before it.
+	matched := 0
 	for _, h := range hits {
 		if q.Tag != "" && !containsString(h.Tags, q.Tag) {
 			continue
@@ -437,6 +445,16 @@ func (u *console) catalogPage(c echo.Context) error {
 		}
 		if (q.Decision == "allowed" && !dec.Allowed) || (q.Decision == "blocked" && dec.Allowed) {
 			continue
+		}
+		matched++
+		if matched <= offset {
+			continue
+		}
+		if len(v.Plugins) == catalogPageSize {
+			next := c.Request().URL.Query()
+			next.Set("cursor", strconv.Itoa(offset+catalogPageSize))
+			v.NextURL = "/ui/?" + next.Encode()
+			break
 		}
 		// The detail's summary has the manifest's version when the entry has none.
 		v.Plugins = append(v.Plugins, pluginRow(d.PluginSummary, dec))

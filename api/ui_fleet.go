@@ -139,13 +139,20 @@ func revocationRow(r policy.Revocation) web.RevocationRow {
 }
 
 func (u *console) revocationsPage(c echo.Context) error {
-	var revs policy.Revocations
-	if err := u.s.deps.Store.View(func(r storeReader) (err error) { revs, err = readRevocations(r); return err }); err != nil {
+	after, err := keyCursor(c)
+	if err != nil {
+		return err
+	}
+	page, err := u.s.revocationPage(after, defaultPageSize)
+	if err != nil {
 		return err
 	}
 	v := web.RevocationsView{Layout: u.layout(c, "Revocations", "revocations")}
-	for _, r := range revs {
+	for _, r := range page.Revocations {
 		v.Revocations = append(v.Revocations, revocationRow(r))
+	}
+	if page.Next != "" {
+		v.NextURL = "/ui/fleet/revocations?cursor=" + url.QueryEscape(page.Next)
 	}
 	return u.render(c, http.StatusOK, web.PageRevocations, v)
 }

@@ -106,6 +106,8 @@ type RevocationRow struct {
 type RevocationsView struct {
 	Layout
 	Revocations []RevocationRow
+	// NextURL is the following page; empty on the last.
+	NextURL string
 }
 
 // RevocationView is one revocation's convergence: the machines still
