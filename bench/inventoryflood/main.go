@@ -26,9 +26,38 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-
-	"github.com/wharfhq/wharf/inventory"
 )
+
+// The report as a client sends it (docs/server.md, "Fleet inventory"),
+// written out here so that the benchmark is a client from outside.
+type report struct {
+	Machine machine   `json:"machine"`
+	Client  client    `json:"client"`
+	Plugins []plugin  `json:"plugins"`
+	Created time.Time `json:"created"`
+}
+
+type machine struct {
+	ID       string `json:"id"`
+	Hostname string `json:"hostname,omitempty"`
+}
+
+type client struct {
+	Kind    string `json:"kind"`
+	Version string `json:"version"`
+}
+
+type plugin struct {
+	ID      string `json:"id"`
+	Version string `json:"version"`
+	Scope   string `json:"scope"`
+	Install string `json:"install"`
+	Enabled bool   `json:"enabled"`
+	State   string `json:"state"`
+}
+
+// maxPlugins is the most plugins one report may list.
+const maxPlugins = 2000
 
 func main() {
 	if err := run(); err != nil {
@@ -51,7 +80,7 @@ func run() error {
 	duration := flag.Duration("duration", 60*time.Second, "how long to flood")
 	conc := flag.Int("c", 8, "workers")
 	plugins := flag.Int("plugins", 75, "plugin ids per report of a new machine, new in every report")
-	churn := flag.Int("churn", inventory.MaxPlugins, "plugin ids per report of the one machine, new in every report")
+	churn := flag.Int("churn", maxPlugins, "plugin ids per report of the one machine, new in every report")
 	flag.Parse()
 	if *url == "" || *token == "" {
 		return fmt.Errorf("-url and -token are required")
@@ -64,11 +93,10 @@ func run() error {
 	var wg sync.WaitGroup
 	fixed := "m-" + randHex(16)
 	send := func(id string, n int) int {
-		rep := inventory.Report{Machine: inventory.Machine{ID: id, Hostname: "flood"},
-			Client: inventory.Client{Kind: inventory.KindWharf, Version: "1.0.0"}, Created: time.Now()}
+		rep := report{Machine: machine{ID: id, Hostname: "flood"}, Client: client{Kind: "wharf", Version: "1.0.0"}, Created: time.Now()}
 		for range n {
-			rep.Plugins = append(rep.Plugins, inventory.Plugin{ID: "p" + randHex(8) + "@flood", Version: "1.0.0",
-				Scope: "user", Install: inventory.InstallUser, Enabled: true, State: inventory.StateActive})
+			rep.Plugins = append(rep.Plugins, plugin{ID: "p" + randHex(8) + "@flood", Version: "1.0.0",
+				Scope: "user", Install: "user", Enabled: true, State: "active"})
 		}
 		pluginIDs.Add(int64(n))
 		raw, _ := json.Marshal(rep)
