@@ -283,14 +283,52 @@ func (s *Server) getChannel(c echo.Context) error {
 	return c.JSON(http.StatusOK, v)
 }
 
-// ChannelHistory is GET /v1/channels/{name}/history.
+// ChannelHistory is one page of GET /v1/channels/{name}/history: at most
+// limit definitions and limit builds, oldest first.
 type ChannelHistory struct {
 	Definitions []channel.Definition `json:"definitions"`
 	Builds      []channel.Head       `json:"builds"`
+	// Next is the cursor of the following page; empty on the last.
+	Next string `json:"next,omitempty"`
+}
+
+// historyCursor reads the cursor of a channel's history: how many
+// definitions and builds the pages before it held ("12.40").
+func historyCursor(c echo.Context) (defs, builds int, err error) {
+	v := c.QueryParam("cursor")
+	if v == "" {
+		return 0, 0, nil
+	}
+	d, b, ok := strings.Cut(v, ".")
+	var err1, err2 error
+	defs, err1 = strconv.Atoi(d)
+	builds, err2 = strconv.Atoi(b)
+	if !ok || err1 != nil || err2 != nil || defs < 0 || builds < 0 || defs > maxOffset || builds > maxOffset {
+		return 0, 0, badField("cursor", "cursor %q is not one this server returned; start again without it", trimForMessage(v))
+	}
+	return defs, builds, nil
+}
+
+// window returns at most limit items of s from offset on, and whether
+// more follow.
+func window[T any](s []T, offset, limit int) ([]T, bool) {
+	s = s[min(offset, len(s)):]
+	if len(s) > limit {
+		return s[:limit], true
+	}
+	return s, false
 }
 
 func (s *Server) channelHistory(c echo.Context) error {
 	name, err := channelParam(c)
+	if err != nil {
+		return err
+	}
+	limit, err := parseLimit(c)
+	if err != nil {
+		return err
+	}
+	fromDefs, fromBuilds, err := historyCursor(c)
 	if err != nil {
 		return err
 	}
@@ -306,6 +344,12 @@ func (s *Server) channelHistory(c echo.Context) error {
 	}
 	if len(out.Definitions) == 0 && len(out.Builds) == 0 && name != channel.Approved {
 		return apiErr(http.StatusNotFound, CodeNotFound, "name", "channel %q has no history; see GET /v1/channels", name)
+	}
+	var moreDefs, moreBuilds bool
+	out.Definitions, moreDefs = window(out.Definitions, fromDefs, limit)
+	out.Builds, moreBuilds = window(out.Builds, fromBuilds, limit)
+	if moreDefs || moreBuilds {
+		out.Next = strconv.Itoa(fromDefs+len(out.Definitions)) + "." + strconv.Itoa(fromBuilds+len(out.Builds))
 	}
 	for i := range out.Builds {
 		out.Builds[i].Plan = channel.Plan{} // the entries of every build are in GET /v1/channels/{name}; here what changed

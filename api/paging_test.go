@@ -103,6 +103,46 @@ func TestListRoutesPage(t *testing.T) {
 		mustStatus(t, e.do("GET", "/v1/plugins?cursor=-1", admin, nil), http.StatusBadRequest)
 	})
 
+	t.Run("channel history", func(t *testing.T) {
+		for _, d := range []string{"one", "two"} {
+			mustStatus(t, e.do("PUT", "/v1/channels/ops", admin, map[string]any{"description": d, "plugins": []string{"deploy@corp"}}), http.StatusOK)
+		}
+		var whole ChannelHistory
+		e.do("GET", "/v1/channels/ops/history", admin, nil).json(t, &whole)
+		if len(whole.Definitions) != 3 || whole.Next != "" {
+			t.Fatalf("whole history: %d definitions, next %q", len(whole.Definitions), whole.Next)
+		}
+		var revs []int
+		builds, cursor, pages := 0, "", 0
+		for ; pages < 20; pages++ {
+			path := "/v1/channels/ops/history?limit=1"
+			if cursor != "" {
+				path += "&cursor=" + url.QueryEscape(cursor)
+			}
+			var page ChannelHistory
+			res := e.do("GET", path, admin, nil)
+			mustStatus(t, res, http.StatusOK)
+			res.json(t, &page)
+			if len(page.Definitions) > 1 || len(page.Builds) > 1 {
+				t.Fatalf("limit 1: %+v", page)
+			}
+			for _, d := range page.Definitions {
+				revs = append(revs, d.Revision)
+			}
+			builds += len(page.Builds)
+			if page.Next == "" {
+				break
+			}
+			cursor = page.Next
+		}
+		if fmt.Sprint(revs) != "[1 2 3]" || builds != len(whole.Builds) {
+			t.Fatalf("paged history: revisions %v, %d builds (whole: %d)", revs, builds, len(whole.Builds))
+		}
+		for _, bad := range []string{"x", "1", "-1.0", "1.x"} {
+			mustStatus(t, e.do("GET", "/v1/channels/ops/history?cursor="+bad, admin, nil), http.StatusBadRequest)
+		}
+	})
+
 	t.Run("revocations", func(t *testing.T) {
 		for i := range 5 {
 			mustStatus(t, e.do("POST", "/v1/revocations", admin, map[string]string{"plugin": fmt.Sprintf("p%d@corp", i), "version": "1", "reason": "r"}), http.StatusCreated)
