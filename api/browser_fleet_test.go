@@ -14,7 +14,7 @@ import (
 // page lists them; a revocation's page shows the fleet converging.
 func TestBrowserFleetPages(t *testing.T) {
 	e, f := newCatalogEnv(t)
-	agent := e.tokens[RoleAgent]
+	agent := e.fleetToken(3)
 	mustStatus(t, e.report(agent, invReport(1, invPlugin("deploy@corp", "1.2.0", f.deployW1), invPlugin("lint@corp", "0.3.0", fakeDigest("lint")))), 200)
 	mustStatus(t, e.report(agent, invReport(2, invPlugin("lint@corp", "0.3.0", fakeDigest("lint")))), 200)
 	mustStatus(t, e.report(agent, invReport(3, invPlugin("deploy@corp", "1.2.0", fakeDigest("edited")))), 200)

@@ -34,13 +34,23 @@ func (s *Server) listMarketplaces(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	limit, err := parseLimitDefault(c, maxPageSize)
+	if err != nil {
+		return err
+	}
+	after, err := keyCursor(c)
+	if err != nil {
+		return err
+	}
 	ms, err := cat.Marketplaces(c.Request().Context())
 	if err != nil {
 		return err
 	}
+	ms, next := pageByKey(ms, func(m Marketplace) string { return m.Name }, after, limit)
 	if ms == nil {
 		ms = []Marketplace{}
 	}
+	nextLink(c, next)
 	return c.JSON(http.StatusOK, ms)
 }
 
@@ -213,12 +223,24 @@ func (s *Server) searchPlugins(c echo.Context) error {
 			return badField("marketplace", "marketplace: %v", err)
 		}
 	}
-	if q.Limit, err = parseLimit(c); err != nil {
+	limit, err := parseLimit(c)
+	if err != nil {
 		return err
 	}
+	offset, err := offsetCursor(c)
+	if err != nil {
+		return err
+	}
+	// Hits are ranked: the cursor is a position in the ranking.
+	q.Limit = offset + limit + 1
 	hits, err := cat.Search(c.Request().Context(), q)
 	if err != nil {
 		return err
+	}
+	hits = hits[min(offset, len(hits)):]
+	if len(hits) > limit {
+		hits = hits[:limit]
+		nextLink(c, strconv.Itoa(offset+limit))
 	}
 	if hits == nil {
 		hits = []PluginSummary{}

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"strconv"
 	"strings"
 	"time"
 
@@ -216,6 +217,14 @@ func (s *Server) listChannels(c echo.Context) error {
 	if _, _, err := s.channels(); err != nil {
 		return err
 	}
+	limit, err := parseLimitDefault(c, maxPageSize)
+	if err != nil {
+		return err
+	}
+	after, err := keyCursor(c)
+	if err != nil {
+		return err
+	}
 	var defs []channel.Definition
 	if err := s.deps.Store.View(func(r store.Reader) (err error) {
 		defs, err = channel.List(r)
@@ -223,6 +232,8 @@ func (s *Server) listChannels(c echo.Context) error {
 	}); err != nil {
 		return err
 	}
+	defs, next := pageByKey(defs, func(d channel.Definition) string { return d.Name }, after, limit)
+	nextLink(c, next)
 	out := make([]ChannelSummary, 0, len(defs))
 	for _, d := range defs {
 		def, h, err := s.ensureChannel(c.Request().Context(), d.Name)
@@ -272,14 +283,52 @@ func (s *Server) getChannel(c echo.Context) error {
 	return c.JSON(http.StatusOK, v)
 }
 
-// ChannelHistory is GET /v1/channels/{name}/history.
+// ChannelHistory is one page of GET /v1/channels/{name}/history: at most
+// limit definitions and limit builds, oldest first.
 type ChannelHistory struct {
 	Definitions []channel.Definition `json:"definitions"`
 	Builds      []channel.Head       `json:"builds"`
+	// Next is the cursor of the following page; empty on the last.
+	Next string `json:"next,omitempty"`
+}
+
+// historyCursor reads the cursor of a channel's history: how many
+// definitions and builds the pages before it held ("12.40").
+func historyCursor(c echo.Context) (defs, builds int, err error) {
+	v := c.QueryParam("cursor")
+	if v == "" {
+		return 0, 0, nil
+	}
+	d, b, ok := strings.Cut(v, ".")
+	var err1, err2 error
+	defs, err1 = strconv.Atoi(d)
+	builds, err2 = strconv.Atoi(b)
+	if !ok || err1 != nil || err2 != nil || defs < 0 || builds < 0 || defs > maxOffset || builds > maxOffset {
+		return 0, 0, badField("cursor", "cursor %q is not one this server returned; start again without it", trimForMessage(v))
+	}
+	return defs, builds, nil
+}
+
+// window returns at most limit items of s from offset on, and whether
+// more follow.
+func window[T any](s []T, offset, limit int) ([]T, bool) {
+	s = s[min(offset, len(s)):]
+	if len(s) > limit {
+		return s[:limit], true
+	}
+	return s, false
 }
 
 func (s *Server) channelHistory(c echo.Context) error {
 	name, err := channelParam(c)
+	if err != nil {
+		return err
+	}
+	limit, err := parseLimit(c)
+	if err != nil {
+		return err
+	}
+	fromDefs, fromBuilds, err := historyCursor(c)
 	if err != nil {
 		return err
 	}
@@ -295,6 +344,12 @@ func (s *Server) channelHistory(c echo.Context) error {
 	}
 	if len(out.Definitions) == 0 && len(out.Builds) == 0 && name != channel.Approved {
 		return apiErr(http.StatusNotFound, CodeNotFound, "name", "channel %q has no history; see GET /v1/channels", name)
+	}
+	var moreDefs, moreBuilds bool
+	out.Definitions, moreDefs = window(out.Definitions, fromDefs, limit)
+	out.Builds, moreBuilds = window(out.Builds, fromBuilds, limit)
+	if moreDefs || moreBuilds {
+		out.Next = strconv.Itoa(fromDefs+len(out.Definitions)) + "." + strconv.Itoa(fromBuilds+len(out.Builds))
 	}
 	for i := range out.Builds {
 		out.Builds[i].Plan = channel.Plan{} // the entries of every build are in GET /v1/channels/{name}; here what changed
@@ -397,21 +452,26 @@ func (s *Server) channelSettings(c echo.Context) error {
 	return c.JSON(http.StatusOK, channel.Settings(def.Name, s.cloneURL(c.Request(), def.Name), h.Plan.Entries, h.Plan.LeftOut))
 }
 
+// gitRoute is the route of the channels' git repositories.
+const gitRoute = "/git/*"
+
 // serveGit serves the channels' repositories under /git/ over git's smart
-// HTTP protocol. A public channel needs no credentials; any other needs a
-// valid token as the HTTP basic password (any user name), or as a bearer
-// token.
-func (s *Server) serveGit(w http.ResponseWriter, r *http.Request) {
+// HTTP protocol, inside the API's middleware (metrics by route, logs, body
+// limit, deadline). A public channel needs no credentials and spends the
+// client address's rate budget; any other needs a valid token as the HTTP
+// basic password (any user name), or as a bearer token, and spends that
+// token's budget. Refusals are audited like the API's. Answers are plain
+// text, which git shows its user.
+func (s *Server) serveGit(c echo.Context) error {
+	w, r := c.Response(), c.Request()
 	rest := strings.TrimPrefix(r.URL.Path, "/git/")
 	first, _, _ := strings.Cut(rest, "/")
 	name := strings.TrimSuffix(first, ".git")
 	if s.chans == nil {
-		http.Error(w, "this server has no channel directory configured", http.StatusServiceUnavailable)
-		return
+		return gitText(c, http.StatusServiceUnavailable, "this server has no channel directory configured", 0)
 	}
 	if err := (&channel.Definition{Name: name}).Validate(); err != nil {
-		http.Error(w, "no such channel: "+err.Error(), http.StatusNotFound)
-		return
+		return gitText(c, http.StatusNotFound, "no such channel: "+err.Error(), 0)
 	}
 	var def channel.Definition
 	if err := s.deps.Store.View(func(rd store.Reader) (err error) {
@@ -419,35 +479,45 @@ func (s *Server) serveGit(w http.ResponseWriter, r *http.Request) {
 		return err
 	}); err != nil {
 		if errors.Is(err, channel.ErrNotFound) {
-			http.Error(w, err.Error(), http.StatusNotFound)
-			return
+			return gitText(c, http.StatusNotFound, err.Error(), 0)
 		}
-		http.Error(w, "store: "+err.Error(), http.StatusServiceUnavailable)
-		return
+		return gitText(c, http.StatusServiceUnavailable, "store: "+err.Error(), 0)
 	}
-	if !def.Public {
+	now := s.now()
+	if def.Public {
+		if err := s.allowClient(c, "git"); err != nil {
+			return gitErr(c, err)
+		}
+	} else {
 		secret := ""
 		if _, pw, ok := r.BasicAuth(); ok {
 			secret = pw
 		} else if scheme, tok, ok := strings.Cut(r.Header.Get("Authorization"), " "); ok && strings.EqualFold(scheme, "Bearer") {
 			secret = strings.TrimSpace(tok)
 		}
-		refuse := func(msg string) {
+		refuse := func(actor string, role Role, reason, msg string) error {
+			s.auditRefusal(c, http.StatusUnauthorized, actor, role, reason)
 			w.Header().Set("WWW-Authenticate", `Basic realm="wharf"`)
-			http.Error(w, msg, http.StatusUnauthorized)
+			return gitText(c, http.StatusUnauthorized, msg, 0)
 		}
 		if secret == "" {
-			refuse("channel " + name + " needs a token: clone http://wharf:<token>@" + r.Host + "/git/" + name + ".git")
-			return
+			return refuse("", "", "no token for channel "+name, "channel "+name+" needs a token: clone http://wharf:<token>@"+r.Host+"/git/"+name+".git")
 		}
-		tok, err := s.knownToken(secret, time.Now())
+		tok, err := s.knownToken(secret, now)
 		if err != nil {
-			http.Error(w, "store: "+err.Error(), http.StatusServiceUnavailable)
-			return
+			return gitText(c, http.StatusServiceUnavailable, "store: "+err.Error(), 0)
 		}
-		if tok.rec == nil || tok.rec.expired(s.now()) {
-			refuse("the token is unknown, revoked or expired; ask an admin for a new one")
-			return
+		if tok.rec == nil {
+			return refuse("", "", "unknown or revoked token", "the token is unknown, revoked or expired; ask an admin for a new one")
+		}
+		if tok.rec.expired(now) {
+			return refuse(tok.rec.ID, tok.rec.Role, "expired token", "the token is unknown, revoked or expired; ask an admin for a new one")
+		}
+		if rq, ok := c.(*request); ok {
+			rq.caller, rq.authed = principal{TokenID: tok.rec.ID, Role: tok.rec.Role}, true
+		}
+		if err := s.take(tok.limiter, tok.rec.ID, now); err != nil {
+			return gitErr(c, err)
 		}
 	}
 	gs := &githttp.Server{
@@ -467,4 +537,20 @@ func (s *Server) serveGit(w http.ResponseWriter, r *http.Request) {
 		},
 	}
 	http.StripPrefix("/git", gs).ServeHTTP(w, r)
+	return nil
+}
+
+// gitText answers a git client in plain text; retry (seconds) sets
+// Retry-After.
+func gitText(c echo.Context, status int, msg string, retry int) error {
+	if retry > 0 {
+		c.Response().Header().Set("Retry-After", strconv.Itoa(retry))
+	}
+	return c.String(status, msg+"\n")
+}
+
+// gitErr answers err (an *APIError: a rate limit) in plain text.
+func gitErr(c echo.Context, err error) error {
+	ae := toAPIError(err)
+	return gitText(c, ae.Status, ae.Message, ae.RetryAfter)
 }

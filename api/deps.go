@@ -229,6 +229,10 @@ type Deps struct {
 	// https://wharf.corp.example), used in channels' clone URLs; empty:
 	// the scheme and Host of each request.
 	PublicURL string
+	// DataDir is where the store keeps its files (wharf-server: --data),
+	// named when a write fails for lack of space; empty for a store
+	// elsewhere (etcd).
+	DataDir string
 	// Revocations returns the revoked plugins and digests that channels
 	// leave out (nil: the server's own, from POST /v1/revocations).
 	Revocations func(ctx context.Context) (policy.Revocations, error)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
+	"syscall"
 
 	"github.com/labstack/echo/v4"
 
@@ -62,6 +63,8 @@ const (
 	CodeUpstream           = "upstream-error"
 	CodeUnavailable        = "unavailable"
 	CodeTimeout            = "timeout"
+	CodeNoSpace            = "insufficient-storage"
+	CodeStoreDamaged       = "store-damaged"
 	CodeInternal           = "internal"
 )
 
@@ -140,10 +143,32 @@ func toAPIError(err error) *APIError {
 
 var errDeadline = errors.New("request deadline exceeded")
 
+// storeError names what an admin must do about a failure of the store
+// itself: a full disk is 507 naming the data directory, a damaged file 503
+// naming the repair command. Other errors are returned as they are.
+func (s *Server) storeError(err error) error {
+	where := "the server's store"
+	if s.deps.DataDir != "" {
+		where = "the data directory " + s.deps.DataDir
+	}
+	switch {
+	case errors.Is(err, syscall.ENOSPC):
+		return &APIError{Status: http.StatusInsufficientStorage, Code: CodeNoSpace, cause: err,
+			Message: fmt.Sprintf("%s is out of space: this request's change was not saved; free space there (or move the data to a larger disk) and retry", where)}
+	case errors.Is(err, store.ErrCorrupt):
+		msg := where + " holds a damaged store file; the server cannot read it"
+		if s.deps.DataDir != "" {
+			msg += "; stop the server and run: wharf-server repair --data " + s.deps.DataDir
+		}
+		return &APIError{Status: http.StatusServiceUnavailable, Code: CodeStoreDamaged, Message: msg, cause: err}
+	}
+	return err
+}
+
 // errorHandler is echo's HTTPErrorHandler: the one place that logs and writes
 // errors.
 func (s *Server) errorHandler(err error, c echo.Context) {
-	ae := toAPIError(err)
+	ae := toAPIError(s.storeError(err))
 	if ae.Status >= 500 {
 		s.log.Error("request failed", "method", c.Request().Method, "path", c.Request().URL.Path, "err", err)
 	}

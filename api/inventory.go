@@ -30,8 +30,14 @@ const (
 	maxMachineLimiters = 1 << 17
 )
 
-// CodeMachineOwned is a report for a machine bound to another token.
-const CodeMachineOwned = "machine-owned"
+// Error codes of the inventory.
+const (
+	// CodeMachineOwned is a report for a machine bound to another token.
+	CodeMachineOwned = "machine-owned"
+	// CodeQuotaExceeded is a report that would take its token past its
+	// quota of machines or plugin ids.
+	CodeQuotaExceeded = "quota-exceeded"
+)
 
 // ReportResult is the response of PUT /v1/inventory/machines/{id}.
 type ReportResult struct {
@@ -52,9 +58,11 @@ type PluginInventory struct {
 	CatalogDigest  string `json:"catalogDigest,omitempty"`
 }
 
-// PluginInventoryList is GET /v1/inventory/plugins.
+// PluginInventoryList is one page of GET /v1/inventory/plugins.
 type PluginInventoryList struct {
 	Plugins []PluginInventory `json:"plugins"`
+	// Next is the cursor of the following page; empty on the last.
+	Next string `json:"next,omitempty"`
 }
 
 // HolderInstall is one install of a plugin on a machine.
@@ -139,11 +147,20 @@ func (s *Server) putInventory(c echo.Context) error {
 	if rep.Machine.ID != id {
 		return badField("machine.id", "the report is for machine %s but was sent to %s; PUT it to /v1/inventory/machines/%s", rep.Machine.ID, id, rep.Machine.ID)
 	}
-	changed, err := s.inv.Put(p.TokenID, rep)
+	changed, err := s.inv.PutWithin(p.TokenID, p.Quota, rep)
 	var oe *inventory.OwnerError
 	if errors.As(err, &oe) {
 		s.auditRefusal(c, http.StatusForbidden, p.TokenID, p.Role, "machine bound to another token")
 		return &APIError{Status: http.StatusForbidden, Code: CodeMachineOwned, Field: "id", Message: oe.Error(), cause: err}
+	}
+	var qe *inventory.QuotaError
+	if errors.As(err, &qe) {
+		s.auditRefusal(c, http.StatusForbidden, p.TokenID, p.Role, "inventory quota: "+qe.What)
+		field := "id"
+		if qe.What == "plugins" {
+			field = "plugins"
+		}
+		return &APIError{Status: http.StatusForbidden, Code: CodeQuotaExceeded, Field: field, Message: qe.Error(), cause: err}
 	}
 	if err != nil {
 		return err
@@ -219,15 +236,53 @@ func (s *Server) pluginInventory(ctx context.Context, c inventory.Counts) (Plugi
 	return pi, known
 }
 
+// pluginCursor reads the cursor of the inventory's plugin pages: a plugin
+// id this server returned as next.
+func pluginCursor(c echo.Context) (string, error) {
+	after := c.QueryParam("cursor")
+	if after == "" {
+		return "", nil
+	}
+	if id, err := plugin.ParseID(after); err != nil || id.String() != after {
+		return "", badField("cursor", "cursor %q is not one this server returned; start again without it", trimForMessage(after))
+	}
+	return after, nil
+}
+
+func trimForMessage(s string) string {
+	if len(s) > 80 {
+		return s[:80] + "..."
+	}
+	return s
+}
+
+// pluginsPage is one page of the fleet's plugins with what the catalog
+// says of each.
+func (s *Server) pluginsPage(ctx context.Context, after string, limit int) (PluginInventoryList, error) {
+	page, next, err := s.inv.PluginsPage(after, limit)
+	if err != nil {
+		return PluginInventoryList{}, err
+	}
+	out := PluginInventoryList{Plugins: make([]PluginInventory, 0, len(page)), Next: next}
+	for _, p := range page {
+		pi, _ := s.pluginInventory(ctx, p)
+		out.Plugins = append(out.Plugins, pi)
+	}
+	return out, nil
+}
+
 func (s *Server) inventoryPlugins(c echo.Context) error {
-	all, err := s.inv.Plugins()
+	limit, err := parseLimit(c)
 	if err != nil {
 		return err
 	}
-	out := PluginInventoryList{Plugins: make([]PluginInventory, 0, len(all))}
-	for _, p := range all {
-		pi, _ := s.pluginInventory(c.Request().Context(), p)
-		out.Plugins = append(out.Plugins, pi)
+	after, err := pluginCursor(c)
+	if err != nil {
+		return err
+	}
+	out, err := s.pluginsPage(c.Request().Context(), after, limit)
+	if err != nil {
+		return err
 	}
 	return c.JSON(http.StatusOK, out)
 }
@@ -330,14 +385,25 @@ func (s *Server) convergence(ctx context.Context, rv policy.Revocation) (Revocat
 	if rv.Plugin != "" {
 		plugins = append(plugins, rv.Plugin)
 	} else {
-		all, err := s.inv.Plugins()
-		if err != nil {
-			return out, err
-		}
-		for _, c := range all {
-			if c.Digests[rv.Digest] > 0 {
-				plugins = append(plugins, c.Plugin)
+		// The plugins that have the digest, a page of counts at a time.
+		after := ""
+		for {
+			if err := ctx.Err(); err != nil {
+				return out, err
 			}
+			page, next, err := s.inv.PluginsPage(after, maxPageSize)
+			if err != nil {
+				return out, err
+			}
+			for _, c := range page {
+				if c.Digests[rv.Digest] > 0 {
+					plugins = append(plugins, c.Plugin)
+				}
+			}
+			if next == "" {
+				break
+			}
+			after = next
 		}
 	}
 	for _, p := range plugins {

@@ -152,7 +152,7 @@ func TestInventoryMachineBoundToToken(t *testing.T) {
 
 func TestInventoryReportRefusals(t *testing.T) {
 	e := newEnv(t, func(d *Deps) { d.ReportRate, d.ReportBurst = 0.001, 2 })
-	tok := e.tokens[RoleAgent]
+	tok := e.fleetToken(2)
 	cases := []struct {
 		name, path, field string
 		body              any
@@ -201,9 +201,10 @@ func (c *testClock) add(d time.Duration) {
 func TestInventoryStaleMachines(t *testing.T) {
 	clk := &testClock{t: time.Now()}
 	e := newEnv(t, func(d *Deps) { d.Now = clk.now; d.Inventory.Now = clk.now })
-	mustStatus(t, e.report(e.tokens[RoleAgent], invReport(1)), 200)
+	tok := e.fleetToken(2)
+	mustStatus(t, e.report(tok, invReport(1)), 200)
 	clk.add(40 * 24 * time.Hour)
-	mustStatus(t, e.report(e.tokens[RoleAgent], invReport(2)), 200)
+	mustStatus(t, e.report(tok, invReport(2)), 200)
 	res := e.do("GET", "/v1/inventory/stale?days=30", e.tokens[RoleCI], nil)
 	mustStatus(t, res, 200)
 	var sm StaleMachines
@@ -363,7 +364,7 @@ func TestRevocationRefusals(t *testing.T) {
 // revoked version active, and converges as they report it revoked.
 func TestRevocationConvergence(t *testing.T) {
 	e := newEnv(t)
-	tok := e.tokens[RoleAgent]
+	tok := e.fleetToken(3)
 	for i := 1; i <= 3; i++ {
 		v := "1.2.0"
 		if i == 3 {

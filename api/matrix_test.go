@@ -92,6 +92,9 @@ func TestAuthorizationMatrix(t *testing.T) {
 	// Every route echo serves is a row of the matrix (nothing is registered
 	// around the table).
 	for _, r := range e.srv.e.Routes() {
+		if r.Path == gitRoute {
+			continue // git's smart HTTP, authorized per channel (serveGit; git_middleware_test.go)
+		}
 		if _, ok := got[r.Method+" "+r.Path]; !ok {
 			t.Errorf("echo serves %s %s outside the matrix", r.Method, r.Path)
 		}

@@ -54,6 +54,8 @@ type RevocationHistoryEntry struct {
 type RevocationList struct {
 	Revocations   []policy.Revocation `json:"revocations"`
 	PolicyVersion string              `json:"policyVersion"`
+	// Next is the cursor of the following page; empty on the last.
+	Next string `json:"next,omitempty"`
 }
 
 // RevocationWriteResult is the response of POST and DELETE.
@@ -158,6 +160,23 @@ func newRevocationID() (string, error) {
 }
 
 func (s *Server) listRevocations(c echo.Context) error {
+	limit, err := parseLimitDefault(c, maxPageSize)
+	if err != nil {
+		return err
+	}
+	after, err := keyCursor(c)
+	if err != nil {
+		return err
+	}
+	out, err := s.revocationPage(after, limit)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, out)
+}
+
+// revocationPage is one page of the revocations, oldest first.
+func (s *Server) revocationPage(after string, limit int) (RevocationList, error) {
 	var out RevocationList
 	err := s.deps.Store.View(func(r store.Reader) error {
 		revs, err := readRevocations(r)
@@ -169,9 +188,13 @@ func (s *Server) listRevocations(c echo.Context) error {
 		return err
 	})
 	if err != nil {
-		return err
+		return out, err
 	}
-	return c.JSON(http.StatusOK, out)
+	out.Revocations, out.Next = pageByKey(out.Revocations, func(r policy.Revocation) string { return timeKey(r.Created, r.ID) }, after, limit)
+	if out.Revocations == nil {
+		out.Revocations = policy.Revocations{}
+	}
+	return out, nil
 }
 
 func (s *Server) createRevocation(c echo.Context) error {

@@ -73,6 +73,7 @@ type Server struct {
 type principal struct {
 	TokenID string
 	Role    Role
+	Quota   inventory.Quota // the token's inventory quota
 }
 
 const principalKey = "wharf.principal"
@@ -149,6 +150,11 @@ func New(d Deps) (*Server, error) {
 	for _, r := range s.routes() {
 		e.Add(r.Method, r.Path, s.authorize(r.RouteInfo)(r.handler))
 	}
+	// The channels' git repositories go through the same middleware
+	// (metrics, logs, limits); their authorization depends on the
+	// channel, so serveGit decides it (channel.go).
+	e.GET(gitRoute, s.serveGit)
+	e.POST(gitRoute, s.serveGit)
 	s.e = e
 	return s, nil
 }
@@ -161,10 +167,6 @@ func (s *Server) Handler() http.Handler { return s }
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if s.ui.owns(r.URL.Path) {
 		s.ui.e.ServeHTTP(w, r)
-		return
-	}
-	if strings.HasPrefix(r.URL.Path, "/git/") {
-		s.serveGit(w, r) // channels' git repositories (channel.go)
 		return
 	}
 	s.e.ServeHTTP(w, r)
@@ -333,7 +335,7 @@ func (s *Server) authorize(ri RouteInfo) echo.MiddlewareFunc {
 				s.auditRefusal(c, http.StatusUnauthorized, tok.rec.ID, tok.rec.Role, "expired token")
 				return apiErr(http.StatusUnauthorized, CodeUnauthorized, "Authorization", "%s", tok.rec.expiredMessage())
 			}
-			p := principal{TokenID: tok.rec.ID, Role: tok.rec.Role}
+			p := principal{TokenID: tok.rec.ID, Role: tok.rec.Role, Quota: tok.rec.quota()}
 			if r != nil {
 				r.caller, r.authed = p, true
 			} else {

@@ -9,13 +9,13 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"sort"
 	"time"
 
 	"github.com/labstack/echo/v4"
 	"golang.org/x/time/rate"
 
 	"github.com/wharfhq/wharf/api/client"
+	"github.com/wharfhq/wharf/inventory"
 	"github.com/wharfhq/wharf/store"
 )
 
@@ -45,7 +45,25 @@ type Token struct {
 	Note      string    `json:"note,omitempty"`
 	// ExpiresAt is when the token stops being accepted; absent: never.
 	ExpiresAt *time.Time `json:"expiresAt,omitempty"`
+	// MaxMachines and MaxPlugins are the token's inventory quota: the
+	// machine ids it may report, and the plugin ids their reports may list
+	// together (tokenRecord.quota).
+	MaxMachines int `json:"maxMachines"`
+	MaxPlugins  int `json:"maxPlugins"`
 }
+
+// Defaults of a token's inventory quota, when the admin set none.
+const (
+	// An agent token is one machine.
+	defaultAgentMachines = 1
+	// A developer's, CI's or admin's token: a person's few machines.
+	defaultMachines = 10
+	// Plugin ids per machine of the quota (and at least one full report).
+	defaultPluginsPerMachine = 100
+	// The largest quota an admin may give one token.
+	maxQuotaMachines = 1_000_000
+	maxQuotaPlugins  = 100_000_000
+)
 
 type tokenRecord struct {
 	ID        string     `json:"id"`
@@ -55,6 +73,26 @@ type tokenRecord struct {
 	CreatedBy string     `json:"createdBy"`
 	Note      string     `json:"note,omitempty"`
 	ExpiresAt *time.Time `json:"expiresAt,omitempty"`
+	// MaxMachines, MaxPlugins: 0 is the role's default (quota).
+	MaxMachines int `json:"maxMachines,omitempty"`
+	MaxPlugins  int `json:"maxPlugins,omitempty"`
+}
+
+// quota is the token's inventory quota: what the admin set, else the
+// role's default.
+func (t *tokenRecord) quota() inventory.Quota {
+	m := t.MaxMachines
+	if m <= 0 {
+		m = defaultMachines
+		if t.Role == RoleAgent {
+			m = defaultAgentMachines
+		}
+	}
+	p := t.MaxPlugins
+	if p <= 0 {
+		p = max(inventory.MaxPlugins, m*defaultPluginsPerMachine)
+	}
+	return inventory.Quota{Machines: m, Plugins: p}
 }
 
 // expired reports whether the token is past its expiry at now.
@@ -242,6 +280,10 @@ type createTokenRequest struct {
 	Note string `json:"note,omitempty"`
 	// Expires is the token's lifetime ("30d", "12h"); empty: no expiry.
 	Expires string `json:"expires,omitempty"`
+	// MaxMachines and MaxPlugins set the inventory quota; absent: the
+	// role's default.
+	MaxMachines int `json:"maxMachines,omitempty"`
+	MaxPlugins  int `json:"maxPlugins,omitempty"`
 }
 
 type createTokenResponse struct {
@@ -261,6 +303,14 @@ func (s *Server) createToken(c echo.Context) error {
 	if len(req.Note) > 200 {
 		return badField("note", "note is %d bytes; the limit is 200", len(req.Note))
 	}
+	if req.MaxMachines < 0 || req.MaxMachines > maxQuotaMachines {
+		return badField("maxMachines", "maxMachines %d must be from 1 to %d (leave it out for the role's default: %d for an agent token, %d for others)",
+			req.MaxMachines, maxQuotaMachines, defaultAgentMachines, defaultMachines)
+	}
+	if req.MaxPlugins < 0 || req.MaxPlugins > maxQuotaPlugins {
+		return badField("maxPlugins", "maxPlugins %d must be from 1 to %d (leave it out for the default: %d per machine, at least %d)",
+			req.MaxPlugins, maxQuotaPlugins, defaultPluginsPerMachine, inventory.MaxPlugins)
+	}
 	var lifetime time.Duration
 	if req.Expires != "" {
 		d, err := ParseExpiry(req.Expires)
@@ -278,8 +328,10 @@ func (s *Server) createToken(c echo.Context) error {
 		return err
 	}
 	p := s.caller(c)
-	rec := tokenRecord{ID: id, Role: Role(req.Role), Hash: hashSecret(secret), CreatedAt: s.now().UTC(), CreatedBy: p.TokenID, Note: req.Note}
-	detail := map[string]any{"role": req.Role}
+	rec := tokenRecord{ID: id, Role: Role(req.Role), Hash: hashSecret(secret), CreatedAt: s.now().UTC(), CreatedBy: p.TokenID, Note: req.Note,
+		MaxMachines: req.MaxMachines, MaxPlugins: req.MaxPlugins}
+	q := rec.quota()
+	detail := map[string]any{"role": req.Role, "maxMachines": q.Machines, "maxPlugins": q.Plugins}
 	if lifetime > 0 {
 		exp := rec.CreatedAt.Add(lifetime)
 		rec.ExpiresAt = &exp
@@ -300,12 +352,22 @@ func (s *Server) createToken(c echo.Context) error {
 }
 
 func (t tokenRecord) public() Token {
-	return Token{ID: t.ID, Role: t.Role, CreatedAt: t.CreatedAt, CreatedBy: t.CreatedBy, Note: t.Note, ExpiresAt: t.ExpiresAt}
+	q := t.quota()
+	return Token{ID: t.ID, Role: t.Role, CreatedAt: t.CreatedAt, CreatedBy: t.CreatedBy, Note: t.Note, ExpiresAt: t.ExpiresAt,
+		MaxMachines: q.Machines, MaxPlugins: q.Plugins}
 }
 
 func (s *Server) listTokens(c echo.Context) error {
+	limit, err := parseLimitDefault(c, maxPageSize)
+	if err != nil {
+		return err
+	}
+	after, err := keyCursor(c)
+	if err != nil {
+		return err
+	}
 	var out []Token
-	err := s.deps.Store.View(func(r store.Reader) error {
+	err = s.deps.Store.View(func(r store.Reader) error {
 		kvs, err := r.List(bucketTokens, "")
 		if err != nil {
 			return err
@@ -322,10 +384,12 @@ func (s *Server) listTokens(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].CreatedAt.Before(out[j].CreatedAt) })
+	// Oldest first.
+	out, next := pageByKey(out, func(t Token) string { return timeKey(t.CreatedAt, t.ID) }, after, limit)
 	if out == nil {
 		out = []Token{}
 	}
+	nextLink(c, next)
 	return c.JSON(http.StatusOK, out)
 }
 

@@ -35,9 +35,9 @@ import (
 // audit entries are the API's own.
 
 const (
-	// sessionCookie holds the bearer token the user signed in with
-	// (HttpOnly, SameSite=Strict, Path=/ui). Revoking the token ends every
-	// session that uses it.
+	// sessionCookie holds the id of a server-side session (session.go),
+	// never the token (HttpOnly, SameSite=Strict, Path=/ui, Secure over
+	// TLS). Revoking the token ends every session that uses it.
 	sessionCookie = "wharf_session"
 	// signinCookie holds the random value the sign-in form must echo
 	// (double-submit), so another site cannot sign a browser in.
@@ -50,6 +50,8 @@ const (
 	// maxGraphNodes bounds the dependency graph drawn on a plugin page.
 	maxGraphNodes = 200
 	auditPageSize = 50
+	// catalogPageSize is how many plugins a catalog page shows.
+	catalogPageSize = 100
 )
 
 type console struct {
@@ -132,7 +134,7 @@ func (u *console) render(c echo.Context, status int, page string, data any) erro
 // errorHandler renders every error as a page: the API's error mapping
 // decides the status and the message.
 func (u *console) errorHandler(err error, c echo.Context) {
-	ae := toAPIError(err)
+	ae := toAPIError(u.s.storeError(err))
 	if ae.Status >= 500 {
 		u.s.log.Error("console request failed", "method", c.Request().Method, "path", c.Request().URL.Path, "err", err)
 	}
@@ -143,12 +145,13 @@ func (u *console) errorHandler(err error, c echo.Context) {
 		c.Response().Header().Set("Retry-After", strconv.Itoa(ae.RetryAfter))
 	}
 	heading := map[int]string{
-		http.StatusBadRequest:       "Bad request",
-		http.StatusUnauthorized:     "Sign-in needed",
-		http.StatusForbidden:        "Not allowed",
-		http.StatusNotFound:         "Not found",
-		http.StatusMethodNotAllowed: "Method not allowed",
-		http.StatusTooManyRequests:  "Too many requests",
+		http.StatusBadRequest:          "Bad request",
+		http.StatusUnauthorized:        "Sign-in needed",
+		http.StatusForbidden:           "Not allowed",
+		http.StatusNotFound:            "Not found",
+		http.StatusMethodNotAllowed:    "Method not allowed",
+		http.StatusTooManyRequests:     "Too many requests",
+		http.StatusInsufficientStorage: "Out of disk space",
 	}[ae.Status]
 	if heading == "" {
 		heading = http.StatusText(ae.Status)
@@ -168,9 +171,9 @@ func (u *console) errorHandler(err error, c echo.Context) {
 	}
 }
 
-// csrfToken derives the per-session form token from the session's secret:
+// csrfToken derives the per-session form token from the session's id:
 // only a page rendered for this session knows it, and replicas agree on it
-// without shared state.
+// without more shared state than the session.
 func csrfToken(secret string) string {
 	m := hmac.New(sha256.New, []byte(secret))
 	m.Write([]byte("wharf console csrf v1"))
@@ -190,7 +193,7 @@ func (u *console) layout(c echo.Context, title, nav string) web.Layout {
 
 func (u *console) cookie(c echo.Context, name, value, path string, maxAge int) {
 	c.SetCookie(&http.Cookie{Name: name, Value: value, Path: path, MaxAge: maxAge, HttpOnly: true,
-		SameSite: http.SameSiteStrictMode, Secure: c.Request().TLS != nil})
+		SameSite: http.SameSiteStrictMode, Secure: u.s.overTLS(c.Request())})
 }
 
 // session requires a signed-in user with one of roles (nil: any role) and,
@@ -199,13 +202,13 @@ func (u *console) session(roles []Role) echo.MiddlewareFunc {
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(c echo.Context) error {
 			var tok *tokenRecord
-			secret := ""
+			secret := "" // the session id
 			if ck, err := c.Cookie(sessionCookie); err == nil {
 				secret = ck.Value
 			}
 			if secret != "" {
 				var err error
-				if tok, err = u.s.lookupToken(secret); err != nil {
+				if tok, err = u.s.sessionToken(secret); err != nil {
 					return err
 				}
 			}
@@ -225,8 +228,8 @@ func (u *console) session(roles []Role) echo.MiddlewareFunc {
 				if req.Method == http.MethodGet || req.Method == http.MethodHead {
 					return c.Redirect(http.StatusSeeOther, "/ui/signin?next="+url.QueryEscape(req.URL.RequestURI()))
 				}
-				u.s.auditRefusal(c, http.StatusUnauthorized, "", "", "unknown or revoked session token")
-				return apiErr(http.StatusUnauthorized, CodeUnauthorized, "", "your session has ended (the token is unknown or was revoked); sign in again")
+				u.s.auditRefusal(c, http.StatusUnauthorized, "", "", "unknown or ended session")
+				return apiErr(http.StatusUnauthorized, CodeUnauthorized, "", "your session has ended (it expired, you signed out, or the token was revoked); sign in again")
 			}
 			c.Set(principalKey, principal{TokenID: tok.ID, Role: tok.Role})
 			c.Set(uiSecretKey, secret)
@@ -265,7 +268,7 @@ func safeNext(next string) string {
 
 func (u *console) signinForm(c echo.Context) error {
 	if ck, err := c.Cookie(sessionCookie); err == nil && ck.Value != "" {
-		if tok, err := u.s.lookupToken(ck.Value); err == nil && tok != nil {
+		if tok, err := u.s.sessionToken(ck.Value); err == nil && tok != nil && !tok.expired(u.s.now()) {
 			return c.Redirect(http.StatusSeeOther, safeNext(c.QueryParam("next")))
 		}
 	}
@@ -317,12 +320,23 @@ func (u *console) signin(c echo.Context) error {
 		u.s.auditRefusal(c, http.StatusUnauthorized, tok.ID, tok.Role, "sign-in with an expired token")
 		return u.renderSignin(c, http.StatusUnauthorized, []web.Message{{Kind: "error", Text: "That token has expired: " + tok.expiredMessage() + "."}})
 	}
+	id, err := u.s.startSession(tok)
+	if err != nil {
+		return err
+	}
 	u.cookie(c, signinCookie, "", "/ui/signin", -1)
-	u.cookie(c, sessionCookie, secret, "/ui", 0)
+	u.cookie(c, sessionCookie, id, "/ui", 0)
 	return c.Redirect(http.StatusSeeOther, safeNext(c.FormValue("next")))
 }
 
+// signout ends the session in the store, so its cookie is worthless
+// wherever a copy of it went.
 func (u *console) signout(c echo.Context) error {
+	if id, ok := c.Get(uiSecretKey).(string); ok && id != "" {
+		if err := u.s.endSession(id); err != nil {
+			return err
+		}
+	}
 	u.cookie(c, sessionCookie, "", "/ui", -1)
 	return c.Redirect(http.StatusSeeOther, "/ui/signin")
 }
@@ -409,7 +423,13 @@ func (u *console) catalogPage(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	offset, err := offsetCursor(c)
+	if err != nil {
+		return err
+	}
 	v := web.CatalogView{Layout: u.layout(c, "Catalog", "catalog"), Query: q, Total: len(all), PolicyVersion: version}
+	// A page of the matches: the cursor counts the matches before it.
+	matched := 0
 	for _, h := range hits {
 		if q.Tag != "" && !containsString(h.Tags, q.Tag) {
 			continue
@@ -425,6 +445,16 @@ func (u *console) catalogPage(c echo.Context) error {
 		}
 		if (q.Decision == "allowed" && !dec.Allowed) || (q.Decision == "blocked" && dec.Allowed) {
 			continue
+		}
+		matched++
+		if matched <= offset {
+			continue
+		}
+		if len(v.Plugins) == catalogPageSize {
+			next := c.Request().URL.Query()
+			next.Set("cursor", strconv.Itoa(offset+catalogPageSize))
+			v.NextURL = "/ui/?" + next.Encode()
+			break
 		}
 		// The detail's summary has the manifest's version when the entry has none.
 		v.Plugins = append(v.Plugins, pluginRow(d.PluginSummary, dec))

@@ -2,6 +2,7 @@ package api
 
 import (
 	"net/http"
+	"net/url"
 	"strings"
 
 	"github.com/labstack/echo/v4"
@@ -22,6 +23,10 @@ func (u *console) channelsPage(c echo.Context) error {
 	if _, _, err := u.s.channels(); err != nil {
 		return err
 	}
+	after, err := keyCursor(c)
+	if err != nil {
+		return err
+	}
 	var defs []channel.Definition
 	if err := u.s.deps.Store.View(func(r store.Reader) (err error) {
 		defs, err = channel.List(r)
@@ -29,7 +34,11 @@ func (u *console) channelsPage(c echo.Context) error {
 	}); err != nil {
 		return err
 	}
+	defs, next := pageByKey(defs, func(d channel.Definition) string { return d.Name }, after, defaultPageSize)
 	v := web.ChannelsView{Layout: u.layout(c, "Channels", "channels")}
+	if next != "" {
+		v.NextURL = "/ui/channels?cursor=" + url.QueryEscape(next)
+	}
 	for _, d := range defs {
 		def, h, err := u.s.ensureChannel(c.Request().Context(), d.Name)
 		row := u.channelRow(c, def, h)

@@ -57,14 +57,20 @@ func fleetRow(pi PluginInventory) web.FleetPluginRow {
 }
 
 func (u *console) inventoryPage(c echo.Context) error {
-	all, err := u.s.inv.Plugins()
+	after, err := pluginCursor(c)
+	if err != nil {
+		return err
+	}
+	page, err := u.s.pluginsPage(c.Request().Context(), after, defaultPageSize)
 	if err != nil {
 		return err
 	}
 	v := web.InventoryView{Layout: u.layout(c, "Fleet", "fleet")}
-	for _, p := range all {
-		pi, _ := u.s.pluginInventory(c.Request().Context(), p)
+	for _, pi := range page.Plugins {
 		v.Plugins = append(v.Plugins, fleetRow(pi))
+	}
+	if page.Next != "" {
+		v.NextURL = "/ui/fleet?cursor=" + url.QueryEscape(page.Next)
 	}
 	return u.render(c, http.StatusOK, web.PageInventory, v)
 }
@@ -133,13 +139,20 @@ func revocationRow(r policy.Revocation) web.RevocationRow {
 }
 
 func (u *console) revocationsPage(c echo.Context) error {
-	var revs policy.Revocations
-	if err := u.s.deps.Store.View(func(r storeReader) (err error) { revs, err = readRevocations(r); return err }); err != nil {
+	after, err := keyCursor(c)
+	if err != nil {
+		return err
+	}
+	page, err := u.s.revocationPage(after, defaultPageSize)
+	if err != nil {
 		return err
 	}
 	v := web.RevocationsView{Layout: u.layout(c, "Revocations", "revocations")}
-	for _, r := range revs {
+	for _, r := range page.Revocations {
 		v.Revocations = append(v.Revocations, revocationRow(r))
+	}
+	if page.Next != "" {
+		v.NextURL = "/ui/fleet/revocations?cursor=" + url.QueryEscape(page.Next)
 	}
 	return u.render(c, http.StatusOK, web.PageRevocations, v)
 }

@@ -24,6 +24,8 @@ import (
 //	inventory-counts     "<plugin id>|<shard>" → counts of one shard of machines
 //	inventory-seen       machine id → {when it last reported, the hash of its
 //	                     indexed report, its owner}: what an unchanged report reads
+//	inventory-usage      token id → {machines it reported, plugin ids their
+//	                     current reports list}: what its Quota is checked against
 //
 // "Who has X" is a range read of X's own bucket: it reads X's machines and
 // nothing else, however large the fleet (a bucket per plugin, rather than
@@ -37,6 +39,7 @@ const (
 	BucketByPlugin = "inventory-by-plugin" // + "/" + plugin id: one bucket per plugin
 	BucketCounts   = "inventory-counts"
 	BucketSeen     = "inventory-seen"
+	BucketUsage    = "inventory-usage"
 )
 
 // keySep separates a plugin id from a shard in count keys; it cannot
@@ -55,6 +58,43 @@ type OwnerError struct {
 
 func (e *OwnerError) Error() string {
 	return fmt.Sprintf("machine %s is bound to another token (%s): a token writes only the machines it reported first; report with that token (a new home creates a new machine id)", e.Machine, e.Owner)
+}
+
+// Quota bounds what one token may put in the inventory. Zero fields are
+// no bound.
+type Quota struct {
+	// Machines is how many machine ids the token may report (each id
+	// counts from its first report on).
+	Machines int
+	// Plugins is how many plugin ids the current reports of all the
+	// token's machines may list together (a plugin on two machines counts
+	// twice).
+	Plugins int
+}
+
+// QuotaError is a report that would take its token past its Quota; nothing
+// was stored.
+type QuotaError struct {
+	Token string
+	What  string // "machines" or "plugins"
+	Limit int
+	// Have is what the token has now; Want what the report would make it.
+	Have, Want int
+}
+
+func (e *QuotaError) Error() string {
+	if e.What == "machines" {
+		return fmt.Sprintf("token %s may report %d machine(s) and has reported %d; a new machine needs an admin to create a token for it, or one with a larger maxMachines",
+			e.Token, e.Limit, e.Have)
+	}
+	return fmt.Sprintf("token %s may report %d plugin ids across its machines; this report would make it %d (now %d): report only installed plugins, or ask an admin for a token with a larger maxPlugins",
+		e.Token, e.Limit, e.Want, e.Have)
+}
+
+// Usage is what a token has in the inventory (its value in BucketUsage).
+type Usage struct {
+	Machines int `json:"m"`
+	Plugins  int `json:"p"`
 }
 
 // NotFoundError is a machine or plugin the inventory has no record of.
@@ -290,9 +330,17 @@ func (s *Store) readSeen(id string) (seenRecord, bool, error) {
 }
 
 // Put stores r, validated, as machine r.Machine.ID's current inventory for
-// token. It reports whether the stored inventory changed. A machine bound
-// to another token gives *OwnerError and changes nothing.
+// token, with no quota. It reports whether the stored inventory changed. A
+// machine bound to another token gives *OwnerError and changes nothing.
 func (s *Store) Put(token string, r Report) (bool, error) {
+	return s.PutWithin(token, Quota{}, r)
+}
+
+// PutWithin is Put within token's quota q: a report that would take the
+// token past it gives *QuotaError and changes nothing. The token's usage
+// is kept in the transaction that stores the report, so replicas agree on
+// it.
+func (s *Store) PutWithin(token string, q Quota, r Report) (bool, error) {
 	if err := Validate(&r); err != nil {
 		return false, err
 	}
@@ -320,7 +368,7 @@ func (s *Store) Put(token string, r Report) (bool, error) {
 		// One read for the machine's record and, when the report fits in
 		// this transaction, the counts of the plugins it reports; a second
 		// only for what the old record adds.
-		keys := []store.BucketKey{{Bucket: BucketMachines, Key: id}}
+		keys := []store.BucketKey{{Bucket: BucketMachines, Key: id}, {Bucket: BucketUsage, Key: token}}
 		if len(groups) <= s.opts.BatchPlugins {
 			for p := range groups {
 				keys = append(keys, s.countsKey(p, id))
@@ -344,6 +392,32 @@ func (s *Store) Put(token string, r Report) (bool, error) {
 			// was lost): put it back, so the next report is a touch.
 			unchanged, seen = true, now
 			return putJSON(tx, BucketSeen, id, seenRecord{Time: now, Hash: h, Owner: token})
+		}
+		var use Usage
+		if vals[1] != nil {
+			if err := json.Unmarshal(vals[1], &use); err != nil {
+				return fmt.Errorf("inventory: usage of token %s: corrupt: %w", token, err)
+			}
+		}
+		next := use
+		if !found {
+			next.Machines++
+		}
+		var oldIDs int
+		if found {
+			oldIDs = len(group(old.Report))
+		}
+		next.Plugins = max(0, next.Plugins+len(groups)-oldIDs)
+		if q.Machines > 0 && !found && next.Machines > q.Machines {
+			return &QuotaError{Token: token, What: "machines", Limit: q.Machines, Have: use.Machines, Want: next.Machines}
+		}
+		if q.Plugins > 0 && next.Plugins > q.Plugins && next.Plugins > use.Plugins {
+			return &QuotaError{Token: token, What: "plugins", Limit: q.Plugins, Have: use.Plugins, Want: next.Plugins}
+		}
+		if next != use {
+			if err := putJSON(tx, BucketUsage, token, next); err != nil {
+				return err
+			}
 		}
 		touched := map[string]bool{}
 		for p := range groups {
@@ -369,8 +443,8 @@ func (s *Store) Put(token string, r Report) (bool, error) {
 				prev = oldGroups
 			}
 			counts := map[string][]byte{}
-			for i, k := range keys[1:] {
-				counts[k.Key] = vals[i+1]
+			for i, k := range keys[2:] {
+				counts[k.Key] = vals[i+2]
 			}
 			if err := s.indexAll(tx, id, slices.Sorted(maps.Keys(touched)), prev, groups, counts); err != nil {
 				return err
@@ -657,35 +731,93 @@ func (s *Store) lastSeen(id string, stored time.Time) time.Time {
 	return stored
 }
 
-// Plugins returns the counts of every plugin in the fleet, by plugin id.
+// Plugins returns the counts of every plugin in the fleet, in PluginsPage
+// order. It reads the whole fleet: servers page with PluginsPage.
 func (s *Store) Plugins() ([]Counts, error) {
-	var kvs []store.KV
-	if err := s.st.View(func(r store.Reader) (err error) {
-		kvs, err = r.List(BucketCounts, "")
-		return err
-	}); err != nil {
-		return nil, err
-	}
-	byID := map[string]*Counts{}
-	for _, kv := range kvs {
-		p, _, _ := strings.Cut(kv.Key, keySep)
-		var c Counts
-		if err := json.Unmarshal(kv.Value, &c); err != nil {
-			return nil, fmt.Errorf("inventory: counts %s: corrupt: %w", kv.Key, err)
+	var out []Counts
+	after := ""
+	for {
+		page, next, err := s.PluginsPage(after, 1000)
+		if err != nil {
+			return nil, err
 		}
-		t := byID[p]
-		if t == nil {
-			n := newCounts(p)
-			t = &n
-			byID[p] = t
+		out = append(out, page...)
+		if next == "" {
+			return out, nil
 		}
-		t.merge(c)
+		after = next
 	}
-	out := make([]Counts, 0, len(byID))
-	for _, p := range slices.Sorted(maps.Keys(byID)) {
-		out = append(out, *byID[p])
+}
+
+// PluginsPage returns the counts of at most limit plugins after plugin id
+// after ("" for the first), and the cursor of the next page ("" on the
+// last). Plugins come in the order of their count keys (by id, an id
+// sorting before any longer id it begins, with "|" as its end); the read
+// stops at the page's end.
+func (s *Store) PluginsPage(after string, limit int) ([]Counts, string, error) {
+	if limit <= 0 {
+		limit = 100
 	}
-	return out, nil
+	from := ""
+	if after != "" {
+		// Past every shard key of after ("<id>|000"...): no plugin id
+		// holds keySep, so "<id>|\x7f" sorts after them and before the
+		// next plugin's keys.
+		from = after + keySep + "\x7f"
+	}
+	step := min(4096, (limit+1)*s.opts.Shards)
+	var out []Counts
+	next := ""
+	err := s.st.View(func(r store.Reader) error {
+		out, next = []Counts{}, ""
+		cur := from
+		for {
+			kvs, err := r.ListAfter(BucketCounts, cur, step)
+			if err != nil {
+				return err
+			}
+			for _, kv := range kvs {
+				p, _, _ := strings.Cut(kv.Key, keySep)
+				if len(out) == 0 || out[len(out)-1].Plugin != p {
+					if len(out) == limit {
+						next = out[limit-1].Plugin
+						return nil
+					}
+					out = append(out, newCounts(p))
+				}
+				var c Counts
+				if err := json.Unmarshal(kv.Value, &c); err != nil {
+					return fmt.Errorf("inventory: counts %s: corrupt: %w", kv.Key, err)
+				}
+				out[len(out)-1].merge(c)
+			}
+			if len(kvs) < step {
+				return nil
+			}
+			cur = kvs[len(kvs)-1].Key
+		}
+	})
+	return out, next, err
+}
+
+// TokenUsage returns what token has in the inventory: the machines it
+// reported and the plugin ids their current reports list.
+func (s *Store) TokenUsage(token string) (Usage, error) {
+	var u Usage
+	err := s.st.View(func(r store.Reader) error {
+		raw, err := r.Get(BucketUsage, token)
+		if errors.Is(err, store.ErrNotFound) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if err := json.Unmarshal(raw, &u); err != nil {
+			return fmt.Errorf("inventory: usage of token %s: corrupt: %w", token, err)
+		}
+		return nil
+	})
+	return u, err
 }
 
 // Plugin returns one plugin's counts (all zero when no machine has it).

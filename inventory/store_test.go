@@ -89,6 +89,8 @@ func runContract(t *testing.T, b backend) {
 		{"ConcurrentReportsKeepExactCounts", testConcurrentCounts},
 		{"LargeReportInBatchesSurvivesInterruption", testBatches},
 		{"StaleMachines", testStale},
+		{"QuotaPerToken", testQuota},
+		{"PluginsInPages", testPluginsPage},
 	} {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, b) })
 	}
@@ -545,5 +547,100 @@ func testStale(t *testing.T, b backend) {
 	}
 	if _, _, err := inv.Stale(clk.Now(), "not a machine id", 2); err != nil {
 		t.Fatalf("a cursor that is no machine id: %v", err)
+	}
+}
+
+// A token reports at most its quota's machines and plugin ids; a refused
+// report stores nothing, and replicas share the usage.
+func testQuota(t *testing.T, b backend) {
+	st := b.open(t)
+	inv := inventory.Open(st, inventory.Options{})
+	other := inventory.Open(b.again(t, st), inventory.Options{})
+	q := inventory.Quota{Machines: 2, Plugins: 3}
+	within := func(inv *inventory.Store, r inventory.Report) error {
+		_, err := inv.PutWithin("agent", q, r)
+		return err
+	}
+	if err := within(inv, report(1, pl("a@corp", "1.0.0"), pl("b@corp", "1.0.0"))); err != nil {
+		t.Fatal(err)
+	}
+	// The same machine again, changed, is no new machine.
+	if err := within(other, report(1, pl("a@corp", "1.1.0"))); err != nil {
+		t.Fatal(err)
+	}
+	if err := within(other, report(2, pl("c@corp", "1.0.0"))); err != nil {
+		t.Fatal(err)
+	}
+	var qe *inventory.QuotaError
+	for _, r := range []inventory.Report{report(3), report(4, pl("x@corp", "1.0.0"))} {
+		err := within(inv, r)
+		if !errors.As(err, &qe) || qe.What != "machines" || qe.Limit != 2 || qe.Have != 2 || !strings.Contains(err.Error(), "maxMachines") {
+			t.Fatalf("a third machine: err = %v, want *QuotaError on machines", err)
+		}
+	}
+	if _, err := inv.Machine(machineID(3)); err == nil {
+		t.Fatal("a machine over the quota was stored")
+	}
+	// Plugins: 1 + 1 listed; 3 more on machine 2 makes 4 > 3.
+	err := within(other, report(2, pl("c@corp", "1.0.0"), pl("d@corp", "1.0.0"), pl("e@corp", "1.0.0")))
+	if !errors.As(err, &qe) || qe.What != "plugins" || qe.Limit != 3 || qe.Have != 2 || qe.Want != 4 {
+		t.Fatalf("plugins over the quota: err = %v", err)
+	}
+	if hs, _, _ := inv.Holders("d@corp", "", 10); len(hs) != 0 {
+		t.Fatalf("a refused report reached the index: %v", hs)
+	}
+	// Dropping plugins makes room.
+	if err := within(inv, report(1)); err != nil {
+		t.Fatal(err)
+	}
+	if err := within(other, report(2, pl("c@corp", "1.0.0"), pl("d@corp", "1.0.0"), pl("e@corp", "1.0.0"))); err != nil {
+		t.Fatalf("within the quota after machine 1 dropped its plugin: %v", err)
+	}
+	u, err := inv.TokenUsage("agent")
+	if err != nil || u != (inventory.Usage{Machines: 2, Plugins: 3}) {
+		t.Fatalf("usage = %+v, %v", u, err)
+	}
+	// Another token has its own.
+	if _, err := inv.PutWithin("agent2", q, report(5, pl("a@corp", "1.0.0"))); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// PluginsPage walks every plugin once, in pages, whatever the ids.
+func testPluginsPage(t *testing.T, b backend) {
+	inv := inventory.Open(b.open(t), inventory.Options{Shards: 4})
+	ids := []string{"a@corp", "a-b@corp", "a@corp-x", "ab@corp", "b@c", "z@corp", "a@co"}
+	for n, id := range ids {
+		put(t, inv, "tok", report(n, pl(id, "1.0.0")))
+		put(t, inv, "tok", report(100+n, pl(id, "1.0.0"), pl("common@corp", "1.0.0")))
+	}
+	for _, limit := range []int{1, 2, 3, 100} {
+		seen := map[string]int{}
+		after, pages := "", 0
+		for {
+			page, next, err := inv.PluginsPage(after, limit)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(page) > limit {
+				t.Fatalf("limit %d: a page of %d", limit, len(page))
+			}
+			for _, c := range page {
+				seen[c.Plugin] += c.Machines
+			}
+			pages++
+			if next == "" {
+				break
+			}
+			after = next
+		}
+		if len(seen) != len(ids)+1 || seen["common@corp"] != len(ids) {
+			t.Fatalf("limit %d: %d pages saw %v", limit, pages, seen)
+		}
+		for _, id := range ids {
+			if seen[id] != 2 {
+				t.Fatalf("limit %d: %s on %d machines, want 2 (%v)", limit, id, seen[id], seen)
+			}
+		}
 	}
 }

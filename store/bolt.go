@@ -214,6 +214,15 @@ func (t boltTx) Delete(bucket, key string) error {
 	}
 	if existed {
 		t.changes.record(Event{Bucket: bucket, Key: key, Deleted: true})
+		// A bucket left empty that holds no sequence goes too: buckets
+		// named by data (one per plugin in the fleet inventory) must not
+		// pile up empty in the file. Reads of a missing bucket answer as
+		// of an empty one.
+		if k, _ := bk.Cursor().First(); k == nil && bk.Sequence() == 0 {
+			if err := t.tx.DeleteBucket([]byte(bucket)); err != nil {
+				return err
+			}
+		}
 	}
 	return nil
 }

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	bolt "go.etcd.io/bbolt"
 )
 
 func openTemp(t *testing.T) (*Bolt, string) {
@@ -248,5 +250,79 @@ func TestBoltLockHolder(t *testing.T) {
 	_, _ = io.Copy(io.Discard, os.Stdin)
 	if err := b.Close(); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// A bucket emptied by Delete leaves the file, unless it holds a sequence;
+// the file does not grow with buckets that come and go.
+func TestBoltEmptiedBucketIsDropped(t *testing.T) {
+	b, path := openTemp(t)
+	buckets := func() []string {
+		var names []string
+		b.db.View(func(tx *bolt.Tx) error {
+			return tx.ForEach(func(name []byte, _ *bolt.Bucket) error { names = append(names, string(name)); return nil })
+		})
+		return names
+	}
+	if err := b.Update(func(tx Tx) error {
+		if err := tx.Put("gone", "k", []byte("v")); err != nil {
+			return err
+		}
+		if _, err := tx.NextSequence("log"); err != nil {
+			return err
+		}
+		return tx.Put("log", "k", []byte("v"))
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Update(func(tx Tx) error {
+		if err := tx.Delete("gone", "k"); err != nil {
+			return err
+		}
+		return tx.Delete("log", "k")
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if got := buckets(); len(got) != 1 || got[0] != "log" {
+		t.Fatalf("buckets after emptying: %v; want only the one with a sequence", got)
+	}
+	b.View(func(r Reader) error {
+		if kvs, err := r.List("gone", ""); err != nil || len(kvs) != 0 {
+			t.Fatalf("List of a dropped bucket: %v %v", kvs, err)
+		}
+		return nil
+	})
+	// Many buckets made and emptied: the file stays small.
+	for round := range 20 {
+		if err := b.Update(func(tx Tx) error {
+			for i := range 2000 {
+				if err := tx.Put(fmt.Sprintf("p/%d-%d", round, i), "m", []byte("x")); err != nil {
+					return err
+				}
+			}
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+		if err := b.Update(func(tx Tx) error {
+			for i := range 2000 {
+				if err := tx.Delete(fmt.Sprintf("p/%d-%d", round, i), "m"); err != nil {
+					return err
+				}
+			}
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := len(buckets()); n != 1 {
+		t.Fatalf("%d buckets left after 40000 were made and emptied", n)
+	}
+	fi, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fi.Size() > 4<<20 {
+		t.Fatalf("the file is %d bytes after buckets came and went", fi.Size())
 	}
 }

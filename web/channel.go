@@ -22,6 +22,8 @@ type ChannelRow struct {
 type ChannelsView struct {
 	Layout
 	Channels []ChannelRow
+	// NextURL is the following page; empty on the last.
+	NextURL string
 }
 
 // ChannelEntryRow is one plugin of a channel.

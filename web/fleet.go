@@ -37,6 +37,8 @@ type FleetPluginRow struct {
 type InventoryView struct {
 	Layout
 	Plugins []FleetPluginRow
+	// NextURL is the following page; empty on the last.
+	NextURL string
 }
 
 // FleetInstall is one install of a plugin on a machine.
@@ -104,6 +106,8 @@ type RevocationRow struct {
 type RevocationsView struct {
 	Layout
 	Revocations []RevocationRow
+	// NextURL is the following page; empty on the last.
+	NextURL string
 }
 
 // RevocationView is one revocation's convergence: the machines still

@@ -62,6 +62,8 @@ type CatalogView struct {
 	// Total is the number of catalog entries before filtering.
 	Total         int
 	PolicyVersion string
+	// NextURL is the following page of matches; empty on the last.
+	NextURL string
 }
 
 // PluginRow is one plugin in a list.

@@ -139,7 +139,9 @@ func run() error {
 		return err
 	}
 	hc := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: c.conc, MaxIdleConns: c.conc * c.replicas}, Timeout: 60 * time.Second}
-	agent, err := createToken(hc, urls[0], admin)
+	// One agent token for the whole simulated fleet, as an admin sets it
+	// up: a quota of that many machines.
+	agent, err := createToken(hc, urls[0], admin, c.machines)
 	if err != nil {
 		return err
 	}
@@ -260,8 +262,8 @@ func run() error {
 	return nil
 }
 
-func createToken(hc *http.Client, url, admin string) (string, error) {
-	req, _ := http.NewRequest("POST", url+"/v1/tokens", strings.NewReader(`{"role":"agent"}`))
+func createToken(hc *http.Client, url, admin string, machines int) (string, error) {
+	req, _ := http.NewRequest("POST", url+"/v1/tokens", strings.NewReader(fmt.Sprintf(`{"role":"agent","maxMachines":%d}`, machines)))
 	req.Header.Set("Authorization", "Bearer "+admin)
 	req.Header.Set("Content-Type", "application/json")
 	res, err := hc.Do(req)

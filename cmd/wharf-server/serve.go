@@ -130,6 +130,7 @@ func (a *app) runServe(ctx context.Context, o *serveOptions) error {
 		Store: st, Catalog: catalog, Policy: api.PolicyEngine, Verifier: api.TrustVerifier{Keyring: kr}, Logger: logger,
 		BodyLimit: o.BodyLimit, RequestTimeout: o.Timeout, RateLimit: o.RateLimit, RateBurst: o.RateBurst,
 		TrustedProxies: proxies, ChannelDir: filepath.Join(data, "channels"), Fetcher: source.NewFetcher(fc),
+		DataDir: data,
 	})
 	if err != nil {
 		return err

@@ -48,6 +48,12 @@ func (a *app) openServeStore(o storeFlags, data string) (st store.Store, where s
 		path := filepath.Join(data, "server.db")
 		b, err := store.OpenBolt(path, store.Options{LockTimeout: a.cfg.LockTimeout})
 		if err != nil {
+			var ce *store.CorruptError
+			if errors.As(err, &ce) {
+				// The store's own message names the client's repair.
+				return nil, "", &plugin.Error{Layer: plugin.LayerMaterialization, Type: typeStoreDamaged, Object: path,
+					Err: fmt.Errorf("%s is damaged: %s (%w)", path, ce.Reason, store.ErrCorrupt), Hint: repairHint(data)}
+			}
 			hint := "check that " + data + " is writable"
 			if errors.Is(err, store.ErrLocked) {
 				hint = "another wharf-server uses " + data + "; stop it or pass another --data (several replicas need --store etcd://...)"

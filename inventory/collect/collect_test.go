@@ -340,6 +340,15 @@ func TestSendErrors(t *testing.T) {
 	if errType(err) != TypeReportRefused || !strings.Contains(err.Error(), "bound to another token") || plugin.LayerOf(err) != plugin.LayerIntent {
 		t.Fatalf("403: %v", err)
 	}
+	if strings.Contains(plugin.HintOf(err), "quota") {
+		t.Fatalf("403 machine-owned hints at the quota: %s", plugin.HintOf(err))
+	}
+	// Past the token's quota: the hint says so, and not to make a new machine.
+	body = `{"error": {"code": "quota-exceeded", "message": "token tok_1 may report 1 machine(s) and has reported 1"}}`
+	_, err = Send(t.Context(), nil, srv.URL, "tok", r)
+	if h := plugin.HintOf(err); !strings.Contains(h, "quota is used up") || strings.Contains(h, "machine-id") || !strings.Contains(err.Error(), "may report 1 machine") {
+		t.Fatalf("403 quota-exceeded: %v (hint %q)", err, h)
+	}
 	status, body = 200, `{}`
 	if _, err := Send(t.Context(), nil, srv.URL, "tok", r); errType(err) != TypeReportRefused {
 		t.Fatalf("200 without changed: %v", err)

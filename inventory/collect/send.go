@@ -79,6 +79,7 @@ func refused(base, machine string, status int, raw []byte) error {
 	msg := strings.TrimSpace(string(raw))
 	var e struct {
 		Error struct {
+			Code    string `json:"code"`
 			Message string `json:"message"`
 			Hint    string `json:"hint"`
 		} `json:"error"`
@@ -93,6 +94,10 @@ func refused(base, machine string, status int, raw []byte) error {
 		layer, hint = plugin.LayerIntent, "give a valid token: --token or WHARF_TOKEN (wharf token create on the server)"
 	case http.StatusForbidden:
 		layer, hint = plugin.LayerIntent, "machine "+machine+" reports with the token it first reported with; use that token, or remove the machine-id file to report as a new machine"
+		if e.Error.Code == "quota-exceeded" {
+			// A new machine id would count against the same quota.
+			hint = "the token's inventory quota is used up; ask the server's admin for a token for this machine, or for a larger maxMachines or maxPlugins"
+		}
 	case http.StatusNotFound, http.StatusMethodNotAllowed:
 		hint = "the server does not take inventory reports; upgrade it, or check the URL"
 	case http.StatusTooManyRequests:
