@@ -19,8 +19,9 @@ import (
 // files of "app", both carrying an old-form signature (over the bare digest)
 // made for app, by a key trusted here. managed is the system managed layer,
 // extra (when not "") the layer WHARF_MANAGED_DIR adds; both may name the
-// key as %[1]s (its id) and %[2]s (its sha256 fingerprint).
-func legacyWorld(t *testing.T, managed, extra string) *Installer {
+// key as %[1]s (its id) and %[2]s (its sha256 fingerprint). user (when not
+// "") is the user's settings.json.
+func legacyWorld(t *testing.T, managed, extra, user string) *Installer {
 	t.Helper()
 	priv, pub, err := trust.GenerateKey(trust.AlgEd25519)
 	if err != nil {
@@ -63,6 +64,9 @@ func legacyWorld(t *testing.T, managed, extra string) *Installer {
 		return strings.NewReplacer("%[1]s", keyID, "%[2]s", fp).Replace(s)
 	}
 	write(t, filepath.Join(tw.Managed, "managed-settings.json"), fill(managed))
+	if user != "" {
+		write(t, layout.New(tw.Home).Settings(), fill(user))
+	}
 	var extraDir string
 	if extra != "" {
 		extraDir = filepath.Join(t.TempDir(), "user-managed")
@@ -95,7 +99,7 @@ func legacyWorld(t *testing.T, managed, extra string) *Installer {
 func TestLegacySignatureSatisfiesPolicyOnlyWhenOptedIn(t *testing.T) {
 	const require = `"requireSignatures": {"corp": ["%[1]s"]}`
 	for _, tc := range []struct {
-		name, managed, extra string
+		name, managed, extra, user string
 		installs             bool
 	}{
 		{name: "no opt-in", managed: `{` + require + `}`},
@@ -106,10 +110,12 @@ func TestLegacySignatureSatisfiesPolicyOnlyWhenOptedIn(t *testing.T) {
 		// A lower layer's opt-in does not loosen a higher layer's requirement.
 		{name: "opted in by a lower layer only", managed: `{` + require + `}`, extra: `{"legacySignatureKeys": ["%[1]s"]}`},
 		{name: "opted in by a lower layer requiring it too", managed: `{` + require + `}`, extra: `{` + require + `, "legacySignatureKeys": ["%[1]s"]}`},
+		// User settings are no policy layer: they opt nothing in.
+		{name: "opted in by the user's settings", managed: `{` + require + `}`, user: `{"legacySignatureKeys": ["%[1]s"]}`},
 		{name: "opted in by the higher layer, required by both", managed: `{` + require + `, "legacySignatureKeys": ["%[1]s"]}`, extra: `{` + require + `}`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			in := legacyWorld(t, tc.managed, tc.extra)
+			in := legacyWorld(t, tc.managed, tc.extra, tc.user)
 			for _, name := range []string{"copy", "app"} {
 				id := plugin.ID{Name: name, Source: "corp"}
 				res, err := in.Install(bg, Request{ID: id})
