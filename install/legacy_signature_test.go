@@ -100,7 +100,7 @@ func TestLegacySignatureSatisfiesPolicyOnlyWhenOptedIn(t *testing.T) {
 	const require = `"requireSignatures": {"corp": ["%[1]s"]}`
 	for _, tc := range []struct {
 		name, managed, extra, user string
-		installs             bool
+		installs                   bool
 	}{
 		{name: "no opt-in", managed: `{` + require + `}`},
 		{name: "opted in by key id", managed: `{` + require + `, "legacySignatureKeys": ["%[1]s"]}`, installs: true},
