@@ -45,7 +45,7 @@ func FuzzTrustStore(f *testing.F) {
 // A hook command is hostile text: splitting it into words never panics and
 // pins only existing regular files.
 func FuzzPinScripts(f *testing.F) {
-	for _, s := range []string{`sh ${CLAUDE_PLUGIN_ROOT}/x.sh`, `"$CLAUDE_PROJECT_DIR"/a.sh --flag`, `echo 'unterminated`, `a;b|c&&d`, `~/bin/x`, `./s.sh`, ""} {
+	for _, s := range []string{`sh ${CLAUDE_PLUGIN_ROOT}/x.sh`, `./s.sh; sh "$CLAUDE_PROJECT_DIR"/s.sh`, `sh \./s.sh`, `"$CLAUDE_PROJECT_DIR"/a.sh --flag`, `echo 'unterminated`, `a;b|c&&d`, `~/bin/x`, `./s.sh`, ""} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, cmd string) {
@@ -53,11 +53,20 @@ func FuzzPinScripts(f *testing.F) {
 		if err := os.WriteFile(filepath.Join(dir, "s.sh"), []byte("echo"), 0o755); err != nil {
 			t.Fatal(err)
 		}
-		for _, p := range PinScripts(cmd, dir, []string{"CLAUDE_PROJECT_DIR=" + dir}) {
+		pins := PinScripts(cmd, dir, []string{"CLAUDE_PROJECT_DIR=" + dir})
+		for _, p := range pins {
 			fi, err := os.Stat(p.Path)
 			if err != nil || !fi.Mode().IsRegular() || p.Check() != nil {
 				t.Fatalf("pinned %+v from %q", p, cmd)
 			}
+		}
+		// The words naming them can always be replaced by verified copies.
+		pc, err := PrepareCommand(cmd, pins)
+		if err != nil {
+			t.Fatalf("prepare %q: %v", cmd, err)
+		}
+		if err := pc.Close(); err != nil {
+			t.Fatal(err)
 		}
 	})
 }

@@ -106,15 +106,7 @@ const (
 )
 
 func parseLimit(c echo.Context) (int, error) {
-	v := c.QueryParam("limit")
-	if v == "" {
-		return defaultPageSize, nil
-	}
-	n, err := strconv.Atoi(v)
-	if err != nil || n < 1 || n > maxPageSize {
-		return 0, badField("limit", "limit %q must be an integer from 1 to %d", v, maxPageSize)
-	}
-	return n, nil
+	return parseLimitParam(c.QueryParam("limit"))
 }
 
 // parseCursor reads the opaque cursor: the last sequence number returned.
@@ -187,12 +179,9 @@ func (s *Server) audit(c echo.Context) error {
 		return err
 	}
 	action, actor := c.QueryParam("action"), c.QueryParam("actor")
-	var since time.Time
-	if v := c.QueryParam("since"); v != "" {
-		since, err = time.Parse(time.RFC3339, v)
-		if err != nil {
-			return badField("since", "since %q is not an RFC 3339 time such as 2026-01-02T15:04:05Z", v)
-		}
+	since, err := parseSinceParam(c.QueryParam("since"))
+	if err != nil {
+		return err
 	}
 	entries, next, err := readLog(s.deps.Store, bucketAudit, "audit entry", after, limit, func(e AuditEntry) bool {
 		return (action == "" || e.Action == action) && (actor == "" || e.Actor == actor) && (since.IsZero() || !e.Time.Before(since))

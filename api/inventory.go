@@ -8,7 +8,6 @@ import (
 	"mime"
 	"net/http"
 	"sort"
-	"strconv"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -340,13 +339,9 @@ func (s *Server) inventoryPlugin(c echo.Context) error {
 }
 
 func (s *Server) staleMachines(c echo.Context) error {
-	days := 30
-	if v := c.QueryParam("days"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 || n > 3650 {
-			return badField("days", "days %q must be a whole number of days from 1 to 3650", v)
-		}
-		days = n
+	days, err := parseDaysParam(c.QueryParam("days"))
+	if err != nil {
+		return err
 	}
 	limit, err := parseLimit(c)
 	if err != nil {

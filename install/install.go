@@ -155,16 +155,16 @@ func (in *Installer) Install(ctx context.Context, req Request) (*Result, error) 
 	res.Warnings = append(res.Warnings, plan.Warnings...)
 	todo := plan.ToInstall()
 	// Policy again, now with the signatures that verified over the fetched content.
-	verified := map[plugin.ID][]string{}
+	verified, policyKeys := map[plugin.ID][]string{}, map[plugin.ID][]string{}
 	for _, st := range todo {
-		ids, warns, err := in.verifiedSignatures(g, st.ID, done[st.ID].v)
+		ids, keys, warns, err := in.verifiedSignatures(g, st.ID, done[st.ID].v)
 		if err != nil {
 			return nil, err
 		}
-		verified[st.ID] = ids
+		verified[st.ID], policyKeys[st.ID] = ids, keys
 		res.Warnings = append(res.Warnings, warns...)
 	}
-	if err := in.checkPolicy(ctx, g, todo, verified); err != nil {
+	if err := in.checkPolicy(ctx, g, todo, policyKeys); err != nil {
 		return nil, err
 	}
 	for _, st := range todo {
@@ -246,9 +246,9 @@ func (in *Installer) Install(ctx context.Context, req Request) (*Result, error) 
 }
 
 // checkPolicy asks policy about every plugin of an install closure. verified
-// is nil before fetching: then the key ids an entry claims stand in for the
-// verified ones, so a plugin that cannot satisfy requireSignatures is refused
-// before any download.
+// (Request.Signatures per plugin) is nil before fetching: then every trusted
+// key stands in for the verified ones, so a plugin that no trusted key can
+// make satisfy requireSignatures is refused before any download.
 func (in *Installer) checkPolicy(ctx context.Context, g *graph, steps []resolver.Step, verified map[plugin.ID][]string) error {
 	if in.o.Policy == nil {
 		return nil
@@ -261,10 +261,11 @@ func (in *Installer) checkPolicy(ctx context.Context, g *graph, steps []resolver
 		}
 		if verified != nil {
 			it.Signatures = verified[st.ID]
-		} else if e, _ := g.entry(st.ID); e != nil {
-			for _, s := range e.Signatures {
-				it.Signatures = append(it.Signatures, s.KeyID)
-			}
+		} else {
+			// Before fetching, the detached signatures file is not seen:
+			// any key trusted here might have signed the plugin, so only a
+			// plugin no trusted key could sign well enough is refused now.
+			it.Signatures = in.o.Keys.IDs()
 		}
 		items = append(items, it)
 	}
@@ -290,42 +291,34 @@ func (in *Installer) checkRevoked(id plugin.ID, v *cache.Version) error {
 	return nil
 }
 
-// verifiedSignatures returns the key ids of trusted keys whose signature
-// covers v: the statement binding id, its declared version and v's digest
-// (or, weaker, the bare digest: warnings name those), from the marketplace
-// entry and the detached file. A signature that names a trusted key but
-// does not verify is refused as a trust error: a trusted key's signature on
-// other content, or on this content under another plugin name, marketplace
-// or version (relabelled), is never quietly ignored.
-func (in *Installer) verifiedSignatures(g *graph, id plugin.ID, v *cache.Version) ([]string, []string, error) {
-	var sigs []trust.Signature
+// verifiedSignatures checks the signatures of v, fetched for id (its
+// marketplace entry's and its detached file's), by trust's one rule
+// (trust.CheckSignatures, which wharf verify applies too). It returns the
+// key ids of trusted keys whose signature is valid, the Request.Signatures
+// policy's requireSignatures reads (an old-form signature counts only where
+// a layer opts its key in), and warnings naming old-form signatures. A
+// signature present that does not cover v as published (a trusted key's on
+// other content or on this content under another plugin name, marketplace
+// or version, or one recorded over another digest) is a trust error.
+func (in *Installer) verifiedSignatures(g *graph, id plugin.ID, v *cache.Version) (ids, policyKeys, warnings []string, err error) {
+	var entrySigs []trust.Signature
 	entryVersion := ""
 	if e, _ := g.entry(id); e != nil {
 		entryVersion = e.Version
-		for _, s := range e.Signatures {
-			sigs = append(sigs, trust.Signature{KeyID: s.KeyID, Sig: s.Sig})
-		}
+		entrySigs = e.Signatures
 	}
-	if detached, err := trust.ReadSignatures(v.Path); err == nil {
-		sigs = append(sigs, detached...)
+	sigs, err := trust.PluginSignatures(v.Path, entrySigs)
+	if err != nil {
+		return nil, nil, nil, err
 	}
-	st := trust.NewStatement(id, trust.DeclaredVersion(v.Path, entryVersion), v.Digest)
-	var ids, warnings []string
-	for _, r := range trust.VerifyStatement(sigs, st, in.o.Keys) {
-		switch {
-		case r.Valid && r.Trusted:
-			ids = append(ids, r.KeyID)
-			if r.Legacy {
-				warnings = append(warnings, id.String()+": "+trust.LegacyWarning(r.KeyID))
-			}
-		case r.Trusted:
-			return nil, nil, &plugin.Error{Layer: plugin.LayerTrust, Type: plugin.TypeTrustRejected, Object: st.String(),
-				Err: errors.New(r.Reason),
-				Hint: "a trusted key's signature does not cover this plugin as published: the content may have been copied from another plugin or marketplace, or changed after signing; " +
-					"ask the marketplace owner to re-sign it (wharf sign), or remove the stale signature"}
-		}
+	c := trust.CheckSignatures(sigs, trust.NewStatement(id, trust.DeclaredVersion(v.Path, entryVersion), v.Digest), in.o.Keys)
+	if err := c.Err(); err != nil {
+		return nil, nil, nil, err
 	}
-	return ids, warnings, nil
+	for _, w := range c.Warnings() {
+		warnings = append(warnings, id.String()+": "+w)
+	}
+	return c.Verified(), policy.SignatureKeys(c.Keys, c.LegacyKeys, c.LegacyFingerprints), warnings, nil
 }
 
 // fetchWorkers bounds how many plugins of a closure are fetched and

@@ -103,7 +103,7 @@ func (in *Installer) Update(ctx context.Context, ids []plugin.ID, opts UpdateOpt
 			}
 			continue
 		}
-		keys, warns, err := in.verifiedSignatures(g, id, sv.v)
+		_, keys, warns, err := in.verifiedSignatures(g, id, sv.v)
 		if err != nil {
 			sv.cleanup()
 			return out, err

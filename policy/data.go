@@ -5,6 +5,7 @@ import (
 	"regexp"
 	"slices"
 	"sort"
+	"strings"
 
 	"github.com/open-policy-agent/opa/v1/ast"
 
@@ -217,6 +218,16 @@ func buildFacts(layers []compiledLayer) *factIndex {
 			for _, k := range sig.Keys[mkt] {
 				e.keys[k] = true
 				set.Add(ast.StringTerm(k))
+				// An old-form signature satisfies this layer only for the
+				// keys this same layer opts in: a lower layer's opt-in
+				// cannot loosen a higher layer's requirement.
+				if legacy := s.LegacySignatureKeys; !legacy.Invalid {
+					for _, l := range legacy.Keys {
+						if l == k || strings.HasPrefix(l, k) && len(k) == 16 {
+							e.keys[LegacySignature(l)] = true
+						}
+					}
+				}
 			}
 			e.keySet = ast.NewTerm(set)
 			x.signatures[mkt] = append(x.signatures[mkt], e)

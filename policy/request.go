@@ -74,8 +74,11 @@ type Request struct {
 	// the dependent marketplace's marketplace.json list plus the user's and
 	// project's settings. Policy layers can only narrow it.
 	DeclaredCross []string `json:"declaredCross,omitempty"`
-	// Signatures are the key ids whose signatures over the plugin's digest
-	// verified (trust did the verifying; policy only requires them).
+	// Signatures are the key ids whose signatures over the plugin's
+	// statement verified (trust did the verifying; policy only requires
+	// them), and LegacySignature tokens for old-form signatures (over the
+	// bare digest only), which satisfy requireSignatures only in a layer
+	// whose legacySignatureKeys names the key (SignatureKeys builds both).
 	Signatures []string         `json:"signatures,omitempty"`
 	Surface    settings.Surface `json:"surface,omitempty"`
 	From       string           `json:"from,omitempty"` // plugin, managed, user, project, builtin
@@ -548,4 +551,25 @@ func displaySource(s settings.MarketplaceSource) string {
 		return s.Source + ":" + s.Path
 	}
 	return s.Source
+}
+
+// LegacySignature is the token standing, in Request.Signatures, for a valid
+// old-form signature by the key ref (a key id, or the sha256 fingerprint of
+// the public key): it matches only a layer that opts that key in with
+// legacySignatureKeys, never a requireSignatures key id by itself.
+func LegacySignature(ref string) string { return "legacy:" + ref }
+
+// SignatureKeys is Request.Signatures for a plugin: keys whose signature
+// covers its statement, and keys whose signature covers only its bare digest
+// (old form), each given as its key id and the sha256 fingerprint of its
+// public key (legacyFingerprints, same order; "" when unknown).
+func SignatureKeys(keys, legacy, legacyFingerprints []string) []string {
+	out := append([]string{}, keys...)
+	for i, k := range legacy {
+		out = append(out, LegacySignature(k))
+		if i < len(legacyFingerprints) && legacyFingerprints[i] != "" {
+			out = append(out, LegacySignature(legacyFingerprints[i]))
+		}
+	}
+	return out
 }

@@ -207,6 +207,12 @@ func (m *Settings) mergeFrom(s *Settings) {
 			}
 		}
 	}
+	if s.LegacySignatureKeys.Set {
+		l := &m.LegacySignatureKeys
+		l.Set = true
+		l.Invalid = l.Invalid || s.LegacySignatureKeys.Invalid
+		l.Keys = dedup(append(l.Keys, s.LegacySignatureKeys.Keys...))
+	}
 	if s.Hooks != nil {
 		m.Hooks = s.Hooks
 	}

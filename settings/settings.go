@@ -119,6 +119,14 @@ type Signatures struct {
 	InvalidMarketplaces []string
 }
 
+// KeyList is a list of signing keys (legacySignatureKeys): key ids (16 hex
+// characters) or full sha256 fingerprints (64), lowercase.
+type KeyList struct {
+	Set     bool
+	Invalid bool // not a list: it opts no key in (fail closed)
+	Keys    []string
+}
+
 // KnownMarketplace is one entry of extraKnownMarketplaces.
 type KnownMarketplace struct {
 	Source     MarketplaceSource `json:"source"`
@@ -146,6 +154,10 @@ type Settings struct {
 	// ("host[:port]" or a base URL; "" is github.com). Only managed layers
 	// give it a meaning: the user's GitHub host never moves a managed entry.
 	GitHubHost string
+	// LegacySignatureKeys (wharf, managed) opts keys in to satisfying this
+	// layer's requireSignatures with old-form signatures (over the bare
+	// digest): key ids or sha256 fingerprints of their public keys.
+	LegacySignatureKeys KeyList
 
 	// Hooks and MCPServers are kept as written; the agent decodes them.
 	Hooks      json.RawMessage
@@ -192,7 +204,7 @@ var knownKeys = []string{
 	"enabledPlugins", "extraKnownMarketplaces", "strictKnownMarketplaces",
 	"blockedMarketplaces", "strictPluginOnlyCustomization",
 	"allowCrossMarketplaceDependenciesOn", "allowManagedHooksOnly",
-	"disableSideloadFlags", "requireSignatures", "hooks", "mcpServers",
+	"disableSideloadFlags", "requireSignatures", "legacySignatureKeys", "hooks", "mcpServers",
 	"githubHost",
 }
 
@@ -200,7 +212,7 @@ var knownKeys = []string{
 var securityKeys = map[string]bool{
 	"strictKnownMarketplaces": true, "blockedMarketplaces": true, "strictPluginOnlyCustomization": true,
 	"allowCrossMarketplaceDependenciesOn": true, "allowManagedHooksOnly": true, "disableSideloadFlags": true,
-	"requireSignatures": true,
+	"requireSignatures": true, "legacySignatureKeys": true,
 }
 
 // claudeKeys are Claude Code settings keys that are not wharf's business but
@@ -405,6 +417,8 @@ func (d *decoder) key(off int64, key string, raw json.RawMessage) {
 			return
 		}
 		s.GitHubHost = strings.TrimSpace(h)
+	case "legacySignatureKeys":
+		s.LegacySignatureKeys = d.keyList(off, key, raw)
 	case "hooks":
 		if kind := jsonKind(raw); kind != "an object" {
 			d.issue(SeverityError, off, key, "must be an object {event: [matchers]}, got %s", kind)
@@ -570,6 +584,44 @@ func (d *decoder) signatures(off int64, key string, raw json.RawMessage) Signatu
 		sig.Keys[mkt] = dedup(keys)
 	}
 	return sig
+}
+
+func (d *decoder) keyList(off int64, key string, raw json.RawMessage) KeyList {
+	var items []json.RawMessage
+	if err := json.Unmarshal(raw, &items); err != nil || items == nil {
+		d.issue(SeverityError, off, key, "must be an array of key ids or sha256 fingerprints, got %s; no key may use old-form signatures (fail closed)", jsonKind(raw))
+		return KeyList{Set: true, Invalid: true}
+	}
+	l := KeyList{Set: true, Keys: []string{}}
+	for i, it := range items {
+		field := fmt.Sprintf("%s[%d]", key, i)
+		var k string
+		if err := json.Unmarshal(it, &k); err != nil {
+			d.issue(SeverityError, off, field, "must be a key id string, got %s; entry ignored (opts no key in)", jsonKind(it))
+			continue
+		}
+		if !keyRef(k) {
+			d.issue(SeverityError, off, field, "%q is neither a key id (16 lowercase hex characters, as wharf keygen prints) nor a sha256 fingerprint (64); entry ignored (opts no key in)", k)
+			continue
+		}
+		if !contains(l.Keys, k) {
+			l.Keys = append(l.Keys, k)
+		}
+	}
+	return l
+}
+
+// keyRef reports whether k is a key id or a sha256 fingerprint.
+func keyRef(k string) bool {
+	if len(k) != 16 && len(k) != 64 {
+		return false
+	}
+	for _, c := range k {
+		if (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+			return false
+		}
+	}
+	return true
 }
 
 func sortedKeys[V any](m map[string]V) []string {

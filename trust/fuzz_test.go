@@ -147,6 +147,9 @@ func FuzzParseSignatures(f *testing.F) {
 	}
 	seed, _ := json.Marshal([]Signature{good})
 	f.Add(seed)
+	st := Statement{Type: StatementType, Plugin: "deploy", Marketplace: "corp", Version: "1.0.0", Digest: digestA}
+	seed, _ = json.Marshal([]FileSignature{{Signature: good, Statement: &st}})
+	f.Add(seed)
 	f.Fuzz(func(t *testing.T, data []byte) {
 		sigs, err := ParseSignatures(data, "sigs.json")
 		if err != nil {
@@ -165,7 +168,7 @@ func FuzzParseSignatures(f *testing.F) {
 		ids := kr.IDs()
 		for i, s := range sigs {
 			s.KeyID = ids[i%len(ids)]
-			r := Verify([]Signature{s}, digestA, kr, digestB)[0]
+			r := Verify([]Signature{s.Signature}, digestA, kr, digestB)[0]
 			if r.Valid && s.Sig != good.Sig {
 				t.Fatalf("accepted a signature never made: %+v", s)
 			}

@@ -79,6 +79,17 @@ func KeyID(pub crypto.PublicKey) (string, error) {
 	return hex.EncodeToString(sum[:])[:KeyIDLen], nil
 }
 
+// KeyFingerprint is the full sha256, in hex, of the key's DER
+// SubjectPublicKeyInfo: the key id is its first 16 characters.
+func KeyFingerprint(pub crypto.PublicKey) (string, error) {
+	der, err := cryptoutils.MarshalPublicKeyToDER(pub)
+	if err != nil {
+		return "", keyError("", err)
+	}
+	sum := sha256.Sum256(der)
+	return hex.EncodeToString(sum[:]), nil
+}
+
 // ParsePublicKey reads a PEM public key and accepts only the supported
 // algorithms.
 func ParsePublicKey(pubPEM []byte) (crypto.PublicKey, error) {
@@ -205,6 +216,10 @@ const (
 	SigMalformed   SigFailure = "malformed"    // not base64, truncated or garbled
 	SigWrongKey    SigFailure = "wrong-key"    // made by another trusted key than the one it names
 	SigOtherDigest SigFailure = "other-digest" // the named key signed other content (or, for a statement, another plugin, marketplace or version)
+	// SigNoSubject: not over the bare digest, and nothing says which
+	// plugin it binds (no subject given, no statement recorded): it cannot
+	// be checked, which is not a verdict on the content.
+	SigNoSubject SigFailure = "no-subject"
 )
 
 // SigResult is the verdict on one signature.
@@ -219,8 +234,13 @@ type SigResult struct {
 	Failure SigFailure
 	Reason  string // empty when Valid
 	// SignedDigest is the digest the signature covers when it was found to
-	// cover one of the other digests Verify was asked to try.
+	// cover one of the other digests Verify was asked to try, or the digest
+	// its recorded statement names when that is not the tree's.
 	SignedDigest string
+	// SignedAs names the plugin the recorded statement binds (deploy@corp
+	// 1.0.0), when the signature was checked against it (CheckSignatures
+	// with no subject).
+	SignedAs string
 }
 
 // Verify checks each signature against the bare digest with the trusted

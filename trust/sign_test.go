@@ -186,7 +186,7 @@ func TestSignaturesFile(t *testing.T) {
 	must(t, AddSignature(root, sa2)) // replaces a's first signature
 	sigs, err = ReadSignatures(root)
 	must(t, err)
-	if len(sigs) != 2 || sigs[0] != sb || sigs[1] != sa2 {
+	if len(sigs) != 2 || sigs[0].Signature != sb || sigs[1].Signature != sa2 || sigs[0].Statement != nil {
 		t.Fatalf("signatures %+v", sigs)
 	}
 	ents, _ := os.ReadDir(filepath.Join(root, ".claude-plugin"))

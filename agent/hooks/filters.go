@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/wharfhq/wharf/agent"
 	"github.com/wharfhq/wharf/agent/internal/proctree"
 	"github.com/wharfhq/wharf/plugin"
 )
@@ -83,7 +84,14 @@ func (r *Runner) firstRun(ev Event, h Hook) bool {
 // has to outlive Run to feed it), its output is discarded, and it runs in
 // its own process group, killed with it after its timeout while this
 // process lives. Wait waits for such hooks.
-func (r *Runner) startBackground(ev Event, h Hook) error {
+func (r *Runner) startBackground(ev Event, h Hook, pc *agent.PreparedCommand) (err error) {
+	// pc (the verified copies of the hook's scripts) lives as long as the
+	// hook runs.
+	defer func() {
+		if err != nil {
+			pc.Close()
+		}
+	}()
 	timeout, shell, env := r.procSettings(h.Timeout)
 	in, err := os.CreateTemp("", "wharf-hook-event-*")
 	if err != nil {
@@ -98,7 +106,7 @@ func (r *Runner) startBackground(ev Event, h Hook) error {
 	if _, err := in.Seek(0, 0); err != nil {
 		return err
 	}
-	cmd := exec.Command(shell, "-c", h.Command)
+	cmd := exec.Command(shell, "-c", pc.Command)
 	cmd.Env = append(append(append([]string(nil), env...), h.Env...), "WHARF_HOOK_EVENT="+string(ev.Name))
 	cmd.Dir = h.Dir
 	cmd.Stdin = in
@@ -109,6 +117,7 @@ func (r *Runner) startBackground(ev Event, h Hook) error {
 	r.bg.Add(1)
 	go func() {
 		defer r.bg.Done()
+		defer pc.Close()
 		done := make(chan struct{})
 		go func() { _ = tree.Wait(); close(done) }()
 		t := time.NewTimer(timeout)

@@ -253,6 +253,9 @@ type Outcome struct {
 	// background: Run did not wait for it and its result decides nothing.
 	Background bool `json:"background,omitempty"`
 
+	// run is the command to run: Command with its pinned scripts
+	// replaced by their verified copies (agent.PrepareCommand).
+	run      string
 	hso      map[string]json.RawMessage
 	cont     *bool
 	stop     string
@@ -353,21 +356,19 @@ func isPlainMatcher(m string) bool {
 	return true
 }
 
-// checkPins re-checks a hook's scripts against the digests of the load.
-func checkPins(pins []agent.ScriptPin) error {
-	for _, p := range pins {
-		if err := p.Check(); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
 // Run runs the hooks of ev's event that match ev and combines their results.
 // It never fails: every problem of a single hook is in its Outcome.
 func (r *Runner) Run(ctx context.Context, ev Event, hooks []Hook) *Result {
 	res := &Result{Event: ev.Name, Hooks: []Outcome{}}
 	var todo []int
+	// The verified copies of the scripts of the hooks run in the
+	// foreground, removed once they have all exited.
+	var prepared []*agent.PreparedCommand
+	defer func() {
+		for _, pc := range prepared {
+			pc.Close()
+		}
+	}()
 	// Identical commands with the same environment run once, as in Claude
 	// Code (a user and a project settings file often repeat a hook).
 	seen := map[string]string{}
@@ -402,12 +403,17 @@ func (r *Runner) Run(ctx context.Context, ev Event, hooks []Hook) *Result {
 				continue
 			}
 		}
-		if err := checkPins(h.Pins); err != nil {
+		// The scripts are checked and copied at once: what runs is the
+		// copy of what was checked, never the path again.
+		pc, err := agent.PrepareCommand(h.Command, h.Pins)
+		if err != nil {
 			o.Error = err.Error()
 			res.Refused = append(res.Refused, h.ID+": "+err.Error())
 			res.Hooks = append(res.Hooks, o)
 			continue
 		}
+		o.run = pc.Command
+		prepared = append(prepared, pc)
 		if h.Type == "http" {
 			if strings.TrimSpace(h.URL) == "" {
 				o.Error = "http hook has no url"
@@ -456,7 +462,9 @@ func (r *Runner) Run(ctx context.Context, ev Event, hooks []Hook) *Result {
 		}
 		if h.Async {
 			o.Background = true
-			if err := r.startBackground(ev, h); err != nil {
+			// The background run owns its copies from here.
+			prepared = prepared[:len(prepared)-1]
+			if err := r.startBackground(ev, h, pc); err != nil {
 				o.Error = "cannot start in the background: " + err.Error()
 			} else {
 				o.Ran = true
@@ -529,7 +537,7 @@ func (r *Runner) runOne(ctx context.Context, ev Event, o *Outcome) {
 	timeout, shell, env := r.procSettings(o.Timeout)
 	tctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	cmd := exec.CommandContext(tctx, shell, "-c", o.Command)
+	cmd := exec.CommandContext(tctx, shell, "-c", o.run)
 	cmd.Env = append(append(append([]string(nil), env...), o.Env...), "WHARF_HOOK_EVENT="+string(ev.Name))
 	cmd.Dir = o.Dir
 	cmd.Stdin = bytes.NewReader(ev.Raw)

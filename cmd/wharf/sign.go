@@ -97,7 +97,7 @@ func newSignCmd(a *app) *cobra.Command {
 			}
 			res := signResult{Target: dir, Digest: tree.Digest, Statement: st, KeyID: sig.KeyID, Sig: sig.Sig}
 			if entryFile == "" {
-				if err := trust.AddSignature(dir, sig); err != nil {
+				if err := trust.AddSigned(dir, sig, st); err != nil {
 					return err
 				}
 				res.WrittenTo = trust.SignaturesFile

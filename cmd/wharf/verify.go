@@ -24,8 +24,10 @@ type verifyTarget struct {
 	version  string
 	expected string
 	source   string // "expected", "integrity" or "pin"
-	sigs     []trust.Signature
-	fp       trust.FP
+	// entrySigs are the marketplace entry's signatures; the detached
+	// file's are read with them (trust.PluginSignatures).
+	entrySigs []trust.Signature
+	fp        trust.FP
 	// entryVersion is the marketplace entry's version, for the statement's
 	// version when plugin.json declares none.
 	entryVersion string
@@ -96,11 +98,6 @@ func newVerifyCmd(a *app) *cobra.Command {
 						Hint: "plugin and marketplace names are lowercase letters, digits and dashes"}
 				}
 			}
-			detached, err := trust.ReadSignatures(t.dir)
-			if err != nil {
-				return err
-			}
-			t.sigs = append(t.sigs, detached...)
 			return a.runVerify(args[0], t, keys, required)
 		},
 	}
@@ -145,7 +142,7 @@ func (a *app) verifyTarget(arg string) (*verifyTarget, error) {
 		}
 	}
 	if entry != nil {
-		t.sigs = append(t.sigs, entry.Signatures...)
+		t.entrySigs = entry.Signatures
 		t.entryVersion = entry.Version
 	}
 	c, err := cache.New(cache.Options{Home: a.env.Home(), Store: st})
@@ -177,24 +174,23 @@ func (a *app) runVerify(arg string, t *verifyTarget, keys trust.Keyring, require
 	if t.expected != "" {
 		others = append(others, t.expected)
 	}
-	var results []trust.SigResult
+	sigs, err := trust.PluginSignatures(t.dir, t.entrySigs)
+	if err != nil {
+		return err
+	}
 	subject := t.id
 	if subject.IsZero() {
 		subject = t.named
 	}
-	if subject.IsZero() {
-		// A directory published as nothing in particular: only the old
-		// bare-digest form can verify.
-		results = trust.Verify(t.sigs, tree.Digest, keys, others...)
-		for i, r := range results {
-			if r.Failure == trust.SigOtherDigest {
-				results[i].Reason += "; a signature of the current form binds the plugin's marketplace: pass --marketplace <name>"
-			}
-		}
-	} else {
-		st := trust.NewStatement(subject, trust.DeclaredVersion(t.dir, t.entryVersion), tree.Digest)
-		results = trust.VerifyStatement(t.sigs, st, keys, others...)
+	// The one rule install applies too. A directory published as nothing
+	// in particular is checked against the statement recorded with each
+	// signature, else the bare digest.
+	st := trust.Statement{Digest: tree.Digest}
+	if !subject.IsZero() {
+		st = trust.NewStatement(subject, trust.DeclaredVersion(t.dir, t.entryVersion), tree.Digest)
 	}
+	check := trust.CheckSignatures(sigs, st, keys, others...)
+	results := check.Results
 	var problems []string
 	var changed []string
 	if t.expected != "" && tree.Digest != t.expected {
@@ -206,12 +202,10 @@ func (a *app) runVerify(arg string, t *verifyTarget, keys trust.Keyring, require
 		}
 		problems = append(problems, msg)
 	}
-	signed := false
-	for _, r := range results {
-		if r.Valid && r.Trusted {
-			signed = true
-		}
+	if p := check.Problems(); len(p) > 0 {
+		problems = append(problems, "a signature present does not cover the content: "+strings.Join(p, "; "))
 	}
+	signed := len(check.Verified()) > 0
 	if required && !signed {
 		var why []string
 		for _, r := range results {
@@ -231,7 +225,7 @@ func (a *app) runVerify(arg string, t *verifyTarget, keys trust.Keyring, require
 	if !t.id.IsZero() {
 		// Managed policy may demand signatures by named keys for this
 		// plugin's marketplace (requireSignatures).
-		if msg, err := a.policySignatureProblem(t.id, results); err != nil {
+		if msg, err := a.policySignatureProblem(t.id, check); err != nil {
 			return err
 		} else if msg != "" {
 			problems = append(problems, msg)
@@ -239,7 +233,7 @@ func (a *app) runVerify(arg string, t *verifyTarget, keys trust.Keyring, require
 	}
 	rep := trust.NewReport(arg, tree, t.expected, changed, results)
 	rep.OK = len(problems) == 0
-	rep.Checked = rep.Checked || required || len(problems) > 0
+	rep.Checked = t.expected != "" || check.Checked() || required || len(problems) > 0
 	if a.cfg.JSON {
 		if err := a.printJSON(rep); err != nil {
 			return err
@@ -295,6 +289,8 @@ func printVerify(a *app, rep trust.VerifyReport, results []trust.SigResult, t *v
 		switch {
 		case r.Valid && r.Legacy:
 			a.printf("  signature %s: valid, trusted, old form (weaker: it does not bind the plugin's name, marketplace or version)\n", r.KeyID)
+		case r.Valid && r.SignedAs != "":
+			a.printf("  signature %s: valid, trusted, signed as %s\n", r.KeyID, r.SignedAs)
 		case r.Valid:
 			a.printf("  signature %s: valid, trusted\n", r.KeyID)
 		default:
@@ -307,6 +303,9 @@ func printVerify(a *app, rep trust.VerifyReport, results []trust.SigResult, t *v
 	switch {
 	case rep.OK && rep.Checked:
 		a.printf("OK\n")
+	case rep.OK && len(results) > 0:
+		a.printf("nothing to check against: no pinned, published or --expect digest, and no trusted key to check the signatures with (pass --key <pub.pem>)\n")
+		a.printf("pin the digest above: wharf verify %s --expect %s\n", rep.Target, rep.Digest)
 	case rep.OK:
 		a.printf("nothing to check against: no pinned, published or --expect digest and no signature\n")
 		a.printf("pin the digest above: wharf verify %s --expect %s\n", rep.Target, rep.Digest)
@@ -315,19 +314,14 @@ func printVerify(a *app, rep trust.VerifyReport, results []trust.SigResult, t *v
 
 // policySignatureProblem asks policy whether the verified signatures satisfy
 // requireSignatures for id's marketplace, and returns the reason if not.
-func (a *app) policySignatureProblem(id plugin.ID, results []trust.SigResult) (string, error) {
+func (a *app) policySignatureProblem(id plugin.ID, check trust.SignatureCheck) (string, error) {
 	e, err := a.Policy()
 	if err != nil {
 		return "", err
 	}
-	var verified []string
-	for _, r := range results {
-		if r.Valid && r.Trusted {
-			verified = append(verified, r.KeyID)
-		}
-	}
 	d, err := e.Decide(context.Background(), policy.Request{Action: policy.ActionInstall, Plugin: id,
-		Marketplace: policy.Marketplace{Name: id.Source, Source: a.knownMarketSource(id.Source)}, Signatures: verified})
+		Marketplace: policy.Marketplace{Name: id.Source, Source: a.knownMarketSource(id.Source)},
+		Signatures:  policy.SignatureKeys(check.Keys, check.LegacyKeys, check.LegacyFingerprints)})
 	if err != nil {
 		return "", err
 	}
