@@ -1,13 +1,19 @@
 package claudetest
 
 import (
+	"path/filepath"
 	"testing"
 
 	"github.com/gofrs/flock"
 )
 
 // While a test holds the shared lock, a writer cannot take it; readers can.
+// The test uses a lock file of its own: the machine-wide one may be held by
+// other packages' claude tests running at the same time.
 func TestWriterWaitsForReaders(t *testing.T) {
+	machineWide := LockFile
+	LockFile = filepath.Join(t.TempDir(), "claude.lock")
+	t.Cleanup(func() { LockFile = machineWide })
 	t.Run("reader", func(t *testing.T) {
 		Lock(t, false)
 		w := flock.New(LockFile)
