@@ -181,8 +181,8 @@ func (c *Cache) Materialize(ctx context.Context, id plugin.ID, version string, f
 
 // Ensure returns the version directory for req, producing it if needed, in
 // this order: an existing version dir whose content has req.Digest; a seed
-// directory's copy of the version whose content has req.Digest (any content
-// when req.Digest is empty: seed dirs are admin-provided); req.Fill. A new
+// directory's copy of the version whose content has req.Digest (never a seed
+// when req.Digest is empty); req.Fill. A new
 // tree is filled into a temporary sibling, fsynced, verified against
 // req.Digest, made read-only and renamed into place. If the version dir
 // appeared meanwhile with the same digest it is reused; with another digest
@@ -327,8 +327,16 @@ func (c *Cache) existing(req Request, final string) *Version {
 	return &Version{ID: req.ID, Version: req.Version, Path: final, Digest: t.Digest, FP: t.Fingerprint(), Origin: "cache"}
 }
 
-// seedFor returns the first seed copy of the version that fits req.
+// seedFor returns the first seed copy of the version whose content has
+// req.Digest. Without an expected digest no seed is used: a seed is a copy
+// of what a marketplace publishes, and only the digest the marketplace (or
+// an earlier install's pin) names can show that it is one. Otherwise a seed
+// directory, which the environment names, would decide the content of a
+// plugin that policy allowed from its marketplace.
 func (c *Cache) seedFor(req Request) string {
+	if req.Digest == "" {
+		return ""
+	}
 	for _, s := range c.seeds {
 		dir, err := versionDir(s, req.ID, req.Version)
 		if err != nil {
@@ -338,11 +346,9 @@ func (c *Cache) seedFor(req Request) string {
 		if err != nil || !fi.IsDir() {
 			continue
 		}
-		if req.Digest != "" {
-			t, err := trust.Digest(dir)
-			if err != nil || t.Digest != req.Digest {
-				continue
-			}
+		t, err := trust.Digest(dir)
+		if err != nil || t.Digest != req.Digest {
+			continue
 		}
 		return dir
 	}
