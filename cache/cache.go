@@ -242,6 +242,11 @@ func (c *Cache) ensure(ctx context.Context, req Request, useSeeds bool) (*Versio
 	if err := fill(ctx, tmp); err != nil {
 		return nil, err
 	}
+	// Whatever filled it (a source, a seed, an import), the version keeps
+	// nothing its digest does not cover.
+	if err := dropUncovered(tmp); err != nil {
+		return nil, errf(plugin.TypeSource, tmp, "check the disk and WHARF_HOME permissions", "%w", err)
+	}
 	if err := sealTree(tmp); err != nil {
 		return nil, errf(plugin.TypeSource, tmp, "check the disk and WHARF_HOME permissions", "seal %s: %w", req.ID, err)
 	}
@@ -252,6 +257,9 @@ func (c *Cache) ensure(ctx context.Context, req Request, useSeeds bool) (*Versio
 	v := &Version{ID: req.ID, Version: req.Version, Path: final, Digest: tree.Digest, FP: tree.Fingerprint(), Origin: origin, Seed: seed}
 	err = c.WithLock(ctx, func(ctx context.Context) error {
 		if _, err := os.Lstat(final); err == nil {
+			if err := dropUncovered(final); err != nil {
+				return errf(plugin.TypeSource, final, "check WHARF_HOME permissions", "%w", err)
+			}
 			have, err := trust.Digest(final)
 			if err != nil {
 				return err
@@ -315,9 +323,14 @@ func (c *Cache) unmarkOrphan(dir string) error {
 	return c.st.Update(func(tx store.Tx) error { return tx.Delete(bucketOrphans, rel) })
 }
 
-// existing returns the version dir when it exists with req.Digest.
+// existing returns the version dir when it exists with req.Digest. What
+// was added to it outside the digest (a .git directory) is removed first:
+// the content the digest covers is then exactly the pinned one again.
 func (c *Cache) existing(req Request, final string) *Version {
 	if _, err := os.Lstat(final); err != nil {
+		return nil
+	}
+	if err := dropUncovered(final); err != nil {
 		return nil
 	}
 	t, err := trust.Digest(final)

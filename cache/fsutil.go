@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/wharfhq/wharf/atomicfile"
+	"github.com/wharfhq/wharf/trust"
 )
 
 func syncPath(p string) error {
@@ -85,6 +86,33 @@ func removeTree(root string) error {
 		return nil
 	})
 	return os.RemoveAll(root)
+}
+
+// dropUncovered removes from a version tree what its w1: digest does not
+// cover (trust.Uncovered: a top-level .git directory), so that nothing in
+// an installed tree is outside what its pin and signatures vouch for. The
+// directory keeps its mode.
+func dropUncovered(dir string) error {
+	un := trust.Uncovered(dir)
+	if len(un) == 0 {
+		return nil
+	}
+	fi, err := os.Lstat(dir)
+	if err != nil {
+		return err
+	}
+	if err := os.Chmod(dir, 0o755); err != nil {
+		return err
+	}
+	for _, u := range un {
+		if err := removeTree(filepath.Join(dir, u)); err != nil {
+			return err
+		}
+	}
+	if err := os.Chmod(dir, fi.Mode().Perm()); err != nil {
+		return err
+	}
+	return syncPath(dir)
 }
 
 // copyTree copies a seed version into dst (an empty directory): regular

@@ -206,6 +206,14 @@ func (a *app) runVerify(arg string, t *verifyTarget, keys trust.Keyring, require
 		}
 		problems = append(problems, msg)
 	}
+	if t.source == "pin" {
+		// An installed version holds nothing its digest does not cover.
+		if un := trust.Uncovered(t.dir); len(un) > 0 {
+			changed = append(changed, un...)
+			problems = append(problems, fmt.Sprintf("%s holds %s, which the digest does not cover; an installed version never has it, so it was added after the install",
+				t.dir, strings.Join(un, ", ")))
+		}
+	}
 	signed := false
 	for _, r := range results {
 		if r.Valid && r.Trusted {
