@@ -130,6 +130,19 @@ func (c *Cache) StageDir(id plugin.ID, what string) (string, error) {
 	return dir, nil
 }
 
+// RemoveStage removes a directory StageDir (or a fill) made, and the
+// plugin and marketplace directories above it when that leaves them empty,
+// so that a failed or interrupted install leaves the cache as it was. A
+// concurrent fill that needs them again makes them again (mkdirTempIn
+// retries).
+func RemoveStage(dir string) {
+	removeTree(dir)
+	pluginDir := filepath.Dir(dir)
+	if os.Remove(pluginDir) == nil {
+		os.Remove(filepath.Dir(pluginDir))
+	}
+}
+
 func versionDir(root string, id plugin.ID, version string) (string, error) {
 	if err := plugin.ValidateName(id.Source); err != nil {
 		return "", errf(plugin.TypeInvalidID, id.String(), "use a valid marketplace name", "%w: marketplace: %v", ErrInvalid, err)
@@ -233,7 +246,7 @@ func (c *Cache) ensure(ctx context.Context, req Request, useSeeds bool) (*Versio
 	keep := false
 	defer func() {
 		if !keep {
-			removeTree(tmp)
+			RemoveStage(tmp)
 		}
 	}()
 	if err := os.Chmod(tmp, 0o755); err != nil {

@@ -421,7 +421,7 @@ type stagedVersion struct {
 
 func (sv *stagedVersion) cleanup() {
 	if sv.stage != "" {
-		os.RemoveAll(sv.stage)
+		cache.RemoveStage(sv.stage)
 	}
 }
 
