@@ -100,14 +100,15 @@ func homeState(t *testing.T, home string) string {
 	return strings.Join(lines, "\n")
 }
 
-// TestInstallInterrupted: Ctrl-C during the network step of an install
-// ends it promptly (well before the slow server would have finished), with
-// exit 130 and "interrupted", and leaves the home as it was.
+// TestInstallInterrupted: Ctrl-C during the network step of an install (an
+// archive download, a git fetch) or of a marketplace add ends it promptly
+// (well before the slow server would have finished), with exit 130 and
+// "interrupted", and leaves the home as it was.
 func TestInstallInterrupted(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the binary")
 	}
-	for _, kind := range []string{"archive", "git"} {
+	for _, kind := range []string{"archive", "git", "marketplace"} {
 		t.Run(kind, func(t *testing.T) {
 			url, started, finished := slowServer(t)
 			w := newWharfRun(t)
@@ -127,6 +128,9 @@ func TestInstallInterrupted(t *testing.T) {
 			before := homeState(t, w.home)
 
 			c := w.cmd("install", "slow@m")
+			if kind == "marketplace" {
+				c = w.cmd("marketplace", "add", url+"/tools.git")
+			}
 			var stdout, stderr bytes.Buffer
 			c.Stdout, c.Stderr = &stdout, &stderr
 			if err := c.Start(); err != nil {
