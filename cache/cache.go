@@ -260,6 +260,9 @@ func (c *Cache) ensure(ctx context.Context, req Request, useSeeds bool) (*Versio
 	if err := dropUncovered(tmp); err != nil {
 		return nil, errf(plugin.TypeSource, tmp, "check the disk and WHARF_HOME permissions", "%w", err)
 	}
+	if err := plainSignatures(tmp); err != nil {
+		return nil, errf(plugin.TypeSource, tmp, "check the disk and WHARF_HOME permissions", "%w", err)
+	}
 	if err := sealTree(tmp); err != nil {
 		return nil, errf(plugin.TypeSource, tmp, "check the disk and WHARF_HOME permissions", "seal %s: %w", req.ID, err)
 	}

