@@ -130,6 +130,19 @@ func (c *Cache) StageDir(id plugin.ID, what string) (string, error) {
 	return dir, nil
 }
 
+// RemoveStage removes a directory StageDir (or a fill) made, and the
+// plugin and marketplace directories above it when that leaves them empty,
+// so that a failed or interrupted install leaves the cache as it was. A
+// concurrent fill that needs them again makes them again (mkdirTempIn
+// retries).
+func RemoveStage(dir string) {
+	removeTree(dir)
+	pluginDir := filepath.Dir(dir)
+	if os.Remove(pluginDir) == nil {
+		os.Remove(filepath.Dir(pluginDir))
+	}
+}
+
 func versionDir(root string, id plugin.ID, version string) (string, error) {
 	if err := plugin.ValidateName(id.Source); err != nil {
 		return "", errf(plugin.TypeInvalidID, id.String(), "use a valid marketplace name", "%w: marketplace: %v", ErrInvalid, err)
@@ -181,8 +194,8 @@ func (c *Cache) Materialize(ctx context.Context, id plugin.ID, version string, f
 
 // Ensure returns the version directory for req, producing it if needed, in
 // this order: an existing version dir whose content has req.Digest; a seed
-// directory's copy of the version whose content has req.Digest (any content
-// when req.Digest is empty: seed dirs are admin-provided); req.Fill. A new
+// directory's copy of the version whose content has req.Digest (never a seed
+// when req.Digest is empty); req.Fill. A new
 // tree is filled into a temporary sibling, fsynced, verified against
 // req.Digest, made read-only and renamed into place. If the version dir
 // appeared meanwhile with the same digest it is reused; with another digest
@@ -233,7 +246,7 @@ func (c *Cache) ensure(ctx context.Context, req Request, useSeeds bool) (*Versio
 	keep := false
 	defer func() {
 		if !keep {
-			removeTree(tmp)
+			RemoveStage(tmp)
 		}
 	}()
 	if err := os.Chmod(tmp, 0o755); err != nil {
@@ -241,6 +254,14 @@ func (c *Cache) ensure(ctx context.Context, req Request, useSeeds bool) (*Versio
 	}
 	if err := fill(ctx, tmp); err != nil {
 		return nil, err
+	}
+	// Whatever filled it (a source, a seed, an import), the version keeps
+	// nothing its digest does not cover.
+	if err := dropUncovered(tmp); err != nil {
+		return nil, errf(plugin.TypeSource, tmp, "check the disk and WHARF_HOME permissions", "%w", err)
+	}
+	if err := plainSignatures(tmp); err != nil {
+		return nil, errf(plugin.TypeSource, tmp, "check the disk and WHARF_HOME permissions", "%w", err)
 	}
 	if err := sealTree(tmp); err != nil {
 		return nil, errf(plugin.TypeSource, tmp, "check the disk and WHARF_HOME permissions", "seal %s: %w", req.ID, err)
@@ -252,6 +273,9 @@ func (c *Cache) ensure(ctx context.Context, req Request, useSeeds bool) (*Versio
 	v := &Version{ID: req.ID, Version: req.Version, Path: final, Digest: tree.Digest, FP: tree.Fingerprint(), Origin: origin, Seed: seed}
 	err = c.WithLock(ctx, func(ctx context.Context) error {
 		if _, err := os.Lstat(final); err == nil {
+			if err := dropUncovered(final); err != nil {
+				return errf(plugin.TypeSource, final, "check WHARF_HOME permissions", "%w", err)
+			}
 			have, err := trust.Digest(final)
 			if err != nil {
 				return err
@@ -315,9 +339,14 @@ func (c *Cache) unmarkOrphan(dir string) error {
 	return c.st.Update(func(tx store.Tx) error { return tx.Delete(bucketOrphans, rel) })
 }
 
-// existing returns the version dir when it exists with req.Digest.
+// existing returns the version dir when it exists with req.Digest. What
+// was added to it outside the digest (a .git directory) is removed first:
+// the content the digest covers is then exactly the pinned one again.
 func (c *Cache) existing(req Request, final string) *Version {
 	if _, err := os.Lstat(final); err != nil {
+		return nil
+	}
+	if err := dropUncovered(final); err != nil {
 		return nil
 	}
 	t, err := trust.Digest(final)
@@ -327,8 +356,16 @@ func (c *Cache) existing(req Request, final string) *Version {
 	return &Version{ID: req.ID, Version: req.Version, Path: final, Digest: t.Digest, FP: t.Fingerprint(), Origin: "cache"}
 }
 
-// seedFor returns the first seed copy of the version that fits req.
+// seedFor returns the first seed copy of the version whose content has
+// req.Digest. Without an expected digest no seed is used: a seed is a copy
+// of what a marketplace publishes, and only the digest the marketplace (or
+// an earlier install's pin) names can show that it is one. Otherwise a seed
+// directory, which the environment names, would decide the content of a
+// plugin that policy allowed from its marketplace.
 func (c *Cache) seedFor(req Request) string {
+	if req.Digest == "" {
+		return ""
+	}
 	for _, s := range c.seeds {
 		dir, err := versionDir(s, req.ID, req.Version)
 		if err != nil {
@@ -338,11 +375,9 @@ func (c *Cache) seedFor(req Request) string {
 		if err != nil || !fi.IsDir() {
 			continue
 		}
-		if req.Digest != "" {
-			t, err := trust.Digest(dir)
-			if err != nil || t.Digest != req.Digest {
-				continue
-			}
+		t, err := trust.Digest(dir)
+		if err != nil || t.Digest != req.Digest {
+			continue
 		}
 		return dir
 	}

@@ -16,7 +16,8 @@
 // when the store is damaged (wharf doctor --repair).
 //
 // Writers on one home serialize on the flock'd file $WHARF_HOME/.lock
-// (WithLock). Seed directories (WHARF_SEED_DIRS) are only ever read: a seed
+// (WithLock). Seed directories (WHARF_SEED_DIRS) are only ever read, and
+// only for a version whose expected digest the seed copy has: a seed
 // hit is copied into the cache rather than used in place, so that every
 // installPath lives under the cache, is read-only, and is collected by the
 // same rules whatever media the seed is on.

@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/wharfhq/wharf/atomicfile"
+	"github.com/wharfhq/wharf/trust"
 )
 
 func syncPath(p string) error {
@@ -85,6 +86,75 @@ func removeTree(root string) error {
 		return nil
 	})
 	return os.RemoveAll(root)
+}
+
+// dropUncovered removes from a version tree what its w1: digest does not
+// cover (trust.Uncovered: a top-level .git directory), so that nothing in
+// an installed tree is outside what its pin and signatures vouch for. The
+// directory keeps its mode.
+func dropUncovered(dir string) error {
+	un := trust.Uncovered(dir)
+	if len(un) == 0 {
+		return nil
+	}
+	fi, err := os.Lstat(dir)
+	if err != nil {
+		return err
+	}
+	if err := os.Chmod(dir, 0o755); err != nil {
+		return err
+	}
+	for _, u := range un {
+		if err := removeTree(filepath.Join(dir, u)); err != nil {
+			return err
+		}
+	}
+	if err := os.Chmod(dir, fi.Mode().Perm()); err != nil {
+		return err
+	}
+	return syncPath(dir)
+}
+
+// plainSignatures keeps the detached signatures file of a new version (the
+// one file of it the digest does not cover) as data only: a file that does
+// not parse as a signatures list (a script, a symlink) is removed, and one
+// that does is written again in wharf's own encoding with only the
+// signatures whose key id and value are plain tokens (hex, base64). Whatever
+// else the file held, nothing vouched for it, yet a hook could run it.
+func plainSignatures(dir string) error {
+	p := filepath.Join(dir, filepath.FromSlash(trust.SignaturesFile))
+	if _, err := os.Lstat(p); errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	sigs, err := trust.ReadSignatures(dir)
+	if err != nil {
+		return os.RemoveAll(p)
+	}
+	kept := sigs[:0]
+	for _, s := range sigs {
+		if plainToken(s.KeyID) && plainToken(s.Sig) {
+			kept = append(kept, s)
+		}
+	}
+	if len(kept) == 0 {
+		return os.Remove(p)
+	}
+	return trust.WriteSignatures(dir, kept)
+}
+
+// plainToken reports whether s is a short run of the characters of hex and
+// base64 (and of key ids' separators): nothing a shell would expand.
+func plainToken(s string) bool {
+	if s == "" || len(s) > 8192 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || strings.IndexByte("+/=_.:-", c) >= 0) {
+			return false
+		}
+	}
+	return true
 }
 
 // copyTree copies a seed version into dst (an empty directory): regular

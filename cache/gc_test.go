@@ -187,6 +187,16 @@ func TestSeedUsedBeforeFetchAndNeverWritten(t *testing.T) {
 	if err != nil || !fetched || v.Origin != "fill" {
 		t.Fatalf("version absent from seeds: %+v %v fetched=%v", v, err, fetched)
 	}
+	// Without an expected digest no seed is used, even one that has the
+	// version: nothing shows that it is what the marketplace publishes.
+	fetched = false
+	v, err = newCache(t, Options{SeedDirs: []string{seed}}).Ensure(bg, Request{ID: pid, Version: "1.0.0", Fill: func(ctx context.Context, dir string) error {
+		fetched = true
+		return files(map[string]string{"README.md": "fetched"})(ctx, dir)
+	}})
+	if err != nil || !fetched || v.Origin != "fill" || v.Digest == want.Digest {
+		t.Fatalf("unpinned version with a seed copy: %+v %v fetched=%v; want the fill used", v, err, fetched)
+	}
 	other := t.TempDir()
 	files(map[string]string{"README.md": "what the marketplace publishes"})(bg, other)
 	pub, _ := trust.Digest(other)

@@ -30,6 +30,17 @@ func CheckRecord(kv store.KV) error {
 	return nil
 }
 
+// CheckStoredRecord is CheckRecord plus CheckRecordPath: a record that
+// decodes but whose install path (once located) is not this home's
+// version directory is damaged too.
+func (c *Cache) CheckStoredRecord(kv store.KV) error {
+	if err := CheckRecord(kv); err != nil {
+		return err
+	}
+	rec, _ := decodeRecord(kv.Value)
+	return c.CheckRecordPath(c.located(rec))
+}
+
 // Restored is one plugin of a rebuilt registry.
 type Restored struct {
 	Record Record `json:"record"`
@@ -56,9 +67,9 @@ func (c *Cache) RebuildRegistry(installed []store.KV, readable bool, orphans []s
 	kept := map[plugin.ID]bool{}
 	need := map[plugin.ID]bool{}
 	for _, kv := range installed {
-		if CheckRecord(kv) == nil {
+		if c.CheckStoredRecord(kv) == nil {
 			rec, _ := decodeRecord(kv.Value)
-			out = append(out, Restored{Record: rec, From: "registry"})
+			out = append(out, Restored{Record: c.located(rec), From: "registry"})
 			kept[rec.ID] = true
 			continue
 		}

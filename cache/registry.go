@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/wharfhq/wharf/plugin"
@@ -116,7 +118,7 @@ func (c *Cache) PutAll(ctx context.Context, recs []Record) error {
 }
 
 func (c *Cache) putRecord(tx store.Tx, rec Record, now time.Time) error {
-	old, err := getRecord(tx, rec.ID)
+	old, err := c.getRecord(tx, rec.ID)
 	switch {
 	case errors.Is(err, ErrNotInstalled):
 	case errors.Is(err, ErrRecordCorrupt):
@@ -142,7 +144,7 @@ func (c *Cache) putRecord(tx store.Tx, rec Record, now time.Time) error {
 			return err
 		}
 	}
-	b, err := encodeRecord(rec)
+	b, err := encodeRecord(c.storedForm(rec))
 	if err != nil {
 		return err
 	}
@@ -157,7 +159,7 @@ func (c *Cache) Get(id plugin.ID) (Record, error) {
 	var rec Record
 	err := c.st.View(func(r store.Reader) error {
 		var err error
-		rec, err = getRecord(r, id)
+		rec, err = c.getRecord(r, id)
 		return err
 	})
 	return rec, err
@@ -212,7 +214,7 @@ func (c *Cache) Scan() ([]Record, []BrokenRecord, error) {
 				broken = append(broken, brokenRecord(kv.Key, err))
 				continue
 			}
-			out = append(out, rec)
+			out = append(out, c.located(rec))
 		}
 		return nil
 	})
@@ -241,7 +243,7 @@ func (c *Cache) Delete(ctx context.Context, id plugin.ID) error {
 	return c.WithLock(ctx, func(ctx context.Context) error {
 		now := c.now().UTC()
 		return c.st.Update(func(tx store.Tx) error {
-			old, err := getRecord(tx, id)
+			old, err := c.getRecord(tx, id)
 			switch {
 			case errors.Is(err, ErrNotInstalled):
 				return nil
@@ -258,6 +260,71 @@ func (c *Cache) Delete(ctx context.Context, id plugin.ID) error {
 			return tx.Delete(BucketInstalled, id.String())
 		})
 	})
+}
+
+// storedForm is rec as the store keeps it: the install path relative to
+// the home, "/"-separated ("cache/<marketplace>/<plugin>/<version>"), so
+// that a home moved or copied elsewhere still finds its versions.
+func (c *Cache) storedForm(rec Record) Record {
+	if rel, err := filepath.Rel(c.home, rec.InstallPath); err == nil && filepath.IsLocal(rel) {
+		rec.InstallPath = filepath.ToSlash(rel)
+	}
+	return rec
+}
+
+// located resolves the install path of a record as stored. The relative
+// form is joined to the home. An absolute path (what earlier versions
+// stored) outside this home that names the version directory of the
+// record's plugin and version in a cache/ directory is read as this
+// cache's directory of that version: it was the cache of the home that
+// wrote the record, and the home has since moved. Any other path is kept
+// as it is; CheckRecordPath reports it.
+func (c *Cache) located(rec Record) Record {
+	p := rec.InstallPath
+	switch {
+	case p == "":
+	case !filepath.IsAbs(p) && !strings.HasPrefix(p, "/"):
+		rec.InstallPath = filepath.Join(c.home, filepath.FromSlash(p))
+	default:
+		if rel, err := filepath.Rel(c.home, p); err == nil && filepath.IsLocal(rel) {
+			return rec
+		}
+		want, err := c.Dir(rec.ID, rec.Version)
+		if err != nil {
+			return rec
+		}
+		version := filepath.Clean(filepath.FromSlash(p))
+		pluginDir := filepath.Dir(version)
+		mktDir := filepath.Dir(pluginDir)
+		if filepath.Base(version) == filepath.Base(want) && filepath.Base(pluginDir) == rec.ID.Name &&
+			filepath.Base(mktDir) == rec.ID.Source && filepath.Base(filepath.Dir(mktDir)) == filepath.Base(c.root) {
+			rec.InstallPath = want
+		}
+	}
+	return rec
+}
+
+// CheckRecordPath returns the error (a TypeRecordCorrupt *plugin.Error) of
+// a record, as Scan or Get return it, whose install path is not this
+// home's version directory of its plugin and version: a path outside the
+// home would make the plugin's content whatever lies there.
+func (c *Cache) CheckRecordPath(rec Record) error {
+	want, err := c.Dir(rec.ID, rec.Version)
+	if err != nil {
+		return recordError(rec.ID.String(), err)
+	}
+	if rec.InstallPath != want {
+		return recordError(rec.ID.String(), fmt.Errorf("%w: its install path %s is not this home's version directory %s", errRecord, rec.InstallPath, want))
+	}
+	return nil
+}
+
+func (c *Cache) getRecord(r store.Reader, id plugin.ID) (Record, error) {
+	rec, err := getRecord(r, id)
+	if err != nil {
+		return rec, err
+	}
+	return c.located(rec), nil
 }
 
 func getRecord(r store.Reader, id plugin.ID) (Record, error) {

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 
 	"github.com/schollz/progressbar/v3"
@@ -27,6 +28,10 @@ type Request struct {
 	Scope settings.Scope // user (default), project or local
 	// Force refetches versions that are already cached.
 	Force bool
+	// AllowDowngrade lets the install replace an installed plugin with a
+	// lower version, or with one that cannot be ordered against it (the
+	// rule of Update; see UpdateOptions).
+	AllowDowngrade bool
 }
 
 // Installed is one plugin an operation put into the registry.
@@ -43,6 +48,11 @@ type Installed struct {
 	// Already is set when this very version was installed before: the
 	// install only recorded and enabled it again.
 	Already bool `json:"alreadyInstalled,omitempty"`
+	// From is the version installed before, when the install replaced
+	// another one; Downgrade is set when that was a move down that
+	// AllowDowngrade permitted.
+	From      string `json:"from,omitempty"`
+	Downgrade bool   `json:"downgrade,omitempty"`
 }
 
 // Result is what Install did.
@@ -189,6 +199,14 @@ func (in *Installer) Install(ctx context.Context, req Request) (*Result, error) 
 			rec := cache.RecordFor(sv.v, string(scope))
 			rec.GitCommitSha = sv.commit
 			old, had := current[st.ID]
+			var moved Updated
+			if had && old.Version != sv.v.Version {
+				// One rule with Update: an install never silently replaces
+				// a plugin with a lower version.
+				if err := checkMove(st.ID, old.Version, sv.v.Version, UpdateOptions{AllowDowngrade: req.AllowDowngrade}, &moved); err != nil {
+					return installDowngradeError(err, st.ID)
+				}
+			}
 			switch {
 			case st.Role == resolver.RoleRoot:
 				rec.Auto = false
@@ -201,7 +219,10 @@ func (in *Installer) Install(ctx context.Context, req Request) (*Result, error) 
 			recsToPut = append(recsToPut, rec)
 			res.Installed = append(res.Installed, Installed{ID: st.ID, Version: sv.v.Version, InstallPath: sv.v.Path, Digest: sv.v.Digest,
 				Auto: rec.Auto, Origin: sv.v.Origin, Commit: sv.commit, Role: st.Role.String(), Signatures: verified[st.ID],
-				Already: had && old.InstallPath == rec.InstallPath && old.Digest == rec.Digest})
+				Already: had && old.InstallPath == rec.InstallPath && old.Digest == rec.Digest, Downgrade: moved.Downgrade})
+			if had && old.Version != sv.v.Version {
+				res.Installed[len(res.Installed)-1].From = old.Version
+			}
 		}
 		// The whole closure is recorded in one transaction: the registry
 		// never holds a plugin without the dependencies it was installed with.
@@ -243,6 +264,18 @@ func (in *Installer) Install(ctx context.Context, req Request) (*Result, error) 
 	}
 	in.collect(ctx)
 	return res, nil
+}
+
+// installDowngradeError turns checkMove's refusal into the one an install
+// gives: the same type and reason, with the install's way out.
+func installDowngradeError(err error, id plugin.ID) error {
+	var pe *plugin.Error
+	if !errors.As(err, &pe) {
+		return err
+	}
+	return &plugin.Error{Layer: pe.Layer, Type: pe.Type, Object: pe.Object,
+		Err:  fmt.Errorf("install refused: %s", strings.TrimPrefix(pe.Err.Error(), "update refused: ")),
+		Hint: "an older version may bring back what a newer one fixed; if you mean it, run: wharf install " + id.String() + " --allow-downgrade"}
 }
 
 // checkPolicy asks policy about every plugin of an install closure. verified
@@ -381,7 +414,7 @@ type stagedVersion struct {
 
 func (sv *stagedVersion) cleanup() {
 	if sv.stage != "" {
-		os.RemoveAll(sv.stage)
+		cache.RemoveStage(sv.stage)
 	}
 }
 

@@ -154,3 +154,44 @@ func TestInstallAcceptsLegacySignatureWithWarning(t *testing.T) {
 		t.Fatalf("warnings: %q", res.Warnings)
 	}
 }
+
+// Install follows Update's rule: replacing an installed plugin with a lower
+// version (or one that cannot be ordered against it) is refused unless
+// AllowDowngrade, and the registry keeps the installed version.
+func TestInstallRefusesDowngrade(t *testing.T) {
+	w := newWorld(t, map[string][]string{"app": nil}, "")
+	id := plugin.MustParseID("app@corp")
+	w.setVersion("app", "2.0.0")
+	if _, err := w.in.Install(bg, Request{ID: id}); err != nil {
+		t.Fatal(err)
+	}
+	w.setVersion("app", "1.0.0")
+	res, err := w.in.Install(bg, Request{ID: id})
+	var pe *plugin.Error
+	if !errors.As(err, &pe) || pe.Type != TypeDowngrade || pe.Layer != plugin.LayerTrust ||
+		!strings.Contains(err.Error(), "install refused: 1.0.0 is lower than the installed 2.0.0") ||
+		!strings.Contains(pe.Hint, "wharf install app@corp --allow-downgrade") {
+		t.Fatalf("install of a lower version: %+v, %v; want a downgrade refusal", res, err)
+	}
+	if r := w.registry()["app@corp"]; r.Version != "2.0.0" {
+		t.Fatalf("a refused downgrade changed the registry: %s", r.Version)
+	}
+	w.setVersion("app", "nightly")
+	if _, err := w.in.Install(bg, Request{ID: id}); !errors.As(err, &pe) || pe.Type != TypeDowngrade ||
+		!strings.Contains(err.Error(), "cannot tell whether nightly is newer than the installed 2.0.0") {
+		t.Fatalf("install of an unordered version: %v", err)
+	}
+	w.setVersion("app", "1.0.0")
+	res, err = w.in.Install(bg, Request{ID: id, AllowDowngrade: true})
+	if err != nil || len(res.Installed) != 1 || res.Installed[0].Version != "1.0.0" || !res.Installed[0].Downgrade || res.Installed[0].From != "2.0.0" {
+		t.Fatalf("allowed downgrade: %+v, %v", res, err)
+	}
+	if r := w.registry()["app@corp"]; r.Version != "1.0.0" {
+		t.Fatalf("allowed downgrade not recorded: %s", r.Version)
+	}
+	// Upwards needs nothing.
+	w.setVersion("app", "1.1.0")
+	if res, err := w.in.Install(bg, Request{ID: id}); err != nil || res.Installed[0].Downgrade || res.Installed[0].From != "1.0.0" {
+		t.Fatalf("install of a higher version: %+v, %v", res, err)
+	}
+}

@@ -158,7 +158,7 @@ func (m *Manager) List() ([]Known, error) {
 			if err := json.Unmarshal(kv.Value, &k); err != nil {
 				return fmt.Errorf("store: marketplace record %q is corrupt: %w; remove it with: wharf marketplace remove %s", kv.Key, err, kv.Key)
 			}
-			out = append(out, k)
+			out = append(out, m.located(k))
 		}
 		return nil
 	})
@@ -174,7 +174,27 @@ func (m *Manager) Get(name string) (Known, error) {
 		k, err = getKnown(r, name)
 		return err
 	})
-	return k, err
+	return m.located(k), err
+}
+
+// located resolves the location of a record as stored: a clone the manager
+// owns is stored by its name under Dir (see put), so that a home moved or
+// copied elsewhere finds its own clones; the absolute path earlier versions
+// stored for such a clone, under another directory of the same name, is
+// read the same way. A local marketplace keeps its own absolute path.
+func (m *Manager) located(k Known) Known {
+	loc := k.InstallLocation
+	switch {
+	case m.opts.Dir == "" || loc == "":
+	case !filepath.IsAbs(loc):
+		if filepath.IsLocal(loc) && !strings.ContainsAny(loc, `/\`) {
+			k.InstallLocation = filepath.Join(m.opts.Dir, loc)
+		}
+	case !k.Source.IsLocal() && !m.owns(loc) && filepath.Base(loc) == k.Name &&
+		filepath.Base(filepath.Dir(loc)) == filepath.Base(m.opts.Dir):
+		k.InstallLocation = filepath.Join(m.opts.Dir, k.Name)
+	}
+	return k
 }
 
 func getKnown(r store.Reader, name string) (Known, error) {
@@ -365,7 +385,11 @@ func (m *Manager) allow(src Source) error {
 }
 
 func (m *Manager) put(ctx context.Context, k Known, op string) error {
-	b, err := json.Marshal(k)
+	stored := k
+	if m.owns(k.InstallLocation) {
+		stored.InstallLocation = filepath.Base(k.InstallLocation)
+	}
+	b, err := json.Marshal(stored)
 	if err != nil {
 		return err
 	}

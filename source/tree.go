@@ -119,9 +119,17 @@ func (t *tree) parents(name string) error {
 	return nil
 }
 
+// inGitDir reports whether name is the top-level .git directory (dir true)
+// or an entry below it. The w1: digest does not cover that directory, so a
+// fetched tree never keeps it: whatever it held could not be pinned or
+// signed, yet a hook could run it.
+func inGitDir(name string, dir bool) bool {
+	return (dir && name == ".git") || strings.HasPrefix(name, ".git/")
+}
+
 func (t *tree) mkdir(raw string) error {
 	name, err := CheckEntryPath(raw)
-	if err != nil || name == "" {
+	if err != nil || name == "" || inGitDir(name, true) {
 		return err
 	}
 	if err := t.parents(name); err != nil {
@@ -156,6 +164,9 @@ func (t *tree) file(raw string, exec bool, r io.Reader) error {
 	}
 	if name == "" {
 		return fmt.Errorf("%w: file entry %q names the root", ErrUnsafePath, raw)
+	}
+	if inGitDir(name, false) {
+		return nil
 	}
 	if err := t.parents(name); err != nil {
 		return err
@@ -203,6 +214,9 @@ func (t *tree) symlink(raw, target string) error {
 	}
 	if name == "" {
 		return fmt.Errorf("%w: link entry %q names the root", ErrUnsafePath, raw)
+	}
+	if inGitDir(name, false) {
+		return nil
 	}
 	if target == "" || strings.HasPrefix(target, "/") || strings.ContainsAny(target, "\\\x00") {
 		return fmt.Errorf("%w: symlink %q -> %q must be a relative path inside the plugin", ErrLink, name, target)

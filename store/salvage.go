@@ -28,8 +28,9 @@ type Salvaged struct {
 }
 
 // Salvage reads every bucket it can from the bbolt file at path without
-// writing to it: it copies the file (under a shared lock, so no
-// transaction is half written), pads a truncated copy to the size its meta
+// writing to it or beside it: it copies the file (under a shared lock, so
+// no transaction is half written) into a scratch file (a memory file on
+// Linux, else one in the system's temporary directory), pads a truncated copy to the size its meta
 // page needs, opens the copy read-only (bbolt then does not read the
 // freelist) and reads each bucket on its own, so one damaged bucket costs
 // that bucket only. A file that cannot be read (permission) is an error;
@@ -39,12 +40,11 @@ func Salvage(path string, timeout time.Duration) (*Salvaged, error) {
 		timeout = 5 * time.Second
 	}
 	out := &Salvaged{Buckets: map[string][]KV{}, Lost: map[string]string{}}
-	tmp, err := os.MkdirTemp(filepath.Dir(path), ".salvage-")
+	cp, cleanup, err := scratchFile()
 	if err != nil {
-		return nil, fmt.Errorf("store: salvage %s: %w", path, err)
+		return nil, fmt.Errorf("store: salvage %s: a scratch copy: %w", path, err)
 	}
-	defer os.RemoveAll(tmp)
-	cp := filepath.Join(tmp, "copy.db")
+	defer cleanup()
 	if err := copyLocked(path, cp, timeout); err != nil {
 		return nil, err
 	}
@@ -122,6 +122,22 @@ func Salvage(path string, timeout time.Duration) (*Salvaged, error) {
 	return out, nil
 }
 
+// tempScratch is an empty file in the system's temporary directory.
+func tempScratch() (string, func(), error) {
+	dir, err := os.MkdirTemp("", "wharf-salvage-")
+	if err != nil {
+		return "", nil, err
+	}
+	p := filepath.Join(dir, "copy.db")
+	f, err := os.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		os.RemoveAll(dir)
+		return "", nil, err
+	}
+	f.Close()
+	return p, func() { os.RemoveAll(dir) }, nil
+}
+
 func errorReason(err error) string {
 	var ce *CorruptError
 	if errors.As(err, &ce) {
@@ -156,7 +172,7 @@ func copyLocked(src, dst string, timeout time.Duration) error {
 		return err
 	}
 	defer unlock()
-	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_TRUNC, 0)
 	if err != nil {
 		return err
 	}

@@ -9,6 +9,7 @@ import (
 	"path"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -119,9 +120,22 @@ func fingerprintOf(dirs, entries []Entry, withHash bool) FP {
 	return fp
 }
 
+// Uncovered names what root holds that its w1: digest does not cover and
+// that an installed tree therefore never has: a top-level .git directory.
+// Installs drop it; one found later was added (a hook could run it, yet no
+// digest, pin or signature would notice its content). The detached
+// signatures file is expected and not listed.
+func Uncovered(root string) []string {
+	if fi, err := os.Lstat(filepath.Join(root, ".git")); err == nil && fi.IsDir() {
+		return []string{".git"}
+	}
+	return nil
+}
+
 // CheckFingerprint stats every path recorded in fp under root and fails with
 // a *plugin.Error (trust layer, trust-rejected) wrapping a *FingerprintError
-// naming each changed, added or removed path.
+// naming each changed, added or removed path, and anything Uncovered (an
+// installed tree is checked: nothing in it may be outside its digest).
 func CheckFingerprint(root string, fp FP) error {
 	if fp.IsZero() {
 		return &plugin.Error{Layer: plugin.LayerTrust, Type: plugin.TypeTrustRejected, Object: root,
@@ -139,10 +153,17 @@ func CheckFingerprint(root string, fp FP) error {
 		}
 	}
 	st.close()
-	if len(bad) == 0 {
+	uncovered := Uncovered(root)
+	if len(bad) == 0 && len(uncovered) == 0 {
 		return nil
 	}
 	changes := explain(root, fp, bad)
+	for _, p := range uncovered {
+		if !slices.ContainsFunc(changes, func(c Change) bool { return c.Path == p }) {
+			changes = append(changes, Change{p, "added"})
+		}
+	}
+	sortChanges(changes)
 	if len(changes) == 0 {
 		// Only directory times moved (an entry created and removed, or a
 		// skipped file such as the detached signatures written): the listing
@@ -207,7 +228,7 @@ func explain(root string, fp FP, bad []int) []Change {
 			if e.Path != "." {
 				rel = e.Path + "/" + d.Name()
 			}
-			if (rel == ".git" && d.IsDir()) || (rel == SignaturesFile && d.Type().IsRegular()) {
+			if rel == SignaturesFile && d.Type().IsRegular() {
 				continue
 			}
 			if !children[e.Path][d.Name()] {

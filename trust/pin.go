@@ -94,9 +94,23 @@ func CheckPin(id plugin.ID, version, expectedDigest, root string) error {
 // fingerprint, the error names the changed paths (by content hash when the
 // fingerprint has them). The tree is returned even on a mismatch.
 func (p Pin) Check(root string) (*Tree, error) {
-	return check(p, root, "pin",
-		"reinstall it to restore the pinned content: wharf install "+p.ID.String()+
-			"; if the change is intended, update it: wharf update "+p.ID.String())
+	hint := "reinstall it to restore the pinned content: wharf install " + p.ID.String() +
+		"; if the change is intended, update it: wharf update " + p.ID.String()
+	t, err := check(p, root, "pin", hint)
+	if err != nil {
+		return t, err
+	}
+	// The digest matches, but the installed tree must hold nothing the
+	// digest does not cover.
+	if un := Uncovered(root); len(un) > 0 {
+		changes := make([]Change, len(un))
+		for i, u := range un {
+			changes[i] = Change{u, "added"}
+		}
+		return t, &plugin.Error{Layer: plugin.LayerTrust, Type: plugin.TypeTrustRejected, Object: p.ID.String() + " " + p.Version + " (" + root + ")",
+			Err: &FingerprintError{Root: root, Changed: changes}, Hint: "reinstall it to restore the pinned content: wharf install " + p.ID.String() + " --force"}
+	}
+	return t, nil
 }
 
 // CheckFast checks only the pin's fingerprint (no content read), for the

@@ -164,8 +164,12 @@ func (a *app) examine() (*doctorReport, *store.Salvaged, error) {
 	if len(sv.Lost) > 0 {
 		rep.Lost = sv.Lost
 	}
+	c, err := cache.New(cache.Options{Home: a.env.Home()})
+	if err != nil {
+		return nil, nil, err
+	}
 	for _, kv := range sv.Buckets[cache.BucketInstalled] {
-		if err := cache.CheckRecord(kv); err != nil {
+		if err := c.CheckStoredRecord(kv); err != nil {
 			rep.Broken = append(rep.Broken, doctorBroken{Key: kv.Key, Error: err.Error(), Hint: plugin.HintOf(err)})
 			continue
 		}

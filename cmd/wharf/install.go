@@ -143,11 +143,14 @@ func scopeFlag(cmd *cobra.Command, p *string) {
 
 func newInstallCmd(a *app) *cobra.Command {
 	var scope string
-	var force bool
+	var force, allowDowngrade bool
 	cmd := &cobra.Command{
-		Use:     "install <name@marketplace | name>",
-		Short:   "Install a plugin and the dependencies it needs",
-		Long:    "Install a plugin and the dependencies it needs. A bare name works when exactly one known marketplace lists it.",
+		Use:   "install <name@marketplace | name>",
+		Short: "Install a plugin and the dependencies it needs",
+		Long: `Install a plugin and the dependencies it needs. A bare name works when exactly one known marketplace lists it.
+Replacing an installed plugin with a lower version, or with one that cannot be
+ordered against it, is refused (exit 4) unless --allow-downgrade is given, as
+for wharf update.`,
 		Example: "  wharf install deploy@corp\n  wharf install deploy@corp --scope project\n  wharf install deploy",
 		Args:    exactArgs(1, "one <name@marketplace>"),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -160,7 +163,7 @@ func newInstallCmd(a *app) *cobra.Command {
 				return err
 			}
 			return withInstaller(a, cmd, func(ctx context.Context, in *install.Installer) (*install.Result, error) {
-				return in.Install(ctx, install.Request{ID: id, Scope: sc, Force: force})
+				return in.Install(ctx, install.Request{ID: id, Scope: sc, Force: force, AllowDowngrade: allowDowngrade})
 			}, func(res *install.Result) error {
 				for _, w := range res.Warnings {
 					a.warnf("%s", w)
@@ -174,6 +177,12 @@ func newInstallCmd(a *app) *cobra.Command {
 						a.printf("%s %s is already installed%s\n", i.ID, i.Version, mark)
 						continue
 					}
+					switch {
+					case i.Downgrade:
+						mark += " (downgraded from " + i.From + " as allowed by --allow-downgrade)"
+					case i.From != "":
+						mark += " (was " + i.From + ")"
+					}
 					a.printf("installed %s %s%s\n", i.ID, i.Version, mark)
 				}
 				a.printf("enabled in %s\n", res.Settings)
@@ -183,6 +192,7 @@ func newInstallCmd(a *app) *cobra.Command {
 	}
 	scopeFlag(cmd, &scope)
 	cmd.Flags().BoolVar(&force, "force", false, "fetch again even when the version is cached")
+	cmd.Flags().BoolVar(&allowDowngrade, "allow-downgrade", false, "allow replacing an installed plugin with a lower version, or with one that cannot be ordered against it")
 	return cmd
 }
 

@@ -157,14 +157,27 @@ func newServeMovedCmd() *cobra.Command {
 
 // run executes one wharf invocation and returns its exit code.
 func run(args []string, stdout, stderr io.Writer) int {
+	// Ctrl-C cancels the command's context: network steps, lock waits and
+	// fetches stop, temporary files are removed on the way out, and the
+	// command exits 130. The first one also restores the default action,
+	// so a second Ctrl-C ends the process at once.
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
+	go func() {
+		<-ctx.Done()
+		stop()
+	}()
 	a := &app{stdout: stdout, stderr: stderr}
 	root := newRootCmd(a)
 	root.SetArgs(args)
 	_, err := root.ExecuteContextC(ctx)
 	if cerr := a.close(); err == nil && cerr != nil {
 		err = cerr
+	}
+	if err != nil && ctx.Err() != nil {
+		// Whatever the interrupted step made of the cancellation (a
+		// failed download, a timeout), the user stopped it.
+		err = interrupted()
 	}
 	a.maybeReport(nil, false)
 	if err != nil && !a.running {
@@ -182,10 +195,31 @@ func run(args []string, stdout, stderr io.Writer) int {
 	return exitCode(err)
 }
 
+// typeInterrupted marks a command stopped by Ctrl-C: exit 130,
+// as a shell reports a process ended by SIGINT.
+const typeInterrupted = "interrupted"
+
+// exitInterrupted is the exit code of an interrupted command.
+const exitInterrupted = 130
+
+// errInterrupted is wrapped by the error of an interrupted command.
+var errInterrupted = errors.New("interrupted")
+
+// interrupted is the error of a command the user stopped while it ran. It
+// replaces whatever the stopped step made of the cancellation (a failed
+// download, a timeout), which would name the wrong cause.
+func interrupted() error {
+	return &plugin.Error{Layer: plugin.LayerIntent, Type: typeInterrupted, Err: errInterrupted,
+		Hint: "nothing the command had not finished was recorded; run it again to finish it"}
+}
+
 // exitCode is the one place where errors become exit codes.
 func exitCode(err error) int {
 	if err == nil {
 		return 0
+	}
+	if errors.Is(err, errInterrupted) {
+		return exitInterrupted
 	}
 	switch plugin.LayerOf(err) {
 	case plugin.LayerIntent:

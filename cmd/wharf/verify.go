@@ -205,6 +205,14 @@ func (a *app) runVerify(arg string, t *verifyTarget, keys trust.Keyring, require
 	if p := check.Problems(); len(p) > 0 {
 		problems = append(problems, "a signature present does not cover the content: "+strings.Join(p, "; "))
 	}
+	if t.source == "pin" {
+		// An installed version holds nothing its digest does not cover.
+		if un := trust.Uncovered(t.dir); len(un) > 0 {
+			changed = append(changed, un...)
+			problems = append(problems, fmt.Sprintf("%s holds %s, which the digest does not cover; an installed version never has it, so it was added after the install",
+				t.dir, strings.Join(un, ", ")))
+		}
+	}
 	signed := len(check.Verified()) > 0
 	if required && !signed {
 		var why []string
