@@ -13,6 +13,7 @@ import (
 	"github.com/schollz/progressbar/v3"
 
 	"github.com/wharfhq/wharf/cache"
+	"github.com/wharfhq/wharf/load"
 	"github.com/wharfhq/wharf/plugin"
 	"github.com/wharfhq/wharf/policy"
 	"github.com/wharfhq/wharf/resolver"
@@ -268,7 +269,15 @@ func (in *Installer) checkPolicy(ctx context.Context, g *graph, steps []resolver
 		}
 		items = append(items, it)
 	}
-	return in.o.Policy.AllowInstall(ctx, items)
+	errs := []error{in.o.Policy.AllowInstall(ctx, items)}
+	// Each plugin's own source too: a version already in the cache (or a
+	// seed) is never fetched, so the fetch's own check would not run.
+	dec := load.NewDecider(in.o.Policy)
+	for _, st := range steps {
+		e, _ := g.entry(st.ID)
+		errs = append(errs, load.CheckSource(ctx, dec, st.ID, e))
+	}
+	return errors.Join(errs...)
 }
 
 // revocationSource is a Policy that carries the revocations of the policy
