@@ -189,6 +189,7 @@ func (in *Installer) Install(ctx context.Context, req Request) (*Result, error) 
 			sv := done[st.ID]
 			rec := cache.RecordFor(sv.v, string(scope))
 			rec.GitCommitSha = sv.commit
+			rec.Source = entrySource(g, st.ID)
 			old, had := current[st.ID]
 			switch {
 			case st.Role == resolver.RoleRoot:
@@ -246,6 +247,18 @@ func (in *Installer) Install(ctx context.Context, req Request) (*Result, error) 
 	return res, nil
 }
 
+// entrySource is the source id's marketplace entry names, kept in its
+// registry record so that policy decides it at every load even after the
+// marketplace no longer lists the plugin.
+func entrySource(g *graph, id plugin.ID) *plugin.Source {
+	e, _ := g.entry(id)
+	if e == nil {
+		return nil
+	}
+	src := e.Source
+	return &src
+}
+
 // checkPolicy asks policy about every plugin of an install closure. verified
 // is nil before fetching: then the key ids an entry claims stand in for the
 // verified ones, so a plugin that cannot satisfy requireSignatures is refused
@@ -274,8 +287,7 @@ func (in *Installer) checkPolicy(ctx context.Context, g *graph, steps []resolver
 	// seed) is never fetched, so the fetch's own check would not run.
 	dec := load.NewDecider(in.o.Policy)
 	for _, st := range steps {
-		e, _ := g.entry(st.ID)
-		errs = append(errs, load.CheckSource(ctx, dec, st.ID, e))
+		errs = append(errs, load.CheckSource(ctx, dec, st.ID, entrySource(g, st.ID)))
 	}
 	return errors.Join(errs...)
 }

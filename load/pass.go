@@ -163,7 +163,13 @@ func (o *Options) admit(ctx context.Context, r cache.Record, enabled bool, st *R
 		st.AddError(err)
 		return false
 	}
-	if err := CheckSource(ctx, o.Decider, r.ID, entry); err != nil {
+	// The source the version was installed from, which the record keeps;
+	// a record that kept none is decided on its marketplace entry's.
+	from := r.Source
+	if from == nil && entry != nil {
+		from = &entry.Source
+	}
+	if err := CheckSource(ctx, o.Decider, r.ID, from); err != nil {
 		st.AddError(err)
 		return false
 	}
@@ -179,20 +185,21 @@ func (o *Options) admit(ctx context.Context, r cache.Record, enabled bool, st *R
 	return true
 }
 
-// CheckSource asks policy whether the tree of id may come from the source
-// its marketplace entry names (fetch_source: managed blockedMarketplaces
-// holds for a plugin's own repository, not only for its marketplace). A
-// fetch asks the same before it runs; a version already in the cache (there
-// before the block, or copied from a seed) is never fetched again, so the
-// load pass and install ask here too. The decision is memoized by d under a
-// key that carries the source. nil entry, or a source that names no
-// repository (relative to its marketplace, npm), is not decided: the
-// marketplace's own decision covers a relative source.
-func CheckSource(ctx context.Context, d *Decider, id plugin.ID, entry *plugin.Entry) error {
-	if entry == nil {
+// CheckSource asks policy whether the tree of id may come from src, the
+// source its marketplace entry names or named when it was installed
+// (fetch_source: managed blockedMarketplaces holds for a plugin's own
+// repository, not only for its marketplace). A fetch asks the same before
+// it runs; a version already in the cache (there before the block, or
+// copied from a seed) is never fetched again, so the load pass and install
+// ask here too. The decision is memoized by d under a key that carries the
+// source. A nil src, or one that names no repository (relative to its
+// marketplace, npm), is not decided: the marketplace's own decision covers
+// a relative source.
+func CheckSource(ctx context.Context, d *Decider, id plugin.ID, src *plugin.Source) error {
+	if src == nil {
 		return nil
 	}
-	req, ok := policy.FetchSourceRequest(id.String(), entry.Source)
+	req, ok := policy.FetchSourceRequest(id.String(), *src)
 	if !ok {
 		return nil
 	}

@@ -93,7 +93,7 @@ func TestBlockedSourceFailsCachedPlugin(t *testing.T) {
 		t.Fatalf("lint@corp = %+v, want active", l)
 	}
 	// The same check is what install asks.
-	if err := CheckSource(bg, NewDecider(blockEngine(t)), plugin.MustParseID("deploy@corp"), w.entries["deploy@corp"]); plugin.LayerOf(err) != plugin.LayerPolicy {
+	if err := CheckSource(bg, NewDecider(blockEngine(t)), plugin.MustParseID("deploy@corp"), &w.entries["deploy@corp"].Source); plugin.LayerOf(err) != plugin.LayerPolicy {
 		t.Fatalf("CheckSource = %v, want a policy denial", err)
 	}
 	if err := CheckSource(bg, NewDecider(blockEngine(t)), plugin.MustParseID("deploy@corp"), nil); err != nil {
@@ -176,5 +176,43 @@ func TestSourceDecisionCachedEqualsUncached(t *testing.T) {
 			t.Fatalf("%s: after the sources swapped: deploy@corp %s, lint@corp %s; want active, failed (a decision reused for another source)",
 				name, m["deploy@corp"].Status, m["lint@corp"].Status)
 		}
+	}
+}
+
+// The source a version was installed from is kept in its record and
+// decided at every load, also when its marketplace no longer lists the
+// plugin (or was removed): deleting the marketplace does not let a plugin
+// from a blocked repository load again. The recorded source, where there
+// is one, is what is decided, not the one the marketplace names now.
+func TestRecordedSourceDecided(t *testing.T) {
+	w := newSourceWorld(t)
+	for i := range w.in.Records {
+		r := &w.in.Records[i]
+		src := w.entries[r.ID.String()].Source
+		r.Source = &src
+	}
+	gone := w.options(NewDecider(blockEngine(t)))
+	gone.Entries = func(plugin.ID) *plugin.Entry { return nil }
+	rows, err := List(bg, gone, w.in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := rowsByID(rows)
+	if d := m["deploy@corp"]; d.Status != StatusFailed || !strings.Contains(strings.Join(d.Errors, "\n"), "plugin source github:evil/tools is blocked") {
+		t.Fatalf("delisted deploy@corp = %+v, want failed: its recorded source is blocked", d)
+	}
+	if l := m["lint@corp"]; l.Status != StatusActive {
+		t.Fatalf("delisted lint@corp = %+v, want active", l)
+	}
+
+	// The marketplace now names an allowed repository for deploy: the
+	// version in the cache still came from the blocked one.
+	w.entries["deploy@corp"].Source = plugin.Source{Kind: plugin.SourceGitHub, Repo: "good/deploy"}
+	rows, err = List(bg, w.options(NewDecider(blockEngine(t))), w.in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := rowsByID(rows)["deploy@corp"]; d.Status != StatusFailed {
+		t.Fatalf("deploy@corp installed from a blocked repository = %+v, want failed", d)
 	}
 }
