@@ -20,6 +20,7 @@ import (
 	"github.com/wharfhq/wharf/githttp"
 	"github.com/wharfhq/wharf/marketplace"
 	"github.com/wharfhq/wharf/policy"
+	"github.com/wharfhq/wharf/source"
 	"github.com/wharfhq/wharf/store"
 )
 
@@ -76,12 +77,15 @@ func (s *Server) revocations(ctx context.Context) (policy.Revocations, error) {
 
 // channelDecider asks the server's current policy about channel candidates,
 // as GET /v1/plugins does, without auditing each denial (a rebuild is
-// audited once, with what changed).
-func (s *Server) channelDecider(ctx context.Context) (channel.Decider, policyHead, error) {
+// audited once, with what changed). The gate is the same policy's decision
+// on plugin sources and redirect targets (fetch_source), nil when the
+// policy has none.
+func (s *Server) channelDecider(ctx context.Context) (channel.Decider, source.Gate, policyHead, error) {
 	d, head, err := s.deciderHead(ctx)
 	if err != nil {
-		return nil, policyHead{}, err
+		return nil, nil, policyHead{}, err
 	}
+	gate, _ := d.(source.Gate)
 	return func(ctx context.Context, c channel.Candidate) (channel.Verdict, error) {
 		in := DecisionInput{Plugin: c.ID, MarketplaceSource: c.MarketplaceSource, Dependencies: c.Dependencies, RequiredBy: c.RequiredBy}
 		if det, err := s.deps.Catalog.Plugin(ctx, c.ID); err == nil {
@@ -96,7 +100,7 @@ func (s *Server) channelDecider(ctx context.Context) (channel.Decider, policyHea
 			v.Reasons = append(v.Reasons, channel.Reason{Layer: r.Layer, Rule: r.Rule, Message: r.Message})
 		}
 		return v, nil
-	}, head, nil
+	}, gate, head, nil
 }
 
 // ensureChannel brings a channel's build up to date with the current
@@ -114,7 +118,7 @@ func (s *Server) ensureChannel(ctx context.Context, name string) (channel.Defini
 	}); err != nil {
 		return def, channel.Head{}, err
 	}
-	decide, pol, err := s.channelDecider(ctx)
+	decide, gate, pol, err := s.channelDecider(ctx)
 	if err != nil {
 		return def, channel.Head{}, err
 	}
@@ -137,7 +141,7 @@ func (s *Server) ensureChannel(ctx context.Context, name string) (channel.Defini
 	for _, l := range cat.Marketplaces() {
 		fmt.Fprintf(fp, "%s %s %s %v\x00", l.Known.Name, l.Known.Commit, l.Known.LastUpdated.UTC().Format(time.RFC3339Nano), l.Err)
 	}
-	res, err := b.Ensure(ctx, channel.Input{Definition: def, Catalog: cat, Decide: decide, Revocations: revs, Vendor: b.Vendor, PolicyRevision: pol.Revision},
+	res, err := b.Ensure(ctx, channel.Input{Definition: def, Catalog: cat, Decide: decide, Sources: gate, Revocations: revs, Vendor: b.Vendor, PolicyRevision: pol.Revision},
 		hex.EncodeToString(fp.Sum(nil)))
 	if err != nil {
 		return def, channel.Head{}, err

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 
 	"github.com/wharfhq/wharf/marketplace"
+	"github.com/wharfhq/wharf/plugin"
 	"github.com/wharfhq/wharf/policy"
 	"github.com/wharfhq/wharf/settings"
 )
@@ -43,6 +44,13 @@ func (d policyDecider) DecideMarketplace(ctx context.Context, name string, sourc
 		return Decision{}, err
 	}
 	return fromPolicy(pd), nil
+}
+
+// AllowFetch decides whether a plugin's tree may come from src, the
+// source its entry names or one a fetch is redirected to (fetch_source:
+// managed blockedMarketplaces): what channel builds ask.
+func (d policyDecider) AllowFetch(ctx context.Context, id string, src plugin.Source) error {
+	return d.e.AllowFetch(ctx, id, src)
 }
 
 func fromPolicy(pd policy.Decision) Decision {

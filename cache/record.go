@@ -16,7 +16,8 @@ import (
 // recordMagic starts a registry record in wharf's binary encoding. A JSON
 // record (what earlier versions wrote, still read) starts with '{' or
 // whitespace, never with a NUL byte. recordMagicV1 is the binary encoding
-// before fingerprints recorded ctimes; it is still read.
+// before fingerprints recorded ctimes, recordMagicV2 the one before records
+// kept their plugin's source; both are still read.
 //
 // The registry is read at every agent startup, and a record is mostly its
 // fingerprint: a JSON decode of 200 records with ~20 fingerprint entries
@@ -30,10 +31,13 @@ import (
 //	  str path, byte kind ('d','f','x','l'), varint size, varint mtime,
 //	  varint ctime (not in recordMagicV1), uvarint mode, str hash (hex,
 //	  may be empty)
+//	byte hasSource (not in recordMagicV1, recordMagicV2), and when it is 1:
+//	  str kind, path, repo, url, ref, sha, package, version, registry, sha256
 //
 // where str and bytes are a uvarint length and that many bytes.
 const (
-	recordMagic   = "\x00wr\x02"
+	recordMagic   = "\x00wr\x03"
+	recordMagicV2 = "\x00wr\x02"
 	recordMagicV1 = "\x00wr\x01"
 )
 
@@ -89,6 +93,16 @@ func encodeRecordAs(rec Record, magic string) ([]byte, error) {
 		b = binary.AppendUvarint(b, uint64(e.Mode))
 		str(e.Hash)
 	}
+	if magic == recordMagic {
+		if src := rec.Source; src == nil {
+			b = append(b, 0)
+		} else {
+			b = append(b, 1)
+			for _, s := range []string{string(src.Kind), src.Path, src.Repo, src.URL, src.Ref, src.SHA, src.Package, src.Version, src.Registry, src.SHA256} {
+				str(s)
+			}
+		}
+	}
 	return b, nil
 }
 
@@ -111,11 +125,15 @@ func kindString(k byte) string {
 // decodeRecord reads a registry record in either encoding.
 func decodeRecord(v []byte) (Record, error) {
 	var rec Record
-	if len(v) < len(recordMagic) || string(v[:len(recordMagic)]) != recordMagic && string(v[:len(recordMagicV1)]) != recordMagicV1 {
+	var magic string
+	if len(v) >= len(recordMagic) {
+		magic = string(v[:len(recordMagic)])
+	}
+	if magic != recordMagic && magic != recordMagicV2 && magic != recordMagicV1 {
 		err := json.Unmarshal(v, &rec)
 		return rec, err
 	}
-	withCtime := string(v[:len(recordMagic)]) == recordMagic
+	withCtime := magic != recordMagicV1
 	// One string holds every text of the record; the fields are slices of
 	// it, so the decode allocates the string, the entries and little else.
 	s := string(v[len(recordMagic):])
@@ -160,6 +178,22 @@ func decodeRecord(v []byte) (Record, error) {
 		}
 		if e.Kind == "" {
 			return Record{}, fmt.Errorf("%w: fingerprint entry %q has kind %q", errRecord, e.Path, k)
+		}
+	}
+	if magic == recordMagic {
+		switch d.Byte() {
+		case 0:
+		case 1:
+			src := &plugin.Source{Kind: plugin.SourceKind(d.Str())}
+			for _, f := range []*string{&src.Path, &src.Repo, &src.URL, &src.Ref, &src.SHA, &src.Package, &src.Version, &src.Registry, &src.SHA256} {
+				*f = d.Str()
+			}
+			rec.Source = src
+		default:
+			return Record{}, fmt.Errorf("%w: source flag is neither 0 nor 1", errRecord)
+		}
+		if d.Err() != nil {
+			return Record{}, d.Err()
 		}
 	}
 	if d.Left() != 0 {

@@ -31,6 +31,7 @@ func installedRecord(t *testing.T, c *Cache) Record {
 	rec.ProjectPath = "/src/app"
 	rec.GitCommitSha = "0123456789abcdef0123456789abcdef01234567"
 	rec.Auto = true
+	rec.Source = &plugin.Source{Kind: plugin.SourceGitSubdir, URL: "https://git.example/corp/tools.git", Path: "plugins/deploy", Ref: "v1"}
 	return rec
 }
 
@@ -72,6 +73,22 @@ func TestRegistryRecordEncodings(t *testing.T) {
 		}
 	}
 
+	// A record in the binary encoding before sources reads back without one.
+	v2, err := encodeRecordAs(got, recordMagicV2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	putRaw(t, c, pid, v2)
+	fromV2, err := c.Get(pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	noSource := want
+	noSource.Source = nil
+	if !reflect.DeepEqual(fromV2, noSource) {
+		t.Fatalf("binary record before sources:\n got %+v\nwant %+v", fromV2, noSource)
+	}
+
 	// A record in the binary encoding before ctimes reads back without them.
 	v1, err := encodeRecordAs(got, recordMagicV1)
 	if err != nil {
@@ -82,7 +99,7 @@ func TestRegistryRecordEncodings(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	noCtimes := want
+	noCtimes := noSource
 	noCtimes.Fingerprint.Entries = slices.Clone(want.Fingerprint.Entries)
 	for i := range noCtimes.Fingerprint.Entries {
 		noCtimes.Fingerprint.Entries[i].Ctime = 0
@@ -106,7 +123,7 @@ func TestRegistryRecordEncodings(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(list) != 1 || !reflect.DeepEqual(list[0].Fingerprint, old.Fingerprint) || !list[0].InstalledAt.Equal(old.InstalledAt) ||
+	if len(list) != 1 || !reflect.DeepEqual(list[0].Fingerprint, old.Fingerprint) || !reflect.DeepEqual(list[0].Source, old.Source) || !list[0].InstalledAt.Equal(old.InstalledAt) ||
 		list[0].InstallPath != old.InstallPath || !list[0].Auto || list[0].Digest != old.Digest {
 		t.Fatalf("JSON record read back as %+v, want %+v", list, old)
 	}
@@ -219,6 +236,16 @@ func FuzzDecodeRecord(f *testing.F) {
 		Fingerprint: trust.FP{Entries: []trust.FPEntry{{Path: ".", Kind: "d", Mode: 0o555}, {Path: "a", Kind: "x", Size: 3, Mtime: -5, Ctime: 7, Mode: 0o555, Hash: "ab"}}}}
 	b, err := encodeRecord(rec)
 	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(b)
+	withSource := rec
+	withSource.Source = &plugin.Source{Kind: plugin.SourceURL, URL: "https://git.example/x.git", Ref: "main"}
+	if b, err = encodeRecord(withSource); err != nil {
+		f.Fatal(err)
+	}
+	f.Add(b)
+	if b, err = encodeRecordAs(withSource, recordMagicV2); err != nil {
 		f.Fatal(err)
 	}
 	f.Add(b)

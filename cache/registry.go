@@ -38,6 +38,11 @@ type Record struct {
 	Auto        bool     `json:"auto,omitempty"`
 	Digest      string   `json:"digest,omitempty"`
 	Fingerprint trust.FP `json:"fingerprint,omitzero"`
+	// Source is the source the marketplace entry named when this version
+	// was installed, which policy decides at every load
+	// (blockedMarketplaces holds for a plugin's own repository); nil for a
+	// record that did not keep it (an earlier wharf, a rebuilt registry).
+	Source *plugin.Source `json:"source,omitempty"`
 }
 
 // Pin returns the trust pin the record carries.

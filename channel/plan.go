@@ -3,6 +3,7 @@ package channel
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -10,6 +11,7 @@ import (
 	"github.com/wharfhq/wharf/marketplace"
 	"github.com/wharfhq/wharf/plugin"
 	"github.com/wharfhq/wharf/policy"
+	"github.com/wharfhq/wharf/source"
 )
 
 // Candidate is what the policy is asked about one plugin.
@@ -47,6 +49,12 @@ type Input struct {
 	Decide      Decider
 	Revocations policy.Revocations
 	Vendor      *Vendor
+	// Sources decides every source a plugin's tree comes from: the one its
+	// marketplace entry names, at every build (a vendored copy is not
+	// fetched again), and every URL a fetch of it is redirected to (the
+	// server's policy, fetch_source: managed blockedMarketplaces). A
+	// plugin it refuses is left out as denied. nil allows every source.
+	Sources source.Gate
 	// PolicyRevision orders the policy Decide answers for in time (the
 	// server's policy revision). A replica whose view of the policy is
 	// older than the one the stored head was built from serves that head
@@ -224,10 +232,27 @@ func (st *planState) one(ctx context.Context, id plugin.ID, requiredBy plugin.ID
 		st.left[id] = &LeftOut{Plugin: id.String(), Kind: LeftDenied, Reason: strings.Join(msgs, "; "), Reasons: v.Reasons, Forced: v.Forced}
 		return nil, nil
 	}
-	vd, err := st.in.Vendor.Get(ctx, h)
+	// The plugin's own source: an allowed marketplace does not carry a
+	// plugin from a blocked repository into a channel.
+	if st.in.Sources != nil && h.Entry.Source.Kind != plugin.SourceRelative {
+		if err := st.in.Sources.AllowFetch(ctx, id.String(), h.Entry.Source); err != nil {
+			if lo := sourceDenied(id, err); lo != nil {
+				st.left[id] = lo
+				return nil, nil
+			}
+			return nil, fmt.Errorf("policy decision for the source of %s: %w", id, err)
+		}
+	}
+	vd, err := st.in.Vendor.Get(ctx, h, st.in.Sources)
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
+		}
+		if lo := sourceDenied(id, err); lo != nil {
+			// A redirect to a refused source, on this fetch or on the
+			// one that made the vendored copy.
+			st.left[id] = lo
+			return nil, nil
 		}
 		st.left[id] = &LeftOut{Plugin: id.String(), Kind: LeftUnavailable, Reason: err.Error()}
 		return nil, nil
@@ -253,6 +278,26 @@ func (st *planState) one(ctx context.Context, id plugin.ID, requiredBy plugin.ID
 		Description: h.Entry.Description, Category: h.Entry.Category, id: id, hit: h, vendored: vd, deps: deps}
 	st.kept[id] = e
 	return deps, nil
+}
+
+// sourceDenied is the left-out record of a plugin whose source policy
+// refuses (err is a policy denial), nil for any other error.
+func sourceDenied(id plugin.ID, err error) *LeftOut {
+	var d *policy.Denial
+	if !errors.As(err, &d) {
+		return nil
+	}
+	lo := &LeftOut{Plugin: id.String(), Kind: LeftDenied}
+	var msgs []string
+	for _, r := range d.Decision.Reasons {
+		lo.Reasons = append(lo.Reasons, Reason{Layer: r.Layer, Rule: r.Rule, Message: r.Message})
+		msgs = append(msgs, fmt.Sprintf("%s (policy layer %s, rule %s)", r.Message, r.Layer, r.Rule))
+	}
+	if len(msgs) == 0 {
+		msgs = append(msgs, "the policy does not allow its source")
+	}
+	lo.Reason = strings.Join(msgs, "; ")
+	return lo
 }
 
 func resolveDeps(id plugin.ID, ds []plugin.Dependency) []plugin.ID {

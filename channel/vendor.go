@@ -54,6 +54,32 @@ type Vendored struct {
 	Commit  string `json:"commit,omitempty"`  // git sources: the commit fetched
 	Version string `json:"version,omitempty"` // as the installer versions it
 	Source  string `json:"source"`            // the origin, described
+	// Hops are the sources the fetch that made the copy was redirected
+	// to; Gated says a gate decided them. A copy is used under a gate
+	// only when it was made under one, and each hop is decided again.
+	Hops  []plugin.Source `json:"hops,omitempty"`
+	Gated bool            `json:"gated,omitempty"`
+}
+
+// hopGate passes a fetch's questions to the gate and records every
+// source it allowed other than the entry's own: the redirect targets.
+type hopGate struct {
+	gate  source.Gate
+	entry plugin.Source
+	mu    sync.Mutex
+	hops  []plugin.Source
+}
+
+func (g *hopGate) AllowFetch(ctx context.Context, id string, src plugin.Source) error {
+	if err := g.gate.AllowFetch(ctx, id, src); err != nil {
+		return err
+	}
+	if src != g.entry {
+		g.mu.Lock()
+		g.hops = append(g.hops, src)
+		g.mu.Unlock()
+	}
+	return nil
 }
 
 // key names the copy of hit: one per plugin, source and marketplace
@@ -84,19 +110,33 @@ func (v *Vendor) lock(key string) func() {
 }
 
 // Get returns the verified copy of hit's plugin, fetching it when this
-// marketplace revision has none yet. The error of a source that cannot be
-// fetched or does not match its published integrity is a *plugin.Error.
-func (v *Vendor) Get(ctx context.Context, h marketplace.Hit) (*Vendored, error) {
+// marketplace revision has none yet. gate, when not nil, decides every
+// source the fetch asks about (the entry's, and every URL it is redirected
+// to); the redirect targets are recorded with the copy and decided again
+// each time it is used, so a copy is not served once policy refuses a
+// source it came through. The gate's refusal is returned as is. The error
+// of a source that cannot be fetched or does not match its published
+// integrity is a *plugin.Error.
+func (v *Vendor) Get(ctx context.Context, h marketplace.Hit, gate source.Gate) (*Vendored, error) {
 	key := vendorKey(h)
 	defer v.lock(key)()
 	dir := filepath.Join(v.Dir, "trees", key)
 	meta := filepath.Join(v.Dir, "trees", key+".json")
 	if b, err := os.ReadFile(meta); err == nil {
 		var vd Vendored
-		if json.Unmarshal(b, &vd) == nil {
+		// A copy made without a gate is fetched again under one: its
+		// redirects were never decided.
+		if json.Unmarshal(b, &vd) == nil && (gate == nil || vd.Gated) {
 			vd.Dir = dir
 			tree, err := trust.Digest(dir)
 			if err == nil && tree.Digest == vd.Digest {
+				if gate != nil {
+					for _, hop := range vd.Hops {
+						if err := gate.AllowFetch(ctx, h.ID.String(), hop); err != nil {
+							return nil, err
+						}
+					}
+				}
 				// The metadata's time is the copy's last use (Prune).
 				now := time.Now()
 				_ = os.Chtimes(meta, now, now)
@@ -122,6 +162,13 @@ func (v *Vendor) Get(ctx context.Context, h marketplace.Hit) (*Vendored, error) 
 		}
 		f = source.NewFetcher(cfg)
 	}
+	var hops *hopGate
+	if gate != nil {
+		hops = &hopGate{gate: gate, entry: h.Entry.Source}
+		gated := *f
+		gated.Gate = hops
+		f = &gated
+	}
 	res, err := f.Fetch(ctx, source.Request{Plugin: h.ID.String(), Source: h.Entry.Source, MarketplaceDir: h.Root, Dest: stage})
 	if err != nil {
 		return nil, err
@@ -142,6 +189,11 @@ func (v *Vendor) Get(ctx context.Context, h marketplace.Hit) (*Vendored, error) 
 	vd := Vendored{Dir: dir, Digest: tree.Digest, Commit: res.Commit, Version: version, Source: source.Describe(h.Entry.Source)}
 	if vd.Commit == "" && h.Entry.Source.Kind == plugin.SourceRelative {
 		vd.Commit = h.Known.Commit
+	}
+	if hops != nil {
+		hops.mu.Lock()
+		vd.Gated, vd.Hops = true, hops.hops
+		hops.mu.Unlock()
 	}
 	b, _ := json.Marshal(vd)
 	if err := atomicfile.WriteFile(meta, b, 0o644); err != nil {

@@ -14,6 +14,7 @@ import (
 	"github.com/schollz/progressbar/v3"
 
 	"github.com/wharfhq/wharf/cache"
+	"github.com/wharfhq/wharf/load"
 	"github.com/wharfhq/wharf/plugin"
 	"github.com/wharfhq/wharf/policy"
 	"github.com/wharfhq/wharf/resolver"
@@ -198,6 +199,7 @@ func (in *Installer) Install(ctx context.Context, req Request) (*Result, error) 
 			sv := done[st.ID]
 			rec := cache.RecordFor(sv.v, string(scope))
 			rec.GitCommitSha = sv.commit
+			rec.Source = entrySource(g, st.ID)
 			old, had := current[st.ID]
 			var moved Updated
 			if had && old.Version != sv.v.Version {
@@ -278,6 +280,18 @@ func installDowngradeError(err error, id plugin.ID) error {
 		Hint: "an older version may bring back what a newer one fixed; if you mean it, run: wharf install " + id.String() + " --allow-downgrade"}
 }
 
+// entrySource is the source id's marketplace entry names, kept in its
+// registry record so that policy decides it at every load even after the
+// marketplace no longer lists the plugin.
+func entrySource(g *graph, id plugin.ID) *plugin.Source {
+	e, _ := g.entry(id)
+	if e == nil {
+		return nil
+	}
+	src := e.Source
+	return &src
+}
+
 // checkPolicy asks policy about every plugin of an install closure. verified
 // (Request.Signatures per plugin) is nil before fetching: then every trusted
 // key stands in for the verified ones, so a plugin that no trusted key can
@@ -302,7 +316,14 @@ func (in *Installer) checkPolicy(ctx context.Context, g *graph, steps []resolver
 		}
 		items = append(items, it)
 	}
-	return in.o.Policy.AllowInstall(ctx, items)
+	errs := []error{in.o.Policy.AllowInstall(ctx, items)}
+	// Each plugin's own source too: a version already in the cache (or a
+	// seed) is never fetched, so the fetch's own check would not run.
+	dec := load.NewDecider(in.o.Policy)
+	for _, st := range steps {
+		errs = append(errs, load.CheckSource(ctx, dec, st.ID, entrySource(g, st.ID)))
+	}
+	return errors.Join(errs...)
 }
 
 // revocationSource is a Policy that carries the revocations of the policy

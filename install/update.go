@@ -124,6 +124,7 @@ func (in *Installer) Update(ctx context.Context, ids []plugin.ID, opts UpdateOpt
 			}
 			rec := cache.RecordFor(sv.v, cur.Scope)
 			rec.Auto, rec.ProjectPath, rec.GitCommitSha = cur.Auto, cur.ProjectPath, sv.commit
+			rec.Source = entrySource(g, id)
 			return in.o.Cache.Put(ctx, rec)
 		})
 		sv.cleanup()

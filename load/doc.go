@@ -1,6 +1,8 @@
 // Package load decides, for each installed plugin, whether it may be active
 // in a session started now and what it contributes: the policy decision
-// (with managed enabledPlugins forcing it on or off), the active
+// (with managed enabledPlugins forcing it on or off, and on the source
+// the plugin's version was installed from: blockedMarketplaces holds for
+// it even though a cached version is never fetched again), the active
 // revocations, the trust check (the stat fingerprint on the fast path, a
 // full re-hash against the pin on the full path), its manifest and
 // dependencies, the per-surface policy of its components, and demotion (a

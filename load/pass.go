@@ -93,12 +93,12 @@ func Pass(ctx context.Context, o Options, in Input, read Reader) ([]*Unit, error
 				r := in.Records[i]
 				u := &Unit{Row: NewRow(r.ID)}
 				units[i] = u
-				if !o.Admit(ctx, r, in.Enabled[r.ID], &u.Row) {
-					continue
-				}
 				var entry *plugin.Entry
 				if o.Entries != nil {
 					entry = o.Entries(r.ID)
+				}
+				if !o.admit(ctx, r, in.Enabled[r.ID], &u.Row, entry) {
+					continue
 				}
 				read(ctx, i, r, entry, u)
 				if len(u.Errors) == 0 {
@@ -125,9 +125,18 @@ func Pass(ctx context.Context, o Options, in Input, read Reader) ([]*Unit, error
 
 // Admit fills st (a NewRow) from r and runs the checks that decide
 // whether r's content may be read at all: policy (which may force the
-// plugin on or off), the revocations and trust. It reports whether r is
+// plugin on or off, and which decides the plugin's own source as well as
+// its marketplace), the revocations and trust. It reports whether r is
 // enabled and passed them; a failure is recorded on st.
 func (o *Options) Admit(ctx context.Context, r cache.Record, enabled bool, st *Row) bool {
+	var entry *plugin.Entry
+	if o.Entries != nil {
+		entry = o.Entries(r.ID)
+	}
+	return o.admit(ctx, r, enabled, st, entry)
+}
+
+func (o *Options) admit(ctx context.Context, r cache.Record, enabled bool, st *Row, entry *plugin.Entry) bool {
 	st.Version, st.Scope, st.InstallPath, st.Auto, st.Digest = r.Version, r.Scope, r.InstallPath, r.Auto, r.Digest
 	st.Enabled = enabled
 	var src *settings.MarketplaceSource
@@ -154,6 +163,16 @@ func (o *Options) Admit(ctx context.Context, r cache.Record, enabled bool, st *R
 		st.AddError(err)
 		return false
 	}
+	// The source the version was installed from, which the record keeps;
+	// a record that kept none is decided on its marketplace entry's.
+	from := r.Source
+	if from == nil && entry != nil {
+		from = &entry.Source
+	}
+	if err := CheckSource(ctx, o.Decider, r.ID, from); err != nil {
+		st.AddError(err)
+		return false
+	}
 	if rv, ok := o.Revocations.Match(r.ID, r.Version, r.Digest); ok {
 		st.AddError(RevokedError(r.ID, r.Version, rv))
 		return false
@@ -164,6 +183,27 @@ func (o *Options) Admit(ctx context.Context, r cache.Record, enabled bool, st *R
 		return false
 	}
 	return true
+}
+
+// CheckSource asks policy whether the tree of id may come from src, the
+// source its marketplace entry names or named when it was installed
+// (fetch_source: managed blockedMarketplaces holds for a plugin's own
+// repository, not only for its marketplace). A fetch asks the same before
+// it runs; a version already in the cache (there before the block, or
+// copied from a seed) is never fetched again, so the load pass and install
+// ask here too. The decision is memoized by d under a key that carries the
+// source. A nil src, or one that names no repository (relative to its
+// marketplace, npm), is not decided: the marketplace's own decision covers
+// a relative source.
+func CheckSource(ctx context.Context, d *Decider, id plugin.ID, src *plugin.Source) error {
+	if src == nil {
+		return nil
+	}
+	req, ok := policy.FetchSourceRequest(id.String(), *src)
+	if !ok {
+		return nil
+	}
+	return d.Check(ctx, req)
 }
 
 // CheckTrust checks r's tree against its pin: the stat fingerprint in Fast

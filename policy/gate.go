@@ -134,15 +134,27 @@ func (e *Engine) Forced(ctx context.Context, id plugin.ID) (string, error) {
 // deliver a plugin from a blocked repository. npm sources name no
 // repository and are not decided here.
 func (e *Engine) AllowFetch(ctx context.Context, id string, src plugin.Source) error {
-	s, ok := fetchSource(src)
+	req, ok := FetchSourceRequest(id, src)
 	if !ok {
 		return nil
 	}
-	req := Request{Action: ActionFetchSource, Marketplace: Marketplace{Source: &s}}
+	return e.Check(ctx, req)
+}
+
+// FetchSourceRequest is the fetch_source request AllowFetch decides for
+// plugin id and source src; ok is false for a source that names no
+// repository (relative to its marketplace, npm), which is not decided.
+// Callers that memoize decisions (package load) ask it through their memo.
+func FetchSourceRequest(id string, src plugin.Source) (req Request, ok bool) {
+	s, ok := fetchSource(src)
+	if !ok {
+		return Request{}, false
+	}
+	req = Request{Action: ActionFetchSource, Marketplace: Marketplace{Source: &s}}
 	if pid, err := plugin.ParseID(id); err == nil {
 		req.Plugin, req.Marketplace.Name = pid, pid.Source
 	}
-	return e.Check(ctx, req)
+	return req, true
 }
 
 // fetchSource is the marketplace-source form of a plugin source, which
