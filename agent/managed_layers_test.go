@@ -130,6 +130,16 @@ func TestExtraManagedDirCannotLoosenAnyKey(t *testing.T) {
 			func(e *layeredEnv) {
 				e.denied(policy.Request{Action: policy.ActionInstall, Plugin: deploy, Marketplace: corpMkt, Signatures: []string{"my-key"}}, "requireSignatures")
 			}},
+		{"legacySignatureKeys", `{"requireSignatures": {"corp": ["release-key"]}}`, `{"legacySignatureKeys": ["release-key"]}`,
+			func(e *layeredEnv) {
+				e.denied(policy.Request{Action: policy.ActionInstall, Plugin: deploy, Marketplace: corpMkt,
+					Signatures: policy.SignatureKeys(nil, []string{"release-key"}, nil)}, "requireSignatures")
+			}},
+		{"githubHost", `{"strictKnownMarketplaces": [{"source": "github", "repo": "corp/plugins"}]}`, `{"githubHost": "http://127.0.0.1:8080"}`,
+			func(e *layeredEnv) {
+				e.denied(policy.Request{Action: policy.ActionAddMarketplace, Marketplace: policy.Marketplace{Name: "corp",
+					Source: &settings.MarketplaceSource{Source: settings.KindGit, URL: "http://127.0.0.1:8080/corp/plugins.git"}}}, "strictKnownMarketplaces")
+			}},
 		{"enabledPlugins (forced off)", `{"enabledPlugins": {"deploy@corp": false}}`, `{"enabledPlugins": {"deploy@corp": true}}`,
 			func(e *layeredEnv) {
 				e.denied(policy.Request{Action: policy.ActionInstall, Plugin: deploy, Marketplace: corpMkt}, "enabledPlugins")
