@@ -47,7 +47,7 @@ func TestParseHooksProblems(t *testing.T) {
 	}{
 		{"bad regex", `{"hooks":{"PreToolUse":[{"matcher":"(","hooks":[{"type":"command","command":"x"}]}]}}`, "hooks.PreToolUse[0].matcher", "regular expression", false},
 		{"timeout type", `{"hooks":{"Stop":[{"hooks":[{"type":"command","command":"x","timeout":"1m"}]}]}}`, "hooks.Stop[0].hooks[0].timeout", "expected number of seconds, got string", false},
-		{"negative timeout", `{"hooks":{"Stop":[{"hooks":[{"type":"command","command":"x","timeout":-1}]}]}}`, "hooks.Stop[0].hooks[0].timeout", "between 1 and 86400", false},
+		{"negative timeout", `{"hooks":{"Stop":[{"hooks":[{"type":"command","command":"x","timeout":-1}]}]}}`, "hooks.Stop[0].hooks[0].timeout", "must be a positive number of seconds", false},
 		{"missing type", `{"hooks":{"Stop":[{"hooks":[{"command":"x"}]}]}}`, "hooks.Stop[0].hooks[0].type", "required", false},
 		{"missing hooks", `{"hooks":{"Stop":[{"matcher":"x"}]}}`, "hooks.Stop[0].hooks", "required", false},
 		{"event not array", `{"hooks":{"Stop":{}}}`, "hooks.Stop", "expected array", false},

@@ -2,6 +2,7 @@ package plugin
 
 import (
 	"encoding/json"
+	"math"
 	"regexp"
 )
 
@@ -89,6 +90,18 @@ var hookExtraKeys = map[string]bool{"if": true, "async": true, "asyncRewake": tr
 	"url": true, "headers": true, "allowedEnvVars": true,
 	"server": true, "tool": true, "input": true}
 
+// MatchesEveryTool reports whether a hook matcher selects everything: empty,
+// "*" or "**", as Claude Code's hooks reference defines them (the last two
+// are not regular expressions).
+func MatchesEveryTool(matcher string) bool {
+	return matcher == "" || matcher == "*" || matcher == "**"
+}
+
+// maxHookTimeout bounds a hook's timeout so that it fits a time.Duration.
+// Claude Code sets no upper bound (any positive number of seconds); a
+// larger value is read as this one, about 68 years.
+const maxHookTimeout = 1<<31 - 1
+
 // ParseHooks parses a hooks.json file, or a manifest's inline hooks object.
 // Errors are *Error{Type: TypeManifestParse} wrapping *SyntaxError,
 // *FieldError or *SizeError.
@@ -163,7 +176,7 @@ func (d *decoder) hookMatcher(n *node, f string) (HookMatcher, bool) {
 		switch m.key {
 		case "matcher":
 			hm.Matcher = d.str(m.val, mf)
-			if m.val.kind == kindString {
+			if m.val.kind == kindString && !MatchesEveryTool(hm.Matcher) {
 				if _, err := regexp.Compile(hm.Matcher); err != nil {
 					d.errorf(m.val, mf, "invalid regular expression: %v", err)
 				}
@@ -208,12 +221,14 @@ func (d *decoder) hook(n *node, f string) (Hook, bool) {
 				d.typeError(m.val, mf, "number of seconds")
 				continue
 			}
+			// As Claude Code: any positive number of seconds; a fraction
+			// is rounded up to the next whole second.
 			var t float64
-			if err := json.Unmarshal([]byte(m.val.str), &t); err != nil || t <= 0 || t > 86400 || t != float64(int(t)) {
-				d.errorf(m.val, mf, "timeout %s must be a whole number of seconds between 1 and 86400", m.val.str)
+			if err := json.Unmarshal([]byte(m.val.str), &t); err != nil || !(t > 0) {
+				d.errorf(m.val, mf, "timeout %s must be a positive number of seconds", m.val.str)
 				continue
 			}
-			hk.Timeout = int(t)
+			hk.Timeout = int(min(math.Ceil(t), maxHookTimeout))
 		default:
 			if !hookExtraKeys[m.key] {
 				d.unknown(m, f)

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path"
@@ -152,11 +153,17 @@ func Load(dir string, entry *Entry) (*Plugin, []Diagnostic, error) {
 				return nil, l.diags, err
 			}
 			pm = m
+			l.hasManifest = true
 		}
 	} else if !errors.Is(err, fs.ErrNotExist) {
 		return nil, nil, &Error{Layer: LayerMaterialization, Type: TypeComponentLoad, Object: mfile, Err: err}
 	}
 
+	if pm == nil {
+		if pm = l.rootManifestVersion(dir); pm != nil {
+			mfile = filepath.Join(dir, "plugin.json")
+		}
+	}
 	p := &Plugin{Root: dir}
 	l.inlineFile = map[string]string{}
 	switch {
@@ -167,14 +174,27 @@ func Load(dir string, entry *Entry) (*Plugin, []Diagnostic, error) {
 	case pm == nil:
 		p.Manifest = entry.Manifest
 	case !entry.IsStrict():
-		if fields := pm.declaredComponentFields(); len(fields) > 0 {
+		// As Claude Code: the two conflict only when both declare
+		// components; plugin.json's components load when the entry
+		// declares none; its other fields are ignored either way.
+		fields, efields := pm.declaredComponentFields(), entry.Manifest.declaredComponentFields()
+		switch {
+		case len(fields) > 0 && len(efields) > 0:
 			l.fail(TypeConflict, mfile, strings.Join(fields, ","),
-				"plugin.json declares %s but the marketplace entry %q has strict: false, which makes the entry the whole definition; move them into the entry or set strict: true",
-				strings.Join(fields, ", "), entry.Name)
-		} else {
+				"plugin.json declares %s and the marketplace entry %q, which has strict: false, declares %s; keep the components in one place, or set strict: true to merge them",
+				strings.Join(fields, ", "), entry.Name, strings.Join(efields, ", "))
+		case len(fields) > 0:
+			l.warn(mfile, "", "the marketplace entry %q has strict: false: only the components of plugin.json are used, its other fields are ignored", entry.Name)
+		default:
 			l.warn(mfile, "", "ignored: the marketplace entry %q has strict: false and is the whole definition", entry.Name)
 		}
 		p.Manifest = entry.Manifest
+		if len(fields) > 0 && len(efields) == 0 {
+			pm.copyComponents(&p.Manifest)
+			for _, k := range []string{"hooks", "mcpServers", "lspServers"} {
+				l.inlineFile[k] = manifestRel
+			}
+		}
 	default:
 		p.Manifest = l.merge(entry.Manifest, *pm, mfile)
 	}
@@ -184,6 +204,9 @@ func Load(dir string, entry *Entry) (*Plugin, []Diagnostic, error) {
 	if err := ValidateName(p.Manifest.Name); err != nil {
 		l.fail(TypeManifestInvalid, dir, "name", "plugin name: %v", err)
 	}
+	// Skills listed in plugin.json add to the default skills/ directory;
+	// listed only in the marketplace entry they replace it (Claude Code).
+	l.skillsAddDefault = pm != nil && pm.Skills != nil && (entry == nil || entry.IsStrict() || entry.Manifest.Skills == nil)
 	if l.firstType == "" {
 		l.discover(&p.Manifest)
 	}
@@ -224,6 +247,22 @@ type loader struct {
 	seen       map[string]bool // kind + "\x00" + path + "\x00" + name
 	inlineFile map[string]string
 	failed     []FailedComponent
+	names      map[string]string // kind + "\x01" + name → path of the first
+	// skillsAddDefault: declared skills add to skills/ instead of replacing it.
+	skillsAddDefault bool
+	hasManifest      bool // .claude-plugin/plugin.json exists
+}
+
+func isMarkdownKind(k ComponentKind) bool {
+	return k == KindCommand || k == KindAgent || k == KindSkill || k == KindOutputStyle
+}
+
+// where names a component's defining file for a message.
+func where(rel string) string {
+	if rel == "" {
+		return "the marketplace entry"
+	}
+	return rel
 }
 
 func (l *loader) fail(typ, file, field, format string, args ...any) {
@@ -378,7 +417,7 @@ func (l *loader) stat(rel, field string, declared bool) (string, fs.FileInfo, bo
 	abs := filepath.Join(l.root, filepath.FromSlash(cleanRel(rel)))
 	if _, err := os.Lstat(abs); err != nil {
 		if declared {
-			l.fail(TypeComponentLoad, l.root, field, "%s: declared path does not exist", rel)
+			l.missing(rel, field)
 		}
 		return "", nil, false
 	}
@@ -393,6 +432,47 @@ func (l *loader) stat(rel, field string, declared bool) (string, fs.FileInfo, bo
 	return abs, fi, true
 }
 
+// add records a component. As in Claude Code, a Markdown file reached twice
+// (a directory and a file or subdirectory of it both declared) is one
+// component, named by its first path; and of two components of a kind with
+// the same name the first is kept, with a warning.
+// missing records a declared component path that does not exist. As in
+// Claude Code the rest of the plugin loads: the path is listed as a failed
+// component and reported as an error that does not stop the load (claude
+// plugin validate fails on it too).
+func (l *loader) missing(rel, field string) {
+	l.diags = append(l.diags, Diagnostic{File: l.root, Field: field, Severity: SeverityError,
+		Message: fmt.Sprintf("%s: declared path does not exist; the rest of the plugin loads without it", rel)})
+	where := ""
+	if l.hasManifest {
+		where = manifestRel
+	}
+	l.failed = append(l.failed, FailedComponent{Kind: fieldKind(field), Name: rel, Path: where, Field: field,
+		Reason: "declared path does not exist"})
+}
+
+// fieldKind is the component kind a manifest field ("commands[2]") declares.
+func fieldKind(field string) ComponentKind {
+	name, _, _ := strings.Cut(field, "[")
+	switch name {
+	case "commands":
+		return KindCommand
+	case "agents":
+		return KindAgent
+	case "skills":
+		return KindSkill
+	case "outputStyles":
+		return KindOutputStyle
+	case "hooks":
+		return KindHook
+	case "mcpServers":
+		return KindMCPServer
+	case "lspServers":
+		return KindLSPServer
+	}
+	return ComponentKind(name)
+}
+
 func (l *loader) add(kind ComponentKind, name, rel string) {
 	if l.seen == nil {
 		l.seen = map[string]bool{}
@@ -403,12 +483,22 @@ func (l *loader) add(kind ComponentKind, name, rel string) {
 	}
 	l.seen[k] = true
 	if kind != KindHook {
+		if isMarkdownKind(kind) {
+			pk := string(kind) + "\x02" + rel
+			if l.seen[pk] {
+				return
+			}
+			l.seen[pk] = true
+		}
 		nk := string(kind) + "\x01" + name
-		if l.seen[nk] {
-			l.fail(TypeComponentLoad, l.root, "", "two %ss are named %q (the second is %s)", kind, name, rel)
+		if first, ok := l.names[nk]; ok {
+			l.warn(l.root, "", "two %ss are named %q: %s and %s; the first is kept", kind, name, where(first), where(rel))
 			return
 		}
-		l.seen[nk] = true
+		if l.names == nil {
+			l.names = map[string]string{}
+		}
+		l.names[nk] = rel
 	}
 	if len(l.comps) >= maxComponents {
 		if len(l.comps) == maxComponents {
@@ -459,7 +549,7 @@ func (l *loader) markdown(kind ComponentKind, field string, declared PathList, d
 				l.fail(TypeComponentLoad, l.root, f, "%s: expected a Markdown (.md) file or a directory", rel)
 				continue
 			}
-			l.add(kind, strings.TrimSuffix(filepath.Base(abs), ".md"), l.relOf(abs))
+			l.add(kind, l.markdownName(kind, abs, strings.TrimSuffix(filepath.Base(abs), ".md"), f), l.relOf(abs))
 			continue
 		}
 		l.walkMarkdown(kind, abs, f)
@@ -510,7 +600,7 @@ func (l *loader) walkMarkdown(kind ComponentKind, dir, field string) {
 			return nil
 		}
 		name := strings.ReplaceAll(strings.TrimSuffix(filepath.ToSlash(sub), ".md"), "/", ":")
-		l.add(kind, name, rel)
+		l.add(kind, l.markdownName(kind, p, name, field), rel)
 		return nil
 	})
 	if err != nil {
@@ -520,19 +610,33 @@ func (l *loader) walkMarkdown(kind ComponentKind, dir, field string) {
 
 // skills discovers skills/<name>/SKILL.md, declared skill directories (each
 // a skill itself or a directory of skills) and a root SKILL.md.
+//
+// Unlike commands and agents, skill paths declared in plugin.json add to
+// the default skills/ directory (as in Claude Code); declared only in the
+// marketplace entry they replace it. A declared path that is itself a
+// skill is named by its front matter's name, a skill found in a directory
+// of skills by its directory.
 func (l *loader) skills(m *Manifest) {
 	declared := m.Skills != nil
-	paths := []string(m.Skills)
-	if !declared {
-		paths = []string{"./skills"}
+	type src struct {
+		rel, field string
+		declared   bool
+	}
+	var srcs []src
+	if !declared || l.skillsAddDefault {
+		srcs = append(srcs, src{"./skills", "skills", false})
+	}
+	for i, rel := range m.Skills {
+		if len(srcs) > 0 && !srcs[0].declared && checkRelPath(rel, true) == nil && cleanRel(rel) == "skills" {
+			srcs[0] = src{rel, index("skills", i), true}
+			continue
+		}
+		srcs = append(srcs, src{rel, index("skills", i), true})
 	}
 	before := len(l.comps)
-	for i, rel := range paths {
-		f := "skills"
-		if declared {
-			f = index("skills", i)
-		}
-		abs, fi, ok := l.stat(rel, f, declared)
+	for _, s := range srcs {
+		rel, f := s.rel, s.field
+		abs, fi, ok := l.stat(rel, f, s.declared)
 		if !ok {
 			continue
 		}
@@ -541,11 +645,11 @@ func (l *loader) skills(m *Manifest) {
 				l.fail(TypeComponentLoad, l.root, f, "%s: expected a skill directory or a SKILL.md file", rel)
 				continue
 			}
-			l.addSkill(filepath.Dir(abs), m.Name)
+			l.addSkill(filepath.Dir(abs), m.Name, f, s.declared)
 			continue
 		}
 		if l.isSkillDir(filepath.Join(abs, "SKILL.md"), f) {
-			l.addSkill(abs, m.Name)
+			l.addSkill(abs, m.Name, f, s.declared)
 			continue
 		}
 		entries, err := os.ReadDir(abs)
@@ -566,11 +670,11 @@ func (l *loader) skills(m *Manifest) {
 				continue
 			}
 			if l.isSkillDir(filepath.Join(sub, "SKILL.md"), f) {
-				l.addSkill(sub, m.Name)
+				l.addSkill(sub, m.Name, f, false)
 				found = true
 			}
 		}
-		if !found && declared {
+		if !found && s.declared {
 			l.warn(l.root, f, "%s: no SKILL.md found in it or in its subdirectories", rel)
 		}
 	}
@@ -600,12 +704,77 @@ func (l *loader) isSkillDir(skillMD, field string) bool {
 	return fi.Mode().IsRegular()
 }
 
-func (l *loader) addSkill(dir, pluginName string) {
+// addSkill adds the skill in dir. A declared path that is itself a skill
+// takes the name of its front matter, as in Claude Code.
+func (l *loader) addSkill(dir, pluginName, field string, byFrontMatter bool) {
 	name := filepath.Base(dir)
 	if rel := l.relOf(dir); rel == "." {
 		name = pluginName
+	} else if byFrontMatter {
+		name = l.frontMatterName(filepath.Join(dir, "SKILL.md"), name, field)
 	}
 	l.add(KindSkill, name, path.Join(l.relOf(dir), "SKILL.md"))
+}
+
+// markdownName is the name of a Markdown component: an agent is named by
+// its front matter's name (as Claude Code names it), the others by path.
+func (l *loader) markdownName(kind ComponentKind, abs, byPath, field string) string {
+	if kind != KindAgent {
+		return byPath
+	}
+	return l.frontMatterName(abs, byPath, field)
+}
+
+// maxNamedFile bounds how much of a Markdown file is read for its name.
+const maxNamedFile = 1 << 20
+
+// frontMatterName returns the name field of a Markdown file's YAML front
+// matter, or fallback when there is none, the header is not valid YAML
+// (Claude Code then keeps only a name derived from the file), or the name
+// is not a usable component name (with a warning).
+func (l *loader) frontMatterName(abs, fallback, field string) string {
+	f, err := os.Open(abs)
+	if err != nil {
+		return fallback
+	}
+	data, err := io.ReadAll(io.LimitReader(f, maxNamedFile))
+	f.Close()
+	if err != nil {
+		return fallback
+	}
+	meta, _, lenient, err := parseFrontMatter(data)
+	if err != nil || lenient {
+		return fallback
+	}
+	name, ok := meta["name"].(string)
+	if !ok || name == "" {
+		return fallback
+	}
+	if err := validComponentName(name); err != nil {
+		l.warn(abs, field, "front matter name %q: %v; named %q from its path instead", name, err, fallback)
+		return fallback
+	}
+	return name
+}
+
+// validComponentName accepts the names a front matter may give a skill or
+// agent: what becomes part of "<plugin>:<name>" and of a path in an
+// agent's listing, so no separators, colons or control characters.
+func validComponentName(name string) error {
+	if len(name) > 128 {
+		return fmt.Errorf("longer than 128 bytes")
+	}
+	for _, r := range name {
+		switch {
+		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '-', r == '_', r == '.':
+		default:
+			return fmt.Errorf("contains %q; use letters, digits, '-', '_' and '.'", r)
+		}
+	}
+	if name == "." || name == ".." || strings.HasPrefix(name, ".") {
+		return fmt.Errorf("starts with '.'")
+	}
+	return nil
 }
 
 // jsonComponents loads hooks, MCP or LSP definitions: the default file, the
@@ -619,8 +788,22 @@ func (l *loader) jsonComponents(kind ComponentKind, field string, spec Component
 	for i, p := range spec.Paths {
 		srcs = append(srcs, src{p, index(field, i), true})
 	}
+	// The inline object comes first: of two servers with the same name,
+	// Claude Code keeps plugin.json's (or the entry's) over a file's.
+	if spec.Inline != nil {
+		file := l.inlineFile[field]
+		where := file
+		if where == "" {
+			where = "marketplace entry"
+		}
+		l.parseComponents(kind, spec.Inline, where, file)
+	}
 	done := map[string]bool{}
 	for _, s := range srcs {
+		if kind == KindMCPServer && s.declared && IsMCPBundle(s.rel) {
+			l.bundle(s.rel, s.f)
+			continue
+		}
 		if err := checkRelPath(s.rel, true); err == nil && done[cleanRel(s.rel)] {
 			continue
 		}
@@ -640,14 +823,27 @@ func (l *loader) jsonComponents(kind ComponentKind, field string, spec Component
 		}
 		l.parseComponents(kind, data, abs, l.relOf(abs))
 	}
-	if spec.Inline != nil {
-		file := l.inlineFile[field]
-		where := file
-		if where == "" {
-			where = "marketplace entry"
-		}
-		l.parseComponents(kind, spec.Inline, where, file)
+}
+
+// IsMCPBundle reports whether an mcpServers path names an MCP bundle
+// (.mcpb): an https:// URL or a relative path ending in ".mcpb".
+func IsMCPBundle(p string) bool {
+	return strings.HasSuffix(strings.ToLower(p), ".mcpb") && (strings.HasPrefix(p, "https://") || strings.HasPrefix(p, "./"))
+}
+
+// bundle records an MCP bundle named in mcpServers as a failed component:
+// Claude Code lists no server for it until the bundle is downloaded and
+// unpacked, and wharf neither downloads nor runs bundles, so the rest of the
+// plugin loads without it.
+func (l *loader) bundle(rel, field string) {
+	name := path.Base(rel)
+	if i := strings.IndexAny(name, "?#"); i >= 0 {
+		name = name[:i]
 	}
+	name = strings.TrimSuffix(strings.TrimSuffix(name, ".mcpb"), ".MCPB")
+	l.warn(l.root, field, "%s is an MCP bundle (.mcpb); wharf does not download or run MCP bundles, so it is skipped and the rest of the plugin loads", rel)
+	l.failed = append(l.failed, FailedComponent{Kind: KindMCPServer, Name: name, Path: manifestRel, Field: field,
+		Reason: "an MCP bundle (.mcpb); wharf does not download or run MCP bundles"})
 }
 
 func (l *loader) parseComponents(kind ComponentKind, data []byte, file, rel string) {
@@ -718,4 +914,40 @@ func (l *loader) addFailed(failed []FailedComponent, rel, field string) {
 		}
 		l.failed = append(l.failed, f)
 	}
+}
+
+// rootManifestVersion reads the version of a plugin.json at the plugin's
+// root, the place some plugins put their manifest instead of
+// .claude-plugin/. Claude Code versions such a plugin by it, so wharf does
+// too; nothing else of the file is used. It returns nil when there is no
+// such file or it gives no usable version (with a warning).
+func (l *loader) rootManifestVersion(dir string) *Manifest {
+	const rel = "plugin.json"
+	abs := filepath.Join(dir, rel)
+	fi, err := os.Lstat(abs)
+	if err != nil || !fi.Mode().IsRegular() {
+		return nil
+	}
+	data, err := readManifestFile(abs)
+	if err != nil {
+		l.warn(abs, "", "%v; its version is not used", err)
+		return nil
+	}
+	var doc struct {
+		Version json.RawMessage `json:"version"`
+	}
+	if err := json.Unmarshal(data, &doc); err != nil || doc.Version == nil {
+		return nil
+	}
+	var v string
+	if err := json.Unmarshal(doc.Version, &v); err != nil || v == "" {
+		l.warn(abs, "version", "not a version string; not used")
+		return nil
+	}
+	if _, err := SanitizeVersion(v); err != nil {
+		l.warn(abs, "version", "%v; not used", err)
+		return nil
+	}
+	l.warn(abs, "", "a plugin.json at the plugin root is not a manifest (that is %s); only its version %q is used, as Claude Code does", manifestRel, v)
+	return &Manifest{Version: v}
 }

@@ -229,7 +229,6 @@ func TestLoadErrors(t *testing.T) {
 	}{
 		{"malformed plugin.json", map[string]string{".claude-plugin/plugin.json": "{\"name\": }"}, TypeManifestParse, "", "expected a value"},
 		{"dotdot component path", map[string]string{".claude-plugin/plugin.json": `{"name":"p","commands":"./../x"}`}, TypeManifestParse, "commands", `".."`},
-		{"missing declared path", map[string]string{".claude-plugin/plugin.json": `{"name":"p","agents":["./nope"]}`}, TypeComponentLoad, "agents[0]", "does not exist"},
 		{"symlinked command escapes", map[string]string{"commands/evil.md": "->" + filepath.Join(outside, "secret.md")}, TypeComponentLoad, "commands", "outside the plugin root"},
 		{"symlinked commands dir escapes", map[string]string{"commands": "->" + outside}, TypeComponentLoad, "commands", "outside the plugin root"},
 		{"symlinked skill escapes", map[string]string{"skills/s": "->" + filepath.Join(outside, "skill")}, TypeComponentLoad, "skills", "outside the plugin root"},
@@ -241,7 +240,6 @@ func TestLoadErrors(t *testing.T) {
 		{"malformed mcp file", map[string]string{".mcp.json": `{"mcpServers":{"db":{"command":"x"}}`}, TypeComponentLoad, "", "expected"},
 		{"command path not markdown", map[string]string{".claude-plugin/plugin.json": `{"name":"p","commands":"./run.sh"}`, "run.sh": "x"}, TypeComponentLoad, "commands[0]", "Markdown"},
 		{"hooks path is a directory", map[string]string{".claude-plugin/plugin.json": `{"name":"p","hooks":"./hooks"}`, "hooks/x": "x"}, TypeComponentLoad, "hooks[0]", "directory"},
-		{"duplicate command names", map[string]string{".claude-plugin/plugin.json": `{"name":"p","commands":["./a","./b"]}`, "a/x.md": "x", "b/x.md": "x"}, TypeComponentLoad, "", "two commands are named \"x\""},
 		{"invalid directory name", nil, TypeManifestInvalid, "name", "plugin name"},
 	}
 	for _, tc := range tests {

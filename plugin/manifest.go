@@ -225,7 +225,7 @@ func (d *decoder) manifestField(m *Manifest, mem member, prefix string) bool {
 	case "hooks":
 		m.Hooks = d.componentSpec(v, f, func(n *node, f string) { d.hooksInline(n, f) })
 	case "mcpServers":
-		m.MCPServers = d.componentSpec(v, f, func(n *node, f string) { d.mcpInline(n, f) })
+		m.MCPServers = d.mcpComponentSpec(v, f)
 	case "lspServers":
 		m.LSPServers = d.componentSpec(v, f, func(n *node, f string) { d.lspInline(n, f) })
 	case "userConfig":
@@ -413,6 +413,40 @@ func (d *decoder) componentSpec(n *node, f string, inline func(*node, string)) C
 	}
 	d.typeError(n, f, "path string, array of paths or object")
 	return ComponentSpec{}
+}
+
+// mcpComponentSpec is componentSpec for mcpServers, which may also name
+// MCP bundles (IsMCPBundle), including by an https:// URL.
+func (d *decoder) mcpComponentSpec(n *node, f string) ComponentSpec {
+	bundle := func(e *node) bool { return e.kind == kindString && IsMCPBundle(e.str) }
+	switch {
+	case bundle(n):
+		return ComponentSpec{Paths: []string{n.str}}
+	case n.kind == kindArray:
+		var paths []string
+		for i, e := range n.elems {
+			ef := index(f, i)
+			switch {
+			case bundle(e):
+				paths = append(paths, e.str)
+			case e.kind != kindString:
+				d.typeError(e, ef, "path string")
+			case d.componentPath(e, ef):
+				paths = append(paths, e.str)
+			}
+		}
+		if paths == nil {
+			paths = []string{}
+		}
+		return ComponentSpec{Paths: paths}
+	}
+	return d.componentSpec(n, f, func(n *node, f string) { d.mcpInline(n, f) })
+}
+
+// copyComponents copies m's component fields into dst.
+func (m *Manifest) copyComponents(dst *Manifest) {
+	dst.Commands, dst.Agents, dst.Skills, dst.OutputStyles = m.Commands, m.Agents, m.Skills, m.OutputStyles
+	dst.Hooks, dst.MCPServers, dst.LSPServers = m.Hooks, m.MCPServers, m.LSPServers
 }
 
 // componentPath checks a path inside a plugin: relative, starting with "./",

@@ -305,13 +305,13 @@ type Result struct {
 func (r *Result) Blocked() bool { return r.Decision == DecisionBlock }
 
 // Matches reports whether the hook's matcher selects target, as Claude Code
-// compares them: an empty or "*" matcher selects everything; a matcher of
+// compares them: an empty, "*" or "**" matcher selects everything; a matcher of
 // only letters, digits, "_" and "|" is an exact name or a "|"-separated list
 // of exact names ("Edit|Write" selects Edit and Write, not NotebookEdit;
 // "mcp__memory" selects no MCP tool); any other matcher is a regular
 // expression searched in the target ("^mcp__" selects every MCP tool).
 func Matches(matcher, target string) (bool, error) {
-	if matcher == "" || matcher == "*" {
+	if plugin.MatchesEveryTool(matcher) {
 		return true, nil
 	}
 	if isPlainMatcher(matcher) {
@@ -332,7 +332,7 @@ func Matches(matcher, target string) (bool, error) {
 // MatchesEvent is Matches with the event's own rules: FileChanged matchers
 // are "|"-separated file names compared with the base name of file_path.
 func MatchesEvent(ev plugin.HookEvent, matcher, target string) (bool, error) {
-	if ev == plugin.HookFileChanged && matcher != "" && matcher != "*" {
+	if ev == plugin.HookFileChanged && !plugin.MatchesEveryTool(matcher) {
 		base := filepath.Base(target)
 		for _, alt := range strings.Split(matcher, "|") {
 			if alt == base || alt == target {
