@@ -105,8 +105,9 @@ func TestParseMCPServersForms(t *testing.T) {
 		{`{"x":{"type":"grpc","url":"https://x"},"ok":{"command":"c"}}`, "x", "x", "unknown server type"},
 		{`{"x":{"command":"c","env":{"N":1}},"ok":{"command":"c"}}`, "x", "x", "x.env.N: expected string, got number"},
 		{`{"x":{"type":"http","url":"ftp://x"},"ok":{"command":"c"}}`, "x", "x", "https://"},
-		{`{"x":{"type":"http","url":""},"ok":{"command":"c"}}`, "x", "x", "x.url: required for a http server"},
-		{`{"bad name":{"command":"c"},"ok":{"command":"c"}}`, "bad name", `["bad name"]`, "server name"},
+		{`{"x":{"type":"http"},"ok":{"command":"c"}}`, "x", "x", "x.url: required for a http server"},
+		{`{"bad:name":{"command":"c"},"ok":{"command":"c"}}`, "bad:name", `["bad:name"]`, "server name"},
+		{`{" padded":{"command":"c"},"ok":{"command":"c"}}`, " padded", `[" padded"]`, "server name"},
 		{`{"x":[],"ok":{"command":"c"}}`, "x", "x", "expected object"},
 	}
 	for _, tc := range failing {
@@ -125,7 +126,17 @@ func TestParseMCPServersForms(t *testing.T) {
 			t.Errorf("%s: diags %v; want a warning saying the server is skipped", tc.in, diags)
 		}
 	}
-	_, diags, err := ParseMCPServers([]byte(`{"mcpServers":[]}`), ".mcp.json")
+	// Listed as Claude Code lists them: a name with a space, and an http
+	// server whose url is the empty placeholder (with a warning: it cannot
+	// start until filled in).
+	c, diags, err := ParseMCPServers([]byte(`{"google calendar":{"type":"http","url":"https://cal.example/mcp"},"later":{"type":"http","url":""}}`), ".mcp.json")
+	if err != nil || len(c.Failed) != 0 || !reflect.DeepEqual(c.Names(), []string{"google calendar", "later"}) {
+		t.Errorf("listed servers = %v, failed %v, err %v", c.Names(), c.Failed, err)
+	}
+	if len(diags) != 1 || diags[0].Severity != SeverityWarning || diags[0].Field != "later.url" || !strings.Contains(diags[0].Message, "cannot start") {
+		t.Errorf("empty url diags = %v", diags)
+	}
+	_, diags, err = ParseMCPServers([]byte(`{"mcpServers":[]}`), ".mcp.json")
 	var fe *FieldError
 	if !errors.As(err, &fe) || fe.Field != "mcpServers" || !strings.Contains(fe.Msg, "expected object") {
 		t.Errorf("servers not an object: %v (%v)", err, diags)

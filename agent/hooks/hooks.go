@@ -126,9 +126,9 @@ type Hook struct {
 
 // FromSet returns the hooks of the Set for event, in the Set's order (which
 // is deterministic), with the environment of their component. Run runs the
-// command and http hooks and reports the others in Result.NotRun (the
-// loader already leaves prompt and agent hooks out of the Set: wharf has no
-// model to run them).
+// command, http and mcp_tool hooks and reports the others in
+// Result.NotRun: prompt and agent hooks are in the Set, as Claude Code lists
+// them, for an agent with a model to run; wharf has none.
 func FromSet(s *agent.Set, event plugin.HookEvent, projectDir string) []Hook {
 	if s == nil {
 		return nil
