@@ -110,17 +110,27 @@ const manifestRel = ".claude-plugin/plugin.json"
 // empty; component path lists and dependencies of both are combined; an
 // inline hooks/mcpServers/lspServers object in plugin.json wins over the
 // entry's. A name or version that differs between the two is reported as a
-// warning. With strict: false the entry is the whole definition: a
-// plugin.json that also declares components is a conflict error, and one
-// that declares none is ignored with a warning. Without plugin.json and
-// without an entry the name is the directory's name.
+// warning. With strict: false the entry is the whole definition of the
+// metadata (see below for components). Without plugin.json and without an
+// entry the name is the directory's name.
 //
-// Components come from the manifest paths and the default layout. For
-// commands, agents, skills and output styles, declared paths replace the
-// default directory (so an entry listing four skills of a shared skills/
-// directory gets those four); hooks, MCP and LSP files declared in the
-// manifest are loaded in addition to the default files. A root SKILL.md with
-// no skills/ directory and no declared skills makes a one-skill plugin.
+// Components come from the manifest paths and the default layout, as Claude
+// Code finds them. For commands, agents and output styles, declared paths
+// replace the default directory; declared skills add to skills/, except in a
+// plugin that is its marketplace's root (so an entry with source "./"
+// listing four skills of the shared skills/ directory gets those four);
+// hooks, MCP and LSP files declared in the manifest are loaded in addition
+// to the default files, and of two servers with the same name the inline
+// definition wins over a file's. A declared path that does not exist is
+// skipped (an error diagnostic and a failed component; the rest loads). A
+// Markdown file reached twice is one component; of two components of a kind
+// with the same name the first is kept, with a warning. Agents are named by
+// their front matter's name. A root SKILL.md with no skills/ directory and
+// no declared skills makes a one-skill plugin. Without
+// .claude-plugin/plugin.json, a plugin.json at the root gives the version.
+//
+// With strict: false, plugin.json's components load when the entry declares
+// none; both declaring components is a conflict.
 //
 // Every component path must stay inside dir, also through symlinks. Errors
 // are *Error (Layer LayerMaterialization) wrapping a *FieldError, with Type
@@ -204,9 +214,11 @@ func Load(dir string, entry *Entry) (*Plugin, []Diagnostic, error) {
 	if err := ValidateName(p.Manifest.Name); err != nil {
 		l.fail(TypeManifestInvalid, dir, "name", "plugin name: %v", err)
 	}
-	// Skills listed in plugin.json add to the default skills/ directory;
-	// listed only in the marketplace entry they replace it (Claude Code).
-	l.skillsAddDefault = pm != nil && pm.Skills != nil && (entry == nil || entry.IsStrict() || entry.Manifest.Skills == nil)
+	// Declared skills add to the default skills/ directory, except for a
+	// plugin that is its marketplace's root ("source": "./"), where the
+	// skills/ directory holds the marketplace's skills: there they replace
+	// it (what Claude Code does).
+	l.skillsAddDefault = entry == nil || !(entry.Source.Kind == SourceRelative && cleanRel(entry.Source.Path) == ".")
 	if l.firstType == "" {
 		l.discover(&p.Manifest)
 	}
@@ -611,9 +623,9 @@ func (l *loader) walkMarkdown(kind ComponentKind, dir, field string) {
 // skills discovers skills/<name>/SKILL.md, declared skill directories (each
 // a skill itself or a directory of skills) and a root SKILL.md.
 //
-// Unlike commands and agents, skill paths declared in plugin.json add to
-// the default skills/ directory (as in Claude Code); declared only in the
-// marketplace entry they replace it. A declared path that is itself a
+// Unlike commands and agents, declared skill paths add to the default
+// skills/ directory (as in Claude Code), except in a plugin that is its
+// marketplace's root, where they replace it. A declared path that is itself a
 // skill is named by its front matter's name, a skill found in a directory
 // of skills by its directory.
 func (l *loader) skills(m *Manifest) {
