@@ -444,3 +444,34 @@ func TestEnsureOfAnOldOrphanSurvivesGCBeforeTheRecord(t *testing.T) {
 		t.Fatalf("recording the version Ensure returned: %v", err)
 	}
 }
+
+// TestSeedFromClaudeCache: a seed that is Claude Code's plugin cache has a
+// lease directory .in_use (and maybe an .orphaned_at mark) in each version;
+// the seed still matches the version's digest, and the copy in wharf's
+// cache holds the plugin's files only.
+func TestSeedFromClaudeCache(t *testing.T) {
+	seed := t.TempDir()
+	sv := filepath.Join(seed, "corp", "deploy", "1.0.0")
+	files(map[string]string{"README.md": "from claude", "commands/d.md": "deploy"})(bg, sv)
+	want, err := trust.Digest(sv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	files(map[string]string{".in_use/777.json": `{"pid":777}`, ".orphaned_at": "1767323045000"})(bg, sv)
+	c := newCache(t, Options{SeedDirs: []string{seed}})
+	v, err := c.Ensure(bg, Request{ID: pid, Version: "1.0.0", Digest: want.Digest, Fill: func(context.Context, string) error {
+		t.Error("network fill ran although Claude Code's cache has the version")
+		return errors.New("no network")
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v.Origin != "seed" || v.Digest != want.Digest {
+		t.Fatalf("Ensure = %+v; want the seed's copy with digest %s", v, want.Digest)
+	}
+	for _, n := range []string{".in_use", ".orphaned_at"} {
+		if _, err := os.Lstat(filepath.Join(v.Path, n)); !os.IsNotExist(err) {
+			t.Errorf("%s was copied into wharf's cache: %v", n, err)
+		}
+	}
+}

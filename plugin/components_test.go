@@ -46,10 +46,16 @@ func TestParseHooksProblems(t *testing.T) {
 		warn                 bool
 	}{
 		{"bad regex", `{"hooks":{"PreToolUse":[{"matcher":"(","hooks":[{"type":"command","command":"x"}]}]}}`, "hooks.PreToolUse[0].matcher", "regular expression", false},
-		{"timeout type", `{"hooks":{"Stop":[{"hooks":[{"type":"command","command":"x","timeout":"1m"}]}]}}`, "hooks.Stop[0].hooks[0].timeout", "expected number of seconds, got string", false},
-		{"negative timeout", `{"hooks":{"Stop":[{"hooks":[{"type":"command","command":"x","timeout":-1}]}]}}`, "hooks.Stop[0].hooks[0].timeout", "must be a positive number of seconds", false},
-		{"missing type", `{"hooks":{"Stop":[{"hooks":[{"command":"x"}]}]}}`, "hooks.Stop[0].hooks[0].type", "required", false},
-		{"missing hooks", `{"hooks":{"Stop":[{"matcher":"x"}]}}`, "hooks.Stop[0].hooks", "required", false},
+		{"timeout type", `{"hooks":{"PreToolUse":[{"hooks":[{"type":"command","command":"x","timeout":"1m"}]}]}}`, "hooks.PreToolUse[0].hooks[0].timeout", "expected number of seconds, got string", false},
+		{"negative timeout", `{"hooks":{"PreToolUse":[{"hooks":[{"type":"command","command":"x","timeout":-1}]}]}}`, "hooks.PreToolUse[0].hooks[0].timeout", "must be a positive number of seconds", false},
+		{"missing type", `{"hooks":{"PermissionRequest":[{"hooks":[{"command":"x"}]}]}}`, "hooks.PermissionRequest[0].hooks[0].type", "required", false},
+		{"missing hooks", `{"hooks":{"PreToolUse":[{"matcher":"x"}]}}`, "hooks.PreToolUse[0].hooks", "required", false},
+		{"matcher object in a guard event", `{"hooks":{"PreToolUse":[{"matcher":{"tool":"Bash"},"hooks":[{"type":"command","command":"x"}]}]}}`, "hooks.PreToolUse[0].matcher", "expected string, got object", false},
+		// Outside PreToolUse and PermissionRequest, what cannot be used is
+		// left out with a warning, as Claude Code does.
+		{"bad hook outside the guard events", `{"hooks":{"Stop":[{"hooks":[{"type":"command","command":"x","timeout":-1}]}]}}`, "hooks.Stop[0].hooks[0].timeout", "this hook is left out", true},
+		{"matcher object outside the guard events", `{"hooks":{"Stop":[{"matcher":{"a":1},"hooks":[{"type":"command","command":"x"}]}]}}`, "hooks.Stop[0].matcher", "left out", true},
+		{"missing hooks outside the guard events", `{"hooks":{"SessionStart":[{"matcher":"x"}]}}`, "hooks.SessionStart[0].hooks", "left out", true},
 		{"event not array", `{"hooks":{"Stop":{}}}`, "hooks.Stop", "expected array", false},
 		{"unknown event", `{"hooks":{"BeforeLunch":[{"hooks":[{"type":"command","command":"x"}]}]}}`, "hooks.BeforeLunch", "unknown hook event", true},
 		{"unknown hook key", `{"hooks":{"Stop":[{"hooks":[{"type":"command","command":"x","shell":"zsh"}]}]}}`, "hooks.Stop[0].hooks[0].shell", "unknown key", true},
@@ -67,6 +73,26 @@ func TestParseHooksProblems(t *testing.T) {
 			}
 			t.Errorf("no diagnostic %s %q in %v", tc.field, tc.msg, diags)
 		})
+	}
+}
+
+// TestParseHooksLeavesOut: outside the guard events a hook or matcher
+// group that cannot be used is left out and the rest is kept; a broken
+// guard hook fails the file (the plugin is refused rather than run
+// unguarded), as in Claude Code.
+func TestParseHooksLeavesOut(t *testing.T) {
+	h, _, err := ParseHooks([]byte(`{"hooks":{
+		"Stop":[{"matcher":{"a":1},"hooks":[{"type":"command","command":"dropped"}]},{"hooks":[{"type":"command","command":"kept"},{"type":"command"}]}],
+		"SessionStart":[{"hooks":[{"type":"command","command":"start"}]}]}}`), "hooks.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop := h.Hooks[HookStop]
+	if len(stop) != 1 || len(stop[0].Hooks) != 1 || stop[0].Hooks[0].Command != "kept" || len(h.Hooks[HookSessionStart]) != 1 {
+		t.Errorf("hooks = %+v", h.Hooks)
+	}
+	if _, _, err := ParseHooks([]byte(`{"hooks":{"PreToolUse":[{"hooks":[{"type":"command","command":"kept"},{"type":"command"}]}]}}`), "hooks.json"); err == nil {
+		t.Error("a broken PreToolUse hook did not fail the file")
 	}
 }
 

@@ -376,6 +376,15 @@ func unionPaths(a, b []string) []string {
 	return out
 }
 
+// symlinkOutAdvice ends the error for a symlink that leaves the plugin
+// folder. Claude Code copies the target of such a link when it stays in the
+// marketplace repository; wharf refuses it, because a plugin's digest,
+// signatures and approval cover its own folder only (see
+// docs/claude-compat.md).
+const symlinkOutAdvice = "wharf does not follow a link out of the plugin folder, even into the same marketplace repository (Claude Code copies such a target): " +
+	"the plugin's digest, signatures and approval cover its folder only. To publish it, replace the link with a copy of its target " +
+	"in the marketplace repository (for example: cp -RL), or ask the plugin's authors to"
+
 // inside reports whether the file at abs (rel from the root) stays inside
 // the root once symlinks are resolved; it records an error when it does not.
 func (l *loader) inside(abs, rel, field string) bool {
@@ -390,7 +399,7 @@ func (l *loader) inside(abs, rel, field string) bool {
 	real, _ = filepath.Abs(real)
 	r, err := filepath.Rel(l.real, real)
 	if err != nil || r == ".." || strings.HasPrefix(r, ".."+string(filepath.Separator)) {
-		l.fail(TypeComponentLoad, abs, field, "%s resolves to %s, outside the plugin root", rel, real)
+		l.fail(TypeComponentLoad, abs, field, "%s resolves to %s, outside the plugin root; %s", rel, real, symlinkOutAdvice)
 		return false
 	}
 	return true
@@ -963,3 +972,11 @@ func (l *loader) rootManifestVersion(dir string) *Manifest {
 	l.warn(abs, "", "a plugin.json at the plugin root is not a manifest (that is %s); only its version %q is used, as Claude Code does", manifestRel, v)
 	return &Manifest{Version: v}
 }
+
+// ClaudeCacheBookkeeping names what Claude Code keeps at the top of each
+// version directory of its plugin cache (~/.claude/plugins/cache/<mkt>/
+// <plugin>/<version>/) beside the plugin's files: the lease directory of
+// the sessions using that version, and the mark of an orphaned version.
+// They are not part of the plugin: whatever reads Claude Code's cache (the
+// inventory report, a seed cache) leaves them out.
+var ClaudeCacheBookkeeping = []string{".in_use", ".orphaned_at"}

@@ -236,7 +236,7 @@ func TestLoadErrors(t *testing.T) {
 		{"symlinked plugin.json escapes", map[string]string{".claude-plugin/plugin.json": "->" + filepath.Join(outside, "hooks.json")}, TypeComponentLoad, "plugin.json", "outside the plugin root"},
 		{"symlinked manifest dir escapes", map[string]string{".claude-plugin": "->" + filepath.Join(outside, "meta")}, TypeComponentLoad, "plugin.json", "outside the plugin root"},
 		{"symlinked hooks dir escapes", map[string]string{"hooks": "->" + filepath.Join(outside, "hookdir")}, TypeComponentLoad, "hooks", "outside the plugin root"},
-		{"bad hooks file", map[string]string{"hooks/hooks.json": `{"hooks":{"Stop":[{"hooks":[{"type":"command","timeout":"soon","command":"x"}]}]}}`}, TypeComponentLoad, "hooks.Stop[0].hooks[0].timeout", "expected number"},
+		{"bad hooks file", map[string]string{"hooks/hooks.json": `{"hooks":{"PreToolUse":[{"hooks":[{"type":"command","timeout":"soon","command":"x"}]}]}}`}, TypeComponentLoad, "hooks.PreToolUse[0].hooks[0].timeout", "expected number"},
 		{"malformed mcp file", map[string]string{".mcp.json": `{"mcpServers":{"db":{"command":"x"}}`}, TypeComponentLoad, "", "expected"},
 		{"command path not markdown", map[string]string{".claude-plugin/plugin.json": `{"name":"p","commands":"./run.sh"}`, "run.sh": "x"}, TypeComponentLoad, "commands[0]", "Markdown"},
 		{"hooks path is a directory", map[string]string{".claude-plugin/plugin.json": `{"name":"p","hooks":"./hooks"}`, "hooks/x": "x"}, TypeComponentLoad, "hooks[0]", "directory"},
