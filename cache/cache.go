@@ -214,7 +214,9 @@ func (c *Cache) ensure(ctx context.Context, req Request, useSeeds bool) (*Versio
 	if useSeeds {
 		if s := c.seedFor(req); s != "" {
 			src := s
-			fill = func(ctx context.Context, dir string) error { return copyTree(src, dir, plugin.ClaudeCacheBookkeeping...) }
+			fill = func(ctx context.Context, dir string) error {
+				return copyTree(src, dir, plugin.ClaudeCacheBookkeeping...)
+			}
 			origin, seed = "seed", s
 		}
 	}
