@@ -332,6 +332,9 @@ func (l *loader) merge(e, pm Manifest, mfile string) Manifest {
 		}
 	}
 	out.Commands = unionPaths(e.Commands, pm.Commands)
+	if pm.CommandObjects != nil {
+		out.CommandObjects = pm.CommandObjects
+	}
 	out.Agents = unionPaths(e.Agents, pm.Agents)
 	out.Skills = unionPaths(e.Skills, pm.Skills)
 	out.OutputStyles = unionPaths(e.OutputStyles, pm.OutputStyles)
@@ -531,13 +534,42 @@ func (l *loader) add(kind ComponentKind, name, rel string) {
 }
 
 func (l *loader) discover(m *Manifest) {
-	l.markdown(KindCommand, "commands", m.Commands, "./commands")
+	cmds := m.Commands
+	if cmds == nil && m.CommandObjects != nil {
+		cmds = PathList{} // the object form replaces commands/ too
+	}
+	l.markdown(KindCommand, "commands", cmds, "./commands")
+	l.commandObjects(m.CommandObjects)
 	l.markdown(KindAgent, "agents", m.Agents, "./agents")
 	l.markdown(KindOutputStyle, "outputStyles", m.OutputStyles, "./output-styles")
 	l.skills(m)
 	l.jsonComponents(KindHook, "hooks", m.Hooks, "./hooks/hooks.json")
 	l.jsonComponents(KindMCPServer, "mcpServers", m.MCPServers, "./.mcp.json")
 	l.jsonComponents(KindLSPServer, "lspServers", m.LSPServers, "./.lsp.json")
+}
+
+// commandObjects adds the commands of the object form of the commands
+// field: one named by its key for each source file. A command given only as
+// inline content is listed as failed: wharf reads a command from a file.
+func (l *loader) commandObjects(objs map[string]CommandObject) {
+	for _, name := range sortedKeys(objs) {
+		c, f := objs[name], key("commands", name)
+		if c.Source == "" {
+			l.warn(l.root, f, "an inline command (content) is not read by wharf; it is skipped, the rest of the plugin loads")
+			l.failed = append(l.failed, FailedComponent{Kind: KindCommand, Name: name, Path: manifestRel, Field: f,
+				Reason: "an inline command (content); wharf reads commands from Markdown files: give it a source"})
+			continue
+		}
+		abs, fi, ok := l.stat(c.Source, f, true)
+		if !ok {
+			continue
+		}
+		if fi.IsDir() {
+			l.fail(TypeComponentLoad, l.root, f, "%s: expected a Markdown file, found a directory", c.Source)
+			continue
+		}
+		l.add(KindCommand, name, l.relOf(abs))
+	}
 }
 
 // relOf returns abs relative to the root, slash-separated.

@@ -42,14 +42,27 @@ type Manifest struct {
 	LSPServers     ComponentSpec   `json:"lspServers,omitzero"`
 	UserConfig     json.RawMessage `json:"userConfig,omitempty"`
 
+	// CommandObjects holds commands given in the object form of the
+	// commands field, {"<name>": {"source": "./x.md", "description": ...}},
+	// by name.
+	CommandObjects map[string]CommandObject `json:"-"`
+
 	// Extra holds keys wharf does not know, as written.
 	Extra map[string]json.RawMessage `json:"-"`
+}
+
+// CommandObject is one command of the object form of the commands field:
+// a Markdown file (Source) or, inline, the command's prompt (Content).
+type CommandObject struct {
+	Source      string `json:"source,omitempty"`
+	Content     string `json:"content,omitempty"`
+	Description string `json:"description,omitempty"`
 }
 
 // DeclaresComponents reports whether m names any component path or inline
 // component configuration.
 func (m *Manifest) DeclaresComponents() bool {
-	return m.Commands != nil || m.Agents != nil || m.Skills != nil || m.OutputStyles != nil ||
+	return m.Commands != nil || m.CommandObjects != nil || m.Agents != nil || m.Skills != nil || m.OutputStyles != nil ||
 		!m.Hooks.IsZero() || !m.MCPServers.IsZero() || !m.LSPServers.IsZero()
 }
 
@@ -61,7 +74,7 @@ func (m *Manifest) declaredComponentFields() []string {
 			out = append(out, name)
 		}
 	}
-	add(m.Commands != nil, "commands")
+	add(m.Commands != nil || m.CommandObjects != nil, "commands")
 	add(m.Agents != nil, "agents")
 	add(m.Skills != nil, "skills")
 	add(m.OutputStyles != nil, "outputStyles")
@@ -215,7 +228,11 @@ func (d *decoder) manifestField(m *Manifest, mem member, prefix string) bool {
 	case "dependencies":
 		m.Dependencies = d.dependencies(v, f)
 	case "commands":
-		m.Commands = d.pathList(v, f)
+		if v.kind == kindObject {
+			m.CommandObjects = d.commandObjects(v, f)
+		} else {
+			m.Commands = d.pathList(v, f)
+		}
 	case "agents":
 		m.Agents = d.pathList(v, f)
 	case "skills":
@@ -443,8 +460,49 @@ func (d *decoder) mcpComponentSpec(n *node, f string) ComponentSpec {
 	return d.componentSpec(n, f, func(n *node, f string) { d.mcpInline(n, f) })
 }
 
+// commandObjects decodes the object form of the commands field, which
+// Claude Code reads: each key a command name, each value an object with a
+// source path (a Markdown file in the plugin) or inline content.
+func (d *decoder) commandObjects(n *node, f string) map[string]CommandObject {
+	out := map[string]CommandObject{}
+	for _, m := range n.members {
+		mf := key(f, m.key)
+		if err := validComponentName(m.key); err != nil {
+			d.errorf(&node{off: m.keyOff}, mf, "command name: %v", err)
+			continue
+		}
+		if !d.object(m.val, mf) {
+			continue
+		}
+		var c CommandObject
+		for _, k := range m.val.members {
+			kf := key(mf, k.key)
+			switch k.key {
+			case "source":
+				c.Source = d.str(k.val, kf)
+				if k.val.kind == kindString {
+					d.componentPath(k.val, kf)
+				}
+			case "content":
+				c.Content = d.str(k.val, kf)
+			case "description":
+				c.Description = d.str(k.val, kf)
+			default:
+				d.unknown(k, mf)
+			}
+		}
+		if c.Source == "" && c.Content == "" {
+			d.errorf(m.val, mf, "needs a source (a Markdown file) or content")
+			continue
+		}
+		out[m.key] = c
+	}
+	return out
+}
+
 // copyComponents copies m's component fields into dst.
 func (m *Manifest) copyComponents(dst *Manifest) {
+	dst.CommandObjects = m.CommandObjects
 	dst.Commands, dst.Agents, dst.Skills, dst.OutputStyles = m.Commands, m.Agents, m.Skills, m.OutputStyles
 	dst.Hooks, dst.MCPServers, dst.LSPServers = m.Hooks, m.MCPServers, m.LSPServers
 }

@@ -17,7 +17,12 @@ import (
 // purpose, each with the reason docs/claude-compat.md gives. The test fails
 // on any other difference, and on an entry here that no longer differs.
 var deliberate = map[string]string{
-	"shared-link@compat-cases": "a symlink leaving the plugin folder: wharf refuses the plugin (docs/claude-compat.md, symlinks)",
+	"shared-link@compat-cases":         "a symlink out of the plugin folder: wharf refuses the plugin, claude copies the target (docs/claude-compat.md)",
+	"hooks-bare@compat-cases":          "hook events at the top of hooks.json: wharf reads and runs them, claude refuses the plugin (docs/claude-compat.md)",
+	"matcher-object-stop@compat-cases": "a matcher group wharf cannot read is left out and its event is not listed; claude lists the event (docs/claude-compat.md)",
+	"command-object@compat-cases":      "an inline command (content): wharf reads commands from files and lists it as failed (docs/claude-compat.md)",
+	// wshobson-agents' pptx-deck-creation names a directory in agents.
+	"pptx-deck-creation@rw4": "an agents path that is a directory: wharf loads the agents in it, claude refuses the plugin (docs/claude-compat.md)",
 }
 
 // TestConformance installs every plugin of the minimal cases in
@@ -43,9 +48,9 @@ func TestConformanceRealWorld(t *testing.T) {
 		t.Fatal(err)
 	}
 	var markets []market
-	for i, d := range dirs {
+	for _, d := range dirs {
 		if d.IsDir() {
-			markets = append(markets, copyMarket(t, filepath.Join(rw, d.Name()), fmt.Sprintf("rw%d", i+1), false))
+			markets = append(markets, copyMarket(t, filepath.Join(rw, d.Name()), fmt.Sprintf("rw%d", len(markets)+1), false))
 		}
 	}
 	conform(t, claude, markets)
@@ -92,10 +97,8 @@ func conform(t *testing.T, claude string, markets []market) {
 			}
 		}
 		for id := range deliberate {
-			if strings.HasSuffix(id, "@"+m.Name) && c[id].Why == "" && !c[id].Loaded && !w[id].Loaded {
-				if _, ok := c[id]; !ok {
-					t.Errorf("%s: listed as a deliberate difference but not among the plugins compared", id)
-				}
+			if _, ok := c[id]; !ok && strings.HasSuffix(id, "@"+m.Name) {
+				t.Errorf("%s: listed as a deliberate difference but not among the plugins compared", id)
 			}
 		}
 	}
