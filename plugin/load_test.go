@@ -331,3 +331,36 @@ func TestLoadSymlinkInsideRoot(t *testing.T) {
 		t.Errorf("components = %v", got)
 	}
 }
+
+// TestLoadDuplicateNamesKeepFirst: of two components of a kind with the
+// same name the first is kept and a warning names both files (the entry
+// by name: "the marketplace entry"), as Claude Code keeps one.
+func TestLoadDuplicateNamesKeepFirst(t *testing.T) {
+	root := filepath.Join(t.TempDir(), "p")
+	writeTree(t, root, map[string]string{
+		".claude-plugin/plugin.json": `{"name":"p","commands":["./a","./b"]}`,
+		"a/x.md":                     "x", "b/x.md": "x",
+		".lsp.json": `{"gopls":{"command":"gopls"}}`,
+	})
+	e := parseEntry(t, `{"name":"p","source":"./p","lspServers":{"gopls":{"command":"entry-gopls"}}}`)
+	p, diags, err := Load(root, e)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := componentList(p); !reflect.DeepEqual(got, []string{"command:x=a/x.md", "lsp-server:gopls="}) {
+		t.Errorf("components = %v", got)
+	}
+	var msgs []string
+	for _, d := range diags {
+		if d.Severity == SeverityWarning {
+			msgs = append(msgs, d.Message)
+		}
+	}
+	all := strings.Join(msgs, "\n")
+	for _, want := range []string{`two commands are named "x": a/x.md and b/x.md; the first is kept`,
+		`two lsp-servers are named "gopls": the marketplace entry and .lsp.json; the first is kept`} {
+		if !strings.Contains(all, want) {
+			t.Errorf("warnings %q; want %q", msgs, want)
+		}
+	}
+}
