@@ -363,6 +363,20 @@ func TestImportInstalledFromClaudeCode(t *testing.T) {
 	if r.Digest != src.Digest {
 		t.Errorf("imported digest %s, Claude Code's dir has %s", r.Digest, src.Digest)
 	}
+	// A running Claude Code session holds a lease (.in_use) on the version:
+	// the import takes the plugin, not the lease.
+	c = newCache(t, Options{})
+	files(map[string]string{".in_use/4242.json": `{"pid":4242}`})(bg, dir)
+	imported, _, err = c.ImportInstalled(bg, strings.NewReader(js))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if imported[0].Digest != src.Digest {
+		t.Errorf("imported with a lease: digest %s; want the plugin's %s", imported[0].Digest, src.Digest)
+	}
+	if _, err := os.Lstat(filepath.Join(imported[0].InstallPath, ".in_use")); !os.IsNotExist(err) {
+		t.Errorf("the lease was copied into wharf's cache: %v", err)
+	}
 	missing := strings.ReplaceAll(js, dir, filepath.Join(claude, "gone"))
 	if _, _, err := c.ImportInstalled(bg, strings.NewReader(missing)); err == nil || !strings.Contains(err.Error(), "installPath") {
 		t.Errorf("import with a missing installPath: %v", err)
