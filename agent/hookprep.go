@@ -13,8 +13,9 @@ import (
 
 // Error types of hooks that load but cannot all run.
 const (
-	// TypeHookNotRunnable (layer active): a hook wharf cannot run (a prompt
-	// or agent hook needs a model; an unknown type).
+	// TypeHookNotRunnable (layer active): a hook nothing can run (an
+	// unknown type, an http hook without a URL, an mcp_tool hook without
+	// its server or tool).
 	TypeHookNotRunnable = "hook-not-runnable"
 	// TypeHookEventUnknown (layer active): a hook for an event Claude Code
 	// does not document; it would never fire.
@@ -110,8 +111,8 @@ func urlMatchesAny(patterns []string, u string) bool {
 }
 
 // prepareHooks checks the hook components of a load: a hook for an unknown
-// event is skipped with a warning; within a known event, a hook wharf
-// cannot run (prompt, agent, unknown type) or an http hook to a URL not
+// event is skipped with a warning; within a known event, a hook nothing
+// can run (an unknown type, a broken http or mcp_tool hook) or an http hook to a URL not
 // allowed is skipped as a component failure naming its file and field,
 // while the event's other hooks load; the scripts of the hooks that load
 // are pinned. Components are copied, never changed in place (the index
@@ -162,7 +163,9 @@ func (in *loadInput) prepareHooks(comps []Component, skips []Skipped) ([]Compone
 						typ = TypeHookNotRunnable
 					}
 				case "prompt", "agent":
-					reason, typ, fieldName = fmt.Sprintf("a %s hook needs a model; wharf does not run it (the agent must)", hk.Type), TypeHookNotRunnable, ".type"
+					// Live and listed, as in Claude Code: the agent that
+					// embeds wharf runs it with its model; wharf's own
+					// runner reports it as not run.
 				default:
 					reason, typ, fieldName = fmt.Sprintf("unknown hook type %q; use command, http, mcp_tool, prompt or agent", hk.Type), TypeHookNotRunnable, ".type"
 				}

@@ -227,7 +227,9 @@ func (c *Cache) ensure(ctx context.Context, req Request, useSeeds bool) (*Versio
 	if useSeeds {
 		if s := c.seedFor(req); s != "" {
 			src := s
-			fill = func(ctx context.Context, dir string) error { return copyTree(src, dir) }
+			fill = func(ctx context.Context, dir string) error {
+				return copyTree(src, dir, plugin.ClaudeCacheBookkeeping...)
+			}
 			origin, seed = "seed", s
 		}
 	}
@@ -375,7 +377,9 @@ func (c *Cache) seedFor(req Request) string {
 		if err != nil || !fi.IsDir() {
 			continue
 		}
-		t, err := trust.Digest(dir)
+		// A seed may be Claude Code's cache, which keeps its own
+		// bookkeeping beside each version's files.
+		t, err := trust.DigestOmitting(dir, plugin.ClaudeCacheBookkeeping...)
 		if err != nil || t.Digest != req.Digest {
 			continue
 		}

@@ -152,7 +152,8 @@ func (c *Cache) ImportInstalled(ctx context.Context, r io.Reader) (imported []Re
 				"%s is not a directory; reinstall the plugin in Claude Code or remove the entry", src)
 		}
 		v, err := c.Ensure(ctx, Request{ID: rec.ID, Version: rec.Version, Fill: func(ctx context.Context, dir string) error {
-			return copyTree(src, dir)
+			// Claude Code's bookkeeping (a session's lease) is not the plugin.
+			return copyTree(src, dir, plugin.ClaudeCacheBookkeeping...)
 		}})
 		if err != nil {
 			return imported, skipped, err

@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -159,8 +160,9 @@ func plainToken(s string) bool {
 
 // copyTree copies a seed version into dst (an empty directory): regular
 // files with their exec bit, directories, and symlinks as they are (the
-// digest check that follows refuses one that leaves the tree).
-func copyTree(src, dst string) error {
+// digest check that follows refuses one that leaves the tree), leaving out
+// the top-level entries named in omit.
+func copyTree(src, dst string, omit ...string) error {
 	return filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
@@ -170,6 +172,13 @@ func copyTree(src, dst string) error {
 			return err
 		}
 		if rel == "." {
+			return nil
+		}
+		if slices.Contains(omit, rel) {
+			// Left out, with everything under it.
+			if d.IsDir() {
+				return filepath.SkipDir
+			}
 			return nil
 		}
 		out := filepath.Join(dst, rel)

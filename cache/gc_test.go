@@ -373,6 +373,20 @@ func TestImportInstalledFromClaudeCode(t *testing.T) {
 	if r.Digest != src.Digest {
 		t.Errorf("imported digest %s, Claude Code's dir has %s", r.Digest, src.Digest)
 	}
+	// A running Claude Code session holds a lease (.in_use) on the version:
+	// the import takes the plugin, not the lease.
+	c = newCache(t, Options{})
+	files(map[string]string{".in_use/4242.json": `{"pid":4242}`})(bg, dir)
+	imported, _, err = c.ImportInstalled(bg, strings.NewReader(js))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if imported[0].Digest != src.Digest {
+		t.Errorf("imported with a lease: digest %s; want the plugin's %s", imported[0].Digest, src.Digest)
+	}
+	if _, err := os.Lstat(filepath.Join(imported[0].InstallPath, ".in_use")); !os.IsNotExist(err) {
+		t.Errorf("the lease was copied into wharf's cache: %v", err)
+	}
 	missing := strings.ReplaceAll(js, dir, filepath.Join(claude, "gone"))
 	if _, _, err := c.ImportInstalled(bg, strings.NewReader(missing)); err == nil || !strings.Contains(err.Error(), "installPath") {
 		t.Errorf("import with a missing installPath: %v", err)
@@ -452,5 +466,36 @@ func TestEnsureOfAnOldOrphanSurvivesGCBeforeTheRecord(t *testing.T) {
 	}
 	if err := c.Put(bg, RecordFor(again, "user")); err != nil {
 		t.Fatalf("recording the version Ensure returned: %v", err)
+	}
+}
+
+// TestSeedFromClaudeCache: a seed that is Claude Code's plugin cache has a
+// lease directory .in_use (and maybe an .orphaned_at mark) in each version;
+// the seed still matches the version's digest, and the copy in wharf's
+// cache holds the plugin's files only.
+func TestSeedFromClaudeCache(t *testing.T) {
+	seed := t.TempDir()
+	sv := filepath.Join(seed, "corp", "deploy", "1.0.0")
+	files(map[string]string{"README.md": "from claude", "commands/d.md": "deploy"})(bg, sv)
+	want, err := trust.Digest(sv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	files(map[string]string{".in_use/777.json": `{"pid":777}`, ".orphaned_at": "1767323045000"})(bg, sv)
+	c := newCache(t, Options{SeedDirs: []string{seed}})
+	v, err := c.Ensure(bg, Request{ID: pid, Version: "1.0.0", Digest: want.Digest, Fill: func(context.Context, string) error {
+		t.Error("network fill ran although Claude Code's cache has the version")
+		return errors.New("no network")
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v.Origin != "seed" || v.Digest != want.Digest {
+		t.Fatalf("Ensure = %+v; want the seed's copy with digest %s", v, want.Digest)
+	}
+	for _, n := range []string{".in_use", ".orphaned_at"} {
+		if _, err := os.Lstat(filepath.Join(v.Path, n)); !os.IsNotExist(err) {
+			t.Errorf("%s was copied into wharf's cache: %v", n, err)
+		}
 	}
 }

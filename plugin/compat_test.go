@@ -18,18 +18,34 @@ func TestLoadFailedComponents(t *testing.T) {
 		failed []string // "kind name path field: reason substring"
 	}{
 		{
-			name: "server name with a space",
+			name: "server name with a space loads, as in Claude Code",
 			files: map[string]string{
 				".mcp.json":     `{"mcpServers":{"google calendar":{"type":"http","url":"https://cal.example/mcp"},"gmail":{"type":"http","url":"https://mail.example/mcp"}}}`,
 				"commands/a.md": "a",
 			},
-			loaded: []string{"command a", "mcp-server gmail"},
-			failed: []string{`mcp-server google calendar .mcp.json mcpServers["google calendar"]: contains ' '`},
+			loaded: []string{"command a", "mcp-server gmail", "mcp-server google calendar"},
 		},
 		{
-			name: "placeholder empty url",
+			name: "server name with a colon",
+			files: map[string]string{
+				".mcp.json":     `{"mcpServers":{"a:b":{"type":"http","url":"https://cal.example/mcp"},"gmail":{"type":"http","url":"https://mail.example/mcp"}}}`,
+				"commands/a.md": "a",
+			},
+			loaded: []string{"command a", "mcp-server gmail"},
+			failed: []string{`mcp-server a:b .mcp.json mcpServers["a:b"]: contains ':'`},
+		},
+		{
+			name: "placeholder empty url is listed, as in Claude Code",
 			files: map[string]string{
 				".mcp.json":         `{"mcpServers":{"crm":{"type":"http","url":""},"docs":{"command":"node","args":["${CLAUDE_PLUGIN_ROOT}/s.js"]}}}`,
+				"skills/s/SKILL.md": "---\nname: s\ndescription: d\n---\n",
+			},
+			loaded: []string{"skill s", "mcp-server crm", "mcp-server docs"},
+		},
+		{
+			name: "missing url",
+			files: map[string]string{
+				".mcp.json":         `{"mcpServers":{"crm":{"type":"http"},"docs":{"command":"node","args":["${CLAUDE_PLUGIN_ROOT}/s.js"]}}}`,
 				"skills/s/SKILL.md": "---\nname: s\ndescription: d\n---\n",
 			},
 			loaded: []string{"skill s", "mcp-server docs"},
@@ -69,9 +85,8 @@ func TestLoadFailedComponents(t *testing.T) {
 			files: map[string]string{
 				".lsp.json": `{"go":{"command":"gopls"},"rust analyzer":{"command":"ra"},"py":{"args":["x"]}}`,
 			},
-			loaded: []string{"lsp-server go"},
+			loaded: []string{"lsp-server go", "lsp-server rust analyzer"},
 			failed: []string{
-				`lsp-server rust analyzer .lsp.json ["rust analyzer"]: contains ' '`,
 				`lsp-server py .lsp.json py: py.command: required`,
 			},
 		},
@@ -116,14 +131,14 @@ func TestValidateShowsFailedComponents(t *testing.T) {
 	root := filepath.Join(t.TempDir(), "p")
 	writeTree(t, root, map[string]string{
 		".claude-plugin/plugin.json": `{"name":"p","description":"d","version":"1.0.0","author":{"name":"a"}}`,
-		".mcp.json":                  "{\"mcpServers\": {\n  \"google calendar\": {\"type\":\"http\",\"url\":\"https://x.example\"}}}",
+		".mcp.json":                  "{\"mcpServers\": {\n  \"google/calendar\": {\"type\":\"http\",\"url\":\"https://x.example\"}}}",
 	})
 	diags, err := Validate(root, false)
 	if err != nil {
 		t.Fatalf("Validate: %v", err)
 	}
 	if len(diags) != 1 || diags[0].Severity != SeverityWarning || diags[0].Line != 2 ||
-		diags[0].File != filepath.Join(root, ".mcp.json") || diags[0].Field != `mcpServers["google calendar"]` ||
+		diags[0].File != filepath.Join(root, ".mcp.json") || diags[0].Field != `mcpServers["google/calendar"]` ||
 		!strings.Contains(diags[0].Message, "is skipped; the rest of the plugin loads") {
 		t.Errorf("diags = %v", diags)
 	}

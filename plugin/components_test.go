@@ -46,10 +46,16 @@ func TestParseHooksProblems(t *testing.T) {
 		warn                 bool
 	}{
 		{"bad regex", `{"hooks":{"PreToolUse":[{"matcher":"(","hooks":[{"type":"command","command":"x"}]}]}}`, "hooks.PreToolUse[0].matcher", "regular expression", false},
-		{"timeout type", `{"hooks":{"Stop":[{"hooks":[{"type":"command","command":"x","timeout":"1m"}]}]}}`, "hooks.Stop[0].hooks[0].timeout", "expected number of seconds, got string", false},
-		{"negative timeout", `{"hooks":{"Stop":[{"hooks":[{"type":"command","command":"x","timeout":-1}]}]}}`, "hooks.Stop[0].hooks[0].timeout", "between 1 and 86400", false},
-		{"missing type", `{"hooks":{"Stop":[{"hooks":[{"command":"x"}]}]}}`, "hooks.Stop[0].hooks[0].type", "required", false},
-		{"missing hooks", `{"hooks":{"Stop":[{"matcher":"x"}]}}`, "hooks.Stop[0].hooks", "required", false},
+		{"timeout type", `{"hooks":{"PreToolUse":[{"hooks":[{"type":"command","command":"x","timeout":"1m"}]}]}}`, "hooks.PreToolUse[0].hooks[0].timeout", "expected number of seconds, got string", false},
+		{"negative timeout", `{"hooks":{"PreToolUse":[{"hooks":[{"type":"command","command":"x","timeout":-1}]}]}}`, "hooks.PreToolUse[0].hooks[0].timeout", "must be a positive number of seconds", false},
+		{"missing type", `{"hooks":{"PermissionRequest":[{"hooks":[{"command":"x"}]}]}}`, "hooks.PermissionRequest[0].hooks[0].type", "required", false},
+		{"missing hooks", `{"hooks":{"PreToolUse":[{"matcher":"x"}]}}`, "hooks.PreToolUse[0].hooks", "required", false},
+		{"matcher object in a guard event", `{"hooks":{"PreToolUse":[{"matcher":{"tool":"Bash"},"hooks":[{"type":"command","command":"x"}]}]}}`, "hooks.PreToolUse[0].matcher", "expected string, got object", false},
+		// Outside PreToolUse and PermissionRequest, what cannot be used is
+		// left out with a warning, as Claude Code does.
+		{"bad hook outside the guard events", `{"hooks":{"Stop":[{"hooks":[{"type":"command","command":"x","timeout":-1}]}]}}`, "hooks.Stop[0].hooks[0].timeout", "this hook is left out", true},
+		{"matcher object outside the guard events", `{"hooks":{"Stop":[{"matcher":{"a":1},"hooks":[{"type":"command","command":"x"}]}]}}`, "hooks.Stop[0].matcher", "left out", true},
+		{"missing hooks outside the guard events", `{"hooks":{"SessionStart":[{"matcher":"x"}]}}`, "hooks.SessionStart[0].hooks", "left out", true},
 		{"event not array", `{"hooks":{"Stop":{}}}`, "hooks.Stop", "expected array", false},
 		{"unknown event", `{"hooks":{"BeforeLunch":[{"hooks":[{"type":"command","command":"x"}]}]}}`, "hooks.BeforeLunch", "unknown hook event", true},
 		{"unknown hook key", `{"hooks":{"Stop":[{"hooks":[{"type":"command","command":"x","shell":"zsh"}]}]}}`, "hooks.Stop[0].hooks[0].shell", "unknown key", true},
@@ -67,6 +73,26 @@ func TestParseHooksProblems(t *testing.T) {
 			}
 			t.Errorf("no diagnostic %s %q in %v", tc.field, tc.msg, diags)
 		})
+	}
+}
+
+// TestParseHooksLeavesOut: outside the guard events a hook or matcher
+// group that cannot be used is left out and the rest is kept; a broken
+// guard hook fails the file (the plugin is refused rather than run
+// unguarded), as in Claude Code.
+func TestParseHooksLeavesOut(t *testing.T) {
+	h, _, err := ParseHooks([]byte(`{"hooks":{
+		"Stop":[{"matcher":{"a":1},"hooks":[{"type":"command","command":"dropped"}]},{"hooks":[{"type":"command","command":"kept"},{"type":"command"}]}],
+		"SessionStart":[{"hooks":[{"type":"command","command":"start"}]}]}}`), "hooks.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop := h.Hooks[HookStop]
+	if len(stop) != 1 || len(stop[0].Hooks) != 1 || stop[0].Hooks[0].Command != "kept" || len(h.Hooks[HookSessionStart]) != 1 {
+		t.Errorf("hooks = %+v", h.Hooks)
+	}
+	if _, _, err := ParseHooks([]byte(`{"hooks":{"PreToolUse":[{"hooks":[{"type":"command","command":"kept"},{"type":"command"}]}]}}`), "hooks.json"); err == nil {
+		t.Error("a broken PreToolUse hook did not fail the file")
 	}
 }
 
@@ -105,8 +131,9 @@ func TestParseMCPServersForms(t *testing.T) {
 		{`{"x":{"type":"grpc","url":"https://x"},"ok":{"command":"c"}}`, "x", "x", "unknown server type"},
 		{`{"x":{"command":"c","env":{"N":1}},"ok":{"command":"c"}}`, "x", "x", "x.env.N: expected string, got number"},
 		{`{"x":{"type":"http","url":"ftp://x"},"ok":{"command":"c"}}`, "x", "x", "https://"},
-		{`{"x":{"type":"http","url":""},"ok":{"command":"c"}}`, "x", "x", "x.url: required for a http server"},
-		{`{"bad name":{"command":"c"},"ok":{"command":"c"}}`, "bad name", `["bad name"]`, "server name"},
+		{`{"x":{"type":"http"},"ok":{"command":"c"}}`, "x", "x", "x.url: required for a http server"},
+		{`{"bad:name":{"command":"c"},"ok":{"command":"c"}}`, "bad:name", `["bad:name"]`, "server name"},
+		{`{" padded":{"command":"c"},"ok":{"command":"c"}}`, " padded", `[" padded"]`, "server name"},
 		{`{"x":[],"ok":{"command":"c"}}`, "x", "x", "expected object"},
 	}
 	for _, tc := range failing {
@@ -125,7 +152,17 @@ func TestParseMCPServersForms(t *testing.T) {
 			t.Errorf("%s: diags %v; want a warning saying the server is skipped", tc.in, diags)
 		}
 	}
-	_, diags, err := ParseMCPServers([]byte(`{"mcpServers":[]}`), ".mcp.json")
+	// Listed as Claude Code lists them: a name with a space, and an http
+	// server whose url is the empty placeholder (with a warning: it cannot
+	// start until filled in).
+	c, diags, err := ParseMCPServers([]byte(`{"google calendar":{"type":"http","url":"https://cal.example/mcp"},"later":{"type":"http","url":""}}`), ".mcp.json")
+	if err != nil || len(c.Failed) != 0 || !reflect.DeepEqual(c.Names(), []string{"google calendar", "later"}) {
+		t.Errorf("listed servers = %v, failed %v, err %v", c.Names(), c.Failed, err)
+	}
+	if len(diags) != 1 || diags[0].Severity != SeverityWarning || diags[0].Field != "later.url" || !strings.Contains(diags[0].Message, "cannot start") {
+		t.Errorf("empty url diags = %v", diags)
+	}
+	_, diags, err = ParseMCPServers([]byte(`{"mcpServers":[]}`), ".mcp.json")
 	var fe *FieldError
 	if !errors.As(err, &fe) || fe.Field != "mcpServers" || !strings.Contains(fe.Msg, "expected object") {
 		t.Errorf("servers not an object: %v (%v)", err, diags)

@@ -101,6 +101,8 @@ func FuzzParseManifest(f *testing.F) {
 	f.Add([]byte(`{"name":"p","repository":{"type":"git","url":"u"},"author":"x","keywords":"k","dependencies":"b"}`))
 	f.Add([]byte(`{"name":"p","lspServers":{"go":{"command":"gopls"}},"userConfig":{"k":{"type":"string"}}}`))
 	f.Add([]byte("\xEF\xBB\xBF{\"name\":\"p\"}"))
+	f.Add([]byte(`{"name":"p","commands":{"about":{"source":"./docs/a.md","description":"d"},"hi":{"content":"x"}},"mcpServers":["https://x.example/t.mcpb","./.mcp.json"]}`))
+	f.Add([]byte(`{"name":"p","mcpServers":"https://x.example/t.mcpb?v=1"}`))
 	addRealSeeds(f, "plugin.json")
 	f.Fuzz(func(t *testing.T, data []byte) {
 		m, diags, err := ParseManifest(data, "plugin.json")
@@ -127,6 +129,7 @@ func FuzzParseHooks(f *testing.F) {
 	f.Add([]byte(`{"hooks":{"PreToolUse":[{"matcher":"Edit|Write","hooks":[{"type":"command","command":"x","timeout":60}]}]}}`))
 	f.Add([]byte(`{"SessionStart":[{"hooks":[{"type":"prompt","prompt":"p","if":"Bash(x)"}]}]}`))
 	f.Add([]byte(`{"hooks":{"Stop":[{"matcher":"(","hooks":[]}]}}`))
+	f.Add([]byte(`{"hooks":{"Stop":[{"matcher":{"a":1},"hooks":[{"type":"command","command":"x","timeout":1e300}]}],"PreToolUse":[{"matcher":"**","hooks":[{"type":"command","command":"x","timeout":0.5}]}]}}`))
 	addRealSeeds(f, "hooks.json")
 	f.Fuzz(func(t *testing.T, data []byte) {
 		h, diags, err := ParseHooks(data, "hooks.json")
@@ -220,6 +223,42 @@ func FuzzParseID(f *testing.F) {
 		var back ID
 		if err := back.UnmarshalText(b); err != nil || back != id {
 			t.Fatalf("text round trip: %v %v", back, err)
+		}
+	})
+}
+
+// FuzzLoadNamesAndRootVersion: whatever a root plugin.json and an agent's
+// front matter hold, Load neither panics nor takes a version that cannot
+// name a cache directory, nor names an agent with a separator.
+func FuzzLoadNamesAndRootVersion(f *testing.F) {
+	f.Add([]byte(`{"name":"p","version":"2.0.0"}`), []byte("---\nname: reviewer\n---\nx"))
+	f.Add([]byte(`{"version":"../../x"}`), []byte("---\nname: a/b\n---\n"))
+	f.Add([]byte(`{"version":7}`), []byte("---\nname: [1]\n---\n"))
+	f.Add([]byte(`[]`), []byte("---\nname: x: y: z\n---\n"))
+	f.Fuzz(func(t *testing.T, manifest, agent []byte) {
+		root := filepath.Join(t.TempDir(), "p")
+		if err := os.MkdirAll(filepath.Join(root, "agents"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(root, "plugin.json"), manifest, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(root, "agents", "a.md"), agent, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		p, _, err := Load(root, nil)
+		if err != nil {
+			return
+		}
+		if v := p.Manifest.Version; v != "" {
+			if _, err := SanitizeVersion(v); err != nil {
+				t.Fatalf("version %q taken from a root plugin.json: %v", v, err)
+			}
+		}
+		for _, c := range p.ComponentsOf(KindAgent) {
+			if c.Name != "a" && validComponentName(c.Name) != nil {
+				t.Fatalf("agent named %q", c.Name)
+			}
 		}
 	})
 }

@@ -2,6 +2,7 @@ package plugin
 
 import (
 	"encoding/json"
+	"math"
 	"regexp"
 )
 
@@ -89,6 +90,18 @@ var hookExtraKeys = map[string]bool{"if": true, "async": true, "asyncRewake": tr
 	"url": true, "headers": true, "allowedEnvVars": true,
 	"server": true, "tool": true, "input": true}
 
+// MatchesEveryTool reports whether a hook matcher selects everything: empty,
+// "*" or "**", as Claude Code's hooks reference defines them (the last two
+// are not regular expressions).
+func MatchesEveryTool(matcher string) bool {
+	return matcher == "" || matcher == "*" || matcher == "**"
+}
+
+// maxHookTimeout bounds a hook's timeout so that it fits a time.Duration.
+// Claude Code sets no upper bound (any positive number of seconds); a
+// larger value is read as this one, about 68 years.
+const maxHookTimeout = 1<<31 - 1
+
 // ParseHooks parses a hooks.json file, or a manifest's inline hooks object.
 // Errors are *Error{Type: TypeManifestParse} wrapping *SyntaxError,
 // *FieldError or *SizeError.
@@ -146,14 +159,45 @@ func (d *decoder) hookEvents(n *node, f string, h *HooksConfig) {
 		}
 		for i, e := range m.val.elems {
 			mf := index(ef, i)
-			if hm, ok := d.hookMatcher(e, mf); ok {
+			if guardEvent(ev) {
+				if hm, ok := d.hookMatcher(e, mf, false); ok {
+					h.Hooks[ev] = append(h.Hooks[ev], hm)
+				}
+				continue
+			}
+			// As Claude Code: outside the guard events an unusable
+			// matcher group or hook is left out, with a warning, and the
+			// rest of the file loads.
+			var hm HookMatcher
+			var ok bool
+			if msgs := d.softly(" (left out: it cannot be used; the plugin's other hooks load)", func() { hm, ok = d.hookMatcher(e, mf, true) }); len(msgs) == 0 && ok {
 				h.Hooks[ev] = append(h.Hooks[ev], hm)
 			}
 		}
 	}
 }
 
-func (d *decoder) hookMatcher(n *node, f string) (HookMatcher, bool) {
+// guardEvent reports whether hooks of ev may guard permissions
+// (PreToolUse, PermissionRequest). Claude Code refuses a plugin with a
+// guard hook it cannot load, rather than run without the guard; a broken
+// hook of any other event is only left out. wharf does the same.
+func guardEvent(ev HookEvent) bool { return ev == HookPreToolUse || ev == HookPermissionRequest }
+
+// softly runs fn with errors turned into warnings ending in suffix and
+// returns their messages; an outer soft state is restored unchanged (what
+// an inner call left out does not make the outer part unusable).
+func (d *decoder) softly(suffix string, fn func()) []string {
+	soft, msgs, sfx := d.soft, d.softMsgs, d.softSuffix
+	d.soft, d.softMsgs, d.softSuffix = true, nil, suffix
+	fn()
+	got := d.softMsgs
+	d.soft, d.softMsgs, d.softSuffix = soft, msgs, sfx
+	return got
+}
+
+// hookMatcher decodes one matcher group. With soft (outside the guard
+// events) a hook that cannot be used is left out of the group alone.
+func (d *decoder) hookMatcher(n *node, f string, soft bool) (HookMatcher, bool) {
 	var hm HookMatcher
 	if !d.object(n, f) {
 		return hm, false
@@ -163,7 +207,7 @@ func (d *decoder) hookMatcher(n *node, f string) (HookMatcher, bool) {
 		switch m.key {
 		case "matcher":
 			hm.Matcher = d.str(m.val, mf)
-			if m.val.kind == kindString {
+			if m.val.kind == kindString && !MatchesEveryTool(hm.Matcher) {
 				if _, err := regexp.Compile(hm.Matcher); err != nil {
 					d.errorf(m.val, mf, "invalid regular expression: %v", err)
 				}
@@ -175,7 +219,15 @@ func (d *decoder) hookMatcher(n *node, f string) (HookMatcher, bool) {
 			}
 			hm.Hooks = make([]Hook, 0, len(m.val.elems))
 			for i, e := range m.val.elems {
-				if hk, ok := d.hook(e, index(mf, i)); ok {
+				if !soft {
+					if hk, ok := d.hook(e, index(mf, i)); ok {
+						hm.Hooks = append(hm.Hooks, hk)
+					}
+					continue
+				}
+				var hk Hook
+				var ok bool
+				if msgs := d.softly(" (this hook is left out; the others load)", func() { hk, ok = d.hook(e, index(mf, i)) }); len(msgs) == 0 && ok {
 					hm.Hooks = append(hm.Hooks, hk)
 				}
 			}
@@ -208,12 +260,14 @@ func (d *decoder) hook(n *node, f string) (Hook, bool) {
 				d.typeError(m.val, mf, "number of seconds")
 				continue
 			}
+			// As Claude Code: any positive number of seconds; a fraction
+			// is rounded up to the next whole second.
 			var t float64
-			if err := json.Unmarshal([]byte(m.val.str), &t); err != nil || t <= 0 || t > 86400 || t != float64(int(t)) {
-				d.errorf(m.val, mf, "timeout %s must be a whole number of seconds between 1 and 86400", m.val.str)
+			if err := json.Unmarshal([]byte(m.val.str), &t); err != nil || !(t > 0) {
+				d.errorf(m.val, mf, "timeout %s must be a positive number of seconds", m.val.str)
 				continue
 			}
-			hk.Timeout = int(t)
+			hk.Timeout = int(min(math.Ceil(t), maxHookTimeout))
 		default:
 			if !hookExtraKeys[m.key] {
 				d.unknown(m, f)

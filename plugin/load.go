@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path"
@@ -109,17 +110,27 @@ const manifestRel = ".claude-plugin/plugin.json"
 // empty; component path lists and dependencies of both are combined; an
 // inline hooks/mcpServers/lspServers object in plugin.json wins over the
 // entry's. A name or version that differs between the two is reported as a
-// warning. With strict: false the entry is the whole definition: a
-// plugin.json that also declares components is a conflict error, and one
-// that declares none is ignored with a warning. Without plugin.json and
-// without an entry the name is the directory's name.
+// warning. With strict: false the entry is the whole definition of the
+// metadata (see below for components). Without plugin.json and without an
+// entry the name is the directory's name.
 //
-// Components come from the manifest paths and the default layout. For
-// commands, agents, skills and output styles, declared paths replace the
-// default directory (so an entry listing four skills of a shared skills/
-// directory gets those four); hooks, MCP and LSP files declared in the
-// manifest are loaded in addition to the default files. A root SKILL.md with
-// no skills/ directory and no declared skills makes a one-skill plugin.
+// Components come from the manifest paths and the default layout, as Claude
+// Code finds them. For commands, agents and output styles, declared paths
+// replace the default directory; declared skills add to skills/, except in a
+// plugin that is its marketplace's root (so an entry with source "./"
+// listing four skills of the shared skills/ directory gets those four);
+// hooks, MCP and LSP files declared in the manifest are loaded in addition
+// to the default files, and of two servers with the same name the inline
+// definition wins over a file's. A declared path that does not exist is
+// skipped (an error diagnostic and a failed component; the rest loads). A
+// Markdown file reached twice is one component; of two components of a kind
+// with the same name the first is kept, with a warning. Agents are named by
+// their front matter's name. A root SKILL.md with no skills/ directory and
+// no declared skills makes a one-skill plugin. Without
+// .claude-plugin/plugin.json, a plugin.json at the root gives the version.
+//
+// With strict: false, plugin.json's components load when the entry declares
+// none; both declaring components is a conflict.
 //
 // Every component path must stay inside dir, also through symlinks. Errors
 // are *Error (Layer LayerMaterialization) wrapping a *FieldError, with Type
@@ -152,11 +163,17 @@ func Load(dir string, entry *Entry) (*Plugin, []Diagnostic, error) {
 				return nil, l.diags, err
 			}
 			pm = m
+			l.hasManifest = true
 		}
 	} else if !errors.Is(err, fs.ErrNotExist) {
 		return nil, nil, &Error{Layer: LayerMaterialization, Type: TypeComponentLoad, Object: mfile, Err: err}
 	}
 
+	if pm == nil {
+		if pm = l.rootManifestVersion(dir); pm != nil {
+			mfile = filepath.Join(dir, "plugin.json")
+		}
+	}
 	p := &Plugin{Root: dir}
 	l.inlineFile = map[string]string{}
 	switch {
@@ -167,14 +184,27 @@ func Load(dir string, entry *Entry) (*Plugin, []Diagnostic, error) {
 	case pm == nil:
 		p.Manifest = entry.Manifest
 	case !entry.IsStrict():
-		if fields := pm.declaredComponentFields(); len(fields) > 0 {
+		// As Claude Code: the two conflict only when both declare
+		// components; plugin.json's components load when the entry
+		// declares none; its other fields are ignored either way.
+		fields, efields := pm.declaredComponentFields(), entry.Manifest.declaredComponentFields()
+		switch {
+		case len(fields) > 0 && len(efields) > 0:
 			l.fail(TypeConflict, mfile, strings.Join(fields, ","),
-				"plugin.json declares %s but the marketplace entry %q has strict: false, which makes the entry the whole definition; move them into the entry or set strict: true",
-				strings.Join(fields, ", "), entry.Name)
-		} else {
+				"plugin.json declares %s and the marketplace entry %q, which has strict: false, declares %s; keep the components in one place, or set strict: true to merge them",
+				strings.Join(fields, ", "), entry.Name, strings.Join(efields, ", "))
+		case len(fields) > 0:
+			l.warn(mfile, "", "the marketplace entry %q has strict: false: only the components of plugin.json are used, its other fields are ignored", entry.Name)
+		default:
 			l.warn(mfile, "", "ignored: the marketplace entry %q has strict: false and is the whole definition", entry.Name)
 		}
 		p.Manifest = entry.Manifest
+		if len(fields) > 0 && len(efields) == 0 {
+			pm.copyComponents(&p.Manifest)
+			for _, k := range []string{"hooks", "mcpServers", "lspServers"} {
+				l.inlineFile[k] = manifestRel
+			}
+		}
 	default:
 		p.Manifest = l.merge(entry.Manifest, *pm, mfile)
 	}
@@ -184,6 +214,11 @@ func Load(dir string, entry *Entry) (*Plugin, []Diagnostic, error) {
 	if err := ValidateName(p.Manifest.Name); err != nil {
 		l.fail(TypeManifestInvalid, dir, "name", "plugin name: %v", err)
 	}
+	// Declared skills add to the default skills/ directory, except for a
+	// plugin that is its marketplace's root ("source": "./"), where the
+	// skills/ directory holds the marketplace's skills: there they replace
+	// it (what Claude Code does).
+	l.skillsAddDefault = entry == nil || !(entry.Source.Kind == SourceRelative && cleanRel(entry.Source.Path) == ".")
 	if l.firstType == "" {
 		l.discover(&p.Manifest)
 	}
@@ -224,6 +259,22 @@ type loader struct {
 	seen       map[string]bool // kind + "\x00" + path + "\x00" + name
 	inlineFile map[string]string
 	failed     []FailedComponent
+	names      map[string]string // kind + "\x01" + name → path of the first
+	// skillsAddDefault: declared skills add to skills/ instead of replacing it.
+	skillsAddDefault bool
+	hasManifest      bool // .claude-plugin/plugin.json exists
+}
+
+func isMarkdownKind(k ComponentKind) bool {
+	return k == KindCommand || k == KindAgent || k == KindSkill || k == KindOutputStyle
+}
+
+// where names a component's defining file for a message.
+func where(rel string) string {
+	if rel == "" {
+		return "the marketplace entry"
+	}
+	return rel
 }
 
 func (l *loader) fail(typ, file, field, format string, args ...any) {
@@ -281,6 +332,9 @@ func (l *loader) merge(e, pm Manifest, mfile string) Manifest {
 		}
 	}
 	out.Commands = unionPaths(e.Commands, pm.Commands)
+	if pm.CommandObjects != nil {
+		out.CommandObjects = pm.CommandObjects
+	}
 	out.Agents = unionPaths(e.Agents, pm.Agents)
 	out.Skills = unionPaths(e.Skills, pm.Skills)
 	out.OutputStyles = unionPaths(e.OutputStyles, pm.OutputStyles)
@@ -325,6 +379,15 @@ func unionPaths(a, b []string) []string {
 	return out
 }
 
+// symlinkOutAdvice ends the error for a symlink that leaves the plugin
+// folder. Claude Code copies the target of such a link when it stays in the
+// marketplace repository; wharf refuses it, because a plugin's digest,
+// signatures and approval cover its own folder only (see
+// docs/claude-compat.md).
+const symlinkOutAdvice = "wharf does not follow a link out of the plugin folder, even into the same marketplace repository (Claude Code copies such a target): " +
+	"the plugin's digest, signatures and approval cover its folder only. To publish it, replace the link with a copy of its target " +
+	"in the marketplace repository (for example: cp -RL), or ask the plugin's authors to"
+
 // inside reports whether the file at abs (rel from the root) stays inside
 // the root once symlinks are resolved; it records an error when it does not.
 func (l *loader) inside(abs, rel, field string) bool {
@@ -339,7 +402,7 @@ func (l *loader) inside(abs, rel, field string) bool {
 	real, _ = filepath.Abs(real)
 	r, err := filepath.Rel(l.real, real)
 	if err != nil || r == ".." || strings.HasPrefix(r, ".."+string(filepath.Separator)) {
-		l.fail(TypeComponentLoad, abs, field, "%s resolves to %s, outside the plugin root", rel, real)
+		l.fail(TypeComponentLoad, abs, field, "%s resolves to %s, outside the plugin root; %s", rel, real, symlinkOutAdvice)
 		return false
 	}
 	return true
@@ -378,7 +441,7 @@ func (l *loader) stat(rel, field string, declared bool) (string, fs.FileInfo, bo
 	abs := filepath.Join(l.root, filepath.FromSlash(cleanRel(rel)))
 	if _, err := os.Lstat(abs); err != nil {
 		if declared {
-			l.fail(TypeComponentLoad, l.root, field, "%s: declared path does not exist", rel)
+			l.missing(rel, field)
 		}
 		return "", nil, false
 	}
@@ -393,6 +456,47 @@ func (l *loader) stat(rel, field string, declared bool) (string, fs.FileInfo, bo
 	return abs, fi, true
 }
 
+// add records a component. As in Claude Code, a Markdown file reached twice
+// (a directory and a file or subdirectory of it both declared) is one
+// component, named by its first path; and of two components of a kind with
+// the same name the first is kept, with a warning.
+// missing records a declared component path that does not exist. As in
+// Claude Code the rest of the plugin loads: the path is listed as a failed
+// component and reported as an error that does not stop the load (claude
+// plugin validate fails on it too).
+func (l *loader) missing(rel, field string) {
+	l.diags = append(l.diags, Diagnostic{File: l.root, Field: field, Severity: SeverityError,
+		Message: fmt.Sprintf("%s: declared path does not exist; the rest of the plugin loads without it", rel)})
+	where := ""
+	if l.hasManifest {
+		where = manifestRel
+	}
+	l.failed = append(l.failed, FailedComponent{Kind: fieldKind(field), Name: rel, Path: where, Field: field,
+		Reason: "declared path does not exist"})
+}
+
+// fieldKind is the component kind a manifest field ("commands[2]") declares.
+func fieldKind(field string) ComponentKind {
+	name, _, _ := strings.Cut(field, "[")
+	switch name {
+	case "commands":
+		return KindCommand
+	case "agents":
+		return KindAgent
+	case "skills":
+		return KindSkill
+	case "outputStyles":
+		return KindOutputStyle
+	case "hooks":
+		return KindHook
+	case "mcpServers":
+		return KindMCPServer
+	case "lspServers":
+		return KindLSPServer
+	}
+	return ComponentKind(name)
+}
+
 func (l *loader) add(kind ComponentKind, name, rel string) {
 	if l.seen == nil {
 		l.seen = map[string]bool{}
@@ -403,12 +507,22 @@ func (l *loader) add(kind ComponentKind, name, rel string) {
 	}
 	l.seen[k] = true
 	if kind != KindHook {
+		if isMarkdownKind(kind) {
+			pk := string(kind) + "\x02" + rel
+			if l.seen[pk] {
+				return
+			}
+			l.seen[pk] = true
+		}
 		nk := string(kind) + "\x01" + name
-		if l.seen[nk] {
-			l.fail(TypeComponentLoad, l.root, "", "two %ss are named %q (the second is %s)", kind, name, rel)
+		if first, ok := l.names[nk]; ok {
+			l.warn(l.root, "", "two %ss are named %q: %s and %s; the first is kept", kind, name, where(first), where(rel))
 			return
 		}
-		l.seen[nk] = true
+		if l.names == nil {
+			l.names = map[string]string{}
+		}
+		l.names[nk] = rel
 	}
 	if len(l.comps) >= maxComponents {
 		if len(l.comps) == maxComponents {
@@ -420,13 +534,42 @@ func (l *loader) add(kind ComponentKind, name, rel string) {
 }
 
 func (l *loader) discover(m *Manifest) {
-	l.markdown(KindCommand, "commands", m.Commands, "./commands")
+	cmds := m.Commands
+	if cmds == nil && m.CommandObjects != nil {
+		cmds = PathList{} // the object form replaces commands/ too
+	}
+	l.markdown(KindCommand, "commands", cmds, "./commands")
+	l.commandObjects(m.CommandObjects)
 	l.markdown(KindAgent, "agents", m.Agents, "./agents")
 	l.markdown(KindOutputStyle, "outputStyles", m.OutputStyles, "./output-styles")
 	l.skills(m)
 	l.jsonComponents(KindHook, "hooks", m.Hooks, "./hooks/hooks.json")
 	l.jsonComponents(KindMCPServer, "mcpServers", m.MCPServers, "./.mcp.json")
 	l.jsonComponents(KindLSPServer, "lspServers", m.LSPServers, "./.lsp.json")
+}
+
+// commandObjects adds the commands of the object form of the commands
+// field: one named by its key for each source file. A command given only as
+// inline content is listed as failed: wharf reads a command from a file.
+func (l *loader) commandObjects(objs map[string]CommandObject) {
+	for _, name := range sortedKeys(objs) {
+		c, f := objs[name], key("commands", name)
+		if c.Source == "" {
+			l.warn(l.root, f, "an inline command (content) is not read by wharf; it is skipped, the rest of the plugin loads")
+			l.failed = append(l.failed, FailedComponent{Kind: KindCommand, Name: name, Path: manifestRel, Field: f,
+				Reason: "an inline command (content); wharf reads commands from Markdown files: give it a source"})
+			continue
+		}
+		abs, fi, ok := l.stat(c.Source, f, true)
+		if !ok {
+			continue
+		}
+		if fi.IsDir() {
+			l.fail(TypeComponentLoad, l.root, f, "%s: expected a Markdown file, found a directory", c.Source)
+			continue
+		}
+		l.add(KindCommand, name, l.relOf(abs))
+	}
 }
 
 // relOf returns abs relative to the root, slash-separated.
@@ -459,7 +602,7 @@ func (l *loader) markdown(kind ComponentKind, field string, declared PathList, d
 				l.fail(TypeComponentLoad, l.root, f, "%s: expected a Markdown (.md) file or a directory", rel)
 				continue
 			}
-			l.add(kind, strings.TrimSuffix(filepath.Base(abs), ".md"), l.relOf(abs))
+			l.add(kind, l.markdownName(kind, abs, strings.TrimSuffix(filepath.Base(abs), ".md"), f), l.relOf(abs))
 			continue
 		}
 		l.walkMarkdown(kind, abs, f)
@@ -510,7 +653,7 @@ func (l *loader) walkMarkdown(kind ComponentKind, dir, field string) {
 			return nil
 		}
 		name := strings.ReplaceAll(strings.TrimSuffix(filepath.ToSlash(sub), ".md"), "/", ":")
-		l.add(kind, name, rel)
+		l.add(kind, l.markdownName(kind, p, name, field), rel)
 		return nil
 	})
 	if err != nil {
@@ -520,19 +663,33 @@ func (l *loader) walkMarkdown(kind ComponentKind, dir, field string) {
 
 // skills discovers skills/<name>/SKILL.md, declared skill directories (each
 // a skill itself or a directory of skills) and a root SKILL.md.
+//
+// Unlike commands and agents, declared skill paths add to the default
+// skills/ directory (as in Claude Code), except in a plugin that is its
+// marketplace's root, where they replace it. A declared path that is itself a
+// skill is named by its front matter's name, a skill found in a directory
+// of skills by its directory.
 func (l *loader) skills(m *Manifest) {
 	declared := m.Skills != nil
-	paths := []string(m.Skills)
-	if !declared {
-		paths = []string{"./skills"}
+	type src struct {
+		rel, field string
+		declared   bool
+	}
+	var srcs []src
+	if !declared || l.skillsAddDefault {
+		srcs = append(srcs, src{"./skills", "skills", false})
+	}
+	for i, rel := range m.Skills {
+		if len(srcs) > 0 && !srcs[0].declared && checkRelPath(rel, true) == nil && cleanRel(rel) == "skills" {
+			srcs[0] = src{rel, index("skills", i), true}
+			continue
+		}
+		srcs = append(srcs, src{rel, index("skills", i), true})
 	}
 	before := len(l.comps)
-	for i, rel := range paths {
-		f := "skills"
-		if declared {
-			f = index("skills", i)
-		}
-		abs, fi, ok := l.stat(rel, f, declared)
+	for _, s := range srcs {
+		rel, f := s.rel, s.field
+		abs, fi, ok := l.stat(rel, f, s.declared)
 		if !ok {
 			continue
 		}
@@ -541,11 +698,11 @@ func (l *loader) skills(m *Manifest) {
 				l.fail(TypeComponentLoad, l.root, f, "%s: expected a skill directory or a SKILL.md file", rel)
 				continue
 			}
-			l.addSkill(filepath.Dir(abs), m.Name)
+			l.addSkill(filepath.Dir(abs), m.Name, f, s.declared)
 			continue
 		}
 		if l.isSkillDir(filepath.Join(abs, "SKILL.md"), f) {
-			l.addSkill(abs, m.Name)
+			l.addSkill(abs, m.Name, f, s.declared)
 			continue
 		}
 		entries, err := os.ReadDir(abs)
@@ -566,11 +723,11 @@ func (l *loader) skills(m *Manifest) {
 				continue
 			}
 			if l.isSkillDir(filepath.Join(sub, "SKILL.md"), f) {
-				l.addSkill(sub, m.Name)
+				l.addSkill(sub, m.Name, f, false)
 				found = true
 			}
 		}
-		if !found && declared {
+		if !found && s.declared {
 			l.warn(l.root, f, "%s: no SKILL.md found in it or in its subdirectories", rel)
 		}
 	}
@@ -600,12 +757,77 @@ func (l *loader) isSkillDir(skillMD, field string) bool {
 	return fi.Mode().IsRegular()
 }
 
-func (l *loader) addSkill(dir, pluginName string) {
+// addSkill adds the skill in dir. A declared path that is itself a skill
+// takes the name of its front matter, as in Claude Code.
+func (l *loader) addSkill(dir, pluginName, field string, byFrontMatter bool) {
 	name := filepath.Base(dir)
 	if rel := l.relOf(dir); rel == "." {
 		name = pluginName
+	} else if byFrontMatter {
+		name = l.frontMatterName(filepath.Join(dir, "SKILL.md"), name, field)
 	}
 	l.add(KindSkill, name, path.Join(l.relOf(dir), "SKILL.md"))
+}
+
+// markdownName is the name of a Markdown component: an agent is named by
+// its front matter's name (as Claude Code names it), the others by path.
+func (l *loader) markdownName(kind ComponentKind, abs, byPath, field string) string {
+	if kind != KindAgent {
+		return byPath
+	}
+	return l.frontMatterName(abs, byPath, field)
+}
+
+// maxNamedFile bounds how much of a Markdown file is read for its name.
+const maxNamedFile = 1 << 20
+
+// frontMatterName returns the name field of a Markdown file's YAML front
+// matter, or fallback when there is none, the header is not valid YAML
+// (Claude Code then keeps only a name derived from the file), or the name
+// is not a usable component name (with a warning).
+func (l *loader) frontMatterName(abs, fallback, field string) string {
+	f, err := os.Open(abs)
+	if err != nil {
+		return fallback
+	}
+	data, err := io.ReadAll(io.LimitReader(f, maxNamedFile))
+	f.Close()
+	if err != nil {
+		return fallback
+	}
+	meta, _, lenient, err := parseFrontMatter(data)
+	if err != nil || lenient {
+		return fallback
+	}
+	name, ok := meta["name"].(string)
+	if !ok || name == "" {
+		return fallback
+	}
+	if err := validComponentName(name); err != nil {
+		l.warn(abs, field, "front matter name %q: %v; named %q from its path instead", name, err, fallback)
+		return fallback
+	}
+	return name
+}
+
+// validComponentName accepts the names a front matter may give a skill or
+// agent: what becomes part of "<plugin>:<name>" and of a path in an
+// agent's listing, so no separators, colons or control characters.
+func validComponentName(name string) error {
+	if len(name) > 128 {
+		return fmt.Errorf("longer than 128 bytes")
+	}
+	for _, r := range name {
+		switch {
+		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '-', r == '_', r == '.':
+		default:
+			return fmt.Errorf("contains %q; use letters, digits, '-', '_' and '.'", r)
+		}
+	}
+	if name == "." || name == ".." || strings.HasPrefix(name, ".") {
+		return fmt.Errorf("starts with '.'")
+	}
+	return nil
 }
 
 // jsonComponents loads hooks, MCP or LSP definitions: the default file, the
@@ -619,8 +841,22 @@ func (l *loader) jsonComponents(kind ComponentKind, field string, spec Component
 	for i, p := range spec.Paths {
 		srcs = append(srcs, src{p, index(field, i), true})
 	}
+	// The inline object comes first: of two servers with the same name,
+	// Claude Code keeps plugin.json's (or the entry's) over a file's.
+	if spec.Inline != nil {
+		file := l.inlineFile[field]
+		where := file
+		if where == "" {
+			where = "marketplace entry"
+		}
+		l.parseComponents(kind, spec.Inline, where, file)
+	}
 	done := map[string]bool{}
 	for _, s := range srcs {
+		if kind == KindMCPServer && s.declared && IsMCPBundle(s.rel) {
+			l.bundle(s.rel, s.f)
+			continue
+		}
 		if err := checkRelPath(s.rel, true); err == nil && done[cleanRel(s.rel)] {
 			continue
 		}
@@ -640,14 +876,27 @@ func (l *loader) jsonComponents(kind ComponentKind, field string, spec Component
 		}
 		l.parseComponents(kind, data, abs, l.relOf(abs))
 	}
-	if spec.Inline != nil {
-		file := l.inlineFile[field]
-		where := file
-		if where == "" {
-			where = "marketplace entry"
-		}
-		l.parseComponents(kind, spec.Inline, where, file)
+}
+
+// IsMCPBundle reports whether an mcpServers path names an MCP bundle
+// (.mcpb): an https:// URL or a relative path ending in ".mcpb".
+func IsMCPBundle(p string) bool {
+	return strings.HasSuffix(strings.ToLower(p), ".mcpb") && (strings.HasPrefix(p, "https://") || strings.HasPrefix(p, "./"))
+}
+
+// bundle records an MCP bundle named in mcpServers as a failed component:
+// Claude Code lists no server for it until the bundle is downloaded and
+// unpacked, and wharf neither downloads nor runs bundles, so the rest of the
+// plugin loads without it.
+func (l *loader) bundle(rel, field string) {
+	name := path.Base(rel)
+	if i := strings.IndexAny(name, "?#"); i >= 0 {
+		name = name[:i]
 	}
+	name = strings.TrimSuffix(strings.TrimSuffix(name, ".mcpb"), ".MCPB")
+	l.warn(l.root, field, "%s is an MCP bundle (.mcpb); wharf does not download or run MCP bundles, so it is skipped and the rest of the plugin loads", rel)
+	l.failed = append(l.failed, FailedComponent{Kind: KindMCPServer, Name: name, Path: manifestRel, Field: field,
+		Reason: "an MCP bundle (.mcpb); wharf does not download or run MCP bundles"})
 }
 
 func (l *loader) parseComponents(kind ComponentKind, data []byte, file, rel string) {
@@ -719,3 +968,47 @@ func (l *loader) addFailed(failed []FailedComponent, rel, field string) {
 		l.failed = append(l.failed, f)
 	}
 }
+
+// rootManifestVersion reads the version of a plugin.json at the plugin's
+// root, the place some plugins put their manifest instead of
+// .claude-plugin/. Claude Code versions such a plugin by it, so wharf does
+// too; nothing else of the file is used. It returns nil when there is no
+// such file or it gives no usable version (with a warning).
+func (l *loader) rootManifestVersion(dir string) *Manifest {
+	const rel = "plugin.json"
+	abs := filepath.Join(dir, rel)
+	fi, err := os.Lstat(abs)
+	if err != nil || !fi.Mode().IsRegular() {
+		return nil
+	}
+	data, err := readManifestFile(abs)
+	if err != nil {
+		l.warn(abs, "", "%v; its version is not used", err)
+		return nil
+	}
+	var doc struct {
+		Version json.RawMessage `json:"version"`
+	}
+	if err := json.Unmarshal(data, &doc); err != nil || doc.Version == nil {
+		return nil
+	}
+	var v string
+	if err := json.Unmarshal(doc.Version, &v); err != nil || v == "" {
+		l.warn(abs, "version", "not a version string; not used")
+		return nil
+	}
+	if _, err := SanitizeVersion(v); err != nil {
+		l.warn(abs, "version", "%v; not used", err)
+		return nil
+	}
+	l.warn(abs, "", "a plugin.json at the plugin root is not a manifest (that is %s); only its version %q is used, as Claude Code does", manifestRel, v)
+	return &Manifest{Version: v}
+}
+
+// ClaudeCacheBookkeeping names what Claude Code keeps at the top of each
+// version directory of its plugin cache (~/.claude/plugins/cache/<mkt>/
+// <plugin>/<version>/) beside the plugin's files: the lease directory of
+// the sessions using that version, and the mark of an orphaned version.
+// They are not part of the plugin: whatever reads Claude Code's cache (the
+// inventory report, a seed cache) leaves them out.
+var ClaudeCacheBookkeeping = []string{".in_use", ".orphaned_at"}

@@ -229,7 +229,6 @@ func TestLoadErrors(t *testing.T) {
 	}{
 		{"malformed plugin.json", map[string]string{".claude-plugin/plugin.json": "{\"name\": }"}, TypeManifestParse, "", "expected a value"},
 		{"dotdot component path", map[string]string{".claude-plugin/plugin.json": `{"name":"p","commands":"./../x"}`}, TypeManifestParse, "commands", `".."`},
-		{"missing declared path", map[string]string{".claude-plugin/plugin.json": `{"name":"p","agents":["./nope"]}`}, TypeComponentLoad, "agents[0]", "does not exist"},
 		{"symlinked command escapes", map[string]string{"commands/evil.md": "->" + filepath.Join(outside, "secret.md")}, TypeComponentLoad, "commands", "outside the plugin root"},
 		{"symlinked commands dir escapes", map[string]string{"commands": "->" + outside}, TypeComponentLoad, "commands", "outside the plugin root"},
 		{"symlinked skill escapes", map[string]string{"skills/s": "->" + filepath.Join(outside, "skill")}, TypeComponentLoad, "skills", "outside the plugin root"},
@@ -237,11 +236,10 @@ func TestLoadErrors(t *testing.T) {
 		{"symlinked plugin.json escapes", map[string]string{".claude-plugin/plugin.json": "->" + filepath.Join(outside, "hooks.json")}, TypeComponentLoad, "plugin.json", "outside the plugin root"},
 		{"symlinked manifest dir escapes", map[string]string{".claude-plugin": "->" + filepath.Join(outside, "meta")}, TypeComponentLoad, "plugin.json", "outside the plugin root"},
 		{"symlinked hooks dir escapes", map[string]string{"hooks": "->" + filepath.Join(outside, "hookdir")}, TypeComponentLoad, "hooks", "outside the plugin root"},
-		{"bad hooks file", map[string]string{"hooks/hooks.json": `{"hooks":{"Stop":[{"hooks":[{"type":"command","timeout":"soon","command":"x"}]}]}}`}, TypeComponentLoad, "hooks.Stop[0].hooks[0].timeout", "expected number"},
+		{"bad hooks file", map[string]string{"hooks/hooks.json": `{"hooks":{"PreToolUse":[{"hooks":[{"type":"command","timeout":"soon","command":"x"}]}]}}`}, TypeComponentLoad, "hooks.PreToolUse[0].hooks[0].timeout", "expected number"},
 		{"malformed mcp file", map[string]string{".mcp.json": `{"mcpServers":{"db":{"command":"x"}}`}, TypeComponentLoad, "", "expected"},
 		{"command path not markdown", map[string]string{".claude-plugin/plugin.json": `{"name":"p","commands":"./run.sh"}`, "run.sh": "x"}, TypeComponentLoad, "commands[0]", "Markdown"},
 		{"hooks path is a directory", map[string]string{".claude-plugin/plugin.json": `{"name":"p","hooks":"./hooks"}`, "hooks/x": "x"}, TypeComponentLoad, "hooks[0]", "directory"},
-		{"duplicate command names", map[string]string{".claude-plugin/plugin.json": `{"name":"p","commands":["./a","./b"]}`, "a/x.md": "x", "b/x.md": "x"}, TypeComponentLoad, "", "two commands are named \"x\""},
 		{"invalid directory name", nil, TypeManifestInvalid, "name", "plugin name"},
 	}
 	for _, tc := range tests {
@@ -331,5 +329,38 @@ func TestLoadSymlinkInsideRoot(t *testing.T) {
 	want := []string{"command:a=commands/a.md", "agent:b=agents/b.md", "skill:linked=skills/linked/SKILL.md"}
 	if got := componentList(p); !reflect.DeepEqual(got, want) {
 		t.Errorf("components = %v", got)
+	}
+}
+
+// TestLoadDuplicateNamesKeepFirst: of two components of a kind with the
+// same name the first is kept and a warning names both files (the entry
+// by name: "the marketplace entry"), as Claude Code keeps one.
+func TestLoadDuplicateNamesKeepFirst(t *testing.T) {
+	root := filepath.Join(t.TempDir(), "p")
+	writeTree(t, root, map[string]string{
+		".claude-plugin/plugin.json": `{"name":"p","commands":["./a","./b"]}`,
+		"a/x.md":                     "x", "b/x.md": "x",
+		".lsp.json": `{"gopls":{"command":"gopls"}}`,
+	})
+	e := parseEntry(t, `{"name":"p","source":"./p","lspServers":{"gopls":{"command":"entry-gopls"}}}`)
+	p, diags, err := Load(root, e)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := componentList(p); !reflect.DeepEqual(got, []string{"command:x=a/x.md", "lsp-server:gopls="}) {
+		t.Errorf("components = %v", got)
+	}
+	var msgs []string
+	for _, d := range diags {
+		if d.Severity == SeverityWarning {
+			msgs = append(msgs, d.Message)
+		}
+	}
+	all := strings.Join(msgs, "\n")
+	for _, want := range []string{`two commands are named "x": a/x.md and b/x.md; the first is kept`,
+		`two lsp-servers are named "gopls": the marketplace entry and .lsp.json; the first is kept`} {
+		if !strings.Contains(all, want) {
+			t.Errorf("warnings %q; want %q", msgs, want)
+		}
 	}
 }

@@ -42,14 +42,27 @@ type Manifest struct {
 	LSPServers     ComponentSpec   `json:"lspServers,omitzero"`
 	UserConfig     json.RawMessage `json:"userConfig,omitempty"`
 
+	// CommandObjects holds commands given in the object form of the
+	// commands field, {"<name>": {"source": "./x.md", "description": ...}},
+	// by name.
+	CommandObjects map[string]CommandObject `json:"-"`
+
 	// Extra holds keys wharf does not know, as written.
 	Extra map[string]json.RawMessage `json:"-"`
+}
+
+// CommandObject is one command of the object form of the commands field:
+// a Markdown file (Source) or, inline, the command's prompt (Content).
+type CommandObject struct {
+	Source      string `json:"source,omitempty"`
+	Content     string `json:"content,omitempty"`
+	Description string `json:"description,omitempty"`
 }
 
 // DeclaresComponents reports whether m names any component path or inline
 // component configuration.
 func (m *Manifest) DeclaresComponents() bool {
-	return m.Commands != nil || m.Agents != nil || m.Skills != nil || m.OutputStyles != nil ||
+	return m.Commands != nil || m.CommandObjects != nil || m.Agents != nil || m.Skills != nil || m.OutputStyles != nil ||
 		!m.Hooks.IsZero() || !m.MCPServers.IsZero() || !m.LSPServers.IsZero()
 }
 
@@ -61,7 +74,7 @@ func (m *Manifest) declaredComponentFields() []string {
 			out = append(out, name)
 		}
 	}
-	add(m.Commands != nil, "commands")
+	add(m.Commands != nil || m.CommandObjects != nil, "commands")
 	add(m.Agents != nil, "agents")
 	add(m.Skills != nil, "skills")
 	add(m.OutputStyles != nil, "outputStyles")
@@ -215,7 +228,11 @@ func (d *decoder) manifestField(m *Manifest, mem member, prefix string) bool {
 	case "dependencies":
 		m.Dependencies = d.dependencies(v, f)
 	case "commands":
-		m.Commands = d.pathList(v, f)
+		if v.kind == kindObject {
+			m.CommandObjects = d.commandObjects(v, f)
+		} else {
+			m.Commands = d.pathList(v, f)
+		}
 	case "agents":
 		m.Agents = d.pathList(v, f)
 	case "skills":
@@ -225,7 +242,7 @@ func (d *decoder) manifestField(m *Manifest, mem member, prefix string) bool {
 	case "hooks":
 		m.Hooks = d.componentSpec(v, f, func(n *node, f string) { d.hooksInline(n, f) })
 	case "mcpServers":
-		m.MCPServers = d.componentSpec(v, f, func(n *node, f string) { d.mcpInline(n, f) })
+		m.MCPServers = d.mcpComponentSpec(v, f)
 	case "lspServers":
 		m.LSPServers = d.componentSpec(v, f, func(n *node, f string) { d.lspInline(n, f) })
 	case "userConfig":
@@ -413,6 +430,81 @@ func (d *decoder) componentSpec(n *node, f string, inline func(*node, string)) C
 	}
 	d.typeError(n, f, "path string, array of paths or object")
 	return ComponentSpec{}
+}
+
+// mcpComponentSpec is componentSpec for mcpServers, which may also name
+// MCP bundles (IsMCPBundle), including by an https:// URL.
+func (d *decoder) mcpComponentSpec(n *node, f string) ComponentSpec {
+	bundle := func(e *node) bool { return e.kind == kindString && IsMCPBundle(e.str) }
+	switch {
+	case bundle(n):
+		return ComponentSpec{Paths: []string{n.str}}
+	case n.kind == kindArray:
+		var paths []string
+		for i, e := range n.elems {
+			ef := index(f, i)
+			switch {
+			case bundle(e):
+				paths = append(paths, e.str)
+			case e.kind != kindString:
+				d.typeError(e, ef, "path string")
+			case d.componentPath(e, ef):
+				paths = append(paths, e.str)
+			}
+		}
+		if paths == nil {
+			paths = []string{}
+		}
+		return ComponentSpec{Paths: paths}
+	}
+	return d.componentSpec(n, f, func(n *node, f string) { d.mcpInline(n, f) })
+}
+
+// commandObjects decodes the object form of the commands field, which
+// Claude Code reads: each key a command name, each value an object with a
+// source path (a Markdown file in the plugin) or inline content.
+func (d *decoder) commandObjects(n *node, f string) map[string]CommandObject {
+	out := map[string]CommandObject{}
+	for _, m := range n.members {
+		mf := key(f, m.key)
+		if err := validComponentName(m.key); err != nil {
+			d.errorf(&node{off: m.keyOff}, mf, "command name: %v", err)
+			continue
+		}
+		if !d.object(m.val, mf) {
+			continue
+		}
+		var c CommandObject
+		for _, k := range m.val.members {
+			kf := key(mf, k.key)
+			switch k.key {
+			case "source":
+				c.Source = d.str(k.val, kf)
+				if k.val.kind == kindString {
+					d.componentPath(k.val, kf)
+				}
+			case "content":
+				c.Content = d.str(k.val, kf)
+			case "description":
+				c.Description = d.str(k.val, kf)
+			default:
+				d.unknown(k, mf)
+			}
+		}
+		if c.Source == "" && c.Content == "" {
+			d.errorf(m.val, mf, "needs a source (a Markdown file) or content")
+			continue
+		}
+		out[m.key] = c
+	}
+	return out
+}
+
+// copyComponents copies m's component fields into dst.
+func (m *Manifest) copyComponents(dst *Manifest) {
+	dst.CommandObjects = m.CommandObjects
+	dst.Commands, dst.Agents, dst.Skills, dst.OutputStyles = m.Commands, m.Agents, m.Skills, m.OutputStyles
+	dst.Hooks, dst.MCPServers, dst.LSPServers = m.Hooks, m.MCPServers, m.LSPServers
 }
 
 // componentPath checks a path inside a plugin: relative, starting with "./",

@@ -143,7 +143,13 @@ func (d *decoder) mcpFile(n *node, f string) *MCPConfig {
 			if n == nil {
 				n = m.val
 			}
-			d.errorf(n, key(mf, field), "%s", reason)
+			if field == "url" && x.URL == "" && n.kind == kindString {
+				// "url": "" (a placeholder to fill in): Claude Code lists
+				// the server and it fails when started; so does wharf.
+				d.warnf(n, key(mf, field), "%s; the server is listed but cannot start", reason)
+			} else {
+				d.errorf(n, key(mf, field), "%s", reason)
+			}
 		} else if x.IsRemote() && len(References(x.URL)) == 0 {
 			if msg, warn := checkRemoteURL(x.URL); warn {
 				d.warnf(m.val.get("url"), key(mf, "url"), "%s", msg)
@@ -229,7 +235,7 @@ func (d *decoder) eachServer(n *node, f, wrapKey string, kind ComponentKind, fn 
 		mf := key(sf, m.key)
 		d.soft, d.softMsgs = true, nil
 		d.softSuffix = fmt.Sprintf(" (the %s %q cannot be used and is skipped; the rest of the plugin loads)", what, m.key)
-		if err := ValidateName(m.key); err != nil {
+		if err := checkServerName(m.key); err != nil {
 			d.errorf(&node{off: m.keyOff}, mf, "server name: %v", err)
 		} else if d.object(m.val, mf) {
 			fn(m, mf)
@@ -259,4 +265,26 @@ func sortedKeys[V any](m map[string]V) []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// checkServerName accepts the server names Claude Code lists, spaces
+// included ("google calendar"): a server's name only labels it, and tool
+// names made from it replace every character but letters, digits, '_' and
+// '-'. A name may not be empty or long, hold a control character, or hold
+// ':', '/' or '\\', which would make "plugin:<plugin>:<server>" ambiguous.
+func checkServerName(name string) error {
+	switch {
+	case name == "":
+		return fmt.Errorf("empty")
+	case len(name) > 128:
+		return fmt.Errorf("longer than 128 bytes")
+	case strings.TrimSpace(name) != name:
+		return fmt.Errorf("%q starts or ends with a space", name)
+	}
+	for _, r := range name {
+		if r < 0x20 || r == 0x7f || r == ':' || r == '/' || r == '\\' {
+			return fmt.Errorf("%q contains %q", name, r)
+		}
+	}
+	return nil
 }

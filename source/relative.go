@@ -6,6 +6,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/go-git/go-git/v5"
 )
 
 const relativeHint = `write the source as "./dir" inside the marketplace, without ".."`
@@ -81,5 +83,21 @@ func (f *Fetcher) fetchRelative(req *Request, t *tree) (*Result, error) {
 	if err != nil {
 		return nil, fail(req, "remove the offending entry from the plugin directory", err)
 	}
-	return &Result{URL: src}, nil
+	return &Result{URL: src, Commit: checkoutCommit(mkt)}, nil
+}
+
+// checkoutCommit returns the commit checked out in the git work tree that
+// holds dir (dir or a parent of it), or "" when there is none. Claude Code
+// versions a plugin without a version by it, for a marketplace added as a
+// local directory as for one it cloned.
+func checkoutCommit(dir string) string {
+	repo, err := git.PlainOpenWithOptions(dir, &git.PlainOpenOptions{DetectDotGit: true})
+	if err != nil {
+		return ""
+	}
+	head, err := repo.Head()
+	if err != nil {
+		return ""
+	}
+	return head.Hash().String()
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/wharfhq/wharf/plugin"
@@ -76,4 +77,42 @@ func TestFetchRelative(t *testing.T) {
 		_, err := run(rel("./plugins/good"), dest)
 		wantSourceErr(t, err, ErrNotEmpty)
 	})
+}
+
+// TestFetchRelativeCommitOfCheckout: a plugin of a marketplace added as a
+// local directory that is a git checkout gets the checkout's commit, which
+// versions it when nothing else does (as Claude Code versions it); outside
+// a checkout there is none.
+func TestFetchRelativeCommitOfCheckout(t *testing.T) {
+	f := &Fetcher{}
+	fetch := func(mkt string) *Result {
+		t.Helper()
+		_, dest := sandbox(t)
+		r, err := f.Fetch(context.Background(), Request{Plugin: "p@m", Source: plugin.Source{Kind: plugin.SourceRelative, Path: "./plugins/p"},
+			MarketplaceDir: mkt, Dest: dest})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	plain := t.TempDir()
+	writeFile(t, filepath.Join(plain, "plugins/p/commands/a.md"), "a", 0o644)
+	if r := fetch(plain); r.Commit != "" {
+		t.Errorf("commit outside a git checkout = %q", r.Commit)
+	}
+
+	repo := t.TempDir()
+	writeFile(t, filepath.Join(repo, "plugins/p/commands/a.md"), "a", 0o644)
+	gitCmd(t, repo, "init", "-q")
+	gitCmd(t, repo, "add", ".")
+	gitCmd(t, repo, "commit", "-q", "-m", "one")
+	head := strings.TrimSpace(gitCmd(t, repo, "rev-parse", "HEAD"))
+	if r := fetch(repo); r.Commit != head {
+		t.Errorf("commit = %q; want the checkout's HEAD %s", r.Commit, head)
+	}
+	// A marketplace in a sub-directory of the checkout has the same commit.
+	writeFile(t, filepath.Join(repo, "sub/plugins/p/commands/a.md"), "a", 0o644)
+	if r := fetch(filepath.Join(repo, "sub")); r.Commit != head {
+		t.Errorf("commit in a sub-directory = %q; want %s", r.Commit, head)
+	}
 }

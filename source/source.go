@@ -76,7 +76,9 @@ func (r *Request) object() string {
 // Result says what was fetched.
 type Result struct {
 	Kind string
-	// Commit is the git commit SHA for github, url and git-subdir sources.
+	// Commit is the git commit SHA for github, url and git-subdir sources,
+	// and for a relative source the commit checked out in the git work
+	// tree that holds the marketplace directory, if any.
 	Commit string
 	// Version is the npm package version that was fetched.
 	Version string

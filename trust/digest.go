@@ -87,8 +87,14 @@ type Tree struct {
 // Digest walks root and returns its canonical w1: digest (FORMATS.md) with
 // the per-file entries. File contents are streamed into the hash, several
 // files at a time, and the lines are assembled in canonical order.
-func Digest(root string) (*Tree, error) {
-	w, err := walk(root, true)
+func Digest(root string) (*Tree, error) { return DigestOmitting(root) }
+
+// DigestOmitting is Digest of root without the entries (files or whole
+// directories) at its top level named in omit: what another tool keeps in a
+// plugin's directory beside the plugin, such as the lease directory
+// Claude Code writes into each version of its plugin cache.
+func DigestOmitting(root string, omit ...string) (*Tree, error) {
+	w, err := walk(root, true, omit...)
 	if err != nil {
 		return nil, err
 	}
@@ -132,12 +138,13 @@ func ValidDigest(s string) bool {
 type walked struct {
 	entries []Entry
 	dirs    []Entry
+	omit    []string // top-level names left out
 }
 
 // walk lists every entry under root (never following symlinks), checks the
 // rules of the digest and returns the entries sorted bytewise by path.
 // Symlink targets are read and hashed here; regular files are only stat'ed.
-func walk(root string, withDirs bool) (*walked, error) {
+func walk(root string, withDirs bool, omit ...string) (*walked, error) {
 	st, err := os.Stat(root)
 	if err != nil {
 		return nil, ioError(root, "", err)
@@ -145,7 +152,7 @@ func walk(root string, withDirs bool) (*walked, error) {
 	if !st.IsDir() {
 		return nil, treeError(root, "", fmt.Errorf("%s is not a directory", root))
 	}
-	w := &walked{}
+	w := &walked{omit: omit}
 	if lst, err := os.Lstat(root); err == nil && lst.IsDir() {
 		// The root's own mtime moves when an entry is added at the top.
 		w.dirs = append(w.dirs, Entry{Path: ".", Size: lst.Size(), ModTime: lst.ModTime(), Mode: lst.Mode()})
@@ -189,6 +196,8 @@ func (w *walked) dir(root, rel string) error {
 		p := name
 		if rel != "" {
 			p = rel + "/" + name
+		} else if slices.Contains(w.omit, name) {
+			continue
 		}
 		info, err := d.Info()
 		if err != nil {

@@ -10,9 +10,10 @@ import (
 	"github.com/wharfhq/wharf/plugin"
 )
 
-// Hooks wharf cannot run are component failures naming file, field and
-// reason, while the event's other hooks load; an unknown event is a
-// warning and never listed live.
+// Hooks nothing can run are component failures naming file, field and
+// reason, while the event's other hooks load; prompt and agent hooks are
+// live (an agent with a model runs them; wharf reports them not run); an
+// unknown event is a warning and never listed live.
 func TestHookComponentFailures(t *testing.T) {
 	w := worldtest.New(t)
 	w.Install("mixed@corp", "1.0.0", map[string]string{
@@ -35,7 +36,7 @@ func TestHookComponentFailures(t *testing.T) {
 	s := w.Load(w.Runtime(w.Options()), agent.CacheOnly)
 
 	live := s.ComponentsOf(plugin.KindHook)
-	if len(live) != 1 || live[0].Name != "mixed:PreToolUse" || len(live[0].Hook.Matchers[0].Hooks) != 1 {
+	if len(live) != 2 || live[0].Name != "mixed:PreToolUse" || len(live[0].Hook.Matchers[0].Hooks) != 3 || live[1].Name != "mixed:Stop" {
 		t.Fatalf("live hooks %+v", live)
 	}
 	types := map[string][]string{}
@@ -47,9 +48,8 @@ func TestHookComponentFailures(t *testing.T) {
 		types[pe.Type] = append(types[pe.Type], sk.Err.Error())
 	}
 	nr := types[agent.TypeHookNotRunnable]
-	if len(nr) != 5 || !strings.Contains(strings.Join(nr, "\n"), "hooks.PreToolUse[0].hooks[5].url: url \"\" is not an http(s) URL") || !strings.Contains(nr[0], "hooks/hooks.json: field hooks.PreToolUse[0].hooks[1].type: a prompt hook needs a model") ||
-		!strings.Contains(strings.Join(nr, "\n"), "hooks.PreToolUse[0].hooks[4].type: unknown hook type \"webhook\"") ||
-		!strings.Contains(strings.Join(nr, "\n"), "hooks.Stop[0].hooks[0].type") {
+	if len(nr) != 2 || !strings.Contains(strings.Join(nr, "\n"), "hooks.PreToolUse[0].hooks[5].url: url \"\" is not an http(s) URL") ||
+		!strings.Contains(strings.Join(nr, "\n"), "hooks.PreToolUse[0].hooks[4].type: unknown hook type \"webhook\"") {
 		t.Fatalf("not runnable: %q", nr)
 	}
 	if u := types[agent.TypeHookURLRefused]; len(u) != 1 || !strings.Contains(u[0], "hooks.PreToolUse[0].hooks[3].url") {
@@ -65,12 +65,13 @@ func TestHookComponentFailures(t *testing.T) {
 		t.Fatalf("no warning for the unknown event: %q", s.Warnings())
 	}
 	st, _ := s.Plugin(plugin.MustParseID("mixed@corp"))
-	if len(st.Skipped) != 7 || st.Components != 1 {
+	if len(st.Skipped) != 4 || st.Components != 2 {
 		t.Fatalf("plugin status %+v", st)
 	}
-	// The live command hook runs; the others are not there to run.
+	// The live command hook runs; the prompt and agent hooks are reported
+	// as not run; the others are not there to run.
 	res := runPre(t, s, w.Project)
-	if !res.Blocked() || res.Reason != "cmd" || len(res.Hooks) != 1 {
+	if !res.Blocked() || res.Reason != "cmd" || len(res.Hooks) != 1 || len(res.NotRun) != 2 {
 		t.Fatalf("%+v", res)
 	}
 }

@@ -126,9 +126,9 @@ type Hook struct {
 
 // FromSet returns the hooks of the Set for event, in the Set's order (which
 // is deterministic), with the environment of their component. Run runs the
-// command and http hooks and reports the others in Result.NotRun (the
-// loader already leaves prompt and agent hooks out of the Set: wharf has no
-// model to run them).
+// command, http and mcp_tool hooks and reports the others in
+// Result.NotRun: prompt and agent hooks are in the Set, as Claude Code lists
+// them, for an agent with a model to run; wharf has none.
 func FromSet(s *agent.Set, event plugin.HookEvent, projectDir string) []Hook {
 	if s == nil {
 		return nil
@@ -308,13 +308,13 @@ type Result struct {
 func (r *Result) Blocked() bool { return r.Decision == DecisionBlock }
 
 // Matches reports whether the hook's matcher selects target, as Claude Code
-// compares them: an empty or "*" matcher selects everything; a matcher of
+// compares them: an empty, "*" or "**" matcher selects everything; a matcher of
 // only letters, digits, "_" and "|" is an exact name or a "|"-separated list
 // of exact names ("Edit|Write" selects Edit and Write, not NotebookEdit;
 // "mcp__memory" selects no MCP tool); any other matcher is a regular
 // expression searched in the target ("^mcp__" selects every MCP tool).
 func Matches(matcher, target string) (bool, error) {
-	if matcher == "" || matcher == "*" {
+	if plugin.MatchesEveryTool(matcher) {
 		return true, nil
 	}
 	if isPlainMatcher(matcher) {
@@ -335,7 +335,7 @@ func Matches(matcher, target string) (bool, error) {
 // MatchesEvent is Matches with the event's own rules: FileChanged matchers
 // are "|"-separated file names compared with the base name of file_path.
 func MatchesEvent(ev plugin.HookEvent, matcher, target string) (bool, error) {
-	if ev == plugin.HookFileChanged && matcher != "" && matcher != "*" {
+	if ev == plugin.HookFileChanged && !plugin.MatchesEveryTool(matcher) {
 		base := filepath.Base(target)
 		for _, alt := range strings.Split(matcher, "|") {
 			if alt == base || alt == target {

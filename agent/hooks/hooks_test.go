@@ -183,6 +183,7 @@ func TestMatcher(t *testing.T) {
 	}{
 		{"", "Bash", true},
 		{"*", "Bash", true},
+		{"**", "Bash", true}, {"**", "mcp__memory__save", true},
 		{"Bash", "Bash", true},
 		{"Edit|Write", "Write", true},
 		{"Edit|Write", "NotebookEdit", false},

@@ -139,22 +139,26 @@ func TestStrictPluginOnlyCustomizationSkipsUserHooks(t *testing.T) {
 	}
 }
 
-// A prompt hook needs a model: it is a failed component (file, field,
-// reason), never live; the command hook next to it runs under its own
-// position in the file.
-func TestPromptHooksAreComponentFailures(t *testing.T) {
+// A prompt hook is live and listed, as in Claude Code lists it (an agent
+// with a model runs it); wharf's runner reports it as not run and runs the
+// command hook next to it under its own position in the file.
+func TestPromptHooksAreListed(t *testing.T) {
 	w := worldtest.New(t)
 	w.Install("mixed@corp", "1.0.0", map[string]string{
 		".claude-plugin/plugin.json": `{"name": "mixed", "version": "1.0.0"}`,
 		"hooks/hooks.json":           `{"hooks": {"PreToolUse": [{"hooks": [{"type": "prompt", "prompt": "Is this safe?"}, {"type": "command", "command": "` + script(t, "approve_json.sh") + `"}]}]}}`,
 	})
 	s := w.Load(w.Runtime(w.Options()), agent.CacheOnly)
-	res := runSet(t, s, w.Project, "Bash")
-	if len(res.Hooks) != 1 || res.Decision != "approve" || res.Hooks[0].ID != "plugin:mixed@corp:PreToolUse[0][1]" || len(res.NotRun) != 0 {
-		t.Fatalf("%s", dump(res))
+	live := s.ComponentsOf(plugin.KindHook)
+	if len(live) != 1 || len(live[0].Hook.Matchers[0].Hooks) != 2 || live[0].Hook.Matchers[0].Hooks[0].Type != "prompt" {
+		t.Fatalf("live hooks %+v", live)
 	}
-	sk := s.Skipped()
-	if len(sk) != 1 || !strings.Contains(sk[0].Err.Error(), "hooks.json: field hooks.PreToolUse[0].hooks[0].type: a prompt hook needs a model") {
+	if sk := s.Skipped(); len(sk) != 0 {
 		t.Fatalf("skipped = %v", sk)
+	}
+	res := runSet(t, s, w.Project, "Bash")
+	if len(res.Hooks) != 1 || res.Decision != "approve" || res.Hooks[0].ID != "plugin:mixed@corp:PreToolUse[0][1]" ||
+		len(res.NotRun) != 1 || !strings.Contains(res.NotRun[0], "PreToolUse[0][0]: prompt hook; wharf has no model to run it") {
+		t.Fatalf("%s", dump(res))
 	}
 }

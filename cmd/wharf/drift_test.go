@@ -58,7 +58,7 @@ func driftHome(t *testing.T) (home, managed string, revs policy.Revocations) {
 		"needy":  {".claude-plugin/plugin.json": manifest("needy", "off")},
 		"bad":    {".claude-plugin/plugin.json": `{"name": "bad", "version": 1.0}`},
 		"comp": {".claude-plugin/plugin.json": manifest("comp"),
-			".mcp.json": `{"mcpServers": {"bad name": {"command": "x"}, "good": {"command": "y"}}}`},
+			".mcp.json": `{"mcpServers": {"bad:name": {"command": "x"}, "good": {"command": "y"}}}`},
 	}
 	enabled := map[string]bool{}
 	paths := map[string]string{}
@@ -250,7 +250,7 @@ func TestListAgentStatusAndRuntimeAgree(t *testing.T) {
 	}
 	// The failed component is named alike by all three (compared above),
 	// and its sibling loads.
-	if f := list["comp@m"].Failed; len(f) != 1 || !strings.Contains(f[0], "bad name") {
+	if f := list["comp@m"].Failed; len(f) != 1 || !strings.Contains(f[0], "bad:name") {
 		t.Fatalf("comp@m failed components: %q", f)
 	}
 	if _, ok := set.Lookup(plugin.KindMCPServer, "plugin:comp:good"); !ok {

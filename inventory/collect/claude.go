@@ -338,7 +338,9 @@ func claudeDigest(root, installPath string) (string, string) {
 	if fi, err := os.Stat(real); err != nil || !fi.IsDir() {
 		return "", fmt.Sprintf("installPath %s is not a directory", p)
 	}
-	t, err := trust.Digest(real)
+	// Claude Code's own bookkeeping in the version directory (a lease
+	// directory per running session) is not the plugin's content.
+	t, err := trust.DigestOmitting(real, plugin.ClaudeCacheBookkeeping...)
 	if err != nil {
 		return "", fmt.Sprintf("hashing %s: %v", p, err)
 	}

@@ -406,3 +406,34 @@ func TestStateKeepsAFailedReportUntilItIsSent(t *testing.T) {
 	}
 	unlock()
 }
+
+// TestClaudeDigestLeavesOutTheLease: Claude Code keeps a lease directory
+// .in_use (one file per session using the version) and an .orphaned_at mark
+// at the top of each cached version; the reported digest is the plugin's
+// own, the same as before the lease, so the fleet matches it with the
+// version's published digest. A file of that name deeper in the plugin is
+// the plugin's and counts.
+func TestClaudeDigestLeavesOutTheLease(t *testing.T) {
+	c, trees := claudeHome(t)
+	alpha := filepath.Join(c.Dir, "plugins", "cache", "mk", "alpha", "1.0.0")
+	writeFile(t, filepath.Join(alpha, ".in_use", "4242.json"), `{"pid":4242,"procStart":"x"}`)
+	writeFile(t, filepath.Join(alpha, ".orphaned_at"), "1767323045000")
+	beta := filepath.Join(c.Dir, "plugins", "cache", "mk", "beta", "2.0.0")
+	writeFile(t, filepath.Join(beta, "docs", ".in_use", "note"), "the plugin's own file")
+	got, _, err := c.Read()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range got {
+		switch p.ID {
+		case "alpha@mk":
+			if p.Digest != trees["alpha"] || p.State != inventory.StateActive {
+				t.Errorf("alpha with a lease: digest %q state %s; want %q active", p.Digest, p.State, trees["alpha"])
+			}
+		case "beta@mk":
+			if p.Digest == trees["beta"] || p.Digest == "" {
+				t.Errorf("beta: a nested .in_use of the plugin was left out of its digest (%q)", p.Digest)
+			}
+		}
+	}
+}
