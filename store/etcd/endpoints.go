@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
@@ -39,9 +38,6 @@ type endpoint struct {
 	healthy bool
 	err     string
 	sick    chan struct{} // closed when the member turns unhealthy; replaced when it recovers
-	// asked is the checkpoint time (UnixNano) for which the member was last
-	// asked for a progress report.
-	asked atomic.Int64
 }
 
 func newEndpoint(addr string, cli *clientv3.Client) *endpoint {

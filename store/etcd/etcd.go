@@ -40,7 +40,8 @@ import (
 // leading "." is escaped too, so no bucket shares the meta keys' space.
 //
 // Update is an optimistic transaction: every read in fn is served from one
-// snapshot revision, and the commit is one etcd Txn that applies the writes
+// snapshot revision (NextSequence's counter excepted: it is read at its
+// latest), and the commit is one etcd Txn that applies the writes
 // only if nothing fn read changed since that revision: each key read has its
 // mod revision compared, each List has its key range compared (no key in it
 // modified after the snapshot) together with the bucket's deletion marker.
@@ -67,6 +68,8 @@ type Store struct {
 	handle  string        // this handle's part of its commit markers
 	markers atomic.Uint64 // commit markers made
 
+	streams atomic.Uint64 // watch streams opened
+
 	retries, conflicts, ambiguous atomic.Uint64
 }
 
@@ -81,8 +84,9 @@ type Options struct {
 	// members together; default 10s.
 	RequestTimeout time.Duration
 	// CallTimeout bounds one try of a request on one member; on expiry the
-	// request goes to the next member. Default 2s: longer than a commit
-	// takes on a loaded cluster, about twice etcd's election timeout.
+	// request goes to the next member. Default 1s, etcd's default election
+	// timeout: a member that holds a request longer has probably stopped or
+	// lost its leader. A commit that times out is sent again safely.
 	CallTimeout time.Duration
 	// HealthInterval is how often every member is checked (a linearizable
 	// read); default 250ms. HealthTimeout bounds each check; default 1s. A
@@ -118,7 +122,7 @@ func (o Options) withDefaults() Options {
 		o.RequestTimeout = 10 * time.Second
 	}
 	if o.CallTimeout <= 0 {
-		o.CallTimeout = 2 * time.Second
+		o.CallTimeout = time.Second
 	}
 	if o.HealthInterval <= 0 {
 		o.HealthInterval = 250 * time.Millisecond
@@ -325,6 +329,14 @@ func (t *etcdTx) checkBucket(op, bucket string) error {
 
 // get reads one key from the snapshot, recording it for the commit check.
 func (t *etcdTx) get(bucket, key string) ([]byte, bool, error) {
+	return t.read(bucket, key, false)
+}
+
+// read is get; latest reads the key's current value rather than the
+// snapshot's (NextSequence). Either way the commit requires the key to be
+// unchanged since it was read, so the update stays serializable: as if it
+// ran at its commit.
+func (t *etcdTx) read(bucket, key string, latest bool) ([]byte, bool, error) {
 	if w, ok := t.writes[key]; ok {
 		if w.deleted {
 			return nil, false, nil
@@ -335,7 +347,7 @@ func (t *etcdTx) get(bucket, key string) ([]byte, bool, error) {
 		return r.value, r.found, nil
 	}
 	var opts []clientv3.OpOption
-	if t.rev > 0 {
+	if t.rev > 0 && !latest {
 		opts = append(opts, clientv3.WithRev(t.rev))
 	}
 	var resp *clientv3.GetResponse
@@ -346,7 +358,7 @@ func (t *etcdTx) get(bucket, key string) ([]byte, bool, error) {
 	if err != nil {
 		return nil, false, t.readErr(err)
 	}
-	if t.rev == 0 {
+	if t.rev == 0 && !latest {
 		t.rev = resp.Header.Revision
 	}
 	rec := readOf(bucket, resp.Kvs)
@@ -583,7 +595,12 @@ func (t *etcdTx) NextSequence(bucket string) (uint64, error) {
 		return 0, err
 	}
 	key := t.e.seqKey(bucket)
-	v, found, err := t.get("", key)
+	// A counter is what every writer of a log shares (the audit log): read
+	// at the snapshot, it would make every update that appends to the log
+	// conflict with every other one committed since the update's first
+	// read. Read at its latest, it conflicts only with those committed
+	// since this call, which callers make just before they return.
+	v, found, err := t.read("", key, true)
 	if err != nil {
 		return 0, err
 	}

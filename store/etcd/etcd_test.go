@@ -516,7 +516,7 @@ func TestEtcdClusterSurvivesLeaderCrash(t *testing.T) {
 	leader := c.Leader()
 	c.Stop(leader)
 	close(killed)
-	t.Logf("killed leader %s with %d writers running", c.Members[leader].Name, workers)
+	t.Logf("killed leader %s (%s) with %d writers running", c.Members[leader].Name, c.Members[leader].ClientURL, workers)
 	wg.Wait()
 	close(errs)
 	for err := range errs {

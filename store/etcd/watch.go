@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
+	"google.golang.org/grpc/metadata"
 
 	"github.com/wharfhq/wharf/store"
 )
@@ -62,14 +64,17 @@ type watch struct {
 	last           int64        // every commit up to here is delivered
 	pending        []checkpoint // checkpoints not yet proven, oldest first
 	proven         time.Time    // AsOf of the last mark sent
+	asked          time.Time    // the checkpoint of the last progress request
 }
 
 func (w *watch) run(ctx context.Context) {
 	for try := 0; ctx.Err() == nil; try++ {
-		ep := w.e.pick(w.e.rr.Add(1), 0)
-		compacted := w.on(ctx, ep)
-		if compacted || ctx.Err() != nil {
-			return
+		// Only a member that passed its last check: a stopped one would
+		// hold the watch (and the client would wait for it to come back).
+		if ep := w.e.pick(w.e.rr.Add(1), 0); ep.isHealthy() {
+			if compacted := w.on(ctx, ep); compacted || ctx.Err() != nil {
+				return
+			}
 		}
 		select { // a short pause before resuming, so a dead cluster is not spun on
 		case <-time.After(100 * time.Millisecond):
@@ -82,12 +87,24 @@ func (w *watch) run(ctx context.Context) {
 // fails a health check or ctx ends. It reports whether the revision to
 // resume from was compacted away.
 func (w *watch) on(ctx context.Context, ep *endpoint) (compacted bool) {
-	sctx, scancel := context.WithCancel(clientv3.WithRequireLeader(ctx))
+	// A stream of its own (the client shares one stream among the watches
+	// whose contexts carry the same metadata): a stream that etcd or the
+	// client is tearing down after a fault must not swallow this watch.
+	n := w.e.streams.Add(1)
+	sctx, scancel := context.WithCancel(metadata.AppendToOutgoingContext(clientv3.WithRequireLeader(ctx), "wharf-watch", strconv.FormatUint(n, 10)))
 	defer scancel()
-	wch := ep.cli.Watch(sctx, w.prefix, clientv3.WithPrefix(), clientv3.WithRev(w.last+1))
 	sick := ep.sickCh()
+	go func() { // Watch itself waits while the client connects
+		select {
+		case <-sick:
+			scancel()
+		case <-sctx.Done():
+		}
+	}()
+	wch := ep.cli.Watch(sctx, w.prefix, clientv3.WithPrefix(), clientv3.WithRev(w.last+1))
 	ck, next := w.e.latest()
 	w.note(ck)
+	w.asked = time.Time{}
 	w.ask(sctx, ep, ck)
 	for {
 		select {
@@ -131,16 +148,18 @@ func (w *watch) on(ctx context.Context, ep *endpoint) (compacted bool) {
 	}
 }
 
-// ask asks ep's member for a progress report after checkpoint c, once for
-// all the watches on its stream (they share it: same client, same
-// metadata). The member answers once every watch on the stream has sent
-// everything up to its revision.
+// ask asks the watch's member for a progress report after checkpoint c,
+// on the watch's stream (sctx names it). The member answers once the watch
+// has sent everything up to its revision.
 func (w *watch) ask(sctx context.Context, ep *endpoint, c checkpoint) {
-	prev := ep.asked.Load()
-	if c.at.UnixNano() <= prev || !ep.asked.CompareAndSwap(prev, c.at.UnixNano()) {
-		return
+	if c.at.After(w.asked) {
+		w.asked = c.at
+		// The client hands the request to the stream's loop, which does
+		// not take it while it waits for a member to connect: bounded.
+		rctx, cancel := context.WithTimeout(sctx, 100*time.Millisecond)
+		_ = ep.cli.RequestProgress(rctx)
+		cancel()
 	}
-	_ = ep.cli.RequestProgress(sctx)
 }
 
 func (w *watch) send(ctx context.Context, ev store.Event) bool {
