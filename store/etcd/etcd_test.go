@@ -834,3 +834,56 @@ func TestEtcdUpdateWithFailedReadIsNotApplied(t *testing.T) {
 		t.Fatalf("b/small after the refused update: %v, want ErrNotFound", err)
 	}
 }
+
+// TestEtcdSequenceConflictsOnlyAfterItsRead: an update that appends to a
+// log takes the log's counter at its latest, so another append committed
+// after the update's first read but before its NextSequence does not make
+// it run again (the shared audit counter made every audited update of a
+// busy server run again); one committed after its NextSequence does.
+func TestEtcdSequenceConflictsOnlyAfterItsRead(t *testing.T) {
+	c := etcdtest.Start(t, 1)
+	s := openEtcd(t, c.Endpoints(), etcd.Options{Prefix: "/seq"})
+	other := openEtcd(t, c.Endpoints(), etcd.Options{Prefix: "/seq"})
+	appendOther := func() {
+		if err := other.Update(func(tx store.Tx) error { _, err := tx.NextSequence("audit"); return err }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, tc := range []struct {
+		name        string
+		beforeSeq   bool // the other append comes before this update's NextSequence
+		wantRuns    int
+		wantSeqLast uint64
+	}{
+		{"other append before NextSequence", true, 1, 2},
+		{"other append after NextSequence", false, 2, 4},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			runs := 0
+			var seq uint64
+			err := s.Update(func(tx store.Tx) error {
+				runs++
+				if _, err := tx.Get("data", "k"); err != nil && !errors.Is(err, store.ErrNotFound) {
+					return err
+				}
+				if runs == 1 && tc.beforeSeq {
+					appendOther()
+				}
+				var err error
+				if seq, err = tx.NextSequence("audit"); err != nil {
+					return err
+				}
+				if runs == 1 && !tc.beforeSeq {
+					appendOther()
+				}
+				return tx.Put("data", "k", []byte("v"))
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if runs != tc.wantRuns || seq != tc.wantSeqLast {
+				t.Fatalf("fn ran %d times and took sequence %d, want %d runs and sequence %d", runs, seq, tc.wantRuns, tc.wantSeqLast)
+			}
+		})
+	}
+}
