@@ -181,23 +181,37 @@ func Open(endpoints []string, opts Options) (*Store, error) {
 	}
 	// clientv3.New does not wait for a connection; ask for something cheap so
 	// a wrong address fails here, with the address in the message. One
-	// member that answers is enough (the others may be down).
+	// member that answers is enough (the others may be down); all are asked
+	// at once, so a dead first member does not delay the start.
+	type probe struct {
+		ep   *endpoint
+		resp *clientv3.GetResponse
+		err  error
+	}
+	probes := make(chan probe, len(e.eps))
+	sent := time.Now() // a checkpoint is as of before its read was sent
+	pctx, pcancel := context.WithTimeout(ctx, opts.DialTimeout)
+	for _, ep := range e.eps {
+		go func() {
+			resp, err := ep.cli.Get(pctx, e.seqKey("probe"), clientv3.WithCountOnly())
+			probes <- probe{ep, resp, err}
+		}()
+	}
 	var firstErr error
 	ok := false
-	for _, ep := range e.eps {
-		pctx, pcancel := context.WithTimeout(ctx, opts.DialTimeout)
-		resp, err := ep.cli.Get(pctx, e.seqKey("probe"), clientv3.WithCountOnly())
-		pcancel()
-		ep.setHealth(err)
-		if err == nil {
+	for range e.eps {
+		p := <-probes
+		p.ep.setHealth(p.err)
+		if p.err == nil {
 			ok = true
-			e.publish(checkpoint{at: time.Now(), rev: resp.Header.Revision})
+			e.publish(checkpoint{at: sent, rev: p.resp.Header.Revision})
 			break
 		}
 		if firstErr == nil {
-			firstErr = fmt.Errorf("%s: %w", ep.addr, err)
+			firstErr = fmt.Errorf("%s: %w", p.ep.addr, p.err)
 		}
 	}
+	pcancel()
 	if !ok {
 		e.Close()
 		return nil, fmt.Errorf("store: etcd %s: %w; check the endpoints and that etcd is running", strings.Join(endpoints, ","), firstErr)
