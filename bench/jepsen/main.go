@@ -1,3 +1,5 @@
+//go:build unix
+
 // Command jepsen is wharf's fault test: it starts a 3-member etcd cluster
 // (each member its own process, behind TCP proxies that can cut it off)
 // and 3 wharf-server replicas over it on 127.0.0.1, drives a workload of
