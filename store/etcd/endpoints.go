@@ -170,13 +170,15 @@ type checkpoint struct {
 	rev int64
 }
 
-// healthLoop checks every member each HealthInterval until Close.
-func (e *Store) healthLoop() {
+// healthLoop checks one member each HealthInterval until Close. Each
+// member has its own loop, so a member that does not answer delays the
+// checks (and the checkpoints) of no other.
+func (e *Store) healthLoop(ep *endpoint) {
 	defer e.wg.Done()
 	tick := time.NewTicker(e.opts.HealthInterval)
 	defer tick.Stop()
 	for {
-		e.checkAll()
+		e.check(ep)
 		select {
 		case <-tick.C:
 		case <-e.ctx.Done():
@@ -185,29 +187,20 @@ func (e *Store) healthLoop() {
 	}
 }
 
-// checkAll checks every member at once and publishes the first answer as a
+// check reads from ep linearizably and publishes the answer as a
 // checkpoint.
-func (e *Store) checkAll() {
+func (e *Store) check(ep *endpoint) {
 	at := time.Now()
-	var wg sync.WaitGroup
-	var once sync.Once
-	for _, ep := range e.eps {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			ctx, cancel := context.WithTimeout(e.ctx, e.opts.HealthTimeout)
-			resp, err := ep.cli.Get(ctx, e.seqKey("health"), clientv3.WithCountOnly())
-			cancel()
-			if e.ctx.Err() != nil {
-				return
-			}
-			ep.setHealth(err)
-			if err == nil {
-				once.Do(func() { e.publish(checkpoint{at: at, rev: resp.Header.Revision}) })
-			}
-		}()
+	ctx, cancel := context.WithTimeout(e.ctx, e.opts.HealthTimeout)
+	resp, err := ep.cli.Get(ctx, e.seqKey("health"), clientv3.WithCountOnly())
+	cancel()
+	if e.ctx.Err() != nil {
+		return
 	}
-	wg.Wait()
+	ep.setHealth(err)
+	if err == nil {
+		e.publish(checkpoint{at: at, rev: resp.Header.Revision})
+	}
 }
 
 // publish makes c the latest checkpoint and wakes the watches.

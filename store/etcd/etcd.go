@@ -216,8 +216,10 @@ func Open(endpoints []string, opts Options) (*Store, error) {
 		e.Close()
 		return nil, fmt.Errorf("store: etcd %s: %w; check the endpoints and that etcd is running", strings.Join(endpoints, ","), firstErr)
 	}
-	e.wg.Add(2)
-	go e.healthLoop()
+	e.wg.Add(1 + len(e.eps))
+	for _, ep := range e.eps {
+		go e.healthLoop(ep)
+	}
 	go e.sweepLoop()
 	return e, nil
 }

@@ -152,7 +152,9 @@ func (w *watch) on(ctx context.Context, ep *endpoint) (compacted bool) {
 // on the watch's stream (sctx names it). The member answers once the watch
 // has sent everything up to its revision.
 func (w *watch) ask(sctx context.Context, ep *endpoint, c checkpoint) {
-	if c.at.After(w.asked) {
+	// Every member's check makes a checkpoint; one request per
+	// ProgressInterval is enough.
+	if c.at.Sub(w.asked) >= store.ProgressInterval {
 		w.asked = c.at
 		// The client hands the request to the stream's loop, which does
 		// not take it while it waits for a member to connect: bounded.
