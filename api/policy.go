@@ -120,8 +120,8 @@ func readHead(r store.Reader) (policyHead, error) {
 }
 
 // currentHead returns the policy head: from memory while the store's watch
-// is up (it reports every change) or, without a watch, for up to
-// StateCacheTTL.
+// proves itself current (it reports every change), else for up to
+// StateCacheTTL (see fresh).
 func (s *Server) currentHead() (policyHead, error) {
 	return s.currentHeadAt(time.Now())
 }
