@@ -199,8 +199,9 @@ type Deps struct {
 	// negative: always read). Changes made through this server apply at
 	// once. While Serve runs over a store.Watcher, changes made through
 	// another replica apply as soon as their watch event arrives, and
-	// entries do not expire while every watch is up: the TTL bounds
-	// staleness only while a watch is down (replica.go).
+	// entries do not expire while every watch has proven itself current
+	// within the last second (a progress mark); otherwise they live for
+	// the TTL, and no longer than a second (replica.go).
 	StateCacheTTL time.Duration
 	// Now is the clock (tests); default time.Now.
 	Now func() time.Time

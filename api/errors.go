@@ -15,7 +15,7 @@ import (
 
 // APIError is the one error shape the server writes:
 //
-//	{"error": {"status": 409, "code": "version-conflict", "message": "...", "field": "..."}}
+//	{"error": {"status": 412, "code": "version-conflict", "message": "...", "field": "..."}}
 //
 // Handlers return it (or any error; unknown errors become 500 without
 // leaking their text) and errorHandler writes it.
@@ -26,7 +26,7 @@ type APIError struct {
 	// Field names the offending input: a JSON field path ("plugins[2]"), a
 	// header ("If-Match") or a query parameter ("since").
 	Field string `json:"field,omitempty"`
-	// Current is set on 409 version conflicts: the version the client must
+	// Current is set on 412 version conflicts: the version the client must
 	// send in If-Match to overwrite what it has now seen.
 	Current string `json:"current,omitempty"`
 	// RetryAfter (seconds) is set on 429.

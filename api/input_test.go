@@ -42,7 +42,7 @@ func TestBadInput(t *testing.T) {
 		{"unknown token", "POST", "/v1/tokens", "wharf_not-a-real-token", `{"role": "ci"}`, nil, 401, CodeUnauthorized, "Authorization", "unknown or was revoked"},
 		{"not bearer", "GET", "/v1/policy", "", ``, []string{"Authorization: Basic YWRtaW46YWRtaW4="}, 401, CodeUnauthorized, "Authorization", "Bearer"},
 		{"wrong role", "POST", "/v1/tokens", e.tokens[RoleDeveloper], `{"role": "ci"}`, nil, 403, CodeForbidden, "", `role "developer" may not`},
-		{"stale version", "PUT", "/v1/policy/layers/org", admin, `{}`, []string{`If-Match: "7"`}, 409, CodeVersionConflict, "If-Match", "version 1"},
+		{"stale version", "PUT", "/v1/policy/layers/org", admin, `{}`, []string{`If-Match: "7"`}, 412, CodeVersionConflict, "If-Match", "version 1"},
 		{"garbage If-Match", "PUT", "/v1/policy/layers/org", admin, `{}`, []string{`If-Match: "abc"`}, 400, CodeBadRequest, "If-Match", ""},
 		{"no precondition", "PUT", "/v1/policy/layers/org", admin, `{}`, nil, 428, CodePreconditionNeeded, "If-Match", "If-None-Match: *"},
 		{"bad limit", "GET", "/v1/audit?limit=0", admin, ``, nil, 400, CodeInvalidField, "limit", ""},

@@ -120,8 +120,8 @@ func readHead(r store.Reader) (policyHead, error) {
 }
 
 // currentHead returns the policy head: from memory while the store's watch
-// is up (it reports every change) or, without a watch, for up to
-// StateCacheTTL.
+// proves itself current (it reports every change), else for up to
+// StateCacheTTL (see fresh).
 func (s *Server) currentHead() (policyHead, error) {
 	return s.currentHeadAt(time.Now())
 }
@@ -275,7 +275,9 @@ func (p precondition) check(current uint64) error {
 	case p.anyVersion:
 		return apiErr(http.StatusNotFound, CodeNotFound, "If-Match", "the layer does not exist; create it with If-None-Match: *")
 	}
-	return &APIError{Status: http.StatusConflict, Code: CodeVersionConflict, Field: "If-Match",
+	// RFC 9110 13.1.1: a false If-Match (or If-None-Match: *) on a PUT or
+	// DELETE is 412 Precondition Failed.
+	return &APIError{Status: http.StatusPreconditionFailed, Code: CodeVersionConflict, Field: "If-Match",
 		Current: strconv.FormatUint(current, 10),
 		Message: fmt.Sprintf("the layer is at version %d, not the one you sent; GET it again, reapply your change and send If-Match: \"%d\"", current, current)}
 }

@@ -205,7 +205,7 @@ func TestLayerVersionsAndConflicts(t *testing.T) {
 	}
 	// Creating again is a conflict that reports the current version.
 	res = e.putLayer("org", "*new", map[string]any{})
-	if ae := res.apiError(t); res.status != 409 || ae.Code != CodeVersionConflict || ae.Current != "1" {
+	if ae := res.apiError(t); res.status != 412 || ae.Code != CodeVersionConflict || ae.Current != "1" {
 		t.Fatalf("create existing: %d %s", res.status, res.body)
 	}
 	// If-Match "0" also means create.
@@ -221,7 +221,7 @@ func TestLayerVersionsAndConflicts(t *testing.T) {
 	before := snapshotState(e)
 	res = e.putLayer("org", `"1"`, map[string]any{"settings": map[string]any{}})
 	ae := res.apiError(t)
-	if res.status != 409 || ae.Current != "2" || ae.Field != "If-Match" {
+	if res.status != 412 || ae.Current != "2" || ae.Field != "If-Match" {
 		t.Fatalf("stale write: %d %s", res.status, res.body)
 	}
 	if after := snapshotState(e); after != before {

@@ -308,7 +308,7 @@ func checkTotalOrder(t testing.TB, entries []AuditEntry) {
 }
 
 // Two admins on different replicas who read the same layer version and
-// both write: exactly one write per version wins, every other one gets 409
+// both write: exactly one write per version wins, every other one gets 412
 // with the version it lost to, and the audit log records exactly the
 // winners, in one order that every replica reports alike.
 func TestReplicasEtcdConcurrentPolicyPuts(t *testing.T) {
@@ -360,10 +360,10 @@ func TestReplicasEtcdConcurrentPolicyPuts(t *testing.T) {
 				if got := layerVersion(t, o.res); got != version+1 {
 					t.Fatalf("round %d: winner wrote version %d, want %d", round, got, version+1)
 				}
-			case http.StatusConflict:
+			case http.StatusPreconditionFailed:
 				ae := o.res.apiError(t)
 				if ae.Code != CodeVersionConflict || ae.Current != strconv.FormatUint(version+1, 10) {
-					t.Fatalf("round %d writer %d: 409 should name the winning version %d: %s", round, o.writer, version+1, o.res.body)
+					t.Fatalf("round %d writer %d: 412 should name the winning version %d: %s", round, o.writer, version+1, o.res.body)
 				}
 			default:
 				t.Fatalf("round %d writer %d: %d %s", round, o.writer, o.res.status, o.res.body)
@@ -637,7 +637,7 @@ func TestReplicasEtcdSurviveMemberAndReplicaLoss(t *testing.T) {
 							version = v
 						}
 						a = ack{kind: "policy", id: layer, ver: version, via: r.name}
-					case err == nil && res.status == http.StatusConflict:
+					case err == nil && res.status == http.StatusPreconditionFailed:
 						// An earlier write that failed in flight was applied
 						// after all: continue from the current version.
 						var ae struct{ Error APIError }

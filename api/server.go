@@ -129,6 +129,7 @@ func New(d Deps) (*Server, error) {
 	}
 	s.signer = signer
 	s.metrics = newMetrics()
+	s.registerStoreMetrics() // storehealth.go
 	if d.ChannelDir != "" {
 		s.chans = channel.NewBuilder(d.ChannelDir, d.Store, &channel.Vendor{Fetcher: d.Fetcher})
 	}
@@ -446,18 +447,6 @@ func callerOf(c echo.Context) (principal, bool) {
 
 func (s *Server) healthz(c echo.Context) error {
 	return c.JSON(http.StatusOK, map[string]string{"status": "ok"})
-}
-
-// readyz checks that the store answers.
-func (s *Server) readyz(c echo.Context) error {
-	if err := s.deps.Store.View(func(r storeReader) error {
-		_, err := r.Get(bucketSettings, keySigningKey)
-		return err
-	}); err != nil {
-		return &APIError{Status: http.StatusServiceUnavailable, Code: CodeUnavailable,
-			Message: "store is not readable: " + err.Error(), cause: err}
-	}
-	return c.JSON(http.StatusOK, map[string]string{"status": "ready"})
 }
 
 type metrics struct {

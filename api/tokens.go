@@ -144,8 +144,8 @@ func (s *Server) lookupToken(secret string) (*tokenRecord, error) {
 // with its rate limiter. Known tokens are kept in memory, under the
 // secret's sha256: a revocation made through this server drops its entry at
 // once, one made through another replica as soon as the store's watch
-// reports it (replica.go). While a watch is down, an entry is used for at
-// most StateCacheTTL. Unknown secrets are never cached, so guessing cannot
+// reports it (replica.go). While a watch is down or unproven, an entry is
+// used for at most StateCacheTTL (and a second over a shared store). Unknown secrets are never cached, so guessing cannot
 // fill the cache.
 func (s *Server) knownToken(secret string, now time.Time) (cachedToken, error) {
 	var buf [128]byte // a secret's bytes, without an allocation

@@ -898,7 +898,7 @@ func (u *console) layerSave(c echo.Context) error {
 	_, err = u.call(c, u.s.putLayer, http.MethodPut, "/v1/policy/layers/"+v.Name, []string{"layer", v.Name}, h, body)
 	var ae *APIError
 	switch {
-	case errors.As(err, &ae) && ae.Status == http.StatusConflict:
+	case errors.As(err, &ae) && ae.Code == CodeVersionConflict:
 		v.Conflict = ae.Message
 		return u.render(c, http.StatusConflict, web.PageLayer, v)
 	case errors.As(err, &ae) && ae.Status < 500:

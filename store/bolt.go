@@ -59,7 +59,9 @@ func OpenBolt(path string, opts Options) (*Bolt, error) {
 		}
 		return nil, openError(path, err)
 	}
-	return &Bolt{db: db, path: path, watch: newWatchHub()}, nil
+	b := &Bolt{db: db, path: path}
+	b.watch = newWatchHub(&b.commitMu)
+	return b, nil
 }
 
 // openError names path and what kind of failure err is. Only a damaged

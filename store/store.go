@@ -68,3 +68,36 @@ type Options struct {
 	// ReadOnly opens with a shared lock; Update then fails.
 	ReadOnly bool
 }
+
+// EndpointHealth is what a shared backend knows of one of its servers.
+type EndpointHealth struct {
+	Endpoint string `json:"endpoint"`
+	Healthy  bool   `json:"healthy"`
+	// Error is the last check's failure when not Healthy.
+	Error string `json:"error,omitempty"`
+}
+
+// HealthReporter is implemented by backends with several servers (etcd):
+// Health returns each server's state as last checked, without waiting on
+// any of them.
+type HealthReporter interface {
+	Health() []EndpointHealth
+}
+
+// Stats are a backend's counters since it was opened, for metrics.
+type Stats struct {
+	// Retries counts requests sent again to another server after one did
+	// not answer in time or failed.
+	Retries uint64
+	// Conflicts counts transactions that ran again because a concurrent
+	// commit changed what they read.
+	Conflicts uint64
+	// Ambiguous counts commits whose first answer was lost; each was
+	// resolved by sending it again (it applies at most once).
+	Ambiguous uint64
+}
+
+// StatsReporter is implemented by backends that count their retries.
+type StatsReporter interface {
+	Stats() Stats
+}

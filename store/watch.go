@@ -7,16 +7,30 @@ import (
 	"fmt"
 	"sort"
 	"sync"
+	"time"
 )
 
-// Event is one committed change to a key, as seen by a Watcher.
+// Event is one committed change to a key, as seen by a Watcher, or a
+// progress mark (Progress set, Key empty).
 type Event struct {
 	Bucket string
 	Key    string
 	// Value is the new value; nil when Deleted.
 	Value   []byte
 	Deleted bool
+	// Progress marks no change but a proof of freshness: every change to
+	// Bucket committed before AsOf (on any replica) was delivered before
+	// this event. A consumer whose cache follows the watch may trust it
+	// as of AsOf, and no later.
+	Progress bool
+	AsOf     time.Time
 }
+
+// ProgressInterval is how often a healthy watch sends a progress mark
+// (Event.Progress). A watch that sends none is silent: it may be stalled on
+// a member that stopped, or cut off from the other members, and a consumer
+// must not trust a cache it keeps.
+const ProgressInterval = 200 * time.Millisecond
 
 // Watcher is implemented by stores that can tell other parts of the process
 // (and, for shared backends, other replicas) about committed changes, so that
@@ -24,7 +38,9 @@ type Event struct {
 //
 // Watch delivers the changes to bucket committed after Watch returns, in
 // commit order. Within one commit, changes come in key order, one per key
-// (the key's final state in that commit). The channel is closed when ctx ends,
+// (the key's final state in that commit). Between changes, a healthy watch
+// sends progress marks about every ProgressInterval; a watch that cannot
+// prove it has seen every commit sends none. The channel is closed when ctx ends,
 // when the store is closed, or when the backend loses the watch; a consumer
 // that needs the state then reads it again and calls Watch again. An event is
 // a notification: a consumer that needs the current state reads it.
@@ -101,6 +117,10 @@ type watchHub struct {
 	subs   map[*watchSub]struct{}
 	closed chan struct{}
 	once   sync.Once
+	// commitMu is held by a committer from its commit until its changes
+	// are published: a progress mark taken under it follows every change
+	// committed before the mark's time.
+	commitMu *sync.Mutex
 }
 
 type watchSub struct {
@@ -110,8 +130,24 @@ type watchSub struct {
 	wake   chan struct{}
 }
 
-func newWatchHub() *watchHub {
-	return &watchHub{subs: make(map[*watchSub]struct{}), closed: make(chan struct{})}
+func newWatchHub(commitMu *sync.Mutex) *watchHub {
+	return &watchHub{subs: make(map[*watchSub]struct{}), closed: make(chan struct{}), commitMu: commitMu}
+}
+
+// mark queues a progress mark for s, after every change published so far.
+// A mark still queued is moved forward rather than queued again, so a
+// consumer that does not read cannot make the queue grow.
+func (h *watchHub) mark(s *watchSub) {
+	h.commitMu.Lock()
+	defer h.commitMu.Unlock()
+	ev := Event{Bucket: s.bucket, Progress: true, AsOf: time.Now()}
+	s.mu.Lock()
+	if n := len(s.queue); n > 0 && s.queue[n-1].Progress {
+		s.queue[n-1] = ev
+	} else {
+		s.queue = append(s.queue, ev)
+	}
+	s.mu.Unlock()
 }
 
 func (h *watchHub) subscribe(ctx context.Context, bucket string) (<-chan Event, error) {
@@ -135,12 +171,22 @@ func (h *watchHub) subscribe(ctx context.Context, bucket string) (<-chan Event, 
 			delete(h.subs, s)
 			h.mu.Unlock()
 		}()
+		tick := time.NewTicker(ProgressInterval)
+		defer tick.Stop()
 		for {
+			select {
+			case <-tick.C:
+				h.mark(s)
+			default:
+			}
 			s.mu.Lock()
 			if len(s.queue) == 0 {
 				s.mu.Unlock()
 				select {
 				case <-s.wake:
+					continue
+				case <-tick.C:
+					h.mark(s)
 					continue
 				case <-ctx.Done():
 					return

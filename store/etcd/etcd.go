@@ -15,6 +15,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.etcd.io/etcd/api/v3/mvccpb"
@@ -33,23 +34,43 @@ import (
 //	<prefix>/<bucket>/<key>   a value
 //	<prefix>/.seq/<bucket>    the bucket's NextSequence counter (decimal)
 //	<prefix>/.del/<bucket>    touched by every transaction that deletes in the bucket
+//	<prefix>/.txn/<time>-<handle>-<n>  one Update's commit marker, kept 5 minutes (see commit)
 //
 // A bucket name is path-escaped (so "/" in it cannot collide with a key) and a
 // leading "." is escaped too, so no bucket shares the meta keys' space.
 //
 // Update is an optimistic transaction: every read in fn is served from one
-// snapshot revision, and the commit is one etcd Txn that applies the writes
+// snapshot revision (NextSequence's counter excepted: it is read at its
+// latest), and the commit is one etcd Txn that applies the writes
 // only if nothing fn read changed since that revision: each key read has its
 // mod revision compared, each List has its key range compared (no key in it
 // modified after the snapshot) together with the bucket's deletion marker.
 // On a conflict fn runs again on a fresh snapshot, so fn must have no effects
 // outside the transaction.
+//
+// Each request goes to a member that answered its last health check, and
+// is sent to the next one when it fails or takes longer than CallTimeout
+// (endpoints.go). A commit carries a marker key of its own, so sending it
+// again when its answer was lost applies it at most once (see commit).
 type Store struct {
-	cli    *clientv3.Client
+	eps    []*endpoint
+	rr     atomic.Uint32 // spreads requests over the members
 	opts   Options
 	ctx    context.Context // canceled by Close
 	cancel context.CancelFunc
 	closed sync.Once
+	wg     sync.WaitGroup // background loops
+
+	ckMu sync.Mutex
+	ck   checkpoint    // the latest health check's evidence
+	ckCh chan struct{} // closed at the next checkpoint
+
+	handle  string        // this handle's part of its commit markers
+	markers atomic.Uint64 // commit markers made
+
+	streams atomic.Uint64 // watch streams opened
+
+	retries, conflicts, ambiguous atomic.Uint64
 }
 
 // Options tune Open. Zero values take the documented defaults.
@@ -59,8 +80,21 @@ type Options struct {
 	Prefix string
 	// DialTimeout bounds the first connection; default 5s.
 	DialTimeout time.Duration
-	// RequestTimeout bounds each request to etcd; default 10s.
+	// RequestTimeout bounds each request to etcd, all its tries on the
+	// members together; default 10s.
 	RequestTimeout time.Duration
+	// CallTimeout bounds one try of a request on one member; on expiry the
+	// request goes to the next member. Default 1s, etcd's default election
+	// timeout: a member that holds a request longer has probably stopped or
+	// lost its leader. A commit that times out is sent again safely.
+	CallTimeout time.Duration
+	// HealthInterval is how often every member is checked (a linearizable
+	// read); default 250ms. HealthTimeout bounds each check; default 1s. A
+	// member that fails a check gets no requests until it passes one, so
+	// a member that stops answering costs about HealthInterval plus
+	// HealthTimeout of delay.
+	HealthInterval time.Duration
+	HealthTimeout  time.Duration
 	// MaxTxnOps is the cluster's --max-txn-ops (etcd's default is 128). A
 	// transaction whose reads need more comparisons falls back to coarser
 	// per-bucket ones; one that writes more keys than this fails.
@@ -87,6 +121,15 @@ func (o Options) withDefaults() Options {
 	if o.RequestTimeout <= 0 {
 		o.RequestTimeout = 10 * time.Second
 	}
+	if o.CallTimeout <= 0 {
+		o.CallTimeout = time.Second
+	}
+	if o.HealthInterval <= 0 {
+		o.HealthInterval = 250 * time.Millisecond
+	}
+	if o.HealthTimeout <= 0 {
+		o.HealthTimeout = time.Second
+	}
 	if o.MaxTxnOps <= 0 {
 		o.MaxTxnOps = 128
 	}
@@ -106,28 +149,78 @@ func Open(endpoints []string, opts Options) (*Store, error) {
 	if opts.Prefix == "" {
 		return nil, errors.New("store: etcd: prefix \"/\" would put wharf's keys at the top of the cluster; use a prefix such as /wharf")
 	}
-	cli, err := clientv3.New(clientv3.Config{
-		Endpoints:   endpoints,
-		DialTimeout: opts.DialTimeout,
-		TLS:         opts.TLS,
-		Username:    opts.Username,
-		Password:    opts.Password,
-		Logger:      zap.NewNop(),
-	})
-	if err != nil {
-		return nil, fmt.Errorf("store: etcd %s: %w; check the endpoints and that etcd is running", strings.Join(endpoints, ","), err)
+	if len(endpoints) > 7 {
+		return nil, fmt.Errorf("store: etcd: %d endpoints; an etcd cluster has at most 7 voting members, name those", len(endpoints))
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	e := &Store{cli: cli, opts: opts, ctx: ctx, cancel: cancel}
-	// clientv3.New does not wait for a connection; ask for something cheap so
-	// a wrong address fails here, with the address in the message.
-	pctx, pcancel := context.WithTimeout(ctx, opts.DialTimeout)
-	_, err = cli.Get(pctx, e.seqKey("probe"), clientv3.WithCountOnly())
-	pcancel()
-	if err != nil {
-		e.Close()
-		return nil, fmt.Errorf("store: etcd %s: %w; check the endpoints and that etcd is running", strings.Join(endpoints, ","), err)
+	var id [8]byte
+	for i := range id {
+		id[i] = "0123456789abcdefghijklmnopqrstuvwxyz"[rand.IntN(36)]
 	}
+	e := &Store{opts: opts, ctx: ctx, cancel: cancel, ckCh: make(chan struct{}), handle: string(id[:])}
+	for _, addr := range endpoints {
+		cli, err := clientv3.New(clientv3.Config{
+			Endpoints:   []string{addr},
+			DialTimeout: opts.DialTimeout,
+			// Keepalives close a connection whose member stopped
+			// answering, so that a watch on it ends even when no request
+			// is sent. (gRPC pings at most every 10s; the health checks
+			// act sooner.)
+			DialKeepAliveTime:    10 * time.Second,
+			DialKeepAliveTimeout: 3 * time.Second,
+			TLS:                  opts.TLS,
+			Username:             opts.Username,
+			Password:             opts.Password,
+			Logger:               zap.NewNop(),
+		})
+		if err != nil {
+			e.Close()
+			return nil, fmt.Errorf("store: etcd %s: %w; check the endpoints and that etcd is running", addr, err)
+		}
+		e.eps = append(e.eps, newEndpoint(addr, cli))
+	}
+	// clientv3.New does not wait for a connection; ask for something cheap so
+	// a wrong address fails here, with the address in the message. One
+	// member that answers is enough (the others may be down); all are asked
+	// at once, so a dead first member does not delay the start.
+	type probe struct {
+		ep   *endpoint
+		resp *clientv3.GetResponse
+		err  error
+	}
+	probes := make(chan probe, len(e.eps))
+	sent := time.Now() // a checkpoint is as of before its read was sent
+	pctx, pcancel := context.WithTimeout(ctx, opts.DialTimeout)
+	for _, ep := range e.eps {
+		go func() {
+			resp, err := ep.cli.Get(pctx, e.seqKey("probe"), clientv3.WithCountOnly())
+			probes <- probe{ep, resp, err}
+		}()
+	}
+	var firstErr error
+	ok := false
+	for range e.eps {
+		p := <-probes
+		p.ep.setHealth(p.err)
+		if p.err == nil {
+			ok = true
+			e.publish(checkpoint{at: sent, rev: p.resp.Header.Revision})
+			break
+		}
+		if firstErr == nil {
+			firstErr = fmt.Errorf("%s: %w", p.ep.addr, p.err)
+		}
+	}
+	pcancel()
+	if !ok {
+		e.Close()
+		return nil, fmt.Errorf("store: etcd %s: %w; check the endpoints and that etcd is running", strings.Join(endpoints, ","), firstErr)
+	}
+	e.wg.Add(1 + len(e.eps))
+	for _, ep := range e.eps {
+		go e.healthLoop(ep)
+	}
+	go e.sweepLoop()
 	return e, nil
 }
 
@@ -139,7 +232,12 @@ func (e *Store) Close() error {
 	var err error
 	e.closed.Do(func() {
 		e.cancel()
-		err = e.cli.Close()
+		e.wg.Wait()
+		for _, ep := range e.eps {
+			if cerr := ep.cli.Close(); err == nil {
+				err = cerr
+			}
+		}
 	})
 	return err
 }
@@ -159,10 +257,6 @@ func (e *Store) bucketPrefix(bucket string) string {
 func (e *Store) seqKey(bucket string) string { return e.opts.Prefix + "/.seq/" + segment(bucket) }
 func (e *Store) delKey(bucket string) string { return e.opts.Prefix + "/.del/" + segment(bucket) }
 
-func (e *Store) requestCtx() (context.Context, context.CancelFunc) {
-	return context.WithTimeout(e.ctx, e.opts.RequestTimeout)
-}
-
 // View implements Store: fn reads one snapshot.
 func (e *Store) View(fn func(store.Reader) error) error {
 	for attempt := 1; ; attempt++ {
@@ -177,6 +271,8 @@ func (e *Store) View(fn func(store.Reader) error) error {
 
 // Update implements Store. See the type's doc for the isolation it gives.
 func (e *Store) Update(fn func(store.Tx) error) error {
+	marker := e.newMarker()
+	lost := false // a try's answer was lost: a failed commit checks the marker
 	for attempt := 1; ; attempt++ {
 		tx := &etcdTx{e: e, writable: true}
 		err := fn(tx)
@@ -191,13 +287,14 @@ func (e *Store) Update(fn func(store.Tx) error) error {
 			// overwrite a change it never saw.
 			return fmt.Errorf("store: etcd: update not applied, one of its reads failed: %w", tx.readFailed)
 		}
-		ok, err := tx.commit()
+		ok, err := tx.commit(marker, attempt, &lost)
 		if err != nil {
 			return err
 		}
 		if ok {
 			return nil
 		}
+		e.conflicts.Add(1)
 		if attempt >= e.opts.MaxAttempts {
 			return fmt.Errorf("store: etcd: %w: gave up after %d attempts, other writers kept changing what this update read; retry later", store.ErrConflict, attempt)
 		}
@@ -206,73 +303,6 @@ func (e *Store) Update(fn func(store.Tx) error) error {
 			time.Sleep(time.Duration(rand.IntN(1+min(attempt, 50))) * time.Millisecond)
 		}
 	}
-}
-
-// Watch implements Watcher with etcd's own watch: it sees the commits of
-// every replica. The watch asks for a member that has a leader, and when it
-// breaks (a member dies or loses its leader) it resumes on another member
-// from the last revision it delivered, so no commit is skipped. Only when
-// etcd has compacted that revision away does the channel close.
-func (e *Store) Watch(ctx context.Context, bucket string) (<-chan store.Event, error) {
-	if bucket == "" {
-		return nil, errors.New("store: watch: empty bucket name")
-	}
-	// Start from the current revision, so that every commit after Watch
-	// returns is seen even though etcd sets the watch up asynchronously.
-	rctx, rcancel := e.requestCtx()
-	resp, err := e.cli.Get(rctx, e.seqKey(bucket), clientv3.WithCountOnly())
-	rcancel()
-	if err != nil {
-		return nil, fmt.Errorf("store: etcd: watch %s: %w", bucket, err)
-	}
-	wctx, wcancel := context.WithCancel(ctx)
-	stop := context.AfterFunc(e.ctx, wcancel)
-	prefix := e.bucketPrefix(bucket)
-	out := make(chan store.Event)
-	go func() {
-		defer close(out)
-		defer stop()
-		defer wcancel()
-		last := resp.Header.Revision // every commit up to here is delivered
-		for wctx.Err() == nil {
-			sctx, scancel := context.WithCancel(clientv3.WithRequireLeader(wctx))
-			wch := e.cli.Watch(sctx, prefix, clientv3.WithPrefix(), clientv3.WithRev(last+1))
-			compacted := false
-			for wr := range wch {
-				if wr.CompactRevision != 0 {
-					compacted = true
-					break
-				}
-				if wr.Err() != nil {
-					break
-				}
-				for _, ev := range wr.Events {
-					out1 := store.Event{Bucket: bucket, Key: strings.TrimPrefix(string(ev.Kv.Key), prefix)}
-					if ev.Type == clientv3.EventTypeDelete {
-						out1.Deleted = true
-					} else {
-						out1.Value = ev.Kv.Value
-					}
-					select {
-					case out <- out1:
-					case <-wctx.Done():
-						scancel()
-						return
-					}
-					last = max(last, ev.Kv.ModRevision)
-				}
-			}
-			scancel()
-			if compacted {
-				return
-			}
-			select { // a short pause before resuming, so a dead cluster is not spun on
-			case <-time.After(100 * time.Millisecond):
-			case <-wctx.Done():
-			}
-		}
-	}()
-	return out, nil
 }
 
 // etcdTx is one attempt of a View or Update.
@@ -315,6 +345,14 @@ func (t *etcdTx) checkBucket(op, bucket string) error {
 
 // get reads one key from the snapshot, recording it for the commit check.
 func (t *etcdTx) get(bucket, key string) ([]byte, bool, error) {
+	return t.read(bucket, key, false)
+}
+
+// read is get; latest reads the key's current value rather than the
+// snapshot's (NextSequence). Either way the commit requires the key to be
+// unchanged since it was read, so the update stays serializable: as if it
+// ran at its commit.
+func (t *etcdTx) read(bucket, key string, latest bool) ([]byte, bool, error) {
 	if w, ok := t.writes[key]; ok {
 		if w.deleted {
 			return nil, false, nil
@@ -324,17 +362,19 @@ func (t *etcdTx) get(bucket, key string) ([]byte, bool, error) {
 	if r, ok := t.reads[key]; ok {
 		return r.value, r.found, nil
 	}
-	ctx, cancel := t.e.requestCtx()
-	defer cancel()
 	var opts []clientv3.OpOption
-	if t.rev > 0 {
+	if t.rev > 0 && !latest {
 		opts = append(opts, clientv3.WithRev(t.rev))
 	}
-	resp, err := t.e.cli.Get(ctx, key, opts...)
+	var resp *clientv3.GetResponse
+	err := t.e.call(func(ctx context.Context, cli *clientv3.Client) (err error) {
+		resp, err = cli.Get(ctx, key, opts...)
+		return err
+	})
 	if err != nil {
 		return nil, false, t.readErr(err)
 	}
-	if t.rev == 0 {
+	if t.rev == 0 && !latest {
 		t.rev = resp.Header.Revision
 	}
 	rec := readOf(bucket, resp.Kvs)
@@ -393,9 +433,11 @@ func (t *etcdTx) fetch(keys []store.BucketKey, full []string, idx []int) error {
 	for j, i := range idx {
 		ops[j] = clientv3.OpGet(full[i], opts...)
 	}
-	ctx, cancel := t.e.requestCtx()
-	defer cancel()
-	resp, err := t.e.cli.Txn(ctx).Then(ops...).Commit()
+	var resp *clientv3.TxnResponse
+	err := t.e.call(func(ctx context.Context, cli *clientv3.Client) (err error) {
+		resp, err = cli.Txn(ctx).Then(ops...).Commit()
+		return err
+	})
 	if err != nil {
 		return t.readErr(err)
 	}
@@ -476,8 +518,6 @@ func (t *etcdTx) rangeRead(bucket, start, end string, limit int) ([]store.KV, er
 			break
 		}
 	}
-	ctx, cancel := t.e.requestCtx()
-	defer cancel()
 	opts := []clientv3.OpOption{clientv3.WithRange(end)}
 	if limit > 0 && !pending {
 		// Without writes of its own in the range, the server's first
@@ -487,7 +527,11 @@ func (t *etcdTx) rangeRead(bucket, start, end string, limit int) ([]store.KV, er
 	if t.rev > 0 {
 		opts = append(opts, clientv3.WithRev(t.rev))
 	}
-	resp, err := t.e.cli.Get(ctx, start, opts...)
+	var resp *clientv3.GetResponse
+	err := t.e.call(func(ctx context.Context, cli *clientv3.Client) (err error) {
+		resp, err = cli.Get(ctx, start, opts...)
+		return err
+	})
 	if err != nil {
 		return nil, t.readErr(err)
 	}
@@ -567,7 +611,12 @@ func (t *etcdTx) NextSequence(bucket string) (uint64, error) {
 		return 0, err
 	}
 	key := t.e.seqKey(bucket)
-	v, found, err := t.get("", key)
+	// A counter is what every writer of a log shares (the audit log): read
+	// at the snapshot, it would make every update that appends to the log
+	// conflict with every other one committed since the update's first
+	// read. Read at its latest, it conflicts only with those committed
+	// since this call, which callers make just before they return.
+	v, found, err := t.read("", key, true)
 	if err != nil {
 		return 0, err
 	}
@@ -584,15 +633,22 @@ func (t *etcdTx) NextSequence(bucket string) (uint64, error) {
 }
 
 // commit applies the writes if nothing read changed since the snapshot. It
-// reports false on a conflict. A transport error leaves the outcome unknown
-// and is returned as is: running fn again could apply it twice.
-func (t *etcdTx) commit() (bool, error) {
+// reports false on a conflict.
+//
+// Every commit of one Update also creates the Update's marker key (value:
+// the attempt) and requires it to be absent. So when a try's answer is lost
+// (the member stopped or was cut off after it got the request, which may
+// still apply), the same transaction is sent again to another member: it
+// applies at most once, and when the resend fails, the marker tells
+// whether it failed because the lost try applied. Only when no member
+// answers within RequestTimeout is the outcome left unknown.
+func (t *etcdTx) commit(marker string, attempt int, lost *bool) (bool, error) {
 	if len(t.writes) == 0 {
 		return true, nil
 	}
-	limit := t.e.opts.MaxTxnOps
+	limit := t.e.opts.MaxTxnOps - 2 // the marker's compare and put
 	if len(t.writes) > limit {
-		return false, fmt.Errorf("store: etcd: one update writes %d keys, more than the cluster's limit of %d per transaction (--max-txn-ops); split the update", len(t.writes), limit)
+		return false, fmt.Errorf("store: etcd: one update writes %d keys, more than the cluster's limit of %d per transaction (--max-txn-ops, less 2 for the commit's marker); split the update", len(t.writes), limit)
 	}
 	cmps := t.compares(false)
 	if len(cmps)+len(t.writes) > limit {
@@ -614,13 +670,77 @@ func (t *etcdTx) commit() (bool, error) {
 			ops = append(ops, clientv3.OpPut(k, string(w.value)))
 		}
 	}
-	ctx, cancel := t.e.requestCtx()
-	defer cancel()
-	resp, err := t.e.cli.Txn(ctx).If(cmps...).Then(ops...).Commit()
+	mark := strconv.Itoa(attempt)
+	cmps = append(cmps, clientv3.Compare(clientv3.CreateRevision(marker), "=", 0))
+	ops = append(ops, clientv3.OpPut(marker, mark))
+	tries := 0
+	var resp *clientv3.TxnResponse
+	err := t.e.call(func(ctx context.Context, cli *clientv3.Client) (err error) {
+		tries++
+		resp, err = cli.Txn(ctx).If(cmps...).Then(ops...).Commit()
+		return err
+	})
+	if tries > 1 {
+		t.e.ambiguous.Add(1)
+		*lost = true
+	}
 	if err != nil {
 		return false, fmt.Errorf("store: etcd commit (it may or may not have been applied; read the state before retrying): %w", err)
 	}
-	return resp.Succeeded, nil
+	if resp.Succeeded || !*lost {
+		return resp.Succeeded, nil
+	}
+	// It failed after a lost answer: did the lost try apply?
+	var got *clientv3.GetResponse
+	err = t.e.call(func(ctx context.Context, cli *clientv3.Client) (err error) {
+		got, err = cli.Get(ctx, marker)
+		return err
+	})
+	switch {
+	case err != nil:
+		return false, fmt.Errorf("store: etcd commit (it may or may not have been applied; read the state before retrying): %w", err)
+	case len(got.Kvs) == 0:
+		return false, nil // a conflict
+	case string(got.Kvs[0].Value) == mark:
+		return true, nil
+	}
+	return false, fmt.Errorf("store: etcd commit: an earlier attempt (%s) of this update applied, not the last one; read the state before retrying", got.Kvs[0].Value)
+}
+
+// markerRetention is how long commit markers are kept: a try whose answer
+// was lost and that still sits in a member's queue after this long could
+// apply a second time. Requests are bounded by RequestTimeout, far less.
+const markerRetention = 5 * time.Minute
+
+// markerKey is the marker of an Update begun at t; markers sort by time.
+func (e *Store) markerKey(t time.Time, suffix string) string {
+	return fmt.Sprintf("%s/.txn/%020d%s", e.opts.Prefix, t.UnixNano(), suffix)
+}
+
+// newMarker returns a key no other Update (of any replica) uses.
+func (e *Store) newMarker() string {
+	return e.markerKey(time.Now(), fmt.Sprintf("-%s-%d", e.handle, e.markers.Add(1)))
+}
+
+// sweepLoop deletes the markers older than markerRetention, those of every
+// replica, once a minute. Replicas that sweep at once delete the same range.
+func (e *Store) sweepLoop() {
+	defer e.wg.Done()
+	tick := time.NewTicker(time.Minute)
+	defer tick.Stop()
+	for {
+		select {
+		case <-tick.C:
+		case <-e.ctx.Done():
+			return
+		}
+		start := e.opts.Prefix + "/.txn/"
+		end := e.markerKey(time.Now().Add(-markerRetention), "")
+		_ = e.call(func(ctx context.Context, cli *clientv3.Client) error {
+			_, err := cli.Delete(ctx, start, clientv3.WithRange(end))
+			return err
+		})
+	}
 }
 
 // compares builds the commit's conditions. Coarse mode replaces the per-key

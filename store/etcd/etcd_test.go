@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -71,7 +72,7 @@ func readFiller(tx store.Tx) error {
 	return nil
 }
 
-const coarseMaxTxnOps = 6
+const coarseMaxTxnOps = 8 // 6, plus the commit marker's compare and put
 
 // TestEtcdCoarseComparesCounter: clients whose updates read too many keys
 // to check one by one still lose no increment.
@@ -150,8 +151,17 @@ func TestEtcdKeyLayout(t *testing.T) {
 		t.Fatal(err)
 	}
 	got := map[string]string{}
+	markers := 0
+	markerRE := regexp.MustCompile(`^/corp/wharf/\.txn/[0-9]{20}-[0-9a-z]{8}-[0-9]+$`)
 	for _, kv := range resp.Kvs {
+		if markerRE.Match(kv.Key) && string(kv.Value) == "1" {
+			markers++ // the commit's marker: applied on attempt 1
+			continue
+		}
 		got[string(kv.Key)] = string(kv.Value)
+	}
+	if markers != 1 {
+		t.Errorf("%d commit markers, want 1", markers)
 	}
 	want := map[string]string{
 		"/corp/wharf/marketplaces/corp": "m",
@@ -353,13 +363,17 @@ func TestEtcdWatchClosesWithStore(t *testing.T) {
 		t.Fatal(err)
 	}
 	s.Close()
-	select {
-	case _, ok := <-ch:
-		if ok {
-			t.Fatal("event after Close")
+	deadline := time.After(10 * time.Second)
+	for done := false; !done; {
+		select {
+		case ev, ok := <-ch:
+			if ok && !ev.Progress {
+				t.Fatalf("event %+v after Close", ev)
+			}
+			done = !ok
+		case <-deadline:
+			t.Fatal("watch channel still open 10s after Close")
 		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("watch channel still open 10s after Close")
 	}
 	if _, err := s.Watch(context.Background(), "tokens"); err == nil {
 		t.Fatal("Watch on a closed store succeeded")
@@ -428,6 +442,9 @@ func TestEtcdClusterSurvivesLeaderCrash(t *testing.T) {
 	)
 	go func() {
 		for ev := range watch {
+			if ev.Progress {
+				continue
+			}
 			seenMu.Lock()
 			seen[ev.Key] = string(ev.Value)
 			seenMu.Unlock()
@@ -499,7 +516,7 @@ func TestEtcdClusterSurvivesLeaderCrash(t *testing.T) {
 	leader := c.Leader()
 	c.Stop(leader)
 	close(killed)
-	t.Logf("killed leader %s with %d writers running", c.Members[leader].Name, workers)
+	t.Logf("killed leader %s (%s) with %d writers running", c.Members[leader].Name, c.Members[leader].ClientURL, workers)
 	wg.Wait()
 	close(errs)
 	for err := range errs {
@@ -691,6 +708,11 @@ func TestEtcdWatchResumesAfterQuorumLoss(t *testing.T) {
 			if !ok {
 				t.Fatalf("watch channel closed while waiting for %s", key)
 			}
+			for ev.Progress {
+				if ev, ok = <-ch; !ok {
+					t.Fatalf("watch channel closed while waiting for %s", key)
+				}
+			}
 			if ev.Key != key {
 				t.Fatalf("event for %s, want %s", ev.Key, key)
 			}
@@ -810,5 +832,58 @@ func TestEtcdUpdateWithFailedReadIsNotApplied(t *testing.T) {
 	}
 	if err := s.View(func(r store.Reader) error { _, err := r.Get("b", "small"); return err }); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("b/small after the refused update: %v, want ErrNotFound", err)
+	}
+}
+
+// TestEtcdSequenceConflictsOnlyAfterItsRead: an update that appends to a
+// log takes the log's counter at its latest, so another append committed
+// after the update's first read but before its NextSequence does not make
+// it run again (the shared audit counter made every audited update of a
+// busy server run again); one committed after its NextSequence does.
+func TestEtcdSequenceConflictsOnlyAfterItsRead(t *testing.T) {
+	c := etcdtest.Start(t, 1)
+	s := openEtcd(t, c.Endpoints(), etcd.Options{Prefix: "/seq"})
+	other := openEtcd(t, c.Endpoints(), etcd.Options{Prefix: "/seq"})
+	appendOther := func() {
+		if err := other.Update(func(tx store.Tx) error { _, err := tx.NextSequence("audit"); return err }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, tc := range []struct {
+		name        string
+		beforeSeq   bool // the other append comes before this update's NextSequence
+		wantRuns    int
+		wantSeqLast uint64
+	}{
+		{"other append before NextSequence", true, 1, 2},
+		{"other append after NextSequence", false, 2, 4},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			runs := 0
+			var seq uint64
+			err := s.Update(func(tx store.Tx) error {
+				runs++
+				if _, err := tx.Get("data", "k"); err != nil && !errors.Is(err, store.ErrNotFound) {
+					return err
+				}
+				if runs == 1 && tc.beforeSeq {
+					appendOther()
+				}
+				var err error
+				if seq, err = tx.NextSequence("audit"); err != nil {
+					return err
+				}
+				if runs == 1 && !tc.beforeSeq {
+					appendOther()
+				}
+				return tx.Put("data", "k", []byte("v"))
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if runs != tc.wantRuns || seq != tc.wantSeqLast {
+				t.Fatalf("fn ran %d times and took sequence %d, want %d runs and sequence %d", runs, seq, tc.wantRuns, tc.wantSeqLast)
+			}
+		})
 	}
 }

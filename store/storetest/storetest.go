@@ -67,6 +67,7 @@ func Run(t *testing.T, open Opener) {
 		{"WatchPutAndDelete", testWatch},
 		{"WatchEndsWithContext", testWatchCancel},
 		{"WatchInCommitOrder", testWatchOrder},
+		{"WatchProgressFollowsCommits", testWatchProgress},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, open) })
@@ -1036,18 +1037,24 @@ func testTransfers(t *testing.T, client func(int) store.Store) {
 	}
 }
 
+// nextEvent returns the next change on ch, skipping progress marks.
 func nextEvent(t *testing.T, ch <-chan store.Event) store.Event {
 	t.Helper()
-	select {
-	case ev, ok := <-ch:
-		if !ok {
-			t.Fatal("watch channel closed before the event arrived")
+	deadline := time.After(watchWait)
+	for {
+		select {
+		case ev, ok := <-ch:
+			if !ok {
+				t.Fatal("watch channel closed before the event arrived")
+			}
+			if ev.Progress {
+				continue
+			}
+			return ev
+		case <-deadline:
+			t.Fatalf("no watch event within %s", watchWait)
 		}
-		return ev
-	case <-time.After(watchWait):
-		t.Fatalf("no watch event within %s", watchWait)
 	}
-	return store.Event{}
 }
 
 func testWatch(t *testing.T, open Opener) {
@@ -1173,5 +1180,47 @@ func testWatchOrder(t *testing.T, open Opener) {
 	close(errs)
 	for err := range errs {
 		t.Fatal(err)
+	}
+}
+
+// testWatchProgress: a healthy watch sends progress marks, and a mark whose
+// AsOf is after a commit returned comes after that commit's event.
+func testWatchProgress(t *testing.T, open Opener) {
+	s := open(t)
+	w, ok := s.(store.Watcher)
+	if !ok {
+		t.Skip("backend does not implement store.Watcher")
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	ch, err := w.Watch(ctx, "tokens")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 3 {
+		key := "k" + strconv.Itoa(i)
+		mustPut(t, s, "tokens", key, "x")
+		committed := time.Now()
+		seen := false
+		deadline := time.After(watchWait)
+		for done := false; !done; {
+			select {
+			case ev, ok := <-ch:
+				if !ok {
+					t.Fatal("watch closed")
+				}
+				switch {
+				case !ev.Progress && ev.Key == key:
+					seen = true
+				case ev.Progress && ev.AsOf.After(committed):
+					if !seen {
+						t.Fatalf("progress mark as of %s came before the event of %s, committed at %s", ev.AsOf, key, committed)
+					}
+					done = true
+				}
+			case <-deadline:
+				t.Fatalf("no progress mark after the commit of %s within %s (seen its event: %v)", key, watchWait, seen)
+			}
+		}
 	}
 }
