@@ -300,7 +300,7 @@ func TestValidateClaudeVerdicts(t *testing.T) {
 		{"repository as an object", map[string]string{".claude-plugin/plugin.json": `{"name":"p",` + meta + `,"repository":{"url":"https://x"}}`, "commands/x.md": "x"},
 			SeverityError, "repository", "received object"},
 		{"claude- name", map[string]string{".claude-plugin/plugin.json": `{"name":"claude-x",` + meta + `}`, "commands/x.md": "x"},
-			SeverityWarning, "name", `starts with "claude-"`},
+			SeverityError, "name", `passes as one of Anthropic's own`},
 		{"unlisted dependency", mkt(`{"name":"a","source":{"source":"github","repo":"o/a"},"dependencies":["ghost"]}`),
 			SeverityError, "plugins[0].dependencies[0]", "does not list"},
 		{"cross-marketplace dependency not allowed", mkt(`{"name":"a","source":{"source":"github","repo":"o/a"},"dependencies":["x@other"]}`),

@@ -40,8 +40,8 @@ type ValidateOptions struct {
 // gives Claude Code's verdicts (claude plugin validate and its install-time
 // manifest schema): a hooks file without its "hooks" wrapper, a directory
 // with neither a manifest nor components, author as a string and
-// repository as an object in plugin.json are errors; a plugin name starting
-// with "claude-" is a warning. For a marketplace it also refuses what
+// repository as an object in plugin.json, and a plugin name that passes as
+// Anthropic's own (ClaudePluginName) are errors. For a marketplace it also refuses what
 // installing would: a dependency the marketplace does not list, a
 // cross-marketplace dependency it does not allow, and a dependency cycle.
 func ValidateWith(path string, o ValidateOptions) ([]Diagnostic, error) {
@@ -93,6 +93,9 @@ func ValidateWith(path string, o ValidateOptions) ([]Diagnostic, error) {
 type validator struct {
 	diags   []Diagnostic
 	verbose bool
+	// official: the marketplace being checked has a name Claude Code
+	// reserves for Anthropic, whose plugins may carry Anthropic's names.
+	official bool
 }
 
 func (v *validator) add(sev Severity, file, field, format string, args ...any) {
@@ -140,6 +143,7 @@ func (v *validator) marketplace(file, root string) {
 	// hide the problems of the plugins listed after it.
 	m := d.marketplace(n)
 	v.diags = append(v.diags, d.finish()...)
+	v.official = isReservedMarketplace(m.Name)
 	deps := make([][]Dependency, len(m.Plugins))
 	for i := range m.Plugins {
 		deps[i] = m.Plugins[i].Dependencies
@@ -156,6 +160,7 @@ func (v *validator) marketplace(file, root string) {
 		if e.Name == "" || ValidateName(e.Name) != nil {
 			continue // already reported
 		}
+		v.pluginName(e.Name, file, key(f, "name"))
 		if e.Source.Kind != SourceRelative {
 			if e.Source.Kind != "" {
 				v.metadataOf(&e.Manifest, file, f, !v.verbose)
@@ -309,9 +314,7 @@ func (v *validator) claude(p *Plugin, file string, hasManifest bool) {
 	if !hasManifest && len(p.Components) == 0 && len(p.Failed) == 0 {
 		v.add(SeverityError, p.Root, "", "not a plugin: no .claude-plugin/plugin.json and no commands, agents, skills, output styles, hooks, MCP or LSP servers (Claude Code refuses it)")
 	}
-	if strings.HasPrefix(strings.ToLower(p.Manifest.Name), "claude-") {
-		v.add(SeverityWarning, file, "name", "plugin name %q starts with \"claude-\", a prefix Anthropic reserves: Claude Code installs it, but Anthropic's plugin upload (Cowork) refuses it", p.Manifest.Name)
-	}
+	v.pluginName(p.Manifest.Name, file, "name")
 	if hasManifest {
 		if data, err := readManifestFile(file); err == nil {
 			if n, d, err := openDocument(data, file); err == nil && n.kind == kindObject {
@@ -348,6 +351,19 @@ func (v *validator) claude(p *Plugin, file string, hasManifest bool) {
 		if n, _, err := openDocument(data, abs); err == nil && n.kind == kindObject && n.get("hooks") == nil {
 			v.add(SeverityError, abs, "", "hooks file without its \"hooks\" wrapper: Claude Code expects {\"hooks\": {\"<Event>\": [...]}} and refuses this file (wharf reads it leniently)")
 		}
+	}
+}
+
+// pluginName gives Claude Code's verdict on a plugin name.
+func (v *validator) pluginName(name, file, field string) {
+	if v.official {
+		return
+	}
+	switch verdict, msg := ClaudePluginName(name); verdict {
+	case NameImitation:
+		v.add(SeverityError, file, field, "%s", msg)
+	case NameLooksOwn:
+		v.add(SeverityWarning, file, field, "%s", msg)
 	}
 }
 

@@ -172,9 +172,11 @@ func copyChecks(ctx context.Context, f *source.Fetcher, path string, targets []c
 	return out
 }
 
-// reservedNameCheck warns when a marketplace takes a name Claude Code
-// reserves for Anthropic's official marketplaces: adding it fails unless it
-// comes from the anthropics GitHub organization.
+// reservedNameCheck reports a marketplace name Claude Code keeps for
+// Anthropic: a name that reads as an official marketplace is an error (its
+// validator refuses it); a reserved name, or the name of a plugin source
+// that is not a marketplace, is a warning (adding it fails unless it comes
+// from the anthropics GitHub organization; a special name fails always).
 func reservedNameCheck(path string) []plugin.Diagnostic {
 	file := path
 	if fi, err := os.Stat(path); err == nil && fi.IsDir() {
@@ -184,12 +186,22 @@ func reservedNameCheck(path string) []plugin.Diagnostic {
 		return nil
 	}
 	m, _, err := plugin.ReadMarketplaceFile(file)
-	if err != nil || !marketplace.IsReservedName(m.Name) {
+	switch {
+	case err != nil:
 		return nil
+	case marketplace.Imitates(m.Name):
+		return []plugin.Diagnostic{{File: file, Field: "name", Severity: plugin.SeverityError,
+			Message: fmt.Sprintf("marketplace name %q reads as an official Anthropic marketplace; Claude Code refuses it and wharf adds it only from github.com/%s/: choose another name",
+				m.Name, marketplace.OfficialOrg)}}
+	case marketplace.IsSpecialName(m.Name):
+		return []plugin.Diagnostic{{File: file, Field: "name", Severity: plugin.SeverityError,
+			Message: fmt.Sprintf("marketplace name %q names plugins that do not come from a marketplace; no marketplace can be added under it: choose another name", m.Name)}}
+	case marketplace.IsReservedName(m.Name):
+		return []plugin.Diagnostic{{File: file, Field: "name", Severity: plugin.SeverityWarning,
+			Message: fmt.Sprintf("marketplace name %q is reserved for official Anthropic marketplaces: only github.com/%s/ repositories can be added under it; others must be added with --name",
+				m.Name, marketplace.OfficialOrg)}}
 	}
-	return []plugin.Diagnostic{{File: file, Field: "name", Severity: plugin.SeverityWarning,
-		Message: fmt.Sprintf("marketplace name %q is reserved for official Anthropic marketplaces: only github.com/%s/ repositories can be added under it; others must be added with --name",
-			m.Name, marketplace.OfficialOrg)}}
+	return nil
 }
 
 func fileExists(p string) bool {
