@@ -48,10 +48,8 @@ var compatNames = map[string]bool{
 }
 
 // deliberateNames are names wharf refuses and Claude Code accepts, on
-// purpose (docs/claude-compat.md lists them).
-var deliberateNames = map[string]string{
-	"local": "wharf records plugins installed from a folder under the source name \"local\"; a marketplace of that name would share their ids",
-}
+// purpose (docs/claude-compat.md lists them). None today.
+var deliberateNames = map[string]string{}
 
 // TestClaudeCompatMarketplaceNames checks wharf's marketplace name rule
 // (CheckName for a local directory) against the table, and, when the claude
@@ -72,7 +70,6 @@ func TestClaudeCompatMarketplaceNames(t *testing.T) {
 	cli := claudetest.Find(t)
 	claudetest.Lock(t, false)
 	root := t.TempDir()
-	var differ []string
 	names := map[string]bool{}
 	for name := range compatNames {
 		names[name] = true
@@ -80,40 +77,44 @@ func TestClaudeCompatMarketplaceNames(t *testing.T) {
 	for name := range deliberateNames {
 		names[name] = true
 	}
-	for name := range names {
-		if plugin.ValidateName(name) != nil {
-			continue
-		}
-		dir := filepath.Join(root, name)
-		if err := os.MkdirAll(filepath.Join(dir, ".claude-plugin"), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		doc := fmt.Sprintf(`{"name": %q, "owner": {"name": "x"}, "plugins": []}`, name)
-		if err := os.WriteFile(plugin.MarketplaceFile(dir), []byte(doc), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		out, _ := cli.Stdout(t, t.TempDir(), root, "plugin", "marketplace", "add", dir, "--json")
-		var res struct {
-			Outcome string `json:"outcome"`
-			Message string `json:"message"`
-		}
-		lines := strings.Split(strings.TrimSpace(out), "\n")
-		if err := json.Unmarshal([]byte(lines[len(lines)-1]), &res); err != nil {
-			t.Fatalf("claude plugin marketplace add %s --json: %v\n%s", name, err, out)
-		}
-		claude := res.Outcome != "ok"
-		wharf := CheckName(name, Source{Kind: KindDirectory, Path: dir}) != nil
-		if _, ok := deliberateNames[name]; ok {
-			if claude {
-				t.Errorf("claude now refuses %q too; drop it from deliberateNames and docs/claude-compat.md", name)
+	version := cli.Version(t)
+	// Each name is a subtest so that the runs overlap.
+	t.Run("claude", func(t *testing.T) {
+		for name := range names {
+			if plugin.ValidateName(name) != nil {
+				continue
 			}
-			continue
+			t.Run(name, func(t *testing.T) {
+				t.Parallel()
+				dir := filepath.Join(root, name)
+				if err := os.MkdirAll(filepath.Join(dir, ".claude-plugin"), 0o755); err != nil {
+					t.Fatal(err)
+				}
+				doc := fmt.Sprintf(`{"name": %q, "owner": {"name": "x"}, "plugins": []}`, name)
+				if err := os.WriteFile(plugin.MarketplaceFile(dir), []byte(doc), 0o644); err != nil {
+					t.Fatal(err)
+				}
+				out, _ := cli.Stdout(t, t.TempDir(), root, "plugin", "marketplace", "add", dir, "--json")
+				var res struct {
+					Outcome string `json:"outcome"`
+					Message string `json:"message"`
+				}
+				lines := strings.Split(strings.TrimSpace(out), "\n")
+				if err := json.Unmarshal([]byte(lines[len(lines)-1]), &res); err != nil {
+					t.Fatalf("claude plugin marketplace add %s --json: %v\n%s", name, err, out)
+				}
+				claude := res.Outcome != "ok"
+				wharf := CheckName(name, Source{Kind: KindDirectory, Path: dir}) != nil
+				if _, ok := deliberateNames[name]; ok {
+					if claude {
+						t.Errorf("claude now refuses %q too; drop it from deliberateNames and docs/claude-compat.md", name)
+					}
+					return
+				}
+				if claude != wharf {
+					t.Errorf("marketplace name differs from Claude Code %s: %s: claude refuses %v (%s), wharf refuses %v", version, name, claude, res.Message, wharf)
+				}
+			})
 		}
-		if claude != wharf {
-			differ = append(differ, fmt.Sprintf("%s: claude refuses %v (%s), wharf refuses %v", name, claude, res.Message, wharf))
-		}
-	}
-	for _, d := range differ {
-		t.Errorf("marketplace name differs from Claude Code %s: %s", cli.Version(t), d)
-	}
+	})
 }

@@ -20,7 +20,7 @@ var ReservedNames = plugin.ReservedMarketplaceNames
 // SpecialNames name plugin sources that are not marketplaces (the agent's
 // built-in plugins, --plugin-dir plugins, skills folders, synced and test
 // plugins); no marketplace may take them, from any source.
-var SpecialNames = []string{plugin.SourceBuiltin, plugin.SourceInline, plugin.SourceLocal, "skills-dir", "synced", "claude-plugin-test"}
+var SpecialNames = []string{plugin.SourceBuiltin, plugin.SourceInline, "skills-dir", "synced", "claude-plugin-test"}
 
 // OfficialOrg is the GitHub organization allowed to use reserved names.
 const OfficialOrg = "anthropics"
@@ -144,7 +144,7 @@ func IsOfficialSource(src Source) bool {
 // outside the anthropics GitHub organization, as Claude Code does for
 // `marketplace add`, an explicit --name, and marketplaces declared in
 // settings, and the name of a plugin source that is not a marketplace
-// (builtin, inline, local, skills-dir, synced, claude-plugin-test) from any
+// (builtin, inline, skills-dir, synced, claude-plugin-test) from any
 // source. The error is a *plugin.Error (layer trust) wrapping
 // ErrReservedName.
 func CheckName(name string, src Source) error {
