@@ -34,35 +34,66 @@ type ValidateOptions struct {
 	// entry whose plugin is fetched from elsewhere (its version comes from
 	// the fetched plugin.json or its commit).
 	Verbose bool
+	// Profile "directory" (ProfileDirectory) makes the plugin directory's
+	// blocking findings (no README of 40 words, no license) errors; by
+	// default they are warnings.
+	Profile string
+}
+
+// Report is everything ValidateReport finds: the diagnostics, and for a
+// plugin directory what the plugin provides (nil for a marketplace or a
+// manifest file).
+type Report struct {
+	Diagnostics []Diagnostic
+	Provides    *Provides
 }
 
 // ValidateWith is Validate with options. Besides wharf's own checks it
 // gives Claude Code's verdicts (claude plugin validate and its install-time
 // manifest schema): a hooks file without its "hooks" wrapper, a directory
-// with neither a manifest nor components, author as a string and
-// repository as an object in plugin.json, and a plugin name that passes as
-// Anthropic's own (ClaudePluginName) are errors. For a marketplace it also refuses what
+// with no .claude-plugin/plugin.json and no skills tree, author as a string
+// and repository as an object in plugin.json, a plugin name that passes as
+// Anthropic's own (ClaudePluginName), Markdown front matter Claude Code
+// cannot read (its fields are dropped) are errors; a command without front
+// matter, a CLAUDE.md at the plugin root and ${CLAUDE_PLUGIN_ROOT} unquoted
+// in a hook command are warnings. A plugin directory also gets the plugin
+// directory's checks (README, license, icon, privacy policy), warnings
+// unless o.Profile is "directory". For a marketplace it also refuses what
 // installing would: a dependency the marketplace does not list, a
 // cross-marketplace dependency it does not allow, and a dependency cycle.
 func ValidateWith(path string, o ValidateOptions) ([]Diagnostic, error) {
+	r, err := ValidateReport(path, o)
+	if r == nil {
+		return nil, err
+	}
+	return r.Diagnostics, err
+}
+
+// ValidateReport is ValidateWith returning the whole Report.
+func ValidateReport(path string, o ValidateOptions) (*Report, error) {
+	if o.Profile != "" && o.Profile != ProfileDirectory {
+		return nil, &Error{Layer: LayerMaterialization, Type: TypeManifestInvalid, Object: path,
+			Err: fmt.Errorf("unknown profile %q", o.Profile), Hint: "the only profile is \"directory\""}
+	}
 	strict := o.Strict
 	fi, err := os.Stat(path)
 	if err != nil {
 		return nil, &Error{Layer: LayerMaterialization, Type: TypeNotFound, Object: path, Err: err,
 			Hint: "give a marketplace root, a plugin directory or a manifest file"}
 	}
-	v := &validator{verbose: o.Verbose}
+	v := &validator{verbose: o.Verbose, profile: o.Profile}
+	rep := &Report{}
 	switch {
 	case fi.IsDir():
 		if _, err := os.Stat(MarketplaceFile(path)); err == nil {
 			v.marketplace(MarketplaceFile(path), path)
 		} else {
-			v.plugin(path, nil)
+			rep.Provides = v.pluginDir(path)
 		}
 	case filepath.Base(path) == "plugin.json":
 		dir := filepath.Dir(path)
 		if filepath.Base(dir) == ".claude-plugin" {
-			v.plugin(filepath.Dir(dir), nil)
+			rep.Provides = v.pluginDir(filepath.Dir(dir))
 		} else {
 			v.manifestFile(path)
 		}
@@ -81,13 +112,54 @@ func ValidateWith(path string, o ValidateOptions) ([]Diagnostic, error) {
 			}
 		}
 	}
+	rep.Diagnostics = v.diags
 	n := countErrors(v.diags)
 	if n == 0 {
-		return v.diags, nil
+		return rep, nil
 	}
 	first := firstError(v.diags)
-	return v.diags, &Error{Layer: LayerMaterialization, Type: TypeManifestInvalid, Object: path,
+	return rep, &Error{Layer: LayerMaterialization, Type: TypeManifestInvalid, Object: path,
 		Err: fmt.Errorf("%d problem(s); first: %w", n, first), Hint: "fix the listed problems and run wharf validate again"}
+}
+
+// pluginDir validates a plugin directory given on its own. Claude Code
+// takes a directory without .claude-plugin/plugin.json only when it holds
+// a skills tree (skills/<name>/SKILL.md); then its Markdown is checked.
+func (v *validator) pluginDir(dir string) *Provides {
+	hasManifest := fileExists(ManifestFile(dir))
+	if !hasManifest && !hasSkillsTree(dir) {
+		msg := "no .claude-plugin/plugin.json: Claude Code refuses a plugin directory without one unless it holds a skills tree (skills/<name>/SKILL.md)"
+		if fileExists(filepath.Join(dir, "plugin.json")) {
+			msg = "plugin.json is at the plugin's root: Claude Code reads it only at .claude-plugin/plugin.json; move it there"
+		}
+		v.add(SeverityError, dir, "", "%s", msg)
+		return nil
+	}
+	p := v.plugin(dir, nil)
+	if p == nil {
+		return nil
+	}
+	file := ManifestFile(dir)
+	if !hasManifest {
+		file = dir
+	}
+	v.directoryChecks(p, file, hasManifest, "")
+	pr := p.Provides()
+	return &pr
+}
+
+// hasSkillsTree reports skills/<name>/SKILL.md in dir.
+func hasSkillsTree(dir string) bool {
+	entries, err := os.ReadDir(filepath.Join(dir, "skills"))
+	if err != nil {
+		return false
+	}
+	for _, e := range entries {
+		if fileExists(filepath.Join(dir, "skills", e.Name(), "SKILL.md")) {
+			return true
+		}
+	}
+	return false
 }
 
 type validator struct {
@@ -96,6 +168,11 @@ type validator struct {
 	// official: the marketplace being checked has a name Claude Code
 	// reserves for Anthropic, whose plugins may carry Anthropic's names.
 	official bool
+	// inMarketplace: plugins are checked as part of a marketplace, where
+	// Claude Code does not read their Markdown; its verdicts on it are
+	// warnings there.
+	inMarketplace bool
+	profile       string
 }
 
 func (v *validator) add(sev Severity, file, field, format string, args ...any) {
@@ -144,6 +221,7 @@ func (v *validator) marketplace(file, root string) {
 	m := d.marketplace(n)
 	v.diags = append(v.diags, d.finish()...)
 	v.official = isReservedMarketplace(m.Name)
+	v.inMarketplace = true
 	deps := make([][]Dependency, len(m.Plugins))
 	for i := range m.Plugins {
 		deps[i] = m.Plugins[i].Dependencies
@@ -271,40 +349,11 @@ func (v *validator) plugin(dir string, e *Entry) *Plugin {
 	if _, err := os.Stat(file); err != nil {
 		file, hasManifest = dir, false
 	}
-	v.metadata(&p.Manifest, file, "")
-	v.claude(p, file, hasManifest)
-	for _, c := range p.Components {
-		switch c.Kind {
-		case KindCommand, KindAgent, KindOutputStyle, KindSkill:
-		default:
-			continue
-		}
-		abs := filepath.Join(dir, filepath.FromSlash(c.Path))
-		data, err := readManifestFile(abs)
-		if err != nil {
-			v.fromError(err, abs)
-			continue
-		}
-		meta, _, lenient, err := parseFrontMatter(data)
-		if err != nil {
-			var fe *FrontMatterError
-			line := 0
-			if errors.As(err, &fe) {
-				line = fe.Line
-			}
-			v.diags = append(v.diags, Diagnostic{File: abs, Line: line, Severity: SeverityWarning,
-				Message: fmt.Sprintf("%s %q: %v", c.Kind, c.Name, err)})
-			continue
-		}
-		if lenient {
-			v.add(SeverityWarning, abs, "", "%s %q: front matter is not valid YAML; read leniently as one key: value per line (quote values that contain \": \")", c.Kind, c.Name)
-		}
-		if c.Kind == KindSkill {
-			if d, _ := meta["description"].(string); d == "" {
-				v.add(SeverityWarning, abs, "description", "skill %q has no description in its front matter; agents pick skills by it", c.Name)
-			}
-		}
+	if hasManifest || e != nil {
+		v.metadata(&p.Manifest, file, "")
 	}
+	v.claude(p, file, hasManifest)
+	v.contentChecks(p)
 	return p
 }
 
