@@ -143,9 +143,26 @@ func (v *validator) pluginDir(dir string) *Provides {
 	if !hasManifest {
 		file = dir
 	}
-	v.directoryChecks(p, file, hasManifest, "")
+	v.directoryChecks(p, file, hasManifest, repoRoot(dir))
 	pr := p.Provides()
 	return &pr
+}
+
+// repoRoot is the repository holding dir (the nearest parent with .git),
+// or "": a README or LICENSE there counts for a plugin in a sub-folder.
+func repoRoot(dir string) string {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return ""
+	}
+	for d := filepath.Dir(abs); ; d = filepath.Dir(d) {
+		if _, err := os.Lstat(filepath.Join(d, ".git")); err == nil {
+			return d
+		}
+		if filepath.Dir(d) == d {
+			return ""
+		}
+	}
 }
 
 // hasSkillsTree reports skills/<name>/SKILL.md in dir.
@@ -231,6 +248,12 @@ func (v *validator) marketplace(file, root string) {
 	}
 	if m.EffectiveVersion() == "" {
 		v.add(SeverityWarning, file, "version", "marketplace has no version (top level or metadata.version)")
+	}
+	if len(m.Plugins) == 0 {
+		v.add(SeverityWarning, file, "plugins", "marketplace lists no plugins")
+	}
+	if v.profile == ProfileDirectory {
+		v.add(SeverityError, file, "", "the directory profile checks a plugin folder, and this is a marketplace: give the folder of one of its plugins")
 	}
 	for i := range m.Plugins {
 		e := &m.Plugins[i]
@@ -349,7 +372,9 @@ func (v *validator) plugin(dir string, e *Entry) *Plugin {
 	if _, err := os.Stat(file); err != nil {
 		file, hasManifest = dir, false
 	}
-	if hasManifest || e != nil {
+	if hasManifest {
+		// Claude Code warns about the metadata of a plugin.json; a plugin
+		// without one is described by its marketplace entry.
 		v.metadata(&p.Manifest, file, "")
 	}
 	v.claude(p, file, hasManifest)
@@ -369,6 +394,21 @@ func (v *validator) claude(p *Plugin, file string, hasManifest bool) {
 			if n, d, err := openDocument(data, file); err == nil && n.kind == kindObject {
 				if a := n.get("author"); a != nil && a.kind == kindString {
 					d.errorf(a, "author", "expected object {name, email?, url?}, received string; Claude Code refuses to install this plugin.json (write {\"name\": %q})", a.str)
+				}
+				if a := n.get("agents"); a != nil {
+					items := []*node{a}
+					if a.kind == kindArray {
+						items = a.elems
+					}
+					for i, it := range items {
+						f := "agents"
+						if a.kind == kindArray {
+							f = index(f, i)
+						}
+						if it.kind == kindString && !strings.HasSuffix(it.str, ".md") {
+							d.errorf(it, f, "%q is not a Markdown file: Claude Code takes agents only as a list of .md files and refuses this plugin.json (list each agent file, or leave agents out to use the agents/ folder)", it.str)
+						}
+					}
 				}
 				if r := n.get("repository"); r != nil && r.kind == kindObject {
 					d.errorf(r, "repository", "expected string, received object; Claude Code refuses to install this plugin.json (write the URL as a string)")

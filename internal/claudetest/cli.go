@@ -85,10 +85,9 @@ func (c *CLI) Stdout(t testing.TB, home, dir string, args ...string) (string, in
 	return c.run(t, home, dir, false, args)
 }
 
-func (c *CLI) run(t testing.TB, home, dir string, stderr bool, args []string) (string, int) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
+// Command is the claude command with args in dir with home as HOME, for a
+// caller that runs many at once; ctx bounds it.
+func (c *CLI) Command(ctx context.Context, home, dir string, args ...string) *exec.Cmd {
 	name, argv := c.Bin, args
 	if c.Isolated {
 		name, argv = "unshare", append([]string{"-rn", c.Bin}, args...)
@@ -96,6 +95,14 @@ func (c *CLI) run(t testing.TB, home, dir string, stderr bool, args []string) (s
 	cmd := exec.CommandContext(ctx, name, argv...)
 	cmd.Dir = dir
 	cmd.Env = Env(home)
+	return cmd
+}
+
+func (c *CLI) run(t testing.TB, home, dir string, stderr bool, args []string) (string, int) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	cmd := c.Command(ctx, home, dir, args...)
 	var out strings.Builder
 	cmd.Stdout = &out
 	if stderr {
