@@ -239,6 +239,13 @@ func (v *validator) marketplace(file, root string) {
 	v.diags = append(v.diags, d.finish()...)
 	v.official = isReservedMarketplace(m.Name)
 	v.inMarketplace = true
+	if pd, err := applyPins(m, file); err != nil {
+		if len(pd) > 0 {
+			v.diags = append(v.diags, pd...)
+		} else {
+			v.fromError(err, filepath.Join(filepath.Dir(file), PinsFileName))
+		}
+	}
 	deps := make([][]Dependency, len(m.Plugins))
 	for i := range m.Plugins {
 		deps[i] = m.Plugins[i].Dependencies
