@@ -395,7 +395,10 @@ func (v *validator) claude(p *Plugin, file string, hasManifest bool) {
 	if !hasManifest && len(p.Components) == 0 && len(p.Failed) == 0 {
 		v.add(SeverityError, p.Root, "", "not a plugin: no .claude-plugin/plugin.json and no commands, agents, skills, output styles, hooks, MCP or LSP servers (Claude Code refuses it)")
 	}
-	v.pluginName(p.Manifest.Name, file, "name")
+	if hasManifest || !v.inMarketplace {
+		// Without plugin.json the name is the entry's, checked there.
+		v.pluginName(p.Manifest.Name, file, "name")
+	}
 	if hasManifest {
 		if data, err := readManifestFile(file); err == nil {
 			if n, d, err := openDocument(data, file); err == nil && n.kind == kindObject {
