@@ -63,6 +63,17 @@ const (
 	NameImitation             // an error: the name passes as Anthropic's own
 )
 
+// String names the verdict: "ok", "warning" or "error".
+func (v NameVerdict) String() string {
+	switch v {
+	case NameLooksOwn:
+		return "warning"
+	case NameImitation:
+		return "error"
+	}
+	return "ok"
+}
+
 // ClaudePluginName judges a plugin name as `claude plugin validate` does
 // (Claude Code 2.1.332) and returns the verdict with a message that says
 // what to do. Names are compared by their words: runs of ASCII letters and
