@@ -12,7 +12,8 @@
 # own network namespace where the system allows), and prints the results
 # side by side: tests that pass with one release and fail with the other,
 # and the lines of the conformance tables (cases, agreement, differences)
-# that differ. Exit status 1 when anything changed.
+# that differ; the full test output is kept in bench/out/. Exit status 1
+# when anything changed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -46,12 +47,13 @@ fi
 run() { # label binary
 	echo "--- go test -run '$pattern' with claude $(claude_version "$2")"
 	WHARF_CLAUDE="$2" WHARF_REQUIRE_CLAUDE=1 go test -count=1 -run "$pattern" -v "${pkgs[@]}" >"$WORK/$1.out" 2>&1 || true
-	# The verdict of each test, and the conformance tables' lines (their
-	# version line aside, which names the release).
+	# The verdict of each test, and what the tests log over several lines
+	# (the conformance tables: cases, agreement, differences), with release
+	# numbers masked.
 	# (grep finds nothing when all is well: not a failure.)
 	{
-		grep -E '^\s*--- (PASS|FAIL|SKIP): TestClaude(Compat|Conformance)' "$WORK/$1.out" | sed -E 's/ \([0-9.]+s\)$//; s/^\s+//' || true
-		awk '/vs claude plugin validate/{on=1; next} on && /^ {4,}/{print} /^--- /{on=0}' "$WORK/$1.out" | sed -E 's/^\s+/  /' || true
+		grep -E '^\s*--- (PASS|FAIL|SKIP): TestClaude(Compat|Conformance)' "$WORK/$1.out" | sed -E 's/ \([0-9.]+s\)$//; s/^\s+//' | sort || true
+		grep -E '^        ' "$WORK/$1.out" | grep -vE -- '--- (PASS|FAIL|SKIP)' | sed -E 's/[0-9]+\.[0-9]+\.[0-9]+/<version>/g; s/^\s+/  /' || true
 		grep -E '(differs from Claude Code|claude [0-9.]+ says|wharf estimates)' "$WORK/$1.out" | sed -E 's/claude [0-9.]+/claude/; s/Claude Code [0-9.]+/Claude Code/; s/^\s+\S+_test\.go:[0-9]+: //' || true
 	} >"$WORK/$1.summary"
 }
@@ -63,6 +65,9 @@ if [ ${#pkgs[@]} -eq 0 ]; then
 fi
 run pinned "$pinned"
 run newest "$newer"
+mkdir -p bench/out
+cp "$WORK/pinned.out" "bench/out/claude-drift-$pinned_version.out"
+cp "$WORK/newest.out" "bench/out/claude-drift-$newest.out"
 
 echo
 echo "=== pinned $pinned_version"
