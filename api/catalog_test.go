@@ -54,6 +54,11 @@ func TestCatalogSearchAndDetail(t *testing.T) {
 	if kinds["command"] != "ship" || kinds["skill"] != "rollback" {
 		t.Fatalf("components: %+v", v.Components)
 	}
+	// "deploy:ship ship it" and "deploy:rollback roll back": 44 characters
+	// of always-on context, 11 tokens.
+	if v.AlwaysOnTokens == nil || *v.AlwaysOnTokens != 11 {
+		t.Fatalf("alwaysOnTokens: %s", res.body)
+	}
 	if v.Decision == nil || !v.Decision.Allowed || v.Decision.PolicyVersion == "" {
 		t.Fatalf("decision: %+v", v.Decision)
 	}

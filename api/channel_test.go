@@ -162,6 +162,10 @@ func TestChannelOverGit(t *testing.T) {
 	if on, ok := ms.EnabledPlugins["lint@approved"]; !ok || on {
 		t.Fatalf("managed settings after lint was forced off: %+v", ms.EnabledPlugins)
 	}
+	// deploy left with its dependency: off too.
+	if on, ok := ms.EnabledPlugins["deploy@approved"]; !ok || on {
+		t.Fatalf("managed settings after deploy's dependency was denied: %+v", ms.EnabledPlugins)
+	}
 	e2.do("GET", "/v1/channels", dev, nil).json(t, &list2)
 	if list2[0].Commit != second {
 		var v2 ChannelView
@@ -174,6 +178,37 @@ func TestChannelOverGit(t *testing.T) {
 	e.do("GET", "/v1/audit?action="+ActionChannelRebuild, e.tokens[RoleAdmin], nil).json(t, &page)
 	if len(page.Entries) != 2 || page.Entries[1].Detail["commit"] != second || !strings.Contains(strings.Join(toStrings(page.Entries[1].Detail["changes"]), "\n"), "removed deploy") {
 		t.Fatalf("rebuild audit: %+v", page.Entries)
+	}
+}
+
+// A plugin a Rego rule denies (not forced off) leaves the channel and its
+// managed settings turn it off, so that a copy a client installed before
+// stays disabled.
+func TestChannelSettingsTurnOffRuleDenied(t *testing.T) {
+	needGit(t)
+	e, _ := newCatalogEnv(t)
+	dev := e.tokens[RoleDeveloper]
+	var ms channel.ManagedSettings
+	e.do("GET", "/v1/channels/approved/claude-managed-settings", dev, nil).json(t, &ms)
+	if _, ok := ms.EnabledPlugins["risky@approved"]; ok {
+		t.Fatalf("risky listed before any denial: %+v", ms.EnabledPlugins)
+	}
+	if res := e.putLayer("org", "*new", map[string]any{"modules": map[string]string{"risky.rego": denyRiskyModule}}); res.status != 201 {
+		t.Fatalf("put layer: %d %s", res.status, res.body)
+	}
+	var view ChannelView
+	e.do("GET", "/v1/channels/approved", dev, nil).json(t, &view)
+	denied := false
+	for _, lo := range view.LeftOut {
+		denied = denied || lo.Plugin == "risky@corp" && lo.Kind == channel.LeftDenied && lo.Forced == ""
+	}
+	if !denied {
+		t.Fatalf("risky not left out by the rule: %+v", view.LeftOut)
+	}
+	ms = channel.ManagedSettings{}
+	e.do("GET", "/v1/channels/approved/claude-managed-settings", dev, nil).json(t, &ms)
+	if on, ok := ms.EnabledPlugins["risky@approved"]; !ok || on {
+		t.Fatalf("managed settings after a rule denied risky: %+v", ms.EnabledPlugins)
 	}
 }
 

@@ -105,6 +105,11 @@ func TestClaudeUsesChannel(t *testing.T) {
 	mustGit(t, "", "clone", "-q", e.channelURL("approved", dev), clone)
 	c.must("plugin", "validate", clone)
 	c.must("plugin", "validate", filepath.Join(clone, "plugins/deploy"))
+	// ... without a warning about wharf's own keys: the pins live in a
+	// file claude does not read.
+	if out := c.must("plugin", "validate", clone, "--json"); strings.Contains(out, "integrity") || strings.Contains(out, `'wharf'`) || strings.Contains(out, "Unknown field") {
+		t.Fatalf("claude plugin validate warns about wharf's keys in the channel:\n%s", out)
+	}
 
 	c.must("plugin", "marketplace", "add", e.channelURL("approved", dev))
 	c.must("plugin", "install", "deploy@approved")

@@ -74,10 +74,14 @@ type PluginDetail struct {
 	// Namespace prefixes the components' names in an agent: the
 	// plugin.json name when it has one (plugin.Plugin.Namespace); empty
 	// when the plugin is not stored in the marketplace.
-	Namespace    string              `json:"namespace,omitempty"`
-	Dependencies []plugin.Dependency `json:"dependencies"`
-	Digest       string              `json:"digest,omitempty"`
-	Signatures   []Signature         `json:"signatures"`
+	Namespace string `json:"namespace,omitempty"`
+	// AlwaysOnTokens is the context the plugin adds to every Claude Code
+	// session (plugin.Plugin.AlwaysOnTokens); absent when the plugin is
+	// not stored in the marketplace.
+	AlwaysOnTokens *int                `json:"alwaysOnTokens,omitempty"`
+	Dependencies   []plugin.Dependency `json:"dependencies"`
+	Digest         string              `json:"digest,omitempty"`
+	Signatures     []Signature         `json:"signatures"`
 	// MarketplaceSource is the source object of the plugin's marketplace;
 	// policy decides over it (strictKnownMarketplaces, blockedMarketplaces).
 	MarketplaceSource json.RawMessage `json:"-"`

@@ -238,6 +238,8 @@ func (mc *MarketplaceCatalog) Plugin(_ context.Context, id plugin.ID) (PluginDet
 			return PluginDetail{}, err
 		}
 		d.Namespace = p.Namespace()
+		cost := p.AlwaysOnTokens()
+		d.AlwaysOnTokens = &cost
 		for _, c := range p.Components {
 			d.Components = append(d.Components, Component{Kind: string(c.Kind), Name: c.Name, Path: c.Path})
 		}

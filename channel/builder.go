@@ -22,6 +22,7 @@ import (
 	"github.com/go-git/go-git/v5/storage"
 	"github.com/go-git/go-git/v5/storage/filesystem"
 
+	"github.com/wharfhq/wharf/plugin"
 	"github.com/wharfhq/wharf/store"
 )
 
@@ -247,6 +248,11 @@ func (b *Builder) build(ctx context.Context, in Input, fingerprint string) (Resu
 		return Result{}, err
 	}
 	root.add(file{path: ".claude-plugin/marketplace.json", mode: 0o100644, data: mj})
+	pj, err := PinsJSON(in.Definition, plan.Entries)
+	if err != nil {
+		return Result{}, err
+	}
+	root.add(file{path: ".claude-plugin/" + plugin.PinsFileName, mode: 0o100644, data: pj})
 	tree, err := tw.write(root)
 	if err != nil {
 		return Result{}, fmt.Errorf("channel %s: write tree: %w", name, err)

@@ -2,7 +2,6 @@ package channel
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"io/fs"
 	"os"
@@ -129,33 +128,38 @@ func TestBuildApprovedChannel(t *testing.T) {
 	// every plugin tree's w1: digest is the entry's.
 	clone := filepath.Join(t.TempDir(), "c")
 	gitRun(t, "", "clone", "-q", b.repoDir(Approved), clone)
-	var mj struct {
-		Name    string `json:"name"`
-		Plugins []struct {
-			Name         string          `json:"name"`
-			Source       string          `json:"source"`
-			Integrity    string          `json:"integrity"`
-			Dependencies []string        `json:"dependencies"`
-			Wharf        json.RawMessage `json:"wharf"`
-		} `json:"plugins"`
-	}
+	// marketplace.json holds only what Claude Code knows; the pins and
+	// where each plugin came from are in the pins file, which wharf reads
+	// as the entries' integrity.
 	raw, err := os.ReadFile(filepath.Join(clone, ".claude-plugin/marketplace.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := json.Unmarshal(raw, &mj); err != nil {
+	if strings.Contains(string(raw), `"integrity":`) || strings.Contains(string(raw), `"wharf":`) {
+		t.Fatalf("marketplace.json carries wharf's keys: %s", raw)
+	}
+	mj, _, err := plugin.ReadMarketplaceFile(filepath.Join(clone, ".claude-plugin/marketplace.json"))
+	if err != nil {
 		t.Fatal(err)
 	}
-	if mj.Name != Approved || len(mj.Plugins) != 4 {
-		t.Fatalf("marketplace.json: %s", raw)
+	pinsRaw, err := os.ReadFile(filepath.Join(clone, ".claude-plugin", plugin.PinsFileName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pins, err := plugin.ParsePins(pinsRaw, plugin.PinsFileName)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if mj.Name != Approved || len(mj.Plugins) != 4 || pins.Channel != Approved {
+		t.Fatalf("marketplace.json: %s\npins: %s", raw, pinsRaw)
 	}
 	for _, p := range mj.Plugins {
 		tree, err := trust.Digest(filepath.Join(clone, "plugins", p.Name))
 		if err != nil {
 			t.Fatal(err)
 		}
-		if tree.Digest != p.Integrity || p.Source != "./plugins/"+p.Name || !strings.Contains(string(p.Wharf), `"origin"`) {
-			t.Fatalf("plugin %s: digest %s, entry %+v", p.Name, tree.Digest, p)
+		if tree.Digest != p.Integrity || p.Source.Path != "./plugins/"+p.Name || pins.Plugins[p.Name].Origin == "" {
+			t.Fatalf("plugin %s: digest %s, entry %+v, pin %+v", p.Name, tree.Digest, p, pins.Plugins[p.Name])
 		}
 	}
 	// deploy's plugin.json was rewritten to name lint-corp.

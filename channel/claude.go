@@ -10,8 +10,10 @@ import (
 // MarketplaceJSON renders a channel's .claude-plugin/marketplace.json: a
 // pure function of the definition's name and description and the entries.
 // Each entry keeps the origin's fields, with its name in the channel, a
-// relative source under plugins/, dependencies named as in the channel, and
-// wharf's record of where it came from under the extra key "wharf".
+// relative source under plugins/ and dependencies named as in the channel.
+// It holds only fields Claude Code knows, so its validator finds nothing
+// to warn about; the pins and wharf's record of where each plugin came
+// from are in the pins file (PinsJSON).
 func MarketplaceJSON(d Definition, entries []Entry) ([]byte, error) {
 	plugins := make([]map[string]any, 0, len(entries))
 	for i := range entries {
@@ -37,15 +39,9 @@ func MarketplaceJSON(d Definition, entries []Entry) ([]byte, error) {
 		if _, ok := m["version"]; !ok && e.Version != "" && e.Version != "unknown" {
 			m["version"] = e.Version
 		}
-		m["integrity"] = e.Digest
-		w := map[string]any{"origin": e.Origin, "source": e.Source, "digest": e.Digest}
-		if e.Commit != "" {
-			w["commit"] = e.Commit
-		}
-		if e.OriginDigest != "" {
-			w["originDigest"] = e.OriginDigest
-		}
-		m["wharf"] = w
+		// wharf's own keys stay out; the pins file carries them.
+		delete(m, "integrity")
+		delete(m, "wharf")
 		plugins = append(plugins, m)
 	}
 	desc := d.Description
@@ -59,6 +55,23 @@ func MarketplaceJSON(d Definition, entries []Entry) ([]byte, error) {
 		Plugins     []map[string]any  `json:"plugins"`
 	}{d.Name, map[string]string{"name": "wharf"}, desc, plugins}
 	b, err := json.MarshalIndent(doc, "", "  ")
+	if err != nil {
+		return nil, err
+	}
+	return append(b, '\n'), nil
+}
+
+// PinsJSON renders the channel's pins file (.claude-plugin/wharf.json,
+// plugin.PinsFileName): each entry's digest in the channel, which wharf
+// clients install against, and where it came from. An entry whose name
+// Claude Code's validator refuses says so.
+func PinsJSON(d Definition, entries []Entry) ([]byte, error) {
+	pins := plugin.Pins{Channel: d.Name, Plugins: map[string]plugin.Pin{}}
+	for _, e := range entries {
+		pins.Plugins[e.Name] = plugin.Pin{Integrity: e.Digest, Origin: e.Origin, Source: e.Source, Commit: e.Commit,
+			OriginDigest: e.OriginDigest, ClaudeName: e.ClaudeName}
+	}
+	b, err := json.MarshalIndent(pins, "", "  ")
 	if err != nil {
 		return nil, err
 	}
@@ -91,9 +104,11 @@ type KnownMarketplace struct {
 // entry matches the URL a developer adds with a token in it
 // (http://wharf:<token>@host/git/<name>.git) as well as without.
 // Plugins the policy forces on are listed under their channel names; a
-// plugin forced off is left out of the channel, and listed as off under the
-// name it has in the channel's marketplaces (its own, unless an entry took
-// it), so that a copy a client installed before stays disabled.
+// plugin the channel leaves out because the policy denies it (forced off
+// or refused by a rule), a revocation withdraws it or a dependency it needs
+// is left out, is listed as off under the name it has in the channel's
+// marketplace (its own, unless an entry took it), so that a copy a client
+// installed before stays disabled.
 func Settings(name, cloneURL string, entries []Entry, leftOut []LeftOut) ManagedSettings {
 	src := MarketplaceSource{Source: "git", URL: cloneURL}
 	ms := ManagedSettings{
@@ -113,7 +128,9 @@ func Settings(name, cloneURL string, entries []Entry, leftOut []LeftOut) Managed
 		taken[e.Name] = true
 	}
 	for _, lo := range leftOut {
-		if lo.Kind != LeftDenied || lo.Forced != "off" {
+		switch lo.Kind {
+		case LeftDenied, LeftRevoked, LeftDependency:
+		default:
 			continue
 		}
 		if id, err := plugin.ParseID(lo.Plugin); err == nil && !taken[id.Name] {

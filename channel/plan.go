@@ -78,6 +78,10 @@ type Entry struct {
 	Dependency   bool     `json:"dependency,omitempty"`   // in the channel only as another entry's dependency
 	Description  string   `json:"description,omitempty"`
 	Category     string   `json:"category,omitempty"`
+	// ClaudeName says why Claude Code's validator refuses the entry's name
+	// (it passes as Anthropic's own); Claude Code still installs it. The
+	// channel keeps it, and says so here and in its pins file.
+	ClaudeName string `json:"claudeName,omitempty"`
 
 	id       plugin.ID
 	hit      marketplace.Hit
@@ -182,7 +186,11 @@ func Compute(ctx context.Context, in Input) (*Plan, error) {
 	st.name()
 	p := &Plan{Entries: []Entry{}, LeftOut: []LeftOut{}}
 	for _, id := range sortedIDs(st.kept) {
-		p.Entries = append(p.Entries, *st.kept[id])
+		e := *st.kept[id]
+		if v, msg := plugin.ClaudePluginName(e.Name); v == plugin.NameImitation {
+			e.ClaudeName = msg
+		}
+		p.Entries = append(p.Entries, e)
 	}
 	sort.Slice(p.Entries, func(i, j int) bool { return p.Entries[i].Name < p.Entries[j].Name })
 	for _, lo := range st.left {

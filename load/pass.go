@@ -254,6 +254,8 @@ func ReadManifest(u *Unit, root string, entry *plugin.Entry) (*plugin.Plugin, []
 	for _, f := range p.Failed {
 		u.Failed = append(u.Failed, f.String())
 	}
+	cost := p.AlwaysOnTokens()
+	u.AlwaysOnTokens = &cost
 	u.Deps = p.Manifest.Dependencies
 	if len(u.Deps) == 0 {
 		u.Deps = nil

@@ -56,6 +56,9 @@ type Row struct {
 	// Failed describes each component the plugin declares that cannot be
 	// used (kind, name, file, field, reason). The rest of the plugin loads.
 	Failed []string `json:"failed,omitempty"`
+	// AlwaysOnTokens is the context the plugin adds to every session
+	// (plugin.Plugin.AlwaysOnTokens), set when its manifest was read.
+	AlwaysOnTokens *int `json:"alwaysOnTokens,omitempty"`
 }
 
 // NewRow is the empty row of id (errors are [] in JSON, never null).

@@ -15,17 +15,20 @@ import (
 )
 
 func TestIsReservedName(t *testing.T) {
+	// Claude Code's verdicts (TestClaudeCompatMarketplaceNames checks them
+	// against the real CLI).
 	for name, want := range map[string]bool{
 		"claude-code-marketplace": true, "claude-code-plugins": true, "claude-plugins-official": true,
 		"anthropic-marketplace": true, "anthropic-plugins": true, "agent-skills": true,
-		"knowledge-work-plugins": true, "life-sciences": true,
+		"knowledge-work-plugins": true, "life-sciences": true, "healthcare": true,
 		// look-alikes
-		"Claude-Code-Plugins": true, "claude_code.plugins": true, "agentskills": true, "life_sciences": true,
-		"official-claude-plugins": true, "claude-official": true, "anthropic-tools-v2": true,
-		"anthropic-agent-skills": true, "claude-plugin": true, "claude-marketplace": true, "claudecode-marketplaces": true,
+		"Claude-Code-Plugins": true, "official-claude-plugins": true, "claude-official": true,
+		"claude-plugins-public": true, "claude-marketplace": true, "claudeplugins": true,
 		// third-party names Claude Code accepts
 		"claude-code-workflows": false, "superpowers-marketplace": false, "corp": false,
 		"claude-ops": false, "skills": false, "official-tools": false, "sciences": false,
+		"claude-skills": false, "claude-code-skills": false, "loc-claude-plugins-official": false,
+		"anthropic-agent-skills-local": false, "agentskills": false, "anthropic-tools-v2": false,
 	} {
 		if got := IsReservedName(name); got != want {
 			t.Errorf("IsReservedName(%q) = %v; want %v", name, got, want)
@@ -75,13 +78,21 @@ func TestAddRefusesReservedNames(t *testing.T) {
 	m, _ := newTestManager(t, Options{})
 	ctx := context.Background()
 	src := Source{Kind: KindDirectory, Path: dir}
-	for _, name := range []string{"", "claude-plugins-official", "anthropic-tools-v2", "knowledge-work-plugins"} {
+	for _, name := range []string{"", "claude-plugins-official", "claude-plugins-public", "knowledge-work-plugins"} {
 		_, err := m.Add(ctx, src, name)
 		var pe *plugin.Error
 		if !errors.Is(err, ErrReservedName) || !errors.As(err, &pe) || pe.Layer != plugin.LayerTrust ||
 			!strings.Contains(err.Error(), "github.com/anthropics/") || !strings.Contains(plugin.HintOf(err), "--name") {
 			t.Errorf("Add(name %q) = %v; want a trust error for a reserved name with a --name hint", name, err)
 		}
+	}
+	// The name of a plugin source that is not a marketplace is refused
+	// from any source.
+	if _, err := m.Add(ctx, src, "builtin"); !errors.Is(err, ErrReservedName) || !strings.Contains(plugin.HintOf(err), "--name") {
+		t.Errorf("Add(name builtin) = %v; want ErrReservedName with a --name hint", err)
+	}
+	if err := CheckName("inline", Source{Kind: KindGitHub, Repo: "anthropics/x"}); !errors.Is(err, ErrReservedName) {
+		t.Errorf("CheckName(inline, anthropics/x) = %v; want ErrReservedName", err)
 	}
 	if ks, _ := m.List(); len(ks) != 0 {
 		t.Fatalf("refused adds recorded %v", ks)

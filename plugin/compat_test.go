@@ -137,6 +137,7 @@ func TestValidateShowsFailedComponents(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Validate: %v", err)
 	}
+	diags = withoutDirectoryChecks(diags)
 	if len(diags) != 1 || diags[0].Severity != SeverityWarning || diags[0].Line != 2 ||
 		diags[0].File != filepath.Join(root, ".mcp.json") || diags[0].Field != `mcpServers["google/calendar"]` ||
 		!strings.Contains(diags[0].Message, "is skipped; the rest of the plugin loads") {
@@ -309,13 +310,15 @@ func TestValidateClaudeVerdicts(t *testing.T) {
 	}{
 		{"hooks without wrapper", map[string]string{".claude-plugin/plugin.json": `{"name":"p",` + meta + `}`,
 			"hooks/hooks.json": `{"Stop":[{"hooks":[{"type":"command","command":"x"}]}]}`}, SeverityError, "", `without its "hooks" wrapper`},
-		{"no manifest, no components", map[string]string{"README.md": "x"}, SeverityError, "", "not a plugin"},
+		{"no manifest, no components", map[string]string{"README.md": "x"}, SeverityError, "", "no .claude-plugin/plugin.json"},
+		{"no manifest, commands only", map[string]string{"commands/x.md": "---\ndescription: d\n---\nx"}, SeverityError, "", "unless it holds a skills tree"},
+		{"manifest at the root", map[string]string{"plugin.json": `{"name":"p"}`, "commands/x.md": "x"}, SeverityError, "", "move it there"},
 		{"author as a string", map[string]string{".claude-plugin/plugin.json": `{"name":"p","version":"1","description":"d","author":"me"}`, "commands/x.md": "x"},
 			SeverityError, "author", "received string"},
 		{"repository as an object", map[string]string{".claude-plugin/plugin.json": `{"name":"p",` + meta + `,"repository":{"url":"https://x"}}`, "commands/x.md": "x"},
 			SeverityError, "repository", "received object"},
 		{"claude- name", map[string]string{".claude-plugin/plugin.json": `{"name":"claude-x",` + meta + `}`, "commands/x.md": "x"},
-			SeverityWarning, "name", `starts with "claude-"`},
+			SeverityError, "name", `passes as one of Anthropic's own`},
 		{"unlisted dependency", mkt(`{"name":"a","source":{"source":"github","repo":"o/a"},"dependencies":["ghost"]}`),
 			SeverityError, "plugins[0].dependencies[0]", "does not list"},
 		{"cross-marketplace dependency not allowed", mkt(`{"name":"a","source":{"source":"github","repo":"o/a"},"dependencies":["x@other"]}`),

@@ -28,6 +28,9 @@ type Diagnostic struct {
 	Field    string   `json:"field,omitempty"`
 	Severity Severity `json:"severity"`
 	Message  string   `json:"message"`
+	// Code names a plugin directory finding (README_MISSING, ...); empty
+	// for every other diagnostic.
+	Code string `json:"code,omitempty"`
 }
 
 // String formats d like a compiler message:

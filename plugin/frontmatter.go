@@ -30,6 +30,25 @@ func ParseFrontMatter(data []byte) (meta map[string]any, body []byte, err error)
 // parseFrontMatter is ParseFrontMatter that also reports whether the header
 // was invalid YAML read leniently.
 func parseFrontMatter(data []byte) (meta map[string]any, body []byte, lenient bool, err error) {
+	header, body, has, err := splitFrontMatter(data)
+	if !has || err != nil {
+		return nil, body, false, err
+	}
+	meta, err = decodeFrontMatter(header)
+	if err != nil {
+		var ok bool
+		if meta, ok = lenientFrontMatter(header); !ok {
+			return nil, nil, false, err
+		}
+		lenient = true
+	}
+	return meta, body, lenient, nil
+}
+
+// splitFrontMatter cuts data into its front matter header and body. has
+// is false when data does not start with a "---" line (body is data); an
+// unterminated or oversized header is an error.
+func splitFrontMatter(data []byte) (header, body []byte, has bool, err error) {
 	rest, ok := cutLine(data, "---")
 	if !ok {
 		return nil, data, false, nil
@@ -49,27 +68,19 @@ func parseFrontMatter(data []byte) (meta map[string]any, body []byte, lenient bo
 		if string(bytes.TrimRight(cur, " \t")) == "---" || string(bytes.TrimRight(cur, " \t")) == "..." {
 			header := data[off:i]
 			if len(header) > maxFrontMatter {
-				return nil, nil, false, &FrontMatterError{Line: 1, Msg: fmt.Sprintf("front matter is over %d bytes", maxFrontMatter)}
-			}
-			meta, err := decodeFrontMatter(header)
-			if err != nil {
-				var ok bool
-				if meta, ok = lenientFrontMatter(header); !ok {
-					return nil, nil, false, err
-				}
-				lenient = true
+				return nil, nil, true, &FrontMatterError{Line: 1, Msg: fmt.Sprintf("front matter is over %d bytes", maxFrontMatter)}
 			}
 			if next > len(data) {
-				return meta, []byte{}, lenient, nil
+				return header, []byte{}, true, nil
 			}
-			return meta, data[next:], lenient, nil
+			return header, data[next:], true, nil
 		}
 		if j < 0 {
 			break
 		}
 		i = next
 	}
-	return nil, nil, false, &FrontMatterError{Line: 1, Msg: "front matter starts with --- but has no closing --- line"}
+	return nil, nil, true, &FrontMatterError{Line: 1, Msg: "front matter starts with --- but has no closing --- line"}
 }
 
 // FrontMatterError is invalid YAML front matter in a Markdown component.

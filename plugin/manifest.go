@@ -41,6 +41,13 @@ type Manifest struct {
 	MCPServers     ComponentSpec   `json:"mcpServers,omitzero"`
 	LSPServers     ComponentSpec   `json:"lspServers,omitzero"`
 	UserConfig     json.RawMessage `json:"userConfig,omitempty"`
+	// Network is the hosts the plugin declares it reaches (nil: none
+	// declared).
+	Network *Network `json:"network,omitempty"`
+	// Icon is the path of the plugin's icon; PrivacyPolicyURL its privacy
+	// policy. Both matter to the plugin directory checks.
+	Icon             string `json:"icon,omitempty"`
+	PrivacyPolicyURL string `json:"privacyPolicyUrl,omitempty"`
 
 	// CommandObjects holds commands given in the object form of the
 	// commands field, {"<name>": {"source": "./x.md", "description": ...}},
@@ -245,6 +252,12 @@ func (d *decoder) manifestField(m *Manifest, mem member, prefix string) bool {
 		m.MCPServers = d.mcpComponentSpec(v, f)
 	case "lspServers":
 		m.LSPServers = d.componentSpec(v, f, func(n *node, f string) { d.lspInline(n, f) })
+	case "network":
+		m.Network = d.network(v, f)
+	case "icon":
+		m.Icon = d.str(v, f)
+	case "privacyPolicyUrl":
+		m.PrivacyPolicyURL = d.str(v, f)
 	case "userConfig":
 		if v.kind != kindObject {
 			d.typeError(v, f, "object")

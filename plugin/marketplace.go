@@ -102,9 +102,16 @@ func ReadMarketplace(root string) (*Marketplace, []Diagnostic, error) {
 	return ReadMarketplaceFile(MarketplaceFile(root))
 }
 
-// ReadMarketplaceFile reads and parses a marketplace.json file.
+// ReadMarketplaceFile reads and parses a marketplace.json file, and the
+// pins file a wharf channel publishes beside it (PinsFileName), whose
+// pins become the entries' integrity.
 func ReadMarketplaceFile(path string) (*Marketplace, []Diagnostic, error) {
-	return readDocument(path, ParseMarketplace)
+	m, diags, err := readDocument(path, ParseMarketplace)
+	if err != nil {
+		return m, diags, err
+	}
+	pd, err := applyPins(m, path)
+	return m, append(diags, pd...), err
 }
 
 func (d *decoder) marketplace(n *node) *Marketplace {

@@ -186,17 +186,23 @@ func TestRealworldObraSuperpowers(t *testing.T) {
 	}
 }
 
-// Every real marketplace validates without errors (warnings allowed).
+// Every real marketplace validates without errors (warnings allowed),
+// except where Claude Code errors too: superpowers-marketplace lists a
+// third party's "claude-session-driver", a name Claude Code refuses
+// (Anthropic's own marketplaces may use such names), and one plugin of
+// wshobson-agents lists a folder as "agents", where Claude Code takes only
+// .md files.
 func TestRealworldValidate(t *testing.T) {
 	dir := realworldDir(t)
+	want := map[string]string{"obra-superpowers-marketplace": "plugins[7].name", "wshobson-agents": "agents[0]"}
 	for _, name := range []string{"anthropics-claude-code", "anthropics-skills", "obra-superpowers-marketplace", "wshobson-agents"} {
 		t.Run(name, func(t *testing.T) {
 			diags, err := Validate(filepath.Join(dir, name), false)
-			if err != nil {
+			if (err != nil) != (want[name] != "") {
 				t.Fatalf("Validate: %v", err)
 			}
 			for _, d := range diags {
-				if d.Severity != SeverityWarning {
+				if d.Severity != SeverityWarning && d.Field != want[name] {
 					t.Errorf("unexpected %s", d)
 				}
 			}

@@ -230,6 +230,13 @@ func (d *decoder) source(n *node, f, pluginRoot string) Source {
 	switch n.kind {
 	case kindString:
 		s = Source{Kind: SourceRelative, Path: n.str}
+		if !strings.HasPrefix(n.str, "./") && n.str != "." && !strings.HasPrefix(n.str, "/") && strings.ContainsAny(n.str, ":/") {
+			// "github:owner/repo", "owner/repo" or a URL written as a
+			// string: Claude Code refuses the entry; so does wharf, rather
+			// than look for a folder of that name.
+			d.errorf(n, f, "%q is not a source: a string source must start with ./ (a path inside the marketplace; with metadata.pluginRoot a bare folder name also works); for a repository write {\"source\": \"github\", \"repo\": \"owner/repo\"} or {\"source\": \"url\", \"url\": \"...\"}", n.str)
+			return s
+		}
 		if pluginRoot != "" && !strings.HasPrefix(n.str, "./") && n.str != "." && !strings.HasPrefix(n.str, "/") {
 			// metadata.pluginRoot prefixes a bare name: "fmt" with
 			// pluginRoot "./plugins" is "./plugins/fmt".

@@ -34,35 +34,66 @@ type ValidateOptions struct {
 	// entry whose plugin is fetched from elsewhere (its version comes from
 	// the fetched plugin.json or its commit).
 	Verbose bool
+	// Profile "directory" (ProfileDirectory) makes the plugin directory's
+	// blocking findings (no README of 40 words, no license) errors; by
+	// default they are warnings.
+	Profile string
+}
+
+// Report is everything ValidateReport finds: the diagnostics, and for a
+// plugin directory what the plugin provides (nil for a marketplace or a
+// manifest file).
+type Report struct {
+	Diagnostics []Diagnostic
+	Provides    *Provides
 }
 
 // ValidateWith is Validate with options. Besides wharf's own checks it
 // gives Claude Code's verdicts (claude plugin validate and its install-time
 // manifest schema): a hooks file without its "hooks" wrapper, a directory
-// with neither a manifest nor components, author as a string and
-// repository as an object in plugin.json are errors; a plugin name starting
-// with "claude-" is a warning. For a marketplace it also refuses what
+// with no .claude-plugin/plugin.json and no skills tree, author as a string
+// and repository as an object in plugin.json, a plugin name that passes as
+// Anthropic's own (ClaudePluginName), Markdown front matter Claude Code
+// cannot read (its fields are dropped) are errors; a command without front
+// matter, a CLAUDE.md at the plugin root and ${CLAUDE_PLUGIN_ROOT} unquoted
+// in a hook command are warnings. A plugin directory also gets the plugin
+// directory's checks (README, license, icon, privacy policy), warnings
+// unless o.Profile is "directory". For a marketplace it also refuses what
 // installing would: a dependency the marketplace does not list, a
 // cross-marketplace dependency it does not allow, and a dependency cycle.
 func ValidateWith(path string, o ValidateOptions) ([]Diagnostic, error) {
+	r, err := ValidateReport(path, o)
+	if r == nil {
+		return nil, err
+	}
+	return r.Diagnostics, err
+}
+
+// ValidateReport is ValidateWith returning the whole Report.
+func ValidateReport(path string, o ValidateOptions) (*Report, error) {
+	if o.Profile != "" && o.Profile != ProfileDirectory {
+		return nil, &Error{Layer: LayerMaterialization, Type: TypeManifestInvalid, Object: path,
+			Err: fmt.Errorf("unknown profile %q", o.Profile), Hint: "the only profile is \"directory\""}
+	}
 	strict := o.Strict
 	fi, err := os.Stat(path)
 	if err != nil {
 		return nil, &Error{Layer: LayerMaterialization, Type: TypeNotFound, Object: path, Err: err,
 			Hint: "give a marketplace root, a plugin directory or a manifest file"}
 	}
-	v := &validator{verbose: o.Verbose}
+	v := &validator{verbose: o.Verbose, profile: o.Profile}
+	rep := &Report{}
 	switch {
 	case fi.IsDir():
 		if _, err := os.Stat(MarketplaceFile(path)); err == nil {
 			v.marketplace(MarketplaceFile(path), path)
 		} else {
-			v.plugin(path, nil)
+			rep.Provides = v.pluginDir(path)
 		}
 	case filepath.Base(path) == "plugin.json":
 		dir := filepath.Dir(path)
 		if filepath.Base(dir) == ".claude-plugin" {
-			v.plugin(filepath.Dir(dir), nil)
+			rep.Provides = v.pluginDir(filepath.Dir(dir))
 		} else {
 			v.manifestFile(path)
 		}
@@ -81,18 +112,84 @@ func ValidateWith(path string, o ValidateOptions) ([]Diagnostic, error) {
 			}
 		}
 	}
+	rep.Diagnostics = v.diags
 	n := countErrors(v.diags)
 	if n == 0 {
-		return v.diags, nil
+		return rep, nil
 	}
 	first := firstError(v.diags)
-	return v.diags, &Error{Layer: LayerMaterialization, Type: TypeManifestInvalid, Object: path,
+	return rep, &Error{Layer: LayerMaterialization, Type: TypeManifestInvalid, Object: path,
 		Err: fmt.Errorf("%d problem(s); first: %w", n, first), Hint: "fix the listed problems and run wharf validate again"}
+}
+
+// pluginDir validates a plugin directory given on its own. Claude Code
+// takes a directory without .claude-plugin/plugin.json only when it holds
+// a skills tree (skills/<name>/SKILL.md); then its Markdown is checked.
+func (v *validator) pluginDir(dir string) *Provides {
+	hasManifest := fileExists(ManifestFile(dir))
+	if !hasManifest && !hasSkillsTree(dir) {
+		msg := "no .claude-plugin/plugin.json: Claude Code refuses a plugin directory without one unless it holds a skills tree (skills/<name>/SKILL.md)"
+		if fileExists(filepath.Join(dir, "plugin.json")) {
+			msg = "plugin.json is at the plugin's root: Claude Code reads it only at .claude-plugin/plugin.json; move it there"
+		}
+		v.add(SeverityError, dir, "", "%s", msg)
+		return nil
+	}
+	p := v.plugin(dir, nil)
+	if p == nil {
+		return nil
+	}
+	file := ManifestFile(dir)
+	if !hasManifest {
+		file = dir
+	}
+	v.directoryChecks(p, file, hasManifest, repoRoot(dir))
+	pr := p.Provides()
+	return &pr
+}
+
+// repoRoot is the repository holding dir (the nearest parent with .git),
+// or "": a README or LICENSE there counts for a plugin in a sub-folder.
+func repoRoot(dir string) string {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return ""
+	}
+	for d := filepath.Dir(abs); ; d = filepath.Dir(d) {
+		if _, err := os.Lstat(filepath.Join(d, ".git")); err == nil {
+			return d
+		}
+		if filepath.Dir(d) == d {
+			return ""
+		}
+	}
+}
+
+// hasSkillsTree reports skills/<name>/SKILL.md in dir.
+func hasSkillsTree(dir string) bool {
+	entries, err := os.ReadDir(filepath.Join(dir, "skills"))
+	if err != nil {
+		return false
+	}
+	for _, e := range entries {
+		if fileExists(filepath.Join(dir, "skills", e.Name(), "SKILL.md")) {
+			return true
+		}
+	}
+	return false
 }
 
 type validator struct {
 	diags   []Diagnostic
 	verbose bool
+	// official: the marketplace being checked has a name Claude Code
+	// reserves for Anthropic, whose plugins may carry Anthropic's names.
+	official bool
+	// inMarketplace: plugins are checked as part of a marketplace, where
+	// Claude Code does not read their Markdown; its verdicts on it are
+	// warnings there.
+	inMarketplace bool
+	profile       string
 }
 
 func (v *validator) add(sev Severity, file, field, format string, args ...any) {
@@ -140,6 +237,15 @@ func (v *validator) marketplace(file, root string) {
 	// hide the problems of the plugins listed after it.
 	m := d.marketplace(n)
 	v.diags = append(v.diags, d.finish()...)
+	v.official = isReservedMarketplace(m.Name)
+	v.inMarketplace = true
+	if pd, err := applyPins(m, file); err != nil {
+		if len(pd) > 0 {
+			v.diags = append(v.diags, pd...)
+		} else {
+			v.fromError(err, filepath.Join(filepath.Dir(file), PinsFileName))
+		}
+	}
 	deps := make([][]Dependency, len(m.Plugins))
 	for i := range m.Plugins {
 		deps[i] = m.Plugins[i].Dependencies
@@ -150,12 +256,19 @@ func (v *validator) marketplace(file, root string) {
 	if m.EffectiveVersion() == "" {
 		v.add(SeverityWarning, file, "version", "marketplace has no version (top level or metadata.version)")
 	}
+	if len(m.Plugins) == 0 {
+		v.add(SeverityWarning, file, "plugins", "marketplace lists no plugins")
+	}
+	if v.profile == ProfileDirectory {
+		v.add(SeverityError, file, "", "the directory profile checks a plugin folder, and this is a marketplace: give the folder of one of its plugins")
+	}
 	for i := range m.Plugins {
 		e := &m.Plugins[i]
 		f := index("plugins", i)
 		if e.Name == "" || ValidateName(e.Name) != nil {
 			continue // already reported
 		}
+		v.pluginName(e.Name, file, key(f, "name"))
 		if e.Source.Kind != SourceRelative {
 			if e.Source.Kind != "" {
 				v.metadataOf(&e.Manifest, file, f, !v.verbose)
@@ -266,40 +379,13 @@ func (v *validator) plugin(dir string, e *Entry) *Plugin {
 	if _, err := os.Stat(file); err != nil {
 		file, hasManifest = dir, false
 	}
-	v.metadata(&p.Manifest, file, "")
-	v.claude(p, file, hasManifest)
-	for _, c := range p.Components {
-		switch c.Kind {
-		case KindCommand, KindAgent, KindOutputStyle, KindSkill:
-		default:
-			continue
-		}
-		abs := filepath.Join(dir, filepath.FromSlash(c.Path))
-		data, err := readManifestFile(abs)
-		if err != nil {
-			v.fromError(err, abs)
-			continue
-		}
-		meta, _, lenient, err := parseFrontMatter(data)
-		if err != nil {
-			var fe *FrontMatterError
-			line := 0
-			if errors.As(err, &fe) {
-				line = fe.Line
-			}
-			v.diags = append(v.diags, Diagnostic{File: abs, Line: line, Severity: SeverityWarning,
-				Message: fmt.Sprintf("%s %q: %v", c.Kind, c.Name, err)})
-			continue
-		}
-		if lenient {
-			v.add(SeverityWarning, abs, "", "%s %q: front matter is not valid YAML; read leniently as one key: value per line (quote values that contain \": \")", c.Kind, c.Name)
-		}
-		if c.Kind == KindSkill {
-			if d, _ := meta["description"].(string); d == "" {
-				v.add(SeverityWarning, abs, "description", "skill %q has no description in its front matter; agents pick skills by it", c.Name)
-			}
-		}
+	if hasManifest {
+		// Claude Code warns about the metadata of a plugin.json; a plugin
+		// without one is described by its marketplace entry.
+		v.metadata(&p.Manifest, file, "")
 	}
+	v.claude(p, file, hasManifest)
+	v.contentChecks(p)
 	return p
 }
 
@@ -309,14 +395,30 @@ func (v *validator) claude(p *Plugin, file string, hasManifest bool) {
 	if !hasManifest && len(p.Components) == 0 && len(p.Failed) == 0 {
 		v.add(SeverityError, p.Root, "", "not a plugin: no .claude-plugin/plugin.json and no commands, agents, skills, output styles, hooks, MCP or LSP servers (Claude Code refuses it)")
 	}
-	if strings.HasPrefix(strings.ToLower(p.Manifest.Name), "claude-") {
-		v.add(SeverityWarning, file, "name", "plugin name %q starts with \"claude-\", a prefix Anthropic reserves: Claude Code installs it, but Anthropic's plugin upload (Cowork) refuses it", p.Manifest.Name)
+	if hasManifest || !v.inMarketplace {
+		// Without plugin.json the name is the entry's, checked there.
+		v.pluginName(p.Manifest.Name, file, "name")
 	}
 	if hasManifest {
 		if data, err := readManifestFile(file); err == nil {
 			if n, d, err := openDocument(data, file); err == nil && n.kind == kindObject {
 				if a := n.get("author"); a != nil && a.kind == kindString {
 					d.errorf(a, "author", "expected object {name, email?, url?}, received string; Claude Code refuses to install this plugin.json (write {\"name\": %q})", a.str)
+				}
+				if a := n.get("agents"); a != nil {
+					items := []*node{a}
+					if a.kind == kindArray {
+						items = a.elems
+					}
+					for i, it := range items {
+						f := "agents"
+						if a.kind == kindArray {
+							f = index(f, i)
+						}
+						if it.kind == kindString && !strings.HasSuffix(it.str, ".md") {
+							d.errorf(it, f, "%q is not a Markdown file: Claude Code takes agents only as a list of .md files and refuses this plugin.json (list each agent file, or leave agents out to use the agents/ folder)", it.str)
+						}
+					}
 				}
 				if r := n.get("repository"); r != nil && r.kind == kindObject {
 					d.errorf(r, "repository", "expected string, received object; Claude Code refuses to install this plugin.json (write the URL as a string)")
@@ -348,6 +450,19 @@ func (v *validator) claude(p *Plugin, file string, hasManifest bool) {
 		if n, _, err := openDocument(data, abs); err == nil && n.kind == kindObject && n.get("hooks") == nil {
 			v.add(SeverityError, abs, "", "hooks file without its \"hooks\" wrapper: Claude Code expects {\"hooks\": {\"<Event>\": [...]}} and refuses this file (wharf reads it leniently)")
 		}
+	}
+}
+
+// pluginName gives Claude Code's verdict on a plugin name.
+func (v *validator) pluginName(name, file, field string) {
+	if v.official {
+		return
+	}
+	switch verdict, msg := ClaudePluginName(name); verdict {
+	case NameImitation:
+		v.add(SeverityError, file, field, "%s", msg)
+	case NameLooksOwn:
+		v.add(SeverityWarning, file, field, "%s", msg)
 	}
 }
 

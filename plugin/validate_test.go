@@ -87,9 +87,14 @@ func TestValidatePathForms(t *testing.T) {
 		warns      int
 	}{
 		{"marketplace.json file", filepath.Join(root, ".claude-plugin", "marketplace.json"), 0, 5},
-		{"plugin dir", filepath.Join(root, "plugins", "sloppy"), 0, 5},
-		{"plugin.json file", filepath.Join(root, "plugins", "sloppy", ".claude-plugin", "plugin.json"), 0, 5},
-		{"clean plugin dir", filepath.Join(root, "plugins", "clean"), 0, 3},
+		// A plugin directory also gets the plugin directory's checks
+		// (README, LICENSE, icon): three more warnings.
+		{"plugin dir", filepath.Join(root, "plugins", "sloppy"), 0, 8},
+		{"plugin.json file", filepath.Join(root, "plugins", "sloppy", ".claude-plugin", "plugin.json"), 0, 8},
+		// Alone, a folder of commands without .claude-plugin/plugin.json is
+		// refused, as Claude Code refuses it (its marketplace entry made
+		// it a plugin above).
+		{"clean plugin dir", filepath.Join(root, "plugins", "clean"), 1, 0},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -148,4 +153,15 @@ func TestValidateBadInputs(t *testing.T) {
 			}
 		})
 	}
+}
+
+// withoutDirectoryChecks drops the plugin directory's findings.
+func withoutDirectoryChecks(diags []Diagnostic) []Diagnostic {
+	var out []Diagnostic
+	for _, d := range diags {
+		if !d.IsDirectoryCheck() {
+			out = append(out, d)
+		}
+	}
+	return out
 }

@@ -19,7 +19,11 @@ type showResult struct {
 	Entry          *plugin.Entry              `json:"entry"`
 	ResolvedSource marketplace.ResolvedSource `json:"resolvedSource"`
 	Components     []showComponent            `json:"components"`
-	Diagnostics    []plugin.Diagnostic        `json:"diagnostics,omitempty"`
+	// AlwaysOnTokens is the context the plugin adds to every session, as
+	// `claude plugin details` estimates it; absent until the plugin's
+	// files are at hand (a source fetched only at install).
+	AlwaysOnTokens *int                `json:"alwaysOnTokens,omitempty"`
+	Diagnostics    []plugin.Diagnostic `json:"diagnostics,omitempty"`
 
 	manifest plugin.Manifest // the effective manifest (plugin.json merged with the entry)
 }
@@ -67,6 +71,8 @@ func newShowCmd(a *app) *cobra.Command {
 				}
 				manifest = p.Manifest
 				res.Diagnostics = diags
+				cost := p.AlwaysOnTokens()
+				res.AlwaysOnTokens = &cost
 				for _, c := range p.Components {
 					res.Components = append(res.Components, showComponent{Kind: string(c.Kind), Name: c.Name, Path: c.Path})
 				}
@@ -111,6 +117,9 @@ func printShow(a *app, r showResult) {
 		field("strict", "false (the marketplace entry defines the plugin)")
 	}
 	field("depends on", strings.Join(r.Dependencies, ", "))
+	if r.AlwaysOnTokens != nil {
+		field("always-on", fmt.Sprintf("~%d tokens added to every session", *r.AlwaysOnTokens))
+	}
 	field("integrity", e.Integrity)
 	rs := r.ResolvedSource
 	switch {

@@ -21,13 +21,22 @@ import (
 type validateResult struct {
 	Path        string              `json:"path"`
 	OK          bool                `json:"ok"`
+	Profile     string              `json:"profile,omitempty"`
 	Errors      int                 `json:"errors"`
 	Warnings    int                 `json:"warnings"`
 	Diagnostics []plugin.Diagnostic `json:"diagnostics"`
+	// Provides is what a plugin directory adds to a session (absent for a
+	// marketplace or a manifest file).
+	Provides *plugin.Provides `json:"provides,omitempty"`
+}
+
+type validateOptions struct {
+	strict, verbose bool
+	profile         string
 }
 
 func newValidateCmd(a *app) *cobra.Command {
-	var strict, verbose bool
+	var o validateOptions
 	cmd := &cobra.Command{
 		Use:   "validate <path>",
 		Short: "Check a marketplace or plugin directory, or a manifest file",
@@ -36,48 +45,28 @@ func newValidateCmd(a *app) *cobra.Command {
 			"and everything `wharf install` would refuse (a symlink that is absolute or leaves the plugin, a tree over the install size limit, " +
 			"a dependency the marketplace does not list, a cycle), so CI can gate on it. " +
 			"MCP and LSP servers that cannot be used are warnings: the rest of the plugin still loads. " +
+			"For a plugin directory it also lists what the plugin provides (hooks with event, type and command; servers; components), " +
+			"the hosts it names (declared in plugin.json's network.hosts or not) and the parts whose hosts cannot be read, " +
+			"and runs the plugin directory's checks (README of 40 words, LICENSE or license, icon of 512-2048 px): warnings, " +
+			"errors with --profile directory. " +
 			"Exits 1 when there are errors (with --strict, warnings count as errors).",
 		Args: exactArgs(1, "one <path>"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			diags, verr := plugin.ValidateWith(args[0], plugin.ValidateOptions{Strict: strict, Verbose: verbose})
-			if verr != nil && len(diags) == 0 {
+			res, verr := validatePath(cmd.Context(), args[0], o)
+			if res == nil {
 				return verr // the path could not be read at all
 			}
-			extra := installChecks(cmd.Context(), args[0])
-			extra = append(extra, reservedNameCheck(args[0])...)
-			if strict {
-				for i := range extra {
-					if extra[i].Severity == plugin.SeverityWarning {
-						extra[i].Severity = plugin.SeverityError
-						extra[i].Message += " (strict)"
-					}
-				}
-			}
-			diags = append(diags, extra...)
-			res := validateResult{Path: args[0], Diagnostics: diags}
-			if res.Diagnostics == nil {
-				res.Diagnostics = []plugin.Diagnostic{}
-			}
-			for _, d := range diags {
-				if d.Severity == plugin.SeverityError {
-					res.Errors++
-				} else {
-					res.Warnings++
-				}
-			}
-			if verr == nil && res.Errors > 0 {
-				verr = &plugin.Error{Layer: plugin.LayerMaterialization, Type: plugin.TypeManifestInvalid, Object: args[0],
-					Err: fmt.Errorf("%d problem(s); first: %s", res.Errors, firstErrorDiag(diags)), Hint: "fix the listed problems and run wharf validate again"}
-			}
-			res.OK = verr == nil
 			if a.cfg.JSON {
 				if err := a.printJSON(res); err != nil {
 					return err
 				}
 				return verr
 			}
-			for _, d := range diags {
+			for _, d := range res.Diagnostics {
 				a.printf("%s\n", d)
+			}
+			if res.Provides != nil {
+				printProvides(a, res.Provides)
 			}
 			if verr == nil {
 				printValidateSummary(a, args[0])
@@ -86,9 +75,122 @@ func newValidateCmd(a *app) *cobra.Command {
 			return verr
 		},
 	}
-	cmd.Flags().BoolVar(&strict, "strict", false, "treat warnings (unknown keys, missing metadata) as errors")
-	cmd.Flags().BoolVar(&verbose, "verbose", false, "also warn about what rarely helps (no version on an entry fetched from elsewhere)")
+	cmd.Flags().BoolVar(&o.strict, "strict", false, "treat warnings (unknown keys, missing metadata) as errors")
+	cmd.Flags().BoolVar(&o.verbose, "verbose", false, "also warn about what rarely helps (no version on an entry fetched from elsewhere)")
+	cmd.Flags().StringVar(&o.profile, "profile", "", `also fail on what the plugin directory refuses a submission for (no README of 40 words, no license): "directory"`)
 	return cmd
+}
+
+// validatePath is `wharf validate`: the result, and the error to exit
+// with. A nil result means the path could not be read at all.
+func validatePath(ctx context.Context, path string, o validateOptions) (*validateResult, error) {
+	rep, verr := plugin.ValidateReport(path, plugin.ValidateOptions{Strict: o.strict, Verbose: o.verbose, Profile: o.profile})
+	if rep == nil || verr != nil && len(rep.Diagnostics) == 0 {
+		return nil, verr
+	}
+	diags := rep.Diagnostics
+	extra := installChecks(ctx, path)
+	extra = append(extra, reservedNameCheck(path)...)
+	if o.strict {
+		for i := range extra {
+			if extra[i].Severity == plugin.SeverityWarning {
+				extra[i].Severity = plugin.SeverityError
+				extra[i].Message += " (strict)"
+			}
+		}
+	}
+	diags = append(diags, extra...)
+	res := &validateResult{Path: path, Profile: o.profile, Diagnostics: diags, Provides: rep.Provides}
+	if res.Diagnostics == nil {
+		res.Diagnostics = []plugin.Diagnostic{}
+	}
+	for _, d := range diags {
+		if d.Severity == plugin.SeverityError {
+			res.Errors++
+		} else {
+			res.Warnings++
+		}
+	}
+	if verr == nil && res.Errors > 0 {
+		verr = &plugin.Error{Layer: plugin.LayerMaterialization, Type: plugin.TypeManifestInvalid, Object: path,
+			Err: fmt.Errorf("%d problem(s); first: %s", res.Errors, firstErrorDiag(diags)), Hint: "fix the listed problems and run wharf validate again"}
+	}
+	res.OK = verr == nil
+	return res, verr
+}
+
+func nonEmpty(s ...string) []string {
+	out := s[:0]
+	for _, x := range s {
+		if x != "" {
+			out = append(out, x)
+		}
+	}
+	return out
+}
+
+// printProvides lists what a plugin provides and the hosts it names.
+func printProvides(a *app, p *plugin.Provides) {
+	var lines []string
+	for _, h := range p.Hooks {
+		what := h.Command
+		switch {
+		case h.Prompt != "":
+			what = h.Prompt
+		case h.URL != "":
+			what = h.URL
+		}
+		lines = append(lines, strings.Join(nonEmpty("hook", h.Event, h.Matcher, h.Type, fmt.Sprintf("%q", what)), " "))
+	}
+	for _, s := range p.MCPServers {
+		lines = append(lines, strings.Join(nonEmpty(append([]string{"mcp-server", s.Name, s.Type, s.Target}, s.Args...)...), " "))
+	}
+	for _, s := range p.LSPServers {
+		lines = append(lines, strings.Join(nonEmpty(append([]string{"lsp-server", s.Name, s.Target}, s.Args...)...), " "))
+	}
+	for _, set := range []struct {
+		kind  string
+		names []string
+	}{{"skill", p.Skills}, {"command", p.Commands}, {"agent", p.Agents}, {"output-style", p.OutputStyles}} {
+		for _, n := range set.names {
+			lines = append(lines, set.kind+" "+n)
+		}
+	}
+	if len(lines) == 0 {
+		return
+	}
+	a.printf("provides:\n")
+	for _, l := range lines {
+		a.printf("  %s\n", l)
+	}
+	var hosts []string
+	for _, h := range p.Hosts.Named {
+		if h.Declared {
+			hosts = append(hosts, h.Host+" (declared)")
+		} else {
+			hosts = append(hosts, h.Host+" (not declared)")
+		}
+	}
+	if len(hosts) > 0 {
+		a.printf("hosts: %s\n", strings.Join(hosts, ", "))
+	} else if p.Hosts.Declared != nil {
+		a.printf("hosts: none declared\n")
+	}
+	if len(p.Hosts.Unread) > 0 {
+		count := map[string]int{}
+		var kinds []string
+		for _, u := range p.Hosts.Unread {
+			if count[u.Kind] == 0 {
+				kinds = append(kinds, u.Kind)
+			}
+			count[u.Kind]++
+		}
+		var parts []string
+		for _, k := range kinds {
+			parts = append(parts, fmt.Sprintf("%s (%d)", k, count[k]))
+		}
+		a.printf("hosts not read for: %s (they run processes)\n", strings.Join(parts, ", "))
+	}
 }
 
 func firstErrorDiag(diags []plugin.Diagnostic) string {
@@ -172,9 +274,11 @@ func copyChecks(ctx context.Context, f *source.Fetcher, path string, targets []c
 	return out
 }
 
-// reservedNameCheck warns when a marketplace takes a name Claude Code
-// reserves for Anthropic's official marketplaces: adding it fails unless it
-// comes from the anthropics GitHub organization.
+// reservedNameCheck reports a marketplace name Claude Code keeps for
+// Anthropic: a name that reads as an official marketplace is an error (its
+// validator refuses it); a reserved name, or the name of a plugin source
+// that is not a marketplace, is a warning (adding it fails unless it comes
+// from the anthropics GitHub organization; a special name fails always).
 func reservedNameCheck(path string) []plugin.Diagnostic {
 	file := path
 	if fi, err := os.Stat(path); err == nil && fi.IsDir() {
@@ -184,12 +288,22 @@ func reservedNameCheck(path string) []plugin.Diagnostic {
 		return nil
 	}
 	m, _, err := plugin.ReadMarketplaceFile(file)
-	if err != nil || !marketplace.IsReservedName(m.Name) {
+	switch {
+	case err != nil:
 		return nil
+	case marketplace.Imitates(m.Name):
+		return []plugin.Diagnostic{{File: file, Field: "name", Severity: plugin.SeverityError,
+			Message: fmt.Sprintf("marketplace name %q reads as an official Anthropic marketplace; Claude Code refuses it and wharf adds it only from github.com/%s/: choose another name",
+				m.Name, marketplace.OfficialOrg)}}
+	case marketplace.IsSpecialName(m.Name):
+		return []plugin.Diagnostic{{File: file, Field: "name", Severity: plugin.SeverityError,
+			Message: fmt.Sprintf("marketplace name %q names plugins that do not come from a marketplace; no marketplace can be added under it: choose another name", m.Name)}}
+	case marketplace.IsReservedName(m.Name):
+		return []plugin.Diagnostic{{File: file, Field: "name", Severity: plugin.SeverityWarning,
+			Message: fmt.Sprintf("marketplace name %q is reserved for official Anthropic marketplaces: only github.com/%s/ repositories can be added under it; others must be added with --name",
+				m.Name, marketplace.OfficialOrg)}}
 	}
-	return []plugin.Diagnostic{{File: file, Field: "name", Severity: plugin.SeverityWarning,
-		Message: fmt.Sprintf("marketplace name %q is reserved for official Anthropic marketplaces: only github.com/%s/ repositories can be added under it; others must be added with --name",
-			m.Name, marketplace.OfficialOrg)}}
+	return nil
 }
 
 func fileExists(p string) bool {

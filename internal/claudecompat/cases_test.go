@@ -15,7 +15,7 @@ import (
 // caseWant is what wharf loads from one minimal case: the components by
 // "kind name", the failed components by "kind name", the version, or the
 // error it refuses the plugin with. The comments say what Claude Code
-// 2.1.332 does (TestConformance checks it against the real CLI).
+// 2.1.332 does (TestClaudeConformanceLoad checks it against the real CLI).
 type caseWant struct {
 	comps   []string
 	failed  []string

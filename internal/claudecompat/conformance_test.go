@@ -25,21 +25,21 @@ var deliberate = map[string]string{
 	"pptx-deck-creation@rw4": "an agents path that is a directory: wharf loads the agents in it, claude refuses the plugin (docs/claude-compat.md)",
 }
 
-// TestConformance installs every plugin of the minimal cases in
+// TestClaudeConformanceLoad installs every plugin of the minimal cases in
 // testdata/cases (a git checkout, as many directory marketplaces are) with
 // the real claude CLI and with wharf, and compares what each loads: whether
 // it loads, its version, and its commands, skills, agents, hook events, MCP
 // and LSP servers by name.
-func TestConformance(t *testing.T) {
+func TestClaudeConformanceLoad(t *testing.T) {
 	claude := findClaude(t)
 	claudetest.Lock(t, false)
 	conform(t, claude, []market{copyMarket(t, filepath.Join("testdata", "cases"), "compat-cases", true)})
 }
 
-// TestConformanceRealWorld does the same for every plugin with a relative
+// TestClaudeConformanceLoadRealWorld does the same for every plugin with a relative
 // source of the real-world marketplaces beside the repository (the others
 // need the network), each copied under a neutral name.
-func TestConformanceRealWorld(t *testing.T) {
+func TestClaudeConformanceLoadRealWorld(t *testing.T) {
 	claude := findClaude(t)
 	rw := sharedtest.RealWorldDir(t, 2)
 	claudetest.Lock(t, false)
