@@ -176,8 +176,26 @@ func (g *schemaGen) inline(t reflect.Type) map[string]any {
 }
 
 func (g *schemaGen) fields(t reflect.Type, props map[string]any, required *[]any) {
+	g.fieldsHiding(t, props, required, nil)
+}
+
+// fieldsHiding lists t's fields as encoding/json does, leaving out those an
+// outer struct's field of the same Go name hides (hidden).
+func (g *schemaGen) fieldsHiding(t reflect.Type, props map[string]any, required *[]any, hidden map[string]bool) {
+	outer := map[string]bool{}
+	for name := range hidden {
+		outer[name] = true
+	}
+	for i := 0; i < t.NumField(); i++ {
+		if f := t.Field(i); !f.Anonymous {
+			outer[f.Name] = true
+		}
+	}
 	for i := 0; i < t.NumField(); i++ {
 		f := t.Field(i)
+		if hidden[f.Name] {
+			continue
+		}
 		tag := f.Tag.Get("json")
 		if tag == "-" {
 			continue
@@ -189,7 +207,7 @@ func (g *schemaGen) fields(t reflect.Type, props map[string]any, required *[]any
 				ft = ft.Elem()
 			}
 			if ft.Kind() == reflect.Struct {
-				g.fields(ft, props, required)
+				g.fieldsHiding(ft, props, required, outer)
 				continue
 			}
 		}

@@ -80,7 +80,13 @@ func TestFleetInventoryAndRevocationEndToEnd(t *testing.T) {
 		var tok struct {
 			Token string `json:"token"`
 		}
-		srv.call("POST", "/v1/tokens", "", map[string]string{"role": "agent"}, http.StatusCreated, &tok)
+		// The last client also reports a Claude Code home below, which the
+		// inventory counts as a machine of its own: its token is for two.
+		req := map[string]any{"role": "agent"}
+		if i == len(installs)-1 {
+			req["maxMachines"] = 2
+		}
+		srv.call("POST", "/v1/tokens", "", req, http.StatusCreated, &tok)
 		c := newPolicyClient(t, tok.Token)
 		c.env = append(c.env, "WHARF_POLICY_URL="+srv.hs.URL)
 		if code, out, stderr := c.run("marketplace", "add", corp); code != 0 {
