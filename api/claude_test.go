@@ -3,6 +3,7 @@ package api
 import (
 	"context"
 	"encoding/json"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -205,7 +206,32 @@ func TestClaudeUsesChannel(t *testing.T) {
 	if !strings.Contains(strings.ToLower(out), "polic") && !strings.Contains(strings.ToLower(out), "managed") && !strings.Contains(strings.ToLower(out), "allow") {
 		t.Fatalf("refusal does not name the policy: %s", out)
 	}
-	// The channel itself, added with a token, is still allowed.
+	// The channel itself is still allowed, added by the URL the managed
+	// settings name: Claude Code compares the URL as written, so a token in
+	// it would not match. The token comes from git's credential helper.
 	c2 := &claudeRunner{t: t, bin: bin, home: t.TempDir(), cwd: t.TempDir()}
-	c2.must("plugin", "marketplace", "add", e.channelURL("approved", dev))
+	if out, err := c2.run("plugin", "marketplace", "add", e.channelURL("approved", dev)); err == nil {
+		t.Fatalf("claude added the channel by a URL with a token in it, which the managed settings do not name: %s", out)
+	}
+	writeGitCredentials(t, c2.home, e.channelURL("approved", dev))
+	c2.must("plugin", "marketplace", "add", e.channelURL("approved", ""))
+	c2.must("plugin", "install", "risky@approved")
+}
+
+// writeGitCredentials gives git in home the credentials of tokenURL (a
+// channel URL with its token) through git's store helper, so that the
+// channel is added by its URL without one.
+func writeGitCredentials(t *testing.T, home, tokenURL string) {
+	t.Helper()
+	u, err := url.Parse(tokenURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cred := u.Scheme + "://" + u.User.String() + "@" + u.Host + "\n"
+	if err := os.WriteFile(filepath.Join(home, ".git-credentials"), []byte(cred), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(home, ".gitconfig"), []byte("[credential]\n\thelper = store\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 }
