@@ -1,10 +1,6 @@
 package api
 
 import (
-	"crypto/rand"
-	"crypto/sha256"
-	"encoding/base64"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -42,18 +38,9 @@ type sessionRecord struct {
 	Expires time.Time `json:"expires"`
 }
 
-func sessionKey(id string) string {
-	sum := sha256.Sum256([]byte(id))
-	return hex.EncodeToString(sum[:])
-}
+func sessionKey(id string) string { return hashSecret(id) }
 
-func newSessionID() (string, error) {
-	var b [32]byte
-	if _, err := rand.Read(b[:]); err != nil {
-		return "", err
-	}
-	return sessionIDPrefix + base64.RawURLEncoding.EncodeToString(b[:]), nil
-}
+func newSessionID() (string, error) { return randomSecret(sessionIDPrefix) }
 
 // startSession stores a new session for tok and returns its id. In the
 // same transaction it drops expired sessions, and the oldest of tok's when

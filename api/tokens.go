@@ -118,12 +118,16 @@ func hashSecret(secret string) string {
 	return hex.EncodeToString(sum[:])
 }
 
-func newSecret() (string, error) {
+func newSecret() (string, error) { return randomSecret("wharf_") }
+
+// randomSecret is prefix and 256 random bits: a token's secret, a console
+// session's id. The store keeps only its hash (hashSecret).
+func randomSecret(prefix string) (string, error) {
 	var b [32]byte
 	if _, err := rand.Read(b[:]); err != nil {
 		return "", err
 	}
-	return "wharf_" + base64.RawURLEncoding.EncodeToString(b[:]), nil
+	return prefix + base64.RawURLEncoding.EncodeToString(b[:]), nil
 }
 
 func newTokenID() (string, error) {
