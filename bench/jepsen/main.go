@@ -36,6 +36,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/anishathalye/porcupine"
 )
 
 func main() {
@@ -223,6 +225,16 @@ func run() (bool, error) {
 	}
 	problems := checkState(w, ops)
 	nlin, lin := checkLinearizable(ops, t0)
+	type setVerdict struct {
+		k        setKinds
+		n, reads int
+		res      porcupine.CheckResult
+	}
+	var sets []setVerdict
+	for _, k := range []setKinds{tokenSet, revocationSet} {
+		n, reads, res := checkSet(ops, t0, k)
+		sets = append(sets, setVerdict{k, n, reads, res})
+	}
 
 	counts := map[string]int{}
 	var policyLat, tokenLat []time.Duration
@@ -259,8 +271,9 @@ func run() (bool, error) {
 			pass = false
 		}
 	}
-	fmt.Printf("# acknowledged: %d layer writes, %d layer reads, %d tokens created, %d deleted, %d revocations, %d reports\n",
-		counts["layer-cas"], counts["layer-read"], counts["token-create"], counts["token-delete"], counts["revoke"], counts["report"])
+	fmt.Printf("# acknowledged: %d layer writes, %d layer reads, %d tokens created, %d deleted, %d token lists, %d revocations, %d lifted, %d revocation lists, %d reports\n",
+		counts["layer-cas"], counts["layer-read"], counts["token-create"], counts["token-delete"], counts["token-list"],
+		counts["revoke"], counts["lift"], counts["revocation-list"], counts["report"])
 	fmt.Printf("# latency (acknowledged, whole run): policy write p50 %s p99 %s; token create p50 %s p99 %s\n",
 		percentile(policyLat, .5).Round(time.Millisecond), percentile(policyLat, .99).Round(time.Millisecond),
 		percentile(tokenLat, .5).Round(time.Millisecond), percentile(tokenLat, .99).Round(time.Millisecond))
@@ -268,8 +281,14 @@ func run() (bool, error) {
 		fmt.Printf("# %s store: %s\n", r.name, storeMetrics(r, admin))
 	}
 	fmt.Printf("check linearizable layers (porcupine, %d ops): %s\n", nlin, lin)
-	if lin == "Illegal" {
+	if lin == porcupine.Illegal {
 		pass = false
+	}
+	for _, v := range sets {
+		fmt.Printf("check linearizable %s (porcupine, per id, %d ops of which %d list observations): %s\n", v.k.name, v.n, v.reads, v.res)
+		if v.res == porcupine.Illegal {
+			pass = false
+		}
 	}
 	w.bundleMu.Lock()
 	fmt.Printf("check bundle revisions never go back (%d bundles read): %d violations\n", w.bundleReads, len(w.bundleBack))
