@@ -3,15 +3,17 @@
 // Command jepsen is wharf's fault test: it starts a 3-member etcd cluster
 // (each member its own process, behind TCP proxies that can cut it off)
 // and 3 wharf-server replicas over it on 127.0.0.1, drives a workload of
-// policy layer writes with If-Match, layer reads, token creations and
-// deletions, revocations and inventory reports through the replicas in
-// turn, and injects one fault after another: kill a follower, kill the
+// policy layer writes with If-Match, layer reads, token creations,
+// deletions and lists, revocations, lifts and lists, and inventory
+// reports through the replicas in turn, and injects one fault after
+// another: kill a follower, kill the
 // leader, pause (SIGSTOP) a follower, pause the leader, cut the leader off
 // from everything, kill a replica. Meanwhile it measures how long a
 // replica goes on accepting a deleted token and answering 304 to an old
 // bundle ETag. At the end it checks the history: no acknowledged write
 // lost, each layer's history one gap-free sequence, the layers
-// linearizable as compare-and-set registers (porcupine), bundle revisions
+// linearizable as compare-and-set registers and the token and revocation
+// sets as sets observed by their lists (porcupine), bundle revisions
 // never going back for a sticky and a round-robin poller, the audit log
 // gap-free and identical on every replica.
 //
