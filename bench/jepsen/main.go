@@ -25,6 +25,7 @@ package main
 
 import (
 	"encoding/hex"
+	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
@@ -138,6 +139,22 @@ func run() (bool, error) {
 			return false, fmt.Errorf("create layer %s: %w", l, err)
 		}
 	}
+
+	// Reports go out with a token whose quota holds every machine the run
+	// reports (the admin's default quota is a person's few machines).
+	res, _, err := until(func() result {
+		return w.replicas[0].do("POST", "/v1/tokens", admin, map[string]any{"role": "agent", "note": "fault test reporter", "maxMachines": 1_000_000})
+	})
+	if err != nil {
+		return false, fmt.Errorf("create the reporter token: %w", err)
+	}
+	var rt struct {
+		Secret string `json:"token"`
+	}
+	if err := json.Unmarshal(res.body, &rt); err != nil || rt.Secret == "" {
+		return false, fmt.Errorf("create the reporter token: unreadable answer %q", res.body)
+	}
+	w.reporter = rt.Secret
 
 	t0 := time.Now()
 	for i := range *clients {

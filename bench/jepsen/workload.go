@@ -64,6 +64,7 @@ func (h *history) snapshot() []op {
 type workload struct {
 	replicas []*replica
 	admin    string
+	reporter string // an agent token for the inventory reports
 	layers   []string
 	hist     history
 	next     atomic.Uint64
@@ -231,7 +232,7 @@ func (w *workload) client(id int) {
 				"plugins": []map[string]any{{"id": "app-deploy@corp", "version": "1.0.0", "digest": "w1:AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=", "scope": "user", "install": "user", "enabled": true, "state": "active"}},
 				"created": time.Now().UTC(),
 			}
-			res = r.do("PUT", "/v1/inventory/machines/"+machine, w.admin, rep)
+			res = r.do("PUT", "/v1/inventory/machines/"+machine, w.reporter, rep)
 			o.kind, o.key, o.ret = "report", machine, time.Now()
 			o.outcome, o.status = status(res)
 			w.hist.add(o)
