@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"math"
 	"net/http"
-	"sort"
 	"time"
 
 	"github.com/anishathalye/porcupine"
@@ -29,24 +28,8 @@ type casOutput struct {
 }
 
 var layerModel = porcupine.Model{
-	Partition: func(h []porcupine.Operation) [][]porcupine.Operation {
-		by := map[string][]porcupine.Operation{}
-		var keys []string
-		for _, o := range h {
-			k := o.Metadata.(string)
-			if by[k] == nil {
-				keys = append(keys, k)
-			}
-			by[k] = append(by[k], o)
-		}
-		sort.Strings(keys)
-		var out [][]porcupine.Operation
-		for _, k := range keys {
-			out = append(out, by[k])
-		}
-		return out
-	},
-	Init: func() any { return uint64(1) }, // created before the run
+	Partition: byKey,
+	Init:      func() any { return uint64(1) }, // created before the run
 	Step: func(state, input, output any) (bool, any) {
 		v, in, out := state.(uint64), input.(casInput), output.(casOutput)
 		switch {
@@ -184,10 +167,13 @@ func checkState(w *workload, ops []op) []string {
 	for _, t := range toks {
 		live[t.ID] = true
 	}
-	deleted := map[string]bool{}
+	deleted, lifted := map[string]bool{}, map[string]bool{}
 	for _, o := range ops {
 		if o.kind == "token-delete" && (o.outcome == ok || o.status == http.StatusNotFound) {
 			deleted[o.key] = true
+		}
+		if o.kind == "lift" && (o.outcome == ok || o.status == http.StatusNotFound) {
+			lifted[o.key] = true
 		}
 	}
 	for _, o := range ops {
@@ -217,8 +203,12 @@ func checkState(w *workload, ops []op) []string {
 		}
 		switch o.kind {
 		case "revoke":
-			if !revoked[o.key] {
+			if !lifted[o.key] && !revoked[o.key] {
 				bad("lost write: revocation %s acknowledged by %s is not listed", o.key, o.replica)
+			}
+		case "lift":
+			if revoked[o.key] {
+				bad("lost write: revocation %s lifted (acknowledged by %s) is still listed", o.key, o.replica)
 			}
 		case "report":
 			if reports++; reports%10 == 0 { // a sample: each is a request

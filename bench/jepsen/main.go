@@ -3,15 +3,17 @@
 // Command jepsen is wharf's fault test: it starts a 3-member etcd cluster
 // (each member its own process, behind TCP proxies that can cut it off)
 // and 3 wharf-server replicas over it on 127.0.0.1, drives a workload of
-// policy layer writes with If-Match, layer reads, token creations and
-// deletions, revocations and inventory reports through the replicas in
-// turn, and injects one fault after another: kill a follower, kill the
+// policy layer writes with If-Match, layer reads, token creations,
+// deletions and lists, revocations, lifts and lists, and inventory
+// reports through the replicas in turn, and injects one fault after
+// another: kill a follower, kill the
 // leader, pause (SIGSTOP) a follower, pause the leader, cut the leader off
 // from everything, kill a replica. Meanwhile it measures how long a
 // replica goes on accepting a deleted token and answering 304 to an old
 // bundle ETag. At the end it checks the history: no acknowledged write
 // lost, each layer's history one gap-free sequence, the layers
-// linearizable as compare-and-set registers (porcupine), bundle revisions
+// linearizable as compare-and-set registers and the token and revocation
+// sets as sets observed by their lists (porcupine), bundle revisions
 // never going back for a sticky and a round-robin poller, the audit log
 // gap-free and identical on every replica.
 //
@@ -23,6 +25,7 @@ package main
 
 import (
 	"encoding/hex"
+	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
@@ -36,6 +39,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/anishathalye/porcupine"
 )
 
 func main() {
@@ -135,6 +140,22 @@ func run() (bool, error) {
 		}
 	}
 
+	// Reports go out with a token whose quota holds every machine the run
+	// reports (the admin's default quota is a person's few machines).
+	res, _, err := until(func() result {
+		return w.replicas[0].do("POST", "/v1/tokens", admin, map[string]any{"role": "agent", "note": "fault test reporter", "maxMachines": 1_000_000})
+	})
+	if err != nil {
+		return false, fmt.Errorf("create the reporter token: %w", err)
+	}
+	var rt struct {
+		Secret string `json:"token"`
+	}
+	if err := json.Unmarshal(res.body, &rt); err != nil || rt.Secret == "" {
+		return false, fmt.Errorf("create the reporter token: unreadable answer %q", res.body)
+	}
+	w.reporter = rt.Secret
+
 	t0 := time.Now()
 	for i := range *clients {
 		w.wg.Add(1)
@@ -223,6 +244,16 @@ func run() (bool, error) {
 	}
 	problems := checkState(w, ops)
 	nlin, lin := checkLinearizable(ops, t0)
+	type setVerdict struct {
+		k        setKinds
+		n, reads int
+		res      porcupine.CheckResult
+	}
+	var sets []setVerdict
+	for _, k := range []setKinds{tokenSet, revocationSet} {
+		n, reads, res := checkSet(ops, t0, k)
+		sets = append(sets, setVerdict{k, n, reads, res})
+	}
 
 	counts := map[string]int{}
 	var policyLat, tokenLat []time.Duration
@@ -259,8 +290,9 @@ func run() (bool, error) {
 			pass = false
 		}
 	}
-	fmt.Printf("# acknowledged: %d layer writes, %d layer reads, %d tokens created, %d deleted, %d revocations, %d reports\n",
-		counts["layer-cas"], counts["layer-read"], counts["token-create"], counts["token-delete"], counts["revoke"], counts["report"])
+	fmt.Printf("# acknowledged: %d layer writes, %d layer reads, %d tokens created, %d deleted, %d token lists, %d revocations, %d lifted, %d revocation lists, %d reports\n",
+		counts["layer-cas"], counts["layer-read"], counts["token-create"], counts["token-delete"], counts["token-list"],
+		counts["revoke"], counts["lift"], counts["revocation-list"], counts["report"])
 	fmt.Printf("# latency (acknowledged, whole run): policy write p50 %s p99 %s; token create p50 %s p99 %s\n",
 		percentile(policyLat, .5).Round(time.Millisecond), percentile(policyLat, .99).Round(time.Millisecond),
 		percentile(tokenLat, .5).Round(time.Millisecond), percentile(tokenLat, .99).Round(time.Millisecond))
@@ -268,8 +300,14 @@ func run() (bool, error) {
 		fmt.Printf("# %s store: %s\n", r.name, storeMetrics(r, admin))
 	}
 	fmt.Printf("check linearizable layers (porcupine, %d ops): %s\n", nlin, lin)
-	if lin == "Illegal" {
+	if lin == porcupine.Illegal {
 		pass = false
+	}
+	for _, v := range sets {
+		fmt.Printf("check linearizable %s (porcupine, per id, %d ops of which %d list observations): %s\n", v.k.name, v.n, v.reads, v.res)
+		if v.res == porcupine.Illegal {
+			pass = false
+		}
 	}
 	w.bundleMu.Lock()
 	fmt.Printf("check bundle revisions never go back (%d bundles read): %d violations\n", w.bundleReads, len(w.bundleBack))

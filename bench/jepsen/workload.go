@@ -27,17 +27,21 @@ const (
 // op is one operation of the history.
 type op struct {
 	client    int
-	kind      string // layer-read, layer-cas, token-create, token-delete, revoke, report
-	key       string // layer, token id, revocation id, machine id
-	from      uint64 // layer-cas: the If-Match version
-	value     uint64 // layer-read: version read; layer-cas: new version (ok) or current (refused)
+	kind      string          // layer-read, layer-cas, token-create, token-delete, token-list, revoke, lift, revocation-list, report
+	key       string          // layer, token id, revocation id, machine id
+	ids       map[string]bool // token-list, revocation-list: the ids listed
+	complete  bool            // token-list, revocation-list: the list had one page (absence observed too)
+	from      uint64          // layer-cas: the If-Match version
+	value     uint64          // layer-read: version read; layer-cas: new version (ok) or current (refused)
 	outcome   outcome
 	status    int
 	call, ret time.Time
 	replica   string
 }
 
-func (o op) write() bool { return o.kind != "layer-read" }
+func (o op) write() bool {
+	return o.kind != "layer-read" && o.kind != "token-list" && o.kind != "revocation-list"
+}
 
 type history struct {
 	mu  sync.Mutex
@@ -60,6 +64,7 @@ func (h *history) snapshot() []op {
 type workload struct {
 	replicas []*replica
 	admin    string
+	reporter string // an agent token for the inventory reports
 	layers   []string
 	hist     history
 	next     atomic.Uint64
@@ -95,6 +100,7 @@ func etagVersion(res result) uint64 {
 func (w *workload) client(id int) {
 	defer w.wg.Done()
 	var tokens []string // created by this client, not deleted
+	var revs []string   // revoked by this client, not lifted
 	for i := 0; ; i++ {
 		select {
 		case <-w.stop:
@@ -156,6 +162,15 @@ func (w *workload) client(id int) {
 				tokens = tokens[1:] // deleted (404: by an earlier try whose answer was lost)
 			}
 			w.hist.add(o)
+		case k == 6 && i%20 == 16 && len(revs) > 0: // lift the oldest own revocation
+			id := revs[0]
+			res = r.do("DELETE", "/v1/revocations/"+id, w.admin, nil)
+			o.kind, o.key, o.ret = "lift", id, time.Now()
+			o.outcome, o.status = status(res)
+			if o.outcome == ok || res.status == http.StatusNotFound {
+				revs = revs[1:] // lifted (404: by an earlier try whose answer was lost)
+			}
+			w.hist.add(o)
 		case k == 6:
 			body := map[string]string{"plugin": fmt.Sprintf("p%d-%d@corp", id, i), "version": "1.0.0", "reason": "fault test"}
 			res = r.do("POST", "/v1/revocations", w.admin, body)
@@ -167,6 +182,46 @@ func (w *workload) client(id int) {
 				}
 				json.Unmarshal(res.body, &rv)
 				o.key = rv.Revocation.ID
+				revs = append(revs, rv.Revocation.ID)
+			}
+			w.hist.add(o)
+		case k == 7: // list the tokens: observes which exist
+			res = r.do("GET", "/v1/tokens", w.admin, nil)
+			o.kind, o.ret = "token-list", time.Now()
+			o.outcome, o.status = status(res)
+			if o.outcome == ok {
+				var toks []struct {
+					ID string `json:"id"`
+				}
+				if err := json.Unmarshal(res.body, &toks); err != nil {
+					o.outcome = unknown // unreadable: observes nothing
+				}
+				o.ids = map[string]bool{}
+				for _, t := range toks {
+					o.ids[t.ID] = true
+				}
+				o.complete = res.header.Get("Link") == ""
+			}
+			w.hist.add(o)
+		case k == 8: // list the revocations: observes which are active
+			res = r.do("GET", "/v1/revocations", w.admin, nil)
+			o.kind, o.ret = "revocation-list", time.Now()
+			o.outcome, o.status = status(res)
+			if o.outcome == ok {
+				var list struct {
+					Revocations []struct {
+						ID string `json:"id"`
+					} `json:"revocations"`
+					Next string `json:"next"`
+				}
+				if err := json.Unmarshal(res.body, &list); err != nil {
+					o.outcome = unknown
+				}
+				o.ids = map[string]bool{}
+				for _, rv := range list.Revocations {
+					o.ids[rv.ID] = true
+				}
+				o.complete = list.Next == ""
 			}
 			w.hist.add(o)
 		default: // an inventory report
@@ -177,7 +232,7 @@ func (w *workload) client(id int) {
 				"plugins": []map[string]any{{"id": "app-deploy@corp", "version": "1.0.0", "digest": "w1:AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=", "scope": "user", "install": "user", "enabled": true, "state": "active"}},
 				"created": time.Now().UTC(),
 			}
-			res = r.do("PUT", "/v1/inventory/machines/"+machine, w.admin, rep)
+			res = r.do("PUT", "/v1/inventory/machines/"+machine, w.reporter, rep)
 			o.kind, o.key, o.ret = "report", machine, time.Now()
 			o.outcome, o.status = status(res)
 			w.hist.add(o)
