@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"sort"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -239,4 +240,23 @@ func ReplaceFile(path, fresh, aside string, timeout time.Duration) error {
 		return fmt.Errorf("store: put the rebuilt state in place of %s: %w", path, err)
 	}
 	return atomicfile.SyncDir(filepath.Dir(path))
+}
+
+// LostLines are the buckets of a Salvaged.Lost map as a report prints
+// them, sorted: "name: why", the whole file as "every bucket".
+func LostLines(lost map[string]string) []string {
+	names := make([]string, 0, len(lost))
+	for b := range lost {
+		names = append(names, b)
+	}
+	sort.Strings(names)
+	lines := make([]string, len(names))
+	for i, b := range names {
+		name := b
+		if name == "" {
+			name = "every bucket"
+		}
+		lines[i] = name + ": " + lost[b]
+	}
+	return lines
 }

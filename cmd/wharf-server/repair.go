@@ -234,17 +234,8 @@ func (a *app) printStoreReport(rep *storeReport) error {
 	for _, p := range rep.Problems {
 		a.printf("  problem: %s\n", p)
 	}
-	lost := make([]string, 0, len(rep.Lost))
-	for b := range rep.Lost {
-		lost = append(lost, b)
-	}
-	sort.Strings(lost)
-	for _, b := range lost {
-		name := b
-		if name == "" {
-			name = "every bucket"
-		}
-		a.printf("  unreadable: %s (%s)\n", name, rep.Lost[b])
+	for _, l := range store.LostLines(rep.Lost) {
+		a.printf("  unreadable: %s\n", l)
 	}
 	keys := 0
 	for _, n := range rep.Buckets {

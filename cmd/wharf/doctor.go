@@ -316,17 +316,8 @@ func (a *app) printDoctor(rep *doctorReport) {
 	for _, p := range rep.Problems {
 		a.printf("  check: %s\n", p)
 	}
-	keys := make([]string, 0, len(rep.Lost))
-	for k := range rep.Lost {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
-		name := k
-		if name == "" {
-			name = "(every bucket)"
-		}
-		a.printf("  unreadable: %s: %s\n", name, rep.Lost[k])
+	for _, l := range store.LostLines(rep.Lost) {
+		a.printf("  unreadable: %s\n", l)
 	}
 	for _, b := range rep.Broken {
 		a.printf("  damaged record %s: %s\n    try: %s\n", b.Key, b.Error, b.Hint)
