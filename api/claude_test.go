@@ -15,23 +15,6 @@ import (
 	"github.com/wharfhq/wharf/trust"
 )
 
-// findClaude returns the real claude CLI: WHARF_CLAUDE, else claude on
-// PATH. Absent, the test skips, unless WHARF_REQUIRE_CLAUDE=1.
-func findClaude(t *testing.T) string {
-	t.Helper()
-	p := os.Getenv("WHARF_CLAUDE")
-	if p == "" {
-		p, _ = exec.LookPath("claude")
-	}
-	if p == "" {
-		if os.Getenv("WHARF_REQUIRE_CLAUDE") == "1" {
-			t.Fatal("WHARF_REQUIRE_CLAUDE=1 but no claude CLI: set WHARF_CLAUDE or put claude on PATH (.ci/run installs it with npm)")
-		}
-		t.Skip("no claude CLI (set WHARF_CLAUDE, or install @anthropic-ai/claude-code); skipping the real-claude channel test")
-	}
-	return p
-}
-
 type claudeRunner struct {
 	t    *testing.T
 	bin  string
@@ -92,7 +75,7 @@ func (c *claudeRunner) installed() map[string]string {
 // and its dependent leave at the next marketplace update, and (as root in
 // CI) see the channel's managed settings refuse another marketplace.
 func TestClaudeUsesChannel(t *testing.T) {
-	bin := findClaude(t)
+	bin := claudetest.Find(t).Bin
 	// The managed-settings part writes Claude Code's system settings, which
 	// every claude run reads: hold the lock other claude tests share.
 	claudetest.Lock(t, os.Geteuid() == 0 && os.Getenv("CI") == "true")

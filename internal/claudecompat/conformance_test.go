@@ -31,7 +31,7 @@ var deliberate = map[string]string{
 // it loads, its version, and its commands, skills, agents, hook events, MCP
 // and LSP servers by name.
 func TestClaudeConformanceLoad(t *testing.T) {
-	claude := findClaude(t)
+	claude := claudetest.Find(t).Bin
 	claudetest.Lock(t, false)
 	conform(t, claude, []market{copyMarket(t, filepath.Join("testdata", "cases"), "compat-cases", true)})
 }
@@ -40,7 +40,7 @@ func TestClaudeConformanceLoad(t *testing.T) {
 // source of the real-world marketplaces beside the repository (the others
 // need the network), each copied under a neutral name.
 func TestClaudeConformanceLoadRealWorld(t *testing.T) {
-	claude := findClaude(t)
+	claude := claudetest.Find(t).Bin
 	rw := sharedtest.RealWorldDir(t, 2)
 	claudetest.Lock(t, false)
 	dirs, err := os.ReadDir(rw)

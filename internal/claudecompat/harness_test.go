@@ -66,23 +66,6 @@ func diff(claude, wharf loaded) []string {
 	return out
 }
 
-// findClaude returns the real claude CLI: WHARF_CLAUDE, else claude on
-// PATH. Absent, the test skips, unless WHARF_REQUIRE_CLAUDE=1.
-func findClaude(t *testing.T) string {
-	t.Helper()
-	p := os.Getenv("WHARF_CLAUDE")
-	if p == "" {
-		p, _ = exec.LookPath("claude")
-	}
-	if p == "" {
-		if os.Getenv("WHARF_REQUIRE_CLAUDE") == "1" {
-			t.Fatal("WHARF_REQUIRE_CLAUDE=1 but no claude CLI: set WHARF_CLAUDE or put claude on PATH (.ci/run installs it with npm)")
-		}
-		t.Skip("no claude CLI (set WHARF_CLAUDE, or install @anthropic-ai/claude-code); skipping the conformance test")
-	}
-	return p
-}
-
 // isolated reports whether `unshare -rn` can run a command without any
 // network, so claude runs with no route to anywhere.
 func isolated() bool {
