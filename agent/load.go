@@ -76,9 +76,8 @@ type PluginStatus struct {
 	Components int `json:"components"`
 	// Skipped names components of the plugin that were not loaded, and why.
 	Skipped []string `json:"skipped,omitempty"`
-	// AlwaysOnTokens hides load.Row's estimate: a session reads most
-	// plugins from the component index, which does not carry it, so a
-	// session's status never reports it (`wharf list --json` does).
+	// AlwaysOnTokens hides load.Row's estimate, which only load.List
+	// computes (`wharf list --json`): a session never reports it.
 	AlwaysOnTokens struct{} `json:"-"`
 }
 
@@ -184,11 +183,6 @@ func build(ctx context.Context, in *loadInput) (*Set, error) {
 	}
 	units := make([]*unit, 0, len(lunits)+len(in.inline))
 	for i, lu := range lunits {
-		// The always-on token estimate is `wharf list` and `wharf show`'s:
-		// a session reads most plugins from the component index, which does
-		// not carry it, so no session row reports it (a row must not depend
-		// on whether the index or the tree was read).
-		lu.AlwaysOnTokens = nil
 		if i < len(extra) && extra[i] != nil {
 			units = append(units, extra[i])
 			continue

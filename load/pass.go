@@ -254,8 +254,6 @@ func ReadManifest(u *Unit, root string, entry *plugin.Entry) (*plugin.Plugin, []
 	for _, f := range p.Failed {
 		u.Failed = append(u.Failed, f.String())
 	}
-	cost := p.AlwaysOnTokens()
-	u.AlwaysOnTokens = &cost
 	u.Deps = p.Manifest.Dependencies
 	if len(u.Deps) == 0 {
 		u.Deps = nil
@@ -266,7 +264,14 @@ func ReadManifest(u *Unit, root string, entry *plugin.Entry) (*plugin.Plugin, []
 // List is the whole pass of `wharf list`: every installed plugin's row,
 // read with ReadManifest, classified, in id order.
 func List(ctx context.Context, o Options, in Input) ([]Row, error) {
-	units, err := Pass(ctx, o, in, nil)
+	// The always-on token estimate reads every skill, command and agent
+	// file, so only `wharf list` pays for it, not a session's load.
+	units, err := Pass(ctx, o, in, func(_ context.Context, _ int, r cache.Record, entry *plugin.Entry, u *Unit) {
+		if p, _ := ReadManifest(u, r.InstallPath, entry); p != nil {
+			cost := p.AlwaysOnTokens()
+			u.AlwaysOnTokens = &cost
+		}
+	})
 	if err != nil {
 		return nil, err
 	}

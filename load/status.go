@@ -57,7 +57,7 @@ type Row struct {
 	// used (kind, name, file, field, reason). The rest of the plugin loads.
 	Failed []string `json:"failed,omitempty"`
 	// AlwaysOnTokens is the context the plugin adds to every session
-	// (plugin.Plugin.AlwaysOnTokens), set when its manifest was read.
+	// (plugin.Plugin.AlwaysOnTokens), set by List when its manifest was read.
 	AlwaysOnTokens *int `json:"alwaysOnTokens,omitempty"`
 }
 
