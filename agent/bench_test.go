@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/wharfhq/wharf/internal/core/trust"
 	"github.com/wharfhq/wharf/plugin"
-	"github.com/wharfhq/wharf/trust"
 )
 
 // benchPlugin has ten components: four commands, two skills, an agent, an

@@ -5,9 +5,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/wharfhq/wharf/layout"
+	"github.com/wharfhq/wharf/internal/client/userconfig"
+	"github.com/wharfhq/wharf/internal/core/layout"
 	"github.com/wharfhq/wharf/plugin"
-	"github.com/wharfhq/wharf/plugin/userconfig"
 )
 
 // A plugin whose plugin.json renames it is namespaced by that name, as

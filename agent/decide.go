@@ -1,6 +1,6 @@
 package agent
 
-import "github.com/wharfhq/wharf/load"
+import "github.com/wharfhq/wharf/internal/client/load"
 
 // Policy is what the loader asks before it loads a plugin, a surface of
 // components, a hook or a session plugin dir. *policy.Engine implements it.

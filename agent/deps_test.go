@@ -24,9 +24,9 @@ func TestAgentLinksNoFetchingCode(t *testing.T) {
 	banned := []string{
 		"github.com/go-git/",
 		"github.com/ProtonMail/go-crypto",
-		"github.com/wharfhq/wharf/install",
-		"github.com/wharfhq/wharf/marketplace",
-		"github.com/wharfhq/wharf/source",
+		"github.com/wharfhq/wharf/internal/client/install",
+		"github.com/wharfhq/wharf/internal/core/marketplace",
+		"github.com/wharfhq/wharf/internal/core/source",
 	}
 	for _, d := range deps {
 		for _, b := range banned {

@@ -7,9 +7,9 @@ import (
 	"path/filepath"
 
 	"github.com/wharfhq/wharf/agent"
-	"github.com/wharfhq/wharf/cache"
+	"github.com/wharfhq/wharf/internal/client/cache"
+	"github.com/wharfhq/wharf/internal/core/settings"
 	"github.com/wharfhq/wharf/plugin"
-	"github.com/wharfhq/wharf/settings"
 )
 
 // emptyRegistry has no installed plugins; an agent passes *cache.Cache.

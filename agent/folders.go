@@ -13,11 +13,11 @@ import (
 	"strings"
 	"time"
 
-	"github.com/wharfhq/wharf/atomicfile"
-	"github.com/wharfhq/wharf/cache"
-	"github.com/wharfhq/wharf/layout"
+	"github.com/wharfhq/wharf/internal/client/cache"
+	"github.com/wharfhq/wharf/internal/core/atomicfile"
+	"github.com/wharfhq/wharf/internal/core/layout"
+	"github.com/wharfhq/wharf/internal/core/settings"
 	"github.com/wharfhq/wharf/plugin"
-	"github.com/wharfhq/wharf/settings"
 )
 
 // Project-folder trust. What runs code from a project folder (the hooks

@@ -6,7 +6,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/wharfhq/wharf/layout"
+	"github.com/wharfhq/wharf/internal/core/layout"
 	"github.com/wharfhq/wharf/plugin"
 )
 

@@ -8,13 +8,13 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/wharfhq/wharf/cache"
-	"github.com/wharfhq/wharf/internal/testworld"
-	"github.com/wharfhq/wharf/layout"
+	"github.com/wharfhq/wharf/internal/client/cache"
+	"github.com/wharfhq/wharf/internal/core/layout"
+	"github.com/wharfhq/wharf/internal/core/policy"
+	"github.com/wharfhq/wharf/internal/core/settings"
+	"github.com/wharfhq/wharf/internal/core/store"
+	"github.com/wharfhq/wharf/internal/testutil/testworld"
 	"github.com/wharfhq/wharf/plugin"
-	"github.com/wharfhq/wharf/policy"
-	"github.com/wharfhq/wharf/settings"
-	"github.com/wharfhq/wharf/store"
 )
 
 var bg = context.Background()

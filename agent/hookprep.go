@@ -7,8 +7,8 @@ import (
 	"regexp"
 	"strings"
 
+	"github.com/wharfhq/wharf/internal/core/settings"
 	"github.com/wharfhq/wharf/plugin"
-	"github.com/wharfhq/wharf/settings"
 )
 
 // Error types of hooks that load but cannot all run.

@@ -15,8 +15,8 @@ import (
 	"slices"
 	"sync"
 
-	"github.com/wharfhq/wharf/atomicfile"
-	"github.com/wharfhq/wharf/cache"
+	"github.com/wharfhq/wharf/internal/client/cache"
+	"github.com/wharfhq/wharf/internal/core/atomicfile"
 	"github.com/wharfhq/wharf/plugin"
 )
 

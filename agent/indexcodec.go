@@ -8,8 +8,8 @@ import (
 	"sort"
 	"unsafe"
 
+	"github.com/wharfhq/wharf/internal/client/diskrec"
 	"github.com/wharfhq/wharf/plugin"
-	"github.com/wharfhq/wharf/wire"
 )
 
 // The component index is read at every startup and holds every component of
@@ -150,8 +150,8 @@ func (w *indexWriter) component(c *Component) {
 // indexReader decodes an index. Every string it returns is a slice of s,
 // which the caller never modifies, so decoding allocates the containers
 // (components, maps, configurations) and no string data.
-// indexReader reads the index's composite values over a wire.Reader.
-type indexReader struct{ *wire.Reader }
+// indexReader reads the index's composite values over a diskrec.Reader.
+type indexReader struct{ *diskrec.Reader }
 
 func (r *indexReader) list() []string {
 	n := r.Count()
@@ -197,7 +197,7 @@ func decodeIndex(data []byte) (map[string]indexEntry, error) {
 	if len(data) < len(indexMagic) || string(data[:len(indexMagic)]) != indexMagic {
 		return nil, fmt.Errorf("%w: not an index file", errIndex)
 	}
-	r := indexReader{wire.NewReader(unsafe.String(unsafe.SliceData(data), len(data)), len(indexMagic), func(what string, off int) error {
+	r := indexReader{diskrec.NewReader(unsafe.String(unsafe.SliceData(data), len(data)), len(indexMagic), func(what string, off int) error {
 		return fmt.Errorf("%w: %s at byte %d", errIndex, what, off)
 	})}
 	if f := r.Count(); f != indexFormat || r.Err() != nil {

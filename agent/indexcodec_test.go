@@ -8,7 +8,7 @@ import (
 	"reflect"
 	"testing"
 
-	"github.com/wharfhq/wharf/layout"
+	"github.com/wharfhq/wharf/internal/core/layout"
 	"github.com/wharfhq/wharf/plugin"
 )
 

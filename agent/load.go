@@ -15,13 +15,13 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/wharfhq/wharf/cache"
-	"github.com/wharfhq/wharf/layout"
-	"github.com/wharfhq/wharf/load"
+	"github.com/wharfhq/wharf/internal/client/cache"
+	"github.com/wharfhq/wharf/internal/client/load"
+	"github.com/wharfhq/wharf/internal/client/userconfig"
+	"github.com/wharfhq/wharf/internal/core/layout"
+	"github.com/wharfhq/wharf/internal/core/policy"
+	"github.com/wharfhq/wharf/internal/core/settings"
 	"github.com/wharfhq/wharf/plugin"
-	"github.com/wharfhq/wharf/plugin/userconfig"
-	"github.com/wharfhq/wharf/policy"
-	"github.com/wharfhq/wharf/settings"
 )
 
 // Mode selects a loader.

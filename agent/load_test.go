@@ -11,11 +11,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/wharfhq/wharf/load"
+	"github.com/wharfhq/wharf/internal/client/load"
+	"github.com/wharfhq/wharf/internal/core/policy"
+	"github.com/wharfhq/wharf/internal/core/settings"
+	"github.com/wharfhq/wharf/internal/core/trust"
 	"github.com/wharfhq/wharf/plugin"
-	"github.com/wharfhq/wharf/policy"
-	"github.com/wharfhq/wharf/settings"
-	"github.com/wharfhq/wharf/trust"
 )
 
 func TestLoadNamespacesAndSubstitutes(t *testing.T) {

@@ -8,9 +8,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/wharfhq/wharf/internal/core/policy"
+	"github.com/wharfhq/wharf/internal/core/settings"
 	"github.com/wharfhq/wharf/plugin"
-	"github.com/wharfhq/wharf/policy"
-	"github.com/wharfhq/wharf/settings"
 )
 
 // layeredEnv is what wharf reads from a system managed directory and a

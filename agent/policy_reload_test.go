@@ -3,7 +3,7 @@ package agent
 import (
 	"testing"
 
-	"github.com/wharfhq/wharf/load"
+	"github.com/wharfhq/wharf/internal/client/load"
 	"github.com/wharfhq/wharf/plugin"
 )
 

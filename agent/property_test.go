@@ -8,9 +8,9 @@ import (
 
 	"pgregory.net/rapid"
 
-	"github.com/wharfhq/wharf/cache"
+	"github.com/wharfhq/wharf/internal/client/cache"
+	"github.com/wharfhq/wharf/internal/core/settings"
 	"github.com/wharfhq/wharf/plugin"
-	"github.com/wharfhq/wharf/settings"
 )
 
 // TestReloadConfluence: any sequence of enable, disable, install (of one of

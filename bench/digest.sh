@@ -50,7 +50,7 @@ while [ $n -lt "$runs" ]; do
 done
 shell_ns=$((($(now) - start) / runs))
 
-go test -c -o "${TMPDIR:-/tmp}/trust.bench.$$" ./trust
+go test -c -o "${TMPDIR:-/tmp}/trust.bench.$$" ./internal/core/trust
 bench() {
 	WHARF_BENCH_TREE=$tree "${TMPDIR:-/tmp}/trust.bench.$$" -test.run '^$' -test.bench '^BenchmarkDigest$' -test.benchtime "${runs}x" -test.cpu "$1" |
 		awk '/^BenchmarkDigest/ { for (i = 1; i <= NF; i++) if ($(i+1) == "ns/op") print $i }'

@@ -25,7 +25,7 @@ set -eu
 count=${1:-3}
 cd "$(dirname "$0")/.."
 echo "cores: $(nproc); load: $(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null || echo n/a)"
-out=$(GOMAXPROCS=1 go test ./policy -run '^$' -bench '^BenchmarkDecideInstall$' -benchtime 3s -count "$count" 2>&1) || {
+out=$(GOMAXPROCS=1 go test ./internal/core/policy -run '^$' -bench '^BenchmarkDecideInstall$' -benchtime 3s -count "$count" 2>&1) || {
 	echo "$out"
 	exit 1
 }
@@ -47,7 +47,7 @@ END {
 		printf "wharf / raw OPA (uncached): %.2fx wall, %.2fx cpu (target <= 1.5x)\n", ns["wharf"] / ns["raw-opa"], (cpu["raw-opa"] > 0 ? cpu["wharf"] / cpu["raw-opa"] : 0)
 	}
 }'
-out=$(GOMAXPROCS=1 go test ./policy -run '^$' -bench '^BenchmarkOpenDecide$' -benchtime 1s -count "$count" 2>&1) || {
+out=$(GOMAXPROCS=1 go test ./internal/core/policy -run '^$' -bench '^BenchmarkOpenDecide$' -benchtime 1s -count "$count" 2>&1) || {
 	echo "$out"
 	exit 1
 }

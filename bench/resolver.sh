@@ -38,7 +38,7 @@ out=$(mktemp)
 trap 'rm -f "$out"' EXIT
 
 echo "# load average: $(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null || echo n/a), $(nproc 2>/dev/null || echo '?') CPUs"
-go test -run '^$' -bench '^Benchmark(Closure|ClosureIndex|Demote|DemoteIndex|DemoteIndexShuffled|DemoteIndexMap|Index|DemoteNaive|MapFloor)$' -benchtime "$benchtime" -benchmem -count "${COUNT:-3}" ./resolver | tee "$out"
+go test -run '^$' -bench '^Benchmark(Closure|ClosureIndex|Demote|DemoteIndex|DemoteIndexShuffled|DemoteIndexMap|Index|DemoteNaive|MapFloor)$' -benchtime "$benchtime" -benchmem -count "${COUNT:-3}" ./internal/core/resolver | tee "$out"
 
 echo
 awk '

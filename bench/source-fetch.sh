@@ -37,7 +37,7 @@ while [ $n -lt "$runs" ]; do
 done
 git_ns=$((($(now) - start) / runs))
 
-wharf_ns=$(WHARF_BENCH_REPO=$repo go test -run '^$' -bench '^BenchmarkFetchGitShallow$' -benchtime "${runs}x" ./source |
+wharf_ns=$(WHARF_BENCH_REPO=$repo go test -run '^$' -bench '^BenchmarkFetchGitShallow$' -benchtime "${runs}x" ./internal/core/source |
 	awk '/^BenchmarkFetchGitShallow/ {print $3}')
 
 echo "git clone --depth 1: $((git_ns / 1000000)) ms/op"

@@ -11,4 +11,4 @@ set -eu
 ops=${1:-300}
 cd "$(dirname "$0")/.."
 echo "$(nproc) cores; $ops ops per benchmark"
-go test ./store/etcd/ -run '^$' -bench 'Counter' -benchtime "${ops}x" -count 3
+go test ./internal/server/etcdstore/ -run '^$' -bench 'Counter' -benchtime "${ops}x" -count 3

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/wharfhq/wharf/internal/claudetest"
+	"github.com/wharfhq/wharf/internal/testutil/claudetest"
 )
 
 // costCases are the plugins of testdata/tokencost with the always-on

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/wharfhq/wharf/internal/claudetest"
+	"github.com/wharfhq/wharf/internal/testutil/claudetest"
 )
 
 // pluginNameCases are Claude Code 2.1.332's verdicts on plugin names.

@@ -6,14 +6,14 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/wharfhq/wharf/internal/sharedtest"
+	"github.com/wharfhq/wharf/internal/testutil/sharedtest"
 )
 
 // realworldDir is ../shared/realworld relative to the repository root, that
 // is ../../shared/realworld from this package's directory.
 func realworldDir(t testing.TB) string {
 	t.Helper()
-	return sharedtest.RealWorldDir(t, 1)
+	return sharedtest.RealWorldDir(t)
 }
 
 // realMarketplace reads one real marketplace and loads every relative plugin

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/wharfhq/wharf/internal/processtest"
+	"github.com/wharfhq/wharf/internal/testutil/processtest"
 	"github.com/wharfhq/wharf/plugin"
 )
 

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/wharfhq/wharf/internal/lazyre"
+	"github.com/wharfhq/wharf/internal/core/lazyre"
 )
 
 // MCPCaller calls a tool of a running MCP server by the server's

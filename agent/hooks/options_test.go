@@ -9,8 +9,8 @@ import (
 
 	"github.com/wharfhq/wharf/agent"
 	"github.com/wharfhq/wharf/agent/internal/worldtest"
+	"github.com/wharfhq/wharf/internal/client/userconfig"
 	"github.com/wharfhq/wharf/plugin"
-	"github.com/wharfhq/wharf/plugin/userconfig"
 )
 
 // A plugin's hook process sees each userConfig option set with wharf config

@@ -10,8 +10,8 @@ import (
 
 	"github.com/wharfhq/wharf/agent"
 	"github.com/wharfhq/wharf/agent/internal/worldtest"
+	"github.com/wharfhq/wharf/internal/core/settings"
 	"github.com/wharfhq/wharf/plugin"
-	"github.com/wharfhq/wharf/settings"
 )
 
 // A session runs what it verified: while another process keeps renaming a

@@ -10,9 +10,9 @@ import (
 
 	"github.com/wharfhq/wharf/agent"
 	"github.com/wharfhq/wharf/agent/internal/worldtest"
-	"github.com/wharfhq/wharf/layout"
+	"github.com/wharfhq/wharf/internal/core/layout"
+	"github.com/wharfhq/wharf/internal/core/settings"
 	"github.com/wharfhq/wharf/plugin"
-	"github.com/wharfhq/wharf/settings"
 )
 
 // projectHookWorld is a project whose settings add a PreToolUse hook: a

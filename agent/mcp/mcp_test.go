@@ -20,9 +20,9 @@ import (
 
 	"github.com/wharfhq/wharf/agent"
 	"github.com/wharfhq/wharf/agent/internal/worldtest"
-	"github.com/wharfhq/wharf/internal/processtest"
+	"github.com/wharfhq/wharf/internal/client/userconfig"
+	"github.com/wharfhq/wharf/internal/testutil/processtest"
 	"github.com/wharfhq/wharf/plugin"
-	"github.com/wharfhq/wharf/plugin/userconfig"
 )
 
 // serverBin is the test MCP server, built once for the package.

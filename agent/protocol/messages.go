@@ -8,7 +8,7 @@ import (
 	"github.com/wharfhq/wharf/agent"
 	"github.com/wharfhq/wharf/agent/hooks"
 	"github.com/wharfhq/wharf/agent/mcp"
-	"github.com/wharfhq/wharf/policy"
+	"github.com/wharfhq/wharf/internal/core/policy"
 )
 
 // Version is the protocol version this package speaks; initialize returns

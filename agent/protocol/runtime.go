@@ -15,8 +15,8 @@ import (
 	"github.com/wharfhq/wharf/agent"
 	"github.com/wharfhq/wharf/agent/hooks"
 	"github.com/wharfhq/wharf/agent/mcp"
+	"github.com/wharfhq/wharf/internal/core/policy"
 	"github.com/wharfhq/wharf/plugin"
-	"github.com/wharfhq/wharf/policy"
 )
 
 // Runtime is the Backend over a live agent.Runtime.

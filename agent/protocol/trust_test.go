@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/wharfhq/wharf/settings"
+	"github.com/wharfhq/wharf/internal/core/settings"
 )
 
 // In a long-lived session, a project hook runs only after trust_folder and

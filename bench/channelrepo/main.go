@@ -1,7 +1,7 @@
 // Command channelrepo supports bench/channel.sh: it builds a git repository
 // laid out like a wharf channel (.claude-plugin/marketplace.json and each
 // plugin's tree under plugins/<name>/) from the marketplaces under
-// ../shared/realworld, and serves repositories with package githttp.
+// ../shared/realworld, and serves repositories with package gitserver.
 //
 //	channelrepo build -realworld DIR -out REPO.git   prints the commit id
 //	channelrepo serve -root DIR -addr 127.0.0.1:0     prints the base URL
@@ -32,7 +32,7 @@ import (
 	"github.com/go-git/go-git/v5/storage"
 	"github.com/go-git/go-git/v5/storage/filesystem"
 
-	"github.com/wharfhq/wharf/githttp"
+	"github.com/wharfhq/wharf/internal/server/gitserver"
 )
 
 func main() {
@@ -268,13 +268,13 @@ func serve(args []string) error {
 	if err := fl.Parse(args); err != nil {
 		return err
 	}
-	srv := &githttp.Server{Open: func(ctx context.Context, name string) (storage.Storer, error) {
+	srv := &gitserver.Server{Open: func(ctx context.Context, name string) (storage.Storer, error) {
 		dir := filepath.Join(*root, name+".git")
 		if strings.ContainsAny(name, `/\`) {
-			return nil, githttp.ErrNotFound
+			return nil, gitserver.ErrNotFound
 		}
 		if _, err := os.Stat(filepath.Join(dir, "HEAD")); err != nil {
-			return nil, fmt.Errorf("%s: %w", dir, githttp.ErrNotFound)
+			return nil, fmt.Errorf("%s: %w", dir, gitserver.ErrNotFound)
 		}
 		return filesystem.NewStorage(osfs.New(dir), cache.NewObjectLRUDefault()), nil
 	}}

@@ -43,10 +43,10 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
 
-	"github.com/wharfhq/wharf/api"
-	"github.com/wharfhq/wharf/inventory"
-	"github.com/wharfhq/wharf/store"
-	"github.com/wharfhq/wharf/store/etcd"
+	"github.com/wharfhq/wharf/internal/core/inventory"
+	"github.com/wharfhq/wharf/internal/core/store"
+	"github.com/wharfhq/wharf/internal/server/api"
+	"github.com/wharfhq/wharf/internal/server/etcdstore"
 )
 
 func main() {
@@ -101,7 +101,7 @@ func run() error {
 			c.checkpoints = append(c.checkpoints, n)
 		}
 	}
-	endpoints, prefix, err := etcd.ParseURL(c.store)
+	endpoints, prefix, err := etcdstore.ParseURL(c.store)
 	if err != nil {
 		return err
 	}
@@ -112,7 +112,7 @@ func run() error {
 	var servers []*api.Server
 	var urls []string
 	for i := 0; i < c.replicas; i++ {
-		st, err := etcd.Open(endpoints, etcd.Options{Prefix: prefix})
+		st, err := etcdstore.Open(endpoints, etcdstore.Options{Prefix: prefix})
 		if err != nil {
 			return err
 		}
@@ -130,7 +130,7 @@ func run() error {
 		urls = append(urls, "http://"+ln.Addr().String())
 	}
 	admin := "fleetbench-admin-" + strconv.FormatUint(rand.Uint64(), 16)
-	st0, err := etcd.Open(endpoints, etcd.Options{Prefix: prefix})
+	st0, err := etcdstore.Open(endpoints, etcdstore.Options{Prefix: prefix})
 	if err != nil {
 		return err
 	}

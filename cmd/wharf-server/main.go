@@ -26,13 +26,13 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/viper"
 
-	"github.com/wharfhq/wharf/internal/cliconfig"
-	"github.com/wharfhq/wharf/internal/cliusage"
-	"github.com/wharfhq/wharf/layout"
-	"github.com/wharfhq/wharf/marketplace"
+	"github.com/wharfhq/wharf/internal/cli/cliconfig"
+	"github.com/wharfhq/wharf/internal/cli/cliusage"
+	"github.com/wharfhq/wharf/internal/core/layout"
+	"github.com/wharfhq/wharf/internal/core/marketplace"
+	"github.com/wharfhq/wharf/internal/core/policy"
+	"github.com/wharfhq/wharf/internal/core/trust"
 	"github.com/wharfhq/wharf/plugin"
-	"github.com/wharfhq/wharf/policy"
-	"github.com/wharfhq/wharf/trust"
 )
 
 func main() {

@@ -12,9 +12,9 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/wharfhq/wharf/layout"
+	"github.com/wharfhq/wharf/internal/core/layout"
+	"github.com/wharfhq/wharf/internal/core/store"
 	"github.com/wharfhq/wharf/plugin"
-	"github.com/wharfhq/wharf/store"
 )
 
 // The server's own check and repair of its bbolt store (--data). They work

@@ -17,12 +17,12 @@ import (
 	"github.com/spf13/pflag"
 
 	wharf "github.com/wharfhq/wharf"
-	"github.com/wharfhq/wharf/api"
-	"github.com/wharfhq/wharf/fetch"
-	"github.com/wharfhq/wharf/layout"
-	"github.com/wharfhq/wharf/marketplace"
+	"github.com/wharfhq/wharf/internal/core/fetch"
+	"github.com/wharfhq/wharf/internal/core/layout"
+	"github.com/wharfhq/wharf/internal/core/marketplace"
+	"github.com/wharfhq/wharf/internal/core/source"
+	"github.com/wharfhq/wharf/internal/server/api"
 	"github.com/wharfhq/wharf/plugin"
-	"github.com/wharfhq/wharf/source"
 )
 
 // serveOptions are the flags of wharf-server.

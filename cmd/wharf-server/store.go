@@ -12,9 +12,9 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/wharfhq/wharf/internal/core/store"
+	"github.com/wharfhq/wharf/internal/server/etcdstore"
 	"github.com/wharfhq/wharf/plugin"
-	"github.com/wharfhq/wharf/store"
-	"github.com/wharfhq/wharf/store/etcd"
 )
 
 // storeFlags choose the server's store: bbolt in the data directory (one
@@ -62,7 +62,7 @@ func (a *app) openServeStore(o storeFlags, data string) (st store.Store, where s
 		}
 		return b, "bolt:" + path, nil
 	}
-	endpoints, prefix, err := etcd.ParseURL(o.URL)
+	endpoints, prefix, err := etcdstore.ParseURL(o.URL)
 	if err != nil {
 		return nil, "", &plugin.Error{Layer: plugin.LayerIntent, Type: typeUsage, Object: "--store", Err: err,
 			Hint: "e.g. --store etcd://10.0.0.1:2379,10.0.0.2:2379,10.0.0.3:2379/wharf, or leave --store out for the embedded bbolt store in --data"}
@@ -75,9 +75,9 @@ func (a *app) openServeStore(o storeFlags, data string) (st store.Store, where s
 	if err != nil {
 		return nil, "", err
 	}
-	opts := etcd.Options{Prefix: prefix, DialTimeout: o.DialTimeout, TLS: tlsCfg,
+	opts := etcdstore.Options{Prefix: prefix, DialTimeout: o.DialTimeout, TLS: tlsCfg,
 		Username: a.getenv("WHARF_ETCD_USERNAME"), Password: a.getenv("WHARF_ETCD_PASSWORD")}
-	e, err := etcd.Open(endpoints, opts)
+	e, err := etcdstore.Open(endpoints, opts)
 	if err != nil {
 		return nil, "", &plugin.Error{Layer: plugin.LayerMaterialization, Type: "store-unreachable", Object: o.URL, Err: err,
 			Hint: fmt.Sprintf("check that etcd answers at %s (etcdctl --endpoints=%s endpoint health), or raise --store-timeout",

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/wharfhq/wharf/store/etcdtest"
+	"github.com/wharfhq/wharf/internal/testutil/etcdtest"
 )
 
 // startServeArgs runs wharf-server with extra flags on a free loopback

@@ -12,8 +12,8 @@ import (
 	"github.com/wharfhq/wharf/agent/hooks"
 	"github.com/wharfhq/wharf/agent/mcp"
 	"github.com/wharfhq/wharf/agent/protocol"
-	"github.com/wharfhq/wharf/cache"
-	"github.com/wharfhq/wharf/store"
+	"github.com/wharfhq/wharf/internal/client/cache"
+	"github.com/wharfhq/wharf/internal/core/store"
 )
 
 func newAgentServeCmd(a *app, opts *agentOptions) *cobra.Command {

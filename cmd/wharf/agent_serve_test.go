@@ -15,8 +15,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/wharfhq/wharf/internal/processtest"
-	"github.com/wharfhq/wharf/internal/testworld"
+	"github.com/wharfhq/wharf/internal/testutil/processtest"
+	"github.com/wharfhq/wharf/internal/testutil/testworld"
 )
 
 // testMCPServer builds the MCP test server of agent/mcp once.

@@ -14,8 +14,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/wharfhq/wharf/internal/claudetest"
-	"github.com/wharfhq/wharf/internal/sharedtest"
+	"github.com/wharfhq/wharf/internal/testutil/claudetest"
+	"github.com/wharfhq/wharf/internal/testutil/sharedtest"
 	"github.com/wharfhq/wharf/plugin"
 )
 
@@ -175,7 +175,7 @@ func lastLine(s string) string {
 func realworldTargets(t *testing.T) (marketplaces, plugins []string) {
 	t.Helper()
 	var dir string
-	t.Run("realworld", func(t *testing.T) { dir = sharedtest.RealWorldDir(t, 2) })
+	t.Run("realworld", func(t *testing.T) { dir = sharedtest.RealWorldDir(t) })
 	if dir == "" {
 		return nil, nil
 	}

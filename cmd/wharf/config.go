@@ -6,9 +6,9 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/wharfhq/wharf/install"
+	"github.com/wharfhq/wharf/internal/client/install"
+	"github.com/wharfhq/wharf/internal/client/userconfig"
 	"github.com/wharfhq/wharf/plugin"
-	"github.com/wharfhq/wharf/plugin/userconfig"
 )
 
 // configOption is one row of `wharf config <plugin> --json`.

@@ -13,10 +13,10 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/wharfhq/wharf/cache"
-	"github.com/wharfhq/wharf/marketplace"
+	"github.com/wharfhq/wharf/internal/client/cache"
+	"github.com/wharfhq/wharf/internal/core/marketplace"
+	"github.com/wharfhq/wharf/internal/core/store"
 	"github.com/wharfhq/wharf/plugin"
-	"github.com/wharfhq/wharf/store"
 )
 
 // Error types of the state file, as they appear in --json output.

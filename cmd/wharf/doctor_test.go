@@ -14,10 +14,10 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 
-	"github.com/wharfhq/wharf/internal/testworld"
-	"github.com/wharfhq/wharf/layout"
+	"github.com/wharfhq/wharf/internal/core/layout"
+	"github.com/wharfhq/wharf/internal/core/store"
+	"github.com/wharfhq/wharf/internal/testutil/testworld"
 	"github.com/wharfhq/wharf/plugin"
-	"github.com/wharfhq/wharf/store"
 )
 
 // doctorHome is a home with a directory marketplace "m" and two installed

@@ -12,12 +12,12 @@ import (
 	"testing"
 
 	"github.com/wharfhq/wharf/agent"
-	"github.com/wharfhq/wharf/cache"
-	"github.com/wharfhq/wharf/load"
+	"github.com/wharfhq/wharf/internal/client/cache"
+	"github.com/wharfhq/wharf/internal/client/load"
+	"github.com/wharfhq/wharf/internal/core/policy"
+	"github.com/wharfhq/wharf/internal/core/settings"
+	"github.com/wharfhq/wharf/internal/core/store"
 	"github.com/wharfhq/wharf/plugin"
-	"github.com/wharfhq/wharf/policy"
-	"github.com/wharfhq/wharf/settings"
-	"github.com/wharfhq/wharf/store"
 )
 
 // driftRow is what the three views must agree on for one plugin.

@@ -8,8 +8,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/wharfhq/wharf/internal/gitserve"
-	"github.com/wharfhq/wharf/internal/silentnet"
+	"github.com/wharfhq/wharf/internal/testutil/gitserve"
+	"github.com/wharfhq/wharf/internal/testutil/silentnet"
 )
 
 // fetchCLI runs the wharf binary on a throwaway home with only the WHARF_*

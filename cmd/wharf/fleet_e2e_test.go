@@ -11,9 +11,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/wharfhq/wharf/api"
-	"github.com/wharfhq/wharf/internal/claudetest"
-	"github.com/wharfhq/wharf/inventory"
+	"github.com/wharfhq/wharf/internal/core/inventory"
+	"github.com/wharfhq/wharf/internal/server/api"
+	"github.com/wharfhq/wharf/internal/testutil/claudetest"
 )
 
 // fleetMarketplace is a directory marketplace "corp" with three plugins.

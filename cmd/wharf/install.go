@@ -11,13 +11,13 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/wharfhq/wharf/cache"
-	"github.com/wharfhq/wharf/install"
-	"github.com/wharfhq/wharf/load"
+	"github.com/wharfhq/wharf/internal/client/cache"
+	"github.com/wharfhq/wharf/internal/client/install"
+	"github.com/wharfhq/wharf/internal/client/load"
+	"github.com/wharfhq/wharf/internal/core/settings"
+	"github.com/wharfhq/wharf/internal/core/source"
+	"github.com/wharfhq/wharf/internal/core/trust"
 	"github.com/wharfhq/wharf/plugin"
-	"github.com/wharfhq/wharf/settings"
-	"github.com/wharfhq/wharf/source"
-	"github.com/wharfhq/wharf/trust"
 )
 
 // Installer builds the install use cases over this home: store, marketplaces,

@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/wharfhq/wharf/internal/testworld"
+	"github.com/wharfhq/wharf/internal/testutil/testworld"
 )
 
 // buildWharf compiles the real binary once per test run.

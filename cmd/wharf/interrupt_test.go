@@ -20,7 +20,7 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 
-	"github.com/wharfhq/wharf/internal/testworld"
+	"github.com/wharfhq/wharf/internal/testutil/testworld"
 )
 
 // slowServer answers every request with headers and then one byte every

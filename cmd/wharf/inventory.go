@@ -13,14 +13,14 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/wharfhq/wharf/install"
-	"github.com/wharfhq/wharf/inventory"
-	"github.com/wharfhq/wharf/inventory/collect"
-	"github.com/wharfhq/wharf/layout"
-	"github.com/wharfhq/wharf/load"
+	"github.com/wharfhq/wharf/internal/client/collect"
+	"github.com/wharfhq/wharf/internal/client/install"
+	"github.com/wharfhq/wharf/internal/client/load"
+	"github.com/wharfhq/wharf/internal/client/policyremote"
+	"github.com/wharfhq/wharf/internal/core/inventory"
+	"github.com/wharfhq/wharf/internal/core/layout"
+	"github.com/wharfhq/wharf/internal/core/trust"
 	"github.com/wharfhq/wharf/plugin"
-	"github.com/wharfhq/wharf/policy/remote"
-	"github.com/wharfhq/wharf/trust"
 )
 
 // defaultInventoryInterval is inventory.interval when nothing sets it.
@@ -163,7 +163,7 @@ func (a *app) recordReport(server, hash string, sendErr error) {
 // settings name, else --policy-url / WHARF_POLICY_URL.
 func (a *app) reportServer(flag string) (string, error) {
 	if flag != "" {
-		return remote.BaseURL(flag)
+		return policyremote.BaseURL(flag)
 	}
 	servers, err := a.managedPolicyServers()
 	if err != nil {

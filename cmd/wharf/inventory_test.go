@@ -13,8 +13,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/wharfhq/wharf/inventory"
-	"github.com/wharfhq/wharf/inventory/collect"
+	"github.com/wharfhq/wharf/internal/client/collect"
+	"github.com/wharfhq/wharf/internal/core/inventory"
 )
 
 // reportRecorder is a server taking inventory reports as the agreed wire

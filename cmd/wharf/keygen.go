@@ -8,9 +8,9 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/wharfhq/wharf/atomicfile"
+	"github.com/wharfhq/wharf/internal/core/atomicfile"
+	"github.com/wharfhq/wharf/internal/core/trust"
 	"github.com/wharfhq/wharf/plugin"
-	"github.com/wharfhq/wharf/trust"
 )
 
 // keygenResult is `wharf keygen --json`.

@@ -11,7 +11,7 @@ import (
 // client, gRPC, protobuf and the web framework, and wharf's server packages.
 var serverOnly = []string{
 	"go.etcd.io/etcd/", "google.golang.org/grpc", "google.golang.org/protobuf", "github.com/labstack/echo",
-	"github.com/wharfhq/wharf/api", "github.com/wharfhq/wharf/web", "github.com/wharfhq/wharf/store/etcd",
+	"github.com/wharfhq/wharf/internal/server/",
 }
 
 // protobufVia is the one library the client may reach protobuf through:
@@ -20,9 +20,6 @@ var serverOnly = []string{
 const protobufVia = "github.com/open-policy-agent/opa/"
 
 func isServerOnly(p string) bool {
-	if p == "github.com/wharfhq/wharf/api/client" {
-		return false // the lean part of the API the client shares
-	}
 	for _, s := range serverOnly {
 		if strings.HasSuffix(s, "/") && strings.HasPrefix(p, s) || p == s || strings.HasPrefix(p, s+"/") {
 			return true

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/wharfhq/wharf/trust"
+	"github.com/wharfhq/wharf/internal/core/trust"
 )
 
 // wharf verify asks policy as install does: an old-form signature made for

@@ -11,8 +11,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/wharfhq/wharf/cache"
-	"github.com/wharfhq/wharf/marketplace"
+	"github.com/wharfhq/wharf/internal/client/cache"
+	"github.com/wharfhq/wharf/internal/core/marketplace"
 	"github.com/wharfhq/wharf/plugin"
 )
 

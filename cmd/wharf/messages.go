@@ -3,7 +3,7 @@ package main
 import (
 	"strings"
 
-	"github.com/wharfhq/wharf/internal/lazyre"
+	"github.com/wharfhq/wharf/internal/core/lazyre"
 	"github.com/wharfhq/wharf/plugin"
 )
 

@@ -6,7 +6,7 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/wharfhq/wharf/marketplace"
+	"github.com/wharfhq/wharf/internal/core/marketplace"
 	"github.com/wharfhq/wharf/plugin"
 )
 

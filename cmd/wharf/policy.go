@@ -11,10 +11,10 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/wharfhq/wharf/atomicfile"
+	"github.com/wharfhq/wharf/internal/core/atomicfile"
+	"github.com/wharfhq/wharf/internal/core/policy"
+	"github.com/wharfhq/wharf/internal/core/settings"
 	"github.com/wharfhq/wharf/plugin"
-	"github.com/wharfhq/wharf/policy"
-	"github.com/wharfhq/wharf/settings"
 )
 
 // policyOptions are the flags of `wharf policy`.

@@ -12,8 +12,8 @@ import (
 	"os"
 	"time"
 
+	"github.com/wharfhq/wharf/internal/client/policyremote"
 	"github.com/wharfhq/wharf/plugin"
-	"github.com/wharfhq/wharf/policy/remote"
 )
 
 // maxChannelSettings bounds the managed settings document read from a server.
@@ -31,7 +31,7 @@ func (a *app) channelSettings(ctx context.Context, name string) ([]byte, error) 
 		return nil, &plugin.Error{Layer: plugin.LayerIntent, Type: typeUsage, Object: "--channel", Err: errors.New("no wharf server to ask for the channel"),
 			Hint: "pass --policy-url https://wharf.example.com (or set WHARF_POLICY_URL)"}
 	}
-	base, err := remote.BaseURL(raw)
+	base, err := policyremote.BaseURL(raw)
 	if err != nil {
 		return nil, usageError(err)
 	}

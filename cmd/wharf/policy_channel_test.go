@@ -9,9 +9,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/wharfhq/wharf/api"
-	"github.com/wharfhq/wharf/marketplace"
-	"github.com/wharfhq/wharf/store"
+	"github.com/wharfhq/wharf/internal/core/marketplace"
+	"github.com/wharfhq/wharf/internal/core/store"
+	"github.com/wharfhq/wharf/internal/server/api"
 )
 
 func TestPolicyExportChannel(t *testing.T) {

@@ -6,7 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/wharfhq/wharf/policy"
+	"github.com/wharfhq/wharf/internal/core/policy"
 )
 
 // pullResult is `wharf policy pull --json`.

@@ -12,8 +12,8 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"github.com/wharfhq/wharf/api"
-	"github.com/wharfhq/wharf/internal/testapi"
+	"github.com/wharfhq/wharf/internal/server/api"
+	"github.com/wharfhq/wharf/internal/testutil/testapi"
 )
 
 // policyAPI is a real wharf API server on 127.0.0.1 over a real bbolt

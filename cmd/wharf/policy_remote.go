@@ -10,9 +10,9 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/wharfhq/wharf/internal/client/policyremote"
+	"github.com/wharfhq/wharf/internal/core/policy"
 	"github.com/wharfhq/wharf/plugin"
-	"github.com/wharfhq/wharf/policy"
-	"github.com/wharfhq/wharf/policy/remote"
 )
 
 // remotePolicyFlags are the global flags naming a policy server: its
@@ -61,7 +61,7 @@ func (a *app) policyServers(layers []policy.Layer) ([]policyServer, error) {
 	var out []policyServer
 	seen := map[string]int{}
 	for _, m := range ms {
-		base, err := remote.BaseURL(m.URL)
+		base, err := policyremote.BaseURL(m.URL)
 		if err != nil {
 			var pe *plugin.Error
 			if errors.As(err, &pe) {
@@ -82,7 +82,7 @@ func (a *app) policyServers(layers []policy.Layer) ([]policyServer, error) {
 	if raw == "" {
 		return out, nil
 	}
-	base, err := remote.BaseURL(raw)
+	base, err := policyremote.BaseURL(raw)
 	if err != nil {
 		return nil, err
 	}
@@ -127,8 +127,8 @@ func (a *app) managedPolicyServers() ([]policyServer, error) {
 
 // pullPolicy pulls (or reads from the cache) one server's bundle and
 // prints its warnings.
-func (a *app) pullPolicy(ctx context.Context, srv policyServer) (*remote.Result, error) {
-	dir, err := remote.CacheDir(a.env.Home(), srv.URL)
+func (a *app) pullPolicy(ctx context.Context, srv policyServer) (*policyremote.Result, error) {
+	dir, err := policyremote.CacheDir(a.env.Home(), srv.URL)
 	if err != nil {
 		return nil, usageError(err)
 	}
@@ -136,7 +136,7 @@ func (a *app) pullPolicy(ctx context.Context, srv policyServer) (*remote.Result,
 	if token == "" {
 		token = os.Getenv("WHARF_TOKEN")
 	}
-	res, err := remote.Options{URL: srv.URL, Token: token, CacheDir: dir, Key: srv.KeyPEM, KeyID: srv.KeyID, MaxAge: srv.MaxAge}.Fetch(ctx)
+	res, err := policyremote.Options{URL: srv.URL, Token: token, CacheDir: dir, Key: srv.KeyPEM, KeyID: srv.KeyID, MaxAge: srv.MaxAge}.Fetch(ctx)
 	if err != nil {
 		return nil, err
 	}

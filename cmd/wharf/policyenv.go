@@ -7,9 +7,9 @@ import (
 	"path"
 	"strings"
 
-	"github.com/wharfhq/wharf/marketplace"
-	"github.com/wharfhq/wharf/policy"
-	"github.com/wharfhq/wharf/settings"
+	"github.com/wharfhq/wharf/internal/core/marketplace"
+	"github.com/wharfhq/wharf/internal/core/policy"
+	"github.com/wharfhq/wharf/internal/core/settings"
 )
 
 // managedDir is the system managed directory (settings.SystemManagedDir):

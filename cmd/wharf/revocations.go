@@ -1,6 +1,6 @@
 package main
 
-import "github.com/wharfhq/wharf/policy"
+import "github.com/wharfhq/wharf/internal/core/policy"
 
 // revocationSource is a policy that carries revocations (the signed policy
 // bundle's, once pulled).

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"sort"
 
-	"github.com/wharfhq/wharf/policy"
+	"github.com/wharfhq/wharf/internal/core/policy"
 )
 
 // forceRevokedOff turns off, in an exported managed-settings.json, every

@@ -7,9 +7,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/wharfhq/wharf/api"
-	"github.com/wharfhq/wharf/layout"
-	"github.com/wharfhq/wharf/policy"
+	"github.com/wharfhq/wharf/internal/core/layout"
+	"github.com/wharfhq/wharf/internal/core/policy"
+	"github.com/wharfhq/wharf/internal/server/api"
 )
 
 func TestForceRevokedOffInTheClaudeExport(t *testing.T) {

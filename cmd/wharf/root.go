@@ -17,16 +17,16 @@ import (
 	"github.com/spf13/viper"
 	"golang.org/x/term"
 
-	"github.com/wharfhq/wharf/cache"
-	"github.com/wharfhq/wharf/fetch"
-	"github.com/wharfhq/wharf/internal/cliconfig"
-	"github.com/wharfhq/wharf/internal/cliusage"
-	"github.com/wharfhq/wharf/inventory/collect"
-	"github.com/wharfhq/wharf/layout"
-	"github.com/wharfhq/wharf/marketplace"
+	"github.com/wharfhq/wharf/internal/cli/cliconfig"
+	"github.com/wharfhq/wharf/internal/cli/cliusage"
+	"github.com/wharfhq/wharf/internal/client/cache"
+	"github.com/wharfhq/wharf/internal/client/collect"
+	"github.com/wharfhq/wharf/internal/core/fetch"
+	"github.com/wharfhq/wharf/internal/core/layout"
+	"github.com/wharfhq/wharf/internal/core/marketplace"
+	"github.com/wharfhq/wharf/internal/core/policy"
+	"github.com/wharfhq/wharf/internal/core/store"
 	"github.com/wharfhq/wharf/plugin"
-	"github.com/wharfhq/wharf/policy"
-	"github.com/wharfhq/wharf/store"
 )
 
 // app is what every command gets: configuration, paths, output streams and

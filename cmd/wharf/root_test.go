@@ -13,8 +13,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/wharfhq/wharf/layout"
-	"github.com/wharfhq/wharf/marketplace"
+	"github.com/wharfhq/wharf/internal/core/layout"
+	"github.com/wharfhq/wharf/internal/core/marketplace"
 	"github.com/wharfhq/wharf/plugin"
 )
 

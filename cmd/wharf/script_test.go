@@ -19,7 +19,7 @@ import (
 	"github.com/rogpeppe/go-internal/testscript"
 	"golang.org/x/crypto/ssh"
 
-	"github.com/wharfhq/wharf/store"
+	"github.com/wharfhq/wharf/internal/core/store"
 )
 
 // TestMain lets scripts run `wharf` as a real subprocess of this binary.

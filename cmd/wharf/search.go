@@ -7,7 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/wharfhq/wharf/marketplace"
+	"github.com/wharfhq/wharf/internal/core/marketplace"
 )
 
 // searchResult is one line of `wharf search --json`.

@@ -8,7 +8,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/wharfhq/wharf/internal/testworld"
+	"github.com/wharfhq/wharf/internal/testutil/testworld"
 )
 
 // TestConcurrentSettingsWrites8 and ...32 run wharf processes at once

@@ -11,9 +11,9 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/wharfhq/wharf/atomicfile"
+	"github.com/wharfhq/wharf/internal/core/atomicfile"
+	"github.com/wharfhq/wharf/internal/core/trust"
 	"github.com/wharfhq/wharf/plugin"
-	"github.com/wharfhq/wharf/trust"
 )
 
 // signResult is `wharf sign --json`.

@@ -7,7 +7,7 @@ import (
 	"fmt"
 	"os"
 
-	"github.com/wharfhq/wharf/policy"
+	"github.com/wharfhq/wharf/internal/core/policy"
 )
 
 // Built only with -tags wharf_testhooks, which wharf's own tests use to

@@ -14,7 +14,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	apiclient "github.com/wharfhq/wharf/api/client"
+	apiclient "github.com/wharfhq/wharf/internal/core/apiclient"
 	"github.com/wharfhq/wharf/plugin"
 )
 

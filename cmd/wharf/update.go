@@ -7,8 +7,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/wharfhq/wharf/install"
-	"github.com/wharfhq/wharf/marketplace"
+	"github.com/wharfhq/wharf/internal/client/install"
+	"github.com/wharfhq/wharf/internal/core/marketplace"
 	"github.com/wharfhq/wharf/plugin"
 )
 

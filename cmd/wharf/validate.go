@@ -11,10 +11,10 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/wharfhq/wharf/fetch"
-	"github.com/wharfhq/wharf/marketplace"
+	"github.com/wharfhq/wharf/internal/core/fetch"
+	"github.com/wharfhq/wharf/internal/core/marketplace"
+	"github.com/wharfhq/wharf/internal/core/source"
 	"github.com/wharfhq/wharf/plugin"
-	"github.com/wharfhq/wharf/source"
 )
 
 // validateResult is `wharf validate --json`.

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/wharfhq/wharf/source"
+	"github.com/wharfhq/wharf/internal/core/source"
 )
 
 // validate refuses a plugin whose tree is over the install size limit, with

@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/wharfhq/wharf/agent"
-	"github.com/wharfhq/wharf/internal/testworld"
+	"github.com/wharfhq/wharf/internal/testutil/testworld"
 )
 
 // World is a wharf home, a project and a managed directory.

@@ -1,0 +1,142 @@
+package inventory_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/wharfhq/wharf/internal/core/inventory"
+)
+
+func validJSON(t testing.TB) []byte {
+	raw, err := json.Marshal(report(1, pl("b@corp", "1.0.0"), pl("a@corp", "2.0.0")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return raw
+}
+
+func TestDecodeValid(t *testing.T) {
+	r, err := inventory.DecodeBytes(validJSON(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Plugins[0].ID != "a@corp" {
+		t.Fatalf("plugins are sorted by id: %v", r.Plugins)
+	}
+	// The hash ignores when the report was built and the plugins' order.
+	r2 := report(1, pl("a@corp", "2.0.0"), pl("b@corp", "1.0.0"))
+	if err := inventory.Validate(&r2); err != nil {
+		t.Fatal(err)
+	}
+	r2.Created = r.Created.Add(1e9)
+	if inventory.Hash(r) != inventory.Hash(r2) {
+		t.Fatal("the same inventory must hash the same")
+	}
+	r2.Plugins[0].Enabled = false
+	if inventory.Hash(r) == inventory.Hash(r2) {
+		t.Fatal("a changed plugin must change the hash")
+	}
+}
+
+// Every refusal names the field (with the plugin's index) and is a *ReportError.
+func TestDecodeRefusals(t *testing.T) {
+	mut := func(f func(*inventory.Report)) []byte {
+		r := report(1, pl("a@corp", "1.0.0"), pl("b@corp", "1.0.0"))
+		f(&r)
+		raw, _ := json.Marshal(r)
+		return raw
+	}
+	many := make([]inventory.Plugin, inventory.MaxPlugins+1)
+	for i := range many {
+		many[i] = pl(fmt.Sprintf("p%d@corp", i), "1")
+	}
+	cases := []struct {
+		name, field string
+		body        []byte
+	}{
+		{"empty", "", []byte("  ")},
+		{"syntax", "", []byte(`{"machine": `)},
+		{"trailing", "", append(validJSON(t), []byte(` {}`)...)},
+		{"unknown field", "surprise", []byte(`{"surprise": 1}`)},
+		{"wrong type", "machine.id", []byte(`{"machine": {"id": 7}}`)},
+		{"too large", "", bytes.Repeat([]byte(" "), inventory.MaxReportBytes+1)},
+		{"machine id", "machine.id", mut(func(r *inventory.Report) { r.Machine.ID = "laptop" })},
+		{"hostname control", "machine.hostname", mut(func(r *inventory.Report) { r.Machine.Hostname = "a\x00b" })},
+		{"hostname long", "machine.hostname", mut(func(r *inventory.Report) { r.Machine.Hostname = strings.Repeat("h", 300) })},
+		{"kind", "client.kind", mut(func(r *inventory.Report) { r.Client.Kind = "vim" })},
+		{"client version", "client.version", mut(func(r *inventory.Report) { r.Client.Version = "" })},
+		{"too many", "plugins", mut(func(r *inventory.Report) { r.Plugins = many })},
+		{"id", "plugins[1].id", mut(func(r *inventory.Report) { r.Plugins[1].ID = "no-marketplace" })},
+		{"id separator", "plugins[0].id", mut(func(r *inventory.Report) { r.Plugins[0].ID = "a|b@corp" })},
+		{"version", "plugins[1].version", mut(func(r *inventory.Report) { r.Plugins[1].Version = "1.0 beta" })},
+		{"digest", "plugins[0].digest", mut(func(r *inventory.Report) { r.Plugins[0].Digest = "sha256:abc" })},
+		{"digest length", "plugins[0].digest", mut(func(r *inventory.Report) { r.Plugins[0].Digest = "w1:AAAA" })},
+		{"scope", "plugins[1].scope", mut(func(r *inventory.Report) { r.Plugins[1].Scope = "global" })},
+		{"install", "plugins[0].install", mut(func(r *inventory.Report) { r.Plugins[0].Install = "magic" })},
+		{"state", "plugins[1].state", mut(func(r *inventory.Report) { r.Plugins[1].State = "happy" })},
+		{"reason", "plugins[0].reason", mut(func(r *inventory.Report) { r.Plugins[0].Reason = strings.Repeat("r", 2000) })},
+		{"duplicate", "plugins", mut(func(r *inventory.Report) { r.Plugins[1] = r.Plugins[0] })},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := inventory.Decode(bytes.NewReader(tc.body))
+			var re *inventory.ReportError
+			if !errors.As(err, &re) {
+				t.Fatalf("err = %v, want *ReportError", err)
+			}
+			if re.Field != tc.field {
+				t.Fatalf("field = %q, want %q (%v)", re.Field, tc.field, err)
+			}
+			if !strings.HasPrefix(err.Error(), "inventory report") {
+				t.Fatalf("message %q does not say what was refused", err)
+			}
+		})
+	}
+}
+
+// JSON decoding replaces invalid UTF-8; Validate, called on a report built
+// in memory, refuses it.
+func TestValidateRefusesInvalidUTF8(t *testing.T) {
+	r := report(1)
+	r.Machine.User = "\xff"
+	var re *inventory.ReportError
+	if err := inventory.Validate(&r); !errors.As(err, &re) || re.Field != "machine.user" {
+		t.Fatalf("err = %v, want a *ReportError on machine.user", err)
+	}
+}
+
+// FuzzDecode: any input is refused with a *ReportError or decodes into a
+// report that validates again and hashes stably; it never panics.
+func FuzzDecode(f *testing.F) {
+	f.Add(validJSON(f))
+	f.Add([]byte(`{"machine":{"id":"m-00000000000000000000000000000001"},"client":{"kind":"wharf","version":"1"},"plugins":[]}`))
+	f.Add([]byte(`{"machine":{"id":"m-00000000000000000000000000000001"},"client":{"kind":"claude-code","version":"2.1.0"},"plugins":[{"id":"a@b","version":"","digest":"","scope":"project","install":"sideloaded","enabled":false,"state":"failed","reason":"x"}]}`))
+	f.Add([]byte(`{"plugins":[{"id":"a@b"},{"id":"a@b"}]}`))
+	f.Add([]byte(`[]`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		r, err := inventory.DecodeBytes(data)
+		if err != nil {
+			var re *inventory.ReportError
+			if !errors.As(err, &re) {
+				t.Fatalf("err %v is not a *ReportError", err)
+			}
+			return
+		}
+		h := inventory.Hash(r)
+		again := r
+		again.Plugins = append([]inventory.Plugin(nil), r.Plugins...)
+		if err := inventory.Validate(&again); err != nil {
+			t.Fatalf("a decoded report does not validate again: %v", err)
+		}
+		if inventory.Hash(again) != h {
+			t.Fatal("the hash of a decoded report is not stable")
+		}
+		if !inventory.ValidMachineID(r.Machine.ID) || len(r.Plugins) > inventory.MaxPlugins {
+			t.Fatalf("decoded report breaks the limits: %+v", r.Machine)
+		}
+	})
+}

@@ -1,0 +1,320 @@
+package policy
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"sync"
+	"sync/atomic"
+
+	"github.com/wharfhq/wharf/internal/core/atomicfile"
+	"github.com/wharfhq/wharf/internal/core/settings"
+	"github.com/wharfhq/wharf/plugin"
+)
+
+// WithMemoFile keeps decisions between processes in the file at path: the
+// decisions memoized for the policy version in force are read from it on
+// the first decision, and SaveMemo writes the ones added since. A decision
+// is a function of the request, the policy version (a hash of every input
+// the evaluation reads) and the code that evaluates it, so an entry is used
+// only under the version and by the build (CodeStamp) it was made under; a
+// file of another version or build, or one that cannot be read, is
+// ignored. A decision answered from the memo compiles nothing.
+func WithMemoFile(path string) Option { return func(e *Engine) { e.memo = &memo{path: path} } }
+
+// MemoFile is the memo file's path (see WithMemoFile), "" without one.
+func (e *Engine) MemoFile() string {
+	if e.memo == nil {
+		return ""
+	}
+	return e.memo.path
+}
+
+// LoadMemo reads the memo file now (it is otherwise read on the first
+// decision), so a caller can overlap the read with its own startup work.
+// It does nothing without a memo file.
+func (e *Engine) LoadMemo() {
+	mm := e.memo
+	if mm == nil {
+		return
+	}
+	mm.mu.Lock()
+	mm.forVersion(e.Version())
+	mm.mu.Unlock()
+}
+
+// MemoHits is the number of decisions the memo file (see WithMemoFile)
+// answered in this process without an evaluation: what a caller measuring
+// its cold start, or a test, checks that the memo carried.
+func (e *Engine) MemoHits() int64 {
+	mm := e.memo
+	if mm == nil {
+		return 0
+	}
+	return mm.hits.Load()
+}
+
+// memoKey is the memo key of req: every field of the request, and what of
+// the environment its evaluation input depends on besides the policy
+// version (the GitHub host owner/repo sources point to, the resolved path
+// of a local marketplace source), NUL-separated. Building it costs a
+// fraction of building the evaluation input, which a memo hit never does.
+// AppendMemoKey appends to dst the key under which a decision about req is
+// memoized: every field of the request, the GitHub host owner/repo
+// sources resolve to, and a local source's resolved path. Anyone
+// memoizing decisions of one policy version keys them with it.
+func AppendMemoKey(dst []byte, req Request) []byte {
+	return memoKey(dst, req.withSideloadSource(), nil)
+}
+
+func memoKey(dst []byte, req Request, x *factIndex) []byte {
+	dst = append(dst, req.Action...)
+	for _, s := range []string{req.Plugin.Name, req.Plugin.Source, req.RequiredBy.Name, req.RequiredBy.Source,
+		string(req.Surface), req.From, req.Path, req.Marketplace.Name, req.ManagedDir} {
+		dst = append(dst, 0)
+		dst = append(dst, s...)
+	}
+	for _, l := range [][]string{req.DeclaredCross, req.Signatures} {
+		dst = append(dst, 0)
+		for _, s := range l {
+			dst = append(append(dst, s...), 1)
+		}
+	}
+	dst = append(dst, 0)
+	if x != nil {
+		dst = append(dst, x.githubHost...)
+	} else {
+		dst = append(dst, currentGitHubHost()...)
+	}
+	dst = append(dst, 0)
+	if s := req.Marketplace.Source; s != nil {
+		dst = append(dst, s.Key()...)
+		if s.Source == settings.KindDirectory || s.Source == settings.KindFile {
+			// Policy matches a local source by its resolved path: a link
+			// repointed since the decision was memoized is a new request.
+			dst = append(dst, 0)
+			dst = append(dst, plugin.ResolvePath(s.Path)...)
+		}
+	}
+	return dst
+}
+
+// memoHeader starts every memo file; a file without it is not a memo.
+const memoHeader = "wharf policy decision memo 1\n"
+
+// Bounds: the file read at first use, and the decisions kept per version.
+const (
+	memoMaxBytes   = 8 << 20
+	memoMaxEntries = 4096
+)
+
+// TypeMemoWrite is the error type of a memo file that cannot be written.
+const TypeMemoWrite = "policy-memo-write"
+
+// memoDoc is a memo as read: the decisions of one policy version by memo
+// key (see memoKey).
+type memoDoc struct {
+	Version   string
+	Build     string // CodeStamp of the build that made it
+	Decisions map[string]Decision
+}
+
+// memoFileDoc is a memo file's body after the header: a memo holds a few
+// distinct decisions for many requests (most are plainly allowed), so each
+// distinct decision is written once and every key names its index. A cold
+// start decodes a handful of decisions and one map of small numbers.
+type memoFileDoc struct {
+	Version   string         `json:"version"`
+	Build     string         `json:"build"`
+	Decisions []Decision     `json:"decisions"`
+	Keys      map[string]int `json:"keys"`
+}
+
+type memo struct {
+	path   string
+	saveMu sync.Mutex // one SaveMemo at a time, so an older snapshot never overwrites a newer one
+
+	mu      sync.RWMutex
+	read    bool    // the file has been read
+	file    memoDoc // what it held, when it was a memo
+	version string  // the version m belongs to
+	m       map[string]Decision
+	dirty   bool
+	hits    atomic.Int64 // decisions answered from the memo
+}
+
+// forVersion makes m the memo of version v. Called with mu held.
+func (mm *memo) forVersion(v string) {
+	if !mm.read {
+		mm.read = true
+		mm.file, _ = readMemo(mm.path)
+	}
+	if mm.m != nil && mm.version == v {
+		return
+	}
+	mm.version, mm.m, mm.dirty = v, map[string]Decision{}, false
+	if mm.file.Version == v {
+		// readMemo kept only decisions of the file's version, at most
+		// memoMaxEntries of them: the memo starts from its map.
+		mm.m, mm.file.Decisions = mm.file.Decisions, nil
+	}
+}
+
+// get looks key up without allocating (the key is the caller's buffer).
+func (mm *memo) get(v string, key []byte) (Decision, bool) {
+	// The common case, the memo of v already in place, takes the lock
+	// shared: workers deciding in parallel do not wait for each other.
+	mm.mu.RLock()
+	if mm.read && mm.m != nil && mm.version == v {
+		d, ok := mm.m[string(key)]
+		mm.mu.RUnlock()
+		return mm.hit(d, ok)
+	}
+	mm.mu.RUnlock()
+	mm.mu.Lock()
+	defer mm.mu.Unlock()
+	mm.forVersion(v)
+	d, ok := mm.m[string(key)]
+	return mm.hit(d, ok)
+}
+
+func (mm *memo) hit(d Decision, ok bool) (Decision, bool) {
+	if !ok {
+		return Decision{}, false
+	}
+	mm.hits.Add(1)
+	return d.clone(), true
+}
+
+func (mm *memo) put(v string, key []byte, d Decision) {
+	if d.PolicyVersion != v {
+		return
+	}
+	mm.mu.Lock()
+	defer mm.mu.Unlock()
+	mm.forVersion(v)
+	if _, ok := mm.m[string(key)]; ok || len(mm.m) >= memoMaxEntries {
+		return
+	}
+	mm.m[string(key)] = d.clone()
+	mm.dirty = true
+}
+
+// readMemo reads a memo file; ok is false when there is none or it is not
+// a readable memo (missing, too large, another kind of file, corrupt).
+func readMemo(path string) (memoDoc, bool) {
+	f, err := os.Open(path)
+	if err != nil {
+		return memoDoc{}, false
+	}
+	defer f.Close()
+	r := bufio.NewReader(io.LimitReader(f, memoMaxBytes+1))
+	head := make([]byte, len(memoHeader))
+	if _, err := io.ReadFull(r, head); err != nil || string(head) != memoHeader {
+		return memoDoc{}, false
+	}
+	body, err := io.ReadAll(r)
+	if err != nil || len(body)+len(memoHeader) > memoMaxBytes {
+		return memoDoc{}, false
+	}
+	var fd memoFileDoc
+	if err := json.Unmarshal(body, &fd); err != nil || fd.Version == "" || fd.Build != CodeStamp() {
+		return memoDoc{}, false
+	}
+	doc := memoDoc{Version: fd.Version, Build: fd.Build, Decisions: make(map[string]Decision, min(len(fd.Keys), memoMaxEntries))}
+	for k, i := range fd.Keys {
+		if i < 0 || i >= len(fd.Decisions) || len(doc.Decisions) >= memoMaxEntries {
+			continue
+		}
+		d := fd.Decisions[i]
+		if d.Allowed != (len(d.Reasons) == 0) || d.Reasons == nil || d.Warnings == nil || d.PolicyVersion != fd.Version {
+			continue // not something Decide returns under this version
+		}
+		doc.Decisions[k] = d
+	}
+	return doc, true
+}
+
+// encodeMemo is the body of doc's memo file.
+func encodeMemo(doc memoDoc) ([]byte, error) {
+	fd := memoFileDoc{Version: doc.Version, Build: doc.Build, Decisions: []Decision{}, Keys: make(map[string]int, len(doc.Decisions))}
+	index := map[string]int{}
+	for k, d := range doc.Decisions {
+		b, err := json.Marshal(d)
+		if err != nil {
+			return nil, err
+		}
+		i, ok := index[string(b)]
+		if !ok {
+			i = len(fd.Decisions)
+			index[string(b)] = i
+			fd.Decisions = append(fd.Decisions, d)
+		}
+		fd.Keys[k] = i
+	}
+	return json.Marshal(fd)
+}
+
+// SaveMemo writes the memo file (see WithMemoFile) when decisions were
+// added since it was read, replacing it crash-safely. It does nothing
+// without a memo file. A file that exists and is not a memo is left alone
+// and reported: the path was probably meant for something else.
+func (e *Engine) SaveMemo() error {
+	mm := e.memo
+	if mm == nil {
+		return nil
+	}
+	mm.saveMu.Lock()
+	defer mm.saveMu.Unlock()
+	mm.mu.Lock()
+	if !mm.dirty {
+		mm.mu.Unlock()
+		return nil
+	}
+	doc := memoDoc{Version: mm.version, Build: CodeStamp(), Decisions: make(map[string]Decision, len(mm.m))}
+	for k, d := range mm.m {
+		doc.Decisions[k] = d
+	}
+	mm.mu.Unlock()
+	if err := checkReplaceable(mm.path); err != nil {
+		return err
+	}
+	body, err := encodeMemo(doc)
+	if err != nil {
+		return err
+	}
+	if err := atomicfile.WriteFile(mm.path, append([]byte(memoHeader), body...), 0o644); err != nil {
+		return plugin.Errorf(plugin.LayerPolicy, TypeMemoWrite, mm.path, "check that the directory is writable, or remove the memo option", "saving policy decisions: %v", err)
+	}
+	mm.mu.Lock()
+	if mm.version == doc.Version && len(mm.m) == len(doc.Decisions) {
+		mm.dirty = false
+	}
+	mm.file = doc
+	mm.mu.Unlock()
+	return nil
+}
+
+// checkReplaceable refuses to overwrite a non-empty file that does not
+// start like a memo.
+func checkReplaceable(path string) error {
+	f, err := os.Open(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return plugin.Errorf(plugin.LayerPolicy, TypeMemoWrite, path, "check the file's permissions", "saving policy decisions: %v", err)
+	}
+	defer f.Close()
+	head := make([]byte, len(memoHeader))
+	n, _ := io.ReadFull(f, head)
+	if n == 0 || bytes.Equal(head[:n], []byte(memoHeader)[:n]) {
+		return nil
+	}
+	return plugin.Errorf(plugin.LayerPolicy, TypeMemoWrite, path, "point the memo at a file of its own, or remove this one",
+		"%s is not a policy decision memo; not overwriting it", fmt.Sprint(path))
+}
