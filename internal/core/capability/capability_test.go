@@ -111,7 +111,6 @@ func TestTooManyFiles(t *testing.T) {
 	}
 }
 
-
 // TestCapabilityKinds checks each kind against a crafted plugin.
 func TestCapabilityKinds(t *testing.T) {
 	hooks := read(t, "capabilities/hooks").Capabilities
