@@ -67,7 +67,7 @@ var table = []unit{
 	{"internal/client/cache", 2, []string{"internal/client/diskrec", "internal/core/atomicfile", "internal/core/layout", "internal/core/store", "internal/core/trust", "plugin"}, []string{"internal/core/source"}},
 	{"internal/core/inventory", 2, []string{"internal/core/lazyre", "internal/core/store", "plugin"}, []string{"internal/server/etcdstore", "internal/testutil/etcdtest"}},
 	{"internal/core/marketplace", 2, []string{"internal/core/atomicfile", "internal/core/fetch", "internal/core/lazyre", "internal/core/netidle", "internal/core/settings", "internal/core/store", "plugin"}, []string{"internal/testutil/claudetest", "internal/testutil/gitserve", "internal/testutil/netnstest", "internal/testutil/sharedtest", "internal/testutil/silentnet"}},
-	{"internal/core/policy", 2, []string{"internal/core/atomicfile", "internal/core/lazyre", "internal/core/settings", "plugin"}, nil},
+	{"internal/core/policy", 2, []string{"internal/core/atomicfile", "internal/core/capability", "internal/core/lazyre", "internal/core/settings", "plugin"}, nil},
 	{"internal/core/source", 2, []string{"internal/core/fetch", "internal/core/lazyre", "internal/core/netidle", "plugin"}, []string{"internal/testutil/gitserve", "internal/testutil/netnstest", "internal/testutil/silentnet"}},
 	{"internal/core/store/storetest", 2, []string{"internal/core/store"}, nil},
 	{"internal/server/etcdstore", 2, []string{"internal/core/store"}, []string{"internal/core/store/storetest", "internal/testutil/etcdtest"}},
