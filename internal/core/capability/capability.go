@@ -1,6 +1,7 @@
 package capability
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
@@ -165,7 +166,7 @@ type reader struct {
 	findings []Finding
 	execs    map[string]map[string]bool // path -> reasons
 	hosts    map[string]map[string]bool // host -> from
-	scripts  map[string][]byte          // text files kept for hooks and servers to name
+	scripts  map[string][]byte          // text files read by walk, for hooks, servers and prompts
 	md       []string                   // Markdown files, scanned in walk
 }
 
@@ -217,9 +218,7 @@ func (r *reader) walk() error {
 			return nil
 		}
 		r.scanText(rel, data)
-		if !isMarkdown(rel) {
-			r.scripts[rel] = data
-		}
+		r.scripts[rel] = data
 		return nil
 	})
 }
@@ -324,7 +323,16 @@ func (r *reader) components() {
 func (r *reader) prompt(c plugin.Component) {
 	pr := Prompt{Name: r.p.Namespace() + ":" + c.Name, Path: c.Path, AllowedTools: []string{}}
 	if c.Path != "" {
-		if data, err := os.ReadFile(filepath.Join(r.p.Root, filepath.FromSlash(c.Path))); err == nil {
+		data, ok := r.scripts[c.Path]
+		if !ok {
+			var err error
+			if data, err = os.ReadFile(filepath.Join(r.p.Root, filepath.FromSlash(c.Path))); err != nil {
+				data = nil
+			}
+		}
+		// Only a header that names tools is parsed: YAML costs more than
+		// reading the file.
+		if data != nil && bytes.HasPrefix(data, []byte("---")) && bytes.Contains(frontMatterHead(data), []byte("tools")) {
 			if meta, _, err := plugin.ParseFrontMatter(data); err == nil {
 				key := "allowed-tools"
 				if c.Kind == plugin.KindAgent {
@@ -672,3 +680,12 @@ func clip(s string) string {
 
 // jsonIndent is the indented JSON that wharf prints for a report.
 func jsonIndent(r *Report) ([]byte, error) { return json.MarshalIndent(r, "", "  ") }
+
+// frontMatterHead is the front matter block of a Markdown file (up to the
+// closing "---"), or the whole file when it is not closed.
+func frontMatterHead(data []byte) []byte {
+	if i := bytes.Index(data[3:], []byte("\n---")); i >= 0 {
+		return data[:i+3]
+	}
+	return data
+}

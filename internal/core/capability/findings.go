@@ -113,24 +113,29 @@ func invisible(c rune, at int) bool {
 func bidi(c rune) bool { return c >= 0x202A && c <= 0x202E || c >= 0x2066 && c <= 0x2069 }
 
 func (r *reader) scanUnicode(rel string, data []byte) {
-	line, off := 1, 0
+	var lines lineIdx
 	reported := map[string]int{}
-	for off < len(data) {
-		c, size := utf8.DecodeRune(data[off:])
-		if c == '\n' {
-			line++
+	for off := 0; off < len(data); {
+		// Every character looked for is outside ASCII: skip ASCII a
+		// byte at a time without decoding.
+		if data[off] < utf8.RuneSelf {
+			off++
+			continue
 		}
+		c, size := utf8.DecodeRune(data[off:])
 		// Zero-width joiners inside emoji sequences are how emoji are
 		// written; only those next to plain text count.
-		zwjInEmoji := c == 0x200D && off > 0 && off+size < len(data) && emojiAround(data, off, size)
-		switch {
-		case bidi(c):
-			if reported[KindBidiUnicode] != line {
+		isBidi := bidi(c)
+		if isBidi || invisible(c, off) && !(c == 0x200D && off > 0 && off+size < len(data) && emojiAround(data, off, size)) {
+			if lines == nil {
+				lines = lineIndex(data)
+			}
+			line := lines.at(off)
+			switch {
+			case isBidi && reported[KindBidiUnicode] != line:
 				reported[KindBidiUnicode] = line
 				r.find(KindBidiUnicode, rel, line, "bidirectional control U+%04X: the text shown differs from the text read", c)
-			}
-		case invisible(c, off) && !zwjInEmoji:
-			if reported[KindInvisibleUnicode] != line {
+			case !isBidi && reported[KindInvisibleUnicode] != line:
 				reported[KindInvisibleUnicode] = line
 				r.find(KindInvisibleUnicode, rel, line, "invisible character U+%04X: text a reader cannot see reaches the model", c)
 			}
@@ -202,30 +207,97 @@ func (r *reader) scanComments(rel string, data []byte) {
 }
 
 var (
-	base64Re = lazyre.New(`[A-Za-z0-9+/]{40,}={0,2}|[A-Za-z0-9_-]{40,}`)
-	hexRe    = lazyre.New(`(?i)\b(?:[0-9a-f]{2}){24,}\b|(?:\\x[0-9a-f]{2}){16,}`)
 	scriptRe = lazyre.New(`(?i)(^#!|\b(curl|wget)\s|\|\s*(ba)?sh\b|\bbash\s+-[ic]\b|\bsh\s+-c\b|\beval\s*\(|\bexec\s*\(|\bimport\s+(os|subprocess|socket)\b|` +
 		`\brequire\(['"]child_process|\bchild_process\b|\bsubprocess\.|\bos\.system\b|/dev/tcp/|\brm\s+-rf\b|\bpowershell\b|\binvoke-expression\b|\bnc\s+-e\b|\bchmod\s+\+x\b)`)
 )
 
-// scanEncoded finds base64 and hex blobs that decode to a script.
+// scanEncoded finds base64 and hex blobs (runs of at least 40 base64 or
+// 48 hex characters, or 16 \xNN escapes) that decode to a script. One
+// pass over the bytes: a regular expression with a counted repetition
+// costs far more than reading the file.
 func (r *reader) scanEncoded(rel string, data []byte) {
 	if len(data) < 40 {
 		return
 	}
-	lines := lineIndex(data)
-	for _, loc := range base64Re.Regexp().FindAllIndex(data, 200) {
-		blob := string(data[loc[0]:loc[1]])
-		if dec, ok := decodeBase64(blob); ok && looksLikeScript(dec) {
-			r.find(KindEncodedScript, rel, lines.at(loc[0]), "base64 text decodes to a script: %q", clip(string(dec)))
+	var lines lineIdx
+	at := func(off int) int {
+		if lines == nil {
+			lines = lineIndex(data)
+		}
+		return lines.at(off)
+	}
+	found := 0
+	start := -1
+	for i := 0; i <= len(data) && found < 200; i++ {
+		if i < len(data) && isBase64Byte(data[i]) {
+			if start < 0 {
+				start = i
+			}
+			continue
+		}
+		if start >= 0 && i-start >= 40 {
+			found++
+			blob := string(data[start:i])
+			if isHex(blob) {
+				if len(blob) >= 48 {
+					if dec, err := hex.DecodeString(blob[:len(blob)/2*2]); err == nil && looksLikeScript(dec) {
+						r.find(KindEncodedScript, rel, at(start), "hex text decodes to a script: %q", clip(string(dec)))
+					}
+				}
+			} else if dec, ok := decodeBase64(blob); ok && looksLikeScript(dec) {
+				r.find(KindEncodedScript, rel, at(start), "base64 text decodes to a script: %q", clip(string(dec)))
+			}
+		}
+		start = -1
+	}
+	if bytes.Contains(data, []byte(`\x`)) {
+		r.scanHexEscapes(rel, data, at)
+	}
+}
+
+// scanHexEscapes finds runs of \xNN escapes that decode to a script.
+func (r *reader) scanHexEscapes(rel string, data []byte, at func(int) int) {
+	for i := 0; i+4 <= len(data); {
+		j := i
+		var dec []byte
+		for j+4 <= len(data) && data[j] == '\\' && data[j+1] == 'x' && isHexByte(data[j+2]) && isHexByte(data[j+3]) {
+			b, _ := hex.DecodeString(string(data[j+2 : j+4]))
+			dec = append(dec, b...)
+			j += 4
+		}
+		if len(dec) >= 16 && looksLikeScript(dec) {
+			r.find(KindEncodedScript, rel, at(i), "hex escapes decode to a script: %q", clip(string(dec)))
+		}
+		if j > i {
+			i = j
+		} else {
+			i++
 		}
 	}
-	for _, loc := range hexRe.Regexp().FindAllIndex(data, 200) {
-		blob := strings.ReplaceAll(string(data[loc[0]:loc[1]]), `\x`, "")
-		if dec, err := hex.DecodeString(blob); err == nil && looksLikeScript(dec) {
-			r.find(KindEncodedScript, rel, lines.at(loc[0]), "hex text decodes to a script: %q", clip(string(dec)))
+}
+
+// base64Bytes marks the bytes of the standard and URL base64 alphabets
+// and padding.
+var base64Bytes = func() (t [256]bool) {
+	for _, c := range []byte("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/=_-") {
+		t[c] = true
+	}
+	return t
+}()
+
+func isBase64Byte(c byte) bool { return base64Bytes[c] }
+
+func isHexByte(c byte) bool {
+	return c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F'
+}
+
+func isHex(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if !isHexByte(s[i]) {
+			return false
 		}
 	}
+	return true
 }
 
 func decodeBase64(s string) ([]byte, bool) {
