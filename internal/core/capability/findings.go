@@ -114,14 +114,28 @@ func bidi(c rune) bool { return c >= 0x202A && c <= 0x202E || c >= 0x2066 && c <
 
 func (r *reader) scanUnicode(rel string, data []byte) {
 	var lines lineIdx
-	reported := map[string]int{}
-	for off := 0; off < len(data); {
-		// Every character looked for is outside ASCII: skip ASCII a
-		// byte at a time without decoding.
-		if data[off] < utf8.RuneSelf {
-			off++
-			continue
+	reported := map[[2]int]bool{} // (bidi 0 / invisible 1, line) already reported
+	// Every character looked for starts with one of these bytes (UTF-8
+	// of U+00AD, U+180E, U+2000-U+2FFF, U+FEFF, U+E0000-U+EFFFF): jump
+	// from one to the next instead of decoding every rune.
+	for _, lead := range []byte{0xC2, 0xE1, 0xE2, 0xEF, 0xF3} {
+		for off := 0; off < len(data); {
+			i := bytes.IndexByte(data[off:], lead)
+			if i < 0 {
+				break
+			}
+			off += i
+			size := r.unicodeAt(rel, data, off, &lines, reported)
+			off += size
 		}
+	}
+}
+
+// unicodeAt checks the rune at data[off] and returns its size.
+func (r *reader) unicodeAt(rel string, data []byte, off int, linesp *lineIdx, reported map[[2]int]bool) int {
+	lines := *linesp
+	defer func() { *linesp = lines }()
+	{
 		c, size := utf8.DecodeRune(data[off:])
 		// Zero-width joiners inside emoji sequences are how emoji are
 		// written; only those next to plain text count.
@@ -132,15 +146,15 @@ func (r *reader) scanUnicode(rel string, data []byte) {
 			}
 			line := lines.at(off)
 			switch {
-			case isBidi && reported[KindBidiUnicode] != line:
-				reported[KindBidiUnicode] = line
+			case isBidi && !reported[[2]int{0, line}]:
+				reported[[2]int{0, line}] = true
 				r.find(KindBidiUnicode, rel, line, "bidirectional control U+%04X: the text shown differs from the text read", c)
-			case !isBidi && reported[KindInvisibleUnicode] != line:
-				reported[KindInvisibleUnicode] = line
+			case !isBidi && !reported[[2]int{1, line}]:
+				reported[[2]int{1, line}] = true
 				r.find(KindInvisibleUnicode, rel, line, "invisible character U+%04X: text a reader cannot see reaches the model", c)
 			}
 		}
-		off += size
+		return size
 	}
 }
 
