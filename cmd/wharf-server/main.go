@@ -31,7 +31,6 @@ import (
 	"github.com/wharfhq/wharf/internal/cli/shell"
 	"github.com/wharfhq/wharf/internal/core/layout"
 	"github.com/wharfhq/wharf/internal/core/marketplace"
-	"github.com/wharfhq/wharf/internal/core/policy"
 	"github.com/wharfhq/wharf/internal/core/trust"
 	"github.com/wharfhq/wharf/plugin"
 )
@@ -185,7 +184,6 @@ func (a *app) load(cmd *cobra.Command) error {
 		*d.to = t
 	}
 	a.cfg.GitHubHost = strings.TrimSpace(v.GetString("github-host"))
-	policy.SetGitHubHost(a.cfg.GitHubHost)
 	return nil
 }
 

@@ -264,9 +264,6 @@ func (a *app) load(cmd *cobra.Command) error {
 		return err
 	}
 	a.cfg.GitHubHost = strings.TrimSpace(v.GetString("github-host"))
-	// Policy reads owner/repo sources on the same GitHub host the
-	// marketplace code fetches them from.
-	policy.SetGitHubHost(a.cfg.GitHubHost)
 	if a.cfg.Grace, err = durationKeyMin(v, "gc-grace", 0); err != nil {
 		return err
 	}
