@@ -59,7 +59,10 @@ func printCapabilities(a *app, r *capability.Report) {
 			if len(v.Runs) > 0 {
 				notes = append(notes, "runs "+strings.Join(v.Runs, ", "))
 			}
-			add("%s %s (%s): %s%s", kind, v.Name, v.Transport, target, bracket(notes))
+			if target != "" {
+				target = ": " + target
+			}
+			add("%s %s (%s)%s%s", kind, v.Name, v.Transport, target, bracket(notes))
 		}
 	}
 	servers("mcp-server", s.MCPServers)
@@ -87,9 +90,8 @@ func printCapabilities(a *app, r *capability.Report) {
 		}
 		add("host %s (%s; %s)", h.Host, state, strings.Join(h.From, ", "))
 	}
-	if len(lines) == 0 {
-		a.printf("capabilities: none (no hooks, servers, executables, allowed tools, sensitive settings or hosts)\n")
-	} else {
+	// A plugin with none (only prompts without tools) prints nothing.
+	if len(lines) > 0 {
 		a.printf("capabilities:\n")
 		for _, l := range lines {
 			a.printf("  %s\n", l)
