@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/wharfhq/wharf/internal/core/policy"
 	"github.com/wharfhq/wharf/internal/core/trust"
 	"github.com/wharfhq/wharf/internal/testutil/agentcli"
 	"github.com/wharfhq/wharf/internal/testutil/claudetest"
@@ -16,14 +17,18 @@ import (
 // against a wharf channel served on loopback, added by its token-less URL
 // with the token handed over by git's credential helper: each installs
 // deploy from it, with the digest the channel pins, and neither installs
-// deploy's dependency lint (neither resolves dependencies).
+// deploy's dependency lint (neither resolves dependencies). As root with
+// CI=true, wharf's export of a policy allowing only the channel is put in
+// the agent's managed file: the agent then refuses the channel's URL with
+// the token in it and another marketplace, and adds the token-less URL.
 func TestAgentsUseChannel(t *testing.T) {
 	for _, a := range []agentcli.Agent{agentcli.Copilot, agentcli.Codex} {
 		t.Run(a.Name, func(t *testing.T) {
 			cli := agentcli.Find(t, a)
-			// Other tests may be writing the machine-wide managed files
-			// every agent CLI reads.
-			claudetest.Lock(t, false)
+			// The managed part writes a machine-wide file the agent reads;
+			// other tests may be writing one too.
+			writeManaged, why := agentcli.CanWriteManaged()
+			claudetest.Lock(t, writeManaged)
 			needGit(t)
 			e, _ := newCatalogEnv(t)
 			dev := e.tokens[RoleDeveloper]
@@ -94,6 +99,41 @@ func TestAgentsUseChannel(t *testing.T) {
 			if !strings.Contains(list, `"deploy"`) || strings.Contains(list, `"lint@approved"`) || listsInstalled(t, list, "lint") {
 				t.Fatalf("%s lists after installing deploy:\n%s", a.Name, list)
 			}
+
+			// With wharf's export of a policy that allows only the channel
+			// in force, the agent refuses the channel's URL with the token
+			// in it and adds it by the token-less URL the policy names.
+			if !writeManaged {
+				t.Logf("skipping the managed part: %s", why)
+				return
+			}
+			eng, err := policy.NewEngine([]policy.Layer{{Name: "org", Settings: []byte(`{"strictKnownMarketplaces": [{"source": "git", "url": "` + e.channelURL("approved", "") + `"}]}`)}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var doc []byte
+			if a.Name == "copilot" {
+				doc, err = eng.ExportCopilot().JSON()
+			} else {
+				doc, err = eng.ExportCodex().TOML()
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			agentcli.PutManaged(t, a.ManagedFile, doc)
+			h2 := cli.Home(t)
+			out, code := cli.Run(t, h2, cwd, "plugin", "marketplace", "add", e.channelURL("approved", dev))
+			if code == 0 {
+				t.Fatalf("%s added the channel by a URL with a token in it, which the managed policy does not name: %s", a.Name, out)
+			}
+			if low := strings.ToLower(out); !strings.Contains(low, "polic") && !strings.Contains(low, "not allowed") {
+				t.Fatalf("%s's refusal of the URL with a token does not name the policy: %s", a.Name, out)
+			}
+			if out, code := cli.Run(t, h2, cwd, "plugin", "marketplace", "add", newFixture(t).root); code == 0 {
+				t.Fatalf("%s added another marketplace under the managed policy: %s", a.Name, out)
+			}
+			writeGitCredentials(t, h2, e.channelURL("approved", dev))
+			cli.Must(t, h2, cwd, "plugin", "marketplace", "add", e.channelURL("approved", ""))
 		})
 	}
 }
