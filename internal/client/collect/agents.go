@@ -217,27 +217,29 @@ func stateOfEnabled(on bool) string {
 
 // Read reads the Copilot CLI home: each plugin config.json lists as
 // installed, enabled as it says, and the w1: digest of its copy in
-// installed-plugins/<marketplace>/<name>. A plugin whose copy is missing
-// is reported failed.
+// installed-plugins/<marketplace>/<name>; then each plugin settings.json
+// enables from a local directory marketplace, which Copilot CLI loads in
+// place (see live). A plugin whose copy is missing is reported failed.
 func (c Copilot) Read() ([]inventory.Plugin, []string, error) {
 	file := filepath.Join(c.Dir, "config.json")
 	b, err := readOptional(file)
 	if err != nil {
 		return nil, nil, agentErr("copilot", file, "", "%v", err)
 	}
+	var installs []AgentInstall
+	var warns []string
 	if b == nil {
 		if fi, err := os.Stat(c.Dir); err != nil || !fi.IsDir() {
 			return nil, nil, &plugin.Error{Layer: plugin.LayerMaterialization, Type: TypeAgentState, Object: c.Dir,
 				Err: errors.New("not a Copilot CLI home (no such directory)"), Hint: "give Copilot CLI's directory with --copilot-home (it holds config.json and installed-plugins/)"}
 		}
-		return []inventory.Plugin{}, nil, nil
-	}
-	installs, warns, err := ParseCopilotConfig(file, b)
-	if err != nil {
+	} else if installs, warns, err = ParseCopilotConfig(file, b); err != nil {
 		return nil, nil, err
 	}
 	out := make([]inventory.Plugin, 0, len(installs))
+	listed := map[plugin.ID]bool{}
 	for _, in := range installs {
+		listed[in.ID] = true
 		p := inventory.Plugin{ID: in.ID.String(), Version: in.Version, Scope: "user", Install: inventory.InstallUser, Enabled: in.Enabled, State: stateOfEnabled(in.Enabled)}
 		digest, why := agentDigest(filepath.Join(c.Dir, "installed-plugins", in.ID.Source, in.ID.Name))
 		if why != "" {
@@ -246,7 +248,111 @@ func (c Copilot) Read() ([]inventory.Plugin, []string, error) {
 		p.Digest = digest
 		out = append(out, p)
 	}
+	out = append(out, c.live(listed, &warns)...)
 	return out, warns, nil
+}
+
+// live reports the plugins Copilot CLI loads in place from a marketplace
+// that is a local directory: it copies nothing and lists them only in
+// settings.json (enabledPlugins, with the marketplace in
+// extraKnownMarketplaces). They are reported as sideloaded, hashed where
+// the marketplace's entry points inside its directory.
+func (c Copilot) live(listed map[plugin.ID]bool, warns *[]string) []inventory.Plugin {
+	file := filepath.Join(c.Dir, "settings.json")
+	b, err := readOptional(file)
+	if err != nil {
+		*warns = append(*warns, fmt.Sprintf("%s: %v", file, err))
+		return nil
+	}
+	if b == nil {
+		return nil
+	}
+	enabled, w, err := ParseClaudeEnabled(file, b)
+	*warns = append(*warns, w...)
+	if err != nil {
+		*warns = append(*warns, err.Error())
+		return nil
+	}
+	var doc struct {
+		Extra map[string]struct {
+			Source struct {
+				Source string `json:"source"`
+				Path   string `json:"path"`
+			} `json:"source"`
+		} `json:"extraKnownMarketplaces"`
+	}
+	if err := json.Unmarshal(b, &doc); err != nil {
+		*warns = append(*warns, fmt.Sprintf("%s: extraKnownMarketplaces: %v; live plugins not reported", file, err))
+		return nil
+	}
+	ids := make([]plugin.ID, 0, len(enabled))
+	for id := range enabled {
+		ids = append(ids, id)
+	}
+	sort.Slice(ids, func(i, j int) bool { return ids[i].String() < ids[j].String() })
+	var out []inventory.Plugin
+	for _, id := range ids {
+		if listed[id] {
+			continue
+		}
+		m, ok := doc.Extra[id.Source]
+		if !ok || m.Source.Source != "directory" || !filepath.IsAbs(m.Source.Path) {
+			*warns = append(*warns, fmt.Sprintf("%s: enabledPlugins[%q] is neither installed nor in a local directory marketplace; left out", file, id))
+			continue
+		}
+		on := enabled[id]
+		p := inventory.Plugin{ID: id.String(), Scope: "user", Install: inventory.InstallSideloaded, Enabled: on, State: stateOfEnabled(on)}
+		dir, version, why := livePluginDir(filepath.Clean(m.Source.Path), id.Name)
+		if why == "" {
+			p.Version = version
+			p.Digest, why = agentDigest(dir)
+		}
+		if why != "" {
+			p.State, p.Reason = inventory.StateFailed, why
+		}
+		out = append(out, p)
+	}
+	return out
+}
+
+// livePluginDir finds plugin name in the local marketplace at root: its
+// entry's relative source, which must stay inside root, and its version
+// ("" when the entry has none or not a valid one).
+func livePluginDir(root, name string) (string, string, string) {
+	mf := filepath.Join(root, ".claude-plugin", "marketplace.json")
+	b, err := readOptional(mf)
+	if err != nil || b == nil {
+		return "", "", fmt.Sprintf("%s: cannot read the marketplace (%v)", mf, err)
+	}
+	var doc struct {
+		Plugins []struct {
+			Name    string          `json:"name"`
+			Source  json.RawMessage `json:"source"`
+			Version string          `json:"version"`
+		} `json:"plugins"`
+	}
+	if err := json.Unmarshal(b, &doc); err != nil {
+		return "", "", fmt.Sprintf("%s: %v", mf, err)
+	}
+	for _, e := range doc.Plugins {
+		if e.Name != name {
+			continue
+		}
+		var rel string
+		if err := json.Unmarshal(e.Source, &rel); err != nil {
+			return "", "", fmt.Sprintf("%s: plugin %s has a source that is not a relative path; not hashed", mf, name)
+		}
+		dir := filepath.Join(root, filepath.FromSlash(rel))
+		if r, err := filepath.Rel(root, dir); err != nil || r == ".." || strings.HasPrefix(r, ".."+string(filepath.Separator)) || filepath.IsAbs(rel) {
+			return "", "", fmt.Sprintf("%s: plugin %s's source %q leaves the marketplace directory; not hashed", mf, name, truncate(rel, 200))
+		}
+		version := e.Version
+		if _, err := plugin.SanitizeVersion(version); err != nil || version == "" {
+			version = ""
+		}
+		return dir, version, ""
+	}
+	return "", "", fmt.Sprintf("%s lists no plugin %s", mf, name)
 }
 
 // CodexMigratedSkills is where Codex writes, inside its copy of a plugin,

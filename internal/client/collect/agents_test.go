@@ -176,3 +176,33 @@ func FuzzParseCodexConfig(f *testing.F) {
 		}
 	})
 }
+
+// A plugin Copilot CLI loads in place from a local directory marketplace
+// (nothing copied, no config.json entry) is reported sideloaded, hashed in
+// that directory; an entry whose source leaves the directory is not hashed.
+func TestCopilotReadLive(t *testing.T) {
+	dir, mk := t.TempDir(), t.TempDir()
+	writeTree(t, mk, map[string]string{
+		".claude-plugin/marketplace.json":          `{"name": "mk", "plugins": [{"name": "hello", "source": "./plugins/hello", "version": "1.0.0"}, {"name": "esc", "source": "../../etc"}]}`,
+		"plugins/hello/commands/hi.md":             "hi\n",
+		"plugins/hello/.claude-plugin/plugin.json": `{"name": "hello"}`,
+	})
+	writeTree(t, dir, map[string]string{
+		"settings.json": `{"extraKnownMarketplaces": {"mk": {"source": {"source": "directory", "path": "` + mk + `"}}}, "enabledPlugins": {"hello@mk": true, "esc@mk": true, "gone@git": true}}`,
+	})
+	ps, warns, err := Copilot{Dir: dir}.Read()
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := byID(ps)
+	want, _ := trust.Digest(filepath.Join(mk, "plugins/hello"))
+	if h := m["hello@mk"]; h.Digest != want.Digest || h.Install != inventory.InstallSideloaded || h.State != inventory.StateActive || h.Version != "1.0.0" {
+		t.Fatalf("hello: %+v, want %s", h, want.Digest)
+	}
+	if e := m["esc@mk"]; e.State != inventory.StateFailed || e.Digest != "" || !strings.Contains(e.Reason, "leaves the marketplace") {
+		t.Fatalf("esc: %+v", e)
+	}
+	if len(ps) != 2 || len(warns) != 1 || !strings.Contains(warns[0], "gone@git") {
+		t.Fatalf("plugins %+v, warnings %q", ps, warns)
+	}
+}
