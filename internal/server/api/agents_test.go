@@ -100,6 +100,18 @@ func TestAgentsUseChannel(t *testing.T) {
 				t.Fatalf("%s lists after installing deploy:\n%s", a.Name, list)
 			}
 
+			// What the docs tell users of these agents: install the
+			// dependency by name; it comes from the channel as pinned.
+			if a.Name == "copilot" {
+				cli.Must(t, home, cwd, "plugin", "install", "lint@approved")
+			} else {
+				cli.Must(t, home, cwd, "plugin", "add", "lint@approved")
+			}
+			lint, err := trust.DigestOmitting(dirOf("lint"), omit...)
+			if err != nil || lint.Digest != pins["lint"] {
+				t.Fatalf("%s's copy of lint: %v, digest %v, the channel pins %s", a.Name, err, lint, pins["lint"])
+			}
+
 			// With wharf's export of a policy that allows only the channel
 			// in force, the agent refuses the channel's URL with the token
 			// in it and adds it by the token-less URL the policy names.
