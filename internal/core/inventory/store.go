@@ -156,6 +156,9 @@ type seenRecord struct {
 	// empty while it is being indexed.
 	Hash  string `json:"h,omitempty"`
 	Owner string `json:"o,omitempty"`
+	// Kind is the client kind of the machine's current report (Client.Kind;
+	// the report's hash covers it, so a touch keeps it).
+	Kind string `json:"k,omitempty"`
 }
 
 func parseSeen(raw []byte) (seenRecord, error) {
@@ -356,7 +359,7 @@ func (s *Store) PutWithin(token string, q Quota, r Report) (bool, error) {
 	}
 	if known && sr.Hash == h {
 		s.stats.reports.Add(1)
-		return false, s.touch(id, h, token, sr.Time, now)
+		return false, s.touch(id, h, token, r.Client.Kind, sr, now)
 	}
 	var old record
 	var found, unchanged bool
@@ -391,7 +394,7 @@ func (s *Store) PutWithin(token string, q Quota, r Report) (bool, error) {
 			// The seen record lacked the hash (it was being indexed, or
 			// was lost): put it back, so the next report is a touch.
 			unchanged, seen = true, now
-			return putJSON(tx, BucketSeen, id, seenRecord{Time: now, Hash: h, Owner: token})
+			return putJSON(tx, BucketSeen, id, seenRecord{Time: now, Hash: h, Owner: token, Kind: r.Client.Kind})
 		}
 		var use Usage
 		if vals[1] != nil {
@@ -464,7 +467,7 @@ func (s *Store) PutWithin(token string, q Quota, r Report) (bool, error) {
 		if err := putJSON(tx, BucketMachines, id, rec); err != nil {
 			return err
 		}
-		sr := seenRecord{Time: now, Owner: token}
+		sr := seenRecord{Time: now, Owner: token, Kind: r.Client.Kind}
 		if done {
 			sr.Hash = h
 		}
@@ -536,7 +539,7 @@ func (s *Store) indexInBatches(id, h string, groups map[string][]Install, old re
 		if err := putJSON(tx, BucketMachines, id, rec); err != nil {
 			return err
 		}
-		return putJSON(tx, BucketSeen, id, seenRecord{Time: s.opts.Now().UTC(), Hash: h, Owner: rec.Token})
+		return putJSON(tx, BucketSeen, id, seenRecord{Time: s.opts.Now().UTC(), Hash: h, Owner: rec.Token, Kind: rec.Report.Client.Kind})
 	})
 	if err == nil {
 		s.stats.txs.Add(1)
@@ -653,10 +656,12 @@ func putJSON(tx store.Tx, bucket, key string, v any) error {
 // touch records an unchanged report: in memory, and in the store only when
 // the persisted last-seen time (persisted) is PersistSeenEvery old, and then
 // only if the seen record still names the same report and owner.
-func (s *Store) touch(id, h, token string, persisted, now time.Time) error {
+// A seen record without the client kind (written by an older server) is
+// completed at once.
+func (s *Store) touch(id, h, token, kind string, persisted seenRecord, now time.Time) error {
 	s.stats.touches.Add(1)
 	s.remember(id, now)
-	if now.Sub(persisted) < s.opts.PersistSeenEvery {
+	if now.Sub(persisted.Time) < s.opts.PersistSeenEvery && persisted.Kind == kind {
 		return nil
 	}
 	wrote := false
@@ -667,11 +672,11 @@ func (s *Store) touch(id, h, token string, persisted, now time.Time) error {
 			return err
 		}
 		cur, err := parseSeen(raw)
-		if err != nil || cur.Hash != h || cur.Owner != token || !cur.Time.Before(now) {
+		if err != nil || cur.Hash != h || cur.Owner != token || (!cur.Time.Before(now) && cur.Kind == kind) {
 			return nil // another report moved it meanwhile
 		}
 		wrote = true
-		return putJSON(tx, BucketSeen, id, seenRecord{Time: now, Hash: h, Owner: token})
+		return putJSON(tx, BucketSeen, id, seenRecord{Time: latest(cur.Time, now), Hash: h, Owner: token, Kind: kind})
 	}); err != nil {
 		return err
 	}
@@ -680,6 +685,13 @@ func (s *Store) touch(id, h, token string, persisted, now time.Time) error {
 		s.stats.txs.Add(1)
 	}
 	return nil
+}
+
+func latest(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
 }
 
 // MachineInfo is one machine's current inventory.
@@ -842,7 +854,10 @@ func (s *Store) Plugin(id string) (Counts, error) {
 
 // Holder is one machine that has a plugin.
 type Holder struct {
-	Machine  string    `json:"machine"`
+	Machine string `json:"machine"`
+	// ClientKind is the client kind of the machine's current report
+	// (KindWharf, KindWharfAgent, KindClaudeCode).
+	ClientKind string    `json:"clientKind"`
 	Installs []Install `json:"installs"`
 	LastSeen time.Time `json:"lastSeen"`
 }
@@ -883,7 +898,7 @@ func (s *Store) Holders(id, after string, limit int) ([]Holder, string, error) {
 			}
 			if times[i] != nil {
 				if sr, err := parseSeen(times[i]); err == nil {
-					h.LastSeen = sr.Time
+					h.LastSeen, h.ClientKind = sr.Time, sr.Kind
 				}
 			}
 			out = append(out, h)

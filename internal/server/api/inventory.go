@@ -64,17 +64,27 @@ type PluginInventoryList struct {
 	Next string `json:"next,omitempty"`
 }
 
-// HolderInstall is one install of a plugin on a machine.
+// HolderInstall is one install of a plugin on a machine, under the names
+// of the report's plugins (inventory.Plugin), not the index's storage keys.
 type HolderInstall struct {
-	inventory.Install
-	UnknownDigest bool `json:"unknownDigest,omitempty"`
+	Version       string `json:"version"`
+	Digest        string `json:"digest,omitempty"`
+	Scope         string `json:"scope"`
+	Install       string `json:"install"`
+	Enabled       bool   `json:"enabled"`
+	State         string `json:"state"`
+	Reason        string `json:"reason,omitempty"`
+	UnknownDigest bool   `json:"unknownDigest,omitempty"`
 }
 
 // PluginHolder is one machine that has the plugin.
 type PluginHolder struct {
-	Machine  string          `json:"machine"`
-	LastSeen time.Time       `json:"lastSeen"`
-	Installs []HolderInstall `json:"installs"`
+	Machine string `json:"machine"`
+	// ClientKind is the kind of client whose report the machine sent last
+	// (inventory.KindWharf, KindWharfAgent, KindClaudeCode).
+	ClientKind string          `json:"clientKind"`
+	LastSeen   time.Time       `json:"lastSeen"`
+	Installs   []HolderInstall `json:"installs"`
 }
 
 // PluginMachines is GET /v1/inventory/plugins/{marketplace}/{name}.
@@ -308,10 +318,11 @@ func (s *Server) pluginMachines(ctx context.Context, id, after string, limit int
 	}
 	out := PluginMachines{Plugin: pi, Machines: make([]PluginHolder, 0, len(hs)), Next: next}
 	for _, h := range hs {
-		ph := PluginHolder{Machine: h.Machine, LastSeen: h.LastSeen}
+		ph := PluginHolder{Machine: h.Machine, ClientKind: h.ClientKind, LastSeen: h.LastSeen}
 		for _, in := range h.Installs {
 			_, ok := known[in.Digest]
-			ph.Installs = append(ph.Installs, HolderInstall{Install: in, UnknownDigest: in.Digest != "" && !ok})
+			ph.Installs = append(ph.Installs, HolderInstall{Version: in.Version, Digest: in.Digest, Scope: in.Scope, Install: in.Install,
+				Enabled: in.Enabled, State: in.State, Reason: in.Reason, UnknownDigest: in.Digest != "" && !ok})
 		}
 		out.Machines = append(out.Machines, ph)
 	}
@@ -421,7 +432,7 @@ func (s *Server) convergence(ctx context.Context, rv policy.Revocation) (Revocat
 				if len(hit) > 0 {
 					out.Active++
 					if len(out.Machines) < maxConvergenceList {
-						out.Machines = append(out.Machines, PluginHolder{Machine: h.Machine, LastSeen: h.LastSeen, Installs: hit})
+						out.Machines = append(out.Machines, PluginHolder{Machine: h.Machine, ClientKind: h.ClientKind, LastSeen: h.LastSeen, Installs: hit})
 					}
 				}
 			}

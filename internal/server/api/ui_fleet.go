@@ -79,7 +79,7 @@ func holderRow(h PluginHolder) web.FleetMachineRow {
 	r := web.FleetMachineRow{ID: h.Machine, URL: machineURL(h.Machine), LastSeen: h.LastSeen}
 	for _, in := range h.Installs {
 		r.Installs = append(r.Installs, web.FleetInstall{Version: in.Version, Digest: in.Digest, UnknownDigest: in.UnknownDigest,
-			Scope: in.Scope, Install: in.Install.Install, Enabled: in.Enabled, State: in.State, Reason: in.Reason})
+			Scope: in.Scope, Install: in.Install, Enabled: in.Enabled, State: in.State, Reason: in.Reason})
 	}
 	return r
 }
