@@ -33,6 +33,8 @@ require (
 	pgregory.net/rapid v1.3.0
 )
 
+require github.com/getkin/kin-openapi v0.153.0 // indirect
+
 require (
 	dario.cat/mergo v1.0.0 // indirect
 	github.com/Microsoft/go-winio v0.6.2 // indirect

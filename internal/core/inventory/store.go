@@ -858,8 +858,8 @@ type Holder struct {
 	// ClientKind is the client kind of the machine's current report
 	// (KindWharf, KindWharfAgent, KindClaudeCode).
 	ClientKind string    `json:"clientKind"`
-	Installs []Install `json:"installs"`
-	LastSeen time.Time `json:"lastSeen"`
+	Installs   []Install `json:"installs"`
+	LastSeen   time.Time `json:"lastSeen"`
 }
 
 // Holders returns, in machine id order, at most limit machines after
