@@ -186,6 +186,22 @@ type ChannelView struct {
 	Changes    []string           `json:"changes"` // of the last rebuild
 }
 
+// view is a channel as GET /v1/channels/{name} shows it: its lists are
+// arrays, empty rather than null.
+func (s *Server) view(r *http.Request, def channel.Definition, h channel.Head) ChannelView {
+	v := ChannelView{ChannelSummary: s.summary(r, def, h), Definition: def, Entries: h.Plan.Entries, LeftOut: h.Plan.LeftOut, Changes: h.Changes}
+	if v.Entries == nil {
+		v.Entries = []channel.Entry{}
+	}
+	if v.LeftOut == nil {
+		v.LeftOut = []channel.LeftOut{}
+	}
+	if v.Changes == nil {
+		v.Changes = []string{}
+	}
+	return v
+}
+
 // cloneURL is where a channel is cloned from: PublicURL when the server
 // has one, else the address the request came to.
 func (s *Server) cloneURL(r *http.Request, name string) string {
@@ -280,11 +296,7 @@ func (s *Server) getChannel(c echo.Context) error {
 	if err != nil {
 		return s.channelErr(err)
 	}
-	v := ChannelView{ChannelSummary: s.summary(c.Request(), def, h), Definition: def, Entries: h.Plan.Entries, LeftOut: h.Plan.LeftOut, Changes: h.Changes}
-	if v.Changes == nil {
-		v.Changes = []string{}
-	}
-	return c.JSON(http.StatusOK, v)
+	return c.JSON(http.StatusOK, s.view(c.Request(), def, h))
 }
 
 // ChannelHistory is one page of GET /v1/channels/{name}/history: at most
@@ -413,7 +425,7 @@ func (s *Server) putChannel(c echo.Context, create bool) error {
 	if create {
 		status = http.StatusCreated
 	}
-	return c.JSON(status, ChannelView{ChannelSummary: s.summary(c.Request(), def, h), Definition: def, Entries: h.Plan.Entries, LeftOut: h.Plan.LeftOut, Changes: h.Changes})
+	return c.JSON(status, s.view(c.Request(), def, h))
 }
 
 func (s *Server) createChannel(c echo.Context) error { return s.putChannel(c, true) }
