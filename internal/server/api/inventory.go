@@ -15,6 +15,7 @@ import (
 
 	"github.com/wharfhq/wharf/internal/core/inventory"
 	"github.com/wharfhq/wharf/internal/core/policy"
+	"github.com/wharfhq/wharf/internal/server/fleet"
 	"github.com/wharfhq/wharf/plugin"
 )
 
@@ -47,7 +48,7 @@ type ReportResult struct {
 
 // PluginInventory is one plugin across the fleet.
 type PluginInventory struct {
-	inventory.Counts
+	fleet.Counts
 	// UnknownDigests counts the installs whose digest matches no version
 	// the server's catalog knows (a local edit, or a build from elsewhere).
 	UnknownDigests int `json:"unknownDigests"`
@@ -97,9 +98,9 @@ type PluginMachines struct {
 
 // StaleMachines is GET /v1/inventory/stale.
 type StaleMachines struct {
-	Days     int              `json:"days"`
-	Machines []inventory.Seen `json:"machines"`
-	Next     string           `json:"next,omitempty"`
+	Days     int          `json:"days"`
+	Machines []fleet.Seen `json:"machines"`
+	Next     string       `json:"next,omitempty"`
 }
 
 func (s *Server) machineLimiter() *rate.Limiter {
@@ -157,12 +158,12 @@ func (s *Server) putInventory(c echo.Context) error {
 		return badField("machine.id", "the report is for machine %s but was sent to %s; PUT it to /v1/inventory/machines/%s", rep.Machine.ID, id, rep.Machine.ID)
 	}
 	changed, err := s.inv.PutWithin(p.TokenID, p.Quota, rep)
-	var oe *inventory.OwnerError
+	var oe *fleet.OwnerError
 	if errors.As(err, &oe) {
 		s.auditRefusal(c, http.StatusForbidden, p.TokenID, p.Role, "machine bound to another token")
 		return &APIError{Status: http.StatusForbidden, Code: CodeMachineOwned, Field: "id", Message: oe.Error(), cause: err}
 	}
-	var qe *inventory.QuotaError
+	var qe *fleet.QuotaError
 	if errors.As(err, &qe) {
 		s.auditRefusal(c, http.StatusForbidden, p.TokenID, p.Role, "inventory quota: "+qe.What)
 		field := "id"
@@ -190,7 +191,7 @@ func reportError(err error) error {
 }
 
 func inventoryNotFound(err error) error {
-	var nf *inventory.NotFoundError
+	var nf *fleet.NotFoundError
 	if errors.As(err, &nf) {
 		return &APIError{Status: http.StatusNotFound, Code: CodeNotFound, Field: nf.What, Message: nf.Error(), cause: err}
 	}
@@ -231,7 +232,7 @@ func (s *Server) knownDigests(ctx context.Context, id string) (map[string]string
 	return known, d.Version
 }
 
-func (s *Server) pluginInventory(ctx context.Context, c inventory.Counts) (PluginInventory, map[string]string) {
+func (s *Server) pluginInventory(ctx context.Context, c fleet.Counts) (PluginInventory, map[string]string) {
 	known, version := s.knownDigests(ctx, c.Plugin)
 	pi := PluginInventory{Counts: c, CatalogVersion: version}
 	for d := range known {
@@ -464,4 +465,4 @@ func (s *Server) getRevocation(c echo.Context) error {
 
 // InventoryStats returns what this replica's inventory did since New
 // (reports, touches, store writes): benchmarks and metrics.
-func (s *Server) InventoryStats() inventory.Stats { return s.inv.Stats() }
+func (s *Server) InventoryStats() fleet.Stats { return s.inv.Stats() }

@@ -16,6 +16,7 @@ import (
 
 	"github.com/wharfhq/wharf/internal/core/inventory"
 	"github.com/wharfhq/wharf/internal/core/policy"
+	"github.com/wharfhq/wharf/internal/server/fleet"
 	"github.com/wharfhq/wharf/plugin"
 )
 
@@ -101,7 +102,7 @@ func TestInventoryWhoHas(t *testing.T) {
 	}
 	res = e.do("GET", "/v1/inventory/machines/"+machineN(2), e.tokens[RoleAdmin], nil)
 	mustStatus(t, res, 200)
-	var mi inventory.MachineInfo
+	var mi fleet.MachineInfo
 	res.json(t, &mi)
 	if mi.Report.Machine.Hostname != "laptop-2" || len(mi.Report.Plugins) != 1 {
 		t.Fatalf("machine 2 = %+v", mi)
@@ -136,7 +137,7 @@ func TestInventoryMachineBoundToToken(t *testing.T) {
 		}
 	}
 	res := e.do("GET", "/v1/inventory/machines/"+machineN(1), e.tokens[RoleAdmin], nil)
-	var mi inventory.MachineInfo
+	var mi fleet.MachineInfo
 	res.json(t, &mi)
 	if mi.Report.Plugins[0].ID != "a@corp" {
 		t.Fatalf("another token overwrote the record: %+v", mi.Report.Plugins)

@@ -47,8 +47,8 @@ var (
 	all       = []Role{RoleAdmin, RoleDeveloper, RoleCI, RoleAgent}
 	adminOnly = []Role{RoleAdmin}
 	readers   = []Role{RoleAdmin, RoleDeveloper, RoleCI}
-	// fleet reads the inventory: who has what is for admins and CI.
-	fleet = []Role{RoleAdmin, RoleCI}
+	// fleetReaders read the inventory: who has what is for admins and CI.
+	fleetReaders = []Role{RoleAdmin, RoleCI}
 )
 
 // routes is the authorization matrix and the router in one table: every
@@ -82,15 +82,15 @@ func (s *Server) routes() []route {
 		r(http.MethodGet, "/v1/policy/bundle/key", all, s.bundleKey),
 
 		r(http.MethodPut, "/v1/inventory/machines/:id", all, s.putInventory),
-		r(http.MethodGet, "/v1/inventory/machines/:id", fleet, s.getMachine),
-		r(http.MethodGet, "/v1/inventory/plugins", fleet, s.inventoryPlugins),
-		r(http.MethodGet, "/v1/inventory/plugins/:marketplace/:name", fleet, s.inventoryPlugin),
-		r(http.MethodGet, "/v1/inventory/stale", fleet, s.staleMachines),
+		r(http.MethodGet, "/v1/inventory/machines/:id", fleetReaders, s.getMachine),
+		r(http.MethodGet, "/v1/inventory/plugins", fleetReaders, s.inventoryPlugins),
+		r(http.MethodGet, "/v1/inventory/plugins/:marketplace/:name", fleetReaders, s.inventoryPlugin),
+		r(http.MethodGet, "/v1/inventory/stale", fleetReaders, s.staleMachines),
 
 		r(http.MethodGet, "/v1/revocations", all, s.listRevocations),
 		r(http.MethodPost, "/v1/revocations", adminOnly, s.createRevocation),
 		r(http.MethodGet, "/v1/revocations/history", adminOnly, s.revocationHistory),
-		r(http.MethodGet, "/v1/revocations/:id", fleet, s.getRevocation),
+		r(http.MethodGet, "/v1/revocations/:id", fleetReaders, s.getRevocation),
 		r(http.MethodDelete, "/v1/revocations/:id", adminOnly, s.deleteRevocation),
 		r(http.MethodGet, "/v1/channels", all, s.listChannels),
 		r(http.MethodPost, "/v1/channels", adminOnly, s.createChannel),

@@ -20,8 +20,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"golang.org/x/time/rate"
 
-	"github.com/wharfhq/wharf/internal/core/inventory"
 	"github.com/wharfhq/wharf/internal/server/channel"
+	"github.com/wharfhq/wharf/internal/server/fleet"
 )
 
 // Server is wharf's HTTP API. Build it with New; it is safe for concurrent
@@ -65,7 +65,7 @@ type Server struct {
 
 	rep replicaState // cache invalidation from the store's watch (replica.go)
 
-	inv      *inventory.Store // the fleet inventory (inventory.go)
+	inv      *fleet.Store     // the fleet inventory (inventory.go)
 	machines *clientLimiters  // per-machine report rate
 	chans    *channel.Builder // nil without Deps.ChannelDir (channel.go)
 }
@@ -73,7 +73,7 @@ type Server struct {
 type principal struct {
 	TokenID string
 	Role    Role
-	Quota   inventory.Quota // the token's inventory quota
+	Quota   fleet.Quota // the token's inventory quota
 }
 
 const principalKey = "wharf.principal"
@@ -119,7 +119,7 @@ func New(d Deps) (*Server, error) {
 		s.deps.ReportBurst = defaultReportBurst
 	}
 	s.machines = newClientLimiters(maxMachineLimiters, s.machineLimiter)
-	s.inv = inventory.Open(d.Store, d.Inventory)
+	s.inv = fleet.Open(d.Store, d.Inventory)
 	s.refusals = newClientLimiters(d.MaxClients, func() *rate.Limiter {
 		return rate.NewLimiter(rate.Every(time.Minute/refusalPerMinute), refusalBurst)
 	})

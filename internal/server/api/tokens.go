@@ -17,6 +17,7 @@ import (
 	"github.com/wharfhq/wharf/internal/core/apiclient"
 	"github.com/wharfhq/wharf/internal/core/inventory"
 	"github.com/wharfhq/wharf/internal/core/store"
+	"github.com/wharfhq/wharf/internal/server/fleet"
 )
 
 type storeReader = store.Reader
@@ -80,7 +81,7 @@ type tokenRecord struct {
 
 // quota is the token's inventory quota: what the admin set, else the
 // role's default.
-func (t *tokenRecord) quota() inventory.Quota {
+func (t *tokenRecord) quota() fleet.Quota {
 	m := t.MaxMachines
 	if m <= 0 {
 		m = defaultMachines
@@ -92,7 +93,7 @@ func (t *tokenRecord) quota() inventory.Quota {
 	if p <= 0 {
 		p = max(inventory.MaxPlugins, m*defaultPluginsPerMachine)
 	}
-	return inventory.Quota{Machines: m, Plugins: p}
+	return fleet.Quota{Machines: m, Plugins: p}
 }
 
 // expired reports whether the token is past its expiry at now.

@@ -19,7 +19,7 @@ import (
 // convergence. They read what the /v1 inventory routes read.
 
 func (u *console) fleetRoutes(e *echo.Echo) {
-	fleetRole := u.session(fleet)
+	fleetRole := u.session(fleetReaders)
 	e.GET("/ui/fleet", u.inventoryPage, fleetRole)
 	e.GET("/ui/fleet/plugins/:marketplace/:name", u.fleetPluginPage, fleetRole)
 	e.GET("/ui/fleet/machines/:id", u.machinePage, fleetRole)
@@ -181,7 +181,7 @@ func (u *console) revocationPage(c echo.Context) error {
 // fleetSummary is the "on N machines, M with an unknown digest" line of a
 // plugin's catalog page, for the roles that may read the fleet.
 func (u *console) fleetSummary(ctx context.Context, c echo.Context, id plugin.ID) (*web.FleetSummary, error) {
-	if p, ok := c.Get(principalKey).(principal); !ok || !roleAllowed(fleet, p.Role) {
+	if p, ok := c.Get(principalKey).(principal); !ok || !roleAllowed(fleetReaders, p.Role) {
 		return nil, nil
 	}
 	counts, err := u.s.inv.Plugin(id.String())

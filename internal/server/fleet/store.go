@@ -1,4 +1,4 @@
-package inventory
+package fleet
 
 import (
 	"encoding/json"
@@ -13,6 +13,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/wharfhq/wharf/internal/core/inventory"
 	"github.com/wharfhq/wharf/internal/core/store"
 )
 
@@ -213,7 +214,7 @@ type Install struct {
 	Reason  string `json:"r,omitempty"`
 }
 
-func installOf(p Plugin) Install {
+func installOf(p inventory.Plugin) Install {
 	return Install{Version: p.Version, Digest: p.Digest, Scope: p.Scope, Install: p.Install, Enabled: p.Enabled, State: p.State, Reason: p.Reason}
 }
 
@@ -227,9 +228,9 @@ type record struct {
 	Indexed string `json:"indexed"`
 	// Pending lists plugins whose entries a partly indexed report may have
 	// to remove.
-	Pending  []string  `json:"pending,omitempty"`
-	Received time.Time `json:"received"`
-	Report   Report    `json:"report"`
+	Pending  []string         `json:"pending,omitempty"`
+	Received time.Time        `json:"received"`
+	Report   inventory.Report `json:"report"`
 }
 
 // Counts is what the fleet has of one plugin.
@@ -286,7 +287,7 @@ func (s *Store) shard(machine string) string {
 }
 
 // group returns the report's installs by plugin id.
-func group(r Report) map[string][]Install {
+func group(r inventory.Report) map[string][]Install {
 	out := map[string][]Install{}
 	for _, p := range r.Plugins {
 		out[p.ID] = append(out[p.ID], installOf(p))
@@ -335,7 +336,7 @@ func (s *Store) readSeen(id string) (seenRecord, bool, error) {
 // Put stores r, validated, as machine r.Machine.ID's current inventory for
 // token, with no quota. It reports whether the stored inventory changed. A
 // machine bound to another token gives *OwnerError and changes nothing.
-func (s *Store) Put(token string, r Report) (bool, error) {
+func (s *Store) Put(token string, r inventory.Report) (bool, error) {
 	return s.PutWithin(token, Quota{}, r)
 }
 
@@ -343,12 +344,12 @@ func (s *Store) Put(token string, r Report) (bool, error) {
 // token past it gives *QuotaError and changes nothing. The token's usage
 // is kept in the transaction that stores the report, so replicas agree on
 // it.
-func (s *Store) PutWithin(token string, q Quota, r Report) (bool, error) {
-	if err := Validate(&r); err != nil {
+func (s *Store) PutWithin(token string, q Quota, r inventory.Report) (bool, error) {
+	if err := inventory.Validate(&r); err != nil {
 		return false, err
 	}
 	id := r.Machine.ID
-	h := Hash(r)
+	h := inventory.Hash(r)
 	now := s.opts.Now().UTC()
 	sr, known, err := s.readSeen(id)
 	if err != nil {
@@ -696,9 +697,9 @@ func latest(a, b time.Time) time.Time {
 
 // MachineInfo is one machine's current inventory.
 type MachineInfo struct {
-	Report   Report    `json:"report"`
-	Token    string    `json:"token"`    // the token the machine is bound to
-	Received time.Time `json:"received"` // when this inventory arrived
+	Report   inventory.Report `json:"report"`
+	Token    string           `json:"token"`    // the token the machine is bound to
+	Received time.Time        `json:"received"` // when this inventory arrived
 	// LastSeen is the latest report the store or this replica knows of;
 	// another replica's may be up to PersistSeenEvery later.
 	LastSeen time.Time `json:"lastSeen"`
