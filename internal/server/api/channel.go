@@ -523,16 +523,16 @@ func (s *Server) serveGit(c echo.Context) error {
 		if err != nil {
 			return gitText(c, http.StatusServiceUnavailable, "store: "+err.Error(), 0)
 		}
-		if tok.rec == nil {
+		if tok.Rec == nil {
 			return refuse("", "", "unknown or revoked token", "the token is unknown, revoked or expired; ask an admin for a new one")
 		}
-		if tok.rec.expired(now) {
-			return refuse(tok.rec.ID, tok.rec.Role, "expired token", "the token is unknown, revoked or expired; ask an admin for a new one")
+		if tok.Rec.Expired(now) {
+			return refuse(tok.Rec.ID, tok.Rec.Role, "expired token", "the token is unknown, revoked or expired; ask an admin for a new one")
 		}
 		if rq, ok := c.(*request); ok {
-			rq.caller, rq.authed = principal{TokenID: tok.rec.ID, Role: tok.rec.Role}, true
+			rq.caller, rq.authed = principal{TokenID: tok.Rec.ID, Role: tok.Rec.Role}, true
 		}
-		if err := s.take(tok.limiter, tok.rec.ID, now); err != nil {
+		if err := s.take(tok.Val, tok.Rec.ID, now); err != nil {
 			return gitErr(c, err)
 		}
 	}

@@ -1,6 +1,8 @@
 package api
 
 import (
+	"github.com/wharfhq/wharf/internal/server/tokens"
+
 	"bytes"
 	"context"
 	"encoding/json"
@@ -35,7 +37,7 @@ type countingReader struct {
 }
 
 func (r countingReader) Get(bucket, key string) ([]byte, error) {
-	if bucket == bucketTokenIndex {
+	if bucket == tokens.IndexBucket {
 		r.c.indexReads.Add(1)
 	}
 	return r.Reader.Get(bucket, key)

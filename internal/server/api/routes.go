@@ -4,31 +4,26 @@ import (
 	"net/http"
 
 	"github.com/labstack/echo/v4"
+
+	"github.com/wharfhq/wharf/internal/server/tokens"
 )
 
 // Role is a token's role.
-type Role string
+type Role = tokens.Role
 
 // The roles. A token has exactly one.
 const (
-	RoleAdmin     Role = "admin"     // IT admin: policy, marketplaces, tokens, audit
-	RoleDeveloper Role = "developer" // browses the catalog, resolves, reads policy
-	RoleCI        Role = "ci"        // verifies digests and signatures
-	RoleAgent     Role = "agent"     // pulls the policy bundle, reads the catalog
+	RoleAdmin     = tokens.RoleAdmin
+	RoleDeveloper = tokens.RoleDeveloper
+	RoleCI        = tokens.RoleCI
+	RoleAgent     = tokens.RoleAgent
 )
 
 // Roles lists every role, in a stable order.
-var Roles = []Role{RoleAdmin, RoleDeveloper, RoleCI, RoleAgent}
+var Roles = tokens.Roles
 
 // ValidRole reports whether r names a role.
-func ValidRole(r string) bool {
-	for _, x := range Roles {
-		if string(x) == r {
-			return true
-		}
-	}
-	return false
-}
+func ValidRole(r string) bool { return tokens.ValidRole(r) }
 
 // RouteInfo is one row of the authorization matrix.
 type RouteInfo struct {

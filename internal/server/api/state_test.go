@@ -1,6 +1,8 @@
 package api
 
 import (
+	"github.com/wharfhq/wharf/internal/server/tokens"
+
 	"context"
 	"net"
 	"net/http"
@@ -35,7 +37,7 @@ func TestTokenLifecycle(t *testing.T) {
 		t.Fatalf("token list: %s", list.body)
 	}
 	e.st.View(func(r store.Reader) error {
-		kvs, _ := r.List(bucketTokens, "")
+		kvs, _ := r.List(tokens.Bucket, "")
 		for _, kv := range kvs {
 			if strings.Contains(string(kv.Value), created.Token) {
 				t.Errorf("secret stored in clear in %s", kv.Key)
