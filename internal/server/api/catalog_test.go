@@ -1,6 +1,8 @@
 package api
 
 import (
+	"github.com/wharfhq/wharf/internal/server/audit"
+
 	"errors"
 	"strings"
 	"sync/atomic"
@@ -261,7 +263,7 @@ type auditFailTx struct {
 }
 
 func (t auditFailTx) Put(bucket, key string, value []byte) error {
-	if bucket == bucketAudit && t.s.fail.Load() {
+	if bucket == audit.Bucket && t.s.fail.Load() {
 		return errors.New("no space left on device")
 	}
 	return t.Tx.Put(bucket, key, value)

@@ -1,6 +1,8 @@
 package api
 
 import (
+	"github.com/wharfhq/wharf/internal/server/audit"
+
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -154,7 +156,7 @@ func (s *Server) ensureChannel(ctx context.Context, name string) (channel.Defini
 	if res.Rebuilt {
 		h := res.Head
 		if err := s.deps.Store.Update(func(tx store.Tx) error {
-			return appendAudit(tx, AuditEntry{Time: s.now().UTC(), Action: ActionChannelRebuild, Actor: "wharf", Object: "channel " + name,
+			return audit.Append(tx, AuditEntry{Time: s.now().UTC(), Action: ActionChannelRebuild, Actor: "wharf", Object: "channel " + name,
 				Detail: map[string]any{"commit": h.Commit, "parent": h.Parent, "generation": h.Generation, "policyVersion": pol.Version,
 					"plugins": len(h.Plan.Entries), "changes": h.Changes}})
 		}); err != nil {
@@ -411,7 +413,7 @@ func (s *Server) putChannel(c echo.Context, create bool) error {
 		if err != nil {
 			return err
 		}
-		return appendAudit(tx, AuditEntry{Time: s.now().UTC(), Action: action, Actor: p.TokenID, Role: p.Role, Object: "channel " + def.Name,
+		return audit.Append(tx, AuditEntry{Time: s.now().UTC(), Action: action, Actor: p.TokenID, Role: p.Role, Object: "channel " + def.Name,
 			Detail: map[string]any{"revision": def.Revision, "marketplaces": def.Marketplaces, "plugins": def.Plugins, "public": def.Public}})
 	})
 	if err != nil {
@@ -445,7 +447,7 @@ func (s *Server) deleteChannel(c echo.Context) error {
 		if err := channel.Delete(tx, name, s.now(), p.TokenID); err != nil {
 			return err
 		}
-		return appendAudit(tx, AuditEntry{Time: s.now().UTC(), Action: ActionChannelDelete, Actor: p.TokenID, Role: p.Role, Object: "channel " + name})
+		return audit.Append(tx, AuditEntry{Time: s.now().UTC(), Action: ActionChannelDelete, Actor: p.TokenID, Role: p.Role, Object: "channel " + name})
 	}); err != nil {
 		return s.channelErr(err)
 	}

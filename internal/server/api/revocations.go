@@ -1,6 +1,8 @@
 package api
 
 import (
+	"github.com/wharfhq/wharf/internal/server/audit"
+
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
@@ -314,7 +316,7 @@ func (s *Server) commitRevocation(tx store.Tx, revs policy.Revocations, rv polic
 	if action == "lift" {
 		auditAction = ActionRevocationDelete
 	}
-	return head, appendAudit(tx, AuditEntry{Time: now, Action: auditAction, Actor: p.TokenID, Role: p.Role, Object: rv.ID,
+	return head, audit.Append(tx, AuditEntry{Time: now, Action: auditAction, Actor: p.TokenID, Role: p.Role, Object: rv.ID,
 		Detail: map[string]any{"plugin": rv.Plugin, "version": rv.Version, "digest": rv.Digest, "reason": rv.Reason,
 			"policyVersion": head.Version, "revision": head.Revision}})
 }
@@ -334,7 +336,7 @@ func (s *Server) revocationHistory(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	entries, next, err := readLog(s.deps.Store, bucketRevocationHistory, "revocation history", after, limit,
+	entries, next, err := audit.ReadLog(s.deps.Store, bucketRevocationHistory, "revocation history", after, limit,
 		func(RevocationHistoryEntry) bool { return true }, func(e RevocationHistoryEntry) uint64 { return e.Seq })
 	if err != nil {
 		return err

@@ -1,6 +1,8 @@
 package api
 
 import (
+	"github.com/wharfhq/wharf/internal/server/audit"
+
 	"github.com/wharfhq/wharf/internal/server/tokens"
 
 	"context"
@@ -238,7 +240,7 @@ func TestAuditPagesAcrossReadSteps(t *testing.T) {
 			if i%25 == 0 {
 				action = ActionMarketplaceRemove
 			}
-			if err := appendAudit(tx, AuditEntry{Time: time.Now(), Action: action, Actor: "test", Object: "m" + strconv.Itoa(i)}); err != nil {
+			if err := audit.Append(tx, AuditEntry{Time: time.Now(), Action: action, Actor: "test", Object: "m" + strconv.Itoa(i)}); err != nil {
 				return err
 			}
 		}
@@ -261,7 +263,7 @@ func TestAuditPagesAcrossReadSteps(t *testing.T) {
 	total := len(auditPages(t, e, admin, "limit=100", 10))
 	var all int
 	e.st.View(func(r store.Reader) error {
-		kvs, _ := r.List(bucketAudit, "")
+		kvs, _ := r.List(audit.Bucket, "")
 		all = len(kvs)
 		return nil
 	})

@@ -1,6 +1,8 @@
 package api
 
 import (
+	"github.com/wharfhq/wharf/internal/server/audit"
+
 	"errors"
 	"fmt"
 	"net/http"
@@ -21,7 +23,6 @@ type storeReader = store.Reader
 const (
 	bucketLayers   = "api-policy-layers"
 	bucketHistory  = "api-policy-history"
-	bucketAudit    = "api-audit"
 	bucketSettings = "api-settings"
 
 	keySigningKey = "bundle-signing-key"
@@ -89,7 +90,7 @@ func EnsureAdminToken(st store.Store, secret string, now time.Time) (string, boo
 		if err := tokens.Put(tx, rec); err != nil {
 			return err
 		}
-		return appendAudit(tx, AuditEntry{Time: now.UTC(), Action: ActionTokenCreate, Actor: "bootstrap", Object: id,
+		return audit.Append(tx, AuditEntry{Time: now.UTC(), Action: ActionTokenCreate, Actor: "bootstrap", Object: id,
 			Detail: map[string]any{"role": RoleAdmin}})
 	})
 	if err != nil || !created {
@@ -164,7 +165,7 @@ func (s *Server) createToken(c echo.Context) error {
 		if err := tokens.Put(tx, rec); err != nil {
 			return err
 		}
-		return appendAudit(tx, AuditEntry{Time: rec.CreatedAt, Action: ActionTokenCreate, Actor: p.TokenID, Role: p.Role,
+		return audit.Append(tx, AuditEntry{Time: rec.CreatedAt, Action: ActionTokenCreate, Actor: p.TokenID, Role: p.Role,
 			Object: id, Detail: detail})
 	})
 	if err != nil {
@@ -220,7 +221,7 @@ func (s *Server) deleteToken(c echo.Context) error {
 			return err
 		}
 		hash = t.Hash
-		return appendAudit(tx, AuditEntry{Time: s.now().UTC(), Action: ActionTokenDelete, Actor: p.TokenID, Role: p.Role,
+		return audit.Append(tx, AuditEntry{Time: s.now().UTC(), Action: ActionTokenDelete, Actor: p.TokenID, Role: p.Role,
 			Object: id, Detail: map[string]any{"role": t.Role}})
 	})
 	if err != nil {
