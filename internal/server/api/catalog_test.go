@@ -1,8 +1,6 @@
 package api
 
 import (
-	"github.com/wharfhq/wharf/internal/server/audit"
-
 	"errors"
 	"strings"
 	"sync/atomic"
@@ -10,6 +8,7 @@ import (
 
 	"github.com/wharfhq/wharf/internal/core/store"
 	"github.com/wharfhq/wharf/internal/core/trust"
+	"github.com/wharfhq/wharf/internal/server/audit"
 )
 
 func TestCatalogSearchAndDetail(t *testing.T) {

@@ -1,8 +1,6 @@
 package api
 
 import (
-	"github.com/wharfhq/wharf/internal/server/tokens"
-
 	"bytes"
 	"context"
 	"encoding/json"
@@ -17,6 +15,7 @@ import (
 	"time"
 
 	"github.com/wharfhq/wharf/internal/core/store"
+	"github.com/wharfhq/wharf/internal/server/tokens"
 )
 
 // countingStore is a real bbolt store (whose watches the test can break)

@@ -1,8 +1,6 @@
 package api
 
 import (
-	"github.com/wharfhq/wharf/internal/server/audit"
-
 	"bytes"
 	"context"
 	"crypto/sha256"
@@ -22,6 +20,7 @@ import (
 
 	"github.com/wharfhq/wharf/internal/core/policy"
 	"github.com/wharfhq/wharf/internal/core/store"
+	"github.com/wharfhq/wharf/internal/server/audit"
 	"github.com/wharfhq/wharf/plugin"
 )
 

@@ -1,8 +1,6 @@
 package api
 
 import (
-	"github.com/wharfhq/wharf/internal/server/tokens"
-
 	"context"
 	"encoding/json"
 	"errors"
@@ -15,6 +13,7 @@ import (
 	"time"
 
 	"github.com/wharfhq/wharf/internal/core/store"
+	"github.com/wharfhq/wharf/internal/server/tokens"
 )
 
 // cuttableStore is a real bbolt store whose watches the test can break (as

@@ -1,8 +1,6 @@
 package api
 
 import (
-	"github.com/wharfhq/wharf/internal/server/audit"
-
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
@@ -20,6 +18,7 @@ import (
 	"github.com/wharfhq/wharf/internal/core/inventory"
 	"github.com/wharfhq/wharf/internal/core/policy"
 	"github.com/wharfhq/wharf/internal/core/store"
+	"github.com/wharfhq/wharf/internal/server/audit"
 	"github.com/wharfhq/wharf/plugin"
 )
 

@@ -2,7 +2,6 @@ package api
 
 import (
 	"github.com/wharfhq/wharf/internal/server/audit"
-
 	"github.com/wharfhq/wharf/internal/server/tokens"
 
 	"context"
