@@ -16,6 +16,7 @@ import (
 	"github.com/wharfhq/wharf/internal/core/inventory"
 	"github.com/wharfhq/wharf/internal/core/policy"
 	"github.com/wharfhq/wharf/internal/server/fleet"
+	"github.com/wharfhq/wharf/internal/server/revocations"
 	"github.com/wharfhq/wharf/plugin"
 )
 
@@ -449,7 +450,7 @@ func (s *Server) convergence(ctx context.Context, rv policy.Revocation) (Revocat
 
 func (s *Server) getRevocation(c echo.Context) error {
 	id := c.Param("id")
-	if !revocationIDRE.MatchString(id) {
+	if !revocations.ValidID(id) {
 		return badField("id", "%q is not a revocation id (r- and 16 hex digits; GET /v1/revocations lists them)", id)
 	}
 	rv, err := s.revocationByID(id)

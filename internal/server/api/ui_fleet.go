@@ -10,6 +10,7 @@ import (
 
 	"github.com/wharfhq/wharf/internal/core/inventory"
 	"github.com/wharfhq/wharf/internal/core/policy"
+	"github.com/wharfhq/wharf/internal/server/revocations"
 	"github.com/wharfhq/wharf/internal/server/web"
 	"github.com/wharfhq/wharf/plugin"
 )
@@ -159,7 +160,7 @@ func (u *console) revocationsPage(c echo.Context) error {
 
 func (u *console) revocationPage(c echo.Context) error {
 	id := c.Param("id")
-	if !revocationIDRE.MatchString(id) {
+	if !revocations.ValidID(id) {
 		return badField("id", "%q is not a revocation id", id)
 	}
 	rv, err := u.s.revocationByID(id)
