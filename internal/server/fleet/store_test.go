@@ -3,6 +3,7 @@ package fleet_test
 import (
 	"crypto/sha256"
 	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"path/filepath"
@@ -86,6 +87,7 @@ func runContract(t *testing.T, b backend) {
 		{"RevertThroughAnotherReplica", testRevertThroughReplicas},
 		{"TokenOwnsItsMachine", testOwner},
 		{"WhoHasReadsOnlyItsMachines", testWhoHas},
+		{"WhoHasShowsClientKind", testClientKind},
 		{"CountsFollowReports", testCounts},
 		{"ConcurrentReportsKeepExactCounts", testConcurrentCounts},
 		{"LargeReportInBatchesSurvivesInterruption", testBatches},
@@ -365,6 +367,61 @@ func testWhoHas(t *testing.T, b backend) {
 	hs, _, _ := inv.Holders("common@corp", "", 1000)
 	if len(hs) != 40 {
 		t.Fatalf("common@corp on %d machines, want 40", len(hs))
+	}
+}
+
+// Each holder carries the kind of client of its machine's last report: a
+// change of client is a changed report; a seen record written without the
+// kind (by an earlier server) is completed by the next, unchanged, report.
+func testClientKind(t *testing.T, b backend) {
+	st := b.open(t)
+	inv := fleet.Open(st, fleet.Options{PersistSeenEvery: time.Hour})
+	kindOf := func() string {
+		t.Helper()
+		hs, _, err := inv.Holders("a@corp", "", 10)
+		if err != nil || len(hs) != 1 {
+			t.Fatalf("holders = %+v, %v", hs, err)
+		}
+		return hs[0].ClientKind
+	}
+	r := report(1, pl("a@corp", "1.0.0"))
+	r.Client.Kind = inventory.KindClaudeCode
+	put(t, inv, "tok", r)
+	if k := kindOf(); k != inventory.KindClaudeCode {
+		t.Fatalf("client kind %q, want %s", k, inventory.KindClaudeCode)
+	}
+	r.Client.Kind = inventory.KindWharfAgent
+	if !put(t, inv, "tok", r) {
+		t.Fatal("a report through another client is not a change")
+	}
+	if k := kindOf(); k != inventory.KindWharfAgent {
+		t.Fatalf("after a report through the agent runtime: client kind %q", k)
+	}
+	// An earlier server's seen record: no kind.
+	err := st.Update(func(tx store.Tx) error {
+		raw, err := tx.Get(fleet.BucketSeen, machineID(1))
+		if err != nil {
+			return err
+		}
+		var sr map[string]any
+		if err := json.Unmarshal(raw, &sr); err != nil {
+			return err
+		}
+		delete(sr, "k")
+		raw, _ = json.Marshal(sr)
+		return tx.Put(fleet.BucketSeen, machineID(1), raw)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if k := kindOf(); k != "" {
+		t.Fatalf("a seen record without a kind shows %q", k)
+	}
+	if put(t, fleet.Open(st, fleet.Options{PersistSeenEvery: time.Hour}), "tok", r) {
+		t.Fatal("the same report again is a change")
+	}
+	if k := kindOf(); k != inventory.KindWharfAgent {
+		t.Fatalf("an unchanged report did not complete the seen record: client kind %q", k)
 	}
 }
 
