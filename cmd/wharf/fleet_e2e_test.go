@@ -13,6 +13,7 @@ import (
 
 	"github.com/wharfhq/wharf/internal/core/inventory"
 	"github.com/wharfhq/wharf/internal/server/api"
+	"github.com/wharfhq/wharf/internal/server/fleet"
 	"github.com/wharfhq/wharf/internal/testutil/claudetest"
 )
 
@@ -143,7 +144,7 @@ func TestFleetInventoryAndRevocationEndToEnd(t *testing.T) {
 	if conv.Active != 0 {
 		t.Fatalf("after every client's report, %d machines still report beta active", conv.Active)
 	}
-	var mi inventory.MachineInfo
+	var mi fleet.MachineInfo
 	srv.call("GET", "/v1/inventory/machines/"+m[1], "", nil, http.StatusOK, &mi)
 	if p, _ := pluginIn(mi.Report, "beta@corp"); !strings.Contains(p.Reason, "leaks tokens") || !strings.Contains(p.Reason, rv.Revocation.ID) {
 		t.Fatalf("beta's reason on %s: %q", m[1], p.Reason)
@@ -240,7 +241,7 @@ func TestFleetInventoryAndRevocationEndToEnd(t *testing.T) {
 		t.Fatalf("the Claude Code machine on the server: %+v", mi.Report)
 	}
 	// The same tree as wharf's install of gamma: the same digest.
-	var third inventory.MachineInfo
+	var third fleet.MachineInfo
 	srv.call("GET", "/v1/inventory/machines/"+m[2], "", nil, http.StatusOK, &third)
 	if q, _ := pluginIn(third.Report, "gamma@corp"); q.Digest != p.Digest {
 		t.Fatalf("gamma's digest: claude %s, wharf %s", p.Digest, q.Digest)
