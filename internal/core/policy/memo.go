@@ -12,7 +12,6 @@ import (
 	"sync/atomic"
 
 	"github.com/wharfhq/wharf/internal/core/atomicfile"
-	"github.com/wharfhq/wharf/internal/core/settings"
 	"github.com/wharfhq/wharf/plugin"
 )
 
@@ -56,51 +55,6 @@ func (e *Engine) MemoHits() int64 {
 		return 0
 	}
 	return mm.hits.Load()
-}
-
-// memoKey is the memo key of req: every field of the request, and what of
-// the environment its evaluation input depends on besides the policy
-// version (the GitHub host owner/repo sources point to, the resolved path
-// of a local marketplace source), NUL-separated. Building it costs a
-// fraction of building the evaluation input, which a memo hit never does.
-// AppendMemoKey appends to dst the key under which a decision about req is
-// memoized: every field of the request, the GitHub host owner/repo
-// sources resolve to, and a local source's resolved path. Anyone
-// memoizing decisions of one policy version keys them with it.
-func AppendMemoKey(dst []byte, req Request) []byte {
-	return memoKey(dst, req.withSideloadSource(), nil)
-}
-
-func memoKey(dst []byte, req Request, x *factIndex) []byte {
-	dst = append(dst, req.Action...)
-	for _, s := range []string{req.Plugin.Name, req.Plugin.Source, req.RequiredBy.Name, req.RequiredBy.Source,
-		string(req.Surface), req.From, req.Path, req.Marketplace.Name, req.ManagedDir} {
-		dst = append(dst, 0)
-		dst = append(dst, s...)
-	}
-	for _, l := range [][]string{req.DeclaredCross, req.Signatures} {
-		dst = append(dst, 0)
-		for _, s := range l {
-			dst = append(append(dst, s...), 1)
-		}
-	}
-	dst = append(dst, 0)
-	if x != nil {
-		dst = append(dst, x.githubHost...)
-	} else {
-		dst = append(dst, currentGitHubHost()...)
-	}
-	dst = append(dst, 0)
-	if s := req.Marketplace.Source; s != nil {
-		dst = append(dst, s.Key()...)
-		if s.Source == settings.KindDirectory || s.Source == settings.KindFile {
-			// Policy matches a local source by its resolved path: a link
-			// repointed since the decision was memoized is a new request.
-			dst = append(dst, 0)
-			dst = append(dst, plugin.ResolvePath(s.Path)...)
-		}
-	}
-	return dst
 }
 
 // memoHeader starts every memo file; a file without it is not a memo.
