@@ -133,7 +133,7 @@ type Engine struct {
 	cur       atomic.Pointer[state]
 	// compiles counts the prepared queries built (tests).
 	compiles atomic.Int64
-	memo     *memo // WithMemoFile
+	memo     *memo // the decision memo; nil only under WithCache
 	revs     atomic.Pointer[Revocations]
 }
 
@@ -171,6 +171,9 @@ func NewEngine(layers []Layer, opts ...Option) (*Engine, error) {
 	e := &Engine{}
 	for _, o := range opts {
 		o(e)
+	}
+	if e.memo == nil && e.cacheSize == 0 {
+		e.memo = &memo{} // decisions are memoized in memory (see WithMemoFile)
 	}
 	st, err := e.compile(layers)
 	if err != nil {

@@ -15,7 +15,9 @@ import (
 	"github.com/wharfhq/wharf/plugin"
 )
 
-// WithMemoFile keeps decisions between processes in the file at path: the
+// An engine memoizes its decisions in memory, per policy version, under the
+// key memoKey builds (an engine opened WithCache keeps that cache instead).
+// WithMemoFile keeps them between processes in the file at path too: the
 // decisions memoized for the policy version in force are read from it on
 // the first decision, and SaveMemo writes the ones added since. A decision
 // is a function of the request, the policy version (a hash of every input
@@ -27,7 +29,7 @@ func WithMemoFile(path string) Option { return func(e *Engine) { e.memo = &memo{
 
 // MemoFile is the memo file's path (see WithMemoFile), "" without one.
 func (e *Engine) MemoFile() string {
-	if e.memo == nil {
+	if e == nil || e.memo == nil {
 		return ""
 	}
 	return e.memo.path
@@ -46,8 +48,9 @@ func (e *Engine) LoadMemo() {
 	mm.mu.Unlock()
 }
 
-// MemoHits is the number of decisions the memo file (see WithMemoFile)
-// answered in this process without an evaluation: what a caller measuring
+// MemoHits is the number of decisions the memo (in memory, and read from
+// the memo file, see WithMemoFile) answered in this process without an
+// evaluation: what a caller measuring
 // its cold start, or a test, checks that the memo carried.
 func (e *Engine) MemoHits() int64 {
 	mm := e.memo
@@ -105,7 +108,9 @@ type memo struct {
 func (mm *memo) forVersion(v string) {
 	if !mm.read {
 		mm.read = true
-		mm.file, _ = readMemo(mm.path)
+		if mm.path != "" {
+			mm.file, _ = readMemo(mm.path)
+		}
 	}
 	if mm.m != nil && mm.version == v {
 		return
@@ -219,7 +224,7 @@ func encodeMemo(doc memoDoc) ([]byte, error) {
 // and reported: the path was probably meant for something else.
 func (e *Engine) SaveMemo() error {
 	mm := e.memo
-	if mm == nil {
+	if mm == nil || mm.path == "" {
 		return nil
 	}
 	mm.saveMu.Lock()
