@@ -25,7 +25,7 @@ n=${1:-10}
 echo "# load average: $(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null || echo n/a), $(nproc 2>/dev/null || echo '?') CPUs"
 echo "## agent session start (ms are medians; x/layers are ratios)"
 go test -run '^$' -bench '^BenchmarkSpeedLayers$' -benchtime "${n}x" ./agent | grep '^Benchmark' |
-	awk '{ printf "%s plugins:", substr($1, index($1, "/") + 1); for (f = 5; f < NF; f += 2) printf " %s=%s", $(f + 1), $f; print "" }'
+	awk '{ size = substr($1, index($1, "/") + 1); sub(/-[0-9]+$/, "", size); printf "%s plugins:", size; for (f = 5; f < NF; f += 2) printf " %s=%s", $(f + 1), $f; print "" }'
 echo "## policy evaluations (295, CPU ms)"
 go test -run '^$' -bench '^BenchmarkSpeedEvalCache$' -benchtime "$((n * 2))x" ./internal/core/policy | grep '^Benchmark' |
 	awk '{ for (f = 5; f < NF; f += 2) printf " %s=%s", $(f + 1), $f; print "" }'
