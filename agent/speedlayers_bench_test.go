@@ -43,7 +43,7 @@ func BenchmarkSpeedLayers(b *testing.B) {
 					b.Fatal(err)
 				}
 				o.Policy = e
-				r, err := New(o)
+				r, err := newRuntime(o)
 				if err != nil {
 					b.Fatal(err)
 				}

@@ -92,14 +92,6 @@ type Request struct {
 	ManagedDir string `json:"managedDir,omitempty"`
 }
 
-// AppendMemoKey appends to dst the key under which a decision about req is
-// memoized: every field of the request, the GitHub host owner/repo
-// sources resolve to, and a local source's resolved path. Anyone
-// memoizing decisions of one policy version keys them with it.
-func AppendMemoKey(dst []byte, req Request) []byte {
-	return memoKey(dst, req.withSideloadSource(), nil)
-}
-
 // memoKey is the one function that builds the key of a memoized decision
 // (the engine's memo and memo file, see WithMemoFile): every field of the
 // request, and what of the environment its evaluation input depends on
@@ -126,7 +118,7 @@ func memoKey(dst []byte, req Request, x *factIndex) []byte {
 	if x != nil {
 		dst = append(dst, x.githubHost...)
 	} else {
-		dst = append(dst, currentGitHubHost()...)
+		dst = append(dst, envGitHubHost()...)
 	}
 	dst = append(dst, 0)
 	if s := req.Marketplace.Source; s != nil {
@@ -325,8 +317,14 @@ func (r Request) target() string {
 // exported so that benchmarks and `wharf policy eval --json` can show what
 // OPA sees; the engine adds input.facts (see factIndex.facts), which depends
 // on the policy layers.
-func (r Request) Input() map[string]any {
-	f := r.facets()
+func (r Request) Input() map[string]any { return r.inputWith(envGitHubHost()) }
+
+// Input is r as this engine's Rego module reads it (Request.Input), with
+// the engine's GitHub host (WithGitHubHost).
+func (e *Engine) Input(r Request) map[string]any { return r.inputWith(*e.githubHost) }
+
+func (r Request) inputWith(ghHost string) map[string]any {
+	f := r.facetsWith(true, ghHost)
 	mk := map[string]any{"name": f.mktName, "source_known": f.src.known, "key": f.src.key, "owner": f.src.owner,
 		"host": f.src.host, "path": f.src.path, "display": f.src.display}
 	dc := map[string]any{}
@@ -403,10 +401,9 @@ func facetsOf(s *settings.MarketplaceSource, ghHost string) sourceFacets {
 	return f
 }
 
-// facets computes what policy compares of the request. With withSource
-// false the marketplace source is left out (see marketplaceTerm).
-func (r Request) facets() requestFacets { return r.facetsWith(true, currentGitHubHost()) }
-
+// facetsWith computes what policy compares of the request, reading
+// owner/repo on ghHost. With withSource false the marketplace source is
+// left out (see marketplaceTerm).
 func (r Request) facetsWith(withSource bool, ghHost string) requestFacets {
 	var f requestFacets
 	if !r.Plugin.IsZero() {
@@ -452,7 +449,7 @@ var (
 // on the request (keys, empty sets, common strings) are shared: OPA never
 // modifies its input.
 func (r Request) evalInput(x *factIndex) ast.Value {
-	ghHost := currentGitHubHost()
+	ghHost := envGitHubHost()
 	if x != nil {
 		ghHost = x.githubHost
 	}
