@@ -15,8 +15,8 @@ import (
 // The component index never answers differently from parsing the trees:
 // over random sequences of changes to a home (a plugin reinstalled at
 // another version or with other content, installed, uninstalled, enabled,
-// disabled, a version dir edited in place, the managed policy edited, the
-// project dir changed), every cache-only session start that reads the
+// disabled, revoked, a version dir edited in place, the managed policy
+// edited, the project dir changed), every cache-only session start that reads the
 // index (and the policy memo file) gives the same components and plugin
 // rows as one that reads neither.
 func TestComponentIndexCachedEqualsUncached(t *testing.T) {
@@ -49,11 +49,12 @@ func TestComponentIndexCachedEqualsUncached(t *testing.T) {
 				w.setEnabled(n+"@corp", true)
 			}
 			index := filepath.Join(w.home, "agent", "components.idx")
+			var revs policy.Revocations
 			for step := range 24 {
 				var what string
 				name := pool[rng.IntN(len(pool))]
 				id := name + "@corp"
-				switch rng.IntN(8) {
+				switch rng.IntN(9) {
 				case 0, 1:
 					reinstall(name)
 					what = "reinstalled " + id
@@ -84,11 +85,16 @@ func TestComponentIndexCachedEqualsUncached(t *testing.T) {
 						}
 						what = "edited in place " + id
 					}
+				case 7:
+					revs = append(revs, policy.Revocation{ID: fmt.Sprintf("r-%d", step), Plugin: id,
+						Version: fmt.Sprintf("1.0.%d", version[name]), Reason: "withdrawn"})
+					what = "revoked " + id
 				default:
 					what = "nothing changed"
 				}
 				o := w.options()
 				o.Project = project
+				o.Revocations = revs
 				o.Leaser = nil
 				o.Policy = w.policy()
 				cached := w.load(w.runtime(o), CacheOnly)
