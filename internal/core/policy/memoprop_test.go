@@ -9,6 +9,7 @@ import (
 	"reflect"
 	"testing"
 
+	"github.com/wharfhq/wharf/internal/core/capability"
 	"github.com/wharfhq/wharf/internal/core/settings"
 	"github.com/wharfhq/wharf/plugin"
 )
@@ -25,6 +26,7 @@ func TestMemoKeyChangesWithEveryRequestField(t *testing.T) {
 		Path: "/p", ManagedDir: "/etc/x"}
 	baseKey := string(memoKey(nil, base, nil))
 	srcType := reflect.TypeOf((*settings.MarketplaceSource)(nil))
+	contentType := reflect.TypeOf((*Content)(nil))
 	var walk func(name string, get func(r *Request) reflect.Value, typ reflect.Type)
 	walk = func(name string, get func(r *Request) reflect.Value, typ reflect.Type) {
 		change := func(set func(v reflect.Value)) {
@@ -42,6 +44,13 @@ func TestMemoKeyChangesWithEveryRequestField(t *testing.T) {
 			// A marketplace source is known to policy by its Key.
 			change(func(v reflect.Value) {
 				v.Set(reflect.ValueOf(&settings.MarketplaceSource{Source: settings.KindGitHub, Repo: "o/other"}))
+			})
+		case typ == contentType:
+			// A tree's content is keyed by all of it (its JSON): with it
+			// and without it, and with another finding.
+			change(func(v reflect.Value) { v.Set(reflect.ValueOf(&Content{})) })
+			change(func(v reflect.Value) {
+				v.Set(reflect.ValueOf(&Content{Findings: []capability.Finding{{Kind: "k", File: "f", Line: 1}}}))
 			})
 		case typ.Kind() == reflect.String:
 			change(func(v reflect.Value) { v.SetString(v.String() + "x") })
