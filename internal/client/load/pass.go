@@ -191,10 +191,10 @@ func (o *Options) admit(ctx context.Context, r cache.Record, enabled bool, st *R
 // repository, not only for its marketplace). A fetch asks the same before
 // it runs; a version already in the cache (there before the block, or
 // copied from a seed) is never fetched again, so the load pass and install
-// ask here too. The decision is memoized by d under a key that carries the
-// source. A nil src, or one that names no repository (relative to its
-// marketplace, npm), is not decided: the marketplace's own decision covers
-// a relative source.
+// ask here too. The policy's memo keeps the decision under a key that
+// carries the source. A nil src, or one that names no repository (relative
+// to its marketplace, npm), is not decided: the marketplace's own decision
+// covers a relative source.
 func CheckSource(ctx context.Context, d *Decider, id plugin.ID, src *plugin.Source) error {
 	if src == nil {
 		return nil

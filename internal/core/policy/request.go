@@ -95,6 +95,49 @@ type Request struct {
 	Content *Content `json:"content,omitempty"`
 }
 
+// memoKey is the one function that builds the key of a memoized decision
+// (the engine's memo and memo file, see WithMemoFile): every field of the
+// request, and what of the environment its evaluation input depends on
+// besides the policy version (the GitHub host owner/repo sources point to,
+// the resolved path of a local marketplace source), NUL-separated. It sits
+// next to Request so that a field added to Request is added here too
+// (TestMemoKeyChangesWithEveryRequestField fails otherwise). Building it
+// costs a fraction of building the evaluation input, which a memo hit never
+// does.
+func memoKey(dst []byte, req Request, x *factIndex) []byte {
+	dst = append(dst, req.Action...)
+	for _, s := range []string{req.Plugin.Name, req.Plugin.Source, req.RequiredBy.Name, req.RequiredBy.Source,
+		string(req.Surface), req.From, req.Path, req.Marketplace.Name, req.ManagedDir} {
+		dst = append(dst, 0)
+		dst = append(dst, s...)
+	}
+	for _, l := range [][]string{req.DeclaredCross, req.Signatures} {
+		dst = append(dst, 0)
+		for _, s := range l {
+			dst = append(append(dst, s...), 1)
+		}
+	}
+	dst = append(dst, 0)
+	dst = append(dst, req.Content.memoKey()...)
+	dst = append(dst, 0)
+	if x != nil {
+		dst = append(dst, x.githubHost...)
+	} else {
+		dst = append(dst, envGitHubHost()...)
+	}
+	dst = append(dst, 0)
+	if s := req.Marketplace.Source; s != nil {
+		dst = append(dst, s.Key()...)
+		if s.Source == settings.KindDirectory || s.Source == settings.KindFile {
+			// Policy matches a local source by its resolved path: a link
+			// repointed since the decision was memoized is a new request.
+			dst = append(dst, 0)
+			dst = append(dst, plugin.ResolvePath(s.Path)...)
+		}
+	}
+	return dst
+}
+
 type wireRequest struct {
 	Action        Action                      `json:"action"`
 	Plugin        string                      `json:"plugin,omitempty"`
