@@ -85,6 +85,8 @@ func memoKey(dst []byte, req Request, x *factIndex) []byte {
 		}
 	}
 	dst = append(dst, 0)
+	dst = append(dst, req.Content.memoKey()...)
+	dst = append(dst, 0)
 	if x != nil {
 		dst = append(dst, x.githubHost...)
 	} else {

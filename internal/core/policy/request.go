@@ -90,6 +90,9 @@ type Request struct {
 	// managed directory declares do not pass the system's
 	// allowManagedHooksOnly or strictPluginOnlyCustomization.
 	ManagedDir string `json:"managedDir,omitempty"`
+	// Content, when the caller has the plugin's tree, is its capability
+	// set and findings: input.capabilities and input.findings.
+	Content *Content `json:"content,omitempty"`
 }
 
 type wireRequest struct {
@@ -103,13 +106,14 @@ type wireRequest struct {
 	From          string                      `json:"from,omitempty"`
 	Path          string                      `json:"path,omitempty"`
 	ManagedDir    string                      `json:"managedDir,omitempty"`
+	Content       *Content                    `json:"content,omitempty"`
 	Source        *settings.MarketplaceSource `json:"-"`
 }
 
 // MarshalJSON writes plugin ids as "name@marketplace" strings.
 func (r Request) MarshalJSON() ([]byte, error) {
 	w := wireRequest{Action: r.Action, DeclaredCross: r.DeclaredCross, Signatures: r.Signatures,
-		Surface: r.Surface, From: r.From, Path: r.Path, ManagedDir: r.ManagedDir}
+		Surface: r.Surface, From: r.From, Path: r.Path, ManagedDir: r.ManagedDir, Content: r.Content}
 	if !r.Plugin.IsZero() {
 		w.Plugin = r.Plugin.String()
 	}
@@ -148,7 +152,7 @@ func ParseRequest(data []byte) (Request, error) {
 		return bad("request is not valid JSON at line %d, column %d: %s", line, col, msg)
 	}
 	req := Request{Action: raw.Action, DeclaredCross: raw.DeclaredCross, Signatures: raw.Signatures,
-		Surface: raw.Surface, From: raw.From, Path: raw.Path, ManagedDir: raw.ManagedDir}
+		Surface: raw.Surface, From: raw.From, Path: raw.Path, ManagedDir: raw.ManagedDir, Content: raw.Content}
 	var err error
 	if raw.Plugin != "" {
 		if req.Plugin, err = plugin.ParseID(raw.Plugin); err != nil {
@@ -294,7 +298,7 @@ func (r Request) inputWith(ghHost string) map[string]any {
 	for _, k := range r.Signatures {
 		sig[k] = true
 	}
-	return map[string]any{
+	in := map[string]any{
 		"action":                  string(r.Action),
 		"plugin":                  f.plugin,
 		"plugin_marketplace":      f.pluginMkt,
@@ -308,6 +312,10 @@ func (r Request) inputWith(ghHost string) map[string]any {
 		"path":                    r.Path,
 		"managed_dir":             r.ManagedDir,
 	}
+	if r.Content != nil {
+		in["capabilities"], in["findings"] = r.Content.generic()
+	}
+	return in
 }
 
 // sourceFacets are the parts of a marketplace source that policy compares,
@@ -439,6 +447,13 @@ func (r Request) evalInput(x *factIndex) ast.Value {
 		ast.Item(keyPath, strTerm(r.Path)),
 		ast.Item(keyManagedDir, strTerm(r.ManagedDir)),
 		{},
+	}
+	if r.Content != nil {
+		all := append(append([][2]*ast.Term{}, items[:len(items)-1]...), r.Content.contentItems()...)
+		if x != nil {
+			all = append(all, ast.Item(keyFacts, x.facts(&r, &f)))
+		}
+		return ast.NewObject(all...)
 	}
 	if x == nil {
 		return ast.NewObject(items[:len(items)-1]...)
