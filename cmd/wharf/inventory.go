@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/wharfhq/wharf/internal/client/collect"
+	"github.com/wharfhq/wharf/internal/client/home"
 	"github.com/wharfhq/wharf/internal/client/install"
 	"github.com/wharfhq/wharf/internal/client/load"
 	"github.com/wharfhq/wharf/internal/client/policyremote"
@@ -24,7 +25,7 @@ import (
 )
 
 // defaultInventoryInterval is inventory.interval when nothing sets it.
-const defaultInventoryInterval = 60 * time.Minute
+const defaultInventoryInterval = home.DefaultInventoryInterval
 
 // reportOptions are the flags of `wharf inventory report`.
 type reportOptions struct {
