@@ -267,7 +267,7 @@ func (st *planState) one(ctx context.Context, id plugin.ID, requiredBy plugin.ID
 	}
 	if r, ok := st.in.Revocations.Match(id, vd.Version, vd.Digest); ok {
 		st.left[id] = &LeftOut{Plugin: id.String(), Kind: LeftRevoked,
-			Reason: fmt.Sprintf("revoked (%s): %s", r.ID, r.Reason)}
+			Reason: policy.RevokedReason(r)}
 		return nil, nil
 	}
 	deps := entryDeps
