@@ -23,3 +23,18 @@ func TestVersionOfOrder(t *testing.T) {
 		}
 	}
 }
+
+func TestComponentNameNamespaces(t *testing.T) {
+	for _, tc := range []struct {
+		kind ComponentKind
+		want string
+	}{
+		{KindCommand, "fmt:run"}, {KindSkill, "fmt:run"}, {KindAgent, "fmt:run"},
+		{KindOutputStyle, "fmt:run"}, {KindHook, "fmt:run"},
+		{KindMCPServer, "plugin:fmt:run"}, {KindLSPServer, "plugin:fmt:run"},
+	} {
+		if got := ComponentName(tc.kind, "fmt", "run"); got != tc.want {
+			t.Errorf("ComponentName(%s) = %q, want %q", tc.kind, got, tc.want)
+		}
+	}
+}
