@@ -342,7 +342,6 @@ type Builtin struct {
 	Name string
 }
 
-
 // ToolName is the name under which a tool of a plugin's MCP server reaches
 // the model: "mcp__plugin_<plugin>_<server>__<tool>". Every character other
 // than ASCII letters, digits, '_' and '-' becomes '_', as agents require of

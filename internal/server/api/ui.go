@@ -509,7 +509,6 @@ func namespaceOf(d PluginDetail) string {
 	return d.Name
 }
 
-
 func componentGroups(pluginName string, comps []Component) []web.ComponentGroup {
 	var out []web.ComponentGroup
 	seen := map[string]bool{}
