@@ -10,6 +10,7 @@ import (
 
 	"github.com/wharfhq/wharf/internal/core/marketplace"
 	"github.com/wharfhq/wharf/internal/core/policy"
+	"github.com/wharfhq/wharf/internal/core/resolver"
 	"github.com/wharfhq/wharf/internal/core/source"
 	"github.com/wharfhq/wharf/plugin"
 )
@@ -327,12 +328,7 @@ func (st *planState) allowsCross(from, to string) bool {
 	if !ok || l.Marketplace == nil {
 		return false
 	}
-	for _, m := range l.Marketplace.AllowCrossMarketplaceDependenciesOn {
-		if m == to {
-			return true
-		}
-	}
-	return false
+	return resolver.CrossAllowed(l.Marketplace.AllowCrossMarketplaceDependenciesOn, from, to)
 }
 
 // name gives every kept entry its channel name: the origin's name, or,
