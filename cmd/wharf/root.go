@@ -19,6 +19,7 @@ import (
 
 	"github.com/wharfhq/wharf/internal/cli/cliconfig"
 	"github.com/wharfhq/wharf/internal/cli/cliusage"
+	"github.com/wharfhq/wharf/internal/cli/shell"
 	"github.com/wharfhq/wharf/internal/client/cache"
 	"github.com/wharfhq/wharf/internal/client/collect"
 	"github.com/wharfhq/wharf/internal/core/fetch"
@@ -180,115 +181,28 @@ func run(args []string, stdout, stderr io.Writer) int {
 		err = interrupted()
 	}
 	a.maybeReport(nil, false)
-	if err != nil && !a.running {
-		// cobra failed before any command ran: unknown command, bad
-		// arguments or flags.
-		err = usageError(err)
-		if !a.cfg.JSON {
-			a.cfg.JSON = hasJSONFlag(args)
-		}
-	}
-	if err == nil {
-		return 0
-	}
-	a.printError(err)
-	return exitCode(err)
+	return shell.Exit(shell.Ending{Prog: "wharf", Args: args, Stderr: a.stderr, JSON: a.cfg.JSON, Running: a.running}, err)
 }
 
-// typeInterrupted marks a command stopped by Ctrl-C: exit 130,
-// as a shell reports a process ended by SIGINT.
-const typeInterrupted = "interrupted"
+// typeInterrupted marks a command stopped by Ctrl-C: exit 130.
+const typeInterrupted = shell.TypeInterrupted
 
-// exitInterrupted is the exit code of an interrupted command.
-const exitInterrupted = 130
+// interrupted is the error of a command the user stopped while it ran.
+func interrupted() error { return shell.Interrupted() }
 
-// errInterrupted is wrapped by the error of an interrupted command.
-var errInterrupted = errors.New("interrupted")
-
-// interrupted is the error of a command the user stopped while it ran. It
-// replaces whatever the stopped step made of the cancellation (a failed
-// download, a timeout), which would name the wrong cause.
-func interrupted() error {
-	return &plugin.Error{Layer: plugin.LayerIntent, Type: typeInterrupted, Err: errInterrupted,
-		Hint: "nothing the command had not finished was recorded; run it again to finish it"}
-}
-
-// exitCode is the one place where errors become exit codes.
-func exitCode(err error) int {
-	if err == nil {
-		return 0
-	}
-	if errors.Is(err, errInterrupted) {
-		return exitInterrupted
-	}
-	switch plugin.LayerOf(err) {
-	case plugin.LayerIntent:
-		return 2
-	case plugin.LayerPolicy:
-		return 3
-	case plugin.LayerTrust:
-		return 4
-	case plugin.LayerDependency:
-		return 5
-	}
-	return 1
-}
-
-// errorType names the error class in --json output.
-func errorType(err error) string {
-	var e *plugin.Error
-	if errors.As(err, &e) && e.Type != "" {
-		return e.Type
-	}
-	return "error"
-}
+// exitCode is shell.ExitCode: the one place where errors become exit codes.
+func exitCode(err error) int { return shell.ExitCode(err) }
 
 // typeUsage marks command-line mistakes (exit 2).
-const typeUsage = cliconfig.TypeUsage
+const typeUsage = shell.TypeUsage
 
-func usageError(err error) error {
-	var e *plugin.Error
-	if errors.As(err, &e) {
-		return err
-	}
-	return &plugin.Error{Layer: plugin.LayerIntent, Type: typeUsage, Err: err, Hint: "see: wharf --help"}
-}
+func usageError(err error) error { return shell.UsageError("wharf", err) }
 
 // exactArgs is cobra.ExactArgs with a message that names the arguments.
-func exactArgs(n int, names string) cobra.PositionalArgs {
-	return func(cmd *cobra.Command, args []string) error {
-		if len(args) != n {
-			return &plugin.Error{Layer: plugin.LayerIntent, Type: typeUsage,
-				Err:  fmt.Errorf("%s takes %s (got %d argument(s))", cmd.CommandPath(), names, len(args)),
-				Hint: "see: " + cmd.CommandPath() + " --help"}
-		}
-		return nil
-	}
-}
+func exactArgs(n int, names string) cobra.PositionalArgs { return shell.ExactArgs(n, names) }
 
 // maxArgs is cobra.MaximumNArgs with a message that names the arguments.
-func maxArgs(n int, names string) cobra.PositionalArgs {
-	return func(cmd *cobra.Command, args []string) error {
-		if len(args) > n {
-			return &plugin.Error{Layer: plugin.LayerIntent, Type: typeUsage,
-				Err:  fmt.Errorf("%s takes at most %s (got %d arguments)", cmd.CommandPath(), names, len(args)),
-				Hint: "see: " + cmd.CommandPath() + " --help"}
-		}
-		return nil
-	}
-}
-
-func hasJSONFlag(args []string) bool {
-	for _, a := range args {
-		if a == "--" {
-			break
-		}
-		if a == "--json" || a == "--json=true" {
-			return true
-		}
-	}
-	return false
-}
+func maxArgs(n int, names string) cobra.PositionalArgs { return shell.MaxArgs(n, names) }
 
 // running is set once cobra has parsed flags and arguments and a command's
 // own code starts; errors before that are usage errors.
@@ -350,9 +264,6 @@ func (a *app) load(cmd *cobra.Command) error {
 		return err
 	}
 	a.cfg.GitHubHost = strings.TrimSpace(v.GetString("github-host"))
-	// Policy reads owner/repo sources on the same GitHub host the
-	// marketplace code fetches them from.
-	policy.SetGitHubHost(a.cfg.GitHubHost)
 	if a.cfg.Grace, err = durationKeyMin(v, "gc-grace", 0); err != nil {
 		return err
 	}

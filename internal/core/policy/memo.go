@@ -85,10 +85,12 @@ func memoKey(dst []byte, req Request, x *factIndex) []byte {
 		}
 	}
 	dst = append(dst, 0)
+	dst = append(dst, req.Content.memoKey()...)
+	dst = append(dst, 0)
 	if x != nil {
 		dst = append(dst, x.githubHost...)
 	} else {
-		dst = append(dst, currentGitHubHost()...)
+		dst = append(dst, envGitHubHost()...)
 	}
 	dst = append(dst, 0)
 	if s := req.Marketplace.Source; s != nil {

@@ -90,6 +90,9 @@ type Request struct {
 	// managed directory declares do not pass the system's
 	// allowManagedHooksOnly or strictPluginOnlyCustomization.
 	ManagedDir string `json:"managedDir,omitempty"`
+	// Content, when the caller has the plugin's tree, is its capability
+	// set and findings: input.capabilities and input.findings.
+	Content *Content `json:"content,omitempty"`
 }
 
 type wireRequest struct {
@@ -103,13 +106,14 @@ type wireRequest struct {
 	From          string                      `json:"from,omitempty"`
 	Path          string                      `json:"path,omitempty"`
 	ManagedDir    string                      `json:"managedDir,omitempty"`
+	Content       *Content                    `json:"content,omitempty"`
 	Source        *settings.MarketplaceSource `json:"-"`
 }
 
 // MarshalJSON writes plugin ids as "name@marketplace" strings.
 func (r Request) MarshalJSON() ([]byte, error) {
 	w := wireRequest{Action: r.Action, DeclaredCross: r.DeclaredCross, Signatures: r.Signatures,
-		Surface: r.Surface, From: r.From, Path: r.Path, ManagedDir: r.ManagedDir}
+		Surface: r.Surface, From: r.From, Path: r.Path, ManagedDir: r.ManagedDir, Content: r.Content}
 	if !r.Plugin.IsZero() {
 		w.Plugin = r.Plugin.String()
 	}
@@ -148,7 +152,7 @@ func ParseRequest(data []byte) (Request, error) {
 		return bad("request is not valid JSON at line %d, column %d: %s", line, col, msg)
 	}
 	req := Request{Action: raw.Action, DeclaredCross: raw.DeclaredCross, Signatures: raw.Signatures,
-		Surface: raw.Surface, From: raw.From, Path: raw.Path, ManagedDir: raw.ManagedDir}
+		Surface: raw.Surface, From: raw.From, Path: raw.Path, ManagedDir: raw.ManagedDir, Content: raw.Content}
 	var err error
 	if raw.Plugin != "" {
 		if req.Plugin, err = plugin.ParseID(raw.Plugin); err != nil {
@@ -276,8 +280,14 @@ func (r Request) target() string {
 // exported so that benchmarks and `wharf policy eval --json` can show what
 // OPA sees; the engine adds input.facts (see factIndex.facts), which depends
 // on the policy layers.
-func (r Request) Input() map[string]any {
-	f := r.facets()
+func (r Request) Input() map[string]any { return r.inputWith(envGitHubHost()) }
+
+// Input is r as this engine's Rego module reads it (Request.Input), with
+// the engine's GitHub host (WithGitHubHost).
+func (e *Engine) Input(r Request) map[string]any { return r.inputWith(*e.githubHost) }
+
+func (r Request) inputWith(ghHost string) map[string]any {
+	f := r.facetsWith(true, ghHost)
 	mk := map[string]any{"name": f.mktName, "source_known": f.src.known, "key": f.src.key, "owner": f.src.owner,
 		"host": f.src.host, "path": f.src.path, "display": f.src.display}
 	dc := map[string]any{}
@@ -288,7 +298,7 @@ func (r Request) Input() map[string]any {
 	for _, k := range r.Signatures {
 		sig[k] = true
 	}
-	return map[string]any{
+	in := map[string]any{
 		"action":                  string(r.Action),
 		"plugin":                  f.plugin,
 		"plugin_marketplace":      f.pluginMkt,
@@ -302,6 +312,10 @@ func (r Request) Input() map[string]any {
 		"path":                    r.Path,
 		"managed_dir":             r.ManagedDir,
 	}
+	if r.Content != nil {
+		in["capabilities"], in["findings"] = r.Content.generic()
+	}
+	return in
 }
 
 // sourceFacets are the parts of a marketplace source that policy compares,
@@ -354,10 +368,9 @@ func facetsOf(s *settings.MarketplaceSource, ghHost string) sourceFacets {
 	return f
 }
 
-// facets computes what policy compares of the request. With withSource
-// false the marketplace source is left out (see marketplaceTerm).
-func (r Request) facets() requestFacets { return r.facetsWith(true, currentGitHubHost()) }
-
+// facetsWith computes what policy compares of the request, reading
+// owner/repo on ghHost. With withSource false the marketplace source is
+// left out (see marketplaceTerm).
 func (r Request) facetsWith(withSource bool, ghHost string) requestFacets {
 	var f requestFacets
 	if !r.Plugin.IsZero() {
@@ -403,7 +416,7 @@ var (
 // on the request (keys, empty sets, common strings) are shared: OPA never
 // modifies its input.
 func (r Request) evalInput(x *factIndex) ast.Value {
-	ghHost := currentGitHubHost()
+	ghHost := envGitHubHost()
 	if x != nil {
 		ghHost = x.githubHost
 	}
@@ -434,6 +447,13 @@ func (r Request) evalInput(x *factIndex) ast.Value {
 		ast.Item(keyPath, strTerm(r.Path)),
 		ast.Item(keyManagedDir, strTerm(r.ManagedDir)),
 		{},
+	}
+	if r.Content != nil {
+		all := append(append([][2]*ast.Term{}, items[:len(items)-1]...), r.Content.contentItems()...)
+		if x != nil {
+			all = append(all, ast.Item(keyFacts, x.facts(&r, &f)))
+		}
+		return ast.NewObject(all...)
 	}
 	if x == nil {
 		return ast.NewObject(items[:len(items)-1]...)
