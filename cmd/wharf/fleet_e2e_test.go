@@ -150,15 +150,21 @@ func TestFleetInventoryAndRevocationEndToEnd(t *testing.T) {
 		t.Fatalf("beta's reason on %s: %q", m[1], p.Reason)
 	}
 
-	// wharf list on a machine that has it says why it is not loaded.
-	if code, out, stderr := clients[1].run("list"); code != 0 || !strings.Contains(out, "revoked: leaks tokens") {
-		t.Fatalf("list after the revocation: exit %d\n%s%s", code, out, stderr)
+	// wharf list on a machine that has it says why it is not loaded, in
+	// the words the inventory report, install and verify use too.
+	oneText := "beta@corp 1.0.0 is revoked by revocation " + rv.Revocation.ID + " (beta@corp 1.0.0): leaks tokens"
+	oneHint := "ask an administrator to lift revocation " + rv.Revocation.ID + " on the policy server"
+	if p, _ := pluginIn(mi.Report, "beta@corp"); !strings.HasSuffix(oneText, p.Reason) {
+		t.Fatalf("beta's reason on %s: %q, want the end of %q", m[1], p.Reason, oneText)
+	}
+	if code, out, stderr := clients[1].run("list"); code != 0 || !strings.Contains(out, oneText) {
+		t.Fatalf("list after the revocation: exit %d, want %q\n%s%s", code, oneText, out, stderr)
 	}
 
 	// The third machine cannot install it: exit 3, with reason and id.
 	code, out, stderr := clients[2].run("install", "beta@corp")
-	if code != 3 || !strings.Contains(stderr, "leaks tokens") || !strings.Contains(stderr, rv.Revocation.ID) {
-		t.Fatalf("install of a revoked version: exit %d\n%s%s", code, out, stderr)
+	if code != 3 || !strings.Contains(stderr, oneText) || !strings.Contains(stderr, oneHint) {
+		t.Fatalf("install of a revoked version: exit %d, want %q and %q\n%s%s", code, oneText, oneHint, out, stderr)
 	}
 	// Verify rejects the installed copy: exit 4.
 	code, out, stderr = clients[0].run("verify", "beta@corp")

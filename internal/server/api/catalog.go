@@ -374,12 +374,7 @@ func (rc *resolverCatalog) KnownMarketplace(name string) bool {
 }
 
 func (rc *resolverCatalog) AllowsCross(from, to string) bool {
-	for _, m := range rc.mkts[from].AllowCrossMarketplaceDependenciesOn {
-		if m == to {
-			return true
-		}
-	}
-	return false
+	return resolver.CrossAllowed(rc.mkts[from].AllowCrossMarketplaceDependenciesOn, from, to)
 }
 
 func (s *Server) resolve(c echo.Context) error {

@@ -509,16 +509,6 @@ func namespaceOf(d PluginDetail) string {
 	return d.Name
 }
 
-// namespaced is the name an agent registers a plugin component under
-// (ARCHITECTURE.md, "Plugins cannot register native tools").
-func namespaced(pluginName string, c Component) string {
-	switch plugin.ComponentKind(c.Kind) {
-	case plugin.KindMCPServer, plugin.KindLSPServer:
-		return "plugin:" + pluginName + ":" + c.Name
-	}
-	return pluginName + ":" + c.Name
-}
-
 func componentGroups(pluginName string, comps []Component) []web.ComponentGroup {
 	var out []web.ComponentGroup
 	seen := map[string]bool{}
@@ -529,7 +519,7 @@ func componentGroups(pluginName string, comps []Component) []web.ComponentGroup 
 		}
 		for _, c := range comps {
 			if c.Kind == kind {
-				g.Items = append(g.Items, web.ComponentItem{Name: c.Name, Namespaced: namespaced(pluginName, c), Path: c.Path})
+				g.Items = append(g.Items, web.ComponentItem{Name: c.Name, Namespaced: plugin.ComponentName(plugin.ComponentKind(c.Kind), pluginName, c.Name), Path: c.Path})
 			}
 		}
 		if len(g.Items) > 0 {
