@@ -70,7 +70,8 @@ type Leaser interface {
 // and how many of its components are live.
 type PluginStatus struct {
 	load.Row
-	// Source is "installed" or "inline" (a session plugin dir).
+	// Source is "installed", "inline" (a session plugin dir) or
+	// "settings" (enabled in settings but not installed).
 	Source string `json:"source"`
 	// Components counts the plugin's live components.
 	Components int `json:"components"`
@@ -120,7 +121,7 @@ type loadInput struct {
 // (the load pass's unit) and its candidate components.
 type unit struct {
 	*load.Unit
-	source string // "installed" or "inline"
+	source string // "installed", "inline" or "settings"
 	comps  []Component
 	skips  []Skipped
 	warns  []string
@@ -172,7 +173,7 @@ func build(ctx context.Context, in *loadInput) (*Set, error) {
 	extra := make([]*unit, len(in.recs))
 	lo := load.Options{Decider: in.dec, Revocations: o.Revocations, Mode: in.mode.trust(),
 		MarketplaceSource: o.MarketplaceSource, Entries: o.Entries, Workers: in.workers}
-	lunits, err := load.Pass(ctx, lo, load.Input{Records: in.recs, Broken: in.broken, Enabled: enabled},
+	lunits, err := load.Pass(ctx, lo, load.Input{Records: in.recs, Broken: in.broken, Enabled: enabled, Docs: in.snap.Docs},
 		func(ctx context.Context, i int, r cache.Record, entry *plugin.Entry, lu *load.Unit) {
 			u := &unit{Unit: lu, source: "installed"}
 			extra[i] = u
@@ -187,7 +188,13 @@ func build(ctx context.Context, in *loadInput) (*Set, error) {
 			units = append(units, extra[i])
 			continue
 		}
-		units = append(units, &unit{Unit: lu, source: "installed"})
+		// Past the records: a broken record (installed) or a plugin
+		// enabled in settings but not installed.
+		src := "installed"
+		if lu.Type(load.TypeNotInstalled) {
+			src = "settings"
+		}
+		units = append(units, &unit{Unit: lu, source: src})
 	}
 	// Session plugin dirs, in parallel as installed plugins are.
 	inline := make([]*unit, len(in.inline))
@@ -203,7 +210,19 @@ func build(ctx context.Context, in *loadInput) (*Set, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	units = append(units, inline...)
+	// A session plugin dir provides what settings enable under its id:
+	// such a plugin is not "not installed".
+	inlineIDs := make(map[plugin.ID]bool, len(inline))
+	for _, u := range inline {
+		inlineIDs[u.ID] = true
+	}
+	kept := units[:0]
+	for _, u := range units {
+		if !inlineIDs[u.ID] || u.source != "settings" {
+			kept = append(kept, u)
+		}
+	}
+	units = append(kept, inline...)
 
 	// Inline plugins are loaded for this session; one that has the name
 	// of another inline plugin is a conflict.
@@ -215,26 +234,6 @@ func build(ctx context.Context, in *loadInput) (*Set, error) {
 				"two session plugin dirs define %s", u.ID))
 		}
 		seen[u.ID] = true
-	}
-
-	// Plugins enabled in settings (or forced on by managed settings) that
-	// are not installed cannot load; say so rather than drop them silently.
-	installed := make(map[plugin.ID]bool, len(in.recs)+len(in.broken))
-	for _, r := range in.recs {
-		installed[r.ID] = true
-	}
-	for _, b := range in.broken {
-		installed[b.ID] = true
-	}
-	var missing []string
-	for id, on := range enabled {
-		if on && !installed[id] {
-			missing = append(missing, id.String())
-		}
-	}
-	sort.Strings(missing)
-	for _, id := range missing {
-		set.warnings = append(set.warnings, fmt.Sprintf("%s is enabled but not installed; to install it run: wharf install %s", id, id))
 	}
 
 	// Demotion: a plugin is active only if it is enabled, passed every

@@ -529,15 +529,22 @@ func TestDemotionChainInStatus(t *testing.T) {
 	if len(s.Components()) != 0 {
 		t.Fatalf("demoted components loaded: %q", names(s))
 	}
-	// Uninstalling b leaves a demoted with "not installed", and a warning.
+	// Uninstalling b leaves a demoted with "not installed".
 	w.uninstall("b@corp")
 	s = w.load(w.runtime(w.options()), CacheOnly)
 	st, _ = s.Plugin(plugin.MustParseID("a@corp"))
 	if st.Status != load.StatusDemoted || !strings.Contains(st.Chain, "b@corp is not installed") {
 		t.Fatalf("a@corp: %+v", st)
 	}
-	if w := s.Warnings(); len(w) != 1 || !strings.Contains(w[0], "b@corp is enabled but not installed") {
+	// b, still enabled, is a failed row of its own (the load pass's), not a
+	// warning.
+	if w := s.Warnings(); len(w) != 0 {
 		t.Fatalf("warnings %q", w)
+	}
+	st, ok := s.Plugin(plugin.MustParseID("b@corp"))
+	if !ok || st.Status != load.StatusFailed || st.Source != "settings" || len(st.ErrorDetails) != 1 ||
+		st.ErrorDetails[0].Type != load.TypeNotInstalled || st.ErrorDetails[0].Hint != "install it with: wharf install b@corp" {
+		t.Fatalf("b@corp: %+v", st)
 	}
 }
 

@@ -242,7 +242,7 @@ func newAgentStatusCmd(a *app, opts *agentOptions) *cobra.Command {
 					why = append(why, p.Chain)
 				} else {
 					for _, d := range p.ErrorDetails {
-						why = append(why, plainMessage(d.Message))
+						why = append(why, rowNote(d))
 					}
 				}
 				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\n", p.ID, p.Version, p.Source, p.Status, p.Components, strings.Join(why, "; "))

@@ -329,8 +329,8 @@ func newListCmd(a *app) *cobra.Command {
 					}
 					if r.Chain != "" {
 						notes = append(notes, r.Chain)
-					} else if len(r.Errors) > 0 {
-						notes = append(notes, r.Errors[0])
+					} else if len(r.ErrorDetails) > 0 {
+						notes = append(notes, rowNote(r.ErrorDetails[0]))
 					}
 					if len(r.Failed) > 0 {
 						notes = append(notes, fmt.Sprintf("%d component(s) failed: %s", len(r.Failed), strings.Join(r.Failed, "; ")))

@@ -72,6 +72,10 @@ func FromStatus(rows []load.Row, revs policy.Revocations) []inventory.Plugin {
 		case len(r.Errors) > 0:
 			p.Reason = r.Errors[0]
 		}
+		if r.Type(load.TypeNotInstalled) && (p.Scope == "" || p.Scope == "flag") {
+			// Enabled only for this session (--settings): a local matter.
+			p.Scope = "local"
+		}
 		if rv, ok := revs.Match(r.ID, r.Version, r.Digest); ok {
 			p.State, p.Reason = inventory.StateRevoked, policy.RevokedReason(rv)
 		}

@@ -3,6 +3,7 @@ package load
 import (
 	"context"
 	"runtime"
+	"slices"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -49,13 +50,21 @@ type Options struct {
 	Workers int
 }
 
+// TypeNotInstalled is the *plugin.Error type (layer intent) of a plugin
+// that settings enable (or managed settings force on) but that is not
+// installed: its row is failed, with the install command as the hint.
+const TypeNotInstalled = "not-installed"
+
 // Input is what a pass reads besides the filesystem: the installed
-// registry (with the records that do not decode) and the merged
-// enabledPlugins of the settings.
+// registry (with the records that do not decode), the merged
+// enabledPlugins of the settings and the settings documents they were
+// merged from (which name the scope that enables a plugin that is not
+// installed).
 type Input struct {
 	Records []cache.Record
 	Broken  []cache.BrokenRecord
 	Enabled map[plugin.ID]bool
+	Docs    []settings.Document
 }
 
 // Reader reads what an admitted plugin contributes (its manifest and
@@ -69,8 +78,10 @@ type Reader func(ctx context.Context, i int, r cache.Record, entry *plugin.Entry
 // damaged registry record, with the way out). A plugin is admitted, and
 // read, only when it is enabled (in settings, or forced on by policy),
 // policy allows it, no revocation withdraws it and its tree passes the
-// trust check. The units are not classified yet: call Demote once every
-// unit of the session (session plugin dirs too) is there.
+// trust check. Last come the plugins that are enabled but not installed,
+// one failed unit each (type TypeNotInstalled), in id order, unless policy
+// forces them off. The units are not classified yet: call Demote once
+// every unit of the session (session plugin dirs too) is there.
 func Pass(ctx context.Context, o Options, in Input, read Reader) ([]*Unit, error) {
 	units := make([]*Unit, len(in.Records), len(in.Records)+len(in.Broken))
 	workers := o.Workers
@@ -120,7 +131,89 @@ func Pass(ctx context.Context, o Options, in Input, read Reader) ([]*Unit, error
 		u.AddError(b.Err)
 		units = append(units, u)
 	}
+	missing, err := o.notInstalled(ctx, in)
+	if err != nil {
+		return nil, err
+	}
+	return append(units, missing...), nil
+}
+
+// notInstalled is one failed unit per plugin that in.Enabled enables and
+// the registry does not hold (as a record or a broken one). Policy may
+// force such a plugin off (then it is not enabled: no unit) or on (the row
+// says so); the row's scope is that of the highest settings document that
+// names it.
+func (o *Options) notInstalled(ctx context.Context, in Input) ([]*Unit, error) {
+	installed := make(map[plugin.ID]bool, len(in.Records)+len(in.Broken))
+	for _, r := range in.Records {
+		installed[r.ID] = true
+	}
+	for _, b := range in.Broken {
+		installed[b.ID] = true
+	}
+	var ids []plugin.ID
+	for id, on := range in.Enabled {
+		if on && !installed[id] && !id.IsZero() {
+			ids = append(ids, id)
+		}
+	}
+	sort.Slice(ids, func(i, j int) bool { return ids[i].String() < ids[j].String() })
+	var units []*Unit
+	for _, id := range ids {
+		var src *settings.MarketplaceSource
+		if o.MarketplaceSource != nil {
+			src = o.MarketplaceSource(id.Source)
+		}
+		dec, err := o.Decider.Decide(ctx, policy.Request{Action: policy.ActionLoad, Plugin: id,
+			Marketplace: policy.Marketplace{Name: id.Source, Source: src}})
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil, ctx.Err()
+			}
+			dec = policy.Decision{} // the install command decides again and says why
+		}
+		if dec.Forced == "off" {
+			continue
+		}
+		u := &Unit{Row: NewRow(id), missing: true}
+		u.Enabled, u.Forced, u.Scope = true, dec.Forced, enabledScope(in.Docs, id)
+		u.AddError(NotInstalledError(id))
+		units = append(units, u)
+	}
 	return units, nil
+}
+
+// NotInstalledError is the error of a plugin that is enabled but not
+// installed, with the command that installs it.
+func NotInstalledError(id plugin.ID) error {
+	return plugin.Errorf(plugin.LayerIntent, TypeNotInstalled, id.String(),
+		"install it with: wharf install "+id.String(),
+		"%s is enabled but not installed", id)
+}
+
+// enabledScope is the scope of the settings document of highest precedence
+// whose enabledPlugins names id ("" when none does: none was given). One
+// file read as two scopes (a home inside the project) counts as the lower.
+func enabledScope(docs []settings.Document, id plugin.ID) string {
+	best, bestName := "", ""
+	rank := -1
+	for _, d := range docs {
+		if d.Missing {
+			continue
+		}
+		r := slices.Index(settings.Precedence, d.Scope)
+		if r < rank || d.Name == bestName {
+			continue
+		}
+		s, err := settings.Parse(d.Name, d.Data)
+		if err != nil {
+			continue
+		}
+		if _, ok := s.EnabledPlugins[id]; ok {
+			best, bestName, rank = string(d.Scope), d.Name, r
+		}
+	}
+	return best
 }
 
 // Admit fills st (a NewRow) from r and runs the checks that decide

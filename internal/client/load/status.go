@@ -73,6 +73,16 @@ func (st *Row) AddError(err error) {
 	st.ErrorDetails = append(st.ErrorDetails, d)
 }
 
+// Type reports whether the row has an error of type typ.
+func (st *Row) Type(typ string) bool {
+	for _, d := range st.ErrorDetails {
+		if d.Type == typ {
+			return true
+		}
+	}
+	return false
+}
+
 // OK reports whether the row is enabled and has no error: a plugin that may
 // be active unless a dependency demotes it.
 func (st *Row) OK() bool { return st.Enabled && len(st.Errors) == 0 }
@@ -86,6 +96,9 @@ type Unit struct {
 	// Path is the version dir of an installed plugin that passed every
 	// check ("" otherwise): what a session leases.
 	Path string
+	// missing marks a plugin that is enabled but not installed: demotion
+	// treats it as absent, so a plugin that needs it says "not installed".
+	missing bool
 }
 
 // Demote classifies every unit: failed when it has errors, disabled when
@@ -98,13 +111,16 @@ func Demote(units []*Unit) {
 	cat := unitCatalog{}
 	inst := make([]resolver.Installed, 0, len(units))
 	for _, u := range units {
+		if u.missing {
+			continue
+		}
 		cat[u.ID] = resolver.Node{Dependencies: u.Deps}
 		inst = append(inst, resolver.Installed{ID: u.ID, Auto: u.Auto, Enabled: u.OK()})
 	}
 	act := resolver.New(cat, inst, nil).DemoteInstalled()
 	failed := map[plugin.ID]string{}
 	for _, u := range units {
-		if u.Enabled && len(u.ErrorDetails) > 0 {
+		if u.Enabled && len(u.ErrorDetails) > 0 && !u.missing {
 			failed[u.ID] = u.ErrorDetails[0].Type
 		}
 	}
