@@ -62,6 +62,9 @@ func (in *Installer) List(ctx context.Context, opts StatusOptions) ([]load.Row, 
 		return nil, err
 	}
 	for i := range rows {
+		if rows[i].Type(load.TypeNotInstalled) {
+			continue // never installed from its marketplace here
+		}
 		if _, err := g.cat.Lookup(rows[i].ID); err != nil && g.KnownMarketplace(rows[i].ID.Source) {
 			rows[i].Delisted = true
 		}
