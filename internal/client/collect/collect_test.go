@@ -437,3 +437,30 @@ func TestClaudeDigestLeavesOutTheLease(t *testing.T) {
 		}
 	}
 }
+
+// A plugin enabled but not installed (the load pass's row) is reported
+// failed, with the loader's message, at the scope that enables it (a
+// session's --settings counts as local), in a report the server accepts.
+func TestFromStatusReportsEnabledButNotInstalled(t *testing.T) {
+	var rows []load.Row
+	for _, c := range []struct{ id, scope, forced string }{{"ghost@m", "project", ""}, {"flagged@m", "flag", ""}, {"pushed@m", "managed", "on"}} {
+		id := plugin.MustParseID(c.id)
+		r := load.NewRow(id)
+		r.Enabled, r.Scope, r.Forced, r.Status = true, c.scope, c.forced, load.StatusFailed
+		r.AddError(load.NotInstalledError(id))
+		rows = append(rows, r)
+	}
+	got := FromStatus(rows, nil)
+	want := []struct{ scope, install string }{{"project", inventory.InstallUser}, {"local", inventory.InstallUser}, {"managed", inventory.InstallManaged}}
+	for i, w := range want {
+		g := got[i]
+		if g.State != inventory.StateFailed || g.Scope != w.scope || g.Install != w.install || g.Version != "" ||
+			!strings.Contains(g.Reason, g.ID+" is enabled but not installed") {
+			t.Errorf("%s: %+v, want failed at scope %s, install %s, not installed", g.ID, g, w.scope, w.install)
+		}
+	}
+	rep := New(inventory.Machine{ID: "m-0123456789abcdef0123456789abcdef"}, inventory.KindWharf, got, time.Now())
+	if err := inventory.Validate(&rep); err != nil {
+		t.Fatalf("the report of a home with plugins enabled but not installed is refused: %v", err)
+	}
+}
