@@ -9,9 +9,11 @@
 // worklist over reverse dependency edges, with the chain of why).
 //
 // Every plugin gets a Row (its status): active, demoted, failed or disabled, with its
-// typed errors (type, layer, object, message, hint). `wharf list`, `wharf
-// agent status` and the agent runtime all build their rows here, so for one
-// failure they say the same thing.
+// typed errors (type, layer, object, message, hint); a plugin that settings
+// enable (or managed policy forces on) but that is not installed gets a
+// failed row of type TypeNotInstalled. `wharf list`, `wharf agent status`,
+// the inventory report and the agent runtime all build their rows here, so
+// for one failure they say the same thing.
 //
 // The package reads; it never writes a user's settings. Policy decisions go
 // through a Decider to the policy, whose one memo (*policy.Engine's, per
