@@ -59,6 +59,15 @@ func TestEnabledButNotInstalled(t *testing.T) {
 		t.Fatalf("gone@m is disabled, yet listed: %+v", got["gone@m"])
 	}
 
+	// One file read as two scopes (a home inside the project) is the lower.
+	same := []settings.Document{
+		{Scope: settings.ScopeUser, Name: "home/settings.json", Data: []byte(`{"enabledPlugins": {"lib@m": true}}`)},
+		{Scope: settings.ScopeProject, Name: "home/settings.json", Data: []byte(`{"enabledPlugins": {"lib@m": true}}`)},
+	}
+	if s := enabledScope(same, plugin.MustParseID("lib@m")); s != "user" {
+		t.Fatalf("scope of a file read as user and project = %q, want user", s)
+	}
+
 	// Installed after all: the row is the installed plugin's, not a second one.
 	in.Broken = nil
 	in.Enabled = map[plugin.ID]bool{plugin.MustParseID("app@m"): true}
