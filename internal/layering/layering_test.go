@@ -34,7 +34,6 @@ type unit struct {
 // row's last column (test helpers sit above what they test). Every edge a
 // row lists is used, so the table cannot drift from the code either way.
 var table = []unit{
-	{"(root)", 0, nil, nil},
 	{"agent/internal/proctree", 0, nil, nil},
 	{"agent/mcp/internal/testserver", 0, nil, nil},
 	{"internal/cli/cliusage", 0, nil, nil},
@@ -58,6 +57,7 @@ var table = []unit{
 	{"internal/testutil/sharedtest", 0, nil, nil},
 	{"internal/testutil/silentnet", 0, nil, nil},
 	{"plugin", 0, nil, []string{"internal/testutil/claudetest", "internal/testutil/sharedtest"}},
+	{"(root)", 1, []string{"internal/core/atomicfile"}, nil},
 	{"internal/cli/cliconfig", 1, []string{"plugin"}, nil},
 	{"internal/client/userconfig", 1, []string{"internal/core/atomicfile", "internal/core/layout", "plugin"}, nil},
 	{"internal/core/capability", 1, []string{"internal/core/lazyre", "plugin"}, []string{"internal/testutil/sharedtest"}},
