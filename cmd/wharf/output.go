@@ -33,6 +33,9 @@ type jsonError struct {
 		Type    string `json:"type"`
 		Message string `json:"message"`
 		Hint    string `json:"hint,omitempty"`
+		// Layer is where the failure is (intent, policy, trust, ...),
+		// the class the exit code follows; the message does not repeat it.
+		Layer string `json:"layer,omitempty"`
 	} `json:"error"`
 }
 
@@ -43,8 +46,9 @@ func (a *app) printError(err error) {
 	if a.cfg.JSON {
 		var je jsonError
 		je.Error.Type = errorType(err)
-		je.Error.Message = err.Error()
+		je.Error.Message = plainMessage(err.Error())
 		je.Error.Hint = hint
+		je.Error.Layer = string(plugin.LayerOf(err))
 		enc := json.NewEncoder(a.stderr)
 		enc.SetEscapeHTML(false)
 		_ = enc.Encode(je)

@@ -21,6 +21,7 @@ import (
 	"github.com/wharfhq/wharf/internal/cli/cliusage"
 	"github.com/wharfhq/wharf/internal/client/cache"
 	"github.com/wharfhq/wharf/internal/client/collect"
+	"github.com/wharfhq/wharf/internal/core/apiclient"
 	"github.com/wharfhq/wharf/internal/core/fetch"
 	"github.com/wharfhq/wharf/internal/core/layout"
 	"github.com/wharfhq/wharf/internal/core/marketplace"
@@ -191,8 +192,49 @@ func run(args []string, stdout, stderr io.Writer) int {
 	if err == nil {
 		return 0
 	}
+	err = serverError(err)
 	a.printError(err)
 	return exitCode(err)
+}
+
+// Error types of the server's answers, as every command reports them.
+const (
+	// typeCredentialsRefused: the server refused the credentials (a 401,
+	// or a 403 that is not a policy decision): exit 6.
+	typeCredentialsRefused = "credentials-refused"
+	// typeServerUnreachable: the server did not answer.
+	typeServerUnreachable = "server-unreachable"
+)
+
+// exitCredentials is the exit code of a command whose server refused the
+// credentials.
+const exitCredentials = 6
+
+// serverError makes the server's answer, wherever in err's chain and
+// whichever command met it, the one error shown: a refused credential or
+// an unreachable server reads the same (message, hint, exit code) from
+// every command. An unreachable policy server that leaves a command
+// failing closed stays a policy error (exit 3).
+func serverError(err error) error {
+	var ae *apiclient.APIError
+	if errors.As(err, &ae) {
+		if ae.CredentialsRefused() {
+			return &plugin.Error{Layer: plugin.LayerIntent, Type: typeCredentialsRefused, Err: ae, Hint: ae.Hint}
+		}
+		if _, ok := errors.AsType[*plugin.Error](err); !ok {
+			typ := ae.Code
+			if typ == "" {
+				typ = "server-error"
+			}
+			return &plugin.Error{Layer: plugin.Layer(ae.Layer), Type: typ, Err: ae, Hint: ae.Hint}
+		}
+		return err
+	}
+	var ue *apiclient.UnreachableError
+	if errors.As(err, &ue) && plugin.LayerOf(err) != plugin.LayerPolicy {
+		return &plugin.Error{Layer: plugin.LayerMaterialization, Type: typeServerUnreachable, Err: ue, Hint: ue.Hint()}
+	}
+	return err
 }
 
 // typeInterrupted marks a command stopped by Ctrl-C: exit 130,
@@ -220,6 +262,9 @@ func exitCode(err error) int {
 	}
 	if errors.Is(err, errInterrupted) {
 		return exitInterrupted
+	}
+	if ae, ok := errors.AsType[*apiclient.APIError](err); ok && ae.CredentialsRefused() {
+		return exitCredentials
 	}
 	switch plugin.LayerOf(err) {
 	case plugin.LayerIntent:

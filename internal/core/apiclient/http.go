@@ -246,6 +246,11 @@ func clean(s string, max int) string {
 
 func defaultHint(e *APIError) string {
 	switch {
+	case e.Status == http.StatusForbidden && e.Code == "quota-exceeded":
+		// A new machine id would count against the same quota.
+		return "the token's inventory quota is used up; ask the server's admin for a token for this machine, or for a larger maxMachines or maxPlugins"
+	case e.Status == http.StatusForbidden && e.Code == "machine-owned":
+		return "report with the token this machine first reported with, or remove the machine-id file to report as a new machine"
 	case e.CredentialsRefused():
 		return HintCredentials
 	case e.NotWharf:
