@@ -145,8 +145,9 @@ func newInstallCmd(a *app) *cobra.Command {
 	var scope string
 	var force, allowDowngrade bool
 	cmd := &cobra.Command{
-		Use:   "install <name@marketplace | name>",
-		Short: "Install a plugin and the dependencies it needs",
+		Use:     "install <name@marketplace | name>",
+		Aliases: []string{"i"},
+		Short:   "Install a plugin and the dependencies it needs",
 		Long: `Install a plugin and the dependencies it needs. A bare name works when exactly one known marketplace lists it.
 Replacing an installed plugin with a lower version, or with one that cannot be
 ordered against it, is refused (exit 4) unless --allow-downgrade is given, as
@@ -199,9 +200,10 @@ for wharf update.`,
 func newUninstallCmd(a *app) *cobra.Command {
 	var prune bool
 	cmd := &cobra.Command{
-		Use:   "uninstall <name@marketplace>",
-		Short: "Remove an installed plugin (warns about plugins that depend on it)",
-		Args:  exactArgs(1, "one <name@marketplace>"),
+		Use:     "uninstall <name@marketplace>",
+		Aliases: []string{"remove", "rm"},
+		Short:   "Remove an installed plugin (warns about plugins that depend on it)",
+		Args:    exactArgs(1, "one <name@marketplace>"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return withInstaller(a, cmd, func(ctx context.Context, in *install.Installer) (*install.Removed, error) {
 				id, err := installedArg(in, args[0])
@@ -230,9 +232,10 @@ func newUninstallCmd(a *app) *cobra.Command {
 
 func newPruneCmd(a *app) *cobra.Command {
 	return &cobra.Command{
-		Use:   "prune",
-		Short: "Remove auto-installed dependencies that nothing needs any more",
-		Args:  exactArgs(0, "no arguments"),
+		Use:     "prune",
+		Aliases: []string{"autoremove"},
+		Short:   "Remove auto-installed dependencies that nothing needs any more",
+		Args:    exactArgs(0, "no arguments"),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return withInstaller(a, cmd, func(ctx context.Context, in *install.Installer) (*install.Removed, error) {
 				res, err := in.Prune(ctx)
@@ -312,9 +315,10 @@ func installedArg(in *install.Installer, arg string) (plugin.ID, error) {
 func newListCmd(a *app) *cobra.Command {
 	var rehash bool
 	cmd := &cobra.Command{
-		Use:   "list",
-		Short: "List installed plugins with their status: active, demoted, failed or disabled",
-		Args:  exactArgs(0, "no arguments"),
+		Use:     "list",
+		Aliases: []string{"ls"},
+		Short:   "List installed plugins with their status: active, demoted, failed or disabled",
+		Args:    exactArgs(0, "no arguments"),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return withInstaller(a, cmd, func(ctx context.Context, in *install.Installer) ([]load.Row, error) {
 				rows, err := in.List(ctx, install.StatusOptions{Rehash: rehash, Revocations: a.revocations()})

@@ -43,7 +43,7 @@ func (in *Installer) Uninstall(ctx context.Context, id plugin.ID, prune bool) (*
 				out.Removed = append(out.Removed, id)
 				return nil
 			}
-			return plugin.Errorf(plugin.LayerMaterialization, plugin.TypeNotFound, id.String(), "see what is installed: wharf list",
+			return plugin.Errorf(plugin.LayerIntent, plugin.TypeNotFound, id.String(), "see what is installed: wharf list",
 				"%s is not installed", id)
 		}
 		deps := in.resolver(g).ReverseDependents(id)
