@@ -16,6 +16,8 @@ type Removed struct {
 	// the next load until it comes back.
 	Dependents []plugin.ID `json:"dependents,omitempty"`
 	Warnings   []string    `json:"warnings,omitempty"`
+	// DryRun marks a plan (PlanUninstall, PlanPrune): nothing was removed.
+	DryRun bool `json:"dryRun,omitempty"`
 }
 
 // Uninstall removes id from the registry. It warns with the plugins that
