@@ -68,7 +68,7 @@ func (a *app) refreshInstaller(ctx context.Context, args []string, offline bool)
 			return err
 		})
 		if err != nil {
-			mv.Error = err.Error()
+			mv.Error = plainMessage(err.Error())
 			if h := plugin.HintOf(err); h != "" {
 				mv.Error += " (" + h + ")"
 			}

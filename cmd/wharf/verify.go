@@ -355,5 +355,5 @@ func (a *app) revokedProblem(id plugin.ID, t *verifyTarget, digest string) (stri
 	if !ok {
 		return "", nil
 	}
-	return policy.RevokedError(plugin.LayerTrust, r, id, version, digest).Error(), nil
+	return plainMessage(policy.RevokedError(plugin.LayerTrust, r, id, version, digest).Error()), nil
 }
