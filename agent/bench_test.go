@@ -44,7 +44,7 @@ func benchWorld(b *testing.B, n int) (*world, Options) {
 	o := w.options()
 	o.Policy = w.policy()
 	o.Leaser = nil
-	warm, err := New(o)
+	warm, err := newRuntime(o)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -79,7 +79,7 @@ func benchLoad(b *testing.B, mode Mode) {
 		b.StartTimer()
 		cpu0, _ := processCPU()
 		start := time.Now()
-		r, err := New(o)
+		r, err := newRuntime(o)
 		if err != nil {
 			b.Fatal(err)
 		}

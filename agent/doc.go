@@ -24,6 +24,17 @@
 // load pass's; this package reads the admitted plugins' components and makes
 // them live.
 //
+// # Policy
+//
+// A Runtime comes from Open, and Open needs a policy (Options.Policy): left
+// out, Open fails (ErrNoPolicy) instead of running a session that nothing
+// decides for. Open also reads the machine's managed layers itself (the
+// system managed directory and Options.Settings.ExtraManagedDir) and puts
+// the given policy under them: a request a managed layer denies is denied,
+// and a plugin it forces on or off stays so, whatever the given policy says.
+// The managed scope cannot be moved: Options.Settings.ManagedDir is empty or
+// the system directory (ErrManagedDir otherwise).
+//
 // # Loaders
 //
 // CacheOnly is the startup path: the registry, a stat fingerprint check per

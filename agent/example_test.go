@@ -8,6 +8,7 @@ import (
 
 	"github.com/wharfhq/wharf/agent"
 	"github.com/wharfhq/wharf/internal/client/cache"
+	"github.com/wharfhq/wharf/internal/core/policy"
 	"github.com/wharfhq/wharf/internal/core/settings"
 	"github.com/wharfhq/wharf/plugin"
 )
@@ -17,7 +18,7 @@ type emptyRegistry struct{}
 
 func (emptyRegistry) List() ([]cache.Record, error) { return nil, nil }
 
-// An agent embeds a Runtime: it names its builtins, registers session plugin
+// An agent embeds a Runtime: it opens it under a policy, names its builtins, registers session plugin
 // dirs before the first load, activates components through an Activator,
 // and reloads on request.
 func Example() {
@@ -30,8 +31,15 @@ func Example() {
 	os.WriteFile(filepath.Join(dev, ".mcp.json"), []byte(`{"mcpServers": {"db": {"command": "${CLAUDE_PLUGIN_ROOT}/bin/db"}}}`), 0o644)
 
 	ctx := context.Background()
-	r, err := agent.New(agent.Options{
+	// The session's policy: here no layers beyond the machine's managed
+	// ones, which Open reads and applies on top of it.
+	pol, err := policy.Open(policy.Sources{})
+	if err != nil {
+		panic(err)
+	}
+	r, err := agent.Open(agent.Options{
 		Home:     filepath.Join(tmp, "home"),
+		Policy:   pol,
 		Settings: settings.Paths{Home: filepath.Join(tmp, "home")},
 		Registry: emptyRegistry{},
 		Builtins: []agent.Builtin{{Kind: plugin.KindCommand, Name: "help"}},

@@ -96,7 +96,7 @@ func (w *world) options() Options {
 
 func (w *world) runtime(o Options) *Runtime {
 	w.tb.Helper()
-	r, err := New(o)
+	r, err := newRuntime(o)
 	if err != nil {
 		w.tb.Fatal(err)
 	}

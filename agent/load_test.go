@@ -727,7 +727,7 @@ func TestRegistryErrorsAndLeases(t *testing.T) {
 	if leases, _ := w.c.Leases(false); len(leases) != 0 {
 		t.Fatalf("lease kept after the plugin went: %+v", leases)
 	}
-	if _, err := New(Options{}); err == nil {
+	if _, err := Open(Options{}); err == nil {
 		t.Fatal("New without a registry")
 	}
 }

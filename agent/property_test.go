@@ -65,7 +65,7 @@ func TestReloadConfluence(t *testing.T) {
 		act := newRecorder()
 		o := w.options()
 		o.Builtins, o.Activator = builtins, act
-		r, err := New(o)
+		r, err := newRuntime(o)
 		if err != nil {
 			rt.Fatal(err)
 		}
@@ -99,7 +99,7 @@ func TestReloadConfluence(t *testing.T) {
 
 		freshAct := newRecorder()
 		o.Activator = freshAct
-		fr, err := New(o)
+		fr, err := newRuntime(o)
 		if err != nil {
 			rt.Fatal(err)
 		}

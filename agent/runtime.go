@@ -56,7 +56,9 @@ type Options struct {
 	// Leaser, when set, leases the version dirs of the current set for the
 	// session, so garbage collection keeps them (*cache.Cache).
 	Leaser Leaser
-	// Policy decides; nil allows everything.
+	// Policy decides; required (Open fails without it). Open puts it
+	// under the machine's managed layers, which it reads itself: a
+	// request they deny is denied whatever Policy says.
 	Policy Policy
 	// Revocations are the revocations in force (those the signed policy
 	// bundle carries): a plugin one matches, by id and version or by its
@@ -115,8 +117,28 @@ type activation struct {
 	undo     func() error
 }
 
-// New returns a Runtime. Nothing is read until the first Load.
-func New(o Options) (*Runtime, error) {
+// Open returns a Runtime. Options.Policy is required: without it Open
+// fails (ErrNoPolicy) rather than run a session nothing decides for. Open
+// reads the machine's managed layers itself (the system managed directory,
+// settings.SystemManagedDir, and Options.Settings.ExtraManagedDir) and puts
+// Options.Policy under them, so no embedder's policy drops or loosens what
+// they say; Options.Settings.ManagedDir is that directory (empty means it;
+// another is refused with ErrManagedDir). The managed directories are read
+// now; nothing else is read until the first Load.
+func Open(o Options) (*Runtime, error) {
+	if o.Registry == nil {
+		return nil, errors.New("agent: Options.Registry is required")
+	}
+	o, err := withManagedPolicy(o)
+	if err != nil {
+		return nil, err
+	}
+	return newRuntime(o)
+}
+
+// newRuntime builds a Runtime over o as given (the package's tests build
+// worlds with their own managed directories).
+func newRuntime(o Options) (*Runtime, error) {
 	if o.Registry == nil {
 		return nil, errors.New("agent: Options.Registry is required")
 	}

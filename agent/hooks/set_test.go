@@ -97,16 +97,16 @@ func TestManagedHooksOnly(t *testing.T) {
 	user["enabledPlugins"] = map[string]any{"forced@corp": true, "free@corp": true}
 	w.WriteSettings(settings.ScopeUser, user)
 
-	// Without policy: the user hook and both plugins' hooks run.
-	s := w.Load(w.Runtime(w.Options()), agent.CacheOnly)
-	if res := runSet(t, s, w.Project, "Bash"); len(res.Hooks) != 3 {
+	// Without managed policy: the user hook and both plugins' hooks run.
+	all := w.Load(w.Runtime(w.Options()), agent.CacheOnly)
+	if res := runSet(t, all, w.Project, "Bash"); len(res.Hooks) != 3 {
 		t.Fatalf("without policy want 3 hooks: %s", dump(res))
 	}
 
 	w.WriteManaged(map[string]any{"allowManagedHooksOnly": true, "enabledPlugins": map[string]any{"forced@corp": true}})
 	o := w.Options()
 	o.Policy = w.Policy()
-	s = w.Load(w.Runtime(o), agent.CacheOnly)
+	s := w.Load(w.Runtime(o), agent.CacheOnly)
 	res := runSet(t, s, w.Project, "Bash")
 	if len(res.Hooks) != 1 || res.Hooks[0].Plugin != "forced@corp" {
 		t.Fatalf("allowManagedHooksOnly: want only the forced plugin's hook, got %s", dump(res))
@@ -114,8 +114,9 @@ func TestManagedHooksOnly(t *testing.T) {
 	if !res.Blocked() || res.BlockedBy != "plugin:forced@corp:PreToolUse[0][0]" {
 		t.Fatalf("%s", dump(res))
 	}
-	// The same policy as a Gate refuses hooks handed to the runner directly.
-	cmds := FromSet(w.Load(w.Runtime(w.Options()), agent.CacheOnly), plugin.HookPreToolUse, w.Project)
+	// The same policy as a Gate refuses hooks handed to the runner
+	// directly (here those of the set loaded before the policy).
+	cmds := FromSet(all, plugin.HookPreToolUse, w.Project)
 	res = (&Runner{Gate: w.Policy()}).Run(context.Background(), preToolUse(t, "Bash"), cmds)
 	if len(res.Hooks) != 1 || res.Hooks[0].Plugin != "forced@corp" || len(res.Refused) != 2 {
 		t.Fatalf("Gate: %s", dump(res))

@@ -28,9 +28,9 @@ import (
 
 	"github.com/wharfhq/wharf/internal/cli/cliconfig"
 	"github.com/wharfhq/wharf/internal/cli/cliusage"
+	"github.com/wharfhq/wharf/internal/cli/shell"
 	"github.com/wharfhq/wharf/internal/core/layout"
 	"github.com/wharfhq/wharf/internal/core/marketplace"
-	"github.com/wharfhq/wharf/internal/core/policy"
 	"github.com/wharfhq/wharf/internal/core/trust"
 	"github.com/wharfhq/wharf/plugin"
 )
@@ -59,7 +59,7 @@ type config struct {
 }
 
 // typeUsage marks command-line mistakes (exit 2).
-const typeUsage = cliconfig.TypeUsage
+const typeUsage = shell.TypeUsage
 
 func newRootCmd(a *app) *cobra.Command {
 	o := &serveOptions{}
@@ -108,42 +108,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 	root := newRootCmd(a)
 	root.SetArgs(args)
 	err := root.ExecuteContext(ctx)
-	if err != nil && !a.running {
-		err = usageError(err)
-		if !a.cfg.JSON {
-			a.cfg.JSON = hasJSONFlag(args)
-		}
-	}
-	if err == nil {
-		return 0
-	}
-	a.printError(err)
-	return exitCode(err)
+	return shell.Exit(shell.Ending{Prog: "wharf-server", Args: args, Stderr: a.stderr, JSON: a.cfg.JSON, Running: a.running}, err)
 }
 
-// exitCode maps errors to exit codes as the client does: 0 ok, 1 failure,
-// 2 usage, 3 denied by policy, 4 trust rejected, 5 dependency unsatisfied.
-func exitCode(err error) int {
-	switch plugin.LayerOf(err) {
-	case plugin.LayerIntent:
-		return 2
-	case plugin.LayerPolicy:
-		return 3
-	case plugin.LayerTrust:
-		return 4
-	case plugin.LayerDependency:
-		return 5
-	}
-	return 1
-}
-
-func usageError(err error) error {
-	var e *plugin.Error
-	if errors.As(err, &e) {
-		return err
-	}
-	return &plugin.Error{Layer: plugin.LayerIntent, Type: typeUsage, Err: err, Hint: "see: wharf-server --help"}
-}
+func usageError(err error) error { return shell.UsageError("wharf-server", err) }
 
 // exactArgs is cobra.ExactArgs with a message that names the arguments.
 func exactArgs(n int, names string) cobra.PositionalArgs {
@@ -155,18 +123,6 @@ func exactArgs(n int, names string) cobra.PositionalArgs {
 		}
 		return nil
 	}
-}
-
-func hasJSONFlag(args []string) bool {
-	for _, a := range args {
-		if a == "--" {
-			break
-		}
-		if a == "--json" || a == "--json=true" {
-			return true
-		}
-	}
-	return false
 }
 
 // buildVersion is the main module's version from the build info ("dev" for
@@ -228,7 +184,6 @@ func (a *app) load(cmd *cobra.Command) error {
 		*d.to = t
 	}
 	a.cfg.GitHubHost = strings.TrimSpace(v.GetString("github-host"))
-	policy.SetGitHubHost(a.cfg.GitHubHost)
 	return nil
 }
 
@@ -244,19 +199,7 @@ func (a *app) getenv(k string) string {
 // trustedKeys reads $WHARF_HOME/keys/*.pub, the keys trusted for plugin
 // signatures.
 func (a *app) trustedKeys() (trust.Keyring, error) {
-	kr := trust.Keyring{}
-	files, _ := filepath.Glob(filepath.Join(layout.New(a.cfg.Home).Keys(), "*.pub"))
-	for _, f := range files {
-		b, err := os.ReadFile(f)
-		if err != nil {
-			return nil, err
-		}
-		if err := kr.AddPEM(b); err != nil {
-			return nil, &plugin.Error{Layer: plugin.LayerTrust, Type: plugin.TypeTrustRejected, Object: f, Err: err,
-				Hint: "remove or replace the key file"}
-		}
-	}
-	return kr, nil
+	return shell.TrustedKeys(layout.New(a.cfg.Home).Keys())
 }
 
 // printJSON writes v to stdout as indented JSON.
@@ -274,35 +217,4 @@ func (a *app) printf(format string, args ...any) {
 
 // printError writes err to stderr: "wharf-server: <message>" and
 // "Try: <hint>", or {"error": {"type","message","hint"}} under --json.
-func (a *app) printError(err error) {
-	hint := plugin.HintOf(err)
-	if a.cfg.JSON {
-		var je struct {
-			Error struct {
-				Type    string `json:"type"`
-				Message string `json:"message"`
-				Hint    string `json:"hint,omitempty"`
-			} `json:"error"`
-		}
-		je.Error.Type = "error"
-		var e *plugin.Error
-		if errors.As(err, &e) && e.Type != "" {
-			je.Error.Type = e.Type
-		}
-		je.Error.Message = err.Error()
-		je.Error.Hint = hint
-		enc := json.NewEncoder(a.stderr)
-		enc.SetEscapeHTML(false)
-		_ = enc.Encode(je)
-		return
-	}
-	msg := err.Error()
-	var e *plugin.Error
-	if errors.As(err, &e) {
-		msg = strings.TrimPrefix(msg, string(e.Layer)+": ")
-	}
-	fmt.Fprintf(a.stderr, "wharf-server: %s\n", msg)
-	if hint != "" {
-		fmt.Fprintf(a.stderr, "Try: %s\n", hint)
-	}
-}
+func (a *app) printError(err error) { shell.PrintError(a.stderr, "wharf-server", a.cfg.JSON, err) }

@@ -127,7 +127,7 @@ func (a *app) runServe(ctx context.Context, o *serveOptions) error {
 	mgr := marketplace.NewManager(st, marketplace.Options{Dir: filepath.Join(data, "marketplaces"), Fetch: fc})
 	catalog := api.NewMarketplaceCatalog(mgr)
 	srv, err := api.New(api.Deps{
-		Store: st, Catalog: catalog, Policy: api.PolicyEngine, Verifier: api.TrustVerifier{Keyring: kr}, Logger: logger,
+		Store: st, Catalog: catalog, Policy: api.PolicyEngineOn(a.cfg.GitHubHost), Verifier: api.TrustVerifier{Keyring: kr}, Logger: logger,
 		BodyLimit: o.BodyLimit, RequestTimeout: o.Timeout, RateLimit: o.RateLimit, RateBurst: o.RateBurst,
 		TrustedProxies: proxies, ChannelDir: filepath.Join(data, "channels"), Fetcher: source.NewFetcher(fc),
 		DataDir: data,

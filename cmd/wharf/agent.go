@@ -109,7 +109,7 @@ func (a *app) newAgentRuntime(ctx context.Context, opts *agentOptions, o agent.O
 		return nil
 	}
 	o.MarketplaceSource = func(name string) *settings.MarketplaceSource { return sources[name] }
-	r, err := agent.New(o)
+	r, err := agent.Open(o)
 	if err != nil {
 		return nil, err
 	}

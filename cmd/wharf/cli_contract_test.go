@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/wharfhq/wharf/internal/cli/shell"
 	"github.com/wharfhq/wharf/internal/testutil/testworld"
 )
 
@@ -92,7 +93,7 @@ func TestCLIContract(t *testing.T) {
 			}
 		}
 		code, _, stderr = w.runCode(append([]string{"--json"}, tt.args...)...)
-		var je jsonError
+		var je shell.JSONError
 		if err := json.Unmarshal([]byte(stderr), &je); err != nil || code != tt.code || je.Error.Layer == "" {
 			t.Errorf("%s --json: exit %d %v\n%s", tt.name, code, err, stderr)
 		}

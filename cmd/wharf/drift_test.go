@@ -178,7 +178,7 @@ func TestListAgentStatusAndRuntimeAgree(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err := agent.New(agent.Options{Home: home, Settings: settings.Paths{Home: home, ManagedDir: managed},
+	r, err := agent.Open(agent.Options{Home: home, Settings: settings.Paths{Home: home, ExtraManagedDir: managed},
 		Registry: c, Policy: pol, Revocations: revs, NoMemo: true})
 	if err != nil {
 		t.Fatal(err)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/wharfhq/wharf/internal/cli/shell"
 	"github.com/wharfhq/wharf/internal/client/cache"
 	"github.com/wharfhq/wharf/internal/client/install"
 	"github.com/wharfhq/wharf/internal/client/load"
@@ -95,21 +96,7 @@ func projectRoot(wd string) string {
 }
 
 // trustedKeys reads the public keys in $WHARF_HOME/keys/*.pub.
-func (a *app) trustedKeys() (trust.Keyring, error) {
-	kr := trust.Keyring{}
-	files, _ := filepath.Glob(filepath.Join(a.env.Keys(), "*.pub"))
-	for _, f := range files {
-		b, err := os.ReadFile(f)
-		if err != nil {
-			return nil, err
-		}
-		if err := kr.AddPEM(b); err != nil {
-			return nil, &plugin.Error{Layer: plugin.LayerTrust, Type: plugin.TypeTrustRejected, Object: f, Err: err,
-				Hint: "remove or replace the key file"}
-		}
-	}
-	return kr, nil
-}
+func (a *app) trustedKeys() (trust.Keyring, error) { return shell.TrustedKeys(a.env.Keys()) }
 
 // withInstaller runs fn with this home's installer, then prints its result:
 // as JSON under --json, else with human.

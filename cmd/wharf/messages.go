@@ -1,75 +1,10 @@
 package main
 
-import (
-	"strings"
+import "github.com/wharfhq/wharf/internal/cli/shell"
 
-	"github.com/wharfhq/wharf/internal/core/lazyre"
-	"github.com/wharfhq/wharf/plugin"
-)
+// plainMessage is an error message as a person should read it
+// (shell.PlainMessage): without layer names or repeated segments.
+func plainMessage(msg string) string { return shell.PlainMessage(msg) }
 
-// layerPrefix matches the name of an error layer where plugin.Error puts it:
-// at the start of a message, or after the ": " of a wrapping error. The
-// layers classify errors for exit codes and --json types; people read the
-// object and what happened, not wharf's internal layer names.
-var layerPrefix = lazyre.New(`(^|: )(` + strings.Join([]string{
-	string(plugin.LayerIntent), string(plugin.LayerMaterialization), string(plugin.LayerActive),
-	string(plugin.LayerTrust), string(plugin.LayerPolicy), string(plugin.LayerDependency),
-}, "|") + `): `)
-
-// plainMessage is an error message as a person should read it: without
-// layer names, and without a segment repeated by two wrapping errors
-// ("x.json: x.json: bad" reads "x.json: bad").
-func plainMessage(msg string) string {
-	msg = withoutHTML(msg)
-	for {
-		next := layerPrefix.ReplaceAllString(msg, "$1")
-		if next == msg {
-			break
-		}
-		msg = next
-	}
-	parts := strings.Split(msg, ": ")
-	out := make([]string, 0, len(parts))
-	for i, p := range parts {
-		last := i == len(parts)-1
-		// "f.json: f.json: bad" and "f.json: f.json:2: bad" name the
-		// object twice; keep the more precise one.
-		if !last && p != "" && (parts[i+1] == p || strings.HasPrefix(parts[i+1], p+":")) {
-			continue
-		}
-		out = append(out, p)
-	}
-	return strings.Join(out, ": ")
-}
-
-// withoutHTML cuts an HTML page (a git host's or proxy's 404 or login page,
-// which transports put into their errors) out of a message: the status and
-// the URL before it say what happened; the page only buries them.
-func withoutHTML(msg string) string {
-	lower := strings.ToLower(msg)
-	i := -1
-	for _, tag := range []string{"<!doctype", "<html", "<head", "<body"} {
-		if j := strings.Index(lower, tag); j >= 0 && (i < 0 || j < i) {
-			i = j
-		}
-	}
-	if i < 0 {
-		return msg
-	}
-	return strings.TrimRight(msg[:i], ": \n\t") + " (the server answered with an HTML page, not shown)"
-}
-
-// shownError is an error whose content the command already printed on
-// stdout (policy check's verdicts): it sets the exit code and, under --json,
-// the error object, but is not printed again for a person.
-type shownError struct{ error }
-
-func (e shownError) Unwrap() error { return e.error }
-
-// shown marks err as already printed; nil stays nil.
-func shown(err error) error {
-	if err == nil {
-		return nil
-	}
-	return shownError{err}
-}
+// shown marks err as already printed on stdout; nil stays nil.
+func shown(err error) error { return shell.Shown(err) }

@@ -49,7 +49,7 @@ func (o *policyOptions) engine(a *app) (*policy.Engine, []policy.Layer, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	e, err := policy.NewEngine(layers, policy.WithRevocations(revs))
+	e, err := policy.NewEngine(layers, policy.WithRevocations(revs), policy.WithGitHubHost(a.cfg.GitHubHost))
 	if err != nil {
 		return nil, nil, err
 	}
@@ -117,7 +117,7 @@ func newPolicyCheckCmd(a *app, o *policyOptions) *cobra.Command {
 			single := make([]*policy.Engine, len(layers))
 			for i, l := range layers {
 				res.Layers = append(res.Layers, checkLayer{Name: l.Name, Origin: l.Origin})
-				if single[i], err = policy.NewEngine([]policy.Layer{l}); err != nil {
+				if single[i], err = policy.NewEngine([]policy.Layer{l}, policy.WithGitHubHost(a.cfg.GitHubHost)); err != nil {
 					return err
 				}
 			}
@@ -304,7 +304,7 @@ func newPolicyEvalCmd(a *app, o *policyOptions) *cobra.Command {
 				out := struct {
 					policy.Decision
 					Input map[string]any `json:"input"`
-				}{d, req.Input()}
+				}{d, e.Input(req)}
 				if err := a.printJSON(out); err != nil {
 					return err
 				}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/wharfhq/wharf/internal/cli/shell"
 	"github.com/wharfhq/wharf/internal/client/policyremote"
 	"github.com/wharfhq/wharf/internal/core/apiclient"
 	"github.com/wharfhq/wharf/internal/core/policy"
@@ -53,7 +54,7 @@ func newPolicyPullCmd(a *app) *cobra.Command {
 			var all []pullResult
 			for _, srv := range servers {
 				res, err := a.pullPolicy(cmd.Context(), srv)
-				if ue, ok := errors.AsType[*apiclient.UnreachableError](err); ok && errorType(err) == policyremote.TypeUnavailable {
+				if ue, ok := errors.AsType[*apiclient.UnreachableError](err); ok && shell.ErrorType(err) == policyremote.TypeUnavailable {
 					// Pulling is what failed: the server did not answer,
 					// as any command that talks to it reports.
 					return ue

@@ -19,9 +19,9 @@ import (
 
 	"github.com/wharfhq/wharf/internal/cli/cliconfig"
 	"github.com/wharfhq/wharf/internal/cli/cliusage"
+	"github.com/wharfhq/wharf/internal/cli/shell"
 	"github.com/wharfhq/wharf/internal/client/cache"
 	"github.com/wharfhq/wharf/internal/client/collect"
-	"github.com/wharfhq/wharf/internal/core/apiclient"
 	"github.com/wharfhq/wharf/internal/core/fetch"
 	"github.com/wharfhq/wharf/internal/core/layout"
 	"github.com/wharfhq/wharf/internal/core/marketplace"
@@ -181,159 +181,28 @@ func run(args []string, stdout, stderr io.Writer) int {
 		err = interrupted()
 	}
 	a.maybeReport(nil, false)
-	if err != nil && !a.running {
-		// cobra failed before any command ran: unknown command, bad
-		// arguments or flags.
-		err = usageError(err)
-		if !a.cfg.JSON {
-			a.cfg.JSON = hasJSONFlag(args)
-		}
-	}
-	if err == nil {
-		return 0
-	}
-	err = serverError(err)
-	a.printError(err)
-	return exitCode(err)
+	return shell.Exit(shell.Ending{Prog: "wharf", Args: args, Stderr: a.stderr, JSON: a.cfg.JSON, Running: a.running}, err)
 }
 
-// Error types of the server's answers, as every command reports them.
-const (
-	// typeCredentialsRefused: the server refused the credentials (a 401,
-	// or a 403 that is not a policy decision): exit 6.
-	typeCredentialsRefused = "credentials-refused"
-	// typeServerUnreachable: the server did not answer.
-	typeServerUnreachable = "server-unreachable"
-)
+// typeInterrupted marks a command stopped by Ctrl-C: exit 130.
+const typeInterrupted = shell.TypeInterrupted
 
-// exitCredentials is the exit code of a command whose server refused the
-// credentials.
-const exitCredentials = 6
+// interrupted is the error of a command the user stopped while it ran.
+func interrupted() error { return shell.Interrupted() }
 
-// serverError makes the server's answer, wherever in err's chain and
-// whichever command met it, the one error shown: a refused credential or
-// an unreachable server reads the same (message, hint, exit code) from
-// every command. An unreachable policy server that leaves a command
-// failing closed stays a policy error (exit 3).
-func serverError(err error) error {
-	var ae *apiclient.APIError
-	if errors.As(err, &ae) {
-		if ae.CredentialsRefused() {
-			return &plugin.Error{Layer: plugin.LayerIntent, Type: typeCredentialsRefused, Err: ae, Hint: ae.Hint}
-		}
-		if _, ok := errors.AsType[*plugin.Error](err); !ok {
-			typ := ae.Code
-			if typ == "" {
-				typ = "server-error"
-			}
-			return &plugin.Error{Layer: plugin.Layer(ae.Layer), Type: typ, Err: ae, Hint: ae.Hint}
-		}
-		return err
-	}
-	var ue *apiclient.UnreachableError
-	if errors.As(err, &ue) && plugin.LayerOf(err) != plugin.LayerPolicy {
-		return &plugin.Error{Layer: plugin.LayerMaterialization, Type: typeServerUnreachable, Err: ue, Hint: ue.Hint()}
-	}
-	return err
-}
-
-// typeInterrupted marks a command stopped by Ctrl-C: exit 130,
-// as a shell reports a process ended by SIGINT.
-const typeInterrupted = "interrupted"
-
-// exitInterrupted is the exit code of an interrupted command.
-const exitInterrupted = 130
-
-// errInterrupted is wrapped by the error of an interrupted command.
-var errInterrupted = errors.New("interrupted")
-
-// interrupted is the error of a command the user stopped while it ran. It
-// replaces whatever the stopped step made of the cancellation (a failed
-// download, a timeout), which would name the wrong cause.
-func interrupted() error {
-	return &plugin.Error{Layer: plugin.LayerIntent, Type: typeInterrupted, Err: errInterrupted,
-		Hint: "nothing the command had not finished was recorded; run it again to finish it"}
-}
-
-// exitCode is the one place where errors become exit codes.
-func exitCode(err error) int {
-	if err == nil {
-		return 0
-	}
-	if errors.Is(err, errInterrupted) {
-		return exitInterrupted
-	}
-	if ae, ok := errors.AsType[*apiclient.APIError](err); ok && ae.CredentialsRefused() {
-		return exitCredentials
-	}
-	switch plugin.LayerOf(err) {
-	case plugin.LayerIntent:
-		return 2
-	case plugin.LayerPolicy:
-		return 3
-	case plugin.LayerTrust:
-		return 4
-	case plugin.LayerDependency:
-		return 5
-	}
-	return 1
-}
-
-// errorType names the error class in --json output.
-func errorType(err error) string {
-	var e *plugin.Error
-	if errors.As(err, &e) && e.Type != "" {
-		return e.Type
-	}
-	return "error"
-}
+// exitCode is shell.ExitCode: the one place where errors become exit codes.
+func exitCode(err error) int { return shell.ExitCode(err) }
 
 // typeUsage marks command-line mistakes (exit 2).
-const typeUsage = cliconfig.TypeUsage
+const typeUsage = shell.TypeUsage
 
-func usageError(err error) error {
-	var e *plugin.Error
-	if errors.As(err, &e) {
-		return err
-	}
-	return &plugin.Error{Layer: plugin.LayerIntent, Type: typeUsage, Err: err, Hint: "see: wharf --help"}
-}
+func usageError(err error) error { return shell.UsageError("wharf", err) }
 
 // exactArgs is cobra.ExactArgs with a message that names the arguments.
-func exactArgs(n int, names string) cobra.PositionalArgs {
-	return func(cmd *cobra.Command, args []string) error {
-		if len(args) != n {
-			return &plugin.Error{Layer: plugin.LayerIntent, Type: typeUsage,
-				Err:  fmt.Errorf("%s takes %s (got %d argument(s))", cmd.CommandPath(), names, len(args)),
-				Hint: "see: " + cmd.CommandPath() + " --help"}
-		}
-		return nil
-	}
-}
+func exactArgs(n int, names string) cobra.PositionalArgs { return shell.ExactArgs(n, names) }
 
 // maxArgs is cobra.MaximumNArgs with a message that names the arguments.
-func maxArgs(n int, names string) cobra.PositionalArgs {
-	return func(cmd *cobra.Command, args []string) error {
-		if len(args) > n {
-			return &plugin.Error{Layer: plugin.LayerIntent, Type: typeUsage,
-				Err:  fmt.Errorf("%s takes at most %s (got %d arguments)", cmd.CommandPath(), names, len(args)),
-				Hint: "see: " + cmd.CommandPath() + " --help"}
-		}
-		return nil
-	}
-}
-
-func hasJSONFlag(args []string) bool {
-	for _, a := range args {
-		if a == "--" {
-			break
-		}
-		if a == "--json" || a == "--json=true" {
-			return true
-		}
-	}
-	return false
-}
+func maxArgs(n int, names string) cobra.PositionalArgs { return shell.MaxArgs(n, names) }
 
 // running is set once cobra has parsed flags and arguments and a command's
 // own code starts; errors before that are usage errors.
@@ -395,9 +264,6 @@ func (a *app) load(cmd *cobra.Command) error {
 		return err
 	}
 	a.cfg.GitHubHost = strings.TrimSpace(v.GetString("github-host"))
-	// Policy reads owner/repo sources on the same GitHub host the
-	// marketplace code fetches them from.
-	policy.SetGitHubHost(a.cfg.GitHubHost)
 	if a.cfg.Grace, err = durationKeyMin(v, "gc-grace", 0); err != nil {
 		return err
 	}

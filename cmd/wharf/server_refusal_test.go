@@ -5,6 +5,8 @@ import (
 	"net"
 	"strings"
 	"testing"
+
+	"github.com/wharfhq/wharf/internal/cli/shell"
 )
 
 // serverCommands are the commands that talk to a wharf server, each
@@ -36,8 +38,8 @@ func TestRefusedCredentialsIsOneErrorEverywhere(t *testing.T) {
 			t.Errorf("%s: exit %d, want 6 and\n%s\ngot stdout %q stderr\n%s", name, code, wantMsg, out, stderr)
 		}
 		code, _, stderr = bad.run(append([]string{"--json"}, args...)...)
-		var je jsonError
-		if err := json.Unmarshal([]byte(stderr), &je); err != nil || code != 6 || je.Error.Type != typeCredentialsRefused ||
+		var je shell.JSONError
+		if err := json.Unmarshal([]byte(stderr), &je); err != nil || code != 6 || je.Error.Type != shell.TypeCredentialsRefused ||
 			je.Error.Message != strings.TrimSuffix(strings.TrimPrefix(strings.SplitN(wantMsg, "\n", 2)[0], "wharf: "), "\n") ||
 			!strings.Contains(je.Error.Hint, "WHARF_TOKEN") || strings.Contains(stderr, `{\"error\"`) {
 			t.Errorf("%s --json: exit %d %v\n%s", name, code, err, stderr)

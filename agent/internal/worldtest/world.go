@@ -6,9 +6,13 @@ package worldtest
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/wharfhq/wharf/agent"
+	"github.com/wharfhq/wharf/internal/core/policy"
+	"github.com/wharfhq/wharf/internal/core/settings"
 	"github.com/wharfhq/wharf/internal/testutil/testworld"
 )
 
@@ -29,15 +33,33 @@ var (
 	MakeWritable = testworld.MakeWritable
 )
 
-// Options are agent.Options over the World, without policy or activator.
-func (w *World) Options() agent.Options {
-	return agent.Options{Home: w.Home, Project: w.Project, Settings: w.Paths(), Registry: w.Cache, Leaser: w.Cache, NoMemo: true}
+// Tests never read the machine's real managed directory: the system
+// managed directory of a test binary that uses World is one that does not
+// exist, and each World's managed directory is the further one
+// (Settings.ExtraManagedDir), as WHARF_MANAGED_DIR gives it.
+func init() {
+	settings.SystemManagedDir = filepath.Join(os.TempDir(), "wharf-test-no-system-managed-dir")
 }
 
-// Runtime returns a Runtime closed at cleanup.
+// Options are agent.Options over the World, without policy or activator.
+func (w *World) Options() agent.Options {
+	paths := w.Paths()
+	paths.ManagedDir, paths.ExtraManagedDir = "", w.Managed
+	return agent.Options{Home: w.Home, Project: w.Project, Settings: paths, Registry: w.Cache, Leaser: w.Cache, NoMemo: true}
+}
+
+// Runtime returns a Runtime (agent.Open) closed at cleanup. Without
+// o.Policy it runs under the World's managed directory only.
 func (w *World) Runtime(o agent.Options) *agent.Runtime {
 	w.TB.Helper()
-	r, err := agent.New(o)
+	if o.Policy == nil {
+		pol, err := policy.Open(policy.Sources{ExtraManagedDir: w.Managed})
+		if err != nil {
+			w.TB.Fatal(err)
+		}
+		o.Policy = pol
+	}
+	r, err := agent.Open(o)
 	if err != nil {
 		w.TB.Fatal(err)
 	}

@@ -83,7 +83,7 @@ type patternEntry struct {
 // repeats.
 type factIndex struct {
 	flags                      [][2]*ast.Term          // layerFlags, in every request's facts
-	githubHost                 string                  // where owner/repo requests are fetched from (SetGitHubHost)
+	githubHost                 string                  // where owner/repo requests are fetched from (WithGitHubHost)
 	blockedRepo                map[string][]blockEntry // canonical RepoKey -> blocks, in layer order
 	blockedLocal               map[string][]int        // blocked directory (resolved and as written) -> layers
 	strictSet                  []int                   // layers whose strictKnownMarketplaces is set (and valid)
@@ -139,14 +139,14 @@ func compilePattern(layer int, p string) patternEntry {
 	return patternEntry{layer: layer, pattern: p, re: re}
 }
 
-func buildFacts(layers []compiledLayer) *factIndex {
+func buildFacts(layers []compiledLayer, githubHost string) *factIndex {
 	x := &factIndex{
 		strictExact: map[string][]int{}, strictOwner: map[string][]int{},
 		blockedExact: map[string][]int{}, blockedOwner: map[string][]int{},
 		enabled: map[string][]*ast.Term{}, signatures: map[string][]sigEntry{},
 		surfacesLocked: map[string][]int{}, crossAllowed: map[string][]int{},
 		flags:       layerFlags(layers),
-		githubHost:  currentGitHubHost(),
+		githubHost:  githubHost,
 		blockedRepo: map[string][]blockEntry{}, blockedLocal: map[string][]int{},
 		bindings: map[string][]binding{}, boundNames: map[string][]string{},
 		origins: map[string]int{}, nLayers: len(layers),

@@ -120,6 +120,15 @@ type Option func(*Engine)
 // decision computed for the same request under the same version.
 func WithCache(n int) Option { return func(e *Engine) { e.cacheSize = n } }
 
+// WithGitHubHost names the GitHub Enterprise host that owner/repo sources
+// are fetched from ("" for github.com): the command's github-host
+// configuration. The engine reads requests with it, never managed entries
+// (see layerGitHubHost). Without it the engine reads WHARF_GITHUB_HOST.
+func WithGitHubHost(host string) Option {
+	h := strings.TrimSpace(host)
+	return func(e *Engine) { e.githubHost = &h }
+}
+
 // WithLoader sets where Reload reads layers from.
 func WithLoader(load func() ([]Layer, error)) Option { return func(e *Engine) { e.load = load } }
 
@@ -135,6 +144,9 @@ type Engine struct {
 	compiles atomic.Int64
 	memo     *memo // WithMemoFile
 	revs     atomic.Pointer[Revocations]
+	// githubHost is where owner/repo requests are fetched from
+	// (WithGitHubHost); nil reads WHARF_GITHUB_HOST when the engine is built.
+	githubHost *string
 }
 
 type compiledLayer struct {
@@ -171,6 +183,10 @@ func NewEngine(layers []Layer, opts ...Option) (*Engine, error) {
 	e := &Engine{}
 	for _, o := range opts {
 		o(e)
+	}
+	if e.githubHost == nil {
+		h := envGitHubHost()
+		e.githubHost = &h
 	}
 	st, err := e.compile(layers)
 	if err != nil {
@@ -352,7 +368,7 @@ func (e *Engine) compile(layers []Layer) (*state, error) {
 		return nil, err
 	}
 	st.data = val.(ast.Object)
-	st.facts = buildFacts(st.layers)
+	st.facts = buildFacts(st.layers, *e.githubHost)
 	if err := checkAdminCompiles(st.modules); err != nil {
 		return nil, err
 	}

@@ -88,7 +88,7 @@ func memoKey(dst []byte, req Request, x *factIndex) []byte {
 	if x != nil {
 		dst = append(dst, x.githubHost...)
 	} else {
-		dst = append(dst, currentGitHubHost()...)
+		dst = append(dst, envGitHubHost()...)
 	}
 	dst = append(dst, 0)
 	if s := req.Marketplace.Source; s != nil {

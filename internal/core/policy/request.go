@@ -276,8 +276,14 @@ func (r Request) target() string {
 // exported so that benchmarks and `wharf policy eval --json` can show what
 // OPA sees; the engine adds input.facts (see factIndex.facts), which depends
 // on the policy layers.
-func (r Request) Input() map[string]any {
-	f := r.facets()
+func (r Request) Input() map[string]any { return r.inputWith(envGitHubHost()) }
+
+// Input is r as this engine's Rego module reads it (Request.Input), with
+// the engine's GitHub host (WithGitHubHost).
+func (e *Engine) Input(r Request) map[string]any { return r.inputWith(*e.githubHost) }
+
+func (r Request) inputWith(ghHost string) map[string]any {
+	f := r.facetsWith(true, ghHost)
 	mk := map[string]any{"name": f.mktName, "source_known": f.src.known, "key": f.src.key, "owner": f.src.owner,
 		"host": f.src.host, "path": f.src.path, "display": f.src.display}
 	dc := map[string]any{}
@@ -354,10 +360,9 @@ func facetsOf(s *settings.MarketplaceSource, ghHost string) sourceFacets {
 	return f
 }
 
-// facets computes what policy compares of the request. With withSource
-// false the marketplace source is left out (see marketplaceTerm).
-func (r Request) facets() requestFacets { return r.facetsWith(true, currentGitHubHost()) }
-
+// facetsWith computes what policy compares of the request, reading
+// owner/repo on ghHost. With withSource false the marketplace source is
+// left out (see marketplaceTerm).
 func (r Request) facetsWith(withSource bool, ghHost string) requestFacets {
 	var f requestFacets
 	if !r.Plugin.IsZero() {
@@ -403,7 +408,7 @@ var (
 // on the request (keys, empty sets, common strings) are shared: OPA never
 // modifies its input.
 func (r Request) evalInput(x *factIndex) ast.Value {
-	ghHost := currentGitHubHost()
+	ghHost := envGitHubHost()
 	if x != nil {
 		ghHost = x.githubHost
 	}

@@ -5,7 +5,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync/atomic"
 
 	"github.com/wharfhq/wharf/internal/core/settings"
 	"github.com/wharfhq/wharf/plugin"
@@ -34,32 +33,15 @@ import (
 //
 // Two GitHub hosts take part, and only one of them is the user's. A request
 // names the source it will be fetched from: owner/repo on the host the
-// command fetches it from (SetGitHubHost: WHARF_GITHUB_HOST, github-host).
+// command fetches it from (WithGitHubHost: WHARF_GITHUB_HOST, github-host).
 // A managed entry {"source":"github"} (or "owner/*") means github.com, or the
 // host its own layer names in githubHost: nothing the user sets moves what
 // an administrator allowed. So with WHARF_GITHUB_HOST pointing elsewhere, an
 // allowed github entry no longer matches, and a blocked one still does.
 
-// gitHubHost is the host owner/repo requests are fetched from, set by the
-// command line from WHARF_GITHUB_HOST or its config (SetGitHubHost); nil
-// reads the environment.
-var gitHubHost atomic.Pointer[string]
-
-// SetGitHubHost names the GitHub Enterprise host that owner/repo sources
-// are fetched from ("" for github.com). Policy compiled afterwards reads
-// requests with it (never managed entries: see layerGitHubHost); call it
-// before building an Engine.
-func SetGitHubHost(host string) {
-	h := strings.TrimSpace(host)
-	gitHubHost.Store(&h)
-}
-
-func currentGitHubHost() string {
-	if h := gitHubHost.Load(); h != nil {
-		return *h
-	}
-	return strings.TrimSpace(os.Getenv("WHARF_GITHUB_HOST"))
-}
+// envGitHubHost is WHARF_GITHUB_HOST: where owner/repo requests are
+// fetched from when the engine was given no host (WithGitHubHost).
+func envGitHubHost() string { return strings.TrimSpace(os.Getenv("WHARF_GITHUB_HOST")) }
 
 func canonOptions(ghHost string) plugin.CanonOptions {
 	return plugin.CanonOptions{GitHubHost: ghHost, Resolve: plugin.ResolvePath}

@@ -12,9 +12,9 @@ import (
 	"github.com/wharfhq/wharf/internal/core/settings"
 )
 
-func engineWith(t *testing.T, managed string) *Engine {
+func engineWith(t *testing.T, managed string, opts ...Option) *Engine {
 	t.Helper()
-	e, err := NewEngine([]Layer{{Name: "org", Settings: []byte(managed), Origin: "managed-settings.json"}})
+	e, err := NewEngine([]Layer{{Name: "org", Settings: []byte(managed), Origin: "managed-settings.json"}}, opts...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -141,9 +141,8 @@ func TestBlockedMarketplaceRefAndPath(t *testing.T) {
 // host configured for fetches, owner/repo means that host: a github block
 // refuses the repository there (and on github.com), whatever the spelling.
 func TestBlockedMarketplaceGitHubEnterprise(t *testing.T) {
-	SetGitHubHost("GHE.Corp.example")
-	t.Cleanup(func() { gitHubHost.Store(nil) })
-	e := engineWith(t, `{"githubHost":"https://ghe.corp.example","blockedMarketplaces":[{"source":"github","repo":"acme/tools"}],"strictKnownMarketplaces":[{"source":"github","repo":"acme/ok"}]}`)
+	host := WithGitHubHost("GHE.Corp.example")
+	e := engineWith(t, `{"githubHost":"https://ghe.corp.example","blockedMarketplaces":[{"source":"github","repo":"acme/tools"}],"strictKnownMarketplaces":[{"source":"github","repo":"acme/ok"}]}`, host)
 	for _, a := range []string{
 		gitSrc("https://ghe.corp.example/acme/tools.git"),
 		gitSrc("git@GHE.corp.example:Acme/tools"),
@@ -317,10 +316,9 @@ func TestBlockedOwnerWildcardAliases(t *testing.T) {
 // own managed layer (WHARF_MANAGED_DIR) naming a githubHost moves only its
 // own entries, which can only tighten.
 func TestUserGitHubHostDoesNotMoveManagedEntries(t *testing.T) {
-	SetGitHubHost("http://127.0.0.1:8080")
-	t.Cleanup(func() { gitHubHost.Store(nil) })
+	host := WithGitHubHost("http://127.0.0.1:8080")
 	for _, strict := range []string{`{"source":"github","repo":"corp/plugins"}`, `"corp/*"`} {
-		e := engineWith(t, `{"strictKnownMarketplaces":[`+strict+`],"blockedMarketplaces":[{"source":"github","repo":"evil/tools"},"bad/*"]}`)
+		e := engineWith(t, `{"strictKnownMarketplaces":[`+strict+`],"blockedMarketplaces":[{"source":"github","repo":"evil/tools"},"bad/*"]}`, host)
 		for _, c := range []struct {
 			src  string
 			rule string
@@ -355,7 +353,7 @@ func TestUserGitHubHostDoesNotMoveManagedEntries(t *testing.T) {
 	}
 
 	// The organization's own githubHost is what its entries mean.
-	e = engineWith(t, `{"githubHost":"http://127.0.0.1:8080","strictKnownMarketplaces":[{"source":"github","repo":"corp/plugins"}]}`)
+	e = engineWith(t, `{"githubHost":"http://127.0.0.1:8080","strictKnownMarketplaces":[{"source":"github","repo":"corp/plugins"}]}`, host)
 	if denied, rules := checkAdd(t, e, `{"source":"github","repo":"corp/plugins"}`); denied {
 		t.Errorf("managed githubHost names the host the user fetches from, yet denied: %v", rules)
 	}
@@ -392,10 +390,9 @@ func TestGitHubAliasesMatchEntries(t *testing.T) {
 // host (WHARF_GITHUB_HOST) is another marketplace, and gets neither the
 // managed forced-on state nor the binding.
 func TestUserGitHubHostDoesNotMoveManagedBindings(t *testing.T) {
-	SetGitHubHost("http://127.0.0.1:8080")
-	t.Cleanup(func() { gitHubHost.Store(nil) })
+	host := WithGitHubHost("http://127.0.0.1:8080")
 	e := engineWith(t, `{"extraKnownMarketplaces":{"corp":{"source":{"source":"github","repo":"corp/plugins"}}},
-		"enabledPlugins":{"deploy@corp":true}}`)
+		"enabledPlugins":{"deploy@corp":true}}`, host)
 	decide := func(source string) Decision {
 		t.Helper()
 		d, err := e.Decide(context.Background(), Request{Action: ActionLoad, Plugin: mustID("deploy@corp"),

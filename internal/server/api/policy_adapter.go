@@ -12,13 +12,25 @@ import (
 
 // PolicyEngine is the PolicyCompiler backed by package policy: the built-in
 // Rego for the standard keys plus each layer's admin modules (package
-// wharf.admin.<layer>).
-func PolicyEngine(_ context.Context, layers []PolicyLayer) (Decider, error) {
+// wharf.admin.<layer>). It reads owner/repo sources on WHARF_GITHUB_HOST.
+func PolicyEngine(ctx context.Context, layers []PolicyLayer) (Decider, error) {
+	return policyEngine(ctx, layers)
+}
+
+// PolicyEngineOn is PolicyEngine reading owner/repo sources on the GitHub
+// host ghHost (the server's github-host; "" for github.com).
+func PolicyEngineOn(ghHost string) PolicyCompiler {
+	return func(ctx context.Context, layers []PolicyLayer) (Decider, error) {
+		return policyEngine(ctx, layers, policy.WithGitHubHost(ghHost))
+	}
+}
+
+func policyEngine(_ context.Context, layers []PolicyLayer, opts ...policy.Option) (Decider, error) {
 	pl := make([]policy.Layer, len(layers))
 	for i, l := range layers {
 		pl[i] = policy.Layer{Name: l.Name, Settings: l.Settings, Modules: l.Modules, Origin: "server layer " + l.Name}
 	}
-	e, err := policy.NewEngine(pl, policy.WithCache(4096))
+	e, err := policy.NewEngine(pl, append([]policy.Option{policy.WithCache(4096)}, opts...)...)
 	if err != nil {
 		return nil, err
 	}

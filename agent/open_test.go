@@ -1,0 +1,100 @@
+package agent
+
+import (
+	"errors"
+	"path/filepath"
+	"testing"
+
+	"github.com/wharfhq/wharf/internal/core/policy"
+	"github.com/wharfhq/wharf/internal/core/settings"
+	"github.com/wharfhq/wharf/plugin"
+)
+
+// systemManaged makes dir the machine's managed directory for the test.
+func systemManaged(t *testing.T, dir string) {
+	t.Helper()
+	old := settings.SystemManagedDir
+	settings.SystemManagedDir = dir
+	t.Cleanup(func() { settings.SystemManagedDir = old })
+}
+
+// A Runtime without a policy is refused, naming the field: it never runs a
+// session that nothing decides for.
+func TestOpenWithoutPolicyFails(t *testing.T) {
+	w := newWorld(t)
+	systemManaged(t, w.managed)
+	_, err := Open(w.options())
+	if !errors.Is(err, ErrNoPolicy) {
+		t.Fatalf("Open without a policy: %v", err)
+	}
+	var pe *plugin.Error
+	if !errors.As(err, &pe) || pe.Object != "Options.Policy" || pe.Layer != plugin.LayerIntent {
+		t.Fatalf("error does not name the field: %#v", err)
+	}
+}
+
+// An embedder's policy that leaves out the managed layers (here one that
+// allows everything) cannot make a plugin the managed policy denies active:
+// Open reads the managed layers itself and their deny wins.
+func TestOpenKeepsTheManagedDeny(t *testing.T) {
+	w := newWorld(t)
+	systemManaged(t, w.managed)
+	w.install("a@corp", "1.0.0", map[string]string{"commands/go.md": "Go."})
+	w.install("b@corp", "1.0.0", map[string]string{"commands/stay.md": "Stay."})
+	w.setEnabled("a@corp", true)
+	w.setEnabled("b@corp", true)
+	writeTree(t, w.managed, map[string]string{"org.rego": "package wharf.admin.managed\n\n" +
+		"deny contains \"a@corp is not approved\" if { input.action == \"load\"; input.plugin == \"a@corp\" }\n"})
+	loose, err := policy.Open(policy.Sources{}) // no managed layer: allows all
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	// The loose policy alone, as a Runtime built without Open ran it.
+	o := w.options()
+	o.Policy = loose
+	o.NoMemo = true
+	unguarded := w.load(w.runtime(o), CacheOnly)
+	if p, _ := unguarded.Plugin(plugin.MustParseID("a@corp")); p.Status != "active" {
+		t.Fatalf("control: without the managed layers a@corp is %s", p.Status)
+	}
+
+	r, err := Open(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.Close() })
+	set := w.load(r, CacheOnly)
+	a, _ := set.Plugin(plugin.MustParseID("a@corp"))
+	if a.Status == "active" {
+		t.Fatal("a@corp is active: the embedder's policy dropped the managed deny")
+	}
+	if b, _ := set.Plugin(plugin.MustParseID("b@corp")); b.Status != "active" {
+		t.Fatalf("b@corp, which no layer denies, is %s", b.Status)
+	}
+	if _, ok := set.Lookup(plugin.KindCommand, "a:go"); ok {
+		t.Fatal("the denied plugin's command is live")
+	}
+}
+
+// The managed scope cannot be pointed elsewhere: Settings.ManagedDir is the
+// machine's directory or empty (which means it); a further directory goes
+// in ExtraManagedDir, which only adds to it.
+func TestOpenRefusesAnotherManagedDir(t *testing.T) {
+	w := newWorld(t)
+	systemManaged(t, w.managed)
+	o := w.options()
+	o.Policy = w.policy()
+	o.Settings.ManagedDir = filepath.Join(t.TempDir(), "empty")
+	_, err := Open(o)
+	var pe *plugin.Error
+	if !errors.Is(err, ErrManagedDir) || !errors.As(err, &pe) || pe.Object != "Options.Settings.ManagedDir" {
+		t.Fatalf("Open with another managed dir: %v", err)
+	}
+	o.Settings.ManagedDir = ""
+	r, err := Open(o)
+	if err != nil {
+		t.Fatalf("Open with the managed dir left empty: %v", err)
+	}
+	r.Close()
+}
