@@ -342,14 +342,6 @@ type Builtin struct {
 	Name string
 }
 
-// CommandName is the namespaced name of a plugin command, skill, agent or
-// output style: "<plugin>:<name>".
-func CommandName(pluginName, name string) string { return pluginName + ":" + name }
-
-// ServerName is the namespaced name of a plugin MCP or LSP server:
-// "plugin:<plugin>:<server>".
-func ServerName(pluginName, server string) string { return "plugin:" + pluginName + ":" + server }
-
 // ToolName is the name under which a tool of a plugin's MCP server reaches
 // the model: "mcp__plugin_<plugin>_<server>__<tool>". Every character other
 // than ASCII letters, digits, '_' and '-' becomes '_', as agents require of

@@ -621,7 +621,7 @@ func (pc *pluginComponents) expand(c plugin.Component) ([]Component, error) {
 	}
 	switch c.Kind {
 	case plugin.KindCommand, plugin.KindSkill, plugin.KindAgent, plugin.KindOutputStyle:
-		base.Name = CommandName(pc.p.Namespace(), c.Name)
+		base.Name = plugin.ComponentName(c.Kind, pc.p.Namespace(), c.Name)
 		if err := readMarkdown(&base); err != nil {
 			return nil, plugin.Errorf(plugin.LayerActive, plugin.TypeComponentLoad, pc.id.String(),
 				"fix the file and reload", "%s %s: %v", c.Kind, base.Path, err)
@@ -633,7 +633,7 @@ func (pc *pluginComponents) expand(c plugin.Component) ([]Component, error) {
 			return nil, err
 		}
 		h := cfg.(*plugin.HooksConfig)
-		base.Name = CommandName(pc.p.Namespace(), c.Name)
+		base.Name = plugin.ComponentName(c.Kind, pc.p.Namespace(), c.Name)
 		base.Hook = &Hook{Event: plugin.HookEvent(c.Name), Matchers: pc.x.matchers(h.Hooks[plugin.HookEvent(c.Name)])}
 		return []Component{base}, nil
 	case plugin.KindMCPServer:
@@ -641,7 +641,7 @@ func (pc *pluginComponents) expand(c plugin.Component) ([]Component, error) {
 		if err != nil {
 			return nil, err
 		}
-		base.Name = ServerName(pc.p.Namespace(), c.Name)
+		base.Name = plugin.ComponentName(c.Kind, pc.p.Namespace(), c.Name)
 		base.MCP = pc.x.mcp(cfg.(*plugin.MCPConfig).Servers[c.Name])
 		return []Component{base}, nil
 	case plugin.KindLSPServer:
@@ -649,7 +649,7 @@ func (pc *pluginComponents) expand(c plugin.Component) ([]Component, error) {
 		if err != nil {
 			return nil, err
 		}
-		base.Name = ServerName(pc.p.Namespace(), c.Name)
+		base.Name = plugin.ComponentName(c.Kind, pc.p.Namespace(), c.Name)
 		base.LSP = pc.x.lsp(cfg.(*plugin.LSPConfig).Servers[c.Name])
 		return []Component{base}, nil
 	}

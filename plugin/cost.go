@@ -33,7 +33,7 @@ func (p *Plugin) AlwaysOnTokens() int {
 		var name string
 		switch c.Kind {
 		case KindSkill, KindCommand:
-			name = p.Namespace() + ":" + costName(c.Name)
+			name = ComponentName(c.Kind, p.Namespace(), costName(c.Name))
 		case KindAgent:
 			name = strings.TrimSuffix(path.Base(c.Path), ".md")
 		default:

@@ -239,6 +239,34 @@ func CheckMCPServer(s MCPServer) (field, reason string) {
 	return "", ""
 }
 
+// VersionSources are what a plugin's version can come from, in the order
+// VersionOf tries them.
+type VersionSources struct {
+	Manifest          string // plugin.json "version"
+	Entry             string // the marketplace entry's "version"
+	Fetched           string // the version its source reported (npm)
+	SourceCommit      string // the commit its git source was fetched at
+	MarketplaceCommit string // the commit of the git marketplace it is stored in
+}
+
+// UnknownVersion is the version of a plugin none of VersionSources names.
+const UnknownVersion = "unknown"
+
+// VersionOf is the version wharf gives a plugin, as Claude Code does: its
+// plugin.json version, else its marketplace entry's, else the version its
+// source reported, else the 12-digit commit of its git source, else that of
+// the git marketplace it is stored in; "" when none is known (callers that
+// must name one use UnknownVersion). It is the one place that versions an
+// unversioned plugin.
+func VersionOf(s VersionSources) string {
+	for _, v := range []string{s.Manifest, s.Entry, s.Fetched, ShortCommit(s.SourceCommit), ShortCommit(s.MarketplaceCommit)} {
+		if v != "" {
+			return v
+		}
+	}
+	return ""
+}
+
 // ShortCommitLen is how many hex digits of a commit Claude Code uses as the
 // version of a plugin that declares none.
 const ShortCommitLen = 12

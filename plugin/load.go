@@ -321,6 +321,9 @@ func (l *loader) merge(e, pm Manifest, mfile string) Manifest {
 	if pm.UserConfig != nil {
 		out.UserConfig = pm.UserConfig
 	}
+	if pm.Network != nil {
+		out.Network = pm.Network
+	}
 	if pm.Dependencies != nil {
 		out.Dependencies = nil
 		seen := map[string]bool{}

@@ -164,3 +164,17 @@ func quoteList(words []string, suffix string) string {
 	}
 	return strings.Join(q[:len(q)-1], ", ") + " or " + q[len(q)-1]
 }
+
+// ComponentName is the namespaced name an agent registers a plugin's
+// component under: "<plugin>:<name>" for commands, skills, agents, output
+// styles and hooks, "plugin:<plugin>:<server>" for MCP and LSP servers
+// (plugin components cannot pass as native tools or servers). pluginName is
+// the plugin's namespace (Plugin.Namespace). It is the one place that
+// namespaces a component.
+func ComponentName(kind ComponentKind, pluginName, name string) string {
+	switch kind {
+	case KindMCPServer, KindLSPServer:
+		return "plugin:" + pluginName + ":" + name
+	}
+	return pluginName + ":" + name
+}

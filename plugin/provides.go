@@ -194,8 +194,12 @@ func (p *Plugin) Provides() Provides {
 	return out
 }
 
-// config parses the file or inline object that defines a hook, MCP or LSP
-// component; nil when it cannot be read.
+// Config parses the file or inline object that defines a hook, MCP or LSP
+// component: a *HooksConfig, *MCPConfig or *LSPConfig, or nil when it
+// cannot be read (validate reports why).
+func (p *Plugin) Config(c Component) any { return p.config(c) }
+
+// config is Config.
 func (p *Plugin) config(c Component) any {
 	var data []byte
 	file := c.Path

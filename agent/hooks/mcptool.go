@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/wharfhq/wharf/internal/core/lazyre"
+	"github.com/wharfhq/wharf/plugin"
 )
 
 // MCPCaller calls a tool of a running MCP server by the server's
@@ -44,7 +45,7 @@ func (r *Runner) runMCPTool(ctx context.Context, ev Event, o *Outcome) {
 	start := time.Now()
 	var candidates []string
 	if o.Namespace != "" && !strings.HasPrefix(o.MCPServer, "plugin:") {
-		candidates = append(candidates, "plugin:"+o.Namespace+":"+o.MCPServer)
+		candidates = append(candidates, plugin.ComponentName(plugin.KindMCPServer, o.Namespace, o.MCPServer))
 	}
 	candidates = append(candidates, o.MCPServer)
 	var text string

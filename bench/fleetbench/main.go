@@ -47,6 +47,7 @@ import (
 	"github.com/wharfhq/wharf/internal/core/store"
 	"github.com/wharfhq/wharf/internal/server/api"
 	"github.com/wharfhq/wharf/internal/server/etcdstore"
+	"github.com/wharfhq/wharf/internal/server/fleet"
 )
 
 func main() {
@@ -83,7 +84,7 @@ func run() error {
 	flag.IntVar(&c.needle, "needle", 100, "machines that have the plugin asked about (the fixed answer size)")
 	flag.StringVar(&cps, "checkpoints", "", "fleet sizes at which to time who-has (default: 10% and 100% of -machines)")
 	flag.IntVar(&c.queries, "queries", 30, "who-has queries timed at each checkpoint")
-	flag.DurationVar(&c.persist, "persist-seen", 5*time.Minute, "how often an unchanged report may persist the last-seen time (inventory.Options.PersistSeenEvery)")
+	flag.DurationVar(&c.persist, "persist-seen", 5*time.Minute, "how often an unchanged report may persist the last-seen time (fleet.Options.PersistSeenEvery)")
 	flag.IntVar(&c.rounds, "rounds", 3, "rounds of unchanged reports")
 	flag.IntVar(&c.etcdPID, "etcd-pid", 0, "the etcd process, whose CPU time is counted with this one's (Linux)")
 	flag.Parse()
@@ -117,7 +118,7 @@ func run() error {
 			return err
 		}
 		defer st.Close()
-		srv, err := api.New(api.Deps{Store: st, RateLimit: -1, Inventory: inventory.Options{PersistSeenEvery: c.persist}})
+		srv, err := api.New(api.Deps{Store: st, RateLimit: -1, Inventory: fleet.Options{PersistSeenEvery: c.persist}})
 		if err != nil {
 			return err
 		}
@@ -214,13 +215,13 @@ func run() error {
 
 	// Store bytes per machine.
 	var logical int64
-	buckets := []string{inventory.BucketMachines, inventory.BucketCounts, inventory.BucketSeen}
-	plugins, err := (inventory.Open(st0, inventory.Options{})).Plugins()
+	buckets := []string{fleet.BucketMachines, fleet.BucketCounts, fleet.BucketSeen}
+	plugins, err := (fleet.Open(st0, fleet.Options{})).Plugins()
 	if err != nil {
 		return err
 	}
 	for _, p := range plugins {
-		buckets = append(buckets, inventory.IndexBucket(p.Plugin))
+		buckets = append(buckets, fleet.IndexBucket(p.Plugin))
 	}
 	for _, b := range buckets {
 		err := st0.View(func(r store.Reader) error {
@@ -386,8 +387,8 @@ func whoHas(hc *http.Client, urls []string, admin string, c config) ([]time.Dura
 	return out, nil
 }
 
-func stats(servers []*api.Server) inventory.Stats {
-	var t inventory.Stats
+func stats(servers []*api.Server) fleet.Stats {
+	var t fleet.Stats
 	for _, s := range servers {
 		st := s.InventoryStats()
 		t.Reports += st.Reports

@@ -47,8 +47,10 @@ type app struct {
 	running bool
 }
 
-// config is the resolved configuration, read as the client reads it.
-// Precedence: flags > WHARF_* env > $WHARF_HOME/config.{json,yaml} > defaults.
+// config is the resolved configuration, read as the client reads it:
+// defaultConfig, then parse (flags > WHARF_* env >
+// $WHARF_HOME/config.{json,yaml} > defaults). Each key is checked as it is
+// parsed; the fetch settings are checked when serve builds its fetches.
 type config struct {
 	Home        string
 	JSON        bool
@@ -56,6 +58,39 @@ type config struct {
 	GitTimeout  time.Duration
 	NetIdle     time.Duration
 	GitHubHost  string
+}
+
+// defaultConfig is the configuration nothing has set (Home is resolved by
+// load, which knows the user's home directory and the --home flag).
+func defaultConfig() config {
+	return config{LockTimeout: 5 * time.Second, GitTimeout: marketplace.DefaultGitTimeout, NetIdle: marketplace.DefaultNetIdleTimeout}
+}
+
+// setDefaults makes c's values viper's defaults for the keys parse reads.
+func (c config) setDefaults(v *viper.Viper) {
+	v.SetDefault("json", c.JSON)
+	v.SetDefault("lock-timeout", c.LockTimeout.String())
+	v.SetDefault("git-timeout", c.GitTimeout.String())
+	v.SetDefault("net-idle-timeout", c.NetIdle.String())
+	v.SetDefault("github-host", c.GitHubHost)
+}
+
+// parse reads every key but home from v into c; a bad duration is a usage
+// error naming the key.
+func (c *config) parse(v *viper.Viper) error {
+	c.JSON = v.GetBool("json")
+	for _, d := range []struct {
+		key string
+		to  *time.Duration
+	}{{"lock-timeout", &c.LockTimeout}, {"git-timeout", &c.GitTimeout}, {"net-idle-timeout", &c.NetIdle}} {
+		t, err := cliconfig.Duration(v, d.key, time.Nanosecond)
+		if err != nil {
+			return err
+		}
+		*d.to = t
+	}
+	c.GitHubHost = strings.TrimSpace(v.GetString("github-host"))
+	return nil
 }
 
 // typeUsage marks command-line mistakes (exit 2).
@@ -143,11 +178,8 @@ func (a *app) load(cmd *cobra.Command) error {
 	v.AutomaticEnv()
 	userHome, _ := os.UserHomeDir()
 	v.SetDefault("home", filepath.Join(userHome, ".wharf"))
-	v.SetDefault("json", false)
-	v.SetDefault("lock-timeout", "5s")
-	v.SetDefault("git-timeout", marketplace.DefaultGitTimeout.String())
-	v.SetDefault("net-idle-timeout", marketplace.DefaultNetIdleTimeout.String())
-	v.SetDefault("github-host", "")
+	a.cfg = defaultConfig()
+	a.cfg.setDefaults(v)
 	for _, k := range []string{"home", "json"} {
 		if err := v.BindPFlag(k, cmd.Flags().Lookup(k)); err != nil {
 			return err
@@ -172,19 +204,7 @@ func (a *app) load(cmd *cobra.Command) error {
 	if err := cliconfig.Read(v, layout.New(a.cfg.Home).ConfigFiles(), a.stderr, "wharf-server"); err != nil {
 		return err
 	}
-	a.cfg.JSON = v.GetBool("json")
-	for _, d := range []struct {
-		key string
-		to  *time.Duration
-	}{{"lock-timeout", &a.cfg.LockTimeout}, {"git-timeout", &a.cfg.GitTimeout}, {"net-idle-timeout", &a.cfg.NetIdle}} {
-		t, err := cliconfig.Duration(v, d.key, time.Nanosecond)
-		if err != nil {
-			return err
-		}
-		*d.to = t
-	}
-	a.cfg.GitHubHost = strings.TrimSpace(v.GetString("github-host"))
-	return nil
+	return a.cfg.parse(v)
 }
 
 // getenv is the environment as the marketplace package sees it, with

@@ -211,7 +211,7 @@ func TestListAgentStatusAndRuntimeAgree(t *testing.T) {
 		{"tamper", "tamper@m", load.StatusFailed, plugin.TypeTrustRejected, "trust", "tamper@m 1.0.0", "commands/run.md (modified", "wharf verify"},
 		{"missing file", "gone@m", load.StatusFailed, plugin.TypeTrustRejected, "trust", "gone@m 1.0.0", "commands/run.md", "wharf verify"},
 		{"denied by policy", "denied@m", load.StatusFailed, plugin.TypePolicyDenied, "policy", "denied@m", "denied@m is not approved", ""},
-		{"revoked", "rev@m", load.StatusFailed, load.TypeRevoked, "policy", "rev@m 1.0.0", "revoked: it sends tokens away", "rv-7"},
+		{"revoked", "rev@m", load.StatusFailed, load.TypeRevoked, "policy", "rev@m 1.0.0", "is revoked by revocation rv-7 (rev@m 1.0.0): it sends tokens away", "rv-7"},
 		{"demoted by a revoked dependency", "revdep@m", load.StatusDemoted, plugin.TypeDependencyUnsatisfied, "dependency", "revdep@m", "revdep@m needs rev@m; rev@m is disabled (it is enabled but failed: " + load.TypeRevoked + ")", "enable or install"},
 		{"demoted", "needy@m", load.StatusDemoted, plugin.TypeDependencyUnsatisfied, "dependency", "needy@m", "needy@m needs off@m; off@m is disabled", "enable or install"},
 		{"bad manifest", "bad@m", load.StatusFailed, plugin.TypeManifestParse, "materialization", "", "version", ""},

@@ -13,6 +13,7 @@ import (
 
 	"github.com/wharfhq/wharf/internal/core/inventory"
 	"github.com/wharfhq/wharf/internal/server/api"
+	"github.com/wharfhq/wharf/internal/server/fleet"
 	"github.com/wharfhq/wharf/internal/testutil/claudetest"
 )
 
@@ -143,21 +144,27 @@ func TestFleetInventoryAndRevocationEndToEnd(t *testing.T) {
 	if conv.Active != 0 {
 		t.Fatalf("after every client's report, %d machines still report beta active", conv.Active)
 	}
-	var mi inventory.MachineInfo
+	var mi fleet.MachineInfo
 	srv.call("GET", "/v1/inventory/machines/"+m[1], "", nil, http.StatusOK, &mi)
 	if p, _ := pluginIn(mi.Report, "beta@corp"); !strings.Contains(p.Reason, "leaks tokens") || !strings.Contains(p.Reason, rv.Revocation.ID) {
 		t.Fatalf("beta's reason on %s: %q", m[1], p.Reason)
 	}
 
-	// wharf list on a machine that has it says why it is not loaded.
-	if code, out, stderr := clients[1].run("list"); code != 0 || !strings.Contains(out, "revoked: leaks tokens") {
-		t.Fatalf("list after the revocation: exit %d\n%s%s", code, out, stderr)
+	// wharf list on a machine that has it says why it is not loaded, in
+	// the words the inventory report, install and verify use too.
+	oneText := "beta@corp 1.0.0 is revoked by revocation " + rv.Revocation.ID + " (beta@corp 1.0.0): leaks tokens"
+	oneHint := "ask an administrator to lift revocation " + rv.Revocation.ID + " on the policy server"
+	if p, _ := pluginIn(mi.Report, "beta@corp"); !strings.HasSuffix(oneText, p.Reason) {
+		t.Fatalf("beta's reason on %s: %q, want the end of %q", m[1], p.Reason, oneText)
+	}
+	if code, out, stderr := clients[1].run("list"); code != 0 || !strings.Contains(out, oneText) {
+		t.Fatalf("list after the revocation: exit %d, want %q\n%s%s", code, oneText, out, stderr)
 	}
 
 	// The third machine cannot install it: exit 3, with reason and id.
 	code, out, stderr := clients[2].run("install", "beta@corp")
-	if code != 3 || !strings.Contains(stderr, "leaks tokens") || !strings.Contains(stderr, rv.Revocation.ID) {
-		t.Fatalf("install of a revoked version: exit %d\n%s%s", code, out, stderr)
+	if code != 3 || !strings.Contains(stderr, oneText) || !strings.Contains(stderr, oneHint) {
+		t.Fatalf("install of a revoked version: exit %d, want %q and %q\n%s%s", code, oneText, oneHint, out, stderr)
 	}
 	// Verify rejects the installed copy: exit 4.
 	code, out, stderr = clients[0].run("verify", "beta@corp")
@@ -240,7 +247,7 @@ func TestFleetInventoryAndRevocationEndToEnd(t *testing.T) {
 		t.Fatalf("the Claude Code machine on the server: %+v", mi.Report)
 	}
 	// The same tree as wharf's install of gamma: the same digest.
-	var third inventory.MachineInfo
+	var third fleet.MachineInfo
 	srv.call("GET", "/v1/inventory/machines/"+m[2], "", nil, http.StatusOK, &third)
 	if q, _ := pluginIn(third.Report, "gamma@corp"); q.Digest != p.Digest {
 		t.Fatalf("gamma's digest: claude %s, wharf %s", p.Digest, q.Digest)

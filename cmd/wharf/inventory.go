@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/wharfhq/wharf/internal/client/collect"
+	"github.com/wharfhq/wharf/internal/client/home"
 	"github.com/wharfhq/wharf/internal/client/install"
 	"github.com/wharfhq/wharf/internal/client/load"
 	"github.com/wharfhq/wharf/internal/client/policyremote"
@@ -24,13 +25,15 @@ import (
 )
 
 // defaultInventoryInterval is inventory.interval when nothing sets it.
-const defaultInventoryInterval = 60 * time.Minute
+const defaultInventoryInterval = home.DefaultInventoryInterval
 
 // reportOptions are the flags of `wharf inventory report`.
 type reportOptions struct {
 	from           string
 	claudeHome     string
 	claudeManaged  string
+	copilotHome    string
+	codexHome      string
 	server         string
 	background     bool
 	sessionPlugins []string
@@ -61,6 +64,9 @@ func newInventoryReportCmd(a *app) *cobra.Command {
 			"--from claude reads an unmodified Claude Code home instead ($CLAUDE_CONFIG_DIR or ~/.claude, or --claude-home): " +
 			"plugins/installed_plugins.json, enabledPlugins of its settings files, and the digest of each cached tree; " +
 			"it is reported as client kind claude-code, under its own machine id (kept in <claude home>/wharf-machine-id).\n\n" +
+			"--from copilot reads an unmodified GitHub Copilot CLI home ($COPILOT_HOME or ~/.copilot, or --copilot-home): installedPlugins of config.json " +
+			"and the copies in installed-plugins/; --from codex an unmodified Codex home ($CODEX_HOME or ~/.codex, or --codex-home): the [plugins] tables of " +
+			"config.toml and the copies in plugins/cache/. They are reported as client kinds copilot and codex.\n\n" +
 			"The CLI also reports on its own, in the background, when the inventory changed (or a day after the last report) and at most every " +
 			"inventory.interval (default 60m; \"off\" turns it off).",
 		Example: "  wharf inventory report\n  wharf inventory report --from claude --json\n  wharf inventory report --server https://wharf.example.com",
@@ -75,7 +81,8 @@ func newInventoryReportCmd(a *app) *cobra.Command {
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&o.from, "from", "wharf", "what to report: wharf (this wharf home) or claude (an unmodified Claude Code home)")
+	f.StringVar(&o.from, "from", "wharf", "what to report: wharf (this wharf home), or an unmodified agent home: claude, copilot or codex")
+	addAgentReportFlags(f, o)
 	f.StringVar(&o.claudeHome, "claude-home", "", "with --from claude: Claude Code's directory (default $CLAUDE_CONFIG_DIR, else ~/.claude)")
 	f.StringVar(&o.claudeManaged, "claude-managed-settings", collect.DefaultClaudeManagedFile(), "with --from claude: Claude Code's managed-settings.json (\"\" for none)")
 	f.StringVar(&o.server, "server", "", "the wharf server to report to (default: the policy server)")
@@ -97,9 +104,12 @@ type reportResult struct {
 
 // reportNow builds the report and sends it, with clear errors.
 func (a *app) reportNow(ctx context.Context, o *reportOptions) error {
-	if o.from != "wharf" && o.from != "claude" {
+	if o.from != "wharf" && o.from != "claude" && o.from != "copilot" && o.from != "codex" {
 		return &plugin.Error{Layer: plugin.LayerIntent, Type: typeUsage, Object: "--from", Err: fmt.Errorf("unknown source %q", o.from),
-			Hint: "use --from wharf (this home) or --from claude (a Claude Code home)"}
+			Hint: "use --from wharf (this home), or --from claude, --from copilot or --from codex (that agent's home)"}
+	}
+	if err := checkAgentReportFlags(o); err != nil {
+		return err
 	}
 	if o.claudeHome != "" && o.from != "claude" {
 		return usageError(errors.New("--claude-home needs --from claude"))
@@ -118,6 +128,10 @@ func (a *app) reportNow(ctx context.Context, o *reportOptions) error {
 	var rep inventory.Report
 	if o.from == "claude" {
 		if rep, err = a.claudeReport(o); err != nil {
+			return err
+		}
+	} else if o.from == "copilot" || o.from == "codex" {
+		if rep, err = a.agentReport(o); err != nil {
 			return err
 		}
 	} else if rep, err = a.wharfReport(ctx, o); err != nil {

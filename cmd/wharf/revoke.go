@@ -25,7 +25,7 @@ func forceRevokedOff(x *policy.Export, revs policy.Revocations) {
 			digestOnly = append(digestOnly, r.ID)
 			continue
 		}
-		x.Warnings = append(x.Warnings, fmt.Sprintf("%s %s is revoked (%s: %s): Claude Code cannot disable one version, so the plugin is forced off", r.Plugin, r.Version, r.ID, r.Reason))
+		x.Warnings = append(x.Warnings, fmt.Sprintf("%s %s is %s; Claude Code cannot disable one version, so the plugin is forced off", r.Plugin, r.Version, policy.RevokedReason(r)))
 		enabled[r.Plugin] = false
 	}
 	if len(enabled) > 0 {

@@ -24,7 +24,7 @@ func TestForceRevokedOffInTheClaudeExport(t *testing.T) {
 		t.Fatalf("enabledPlugins = %v", got)
 	}
 	w := strings.Join(x.Warnings, "\n")
-	if !strings.Contains(w, "a@m 1.0.0 is revoked (r-1: bad)") || !strings.Contains(w, "r-3") {
+	if !strings.Contains(w, "a@m 1.0.0 is revoked by revocation r-1 (a@m 1.0.0): bad") || !strings.Contains(w, "r-3") {
 		t.Fatalf("warnings %q", w)
 	}
 	// No revocations: the export is left as computed.

@@ -21,8 +21,7 @@ import (
 	"github.com/wharfhq/wharf/internal/cli/cliusage"
 	"github.com/wharfhq/wharf/internal/cli/shell"
 	"github.com/wharfhq/wharf/internal/client/cache"
-	"github.com/wharfhq/wharf/internal/client/collect"
-	"github.com/wharfhq/wharf/internal/core/fetch"
+	"github.com/wharfhq/wharf/internal/client/home"
 	"github.com/wharfhq/wharf/internal/core/layout"
 	"github.com/wharfhq/wharf/internal/core/marketplace"
 	"github.com/wharfhq/wharf/internal/core/policy"
@@ -64,28 +63,9 @@ type app struct {
 	reportStarted   bool // one background report per process at most
 }
 
-// config is the resolved configuration. Precedence: flags > WHARF_* env >
-// $WHARF_HOME/config.{json,yaml} > defaults.
-type config struct {
-	Home        string
-	JSON        bool
-	LockTimeout time.Duration
-	GitTimeout  time.Duration
-	// NetIdle fails a network step whose connection is silent this long.
-	NetIdle    time.Duration
-	GitHubHost string
-	// Grace is how long orphaned plugin versions are kept (gc-grace).
-	Grace time.Duration
-	// Fetch is what every network fetch obeys (marketplace add and
-	// update, plugin install and update, show): built once here from the
-	// keys above and gitlab-host, proxy, npm-registry, max-download-bytes.
-	Fetch fetch.Config
-	// InventoryInterval is the least time between background inventory
-	// reports (inventory.interval); 0 turns them off. InventoryTimeout
-	// bounds one (inventory.timeout).
-	InventoryInterval time.Duration
-	InventoryTimeout  time.Duration
-}
+// config is the resolved configuration (home.Config). Precedence: flags >
+// WHARF_* env > $WHARF_HOME/config.{json,yaml} > defaults.
+type config = home.Config
 
 // newRootCmd builds the command tree. Register a new verb with one line in
 // the AddCommand list below.
@@ -216,35 +196,24 @@ func (a *app) load(cmd *cobra.Command) error {
 	v.AutomaticEnv()
 	userHome, _ := os.UserHomeDir()
 	v.SetDefault("home", filepath.Join(userHome, ".wharf"))
-	v.SetDefault("json", false)
-	v.SetDefault("lock-timeout", "5s")
-	v.SetDefault("git-timeout", marketplace.DefaultGitTimeout.String())
-	v.SetDefault("net-idle-timeout", marketplace.DefaultNetIdleTimeout.String())
-	v.SetDefault("github-host", "")
-	v.SetDefault("gitlab-host", "")
-	v.SetDefault("proxy", "")
-	v.SetDefault("npm-registry", "")
-	v.SetDefault("max-download-bytes", 0)
-	v.SetDefault("gc-grace", cache.DefaultGrace.String())
-	v.SetDefault("inventory.interval", defaultInventoryInterval.String())
-	v.SetDefault("inventory.timeout", collect.DefaultTimeout.String())
+	home.Default().SetDefaults(v)
 	for _, k := range []string{"home", "json"} {
 		if err := v.BindPFlag(k, cmd.Flags().Lookup(k)); err != nil {
 			return err
 		}
 	}
 	a.cfg.JSON = v.GetBool("json") // so a config error below prints in the right form
-	home := v.GetString("home")
+	dir := v.GetString("home")
 	if f := cmd.Flags().Lookup("home"); f != nil && f.Changed && strings.TrimSpace(f.Value.String()) == "" {
 		return usageError(errors.New("--home is empty; it must name wharf's state directory"))
 	}
-	if strings.TrimSpace(home) == "" {
+	if strings.TrimSpace(dir) == "" {
 		return usageError(errors.New("WHARF_HOME is empty; it must name wharf's state directory"))
 	}
-	if home == "~" || strings.HasPrefix(home, "~/") {
-		home = filepath.Join(userHome, strings.TrimPrefix(home, "~"))
+	if dir == "~" || strings.HasPrefix(dir, "~/") {
+		dir = filepath.Join(userHome, strings.TrimPrefix(dir, "~"))
 	}
-	abs, err := filepath.Abs(home)
+	abs, err := filepath.Abs(dir)
 	if err != nil {
 		return configError("home", err)
 	}
@@ -253,86 +222,14 @@ func (a *app) load(cmd *cobra.Command) error {
 	if err := a.readConfigFile(v); err != nil {
 		return err
 	}
-	a.cfg.JSON = v.GetBool("json")
-	if a.cfg.LockTimeout, err = durationKey(v, "lock-timeout"); err != nil {
+	if err := a.cfg.Parse(v); err != nil {
 		return err
 	}
-	if a.cfg.GitTimeout, err = durationKey(v, "git-timeout"); err != nil {
-		return err
-	}
-	if a.cfg.NetIdle, err = durationKey(v, "net-idle-timeout"); err != nil {
-		return err
-	}
-	a.cfg.GitHubHost = strings.TrimSpace(v.GetString("github-host"))
-	if a.cfg.Grace, err = durationKeyMin(v, "gc-grace", 0); err != nil {
-		return err
-	}
-	if a.cfg.InventoryInterval, err = intervalKey(v, "inventory.interval"); err != nil {
-		return err
-	}
-	if a.cfg.InventoryTimeout, err = durationKey(v, "inventory.timeout"); err != nil {
-		return err
-	}
-	return a.loadFetch(v)
-}
-
-// loadFetch builds the one fetch configuration every network fetch of the
-// command obeys.
-func (a *app) loadFetch(v *viper.Viper) error {
-	max := v.GetInt64("max-download-bytes")
-	if max < 0 {
-		return &plugin.Error{Layer: plugin.LayerIntent, Type: typeUsage, Object: "max-download-bytes",
-			Err:  fmt.Errorf("configuration max-download-bytes: %d is negative", max),
-			Hint: "set WHARF_MAX_DOWNLOAD_BYTES (or \"max-download-bytes\" in $WHARF_HOME/config.json) to a number of bytes, or 0 for the default"}
-	}
-	a.cfg.Fetch = fetch.Config{
-		GitHubHost:       a.cfg.GitHubHost,
-		GitLabHost:       strings.TrimSpace(v.GetString("gitlab-host")),
-		Timeout:          a.cfg.GitTimeout,
-		IdleTimeout:      a.cfg.NetIdle,
-		Proxy:            strings.TrimSpace(v.GetString("proxy")),
-		NPMRegistry:      strings.TrimSpace(v.GetString("npm-registry")),
-		MaxDownloadBytes: max,
-		Getenv:           os.Getenv,
-	}
-	if err := a.cfg.Fetch.Check(); err != nil {
-		key, _, _ := strings.Cut(err.Error(), " ")
-		env := "WHARF_" + strings.ToUpper(strings.ReplaceAll(key, "-", "_"))
-		return &plugin.Error{Layer: plugin.LayerIntent, Type: typeUsage, Object: key,
-			Err:  fmt.Errorf("configuration %w", err),
-			Hint: fmt.Sprintf("fix %s (or %q in $WHARF_HOME/config.json)", env, key)}
-	}
-	return nil
+	return a.cfg.Validate()
 }
 
 func (a *app) readConfigFile(v *viper.Viper) error {
 	return cliconfig.Read(v, a.env.ConfigFiles(), a.stderr, "wharf")
-}
-
-func durationKey(v *viper.Viper, key string) (time.Duration, error) {
-	return durationKeyMin(v, key, time.Nanosecond)
-}
-
-// durationKeyMin parses a duration key that must be at least least (0 allows
-// zero, e.g. a gc grace of 0s removes orphans at once).
-func durationKeyMin(v *viper.Viper, key string, least time.Duration) (time.Duration, error) {
-	return cliconfig.Duration(v, key, least)
-}
-
-// intervalKey parses a duration key that "off" (or 0) turns off.
-func intervalKey(v *viper.Viper, key string) (time.Duration, error) {
-	s := strings.TrimSpace(v.GetString(key))
-	if s == "off" || s == "0" {
-		return 0, nil
-	}
-	d, err := durationKey(v, key)
-	if err != nil {
-		var pe *plugin.Error
-		if errors.As(err, &pe) {
-			pe.Hint += `, or "off"`
-		}
-	}
-	return d, err
 }
 
 func configError(key string, err error) error { return cliconfig.Error(key, err) }

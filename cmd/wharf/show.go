@@ -6,6 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/wharfhq/wharf/internal/core/capability"
 	"github.com/wharfhq/wharf/internal/core/marketplace"
 	"github.com/wharfhq/wharf/plugin"
 )
@@ -24,6 +25,10 @@ type showResult struct {
 	// files are at hand (a source fetched only at install).
 	AlwaysOnTokens *int                `json:"alwaysOnTokens,omitempty"`
 	Diagnostics    []plugin.Diagnostic `json:"diagnostics,omitempty"`
+	// Capabilities and Findings are read from the plugin's tree; absent
+	// until its files are at hand.
+	Capabilities *capability.Set      `json:"capabilities,omitempty"`
+	Findings     []capability.Finding `json:"findings,omitempty"`
 
 	manifest plugin.Manifest // the effective manifest (plugin.json merged with the entry)
 }
@@ -71,6 +76,11 @@ func newShowCmd(a *app) *cobra.Command {
 				}
 				manifest = p.Manifest
 				res.Diagnostics = diags
+				caps, err := capability.Of(p)
+				if err != nil {
+					return err
+				}
+				res.Capabilities, res.Findings = &caps.Capabilities, caps.Findings
 				cost := p.AlwaysOnTokens()
 				res.AlwaysOnTokens = &cost
 				for _, c := range p.Components {
@@ -147,6 +157,9 @@ func printShow(a *app, r showResult) {
 	}
 	for _, d := range r.Diagnostics {
 		a.printf("  %s\n", d)
+	}
+	if r.Capabilities != nil {
+		printCapabilities(a, &capability.Report{Capabilities: *r.Capabilities, Findings: r.Findings})
 	}
 	a.printf("Install with: wharf install %s\n", r.ID)
 }

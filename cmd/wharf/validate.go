@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/wharfhq/wharf/internal/core/capability"
 	"github.com/wharfhq/wharf/internal/core/fetch"
 	"github.com/wharfhq/wharf/internal/core/marketplace"
 	"github.com/wharfhq/wharf/internal/core/source"
@@ -28,6 +29,10 @@ type validateResult struct {
 	// Provides is what a plugin directory adds to a session (absent for a
 	// marketplace or a manifest file).
 	Provides *plugin.Provides `json:"provides,omitempty"`
+	// Capabilities and Findings are read from a plugin directory's tree
+	// (absent for a marketplace or a plugin that does not load).
+	Capabilities *capability.Set      `json:"capabilities,omitempty"`
+	Findings     []capability.Finding `json:"findings,omitempty"`
 }
 
 type validateOptions struct {
@@ -45,7 +50,8 @@ func newValidateCmd(a *app) *cobra.Command {
 			"and everything `wharf install` would refuse (a symlink that is absolute or leaves the plugin, a tree over the install size limit, " +
 			"a dependency the marketplace does not list, a cycle), so CI can gate on it. " +
 			"MCP and LSP servers that cannot be used are warnings: the rest of the plugin still loads. " +
-			"For a plugin directory it also lists what the plugin provides (hooks with event, type and command; servers; components), " +
+			"For a plugin directory it also lists its capabilities read from the tree (hooks and what they run, servers and the packages they fetch at run time, executables, allowed tools, sensitive settings, hosts) and advisory content findings with file and line, " +
+			"what the plugin provides (hooks with event, type and command; servers; components), " +
 			"the hosts it names (declared in plugin.json's network.hosts or not) and the parts whose hosts cannot be read, " +
 			"and runs the plugin directory's checks (README of 40 words, LICENSE or license, icon of 512-2048 px): warnings, " +
 			"errors with --profile directory. " +
@@ -67,6 +73,9 @@ func newValidateCmd(a *app) *cobra.Command {
 			}
 			if res.Provides != nil {
 				printProvides(a, res.Provides)
+			}
+			if res.Capabilities != nil {
+				printCapabilities(a, &capability.Report{Capabilities: *res.Capabilities, Findings: res.Findings})
 			}
 			if verr == nil {
 				printValidateSummary(a, args[0])
@@ -101,6 +110,14 @@ func validatePath(ctx context.Context, path string, o validateOptions) (*validat
 	}
 	diags = append(diags, extra...)
 	res := &validateResult{Path: path, Profile: o.profile, Diagnostics: diags, Provides: rep.Provides}
+	if rep.Provides != nil {
+		if caps, err := capability.Read(pluginDirOf(path), nil); err == nil {
+			res.Capabilities, res.Findings = &caps.Capabilities, caps.Findings
+		} else if errors.Is(err, capability.ErrTooManyFiles) {
+			res.Diagnostics = append(res.Diagnostics, plugin.Diagnostic{Severity: plugin.SeverityError, File: path, Message: err.Error()})
+			diags = res.Diagnostics
+		}
+	}
 	if res.Diagnostics == nil {
 		res.Diagnostics = []plugin.Diagnostic{}
 	}

@@ -113,11 +113,11 @@ func TestFromStatusMapsLoaderStatesAndRevocations(t *testing.T) {
 	}
 	got := FromStatus(rows, revs)
 	want := []struct{ state, install, reason string }{
-		{inventory.StateRevoked, inventory.InstallUser, "revoked: malicious (revocation r1)"},
+		{inventory.StateRevoked, inventory.InstallUser, "revoked by revocation r1 (a@m 1.0.0): malicious"},
 		{inventory.StateDemoted, inventory.InstallDependency, "a@m needs b@m; b@m is failed"},
 		{inventory.StateFailed, inventory.InstallManaged, "digest mismatch"},
 		{inventory.StateDisabled, inventory.InstallUser, ""},
-		{inventory.StateRevoked, inventory.InstallUser, "revoked: broken build (revocation r2)"},
+		{inventory.StateRevoked, inventory.InstallUser, "revoked by revocation r2 (digest w1:bad): broken build"},
 	}
 	for i, w := range want {
 		g := got[i]

@@ -73,7 +73,7 @@ func FromStatus(rows []load.Row, revs policy.Revocations) []inventory.Plugin {
 			p.Reason = r.Errors[0]
 		}
 		if rv, ok := revs.Match(r.ID, r.Version, r.Digest); ok {
-			p.State, p.Reason = inventory.StateRevoked, revokedReason(rv)
+			p.State, p.Reason = inventory.StateRevoked, policy.RevokedReason(rv)
 		}
 		p.Reason = truncate(p.Reason, maxReason)
 		out = append(out, p)
@@ -104,10 +104,6 @@ func FromSideloaded(sl []Sideloaded) []inventory.Plugin {
 
 // maxReason bounds one reason in a report.
 const maxReason = 512
-
-func revokedReason(r policy.Revocation) string {
-	return "revoked: " + r.Reason + " (revocation " + r.ID + ")"
-}
 
 func stateOf(status string) string {
 	switch status {

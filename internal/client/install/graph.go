@@ -149,10 +149,8 @@ func (g *graph) AllowsCross(from, to string) bool {
 		if m.Known.Name != from || m.Marketplace == nil {
 			continue
 		}
-		for _, n := range m.Marketplace.AllowCrossMarketplaceDependenciesOn {
-			if n == to {
-				return true
-			}
+		if resolver.CrossAllowed(m.Marketplace.AllowCrossMarketplaceDependenciesOn, from, to) {
+			return true
 		}
 	}
 	return false

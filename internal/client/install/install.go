@@ -494,7 +494,11 @@ func (in *Installer) materialize(ctx context.Context, g *graph, id plugin.ID, fo
 	// A plugin without a version is versioned as Claude Code versions it:
 	// by the 12-digit commit of its git source, else of the git
 	// marketplace it is stored in.
-	version := firstNonEmpty(p.Manifest.Version, entry.Version, fr.Version, plugin.ShortCommit(fr.Commit), plugin.ShortCommit(hit.Known.Commit), "unknown")
+	version := plugin.VersionOf(plugin.VersionSources{Manifest: p.Manifest.Version, Entry: entry.Version, Fetched: fr.Version,
+		SourceCommit: fr.Commit, MarketplaceCommit: hit.Known.Commit})
+	if version == "" {
+		version = plugin.UnknownVersion
+	}
 	if _, err := plugin.SanitizeVersion(version); err != nil {
 		return nil, plugin.Errorf(plugin.LayerMaterialization, plugin.TypeManifestInvalid, id.String(),
 			"ask the plugin's authors to use a plain version like 1.2.0", "version: %w", err)
@@ -549,15 +553,6 @@ func moveFill(stage string) cache.Fill {
 func shortHash(s string) string {
 	h := sha256.Sum256([]byte(s))
 	return hex.EncodeToString(h[:6])
-}
-
-func firstNonEmpty(vs ...string) string {
-	for _, v := range vs {
-		if v != "" {
-			return v
-		}
-	}
-	return ""
 }
 
 // collect runs the cache's garbage collection opportunistically; it only

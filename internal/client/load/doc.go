@@ -14,8 +14,8 @@
 // failure they say the same thing.
 //
 // The package reads; it never writes a user's settings. Policy decisions go
-// through a Decider, which memoizes them in memory per policy version; a
-// policy that keeps its own memo file between processes (*policy.Engine
-// with policy.WithMemoFile) is asked to read it early and to save it after
-// a pass (see Decider.Begin and Decider.Save).
+// through a Decider to the policy, whose one memo (*policy.Engine's, per
+// policy version) answers repeated requests; a policy that keeps that memo
+// in a file between processes (policy.WithMemoFile) is asked to read it
+// early and to save it after a pass (see Decider.Begin and Decider.Save).
 package load

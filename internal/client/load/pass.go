@@ -27,7 +27,7 @@ const (
 
 // TypeRevoked is the *plugin.Error type (layer policy, exit code 3) of a
 // plugin that an active revocation withdraws.
-const TypeRevoked = "plugin-revoked"
+const TypeRevoked = policy.TypeRevoked
 
 // Options configure a pass.
 type Options struct {
@@ -174,7 +174,7 @@ func (o *Options) admit(ctx context.Context, r cache.Record, enabled bool, st *R
 		return false
 	}
 	if rv, ok := o.Revocations.Match(r.ID, r.Version, r.Digest); ok {
-		st.AddError(RevokedError(r.ID, r.Version, rv))
+		st.AddError(policy.RevokedError(plugin.LayerPolicy, rv, r.ID, r.Version, r.Digest))
 		return false
 	}
 	if err := o.CheckTrust(r); err != nil {
@@ -191,10 +191,10 @@ func (o *Options) admit(ctx context.Context, r cache.Record, enabled bool, st *R
 // repository, not only for its marketplace). A fetch asks the same before
 // it runs; a version already in the cache (there before the block, or
 // copied from a seed) is never fetched again, so the load pass and install
-// ask here too. The decision is memoized by d under a key that carries the
-// source. A nil src, or one that names no repository (relative to its
-// marketplace, npm), is not decided: the marketplace's own decision covers
-// a relative source.
+// ask here too. The policy's memo keeps the decision under a key that
+// carries the source. A nil src, or one that names no repository (relative
+// to its marketplace, npm), is not decided: the marketplace's own decision
+// covers a relative source.
 func CheckSource(ctx context.Context, d *Decider, id plugin.ID, src *plugin.Source) error {
 	if src == nil {
 		return nil
@@ -217,27 +217,6 @@ func (o *Options) CheckTrust(r cache.Record) error {
 		return err
 	}
 	return pin.CheckFast(r.InstallPath)
-}
-
-// RevokedError is the error of a plugin that rv withdraws: policy layer
-// (exit code 3), type TypeRevoked, message "revoked: <reason>", with the
-// revocation's id in the hint.
-func RevokedError(id plugin.ID, version string, rv policy.Revocation) error {
-	obj := id.String()
-	if version != "" {
-		obj += " " + version
-	}
-	reason := rv.Reason
-	if reason == "" {
-		reason = "no reason given"
-	}
-	what := "this version"
-	if rv.Plugin == "" {
-		what = "this content (" + rv.Digest + ")"
-	}
-	return plugin.Errorf(plugin.LayerPolicy, TypeRevoked, obj,
-		"revocation "+rv.ID+" withdraws "+what+"; only an administrator can lift it (on the policy server); install another version once one is published",
-		"revoked: %s", reason)
 }
 
 // ReadManifest reads the manifest and components of the plugin at root

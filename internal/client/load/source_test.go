@@ -102,14 +102,15 @@ func TestBlockedSourceFailsCachedPlugin(t *testing.T) {
 }
 
 // The source decision is memoized like every load decision, and the
-// memoized answer is the evaluated one: a second pass over the same
-// Decider asks the policy nothing and returns the same rows as a pass of
-// a fresh Decider and as one of a new engine that reads the memo file the
-// first saved. The memo key carries the source: the same plugins with
+// memoized answer is the evaluated one: the engine's memo answers every
+// decision of a second pass over the same engine, which returns the same
+// rows as a pass over a fresh engine and as one of a new engine that reads
+// the memo file the first saved. The memo key carries the source: the same plugins with
 // their sources swapped are decided again, and the other way round.
 func TestSourceDecisionCachedEqualsUncached(t *testing.T) {
 	w := newSourceWorld(t)
-	cp := &countingPolicy{Policy: blockEngine(t)}
+	eng := blockEngine(t)
+	cp := &countingPolicy{Policy: eng}
 	d := NewDecider(cp)
 	d.Begin()
 	first, err := List(bg, w.options(d), w.in)
@@ -120,12 +121,13 @@ func TestSourceDecisionCachedEqualsUncached(t *testing.T) {
 	if cold == 0 {
 		t.Fatal("the policy was never asked")
 	}
+	hits := eng.MemoHits()
 	second, err := List(bg, w.options(d), w.in)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n := cp.asked.Load(); n != cold {
-		t.Fatalf("a second pass asked the policy %d more times", n-cold)
+	if n, h := cp.asked.Load()-cold, eng.MemoHits()-hits; h != n || n != cold {
+		t.Fatalf("the memo answered %d of the %d decisions of a second pass (first pass: %d)", h, n, cold)
 	}
 	fresh, err := List(bg, w.options(NewDecider(blockEngine(t))), w.in)
 	if err != nil {

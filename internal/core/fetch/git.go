@@ -15,6 +15,7 @@ import (
 
 	"github.com/wharfhq/wharf/internal/core/lazyre"
 	"github.com/wharfhq/wharf/internal/core/netidle"
+	"github.com/wharfhq/wharf/internal/core/progress"
 )
 
 // init routes go-git's HTTP and HTTPS through netidle, so a git step under
@@ -202,8 +203,8 @@ func (c *Config) CheckGitHost(ctx context.Context, raw string) error {
 // when the transfer is over.
 func Progress(ctx context.Context, term, plain io.Writer, desc string) (w io.Writer, done func()) {
 	if term != nil {
-		b := netidle.NewBar(term, desc)
-		b.Track(ctx)
+		b := progress.NewBar(term, desc)
+		netidle.OnRead(ctx, b.Add)
 		return b, b.Finish
 	}
 	if plain != nil {

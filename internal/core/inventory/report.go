@@ -11,6 +11,8 @@ const (
 	KindWharf      = "wharf"       // the wharf CLI
 	KindWharfAgent = "wharf-agent" // an agent embedding or driving wharf's runtime
 	KindClaudeCode = "claude-code" // an unmodified Claude Code, read by wharf inventory report --from claude
+	KindCopilot    = "copilot"     // an unmodified GitHub Copilot CLI, read by wharf inventory report --from copilot
+	KindCodex      = "codex"       // an unmodified OpenAI Codex, read by wharf inventory report --from codex
 )
 
 // How a plugin got onto the machine.

@@ -67,7 +67,7 @@ var (
 var scopes = []string{"user", "project", "local", "managed"}
 
 var (
-	kinds    = []string{KindWharf, KindWharfAgent, KindClaudeCode}
+	kinds    = []string{KindWharf, KindWharfAgent, KindClaudeCode, KindCopilot, KindCodex}
 	installs = []string{InstallUser, InstallDependency, InstallManaged, InstallSideloaded}
 	states   = []string{StateActive, StateDisabled, StateDemoted, StateFailed, StateRevoked}
 )

@@ -217,19 +217,21 @@ func (h Hit) Resolve(getenv func(string) string) (ResolvedSource, error) {
 // the 12-digit commit of the marketplace (as the installer versions it),
 // else "".
 func (h Hit) Version() string {
-	if h.Entry.Source.Kind == plugin.SourceRelative && h.Root != "" && h.Entry.IsStrict() {
-		if rs, err := h.Resolve(nil); err == nil {
-			if data, err := os.ReadFile(plugin.ManifestFile(rs.Dir)); err == nil {
-				if m, _, err := plugin.ParseManifest(data, plugin.ManifestFile(rs.Dir)); err == nil && m.Version != "" {
-					return m.Version
+	vs := plugin.VersionSources{Entry: h.Entry.Version}
+	if h.Entry.Source.Kind == plugin.SourceRelative {
+		// Stored in the marketplace: its plugin.json is at hand, and a
+		// versionless one in a git marketplace gets the marketplace's
+		// commit, as the installer versions it.
+		vs.MarketplaceCommit = h.Known.Commit
+		if h.Root != "" && h.Entry.IsStrict() {
+			if rs, err := h.Resolve(nil); err == nil {
+				if data, err := os.ReadFile(plugin.ManifestFile(rs.Dir)); err == nil {
+					if m, _, err := plugin.ParseManifest(data, plugin.ManifestFile(rs.Dir)); err == nil {
+						vs.Manifest = m.Version
+					}
 				}
 			}
 		}
 	}
-	if h.Entry.Version == "" && h.Entry.Source.Kind == plugin.SourceRelative {
-		// Versionless and stored in a git marketplace: the marketplace's
-		// commit, as the installer versions it.
-		return plugin.ShortCommit(h.Known.Commit)
-	}
-	return h.Entry.Version
+	return plugin.VersionOf(vs)
 }

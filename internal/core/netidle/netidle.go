@@ -14,7 +14,7 @@
 //
 // Clients that dial through golang.org/x/net/proxy (go-git's ssh
 // transport) reach DialContext through ProxyURL. OnRead lets a progress
-// bar count the bytes a step receives; Bar draws one.
+// bar (package progress) count the bytes a step receives.
 package netidle
 
 import (

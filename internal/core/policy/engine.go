@@ -142,7 +142,7 @@ type Engine struct {
 	cur       atomic.Pointer[state]
 	// compiles counts the prepared queries built (tests).
 	compiles atomic.Int64
-	memo     *memo // WithMemoFile
+	memo     *memo // the decision memo; nil only under WithCache
 	revs     atomic.Pointer[Revocations]
 	// githubHost is where owner/repo requests are fetched from
 	// (WithGitHubHost); nil reads WHARF_GITHUB_HOST when the engine is built.
@@ -183,6 +183,9 @@ func NewEngine(layers []Layer, opts ...Option) (*Engine, error) {
 	e := &Engine{}
 	for _, o := range opts {
 		o(e)
+	}
+	if e.memo == nil && e.cacheSize == 0 {
+		e.memo = &memo{} // decisions are memoized in memory (see WithMemoFile)
 	}
 	if e.githubHost == nil {
 		h := envGitHubHost()

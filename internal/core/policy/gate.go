@@ -144,7 +144,7 @@ func (e *Engine) AllowFetch(ctx context.Context, id string, src plugin.Source) e
 // FetchSourceRequest is the fetch_source request AllowFetch decides for
 // plugin id and source src; ok is false for a source that names no
 // repository (relative to its marketplace, npm), which is not decided.
-// Callers that memoize decisions (package load) ask it through their memo.
+// The engine's memo answers it as any request.
 func FetchSourceRequest(id string, src plugin.Source) (req Request, ok bool) {
 	s, ok := fetchSource(src)
 	if !ok {

@@ -12,11 +12,12 @@ import (
 	"sync/atomic"
 
 	"github.com/wharfhq/wharf/internal/core/atomicfile"
-	"github.com/wharfhq/wharf/internal/core/settings"
 	"github.com/wharfhq/wharf/plugin"
 )
 
-// WithMemoFile keeps decisions between processes in the file at path: the
+// An engine memoizes its decisions in memory, per policy version, under the
+// key memoKey builds (an engine opened WithCache keeps that cache instead).
+// WithMemoFile keeps them between processes in the file at path too: the
 // decisions memoized for the policy version in force are read from it on
 // the first decision, and SaveMemo writes the ones added since. A decision
 // is a function of the request, the policy version (a hash of every input
@@ -28,7 +29,7 @@ func WithMemoFile(path string) Option { return func(e *Engine) { e.memo = &memo{
 
 // MemoFile is the memo file's path (see WithMemoFile), "" without one.
 func (e *Engine) MemoFile() string {
-	if e.memo == nil {
+	if e == nil || e.memo == nil {
 		return ""
 	}
 	return e.memo.path
@@ -47,8 +48,9 @@ func (e *Engine) LoadMemo() {
 	mm.mu.Unlock()
 }
 
-// MemoHits is the number of decisions the memo file (see WithMemoFile)
-// answered in this process without an evaluation: what a caller measuring
+// MemoHits is the number of decisions the memo (in memory, and read from
+// the memo file, see WithMemoFile) answered in this process without an
+// evaluation: what a caller measuring
 // its cold start, or a test, checks that the memo carried.
 func (e *Engine) MemoHits() int64 {
 	mm := e.memo
@@ -56,51 +58,6 @@ func (e *Engine) MemoHits() int64 {
 		return 0
 	}
 	return mm.hits.Load()
-}
-
-// memoKey is the memo key of req: every field of the request, and what of
-// the environment its evaluation input depends on besides the policy
-// version (the GitHub host owner/repo sources point to, the resolved path
-// of a local marketplace source), NUL-separated. Building it costs a
-// fraction of building the evaluation input, which a memo hit never does.
-// AppendMemoKey appends to dst the key under which a decision about req is
-// memoized: every field of the request, the GitHub host owner/repo
-// sources resolve to, and a local source's resolved path. Anyone
-// memoizing decisions of one policy version keys them with it.
-func AppendMemoKey(dst []byte, req Request) []byte {
-	return memoKey(dst, req.withSideloadSource(), nil)
-}
-
-func memoKey(dst []byte, req Request, x *factIndex) []byte {
-	dst = append(dst, req.Action...)
-	for _, s := range []string{req.Plugin.Name, req.Plugin.Source, req.RequiredBy.Name, req.RequiredBy.Source,
-		string(req.Surface), req.From, req.Path, req.Marketplace.Name, req.ManagedDir} {
-		dst = append(dst, 0)
-		dst = append(dst, s...)
-	}
-	for _, l := range [][]string{req.DeclaredCross, req.Signatures} {
-		dst = append(dst, 0)
-		for _, s := range l {
-			dst = append(append(dst, s...), 1)
-		}
-	}
-	dst = append(dst, 0)
-	if x != nil {
-		dst = append(dst, x.githubHost...)
-	} else {
-		dst = append(dst, envGitHubHost()...)
-	}
-	dst = append(dst, 0)
-	if s := req.Marketplace.Source; s != nil {
-		dst = append(dst, s.Key()...)
-		if s.Source == settings.KindDirectory || s.Source == settings.KindFile {
-			// Policy matches a local source by its resolved path: a link
-			// repointed since the decision was memoized is a new request.
-			dst = append(dst, 0)
-			dst = append(dst, plugin.ResolvePath(s.Path)...)
-		}
-	}
-	return dst
 }
 
 // memoHeader starts every memo file; a file without it is not a memo.
@@ -151,7 +108,9 @@ type memo struct {
 func (mm *memo) forVersion(v string) {
 	if !mm.read {
 		mm.read = true
-		mm.file, _ = readMemo(mm.path)
+		if mm.path != "" {
+			mm.file, _ = readMemo(mm.path)
+		}
 	}
 	if mm.m != nil && mm.version == v {
 		return
@@ -265,7 +224,7 @@ func encodeMemo(doc memoDoc) ([]byte, error) {
 // and reported: the path was probably meant for something else.
 func (e *Engine) SaveMemo() error {
 	mm := e.memo
-	if mm == nil {
+	if mm == nil || mm.path == "" {
 		return nil
 	}
 	mm.saveMu.Lock()

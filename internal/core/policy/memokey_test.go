@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/wharfhq/wharf/internal/core/capability"
 	"github.com/wharfhq/wharf/internal/core/settings"
 	"github.com/wharfhq/wharf/plugin"
 )
@@ -66,6 +67,15 @@ func TestMemoKeyCoversEveryField(t *testing.T) {
 	r = base
 	r.Marketplace.Source = &settings.MarketplaceSource{Source: settings.KindGitHub, Repo: "o/r"}
 	variants["source"] = r
+	r = base
+	r.Content = &Content{Capabilities: capability.Set{Plugin: "a"}}
+	variants["content"] = r
+	r = base
+	r.Content = &Content{Capabilities: capability.Set{Plugin: "a", SensitiveConfig: []string{"token"}}}
+	variants["capabilities"] = r
+	r = base
+	r.Content = &Content{Capabilities: capability.Set{Plugin: "a"}, Findings: []capability.Finding{{Kind: capability.KindBidiUnicode, File: "x.md", Line: 1}}}
+	variants["findings"] = r
 	seen := map[string]string{string(memoKey(nil, base, nil)): "base"}
 	for name, v := range variants {
 		k := string(memoKey(nil, v, nil))

@@ -90,6 +90,52 @@ type Request struct {
 	// managed directory declares do not pass the system's
 	// allowManagedHooksOnly or strictPluginOnlyCustomization.
 	ManagedDir string `json:"managedDir,omitempty"`
+	// Content, when the caller has the plugin's tree, is its capability
+	// set and findings: input.capabilities and input.findings.
+	Content *Content `json:"content,omitempty"`
+}
+
+// memoKey is the one function that builds the key of a memoized decision
+// (the engine's memo and memo file, see WithMemoFile): every field of the
+// request, and what of the environment its evaluation input depends on
+// besides the policy version (the GitHub host owner/repo sources point to,
+// the resolved path of a local marketplace source), NUL-separated. It sits
+// next to Request so that a field added to Request is added here too
+// (TestMemoKeyChangesWithEveryRequestField fails otherwise). Building it
+// costs a fraction of building the evaluation input, which a memo hit never
+// does.
+func memoKey(dst []byte, req Request, x *factIndex) []byte {
+	dst = append(dst, req.Action...)
+	for _, s := range []string{req.Plugin.Name, req.Plugin.Source, req.RequiredBy.Name, req.RequiredBy.Source,
+		string(req.Surface), req.From, req.Path, req.Marketplace.Name, req.ManagedDir} {
+		dst = append(dst, 0)
+		dst = append(dst, s...)
+	}
+	for _, l := range [][]string{req.DeclaredCross, req.Signatures} {
+		dst = append(dst, 0)
+		for _, s := range l {
+			dst = append(append(dst, s...), 1)
+		}
+	}
+	dst = append(dst, 0)
+	dst = append(dst, req.Content.memoKey()...)
+	dst = append(dst, 0)
+	if x != nil {
+		dst = append(dst, x.githubHost...)
+	} else {
+		dst = append(dst, envGitHubHost()...)
+	}
+	dst = append(dst, 0)
+	if s := req.Marketplace.Source; s != nil {
+		dst = append(dst, s.Key()...)
+		if s.Source == settings.KindDirectory || s.Source == settings.KindFile {
+			// Policy matches a local source by its resolved path: a link
+			// repointed since the decision was memoized is a new request.
+			dst = append(dst, 0)
+			dst = append(dst, plugin.ResolvePath(s.Path)...)
+		}
+	}
+	return dst
 }
 
 type wireRequest struct {
@@ -103,13 +149,14 @@ type wireRequest struct {
 	From          string                      `json:"from,omitempty"`
 	Path          string                      `json:"path,omitempty"`
 	ManagedDir    string                      `json:"managedDir,omitempty"`
+	Content       *Content                    `json:"content,omitempty"`
 	Source        *settings.MarketplaceSource `json:"-"`
 }
 
 // MarshalJSON writes plugin ids as "name@marketplace" strings.
 func (r Request) MarshalJSON() ([]byte, error) {
 	w := wireRequest{Action: r.Action, DeclaredCross: r.DeclaredCross, Signatures: r.Signatures,
-		Surface: r.Surface, From: r.From, Path: r.Path, ManagedDir: r.ManagedDir}
+		Surface: r.Surface, From: r.From, Path: r.Path, ManagedDir: r.ManagedDir, Content: r.Content}
 	if !r.Plugin.IsZero() {
 		w.Plugin = r.Plugin.String()
 	}
@@ -148,7 +195,7 @@ func ParseRequest(data []byte) (Request, error) {
 		return bad("request is not valid JSON at line %d, column %d: %s", line, col, msg)
 	}
 	req := Request{Action: raw.Action, DeclaredCross: raw.DeclaredCross, Signatures: raw.Signatures,
-		Surface: raw.Surface, From: raw.From, Path: raw.Path, ManagedDir: raw.ManagedDir}
+		Surface: raw.Surface, From: raw.From, Path: raw.Path, ManagedDir: raw.ManagedDir, Content: raw.Content}
 	var err error
 	if raw.Plugin != "" {
 		if req.Plugin, err = plugin.ParseID(raw.Plugin); err != nil {
@@ -294,7 +341,7 @@ func (r Request) inputWith(ghHost string) map[string]any {
 	for _, k := range r.Signatures {
 		sig[k] = true
 	}
-	return map[string]any{
+	in := map[string]any{
 		"action":                  string(r.Action),
 		"plugin":                  f.plugin,
 		"plugin_marketplace":      f.pluginMkt,
@@ -308,6 +355,10 @@ func (r Request) inputWith(ghHost string) map[string]any {
 		"path":                    r.Path,
 		"managed_dir":             r.ManagedDir,
 	}
+	if r.Content != nil {
+		in["capabilities"], in["findings"] = r.Content.generic()
+	}
+	return in
 }
 
 // sourceFacets are the parts of a marketplace source that policy compares,
@@ -439,6 +490,13 @@ func (r Request) evalInput(x *factIndex) ast.Value {
 		ast.Item(keyPath, strTerm(r.Path)),
 		ast.Item(keyManagedDir, strTerm(r.ManagedDir)),
 		{},
+	}
+	if r.Content != nil {
+		all := append(append([][2]*ast.Term{}, items[:len(items)-1]...), r.Content.contentItems()...)
+		if x != nil {
+			all = append(all, ast.Item(keyFacts, x.facts(&r, &f)))
+		}
+		return ast.NewObject(all...)
 	}
 	if x == nil {
 		return ast.NewObject(items[:len(items)-1]...)

@@ -96,11 +96,6 @@ func (p *Plan) ToInstall() []Step {
 // Closure is iterative (no recursion depth limit) and runs in time linear in
 // the plugins and edges it visits.
 func (r *Resolver) Closure(root plugin.ID) (*Plan, error) {
-	if r.idx != nil {
-		if i, ok := r.idx.tab.find(root); ok && r.idx.listed(i) {
-			return r.closureIndexed(root, i)
-		}
-	}
 	rootNode, ok := r.cat.Lookup(root)
 	if !ok {
 		if !r.IsInstalled(root) {
@@ -234,110 +229,6 @@ func rangeWarning(ranges int, first string) []string {
 	}
 	return []string{fmt.Sprintf(
 		"dependency version ranges are ignored; wharf only checks that a dependency is installed and enabled (%s%s)", first, more)}
-}
-
-// closureIndexed is Closure over the numbers of r.idx, for a root the Index
-// lists: the same walk, the same checks in the same order and the same
-// results. Per-plugin state lives in slices indexed by number and reused
-// across calls; per edge it reads the edge row in order and one stamp.
-func (r *Resolver) closureIndexed(root plugin.ID, rootNum int32) (*Plan, error) {
-	x := r.idx
-	s := x.getScratch()
-	defer x.putScratch(s)
-	met, fin := s.gen<<1, s.gen<<1|1 // stamp of a plugin on the path, done
-	var (
-		path     = s.path[:0]
-		order    = s.order[:0] // post-order numbers
-		roles    = s.roles[:0] // by position in order
-		cross    = crossCache{n: uint32(len(x.tab.mkts))}
-		ranges   int
-		firstRng string
-	)
-	defer func() { s.path, s.order, s.roles = path, order, roles }()
-	push := func(i int32) {
-		s.stamp[i] = met
-		s.pathPos[i] = int32(len(path))
-		path = append(grow2(path), indexFrame{num: uint32(i), mkt: x.mkt[i], next: x.start[i], end: x.start[i+1]})
-	}
-	s.reqBy[rootNum] = -1
-	push(rootNum)
-
-	for len(path) > 0 {
-		top := &path[len(path)-1]
-		if top.next == top.end {
-			i := int32(top.num)
-			s.stamp[i] = fin
-			role := RoleDependency
-			switch {
-			case len(path) == 1:
-				role = RoleRoot
-			case r.installedNum(i):
-				role = RoleInstalled
-			}
-			order = append(grow2(order), i)
-			roles = append(grow2(roles), uint8(role))
-			path = path[:len(path)-1]
-			continue
-		}
-		from, fromMkt, e := int32(top.num), top.mkt, top.next
-		top.next++
-		j := x.edges[e]
-		if x.flags[from]&flagRanged != 0 {
-			if d := &x.nodes[from].Dependencies[e-x.start[from]]; d.Version != "" {
-				if ranges == 0 {
-					firstRng = fmt.Sprintf("%s → %s %q", x.tab.ids[from], x.tab.ids[j], d.Version)
-				}
-				ranges++
-			}
-		}
-		if toMkt := x.emkt[e]; toMkt != fromMkt {
-			// Plugin IDs are read only for an error or the policy.
-			if v := cross.reason(r, fromMkt, toMkt, x.tab.mkts); v != 0 || r.policy != nil {
-				if err := r.crossError(v, x.tab.ids[from], x.tab.ids[j]); err != nil {
-					return nil, depError(root, err)
-				}
-			}
-		}
-		switch st := s.stamp[j]; st {
-		case met:
-			chain := make([]plugin.ID, 0, len(path)-int(s.pathPos[j])+1)
-			for _, f := range path[s.pathPos[j]:] {
-				chain = append(chain, x.tab.ids[f.num])
-			}
-			chain = append(chain, x.tab.ids[j])
-			return nil, depError(root, &CycleError{Chain: chain})
-		case fin:
-			continue // a diamond, or a plugin already planned
-		}
-		s.reqBy[j] = from
-		switch {
-		case x.listed(j):
-			push(j)
-		case r.installedNum(j):
-			s.stamp[j] = fin
-			order = append(grow2(order), j)
-			roles = append(grow2(roles), uint8(RoleInstalled))
-		default:
-			p := make([]plugin.ID, len(path))
-			for k, f := range path {
-				p[k] = x.tab.ids[f.num]
-			}
-			to := x.tab.ids[j]
-			return nil, depError(root, &MissingError{Dep: to, RequiredBy: x.tab.ids[from], Path: p,
-				MarketplaceKnown: r.cat.KnownMarketplace(to.Source)})
-		}
-	}
-
-	plan := &Plan{Steps: make([]Step, len(order))}
-	for k, i := range order {
-		st := &plan.Steps[k]
-		st.ID, st.Role = x.tab.ids[i], Role(roles[k])
-		if q := s.reqBy[i]; q >= 0 {
-			st.RequiredBy = x.tab.ids[q]
-		}
-	}
-	plan.Warnings = rangeWarning(ranges, firstRng)
-	return plan, nil
 }
 
 // DFS state of a plugin that Closure has met.

@@ -9,14 +9,13 @@ import (
 // Index is a Catalog compiled to numbers: every plugin it covers has a dense
 // number, every dependency edge is resolved to the number of its target once,
 // and each plugin's marketplace is interned. A Resolver built with New over
-// an *Index (and an installed set the Index covers) walks int32 slices only:
-// Closure and Demote hash no plugin ID per edge, so their cost no longer
-// depends on how well a map of strings fits in the CPU caches.
+// an *Index (and an installed set the Index covers) demotes over int32
+// slices only: Demote hashes no plugin ID per edge. Closure asks the Index
+// as any Catalog.
 //
 // Build an Index once per snapshot of a catalog and reuse it for every
 // operation on that snapshot (several roots, several sessions, a server's
-// requests); building it costs about what one Closure over a plain Catalog
-// costs. An Index is immutable and safe for concurrent use if the Catalog's
+// requests). An Index is immutable and safe for concurrent use if the Catalog's
 // KnownMarketplace, AllowsCross and Lookup are.
 //
 // Answers are those of the catalog at the time NewIndex ran: for the plugins
@@ -27,13 +26,11 @@ type Index struct {
 	cat   Catalog
 	tab   *idTable // plugin numbers, in order of first meeting
 	mkt   []uint32 // by number: marketplace index in tab
-	flags []uint8  // by number: flagListed, flagRanged
+	flags []uint8  // by number: flagListed
 	nodes []Node   // by number: what Lookup returned (zero when not listed)
 	start []int32  // dependencies of i: edges[start[i]:start[i+1]], in declaration order
 	edges []int32
 	emkt  []uint32 // by edge: marketplace index of its target
-
-	scratch sync.Pool // *closureScratch
 
 	// Reverse rows over every number, built on first use by a Resolver
 	// whose installed set is exactly the Index's numbering (see
@@ -44,7 +41,6 @@ type Index struct {
 
 const (
 	flagListed uint8 = 1 << iota // the catalog's Lookup answered true
-	flagRanged                   // some dependency carries a version range
 )
 
 // NewIndex numbers ids and every plugin they reach through dependencies
@@ -78,9 +74,6 @@ func NewIndex(cat Catalog, ids []plugin.ID) *Index {
 		// Edges are resolved whatever ok says: the installed graph of
 		// Demote takes a Node's dependencies as the catalog returns them.
 		for _, d := range node.Dependencies {
-			if d.Version != "" {
-				fl |= flagRanged
-			}
 			to := d.Resolve(from.Source)
 			toMkt := fromMkt
 			if d.Marketplace != "" && d.Marketplace != from.Source {
@@ -125,42 +118,4 @@ func (x *Index) reverse() (revStart, rev []int32) {
 	return x.revStart, x.rev
 }
 
-func (x *Index) listed(i int32) bool { return x.flags[i]&flagListed != 0 }
-
 func (x *Index) deps(i int32) []int32 { return x.edges[x.start[i]:x.start[i+1]] }
-
-// closureScratch is the per-plugin state of one indexed Closure, reused
-// across calls so that a Closure allocates little more than its plan. A
-// plugin's entries are valid only when its stamp belongs to the current call
-// (stamp>>1 == gen), so a new call starts clean without clearing anything.
-type closureScratch struct {
-	gen     uint32
-	stamp   []uint32 // by number: gen<<1 on the path, gen<<1|1 done
-	pathPos []int32  // by number: position on the path while on it
-	reqBy   []int32  // by number: who brought it in; -1 for the root
-	path    []indexFrame
-	order   []int32
-	roles   []uint8
-}
-
-// indexFrame is a plugin on the path of an indexed Closure.
-type indexFrame struct {
-	num, mkt  uint32 // the plugin and its marketplace
-	next, end int32  // its edges not walked yet: edges[next:end]
-}
-
-func (x *Index) getScratch() *closureScratch {
-	s, _ := x.scratch.Get().(*closureScratch)
-	if s == nil {
-		n := x.Len()
-		s = &closureScratch{stamp: make([]uint32, n), pathPos: make([]int32, n), reqBy: make([]int32, n)}
-	}
-	s.gen++
-	if s.gen >= 1<<31 { // stamps would wrap: old ones could match again
-		clear(s.stamp)
-		s.gen = 1
-	}
-	return s
-}
-
-func (x *Index) putScratch(s *closureScratch) { x.scratch.Put(s) }

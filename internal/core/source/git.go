@@ -22,6 +22,7 @@ import (
 	"github.com/wharfhq/wharf/internal/core/fetch"
 	"github.com/wharfhq/wharf/internal/core/lazyre"
 	"github.com/wharfhq/wharf/internal/core/netidle"
+	"github.com/wharfhq/wharf/internal/core/progress"
 	"github.com/wharfhq/wharf/plugin"
 )
 
@@ -135,11 +136,11 @@ func (f *Fetcher) fetchGit(ctx context.Context, req *Request, t *tree) (*Result,
 		return nil, fail(req, "a passphrase-protected key needs ssh-agent: run ssh-add", err)
 	}
 	var prog io.Writer
-	var bar *netidle.Bar
+	var bar *progress.Bar
 	switch {
 	case f.ProgressBar != nil:
-		bar = netidle.NewBar(f.ProgressBar, "fetching "+redactURL(rawURL))
-		bar.Track(ctx)
+		bar = progress.NewBar(f.ProgressBar, "fetching "+redactURL(rawURL))
+		netidle.OnRead(ctx, bar.Add)
 		defer bar.Finish()
 		prog = bar
 	case f.Progress != nil:

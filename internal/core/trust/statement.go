@@ -80,11 +80,12 @@ func (st Statement) String() string {
 // else empty. Both signing and verifying use it, so that the same tree and
 // entry give the same statement.
 func DeclaredVersion(dir, entryVersion string) string {
+	vs := plugin.VersionSources{Entry: entryVersion}
 	f := plugin.ManifestFile(dir)
 	if data, err := os.ReadFile(f); err == nil {
-		if m, _, err := plugin.ParseManifest(data, f); err == nil && m.Version != "" {
-			return m.Version
+		if m, _, err := plugin.ParseManifest(data, f); err == nil {
+			vs.Manifest = m.Version
 		}
 	}
-	return entryVersion
+	return plugin.VersionOf(vs)
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/wharfhq/wharf/internal/core/resolver"
 	"github.com/wharfhq/wharf/internal/core/store"
 	"github.com/wharfhq/wharf/internal/core/trust"
+	"github.com/wharfhq/wharf/internal/server/audit"
 	"github.com/wharfhq/wharf/plugin"
 )
 
@@ -124,7 +125,7 @@ func (s *Server) gateMarketplace(c echo.Context, name string, source json.RawMes
 	}
 	p := s.caller(c)
 	if err := s.deps.Store.Update(func(tx store.Tx) error {
-		return appendAudit(tx, AuditEntry{Time: s.now().UTC(), Action: ActionDecisionDeny, Actor: p.TokenID, Role: p.Role,
+		return audit.Append(tx, AuditEntry{Time: s.now().UTC(), Action: ActionDecisionDeny, Actor: p.TokenID, Role: p.Role,
 			Object: "marketplace " + name, Detail: map[string]any{"policyVersion": version, "reasons": reasons}})
 	}); err != nil {
 		return err
@@ -145,13 +146,13 @@ func (s *Server) auditWithChange(c echo.Context, action, object string, detail m
 	var hooked atomic.Bool
 	ctx = marketplace.WithTxHook(c.Request().Context(), func(tx store.Tx, _ marketplace.Change) error {
 		hooked.Store(true)
-		return appendAudit(tx, entry)
+		return audit.Append(tx, entry)
 	})
 	return ctx, func() error {
 		if hooked.Load() {
 			return nil
 		}
-		return s.deps.Store.Update(func(tx store.Tx) error { return appendAudit(tx, entry) })
+		return s.deps.Store.Update(func(tx store.Tx) error { return audit.Append(tx, entry) })
 	}
 }
 
@@ -373,12 +374,7 @@ func (rc *resolverCatalog) KnownMarketplace(name string) bool {
 }
 
 func (rc *resolverCatalog) AllowsCross(from, to string) bool {
-	for _, m := range rc.mkts[from].AllowCrossMarketplaceDependenciesOn {
-		if m == to {
-			return true
-		}
-	}
-	return false
+	return resolver.CrossAllowed(rc.mkts[from].AllowCrossMarketplaceDependenciesOn, from, to)
 }
 
 func (s *Server) resolve(c echo.Context) error {

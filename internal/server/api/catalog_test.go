@@ -8,6 +8,7 @@ import (
 
 	"github.com/wharfhq/wharf/internal/core/store"
 	"github.com/wharfhq/wharf/internal/core/trust"
+	"github.com/wharfhq/wharf/internal/server/audit"
 )
 
 func TestCatalogSearchAndDetail(t *testing.T) {
@@ -261,7 +262,7 @@ type auditFailTx struct {
 }
 
 func (t auditFailTx) Put(bucket, key string, value []byte) error {
-	if bucket == bucketAudit && t.s.fail.Load() {
+	if bucket == audit.Bucket && t.s.fail.Load() {
 		return errors.New("no space left on device")
 	}
 	return t.Tx.Put(bucket, key, value)

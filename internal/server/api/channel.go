@@ -20,6 +20,7 @@ import (
 	"github.com/wharfhq/wharf/internal/core/policy"
 	"github.com/wharfhq/wharf/internal/core/source"
 	"github.com/wharfhq/wharf/internal/core/store"
+	"github.com/wharfhq/wharf/internal/server/audit"
 	"github.com/wharfhq/wharf/internal/server/channel"
 	"github.com/wharfhq/wharf/internal/server/gitserver"
 )
@@ -154,7 +155,7 @@ func (s *Server) ensureChannel(ctx context.Context, name string) (channel.Defini
 	if res.Rebuilt {
 		h := res.Head
 		if err := s.deps.Store.Update(func(tx store.Tx) error {
-			return appendAudit(tx, AuditEntry{Time: s.now().UTC(), Action: ActionChannelRebuild, Actor: "wharf", Object: "channel " + name,
+			return audit.Append(tx, AuditEntry{Time: s.now().UTC(), Action: ActionChannelRebuild, Actor: "wharf", Object: "channel " + name,
 				Detail: map[string]any{"commit": h.Commit, "parent": h.Parent, "generation": h.Generation, "policyVersion": pol.Version,
 					"plugins": len(h.Plan.Entries), "changes": h.Changes}})
 		}); err != nil {
@@ -184,6 +185,22 @@ type ChannelView struct {
 	Entries    []channel.Entry    `json:"entries"`
 	LeftOut    []channel.LeftOut  `json:"leftOut"`
 	Changes    []string           `json:"changes"` // of the last rebuild
+}
+
+// view is a channel as GET /v1/channels/{name} shows it: its lists are
+// arrays, empty rather than null.
+func (s *Server) view(r *http.Request, def channel.Definition, h channel.Head) ChannelView {
+	v := ChannelView{ChannelSummary: s.summary(r, def, h), Definition: def, Entries: h.Plan.Entries, LeftOut: h.Plan.LeftOut, Changes: h.Changes}
+	if v.Entries == nil {
+		v.Entries = []channel.Entry{}
+	}
+	if v.LeftOut == nil {
+		v.LeftOut = []channel.LeftOut{}
+	}
+	if v.Changes == nil {
+		v.Changes = []string{}
+	}
+	return v
 }
 
 // cloneURL is where a channel is cloned from: PublicURL when the server
@@ -280,11 +297,7 @@ func (s *Server) getChannel(c echo.Context) error {
 	if err != nil {
 		return s.channelErr(err)
 	}
-	v := ChannelView{ChannelSummary: s.summary(c.Request(), def, h), Definition: def, Entries: h.Plan.Entries, LeftOut: h.Plan.LeftOut, Changes: h.Changes}
-	if v.Changes == nil {
-		v.Changes = []string{}
-	}
-	return c.JSON(http.StatusOK, v)
+	return c.JSON(http.StatusOK, s.view(c.Request(), def, h))
 }
 
 // ChannelHistory is one page of GET /v1/channels/{name}/history: at most
@@ -399,7 +412,7 @@ func (s *Server) putChannel(c echo.Context, create bool) error {
 		if err != nil {
 			return err
 		}
-		return appendAudit(tx, AuditEntry{Time: s.now().UTC(), Action: action, Actor: p.TokenID, Role: p.Role, Object: "channel " + def.Name,
+		return audit.Append(tx, AuditEntry{Time: s.now().UTC(), Action: action, Actor: p.TokenID, Role: p.Role, Object: "channel " + def.Name,
 			Detail: map[string]any{"revision": def.Revision, "marketplaces": def.Marketplaces, "plugins": def.Plugins, "public": def.Public}})
 	})
 	if err != nil {
@@ -413,7 +426,7 @@ func (s *Server) putChannel(c echo.Context, create bool) error {
 	if create {
 		status = http.StatusCreated
 	}
-	return c.JSON(status, ChannelView{ChannelSummary: s.summary(c.Request(), def, h), Definition: def, Entries: h.Plan.Entries, LeftOut: h.Plan.LeftOut, Changes: h.Changes})
+	return c.JSON(status, s.view(c.Request(), def, h))
 }
 
 func (s *Server) createChannel(c echo.Context) error { return s.putChannel(c, true) }
@@ -433,7 +446,7 @@ func (s *Server) deleteChannel(c echo.Context) error {
 		if err := channel.Delete(tx, name, s.now(), p.TokenID); err != nil {
 			return err
 		}
-		return appendAudit(tx, AuditEntry{Time: s.now().UTC(), Action: ActionChannelDelete, Actor: p.TokenID, Role: p.Role, Object: "channel " + name})
+		return audit.Append(tx, AuditEntry{Time: s.now().UTC(), Action: ActionChannelDelete, Actor: p.TokenID, Role: p.Role, Object: "channel " + name})
 	}); err != nil {
 		return s.channelErr(err)
 	}
@@ -511,16 +524,16 @@ func (s *Server) serveGit(c echo.Context) error {
 		if err != nil {
 			return gitText(c, http.StatusServiceUnavailable, "store: "+err.Error(), 0)
 		}
-		if tok.rec == nil {
+		if tok.Rec == nil {
 			return refuse("", "", "unknown or revoked token", "the token is unknown, revoked or expired; ask an admin for a new one")
 		}
-		if tok.rec.expired(now) {
-			return refuse(tok.rec.ID, tok.rec.Role, "expired token", "the token is unknown, revoked or expired; ask an admin for a new one")
+		if tok.Rec.Expired(now) {
+			return refuse(tok.Rec.ID, tok.Rec.Role, "expired token", "the token is unknown, revoked or expired; ask an admin for a new one")
 		}
 		if rq, ok := c.(*request); ok {
-			rq.caller, rq.authed = principal{TokenID: tok.rec.ID, Role: tok.rec.Role}, true
+			rq.caller, rq.authed = principal{TokenID: tok.Rec.ID, Role: tok.Rec.Role}, true
 		}
-		if err := s.take(tok.limiter, tok.rec.ID, now); err != nil {
+		if err := s.take(tok.Val, tok.Rec.ID, now); err != nil {
 			return gitErr(c, err)
 		}
 	}

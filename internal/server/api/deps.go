@@ -7,10 +7,10 @@ import (
 	"net"
 	"time"
 
-	"github.com/wharfhq/wharf/internal/core/inventory"
 	"github.com/wharfhq/wharf/internal/core/policy"
 	"github.com/wharfhq/wharf/internal/core/source"
 	"github.com/wharfhq/wharf/internal/core/store"
+	"github.com/wharfhq/wharf/internal/server/fleet"
 	"github.com/wharfhq/wharf/plugin"
 )
 
@@ -218,8 +218,8 @@ type Deps struct {
 	// ReportBurst defaults to 6.
 	ReportRate  float64
 	ReportBurst int
-	// Inventory tunes the fleet inventory's store (inventory.Options).
-	Inventory inventory.Options
+	// Inventory tunes the fleet inventory's store (fleet.Options).
+	Inventory fleet.Options
 	// MaxClients bounds the per-address rate-limit buckets (default 10000);
 	// the least recently used address is forgotten first.
 	MaxClients int

@@ -61,7 +61,7 @@ func (e *env) start(opts ...envOption) {
 		t.Fatal(err)
 	}
 	e.srv = srv
-	e.hs = httptest.NewServer(srv.Handler())
+	e.hs = httptest.NewServer(specCheck(t, srv.Handler()))
 	t.Cleanup(e.stop)
 }
 
@@ -77,7 +77,7 @@ func (e *env) stop() {
 }
 
 func httptestServer(t testing.TB, s *Server) *httptest.Server {
-	hs := httptest.NewServer(s.Handler())
+	hs := httptest.NewServer(specCheck(t, s.Handler()))
 	t.Cleanup(hs.Close)
 	return hs
 }

@@ -15,6 +15,8 @@ import (
 
 	"github.com/wharfhq/wharf/internal/core/inventory"
 	"github.com/wharfhq/wharf/internal/core/policy"
+	"github.com/wharfhq/wharf/internal/server/fleet"
+	"github.com/wharfhq/wharf/internal/server/revocations"
 	"github.com/wharfhq/wharf/plugin"
 )
 
@@ -47,7 +49,7 @@ type ReportResult struct {
 
 // PluginInventory is one plugin across the fleet.
 type PluginInventory struct {
-	inventory.Counts
+	fleet.Counts
 	// UnknownDigests counts the installs whose digest matches no version
 	// the server's catalog knows (a local edit, or a build from elsewhere).
 	UnknownDigests int `json:"unknownDigests"`
@@ -64,17 +66,27 @@ type PluginInventoryList struct {
 	Next string `json:"next,omitempty"`
 }
 
-// HolderInstall is one install of a plugin on a machine.
+// HolderInstall is one install of a plugin on a machine, under the names
+// of the report's plugins (inventory.Plugin), not the index's storage keys.
 type HolderInstall struct {
-	inventory.Install
-	UnknownDigest bool `json:"unknownDigest,omitempty"`
+	Version       string `json:"version"`
+	Digest        string `json:"digest,omitempty"`
+	Scope         string `json:"scope"`
+	Install       string `json:"install"`
+	Enabled       bool   `json:"enabled"`
+	State         string `json:"state"`
+	Reason        string `json:"reason,omitempty"`
+	UnknownDigest bool   `json:"unknownDigest,omitempty"`
 }
 
 // PluginHolder is one machine that has the plugin.
 type PluginHolder struct {
-	Machine  string          `json:"machine"`
-	LastSeen time.Time       `json:"lastSeen"`
-	Installs []HolderInstall `json:"installs"`
+	Machine string `json:"machine"`
+	// ClientKind is the kind of client whose report the machine sent last
+	// (inventory.KindWharf, KindWharfAgent, KindClaudeCode).
+	ClientKind string          `json:"clientKind"`
+	LastSeen   time.Time       `json:"lastSeen"`
+	Installs   []HolderInstall `json:"installs"`
 }
 
 // PluginMachines is GET /v1/inventory/plugins/{marketplace}/{name}.
@@ -87,9 +99,9 @@ type PluginMachines struct {
 
 // StaleMachines is GET /v1/inventory/stale.
 type StaleMachines struct {
-	Days     int              `json:"days"`
-	Machines []inventory.Seen `json:"machines"`
-	Next     string           `json:"next,omitempty"`
+	Days     int          `json:"days"`
+	Machines []fleet.Seen `json:"machines"`
+	Next     string       `json:"next,omitempty"`
 }
 
 func (s *Server) machineLimiter() *rate.Limiter {
@@ -147,13 +159,13 @@ func (s *Server) putInventory(c echo.Context) error {
 		return badField("machine.id", "the report is for machine %s but was sent to %s; PUT it to /v1/inventory/machines/%s", rep.Machine.ID, id, rep.Machine.ID)
 	}
 	changed, err := s.inv.PutWithin(p.TokenID, p.Quota, rep)
-	var oe *inventory.OwnerError
+	var oe *fleet.OwnerError
 	if errors.As(err, &oe) {
 		s.auditRefusal(c, http.StatusForbidden, p.TokenID, p.Role, "machine bound to another token")
 		return withHint(&APIError{Status: http.StatusForbidden, Code: CodeMachineOwned, Field: "id", Message: oe.Error(), cause: err},
 			"report with the token this machine first reported with, or remove the machine-id file to report as a new machine")
 	}
-	var qe *inventory.QuotaError
+	var qe *fleet.QuotaError
 	if errors.As(err, &qe) {
 		s.auditRefusal(c, http.StatusForbidden, p.TokenID, p.Role, "inventory quota: "+qe.What)
 		field := "id"
@@ -182,7 +194,7 @@ func reportError(err error) error {
 }
 
 func inventoryNotFound(err error) error {
-	var nf *inventory.NotFoundError
+	var nf *fleet.NotFoundError
 	if errors.As(err, &nf) {
 		return &APIError{Status: http.StatusNotFound, Code: CodeNotFound, Field: nf.What, Message: nf.Error(), cause: err}
 	}
@@ -223,7 +235,7 @@ func (s *Server) knownDigests(ctx context.Context, id string) (map[string]string
 	return known, d.Version
 }
 
-func (s *Server) pluginInventory(ctx context.Context, c inventory.Counts) (PluginInventory, map[string]string) {
+func (s *Server) pluginInventory(ctx context.Context, c fleet.Counts) (PluginInventory, map[string]string) {
 	known, version := s.knownDigests(ctx, c.Plugin)
 	pi := PluginInventory{Counts: c, CatalogVersion: version}
 	for d := range known {
@@ -310,10 +322,11 @@ func (s *Server) pluginMachines(ctx context.Context, id, after string, limit int
 	}
 	out := PluginMachines{Plugin: pi, Machines: make([]PluginHolder, 0, len(hs)), Next: next}
 	for _, h := range hs {
-		ph := PluginHolder{Machine: h.Machine, LastSeen: h.LastSeen}
+		ph := PluginHolder{Machine: h.Machine, ClientKind: h.ClientKind, LastSeen: h.LastSeen}
 		for _, in := range h.Installs {
 			_, ok := known[in.Digest]
-			ph.Installs = append(ph.Installs, HolderInstall{Install: in, UnknownDigest: in.Digest != "" && !ok})
+			ph.Installs = append(ph.Installs, HolderInstall{Version: in.Version, Digest: in.Digest, Scope: in.Scope, Install: in.Install,
+				Enabled: in.Enabled, State: in.State, Reason: in.Reason, UnknownDigest: in.Digest != "" && !ok})
 		}
 		out.Machines = append(out.Machines, ph)
 	}
@@ -423,7 +436,7 @@ func (s *Server) convergence(ctx context.Context, rv policy.Revocation) (Revocat
 				if len(hit) > 0 {
 					out.Active++
 					if len(out.Machines) < maxConvergenceList {
-						out.Machines = append(out.Machines, PluginHolder{Machine: h.Machine, LastSeen: h.LastSeen, Installs: hit})
+						out.Machines = append(out.Machines, PluginHolder{Machine: h.Machine, ClientKind: h.ClientKind, LastSeen: h.LastSeen, Installs: hit})
 					}
 				}
 			}
@@ -439,7 +452,7 @@ func (s *Server) convergence(ctx context.Context, rv policy.Revocation) (Revocat
 
 func (s *Server) getRevocation(c echo.Context) error {
 	id := c.Param("id")
-	if !revocationIDRE.MatchString(id) {
+	if !revocations.ValidID(id) {
 		return badField("id", "%q is not a revocation id (r- and 16 hex digits; GET /v1/revocations lists them)", id)
 	}
 	rv, err := s.revocationByID(id)
@@ -455,4 +468,4 @@ func (s *Server) getRevocation(c echo.Context) error {
 
 // InventoryStats returns what this replica's inventory did since New
 // (reports, touches, store writes): benchmarks and metrics.
-func (s *Server) InventoryStats() inventory.Stats { return s.inv.Stats() }
+func (s *Server) InventoryStats() fleet.Stats { return s.inv.Stats() }

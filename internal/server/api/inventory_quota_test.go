@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/wharfhq/wharf/internal/core/inventory"
+	"github.com/wharfhq/wharf/internal/server/tokens"
 )
 
 // fleetToken creates an agent token that may report machines machines (a
@@ -72,14 +73,14 @@ func TestInventoryMachineQuota(t *testing.T) {
 	var list []Token
 	e.do("GET", "/v1/tokens", e.tokens[RoleAdmin], nil).json(t, &list)
 	for _, tok := range list {
-		want := defaultMachines
+		want := tokens.DefaultMachines
 		switch {
 		case tok.Role == RoleAgent && tok.MaxMachines == 3:
 			continue
 		case tok.Role == RoleAgent:
 			want = 1
 		}
-		if tok.MaxMachines != want || tok.MaxPlugins != max(inventory.MaxPlugins, want*defaultPluginsPerMachine) {
+		if tok.MaxMachines != want || tok.MaxPlugins != max(inventory.MaxPlugins, want*tokens.DefaultPluginsPerMachine) {
 			t.Errorf("token %s (%s): quota %d machines %d plugins", tok.ID, tok.Role, tok.MaxMachines, tok.MaxPlugins)
 		}
 	}
@@ -101,7 +102,7 @@ func TestInventoryPluginQuota(t *testing.T) {
 		t.Fatalf("plugins over the quota: %+v", ae)
 	}
 	mustStatus(t, e.report(tok.Secret, invReport(2, invPlugin("c@corp", "1", ""))), 200)
-	for _, bad := range []map[string]any{{"role": "agent", "maxMachines": -1}, {"role": "agent", "maxPlugins": maxQuotaPlugins + 1}} {
+	for _, bad := range []map[string]any{{"role": "agent", "maxMachines": -1}, {"role": "agent", "maxPlugins": tokens.MaxQuotaPlugins + 1}} {
 		res := e.do("POST", "/v1/tokens", e.tokens[RoleAdmin], bad)
 		mustStatus(t, res, 400)
 		if f := res.apiError(t).Field; f != "maxMachines" && f != "maxPlugins" {

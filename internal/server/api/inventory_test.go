@@ -16,6 +16,7 @@ import (
 
 	"github.com/wharfhq/wharf/internal/core/inventory"
 	"github.com/wharfhq/wharf/internal/core/policy"
+	"github.com/wharfhq/wharf/internal/server/fleet"
 	"github.com/wharfhq/wharf/plugin"
 )
 
@@ -101,7 +102,7 @@ func TestInventoryWhoHas(t *testing.T) {
 	}
 	res = e.do("GET", "/v1/inventory/machines/"+machineN(2), e.tokens[RoleAdmin], nil)
 	mustStatus(t, res, 200)
-	var mi inventory.MachineInfo
+	var mi fleet.MachineInfo
 	res.json(t, &mi)
 	if mi.Report.Machine.Hostname != "laptop-2" || len(mi.Report.Plugins) != 1 {
 		t.Fatalf("machine 2 = %+v", mi)
@@ -136,7 +137,7 @@ func TestInventoryMachineBoundToToken(t *testing.T) {
 		}
 	}
 	res := e.do("GET", "/v1/inventory/machines/"+machineN(1), e.tokens[RoleAdmin], nil)
-	var mi inventory.MachineInfo
+	var mi fleet.MachineInfo
 	res.json(t, &mi)
 	if mi.Report.Plugins[0].ID != "a@corp" {
 		t.Fatalf("another token overwrote the record: %+v", mi.Report.Plugins)
@@ -406,4 +407,56 @@ func mustID(t *testing.T, s string) plugin.ID {
 		t.Fatal(err)
 	}
 	return id
+}
+
+// "Who has X" answers in the API's names, as docs/openapi.yaml documents
+// them (never the index's storage keys), with the kind of client each
+// machine reported through; a machine whose client changes is shown under
+// its new kind.
+func TestInventoryWhoHasNames(t *testing.T) {
+	e := newEnv(t)
+	r := invReport(1, invPlugin("deploy@corp", "1.2.0", fakeDigest("deploy")))
+	r.Client.Kind = inventory.KindClaudeCode
+	mustStatus(t, e.report(e.tokens[RoleAgent], r), 200)
+
+	whoHas := func() map[string]any {
+		t.Helper()
+		res := e.do("GET", "/v1/inventory/plugins/corp/deploy", e.tokens[RoleAdmin], nil)
+		mustStatus(t, res, 200)
+		var raw struct {
+			Machines []map[string]any `json:"machines"`
+		}
+		res.json(t, &raw)
+		if len(raw.Machines) != 1 {
+			t.Fatalf("who has deploy@corp: %s", res.body)
+		}
+		return raw.Machines[0]
+	}
+	m := whoHas()
+	if m["clientKind"] != inventory.KindClaudeCode {
+		t.Fatalf("clientKind = %v, want %s: %v", m["clientKind"], inventory.KindClaudeCode, m)
+	}
+	installs, _ := m["installs"].([]any)
+	if len(installs) != 1 {
+		t.Fatalf("installs = %v", m["installs"])
+	}
+	in := installs[0].(map[string]any)
+	var names []string
+	for k := range in {
+		names = append(names, k)
+	}
+	slices.Sort(names)
+	want := []string{"digest", "enabled", "install", "scope", "state", "unknownDigest", "version"}
+	if !slices.Equal(names, want) {
+		t.Fatalf("install fields = %v, want %v", names, want)
+	}
+	if in["version"] != "1.2.0" || in["scope"] != "user" || in["enabled"] != true {
+		t.Fatalf("install = %v", in)
+	}
+
+	r.Client.Kind = inventory.KindWharf
+	mustStatus(t, e.report(e.tokens[RoleAgent], r), 200)
+	if m := whoHas(); m["clientKind"] != inventory.KindWharf {
+		t.Fatalf("after a report through wharf, clientKind = %v", m["clientKind"])
+	}
 }

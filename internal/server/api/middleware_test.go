@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/wharfhq/wharf/internal/core/store"
+	"github.com/wharfhq/wharf/internal/server/tokens"
 )
 
 // countingStore is a real bbolt store (whose watches the test can break)
@@ -35,7 +36,7 @@ type countingReader struct {
 }
 
 func (r countingReader) Get(bucket, key string) ([]byte, error) {
-	if bucket == bucketTokenIndex {
+	if bucket == tokens.IndexBucket {
 		r.c.indexReads.Add(1)
 	}
 	return r.Reader.Get(bucket, key)

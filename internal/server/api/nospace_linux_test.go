@@ -17,6 +17,7 @@ import (
 
 	"github.com/wharfhq/wharf/internal/core/inventory"
 	"github.com/wharfhq/wharf/internal/core/store"
+	"github.com/wharfhq/wharf/internal/server/fleet"
 )
 
 // A full disk is a 507 naming the data directory, on a real tmpfs: the
@@ -67,7 +68,7 @@ func TestFullDiskIs507OnTmpfs(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.tokens[RoleAdmin] = admin
-	fleet := e.fleetToken(1)
+	reporter := e.fleetToken(1)
 
 	// Fill the file system.
 	filler, err := os.Create(filepath.Join(dir, "filler"))
@@ -90,7 +91,7 @@ func TestFullDiskIs507OnTmpfs(t *testing.T) {
 		ps = append(ps, invPlugin(fmt.Sprintf("plugin-%04d@corp", i), "1.0.0", fakeDigest(fmt.Sprint(i))))
 	}
 	rep := invReport(1, ps...)
-	res := e.report(fleet, rep)
+	res := e.report(reporter, rep)
 	if res.status != http.StatusInsufficientStorage {
 		t.Fatalf("a report on a full disk: %d %s; want 507", res.status, res.body)
 	}
@@ -102,8 +103,8 @@ func TestFullDiskIs507OnTmpfs(t *testing.T) {
 	if err := os.Remove(filepath.Join(dir, "filler")); err != nil {
 		t.Fatal(err)
 	}
-	mustStatus(t, e.report(fleet, rep), http.StatusOK)
-	var mi inventory.MachineInfo
+	mustStatus(t, e.report(reporter, rep), http.StatusOK)
+	var mi fleet.MachineInfo
 	res = e.do("GET", "/v1/inventory/machines/"+machineN(1), admin, nil)
 	mustStatus(t, res, http.StatusOK)
 	res.json(t, &mi)

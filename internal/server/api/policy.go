@@ -20,6 +20,7 @@ import (
 
 	"github.com/wharfhq/wharf/internal/core/policy"
 	"github.com/wharfhq/wharf/internal/core/store"
+	"github.com/wharfhq/wharf/internal/server/audit"
 	"github.com/wharfhq/wharf/plugin"
 )
 
@@ -582,7 +583,7 @@ func appendHistory(tx store.Tx, bucket string, entry func(seq uint64) any) error
 	if err != nil {
 		return err
 	}
-	return tx.Put(bucket, seqKey(n), raw)
+	return tx.Put(bucket, audit.SeqKey(n), raw)
 }
 
 // commitLayers writes the changed layer, the new head, a history entry and
@@ -623,7 +624,7 @@ func (s *Server) commitLayers(tx store.Tx, layers []Layer, name string, nl *Laye
 	if nl == nil {
 		auditAction = ActionPolicyDelete
 	}
-	return head, appendAudit(tx, AuditEntry{Time: now, Action: auditAction, Actor: p.TokenID, Role: p.Role, Object: name,
+	return head, audit.Append(tx, AuditEntry{Time: now, Action: auditAction, Actor: p.TokenID, Role: p.Role, Object: name,
 		Detail: map[string]any{"change": action, "layerVersion": lv, "policyVersion": head.Version, "revision": head.Revision}})
 }
 
@@ -643,7 +644,7 @@ func (s *Server) policyHistory(c echo.Context) error {
 		return err
 	}
 	layer := c.QueryParam("layer")
-	entries, next, err := readLog(s.deps.Store, bucketHistory, "policy history", after, limit,
+	entries, next, err := audit.ReadLog(s.deps.Store, bucketHistory, "policy history", after, limit,
 		func(e HistoryEntry) bool { return layer == "" || e.Layer == layer },
 		func(e HistoryEntry) uint64 { return e.Seq })
 	if err != nil {
@@ -732,7 +733,7 @@ func (s *Server) decide(ctx context.Context, d Decider, version string, in Decis
 			reasons = append(reasons, r.Layer+"/"+r.Rule+": "+r.Message)
 		}
 		err := s.deps.Store.Update(func(tx store.Tx) error {
-			return appendAudit(tx, AuditEntry{Time: s.now().UTC(), Action: ActionDecisionDeny, Actor: p.TokenID, Role: p.Role,
+			return audit.Append(tx, AuditEntry{Time: s.now().UTC(), Action: ActionDecisionDeny, Actor: p.TokenID, Role: p.Role,
 				Object: in.Plugin.String(), Detail: map[string]any{"policyVersion": dec.PolicyVersion, "reasons": reasons}})
 		})
 		if err != nil {

@@ -3,8 +3,6 @@ package api
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -14,6 +12,7 @@ import (
 	"github.com/wharfhq/wharf/internal/core/marketplace"
 	"github.com/wharfhq/wharf/internal/core/policy"
 	"github.com/wharfhq/wharf/internal/core/store"
+	"github.com/wharfhq/wharf/internal/server/tokens"
 )
 
 // Replicas. Several servers may share one store (etcd): each keeps caches in
@@ -42,8 +41,7 @@ import (
 
 // replicaState is the bookkeeping of the caches' invalidation.
 type replicaState struct {
-	tokenGen atomic.Uint64 // bumped under Server.tokMu
-	headGen  atomic.Uint64 // bumped under Server.headMu
+	headGen atomic.Uint64 // bumped under Server.headMu
 	// watching counts the buckets whose watch is established (tests, readyz).
 	watching atomic.Int32
 	// followed is how many buckets follow watches (0: the store has no
@@ -112,7 +110,7 @@ const bucketBundle = "api-bundle" // policy version → sharedBundle
 
 // followedBuckets are the buckets follow watches.
 func (s *Server) followedBuckets() []string {
-	bs := []string{bucketTokenIndex, bucketTokens, bucketSettings}
+	bs := []string{tokens.IndexBucket, tokens.Bucket, bucketSettings}
 	if _, ok := s.deps.Catalog.(*MarketplaceCatalog); ok {
 		bs = append(bs, marketplace.Bucket)
 	}
@@ -191,23 +189,13 @@ func (s *Server) followBucket(ctx context.Context, w store.Watcher, bucket strin
 
 // apply invalidates what one committed change makes stale.
 func (s *Server) apply(ev store.Event) {
+	if deleted, ok := s.toks.Apply(ev); ok {
+		if deleted != "" {
+			s.forgetLimiter(deleted)
+		}
+		return
+	}
 	switch ev.Bucket {
-	case bucketTokenIndex:
-		// Key is the secret's hash: a deleted (revoked) or rewritten index
-		// entry must not be served from memory any more.
-		s.dropToken(ev.Key)
-	case bucketTokens:
-		if ev.Deleted {
-			s.forgetLimiter(ev.Key)
-			s.dropAllTokens() // the record's hash is gone with it
-			return
-		}
-		var t tokenRecord
-		if json.Unmarshal(ev.Value, &t) == nil && t.Hash != "" {
-			s.dropToken(t.Hash)
-		} else {
-			s.dropAllTokens()
-		}
 	case bucketSettings:
 		if ev.Key != keyPolicyHead {
 			return
@@ -233,27 +221,6 @@ func (s *Server) apply(ev store.Event) {
 	}
 }
 
-// dropToken forgets the token whose secret hashes to hash (hex).
-func (s *Server) dropToken(hash string) {
-	var key [sha256.Size]byte
-	n, err := hex.Decode(key[:], []byte(hash))
-	if err != nil || n != len(key) {
-		s.dropAllTokens() // not a hash this server wrote: forget everything
-		return
-	}
-	s.tokMu.Lock()
-	s.rep.tokenGen.Add(1)
-	delete(s.tokCache, key)
-	s.tokMu.Unlock()
-}
-
-func (s *Server) dropAllTokens() {
-	s.tokMu.Lock()
-	s.rep.tokenGen.Add(1)
-	clear(s.tokCache)
-	s.tokMu.Unlock()
-}
-
 func (s *Server) dropHead() {
 	s.headMu.Lock()
 	s.rep.headGen.Add(1)
@@ -263,7 +230,7 @@ func (s *Server) dropHead() {
 }
 
 func (s *Server) invalidateAll() {
-	s.dropAllTokens()
+	s.toks.DropAll()
 	s.dropHead()
 	if mc, ok := s.deps.Catalog.(*MarketplaceCatalog); ok {
 		mc.invalidate()

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/wharfhq/wharf/internal/core/store"
+	"github.com/wharfhq/wharf/internal/server/tokens"
 )
 
 // cuttableStore is a real bbolt store whose watches the test can break (as
@@ -49,18 +50,18 @@ func (c *cuttableStore) cut() {
 func revokeBehindTheServer(t *testing.T, st store.Store, id string) {
 	t.Helper()
 	err := st.Update(func(tx store.Tx) error {
-		raw, err := tx.Get(bucketTokens, id)
+		raw, err := tx.Get(tokens.Bucket, id)
 		if err != nil {
 			return err
 		}
-		var rec tokenRecord
+		var rec tokens.Record
 		if err := json.Unmarshal(raw, &rec); err != nil {
 			return err
 		}
-		if err := tx.Delete(bucketTokenIndex, rec.Hash); err != nil {
+		if err := tx.Delete(tokens.IndexBucket, rec.Hash); err != nil {
 			return err
 		}
-		return tx.Delete(bucketTokens, id)
+		return tx.Delete(tokens.Bucket, id)
 	})
 	if err != nil {
 		t.Fatal(err)

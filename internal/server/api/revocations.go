@@ -1,23 +1,20 @@
 package api
 
 import (
-	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
-	"regexp"
-	"sort"
 	"strings"
-	"time"
 
 	"github.com/labstack/echo/v4"
 
 	"github.com/wharfhq/wharf/internal/core/inventory"
 	"github.com/wharfhq/wharf/internal/core/policy"
 	"github.com/wharfhq/wharf/internal/core/store"
+	"github.com/wharfhq/wharf/internal/server/audit"
+	"github.com/wharfhq/wharf/internal/server/revocations"
 	"github.com/wharfhq/wharf/plugin"
 )
 
@@ -26,13 +23,6 @@ import (
 // and version), so the signed bundle carries them (data.json:
 // wharf.revocations) and its ETag changes; every change is kept in the
 // revocation history and the audit log in the same transaction.
-const (
-	bucketRevocations       = "api-revocations"        // id → policy.Revocation
-	bucketRevocationHistory = "api-revocation-history" // seq → RevocationHistoryEntry
-	maxRevocations          = 10000
-	maxRevocationReason     = 1024
-)
-
 // Audit actions of revocations.
 const (
 	ActionRevocationCreate = "revocation.create"
@@ -40,15 +30,7 @@ const (
 )
 
 // RevocationHistoryEntry records one revocation made or lifted.
-type RevocationHistoryEntry struct {
-	Seq           uint64            `json:"seq"`
-	Time          time.Time         `json:"time"`
-	Action        string            `json:"action"` // revoke, lift
-	Revocation    policy.Revocation `json:"revocation"`
-	PolicyVersion string            `json:"policyVersion"`
-	Revision      uint64            `json:"revision"`
-	Actor         string            `json:"actor"`
-}
+type RevocationHistoryEntry = revocations.HistoryEntry
 
 // RevocationList is GET /v1/revocations.
 type RevocationList struct {
@@ -72,34 +54,8 @@ type revocationBody struct {
 	Reason  string `json:"reason"`
 }
 
-var revocationIDRE = regexp.MustCompile(`^r-[0-9a-f]{16}$`)
-
 // readRevocations returns the active revocations, oldest first.
-func readRevocations(r store.Reader) (policy.Revocations, error) {
-	kvs, err := r.List(bucketRevocations, "")
-	if err != nil {
-		return nil, err
-	}
-	out := make(policy.Revocations, 0, len(kvs))
-	for _, kv := range kvs {
-		var rv policy.Revocation
-		if err := json.Unmarshal(kv.Value, &rv); err != nil {
-			return nil, fmt.Errorf("revocation %s: corrupt record: %w", kv.Key, err)
-		}
-		out = append(out, rv)
-	}
-	sortRevocations(out)
-	return out, nil
-}
-
-func sortRevocations(rs policy.Revocations) {
-	sort.Slice(rs, func(i, j int) bool {
-		if !rs[i].Created.Equal(rs[j].Created) {
-			return rs[i].Created.Before(rs[j].Created)
-		}
-		return rs[i].ID < rs[j].ID
-	})
-}
+func readRevocations(r store.Reader) (policy.Revocations, error) { return revocations.Active(r) }
 
 // fullPolicyVersion is the policy version of layers and revocations. With
 // no revocation it is the layers' version alone, so a server that never
@@ -145,18 +101,10 @@ func validateRevocation(b *revocationBody) error {
 	if b.Reason == "" {
 		return badField("reason", "say why it is revoked; clients show the reason to their users")
 	}
-	if len(b.Reason) > maxRevocationReason {
-		return badField("reason", "reason is %d bytes; the limit is %d", len(b.Reason), maxRevocationReason)
+	if len(b.Reason) > revocations.MaxReasonLen {
+		return badField("reason", "reason is %d bytes; the limit is %d", len(b.Reason), revocations.MaxReasonLen)
 	}
 	return nil
-}
-
-func newRevocationID() (string, error) {
-	var b [8]byte
-	if _, err := rand.Read(b[:]); err != nil {
-		return "", err
-	}
-	return "r-" + hex.EncodeToString(b[:]), nil
 }
 
 func (s *Server) listRevocations(c echo.Context) error {
@@ -205,7 +153,7 @@ func (s *Server) createRevocation(c echo.Context) error {
 	if err := validateRevocation(&body); err != nil {
 		return err
 	}
-	id, err := newRevocationID()
+	id, err := revocations.NewID()
 	if err != nil {
 		return err
 	}
@@ -224,10 +172,10 @@ func (s *Server) createRevocation(c echo.Context) error {
 					Message: fmt.Sprintf("%s is already revoked by %s (%s); lift that one first to change the reason", revocationObject(o), o.ID, o.Reason)}
 			}
 		}
-		if len(revs) >= maxRevocations {
-			return badField("revocation", "there are already %d revocations, the limit; lift old ones first", maxRevocations)
+		if len(revs) >= revocations.Max {
+			return badField("revocation", "there are already %d revocations, the limit; lift old ones first", revocations.Max)
 		}
-		head, err := s.commitRevocation(tx, append(revs, rv), rv, "revoke", p)
+		head, err := s.commitRevocation(tx, append(revs, rv), rv, revocations.ActionRevoke, p)
 		res = RevocationWriteResult{Revocation: rv, PolicyVersion: head.Version, Revision: head.Revision}
 		return err
 	})
@@ -240,7 +188,7 @@ func (s *Server) createRevocation(c echo.Context) error {
 
 func (s *Server) deleteRevocation(c echo.Context) error {
 	id := c.Param("id")
-	if !revocationIDRE.MatchString(id) {
+	if !revocations.ValidID(id) {
 		return badField("id", "%q is not a revocation id (r- and 16 hex digits; GET /v1/revocations lists them)", id)
 	}
 	p := s.caller(c)
@@ -262,7 +210,7 @@ func (s *Server) deleteRevocation(c echo.Context) error {
 		if gone == nil {
 			return apiErr(http.StatusNotFound, CodeNotFound, "id", "no active revocation %s; GET /v1/revocations lists them", id)
 		}
-		head, err := s.commitRevocation(tx, kept, *gone, "lift", p)
+		head, err := s.commitRevocation(tx, kept, *gone, revocations.ActionLift, p)
 		res = RevocationWriteResult{Revocation: *gone, PolicyVersion: head.Version, Revision: head.Revision}
 		return err
 	})
@@ -287,14 +235,11 @@ func (s *Server) commitRevocation(tx store.Tx, revs policy.Revocations, rv polic
 	if err != nil {
 		return policyHead{}, err
 	}
-	sortRevocations(revs)
-	if action == "lift" {
-		err = tx.Delete(bucketRevocations, rv.ID)
+	revocations.Sort(revs)
+	if action == revocations.ActionLift {
+		err = revocations.Lift(tx, rv.ID)
 	} else {
-		var raw []byte
-		if raw, err = json.Marshal(rv); err == nil {
-			err = tx.Put(bucketRevocations, rv.ID, raw)
-		}
+		err = revocations.Put(tx, rv)
 	}
 	if err != nil {
 		return policyHead{}, err
@@ -304,17 +249,15 @@ func (s *Server) commitRevocation(tx store.Tx, revs policy.Revocations, rv polic
 		return head, err
 	}
 	now := s.now().UTC()
-	if err := appendHistory(tx, bucketRevocationHistory, func(n uint64) any {
-		return RevocationHistoryEntry{Seq: n, Time: now, Action: action, Revocation: rv,
-			PolicyVersion: head.Version, Revision: head.Revision, Actor: p.TokenID}
-	}); err != nil {
+	if err := revocations.AppendHistory(tx, RevocationHistoryEntry{Time: now, Action: action, Revocation: rv,
+		PolicyVersion: head.Version, Revision: head.Revision, Actor: p.TokenID}); err != nil {
 		return head, err
 	}
 	auditAction := ActionRevocationCreate
-	if action == "lift" {
+	if action == revocations.ActionLift {
 		auditAction = ActionRevocationDelete
 	}
-	return head, appendAudit(tx, AuditEntry{Time: now, Action: auditAction, Actor: p.TokenID, Role: p.Role, Object: rv.ID,
+	return head, audit.Append(tx, AuditEntry{Time: now, Action: auditAction, Actor: p.TokenID, Role: p.Role, Object: rv.ID,
 		Detail: map[string]any{"plugin": rv.Plugin, "version": rv.Version, "digest": rv.Digest, "reason": rv.Reason,
 			"policyVersion": head.Version, "revision": head.Revision}})
 }
@@ -334,8 +277,7 @@ func (s *Server) revocationHistory(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	entries, next, err := readLog(s.deps.Store, bucketRevocationHistory, "revocation history", after, limit,
-		func(RevocationHistoryEntry) bool { return true }, func(e RevocationHistoryEntry) uint64 { return e.Seq })
+	entries, next, err := revocations.History(s.deps.Store, after, limit)
 	if err != nil {
 		return err
 	}
@@ -345,15 +287,13 @@ func (s *Server) revocationHistory(c echo.Context) error {
 // revocationByID reads one active revocation.
 func (s *Server) revocationByID(id string) (policy.Revocation, error) {
 	var rv policy.Revocation
-	err := s.deps.Store.View(func(r store.Reader) error {
-		raw, err := r.Get(bucketRevocations, id)
-		if errors.Is(err, store.ErrNotFound) {
-			return apiErr(http.StatusNotFound, CodeNotFound, "id", "no active revocation %s; GET /v1/revocations lists them", id)
+	err := s.deps.Store.View(func(r store.Reader) (err error) {
+		rv, err = revocations.Get(r, id)
+		var nf *revocations.NotFoundError
+		if errors.As(err, &nf) {
+			return apiErr(http.StatusNotFound, CodeNotFound, "id", "%s", nf.Error())
 		}
-		if err != nil {
-			return err
-		}
-		return json.Unmarshal(raw, &rv)
+		return err
 	})
 	return rv, err
 }

@@ -4,31 +4,26 @@ import (
 	"net/http"
 
 	"github.com/labstack/echo/v4"
+
+	"github.com/wharfhq/wharf/internal/server/tokens"
 )
 
 // Role is a token's role.
-type Role string
+type Role = tokens.Role
 
 // The roles. A token has exactly one.
 const (
-	RoleAdmin     Role = "admin"     // IT admin: policy, marketplaces, tokens, audit
-	RoleDeveloper Role = "developer" // browses the catalog, resolves, reads policy
-	RoleCI        Role = "ci"        // verifies digests and signatures
-	RoleAgent     Role = "agent"     // pulls the policy bundle, reads the catalog
+	RoleAdmin     = tokens.RoleAdmin
+	RoleDeveloper = tokens.RoleDeveloper
+	RoleCI        = tokens.RoleCI
+	RoleAgent     = tokens.RoleAgent
 )
 
 // Roles lists every role, in a stable order.
-var Roles = []Role{RoleAdmin, RoleDeveloper, RoleCI, RoleAgent}
+var Roles = tokens.Roles
 
 // ValidRole reports whether r names a role.
-func ValidRole(r string) bool {
-	for _, x := range Roles {
-		if string(x) == r {
-			return true
-		}
-	}
-	return false
-}
+func ValidRole(r string) bool { return tokens.ValidRole(r) }
 
 // RouteInfo is one row of the authorization matrix.
 type RouteInfo struct {
@@ -47,8 +42,8 @@ var (
 	all       = []Role{RoleAdmin, RoleDeveloper, RoleCI, RoleAgent}
 	adminOnly = []Role{RoleAdmin}
 	readers   = []Role{RoleAdmin, RoleDeveloper, RoleCI}
-	// fleet reads the inventory: who has what is for admins and CI.
-	fleet = []Role{RoleAdmin, RoleCI}
+	// fleetReaders read the inventory: who has what is for admins and CI.
+	fleetReaders = []Role{RoleAdmin, RoleCI}
 )
 
 // routes is the authorization matrix and the router in one table: every
@@ -82,15 +77,15 @@ func (s *Server) routes() []route {
 		r(http.MethodGet, "/v1/policy/bundle/key", all, s.bundleKey),
 
 		r(http.MethodPut, "/v1/inventory/machines/:id", all, s.putInventory),
-		r(http.MethodGet, "/v1/inventory/machines/:id", fleet, s.getMachine),
-		r(http.MethodGet, "/v1/inventory/plugins", fleet, s.inventoryPlugins),
-		r(http.MethodGet, "/v1/inventory/plugins/:marketplace/:name", fleet, s.inventoryPlugin),
-		r(http.MethodGet, "/v1/inventory/stale", fleet, s.staleMachines),
+		r(http.MethodGet, "/v1/inventory/machines/:id", fleetReaders, s.getMachine),
+		r(http.MethodGet, "/v1/inventory/plugins", fleetReaders, s.inventoryPlugins),
+		r(http.MethodGet, "/v1/inventory/plugins/:marketplace/:name", fleetReaders, s.inventoryPlugin),
+		r(http.MethodGet, "/v1/inventory/stale", fleetReaders, s.staleMachines),
 
 		r(http.MethodGet, "/v1/revocations", all, s.listRevocations),
 		r(http.MethodPost, "/v1/revocations", adminOnly, s.createRevocation),
 		r(http.MethodGet, "/v1/revocations/history", adminOnly, s.revocationHistory),
-		r(http.MethodGet, "/v1/revocations/:id", fleet, s.getRevocation),
+		r(http.MethodGet, "/v1/revocations/:id", fleetReaders, s.getRevocation),
 		r(http.MethodDelete, "/v1/revocations/:id", adminOnly, s.deleteRevocation),
 		r(http.MethodGet, "/v1/channels", all, s.listChannels),
 		r(http.MethodPost, "/v1/channels", adminOnly, s.createChannel),

@@ -2,7 +2,6 @@ package api
 
 import (
 	"context"
-	"crypto/sha256"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -20,8 +19,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"golang.org/x/time/rate"
 
-	"github.com/wharfhq/wharf/internal/core/inventory"
 	"github.com/wharfhq/wharf/internal/server/channel"
+	"github.com/wharfhq/wharf/internal/server/fleet"
+	"github.com/wharfhq/wharf/internal/server/tokens"
 )
 
 // Server is wharf's HTTP API. Build it with New; it is safe for concurrent
@@ -44,8 +44,7 @@ type Server struct {
 	clients  *clientLimiters // per client address (limiter.go)
 	refusals *clientLimiters // audit of 401/403 per client address and route (audit.go)
 
-	tokMu    sync.RWMutex
-	tokCache map[[sha256.Size]byte]cachedToken // sha256 of secret → token
+	toks *tokens.Cache[*rate.Limiter] // known tokens with their rate limiters (tokens.go)
 
 	etag atomic.Pointer[bundleTag] // the bundle ETag of the last policy version served
 
@@ -65,7 +64,7 @@ type Server struct {
 
 	rep replicaState // cache invalidation from the store's watch (replica.go)
 
-	inv      *inventory.Store // the fleet inventory (inventory.go)
+	inv      *fleet.Store     // the fleet inventory (inventory.go)
 	machines *clientLimiters  // per-machine report rate
 	chans    *channel.Builder // nil without Deps.ChannelDir (channel.go)
 }
@@ -73,7 +72,7 @@ type Server struct {
 type principal struct {
 	TokenID string
 	Role    Role
-	Quota   inventory.Quota // the token's inventory quota
+	Quota   fleet.Quota // the token's inventory quota
 }
 
 const principalKey = "wharf.principal"
@@ -105,8 +104,9 @@ func New(d Deps) (*Server, error) {
 	if d.StateCacheTTL == 0 {
 		d.StateCacheTTL = time.Second
 	}
-	s := &Server{deps: d, log: d.Logger, now: d.Now, limiters: map[string]*rate.Limiter{}, tokCache: map[[sha256.Size]byte]cachedToken{}}
+	s := &Server{deps: d, log: d.Logger, now: d.Now, limiters: map[string]*rate.Limiter{}}
 	s.reqPool.New = func() any { return new(request) }
+	s.toks = tokens.NewCache(d.Store, d.StateCacheTTL, s.fresh, func(t *tokens.Record) *rate.Limiter { return s.limiter(t.ID) })
 	if d.MaxClients <= 0 {
 		d.MaxClients = maxClientLimiters
 		s.deps.MaxClients = d.MaxClients
@@ -119,7 +119,7 @@ func New(d Deps) (*Server, error) {
 		s.deps.ReportBurst = defaultReportBurst
 	}
 	s.machines = newClientLimiters(maxMachineLimiters, s.machineLimiter)
-	s.inv = inventory.Open(d.Store, d.Inventory)
+	s.inv = fleet.Open(d.Store, d.Inventory)
 	s.refusals = newClientLimiters(d.MaxClients, func() *rate.Limiter {
 		return rate.NewLimiter(rate.Every(time.Minute/refusalPerMinute), refusalBurst)
 	})
@@ -324,18 +324,18 @@ func (s *Server) authorize(ri RouteInfo) echo.MiddlewareFunc {
 			if err != nil {
 				return err
 			}
-			if tok.rec == nil {
+			if tok.Rec == nil {
 				c.Response().Header().Set("WWW-Authenticate", `Bearer realm="wharf", error="invalid_token"`)
 				s.auditRefusal(c, http.StatusUnauthorized, "", "", "unknown or revoked token")
 				return withHint(apiErr(http.StatusUnauthorized, CodeUnauthorized, "Authorization",
 					"the bearer token is unknown or was revoked"), hintToken)
 			}
-			if tok.rec.expired(s.now()) {
+			if tok.Rec.Expired(s.now()) {
 				c.Response().Header().Set("WWW-Authenticate", `Bearer realm="wharf", error="invalid_token", error_description="token expired"`)
-				s.auditRefusal(c, http.StatusUnauthorized, tok.rec.ID, tok.rec.Role, "expired token")
-				return withHint(apiErr(http.StatusUnauthorized, CodeUnauthorized, "Authorization", "%s", tok.rec.expiredMessage()), hintToken)
+				s.auditRefusal(c, http.StatusUnauthorized, tok.Rec.ID, tok.Rec.Role, "expired token")
+				return withHint(apiErr(http.StatusUnauthorized, CodeUnauthorized, "Authorization", "%s", tok.Rec.ExpiredMessage()), hintToken)
 			}
-			p := principal{TokenID: tok.rec.ID, Role: tok.rec.Role, Quota: tok.rec.quota()}
+			p := principal{TokenID: tok.Rec.ID, Role: tok.Rec.Role, Quota: tok.Rec.Quota()}
 			if r != nil {
 				r.caller, r.authed = p, true
 			} else {
@@ -347,7 +347,7 @@ func (s *Server) authorize(ri RouteInfo) echo.MiddlewareFunc {
 					"role %q may not %s %s; allowed: %s", p.Role, ri.Method, ri.Path, joinRoles(ri.Roles)),
 					"ask an admin of this server for a token with one of those roles (wharf token create --role ...)")
 			}
-			if err := s.take(tok.limiter, p.TokenID, now); err != nil {
+			if err := s.take(tok.Val, p.TokenID, now); err != nil {
 				return err
 			}
 			return next(c)

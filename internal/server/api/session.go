@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/wharfhq/wharf/internal/core/store"
+	"github.com/wharfhq/wharf/internal/server/tokens"
 )
 
 // The console's sessions. Signing in with a token creates a session: a
@@ -38,9 +39,9 @@ type sessionRecord struct {
 	Expires time.Time `json:"expires"`
 }
 
-func sessionKey(id string) string { return hashSecret(id) }
+func sessionKey(id string) string { return tokens.HashSecret(id) }
 
-func newSessionID() (string, error) { return randomSecret(sessionIDPrefix) }
+func newSessionID() (string, error) { return tokens.RandomSecret(sessionIDPrefix) }
 
 // startSession stores a new session for tok and returns its id. In the
 // same transaction it drops expired sessions, and the oldest of tok's when
@@ -119,16 +120,13 @@ func (s *Server) sessionToken(id string) (*tokenRecord, error) {
 		if !s.now().Before(sr.Expires) {
 			return nil
 		}
-		raw, err = r.Get(bucketTokens, sr.TokenID)
-		if errors.Is(err, store.ErrNotFound) {
-			return nil
+		t, err := tokens.Get(r, sr.TokenID)
+		var nf *tokens.NotFoundError
+		if errors.As(err, &nf) {
+			return nil // the token was revoked
 		}
 		if err != nil {
 			return err
-		}
-		var t tokenRecord
-		if err := json.Unmarshal(raw, &t); err != nil {
-			return fmt.Errorf("token %s: corrupt record: %w", sr.TokenID, err)
 		}
 		tok = &t
 		return nil

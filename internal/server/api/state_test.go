@@ -1,6 +1,9 @@
 package api
 
 import (
+	"github.com/wharfhq/wharf/internal/server/audit"
+	"github.com/wharfhq/wharf/internal/server/tokens"
+
 	"context"
 	"net"
 	"net/http"
@@ -35,7 +38,7 @@ func TestTokenLifecycle(t *testing.T) {
 		t.Fatalf("token list: %s", list.body)
 	}
 	e.st.View(func(r store.Reader) error {
-		kvs, _ := r.List(bucketTokens, "")
+		kvs, _ := r.List(tokens.Bucket, "")
 		for _, kv := range kvs {
 			if strings.Contains(string(kv.Value), created.Token) {
 				t.Errorf("secret stored in clear in %s", kv.Key)
@@ -236,7 +239,7 @@ func TestAuditPagesAcrossReadSteps(t *testing.T) {
 			if i%25 == 0 {
 				action = ActionMarketplaceRemove
 			}
-			if err := appendAudit(tx, AuditEntry{Time: time.Now(), Action: action, Actor: "test", Object: "m" + strconv.Itoa(i)}); err != nil {
+			if err := audit.Append(tx, AuditEntry{Time: time.Now(), Action: action, Actor: "test", Object: "m" + strconv.Itoa(i)}); err != nil {
 				return err
 			}
 		}
@@ -259,7 +262,7 @@ func TestAuditPagesAcrossReadSteps(t *testing.T) {
 	total := len(auditPages(t, e, admin, "limit=100", 10))
 	var all int
 	e.st.View(func(r store.Reader) error {
-		kvs, _ := r.List(bucketAudit, "")
+		kvs, _ := r.List(audit.Bucket, "")
 		all = len(kvs)
 		return nil
 	})

@@ -1,11 +1,6 @@
 package api
 
 import (
-	"crypto/rand"
-	"crypto/sha256"
-	"encoding/base64"
-	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -17,94 +12,26 @@ import (
 	"github.com/wharfhq/wharf/internal/core/apiclient"
 	"github.com/wharfhq/wharf/internal/core/inventory"
 	"github.com/wharfhq/wharf/internal/core/store"
+	"github.com/wharfhq/wharf/internal/server/audit"
+	"github.com/wharfhq/wharf/internal/server/tokens"
 )
 
 type storeReader = store.Reader
 
 // Buckets and keys of the server's state.
 const (
-	bucketTokens     = "api-tokens"      // id → tokenRecord
-	bucketTokenIndex = "api-token-index" // hex sha256(secret) → id
-	bucketLayers     = "api-policy-layers"
-	bucketHistory    = "api-policy-history"
-	bucketAudit      = "api-audit"
-	bucketSettings   = "api-settings"
+	bucketLayers   = "api-policy-layers"
+	bucketHistory  = "api-policy-history"
+	bucketSettings = "api-settings"
 
 	keySigningKey = "bundle-signing-key"
 	keyPolicyHead = "policy-head"
 )
 
-// Token is a token's stored record. The secret itself is never stored: only
-// its sha256.
-type Token struct {
-	ID        string    `json:"id"`
-	Role      Role      `json:"role"`
-	Hash      string    `json:"-"`
-	CreatedAt time.Time `json:"createdAt"`
-	CreatedBy string    `json:"createdBy"`
-	Note      string    `json:"note,omitempty"`
-	// ExpiresAt is when the token stops being accepted; absent: never.
-	ExpiresAt *time.Time `json:"expiresAt,omitempty"`
-	// MaxMachines and MaxPlugins are the token's inventory quota: the
-	// machine ids it may report, and the plugin ids their reports may list
-	// together (tokenRecord.quota).
-	MaxMachines int `json:"maxMachines"`
-	MaxPlugins  int `json:"maxPlugins"`
-}
+// Token is a token as the API shows it.
+type Token = tokens.Token
 
-// Defaults of a token's inventory quota, when the admin set none.
-const (
-	// An agent token is one machine.
-	defaultAgentMachines = 1
-	// A developer's, CI's or admin's token: a person's few machines.
-	defaultMachines = 10
-	// Plugin ids per machine of the quota (and at least one full report).
-	defaultPluginsPerMachine = 100
-	// The largest quota an admin may give one token.
-	maxQuotaMachines = 1_000_000
-	maxQuotaPlugins  = 100_000_000
-)
-
-type tokenRecord struct {
-	ID        string     `json:"id"`
-	Role      Role       `json:"role"`
-	Hash      string     `json:"hash"`
-	CreatedAt time.Time  `json:"createdAt"`
-	CreatedBy string     `json:"createdBy"`
-	Note      string     `json:"note,omitempty"`
-	ExpiresAt *time.Time `json:"expiresAt,omitempty"`
-	// MaxMachines, MaxPlugins: 0 is the role's default (quota).
-	MaxMachines int `json:"maxMachines,omitempty"`
-	MaxPlugins  int `json:"maxPlugins,omitempty"`
-}
-
-// quota is the token's inventory quota: what the admin set, else the
-// role's default.
-func (t *tokenRecord) quota() inventory.Quota {
-	m := t.MaxMachines
-	if m <= 0 {
-		m = defaultMachines
-		if t.Role == RoleAgent {
-			m = defaultAgentMachines
-		}
-	}
-	p := t.MaxPlugins
-	if p <= 0 {
-		p = max(inventory.MaxPlugins, m*defaultPluginsPerMachine)
-	}
-	return inventory.Quota{Machines: m, Plugins: p}
-}
-
-// expired reports whether the token is past its expiry at now.
-func (t *tokenRecord) expired(now time.Time) bool {
-	return t.ExpiresAt != nil && !now.Before(*t.ExpiresAt)
-}
-
-// expiredMessage is the 401 message for an expired token.
-func (t *tokenRecord) expiredMessage() string {
-	return fmt.Sprintf("the bearer token %s expired at %s; ask an admin for a new one (wharf token create --role %s --expires 30d)",
-		t.ID, t.ExpiresAt.UTC().Format(time.RFC3339), t.Role)
-}
+type tokenRecord = tokens.Record
 
 // MaxTokenLifetime bounds --expires.
 const MaxTokenLifetime = apiclient.MaxTokenLifetime
@@ -113,127 +40,25 @@ const MaxTokenLifetime = apiclient.MaxTokenLifetime
 // client shares with the server).
 func ParseExpiry(s string) (time.Duration, error) { return apiclient.ParseExpiry(s) }
 
-func hashSecret(secret string) string {
-	sum := sha256.Sum256([]byte(secret))
-	return hex.EncodeToString(sum[:])
-}
-
-func newSecret() (string, error) { return randomSecret("wharf_") }
-
-// randomSecret is prefix and 256 random bits: a token's secret, a console
-// session's id. The store keeps only its hash (hashSecret).
-func randomSecret(prefix string) (string, error) {
-	var b [32]byte
-	if _, err := rand.Read(b[:]); err != nil {
-		return "", err
-	}
-	return prefix + base64.RawURLEncoding.EncodeToString(b[:]), nil
-}
-
-func newTokenID() (string, error) {
-	var b [8]byte
-	if _, err := rand.Read(b[:]); err != nil {
-		return "", err
-	}
-	return "tok_" + hex.EncodeToString(b[:]), nil
-}
-
 // lookupToken returns the token for a secret, or nil when it is unknown.
 func (s *Server) lookupToken(secret string) (*tokenRecord, error) {
 	t, err := s.knownToken(secret, time.Now())
-	return t.rec, err
+	return t.Rec, err
 }
 
-// knownToken returns the token for a secret (rec nil when it is unknown)
-// with its rate limiter. Known tokens are kept in memory, under the
-// secret's sha256: a revocation made through this server drops its entry at
-// once, one made through another replica as soon as the store's watch
-// reports it (replica.go). While a watch is down or unproven, an entry is
-// used for at most StateCacheTTL (and a second over a shared store). Unknown secrets are never cached, so guessing cannot
-// fill the cache.
+// knownToken returns the token for a secret (Rec nil when it is unknown)
+// with its rate limiter, from the token cache (tokens.Cache): a revocation
+// made through this server drops its entry at once, one made through
+// another replica as soon as the store's watch reports it (replica.go).
+// While a watch is down or unproven, an entry is used for at most
+// StateCacheTTL (and a second over a shared store).
 func (s *Server) knownToken(secret string, now time.Time) (cachedToken, error) {
-	var buf [128]byte // a secret's bytes, without an allocation
-	h := sha256.Sum256(append(buf[:0], secret...))
-	s.tokMu.RLock()
-	ct, ok := s.tokCache[h]
-	s.tokMu.RUnlock()
-	if ok && s.fresh(ct.expires, now) {
-		return ct, nil
-	}
-	return s.readToken(h, now)
+	return s.toks.Lookup(secret, now)
 }
 
-// readToken reads the token whose secret hashes to h from the store and
-// caches it.
-func (s *Server) readToken(h [sha256.Size]byte, now time.Time) (cachedToken, error) {
-	var rec *tokenRecord
-	gen := s.rep.tokenGen.Load() // a revocation seen while reading wins (replica.go)
-	err := s.deps.Store.View(func(r store.Reader) error {
-		id, err := r.Get(bucketTokenIndex, hex.EncodeToString(h[:]))
-		if errors.Is(err, store.ErrNotFound) {
-			return nil
-		}
-		if err != nil {
-			return err
-		}
-		raw, err := r.Get(bucketTokens, string(id))
-		if errors.Is(err, store.ErrNotFound) {
-			return nil
-		}
-		if err != nil {
-			return err
-		}
-		var t tokenRecord
-		if err := json.Unmarshal(raw, &t); err != nil {
-			return fmt.Errorf("token %s: corrupt record: %w", id, err)
-		}
-		rec = &t
-		return nil
-	})
-	if err != nil || rec == nil {
-		return cachedToken{}, err
-	}
-	ct := cachedToken{rec: rec, limiter: s.limiter(rec.ID), expires: now.Add(s.deps.StateCacheTTL)}
-	if s.deps.StateCacheTTL < 0 {
-		return ct, nil
-	}
-	s.tokMu.Lock()
-	if s.rep.tokenGen.Load() != gen {
-		s.tokMu.Unlock()
-		return ct, nil
-	}
-	if len(s.tokCache) >= maxCachedTokens {
-		clear(s.tokCache)
-	}
-	s.tokCache[h] = ct
-	s.tokMu.Unlock()
-	return ct, nil
-}
-
-const maxCachedTokens = 10000
-
-type cachedToken struct {
-	rec     *tokenRecord
-	limiter *rate.Limiter // the token's bucket; nil when rate limiting is off
-	expires time.Time     // when the entry must be read again, unless the watch is up
-}
-
-// forgetToken drops a revoked token from the cache.
-func (s *Server) forgetToken(hash string) {
-	s.dropToken(hash)
-}
-
-// putToken writes a token and its index entry in tx.
-func putToken(tx store.Tx, t tokenRecord) error {
-	raw, err := json.Marshal(t)
-	if err != nil {
-		return err
-	}
-	if err := tx.Put(bucketTokens, t.ID, raw); err != nil {
-		return err
-	}
-	return tx.Put(bucketTokenIndex, t.Hash, []byte(t.ID))
-}
+// cachedToken is a known token with its rate limiter (nil when rate
+// limiting is off).
+type cachedToken = tokens.Entry[*rate.Limiter]
 
 // EnsureAdminToken makes sure the store holds at least one admin token. When
 // none exists it creates one, from secret when it is non-empty (e.g.
@@ -246,31 +71,25 @@ func EnsureAdminToken(st store.Store, secret string, now time.Time) (string, boo
 	}
 	created := false
 	err := st.Update(func(tx store.Tx) error {
-		kvs, err := tx.List(bucketTokens, "")
-		if err != nil {
+		has, err := tokens.HasAdmin(tx)
+		if err != nil || has {
 			return err
 		}
-		for _, kv := range kvs {
-			var t tokenRecord
-			if json.Unmarshal(kv.Value, &t) == nil && t.Role == RoleAdmin {
-				return nil
-			}
-		}
 		if secret == "" {
-			if secret, err = newSecret(); err != nil {
+			if secret, err = tokens.NewSecret(); err != nil {
 				return err
 			}
 		}
-		id, err := newTokenID()
+		id, err := tokens.NewID()
 		if err != nil {
 			return err
 		}
 		created = true
-		rec := tokenRecord{ID: id, Role: RoleAdmin, Hash: hashSecret(secret), CreatedAt: now.UTC(), CreatedBy: "bootstrap", Note: "created on first start"}
-		if err := putToken(tx, rec); err != nil {
+		rec := tokenRecord{ID: id, Role: RoleAdmin, Hash: tokens.HashSecret(secret), CreatedAt: now.UTC(), CreatedBy: "bootstrap", Note: "created on first start"}
+		if err := tokens.Put(tx, rec); err != nil {
 			return err
 		}
-		return appendAudit(tx, AuditEntry{Time: now.UTC(), Action: ActionTokenCreate, Actor: "bootstrap", Object: id,
+		return audit.Append(tx, AuditEntry{Time: now.UTC(), Action: ActionTokenCreate, Actor: "bootstrap", Object: id,
 			Detail: map[string]any{"role": RoleAdmin}})
 	})
 	if err != nil || !created {
@@ -291,7 +110,7 @@ type createTokenRequest struct {
 }
 
 type createTokenResponse struct {
-	Token
+	tokens.Token
 	// Secret is shown only in this response.
 	Secret string `json:"token"`
 }
@@ -307,13 +126,13 @@ func (s *Server) createToken(c echo.Context) error {
 	if len(req.Note) > 200 {
 		return badField("note", "note is %d bytes; the limit is 200", len(req.Note))
 	}
-	if req.MaxMachines < 0 || req.MaxMachines > maxQuotaMachines {
+	if req.MaxMachines < 0 || req.MaxMachines > tokens.MaxQuotaMachines {
 		return badField("maxMachines", "maxMachines %d must be from 1 to %d (leave it out for the role's default: %d for an agent token, %d for others)",
-			req.MaxMachines, maxQuotaMachines, defaultAgentMachines, defaultMachines)
+			req.MaxMachines, tokens.MaxQuotaMachines, tokens.DefaultAgentMachines, tokens.DefaultMachines)
 	}
-	if req.MaxPlugins < 0 || req.MaxPlugins > maxQuotaPlugins {
+	if req.MaxPlugins < 0 || req.MaxPlugins > tokens.MaxQuotaPlugins {
 		return badField("maxPlugins", "maxPlugins %d must be from 1 to %d (leave it out for the default: %d per machine, at least %d)",
-			req.MaxPlugins, maxQuotaPlugins, defaultPluginsPerMachine, inventory.MaxPlugins)
+			req.MaxPlugins, tokens.MaxQuotaPlugins, tokens.DefaultPluginsPerMachine, inventory.MaxPlugins)
 	}
 	var lifetime time.Duration
 	if req.Expires != "" {
@@ -323,18 +142,18 @@ func (s *Server) createToken(c echo.Context) error {
 		}
 		lifetime = d
 	}
-	secret, err := newSecret()
+	secret, err := tokens.NewSecret()
 	if err != nil {
 		return err
 	}
-	id, err := newTokenID()
+	id, err := tokens.NewID()
 	if err != nil {
 		return err
 	}
 	p := s.caller(c)
-	rec := tokenRecord{ID: id, Role: Role(req.Role), Hash: hashSecret(secret), CreatedAt: s.now().UTC(), CreatedBy: p.TokenID, Note: req.Note,
+	rec := tokenRecord{ID: id, Role: Role(req.Role), Hash: tokens.HashSecret(secret), CreatedAt: s.now().UTC(), CreatedBy: p.TokenID, Note: req.Note,
 		MaxMachines: req.MaxMachines, MaxPlugins: req.MaxPlugins}
-	q := rec.quota()
+	q := rec.Quota()
 	detail := map[string]any{"role": req.Role, "maxMachines": q.Machines, "maxPlugins": q.Plugins}
 	if lifetime > 0 {
 		exp := rec.CreatedAt.Add(lifetime)
@@ -342,23 +161,17 @@ func (s *Server) createToken(c echo.Context) error {
 		detail["expiresAt"] = exp.Format(time.RFC3339)
 	}
 	err = s.deps.Store.Update(func(tx store.Tx) error {
-		if err := putToken(tx, rec); err != nil {
+		if err := tokens.Put(tx, rec); err != nil {
 			return err
 		}
-		return appendAudit(tx, AuditEntry{Time: rec.CreatedAt, Action: ActionTokenCreate, Actor: p.TokenID, Role: p.Role,
+		return audit.Append(tx, AuditEntry{Time: rec.CreatedAt, Action: ActionTokenCreate, Actor: p.TokenID, Role: p.Role,
 			Object: id, Detail: detail})
 	})
 	if err != nil {
 		return err
 	}
 	c.Response().Header().Set("Cache-Control", "no-store")
-	return c.JSON(http.StatusCreated, createTokenResponse{Token: rec.public(), Secret: secret})
-}
-
-func (t tokenRecord) public() Token {
-	q := t.quota()
-	return Token{ID: t.ID, Role: t.Role, CreatedAt: t.CreatedAt, CreatedBy: t.CreatedBy, Note: t.Note, ExpiresAt: t.ExpiresAt,
-		MaxMachines: q.Machines, MaxPlugins: q.Plugins}
+	return c.JSON(http.StatusCreated, createTokenResponse{Token: rec.Public(), Secret: secret})
 }
 
 func (s *Server) listTokens(c echo.Context) error {
@@ -372,18 +185,11 @@ func (s *Server) listTokens(c echo.Context) error {
 	}
 	var out []Token
 	err = s.deps.Store.View(func(r store.Reader) error {
-		kvs, err := r.List(bucketTokens, "")
-		if err != nil {
-			return err
+		recs, err := tokens.List(r)
+		for _, t := range recs {
+			out = append(out, t.Public())
 		}
-		for _, kv := range kvs {
-			var t tokenRecord
-			if err := json.Unmarshal(kv.Value, &t); err != nil {
-				return fmt.Errorf("token %s: corrupt record: %w", kv.Key, err)
-			}
-			out = append(out, t.public())
-		}
-		return nil
+		return err
 	})
 	if err != nil {
 		return err
@@ -402,49 +208,25 @@ func (s *Server) deleteToken(c echo.Context) error {
 	p := s.caller(c)
 	var hash string
 	err := s.deps.Store.Update(func(tx store.Tx) error {
-		raw, err := tx.Get(bucketTokens, id)
-		if errors.Is(err, store.ErrNotFound) {
-			return apiErr(http.StatusNotFound, CodeNotFound, "id", "no token %q; list tokens with GET /v1/tokens", id)
-		}
-		if err != nil {
-			return err
-		}
-		var t tokenRecord
-		if err := json.Unmarshal(raw, &t); err != nil {
-			return fmt.Errorf("token %s: corrupt record: %w", id, err)
-		}
-		if t.Role == RoleAdmin {
-			// Never lock everyone out: the last admin token stays.
-			kvs, err := tx.List(bucketTokens, "")
-			if err != nil {
-				return err
-			}
-			admins := 0
-			for _, kv := range kvs {
-				var o tokenRecord
-				if json.Unmarshal(kv.Value, &o) == nil && o.Role == RoleAdmin {
-					admins++
-				}
-			}
-			if admins <= 1 {
-				return apiErr(http.StatusConflict, CodeConflict, "id",
-					"token %s is the last admin token; create another admin token first", id)
-			}
-		}
-		if err := tx.Delete(bucketTokens, id); err != nil {
-			return err
-		}
-		if err := tx.Delete(bucketTokenIndex, t.Hash); err != nil {
+		t, err := tokens.Delete(tx, id)
+		var nf *tokens.NotFoundError
+		var last *tokens.LastAdminError
+		switch {
+		case errors.As(err, &nf):
+			return apiErr(http.StatusNotFound, CodeNotFound, "id", "%s", nf.Error())
+		case errors.As(err, &last):
+			return apiErr(http.StatusConflict, CodeConflict, "id", "%s", last.Error())
+		case err != nil:
 			return err
 		}
 		hash = t.Hash
-		return appendAudit(tx, AuditEntry{Time: s.now().UTC(), Action: ActionTokenDelete, Actor: p.TokenID, Role: p.Role,
+		return audit.Append(tx, AuditEntry{Time: s.now().UTC(), Action: ActionTokenDelete, Actor: p.TokenID, Role: p.Role,
 			Object: id, Detail: map[string]any{"role": t.Role}})
 	})
 	if err != nil {
 		return err
 	}
-	s.forgetToken(hash)
+	s.toks.Drop(hash)
 	s.forgetLimiter(id)
 	return c.NoContent(http.StatusNoContent)
 }

@@ -213,13 +213,13 @@ func (u *console) session(roles []Role) echo.MiddlewareFunc {
 				}
 			}
 			req := c.Request()
-			if tok != nil && tok.expired(u.s.now()) {
+			if tok != nil && tok.Expired(u.s.now()) {
 				u.cookie(c, sessionCookie, "", "/ui", -1)
 				if req.Method == http.MethodGet || req.Method == http.MethodHead {
 					return c.Redirect(http.StatusSeeOther, "/ui/signin?next="+url.QueryEscape(req.URL.RequestURI()))
 				}
 				u.s.auditRefusal(c, http.StatusUnauthorized, tok.ID, tok.Role, "expired token")
-				return apiErr(http.StatusUnauthorized, CodeUnauthorized, "", "your session has ended: %s", tok.expiredMessage())
+				return apiErr(http.StatusUnauthorized, CodeUnauthorized, "", "your session has ended: %s", tok.ExpiredMessage())
 			}
 			if tok == nil {
 				if secret != "" {
@@ -268,7 +268,7 @@ func safeNext(next string) string {
 
 func (u *console) signinForm(c echo.Context) error {
 	if ck, err := c.Cookie(sessionCookie); err == nil && ck.Value != "" {
-		if tok, err := u.s.sessionToken(ck.Value); err == nil && tok != nil && !tok.expired(u.s.now()) {
+		if tok, err := u.s.sessionToken(ck.Value); err == nil && tok != nil && !tok.Expired(u.s.now()) {
 			return c.Redirect(http.StatusSeeOther, safeNext(c.QueryParam("next")))
 		}
 	}
@@ -316,9 +316,9 @@ func (u *console) signin(c echo.Context) error {
 		return u.renderSignin(c, http.StatusUnauthorized, []web.Message{{Kind: "error",
 			Text: "That token is unknown or was revoked; ask an admin for a new one (wharf token create --role developer)."}})
 	}
-	if tok.expired(u.s.now()) {
+	if tok.Expired(u.s.now()) {
 		u.s.auditRefusal(c, http.StatusUnauthorized, tok.ID, tok.Role, "sign-in with an expired token")
-		return u.renderSignin(c, http.StatusUnauthorized, []web.Message{{Kind: "error", Text: "That token has expired: " + tok.expiredMessage() + "."}})
+		return u.renderSignin(c, http.StatusUnauthorized, []web.Message{{Kind: "error", Text: "That token has expired: " + tok.ExpiredMessage() + "."}})
 	}
 	id, err := u.s.startSession(tok)
 	if err != nil {
@@ -509,16 +509,6 @@ func namespaceOf(d PluginDetail) string {
 	return d.Name
 }
 
-// namespaced is the name an agent registers a plugin component under
-// (ARCHITECTURE.md, "Plugins cannot register native tools").
-func namespaced(pluginName string, c Component) string {
-	switch plugin.ComponentKind(c.Kind) {
-	case plugin.KindMCPServer, plugin.KindLSPServer:
-		return "plugin:" + pluginName + ":" + c.Name
-	}
-	return pluginName + ":" + c.Name
-}
-
 func componentGroups(pluginName string, comps []Component) []web.ComponentGroup {
 	var out []web.ComponentGroup
 	seen := map[string]bool{}
@@ -529,7 +519,7 @@ func componentGroups(pluginName string, comps []Component) []web.ComponentGroup 
 		}
 		for _, c := range comps {
 			if c.Kind == kind {
-				g.Items = append(g.Items, web.ComponentItem{Name: c.Name, Namespaced: namespaced(pluginName, c), Path: c.Path})
+				g.Items = append(g.Items, web.ComponentItem{Name: c.Name, Namespaced: plugin.ComponentName(plugin.ComponentKind(c.Kind), pluginName, c.Name), Path: c.Path})
 			}
 		}
 		if len(g.Items) > 0 {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/wharfhq/wharf/internal/core/inventory"
 	"github.com/wharfhq/wharf/internal/core/policy"
+	"github.com/wharfhq/wharf/internal/server/revocations"
 	"github.com/wharfhq/wharf/internal/server/web"
 	"github.com/wharfhq/wharf/plugin"
 )
@@ -19,7 +20,7 @@ import (
 // convergence. They read what the /v1 inventory routes read.
 
 func (u *console) fleetRoutes(e *echo.Echo) {
-	fleetRole := u.session(fleet)
+	fleetRole := u.session(fleetReaders)
 	e.GET("/ui/fleet", u.inventoryPage, fleetRole)
 	e.GET("/ui/fleet/plugins/:marketplace/:name", u.fleetPluginPage, fleetRole)
 	e.GET("/ui/fleet/machines/:id", u.machinePage, fleetRole)
@@ -79,7 +80,7 @@ func holderRow(h PluginHolder) web.FleetMachineRow {
 	r := web.FleetMachineRow{ID: h.Machine, URL: machineURL(h.Machine), LastSeen: h.LastSeen}
 	for _, in := range h.Installs {
 		r.Installs = append(r.Installs, web.FleetInstall{Version: in.Version, Digest: in.Digest, UnknownDigest: in.UnknownDigest,
-			Scope: in.Scope, Install: in.Install.Install, Enabled: in.Enabled, State: in.State, Reason: in.Reason})
+			Scope: in.Scope, Install: in.Install, Enabled: in.Enabled, State: in.State, Reason: in.Reason})
 	}
 	return r
 }
@@ -159,7 +160,7 @@ func (u *console) revocationsPage(c echo.Context) error {
 
 func (u *console) revocationPage(c echo.Context) error {
 	id := c.Param("id")
-	if !revocationIDRE.MatchString(id) {
+	if !revocations.ValidID(id) {
 		return badField("id", "%q is not a revocation id", id)
 	}
 	rv, err := u.s.revocationByID(id)
@@ -181,7 +182,7 @@ func (u *console) revocationPage(c echo.Context) error {
 // fleetSummary is the "on N machines, M with an unknown digest" line of a
 // plugin's catalog page, for the roles that may read the fleet.
 func (u *console) fleetSummary(ctx context.Context, c echo.Context, id plugin.ID) (*web.FleetSummary, error) {
-	if p, ok := c.Get(principalKey).(principal); !ok || !roleAllowed(fleet, p.Role) {
+	if p, ok := c.Get(principalKey).(principal); !ok || !roleAllowed(fleetReaders, p.Role) {
 		return nil, nil
 	}
 	counts, err := u.s.inv.Plugin(id.String())

@@ -10,6 +10,7 @@ import (
 
 	"github.com/wharfhq/wharf/internal/core/marketplace"
 	"github.com/wharfhq/wharf/internal/core/policy"
+	"github.com/wharfhq/wharf/internal/core/resolver"
 	"github.com/wharfhq/wharf/internal/core/source"
 	"github.com/wharfhq/wharf/plugin"
 )
@@ -267,7 +268,7 @@ func (st *planState) one(ctx context.Context, id plugin.ID, requiredBy plugin.ID
 	}
 	if r, ok := st.in.Revocations.Match(id, vd.Version, vd.Digest); ok {
 		st.left[id] = &LeftOut{Plugin: id.String(), Kind: LeftRevoked,
-			Reason: fmt.Sprintf("revoked (%s): %s", r.ID, r.Reason)}
+			Reason: policy.RevokedReason(r)}
 		return nil, nil
 	}
 	deps := entryDeps
@@ -327,12 +328,7 @@ func (st *planState) allowsCross(from, to string) bool {
 	if !ok || l.Marketplace == nil {
 		return false
 	}
-	for _, m := range l.Marketplace.AllowCrossMarketplaceDependenciesOn {
-		if m == to {
-			return true
-		}
-	}
-	return false
+	return resolver.CrossAllowed(l.Marketplace.AllowCrossMarketplaceDependenciesOn, from, to)
 }
 
 // name gives every kept entry its channel name: the origin's name, or,

@@ -178,7 +178,11 @@ func (v *Vendor) Get(ctx context.Context, h marketplace.Hit, gate source.Gate) (
 		return nil, &plugin.Error{Layer: plugin.LayerMaterialization, Type: plugin.TypeManifestInvalid, Object: h.ID.String(), Err: err,
 			Hint: "the fetched plugin is invalid; report it to the marketplace's owner (" + source.Describe(h.Entry.Source) + ")"}
 	}
-	version := firstNonEmpty(p.Manifest.Version, h.Entry.Version, res.Version, plugin.ShortCommit(res.Commit), plugin.ShortCommit(h.Known.Commit), "unknown")
+	version := plugin.VersionOf(plugin.VersionSources{Manifest: p.Manifest.Version, Entry: h.Entry.Version, Fetched: res.Version,
+		SourceCommit: res.Commit, MarketplaceCommit: h.Known.Commit})
+	if version == "" {
+		version = plugin.UnknownVersion
+	}
 	tree, err := trust.CheckIntegrity(h.ID, version, h.Entry.Integrity, stage)
 	if err != nil {
 		return nil, err
@@ -278,13 +282,4 @@ func (v *Vendor) pruneSometimes(now time.Time) (int, error) {
 		return 0, nil
 	}
 	return v.Prune(now)
-}
-
-func firstNonEmpty(vs ...string) string {
-	for _, v := range vs {
-		if v != "" {
-			return v
-		}
-	}
-	return ""
 }

@@ -1,4 +1,4 @@
-package netidle
+package progress
 
 import (
 	"bytes"

@@ -1,8 +1,9 @@
-package inventory_test
+package fleet_test
 
 import (
 	"crypto/sha256"
 	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"path/filepath"
@@ -16,6 +17,7 @@ import (
 	"github.com/wharfhq/wharf/internal/core/inventory"
 	"github.com/wharfhq/wharf/internal/core/store"
 	"github.com/wharfhq/wharf/internal/server/etcdstore"
+	"github.com/wharfhq/wharf/internal/server/fleet"
 	"github.com/wharfhq/wharf/internal/testutil/etcdtest"
 )
 
@@ -85,6 +87,7 @@ func runContract(t *testing.T, b backend) {
 		{"RevertThroughAnotherReplica", testRevertThroughReplicas},
 		{"TokenOwnsItsMachine", testOwner},
 		{"WhoHasReadsOnlyItsMachines", testWhoHas},
+		{"WhoHasShowsClientKind", testClientKind},
 		{"CountsFollowReports", testCounts},
 		{"ConcurrentReportsKeepExactCounts", testConcurrentCounts},
 		{"LargeReportInBatchesSurvivesInterruption", testBatches},
@@ -187,7 +190,7 @@ func report(n int, plugins ...inventory.Plugin) inventory.Report {
 		Client: inventory.Client{Kind: inventory.KindWharf, Version: "1.0.0"}, Plugins: plugins, Created: time.Now()}
 }
 
-func put(t *testing.T, inv *inventory.Store, token string, r inventory.Report) bool {
+func put(t *testing.T, inv *fleet.Store, token string, r inventory.Report) bool {
 	t.Helper()
 	changed, err := inv.Put(token, r)
 	if err != nil {
@@ -196,7 +199,7 @@ func put(t *testing.T, inv *inventory.Store, token string, r inventory.Report) b
 	return changed
 }
 
-func machinesOf(hs []inventory.Holder) []string {
+func machinesOf(hs []fleet.Holder) []string {
 	var out []string
 	for _, h := range hs {
 		out = append(out, h.Machine)
@@ -205,7 +208,7 @@ func machinesOf(hs []inventory.Holder) []string {
 }
 
 func testReplaceAndRead(t *testing.T, b backend) {
-	inv := inventory.Open(b.open(t), inventory.Options{})
+	inv := fleet.Open(b.open(t), fleet.Options{})
 	if !put(t, inv, "tok1", report(1, pl("a@corp", "1.0.0"), pl("b@corp", "2.0.0"))) {
 		t.Fatal("the first report must change the inventory")
 	}
@@ -223,7 +226,7 @@ func testReplaceAndRead(t *testing.T, b backend) {
 	if err != nil || len(hs) != 0 {
 		t.Fatalf("b@corp was removed by the second report; holders = %v, %v", hs, err)
 	}
-	var nf *inventory.NotFoundError
+	var nf *fleet.NotFoundError
 	if _, err := inv.Machine(machineID(2)); !errors.As(err, &nf) {
 		t.Fatalf("unknown machine: err = %v, want *NotFoundError", err)
 	}
@@ -232,7 +235,7 @@ func testReplaceAndRead(t *testing.T, b backend) {
 func testUnchangedNoWrite(t *testing.T, b backend) {
 	cs := &counting{Store: b.open(t)}
 	clk := newClock()
-	inv := inventory.Open(cs, inventory.Options{Now: clk.Now, PersistSeenEvery: 5 * time.Minute})
+	inv := fleet.Open(cs, fleet.Options{Now: clk.Now, PersistSeenEvery: 5 * time.Minute})
 	r := report(1, pl("a@corp", "1.0.0"), pl("b@corp", "1.0.0"))
 	put(t, inv, "tok", r)
 	before := cs.writes.Load()
@@ -261,8 +264,8 @@ func testReplicaTouch(t *testing.T, b backend) {
 	s1 := b.open(t)
 	cs := &counting{Store: b.again(t, s1)}
 	clk := newClock()
-	one := inventory.Open(s1, inventory.Options{Now: clk.Now})
-	two := inventory.Open(cs, inventory.Options{Now: clk.Now})
+	one := fleet.Open(s1, fleet.Options{Now: clk.Now})
+	two := fleet.Open(cs, fleet.Options{Now: clk.Now})
 	r := report(7, pl("a@corp", "1.0.0"))
 	put(t, one, "tok", r)
 	for i := 0; i < 3; i++ {
@@ -288,8 +291,8 @@ func testReplicaTouch(t *testing.T, b backend) {
 // that is a change, whatever the first replica remembers.
 func testRevertThroughReplicas(t *testing.T, b backend) {
 	s1 := b.open(t)
-	one := inventory.Open(s1, inventory.Options{})
-	two := inventory.Open(b.again(t, s1), inventory.Options{})
+	one := fleet.Open(s1, fleet.Options{})
+	two := fleet.Open(b.again(t, s1), fleet.Options{})
 	x := report(5, pl("a@corp", "1.0.0"))
 	y := report(5, pl("a@corp", "1.0.0"), pl("b@corp", "1.0.0"))
 	put(t, one, "tok", x)
@@ -307,12 +310,12 @@ func testRevertThroughReplicas(t *testing.T, b backend) {
 
 func testOwner(t *testing.T, b backend) {
 	st := b.open(t)
-	inv := inventory.Open(st, inventory.Options{})
+	inv := fleet.Open(st, fleet.Options{})
 	put(t, inv, "alice", report(1, pl("a@corp", "1.0.0")))
-	for _, inv := range []*inventory.Store{inv, inventory.Open(b.again(t, st), inventory.Options{})} {
+	for _, inv := range []*fleet.Store{inv, fleet.Open(b.again(t, st), fleet.Options{})} {
 		for _, r := range []inventory.Report{report(1, pl("evil@corp", "6.6.6")), report(1, pl("a@corp", "1.0.0"))} {
 			_, err := inv.Put("mallory", r)
-			var oe *inventory.OwnerError
+			var oe *fleet.OwnerError
 			if !errors.As(err, &oe) || oe.Owner != "alice" || oe.Machine != machineID(1) {
 				t.Fatalf("another token's report: err = %v, want *OwnerError naming alice", err)
 			}
@@ -329,7 +332,7 @@ func testOwner(t *testing.T, b backend) {
 
 func testWhoHas(t *testing.T, b backend) {
 	cs := &counting{Store: b.open(t)}
-	inv := inventory.Open(cs, inventory.Options{})
+	inv := fleet.Open(cs, fleet.Options{})
 	var want []string
 	for i := 0; i < 40; i++ {
 		ps := []inventory.Plugin{pl("common@corp", "1.0.0")}
@@ -367,8 +370,63 @@ func testWhoHas(t *testing.T, b backend) {
 	}
 }
 
+// Each holder carries the kind of client of its machine's last report: a
+// change of client is a changed report; a seen record written without the
+// kind (by an earlier server) is completed by the next, unchanged, report.
+func testClientKind(t *testing.T, b backend) {
+	st := b.open(t)
+	inv := fleet.Open(st, fleet.Options{PersistSeenEvery: time.Hour})
+	kindOf := func() string {
+		t.Helper()
+		hs, _, err := inv.Holders("a@corp", "", 10)
+		if err != nil || len(hs) != 1 {
+			t.Fatalf("holders = %+v, %v", hs, err)
+		}
+		return hs[0].ClientKind
+	}
+	r := report(1, pl("a@corp", "1.0.0"))
+	r.Client.Kind = inventory.KindClaudeCode
+	put(t, inv, "tok", r)
+	if k := kindOf(); k != inventory.KindClaudeCode {
+		t.Fatalf("client kind %q, want %s", k, inventory.KindClaudeCode)
+	}
+	r.Client.Kind = inventory.KindWharfAgent
+	if !put(t, inv, "tok", r) {
+		t.Fatal("a report through another client is not a change")
+	}
+	if k := kindOf(); k != inventory.KindWharfAgent {
+		t.Fatalf("after a report through the agent runtime: client kind %q", k)
+	}
+	// An earlier server's seen record: no kind.
+	err := st.Update(func(tx store.Tx) error {
+		raw, err := tx.Get(fleet.BucketSeen, machineID(1))
+		if err != nil {
+			return err
+		}
+		var sr map[string]any
+		if err := json.Unmarshal(raw, &sr); err != nil {
+			return err
+		}
+		delete(sr, "k")
+		raw, _ = json.Marshal(sr)
+		return tx.Put(fleet.BucketSeen, machineID(1), raw)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if k := kindOf(); k != "" {
+		t.Fatalf("a seen record without a kind shows %q", k)
+	}
+	if put(t, fleet.Open(st, fleet.Options{PersistSeenEvery: time.Hour}), "tok", r) {
+		t.Fatal("the same report again is a change")
+	}
+	if k := kindOf(); k != inventory.KindWharfAgent {
+		t.Fatalf("an unchanged report did not complete the seen record: client kind %q", k)
+	}
+}
+
 func testCounts(t *testing.T, b backend) {
-	inv := inventory.Open(b.open(t), inventory.Options{Shards: 4})
+	inv := fleet.Open(b.open(t), fleet.Options{Shards: 4})
 	for i := 0; i < 10; i++ {
 		p := pl("x@corp", "1.0.0")
 		if i < 3 {
@@ -406,10 +464,10 @@ func testCounts(t *testing.T, b backend) {
 // with few count shards so that their transactions collide, lose no count.
 func testConcurrentCounts(t *testing.T, b backend) {
 	st := b.open(t)
-	replicas := []*inventory.Store{
-		inventory.Open(st, inventory.Options{Shards: 2}),
-		inventory.Open(b.again(t, st), inventory.Options{Shards: 2}),
-		inventory.Open(b.again(t, st), inventory.Options{Shards: 2}),
+	replicas := []*fleet.Store{
+		fleet.Open(st, fleet.Options{Shards: 2}),
+		fleet.Open(b.again(t, st), fleet.Options{Shards: 2}),
+		fleet.Open(b.again(t, st), fleet.Options{Shards: 2}),
 	}
 	const workers, each = 6, 8
 	var wg sync.WaitGroup
@@ -457,7 +515,7 @@ func testConcurrentCounts(t *testing.T, b backend) {
 
 func testBatches(t *testing.T, b backend) {
 	cs := &counting{Store: b.open(t)}
-	inv := inventory.Open(cs, inventory.Options{BatchPlugins: 3})
+	inv := fleet.Open(cs, fleet.Options{BatchPlugins: 3})
 	var big []inventory.Plugin
 	for i := 0; i < 10; i++ {
 		big = append(big, pl(fmt.Sprintf("p%d@corp", i), "1.0.0"))
@@ -471,7 +529,7 @@ func testBatches(t *testing.T, b backend) {
 	}
 	// The client sends the same report again: it is not "unchanged" while
 	// its index is incomplete, and the retry finishes it.
-	inv2 := inventory.Open(cs, inventory.Options{BatchPlugins: 3})
+	inv2 := fleet.Open(cs, fleet.Options{BatchPlugins: 3})
 	if !put(t, inv2, "tok", report(1, small...)) {
 		t.Fatal("a report whose indexing was interrupted must be indexed again")
 	}
@@ -497,7 +555,7 @@ func testBatches(t *testing.T, b backend) {
 
 func testStale(t *testing.T, b backend) {
 	clk := newClock()
-	inv := inventory.Open(b.open(t), inventory.Options{Now: clk.Now})
+	inv := fleet.Open(b.open(t), fleet.Options{Now: clk.Now})
 	put(t, inv, "tok", report(1, pl("a@corp", "1.0.0")))
 	put(t, inv, "tok", report(2))
 	clk.Add(10 * 24 * time.Hour)
@@ -554,10 +612,10 @@ func testStale(t *testing.T, b backend) {
 // report stores nothing, and replicas share the usage.
 func testQuota(t *testing.T, b backend) {
 	st := b.open(t)
-	inv := inventory.Open(st, inventory.Options{})
-	other := inventory.Open(b.again(t, st), inventory.Options{})
-	q := inventory.Quota{Machines: 2, Plugins: 3}
-	within := func(inv *inventory.Store, r inventory.Report) error {
+	inv := fleet.Open(st, fleet.Options{})
+	other := fleet.Open(b.again(t, st), fleet.Options{})
+	q := fleet.Quota{Machines: 2, Plugins: 3}
+	within := func(inv *fleet.Store, r inventory.Report) error {
 		_, err := inv.PutWithin("agent", q, r)
 		return err
 	}
@@ -571,7 +629,7 @@ func testQuota(t *testing.T, b backend) {
 	if err := within(other, report(2, pl("c@corp", "1.0.0"))); err != nil {
 		t.Fatal(err)
 	}
-	var qe *inventory.QuotaError
+	var qe *fleet.QuotaError
 	for _, r := range []inventory.Report{report(3), report(4, pl("x@corp", "1.0.0"))} {
 		err := within(inv, r)
 		if !errors.As(err, &qe) || qe.What != "machines" || qe.Limit != 2 || qe.Have != 2 || !strings.Contains(err.Error(), "maxMachines") {
@@ -597,7 +655,7 @@ func testQuota(t *testing.T, b backend) {
 		t.Fatalf("within the quota after machine 1 dropped its plugin: %v", err)
 	}
 	u, err := inv.TokenUsage("agent")
-	if err != nil || u != (inventory.Usage{Machines: 2, Plugins: 3}) {
+	if err != nil || u != (fleet.Usage{Machines: 2, Plugins: 3}) {
 		t.Fatalf("usage = %+v, %v", u, err)
 	}
 	// Another token has its own.
@@ -608,7 +666,7 @@ func testQuota(t *testing.T, b backend) {
 
 // PluginsPage walks every plugin once, in pages, whatever the ids.
 func testPluginsPage(t *testing.T, b backend) {
-	inv := inventory.Open(b.open(t), inventory.Options{Shards: 4})
+	inv := fleet.Open(b.open(t), fleet.Options{Shards: 4})
 	ids := []string{"a@corp", "a-b@corp", "a@corp-x", "ab@corp", "b@c", "z@corp", "a@co"}
 	for n, id := range ids {
 		put(t, inv, "tok", report(n, pl(id, "1.0.0")))

@@ -1,8 +1,8 @@
-package netidle
+// Package progress draws a network step's progress on a terminal.
+package progress
 
 import (
 	"bytes"
-	"context"
 	"io"
 	"regexp"
 	"strings"
@@ -13,7 +13,7 @@ import (
 )
 
 // Bar draws a git transfer on a terminal: the bytes the step receives
-// (see Track) and the phase git's server reports on its progress channel
+// (see Add) and the phase git's server reports on its progress channel
 // ("Counting objects:  45% (123/270)"), instead of that raw text.
 type Bar struct {
 	desc string
@@ -44,10 +44,10 @@ func newBar(term io.Writer, desc string, throttle time.Duration) *Bar {
 		progressbar.OptionSpinnerType(14))}
 }
 
-// Track counts on b the bytes every connection of ctx's Watch reads.
-func (b *Bar) Track(ctx context.Context) {
-	OnRead(ctx, func(n int) { b.bar.Add(n) })
-}
+// Add counts n more bytes received. It is safe to call from any
+// goroutine; netidle.OnRead(ctx, b.Add) counts every byte a step's
+// connections read.
+func (b *Bar) Add(n int) { b.bar.Add(n) }
 
 // progressRE matches a git progress line: its phase, and a percentage
 // and counts when it has them ("Compressing objects: 100% (3/3), done.").

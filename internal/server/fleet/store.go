@@ -1,4 +1,4 @@
-package inventory
+package fleet
 
 import (
 	"encoding/json"
@@ -13,6 +13,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/wharfhq/wharf/internal/core/inventory"
 	"github.com/wharfhq/wharf/internal/core/store"
 )
 
@@ -156,6 +157,9 @@ type seenRecord struct {
 	// empty while it is being indexed.
 	Hash  string `json:"h,omitempty"`
 	Owner string `json:"o,omitempty"`
+	// Kind is the client kind of the machine's current report (Client.Kind;
+	// the report's hash covers it, so a touch keeps it).
+	Kind string `json:"k,omitempty"`
 }
 
 func parseSeen(raw []byte) (seenRecord, error) {
@@ -210,7 +214,7 @@ type Install struct {
 	Reason  string `json:"r,omitempty"`
 }
 
-func installOf(p Plugin) Install {
+func installOf(p inventory.Plugin) Install {
 	return Install{Version: p.Version, Digest: p.Digest, Scope: p.Scope, Install: p.Install, Enabled: p.Enabled, State: p.State, Reason: p.Reason}
 }
 
@@ -224,9 +228,9 @@ type record struct {
 	Indexed string `json:"indexed"`
 	// Pending lists plugins whose entries a partly indexed report may have
 	// to remove.
-	Pending  []string  `json:"pending,omitempty"`
-	Received time.Time `json:"received"`
-	Report   Report    `json:"report"`
+	Pending  []string         `json:"pending,omitempty"`
+	Received time.Time        `json:"received"`
+	Report   inventory.Report `json:"report"`
 }
 
 // Counts is what the fleet has of one plugin.
@@ -283,7 +287,7 @@ func (s *Store) shard(machine string) string {
 }
 
 // group returns the report's installs by plugin id.
-func group(r Report) map[string][]Install {
+func group(r inventory.Report) map[string][]Install {
 	out := map[string][]Install{}
 	for _, p := range r.Plugins {
 		out[p.ID] = append(out[p.ID], installOf(p))
@@ -332,7 +336,7 @@ func (s *Store) readSeen(id string) (seenRecord, bool, error) {
 // Put stores r, validated, as machine r.Machine.ID's current inventory for
 // token, with no quota. It reports whether the stored inventory changed. A
 // machine bound to another token gives *OwnerError and changes nothing.
-func (s *Store) Put(token string, r Report) (bool, error) {
+func (s *Store) Put(token string, r inventory.Report) (bool, error) {
 	return s.PutWithin(token, Quota{}, r)
 }
 
@@ -340,12 +344,12 @@ func (s *Store) Put(token string, r Report) (bool, error) {
 // token past it gives *QuotaError and changes nothing. The token's usage
 // is kept in the transaction that stores the report, so replicas agree on
 // it.
-func (s *Store) PutWithin(token string, q Quota, r Report) (bool, error) {
-	if err := Validate(&r); err != nil {
+func (s *Store) PutWithin(token string, q Quota, r inventory.Report) (bool, error) {
+	if err := inventory.Validate(&r); err != nil {
 		return false, err
 	}
 	id := r.Machine.ID
-	h := Hash(r)
+	h := inventory.Hash(r)
 	now := s.opts.Now().UTC()
 	sr, known, err := s.readSeen(id)
 	if err != nil {
@@ -356,7 +360,7 @@ func (s *Store) PutWithin(token string, q Quota, r Report) (bool, error) {
 	}
 	if known && sr.Hash == h {
 		s.stats.reports.Add(1)
-		return false, s.touch(id, h, token, sr.Time, now)
+		return false, s.touch(id, h, token, r.Client.Kind, sr, now)
 	}
 	var old record
 	var found, unchanged bool
@@ -391,7 +395,7 @@ func (s *Store) PutWithin(token string, q Quota, r Report) (bool, error) {
 			// The seen record lacked the hash (it was being indexed, or
 			// was lost): put it back, so the next report is a touch.
 			unchanged, seen = true, now
-			return putJSON(tx, BucketSeen, id, seenRecord{Time: now, Hash: h, Owner: token})
+			return putJSON(tx, BucketSeen, id, seenRecord{Time: now, Hash: h, Owner: token, Kind: r.Client.Kind})
 		}
 		var use Usage
 		if vals[1] != nil {
@@ -464,7 +468,7 @@ func (s *Store) PutWithin(token string, q Quota, r Report) (bool, error) {
 		if err := putJSON(tx, BucketMachines, id, rec); err != nil {
 			return err
 		}
-		sr := seenRecord{Time: now, Owner: token}
+		sr := seenRecord{Time: now, Owner: token, Kind: r.Client.Kind}
 		if done {
 			sr.Hash = h
 		}
@@ -536,7 +540,7 @@ func (s *Store) indexInBatches(id, h string, groups map[string][]Install, old re
 		if err := putJSON(tx, BucketMachines, id, rec); err != nil {
 			return err
 		}
-		return putJSON(tx, BucketSeen, id, seenRecord{Time: s.opts.Now().UTC(), Hash: h, Owner: rec.Token})
+		return putJSON(tx, BucketSeen, id, seenRecord{Time: s.opts.Now().UTC(), Hash: h, Owner: rec.Token, Kind: rec.Report.Client.Kind})
 	})
 	if err == nil {
 		s.stats.txs.Add(1)
@@ -653,10 +657,12 @@ func putJSON(tx store.Tx, bucket, key string, v any) error {
 // touch records an unchanged report: in memory, and in the store only when
 // the persisted last-seen time (persisted) is PersistSeenEvery old, and then
 // only if the seen record still names the same report and owner.
-func (s *Store) touch(id, h, token string, persisted, now time.Time) error {
+// A seen record without the client kind (written by an older server) is
+// completed at once.
+func (s *Store) touch(id, h, token, kind string, persisted seenRecord, now time.Time) error {
 	s.stats.touches.Add(1)
 	s.remember(id, now)
-	if now.Sub(persisted) < s.opts.PersistSeenEvery {
+	if now.Sub(persisted.Time) < s.opts.PersistSeenEvery && persisted.Kind == kind {
 		return nil
 	}
 	wrote := false
@@ -667,11 +673,11 @@ func (s *Store) touch(id, h, token string, persisted, now time.Time) error {
 			return err
 		}
 		cur, err := parseSeen(raw)
-		if err != nil || cur.Hash != h || cur.Owner != token || !cur.Time.Before(now) {
+		if err != nil || cur.Hash != h || cur.Owner != token || (!cur.Time.Before(now) && cur.Kind == kind) {
 			return nil // another report moved it meanwhile
 		}
 		wrote = true
-		return putJSON(tx, BucketSeen, id, seenRecord{Time: now, Hash: h, Owner: token})
+		return putJSON(tx, BucketSeen, id, seenRecord{Time: latest(cur.Time, now), Hash: h, Owner: token, Kind: kind})
 	}); err != nil {
 		return err
 	}
@@ -682,11 +688,18 @@ func (s *Store) touch(id, h, token string, persisted, now time.Time) error {
 	return nil
 }
 
+func latest(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
+}
+
 // MachineInfo is one machine's current inventory.
 type MachineInfo struct {
-	Report   Report    `json:"report"`
-	Token    string    `json:"token"`    // the token the machine is bound to
-	Received time.Time `json:"received"` // when this inventory arrived
+	Report   inventory.Report `json:"report"`
+	Token    string           `json:"token"`    // the token the machine is bound to
+	Received time.Time        `json:"received"` // when this inventory arrived
 	// LastSeen is the latest report the store or this replica knows of;
 	// another replica's may be up to PersistSeenEvery later.
 	LastSeen time.Time `json:"lastSeen"`
@@ -842,9 +855,12 @@ func (s *Store) Plugin(id string) (Counts, error) {
 
 // Holder is one machine that has a plugin.
 type Holder struct {
-	Machine  string    `json:"machine"`
-	Installs []Install `json:"installs"`
-	LastSeen time.Time `json:"lastSeen"`
+	Machine string `json:"machine"`
+	// ClientKind is the client kind of the machine's current report
+	// (KindWharf, KindWharfAgent, KindClaudeCode).
+	ClientKind string    `json:"clientKind"`
+	Installs   []Install `json:"installs"`
+	LastSeen   time.Time `json:"lastSeen"`
 }
 
 // Holders returns, in machine id order, at most limit machines after
@@ -883,7 +899,7 @@ func (s *Store) Holders(id, after string, limit int) ([]Holder, string, error) {
 			}
 			if times[i] != nil {
 				if sr, err := parseSeen(times[i]); err == nil {
-					h.LastSeen = sr.Time
+					h.LastSeen, h.ClientKind = sr.Time, sr.Kind
 				}
 			}
 			out = append(out, h)

@@ -1,0 +1,253 @@
+// Command capabilitybench times computing the capability set (and content
+// findings) of every plugin of a 295-plugin marketplace built from the
+// real marketplaces in ../shared/realworld, against just reading every
+// file of it, interleaved in one run. See bench/capability.sh.
+package main
+
+import (
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"runtime/pprof"
+	"sort"
+	"time"
+
+	"github.com/wharfhq/wharf/internal/core/capability"
+	"github.com/wharfhq/wharf/plugin"
+)
+
+func main() {
+	realworld := flag.String("realworld", "../shared/realworld", "the real marketplaces")
+	n := flag.Int("plugins", 295, "plugins in the marketplace built")
+	runs := flag.Int("runs", 15, "timed runs of each")
+	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of the capability runs to this file")
+	flag.Parse()
+	tmp, err := os.MkdirTemp("", "capabilitybench")
+	if err != nil {
+		fail(err)
+	}
+	defer os.RemoveAll(tmp)
+	files, err := build(*realworld, tmp, *n)
+	if err != nil {
+		fail(err)
+	}
+	fmt.Printf("marketplace: %d plugins, %d files, built from %s\n", *n, files, *realworld)
+	// Warm the page cache and check both give an answer.
+	if _, err := readAll(tmp); err != nil {
+		fail(err)
+	}
+	if _, err := capabilities(tmp); err != nil {
+		fail(err)
+	}
+	if *cpuprofile != "" {
+		f, err := os.Create(*cpuprofile)
+		if err != nil {
+			fail(err)
+		}
+		if err := pprof.StartCPUProfile(f); err != nil {
+			fail(err)
+		}
+		defer pprof.StopCPUProfile()
+	}
+	var read, caps, loads []time.Duration
+	var hooks int
+	for i := 0; i < *runs; i++ {
+		t0 := time.Now()
+		if _, err := readAll(tmp); err != nil {
+			fail(err)
+		}
+		read = append(read, time.Since(t0))
+		t0 = time.Now()
+		h, err := capabilities(tmp)
+		if err != nil {
+			fail(err)
+		}
+		caps = append(caps, time.Since(t0))
+		hooks = h
+		t0 = time.Now()
+		if err := loadOnly(tmp); err != nil {
+			fail(err)
+		}
+		loads = append(loads, time.Since(t0))
+	}
+	mr, mc := median(read), median(caps)
+	fmt.Printf("read every file:            median %v (min %v)\n", mr, minOf(read))
+	fmt.Printf("plugin.Load of every plugin: median %v (min %v)  (%.2fx reading)\n", median(loads), minOf(loads), float64(median(loads))/float64(mr))
+	fmt.Printf("capability set + findings:  median %v (min %v)  (%d hooks seen)\n", mc, minOf(caps), hooks)
+	fmt.Printf("ratio (median): %.2fx   ratio (min): %.2fx   target <= 1.2x\n", float64(mc)/float64(mr), float64(minOf(caps))/float64(minOf(read)))
+}
+
+// build writes a marketplace of n plugins under dst, cycling through
+// every relative plugin of the real marketplaces (each copied with its
+// entry), and returns its file count.
+func build(realworld, dst string, n int) (int, error) {
+	type src struct {
+		dir   string
+		entry json.RawMessage
+	}
+	var srcs []src
+	dirs, err := os.ReadDir(realworld)
+	if err != nil {
+		return 0, err
+	}
+	for _, d := range dirs {
+		if !d.IsDir() {
+			continue
+		}
+		root := filepath.Join(realworld, d.Name())
+		m, _, err := plugin.ReadMarketplace(root)
+		if err != nil {
+			return 0, err
+		}
+		raw, err := os.ReadFile(filepath.Join(root, ".claude-plugin", "marketplace.json"))
+		if err != nil {
+			return 0, err
+		}
+		var doc struct {
+			Plugins []json.RawMessage `json:"plugins"`
+		}
+		if err := json.Unmarshal(raw, &doc); err != nil {
+			return 0, err
+		}
+		for i := range m.Plugins {
+			e := &m.Plugins[i]
+			if e.Source.Kind != plugin.SourceRelative {
+				continue
+			}
+			dir, err := e.LocalDir(root)
+			if err != nil {
+				return 0, err
+			}
+			srcs = append(srcs, src{dir, doc.Plugins[i]})
+		}
+	}
+	if len(srcs) == 0 {
+		return 0, fmt.Errorf("no relative plugins under %s", realworld)
+	}
+	var entries []map[string]any
+	for i := 0; i < n; i++ {
+		s := srcs[i%len(srcs)]
+		name := fmt.Sprintf("p%03d", i)
+		if err := copyTree(s.dir, filepath.Join(dst, "plugins", name)); err != nil {
+			return 0, err
+		}
+		var e map[string]any
+		if err := json.Unmarshal(s.entry, &e); err != nil {
+			return 0, err
+		}
+		e["name"], e["source"] = name, "./plugins/"+name
+		entries = append(entries, e)
+	}
+	mk, _ := json.MarshalIndent(map[string]any{"name": "bench", "owner": map[string]string{"name": "bench"}, "plugins": entries}, "", " ")
+	if err := os.MkdirAll(filepath.Join(dst, ".claude-plugin"), 0o755); err != nil {
+		return 0, err
+	}
+	if err := os.WriteFile(filepath.Join(dst, ".claude-plugin", "marketplace.json"), mk, 0o644); err != nil {
+		return 0, err
+	}
+	return readAll(dst)
+}
+
+func copyTree(from, to string) error {
+	return filepath.WalkDir(from, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(from, p)
+		if d.IsDir() {
+			if d.Name() == ".git" {
+				return filepath.SkipDir
+			}
+			return os.MkdirAll(filepath.Join(to, rel), 0o755)
+		}
+		if !d.Type().IsRegular() {
+			return nil
+		}
+		data, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		fi, _ := d.Info()
+		return os.WriteFile(filepath.Join(to, rel), data, fi.Mode().Perm())
+	})
+}
+
+// readAll reads every file of the tree: the floor.
+func readAll(root string) (int, error) {
+	n := 0
+	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || !d.Type().IsRegular() {
+			return err
+		}
+		if _, err := os.ReadFile(p); err != nil {
+			return err
+		}
+		n++
+		return nil
+	})
+	return n, err
+}
+
+// capabilities reads the marketplace and computes every plugin's report.
+func capabilities(root string) (int, error) {
+	m, _, err := plugin.ReadMarketplace(root)
+	if err != nil {
+		return 0, err
+	}
+	hooks := 0
+	for i := range m.Plugins {
+		e := &m.Plugins[i]
+		dir, err := e.LocalDir(root)
+		if err != nil {
+			return 0, err
+		}
+		r, err := capability.Read(dir, e)
+		if err != nil {
+			return 0, fmt.Errorf("%s: %w", e.Name, err)
+		}
+		hooks += len(r.Capabilities.Hooks)
+	}
+	return hooks, nil
+}
+
+func median(d []time.Duration) time.Duration {
+	s := append([]time.Duration(nil), d...)
+	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
+	return s[len(s)/2]
+}
+
+func minOf(d []time.Duration) time.Duration {
+	m := d[0]
+	for _, x := range d {
+		m = min(m, x)
+	}
+	return m
+}
+
+func fail(err error) {
+	fmt.Fprintln(os.Stderr, "capabilitybench:", err)
+	os.Exit(1)
+}
+
+// loadOnly reads the marketplace and loads every plugin (what the
+// capability set starts from), for comparison.
+func loadOnly(root string) error {
+	m, _, err := plugin.ReadMarketplace(root)
+	if err != nil {
+		return err
+	}
+	for i := range m.Plugins {
+		e := &m.Plugins[i]
+		dir, err := e.LocalDir(root)
+		if err != nil {
+			return err
+		}
+		if _, _, err := plugin.Load(dir, e); err != nil {
+			return err
+		}
+	}
+	return nil
+}

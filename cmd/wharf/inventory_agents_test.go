@@ -1,0 +1,134 @@
+package main
+
+import (
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/wharfhq/wharf/internal/core/inventory"
+	"github.com/wharfhq/wharf/internal/core/marketplace"
+	"github.com/wharfhq/wharf/internal/core/store"
+	"github.com/wharfhq/wharf/internal/server/api"
+	"github.com/wharfhq/wharf/internal/testutil/agentcli"
+	"github.com/wharfhq/wharf/internal/testutil/claudetest"
+)
+
+// TestInventoryReportFromAgents has the real Copilot CLI and Codex install
+// a plugin from a wharf channel on loopback (added by its token-less URL,
+// the token in git's credential store), then reports their homes as they
+// left them: the plugin is listed under client kind copilot or codex with
+// the digest the channel pins.
+func TestInventoryReportFromAgents(t *testing.T) {
+	for _, a := range []agentcli.Agent{agentcli.Copilot, agentcli.Codex} {
+		t.Run(a.Name, func(t *testing.T) {
+			cli := agentcli.Find(t, a)
+			claudetest.Lock(t, false)
+			if _, err := exec.LookPath("git"); err != nil {
+				t.Skip("git is not installed")
+			}
+			data := t.TempDir()
+			st, err := store.OpenBolt(filepath.Join(data, "state.db"), store.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { st.Close() })
+			mgr := marketplace.NewManager(st, marketplace.Options{Dir: filepath.Join(data, "marketplaces")})
+			srv, err := api.New(api.Deps{Store: st, Policy: api.PolicyEngine, RateLimit: -1, Catalog: api.NewMarketplaceCatalog(mgr), ChannelDir: filepath.Join(data, "channels")})
+			if err != nil {
+				t.Fatal(err)
+			}
+			admin, _, err := api.EnsureAdminToken(st, "", time.Now())
+			if err != nil {
+				t.Fatal(err)
+			}
+			hs := httptest.NewServer(srv.Handler())
+			t.Cleanup(hs.Close)
+			mkt := localMarketplace(t, t.TempDir(), "corp")
+			if _, err := api.NewMarketplaceCatalog(mgr).AddMarketplace(t.Context(), "corp", json.RawMessage(`{"source":"directory","path":"`+mkt+`"}`)); err != nil {
+				t.Fatal(err)
+			}
+			req, _ := http.NewRequest("GET", hs.URL+"/v1/channels/approved", nil)
+			req.Header.Set("Authorization", "Bearer "+admin)
+			res, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var view api.ChannelView
+			err = json.NewDecoder(res.Body).Decode(&view)
+			res.Body.Close()
+			if err != nil || res.StatusCode != 200 {
+				t.Fatalf("channel: %d %v", res.StatusCode, err)
+			}
+			pin := ""
+			for _, en := range view.Entries {
+				if en.Name == "tool" {
+					pin = en.Digest
+				}
+			}
+			if pin == "" {
+				t.Fatalf("the channel pins no tool: %+v", view)
+			}
+
+			home := cli.Home(t)
+			chURL := hs.URL + "/git/approved.git"
+			u, _ := url.Parse(chURL)
+			writeFile(t, filepath.Join(home, ".git-credentials"), u.Scheme+"://wharf:"+admin+"@"+u.Host+"\n")
+			writeFile(t, filepath.Join(home, ".gitconfig"), "[credential]\n\thelper = store\n")
+			cli.Must(t, home, t.TempDir(), "plugin", "marketplace", "add", chURL)
+			agentHome, flag := filepath.Join(home, ".copilot"), "--copilot-home"
+			if a.Name == "copilot" {
+				cli.Must(t, home, t.TempDir(), "plugin", "install", "tool@approved")
+			} else {
+				cli.Must(t, home, t.TempDir(), "plugin", "add", "tool@approved")
+				agentHome, flag = filepath.Join(home, ".codex"), "--codex-home"
+			}
+
+			rec := newReportRecorder(t, nil)
+			c := newPolicyClient(t, "tok-1")
+			before := agentFiles(t, agentHome)
+			code, out, stderr := c.run("inventory", "report", "--from", a.Name, flag, agentHome, "--server", rec.hs.URL)
+			if code != 0 {
+				t.Fatalf("exit %d\n%s%s", code, out, stderr)
+			}
+			rep := rec.last(t)
+			p, ok := pluginIn(rep, "tool@approved")
+			if !ok || p.Digest != pin || p.Version != "1.0.0" || p.State != inventory.StateActive || rep.Client.Kind != a.Name {
+				t.Fatalf("report %+v, want tool@approved with the channel's pin %s", rep, pin)
+			}
+			// The agent's home is read, not changed (but for wharf's
+			// machine id beside it).
+			after := agentFiles(t, agentHome)
+			delete(after, "wharf-machine-id")
+			for k, v := range before {
+				if after[k] != v {
+					t.Fatalf("the report changed %s", k)
+				}
+			}
+			if len(after) != len(before) {
+				t.Fatalf("the report added files to the agent's home: %d files before, %d after", len(before), len(after))
+			}
+		})
+	}
+}
+
+// agentFiles is every regular file under dir with its content.
+func agentFiles(t *testing.T, dir string) map[string]string {
+	t.Helper()
+	m := map[string]string{}
+	filepath.Walk(dir, func(p string, fi os.FileInfo, err error) error {
+		if err == nil && fi.Mode().IsRegular() && !strings.Contains(p, string(filepath.Separator)+"logs"+string(filepath.Separator)) {
+			b, _ := os.ReadFile(p)
+			rel, _ := filepath.Rel(dir, p)
+			m[rel] = string(b)
+		}
+		return nil
+	})
+	return m
+}

@@ -1,0 +1,365 @@
+package capability
+
+import (
+	"bytes"
+	"encoding/base64"
+	"encoding/hex"
+	"fmt"
+	"sort"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/wharfhq/wharf/internal/core/lazyre"
+)
+
+// Finding is one advisory content finding: what, where (a file relative
+// to the plugin root and a 1-based line, 0 when the whole file or no line
+// applies) and why.
+type Finding struct {
+	Kind    string `json:"kind"`
+	File    string `json:"file"`
+	Line    int    `json:"line"`
+	Message string `json:"message"`
+}
+
+func (f Finding) String() string {
+	where := f.File
+	if f.Line > 0 {
+		where = fmt.Sprintf("%s:%d", f.File, f.Line)
+	}
+	return fmt.Sprintf("%s: %s (%s)", where, f.Message, f.Kind)
+}
+
+// Finding kinds.
+const (
+	KindInvisibleUnicode = "invisible-unicode"
+	KindBidiUnicode      = "bidi-unicode"
+	KindHiddenComment    = "hidden-instructions"
+	KindEncodedScript    = "encoded-script"
+	KindDownloadAndRun   = "download-and-run"
+	KindCredentialRead   = "credential-read"
+	KindUndeclaredHost   = "undeclared-host"
+	KindUnreadable       = "unreadable"
+)
+
+// FindingKinds lists every kind, for documentation and policy.
+var FindingKinds = []string{KindInvisibleUnicode, KindBidiUnicode, KindHiddenComment, KindEncodedScript,
+	KindDownloadAndRun, KindCredentialRead, KindUndeclaredHost, KindUnreadable}
+
+// maxFindingsPerFile bounds the findings one file can add.
+const maxFindingsPerFile = 20
+
+func (r *reader) find(kind, file string, line int, format string, args ...any) {
+	n := 0
+	for _, f := range r.findings {
+		if f.File == file && f.Kind == kind {
+			n++
+		}
+	}
+	if n >= maxFindingsPerFile {
+		return
+	}
+	r.findings = append(r.findings, Finding{Kind: kind, File: file, Line: line, Message: fmt.Sprintf(format, args...)})
+}
+
+func sortFindings(fs []Finding) {
+	sort.Slice(fs, func(i, j int) bool {
+		a, b := fs[i], fs[j]
+		if a.File != b.File {
+			return a.File < b.File
+		}
+		if a.Line != b.Line {
+			return a.Line < b.Line
+		}
+		if a.Kind != b.Kind {
+			return a.Kind < b.Kind
+		}
+		return a.Message < b.Message
+	})
+}
+
+// scanText looks for the findings any text file may hold.
+func (r *reader) scanText(rel string, data []byte) {
+	md := isMarkdown(rel)
+	if md {
+		r.scanUnicode(rel, data)
+		r.scanComments(rel, data)
+	}
+	r.scanEncoded(rel, data)
+}
+
+// invisible reports characters that render as nothing: zero-width
+// characters, word joiners and invisible operators, the tag block (which
+// can spell hidden ASCII) and the supplementary variation selectors
+// (which can carry bytes); a BOM only past the start.
+func invisible(c rune, at int) bool {
+	switch {
+	case c == 0x200B || c == 0x200C || c == 0x200D || c == 0x2060 || c == 0x180E || c == 0x00AD:
+		return true
+	case c >= 0x2061 && c <= 0x2064:
+		return true
+	case c == 0xFEFF:
+		return at > 0
+	case c >= 0xE0000 && c <= 0xE007F:
+		return true
+	case c >= 0xE0100 && c <= 0xE01EF:
+		return true
+	}
+	return false
+}
+
+// bidi reports the bidirectional embedding, override and isolate controls
+// (Trojan Source).
+func bidi(c rune) bool { return c >= 0x202A && c <= 0x202E || c >= 0x2066 && c <= 0x2069 }
+
+func (r *reader) scanUnicode(rel string, data []byte) {
+	var lines lineIdx
+	reported := map[[2]int]bool{} // (bidi 0 / invisible 1, line) already reported
+	// Every character looked for starts with one of these bytes (UTF-8
+	// of U+00AD, U+180E, U+2000-U+2FFF, U+FEFF, U+E0000-U+EFFFF): jump
+	// from one to the next instead of decoding every rune.
+	for _, lead := range []byte{0xC2, 0xE1, 0xE2, 0xEF, 0xF3} {
+		for off := 0; off < len(data); {
+			i := bytes.IndexByte(data[off:], lead)
+			if i < 0 {
+				break
+			}
+			off += i
+			size := r.unicodeAt(rel, data, off, &lines, reported)
+			off += size
+		}
+	}
+}
+
+// unicodeAt checks the rune at data[off] and returns its size.
+func (r *reader) unicodeAt(rel string, data []byte, off int, linesp *lineIdx, reported map[[2]int]bool) int {
+	lines := *linesp
+	defer func() { *linesp = lines }()
+	{
+		c, size := utf8.DecodeRune(data[off:])
+		// Zero-width joiners inside emoji sequences are how emoji are
+		// written; only those next to plain text count.
+		isBidi := bidi(c)
+		if isBidi || invisible(c, off) && !(c == 0x200D && off > 0 && off+size < len(data) && emojiAround(data, off, size)) {
+			if lines == nil {
+				lines = lineIndex(data)
+			}
+			line := lines.at(off)
+			switch {
+			case isBidi && !reported[[2]int{0, line}]:
+				reported[[2]int{0, line}] = true
+				r.find(KindBidiUnicode, rel, line, "bidirectional control U+%04X: the text shown differs from the text read", c)
+			case !isBidi && !reported[[2]int{1, line}]:
+				reported[[2]int{1, line}] = true
+				r.find(KindInvisibleUnicode, rel, line, "invisible character U+%04X: text a reader cannot see reaches the model", c)
+			}
+		}
+		return size
+	}
+}
+
+// emojiAround reports whether the runes around data[off:off+size] are
+// emoji (or emoji modifiers), as in a joined emoji sequence.
+func emojiAround(data []byte, off, size int) bool {
+	prev, _ := utf8.DecodeLastRune(data[:off])
+	next, _ := utf8.DecodeRune(data[off+size:])
+	isEmoji := func(c rune) bool { return c >= 0x1F000 || c >= 0x2600 && c <= 0x27BF || c == 0xFE0F }
+	return isEmoji(prev) && isEmoji(next)
+}
+
+// instructionWords mark a comment as written to the model rather than to
+// the file's maintainers.
+var instructionRe = lazyre.New(`(?i)\b(ignore (all|any|the|previous)|disregard|you (must|should|are|will)|do not (tell|mention|reveal|show)|` +
+	`don't (tell|mention|reveal)|without (telling|asking|mentioning)|secretly|silently|system prompt|assistant|claude|` +
+	`(always|never) (run|execute|call|send|include|use)|run the following|execute|exfiltrat|send (the|all|it)|upload)\b`)
+
+// scanComments finds HTML comments in Markdown (outside code fences) that
+// address the model.
+func (r *reader) scanComments(rel string, data []byte) {
+	if !bytes.Contains(data, []byte("<!--")) {
+		return
+	}
+	text := string(data)
+	inFence := false
+	lineStart := 0
+	line := 1
+	for lineStart < len(text) {
+		end := strings.IndexByte(text[lineStart:], '\n')
+		if end < 0 {
+			end = len(text) - lineStart
+		}
+		l := text[lineStart : lineStart+end]
+		if t := strings.TrimSpace(l); strings.HasPrefix(t, "```") || strings.HasPrefix(t, "~~~") {
+			inFence = !inFence
+		} else if !inFence {
+			if i := strings.Index(l, "<!--"); i >= 0 {
+				start := lineStart + i
+				closeAt := strings.Index(text[start+4:], "-->")
+				body := text[start+4:]
+				if closeAt >= 0 {
+					body = body[:closeAt]
+				}
+				if instructionRe.MatchString(body) && len(strings.Fields(body)) >= 4 {
+					r.find(KindHiddenComment, rel, line, "HTML comment, hidden when rendered, addresses the model: %q", clip(strings.Join(strings.Fields(body), " ")))
+				}
+				if closeAt >= 0 {
+					skip := start + 4 + closeAt + 3
+					line += strings.Count(text[lineStart:skip], "\n")
+					lineStart = skip
+					if nl := strings.IndexByte(text[lineStart:], '\n'); nl >= 0 && !strings.Contains(text[lineStart:lineStart+nl], "<!--") {
+						lineStart += nl + 1
+						line++
+					}
+					continue
+				}
+				return
+			}
+		}
+		lineStart += end + 1
+		line++
+	}
+}
+
+var (
+	scriptRe = lazyre.New(`(?i)(^#!|\b(curl|wget)\s|\|\s*(ba)?sh\b|\bbash\s+-[ic]\b|\bsh\s+-c\b|\beval\s*\(|\bexec\s*\(|\bimport\s+(os|subprocess|socket)\b|` +
+		`\brequire\(['"]child_process|\bchild_process\b|\bsubprocess\.|\bos\.system\b|/dev/tcp/|\brm\s+-rf\b|\bpowershell\b|\binvoke-expression\b|\bnc\s+-e\b|\bchmod\s+\+x\b)`)
+)
+
+// scanEncoded finds base64 and hex blobs (runs of at least 40 base64 or
+// 48 hex characters, or 16 \xNN escapes) that decode to a script. One
+// pass over the bytes: a regular expression with a counted repetition
+// costs far more than reading the file.
+func (r *reader) scanEncoded(rel string, data []byte) {
+	if len(data) < 40 {
+		return
+	}
+	var lines lineIdx
+	at := func(off int) int {
+		if lines == nil {
+			lines = lineIndex(data)
+		}
+		return lines.at(off)
+	}
+	found := 0
+	start := -1
+	for i := 0; i <= len(data) && found < 200; i++ {
+		if i < len(data) && isBase64Byte(data[i]) {
+			if start < 0 {
+				start = i
+			}
+			continue
+		}
+		if start >= 0 && i-start >= 40 {
+			found++
+			blob := string(data[start:i])
+			if isHex(blob) {
+				if len(blob) >= 48 {
+					if dec, err := hex.DecodeString(blob[:len(blob)/2*2]); err == nil && looksLikeScript(dec) {
+						r.find(KindEncodedScript, rel, at(start), "hex text decodes to a script: %q", clip(string(dec)))
+					}
+				}
+			} else if dec, ok := decodeBase64(blob); ok && looksLikeScript(dec) {
+				r.find(KindEncodedScript, rel, at(start), "base64 text decodes to a script: %q", clip(string(dec)))
+			}
+		}
+		start = -1
+	}
+	if bytes.Contains(data, []byte(`\x`)) {
+		r.scanHexEscapes(rel, data, at)
+	}
+}
+
+// scanHexEscapes finds runs of \xNN escapes that decode to a script.
+func (r *reader) scanHexEscapes(rel string, data []byte, at func(int) int) {
+	for i := 0; i+4 <= len(data); {
+		j := i
+		var dec []byte
+		for j+4 <= len(data) && data[j] == '\\' && data[j+1] == 'x' && isHexByte(data[j+2]) && isHexByte(data[j+3]) {
+			b, _ := hex.DecodeString(string(data[j+2 : j+4]))
+			dec = append(dec, b...)
+			j += 4
+		}
+		if len(dec) >= 16 && looksLikeScript(dec) {
+			r.find(KindEncodedScript, rel, at(i), "hex escapes decode to a script: %q", clip(string(dec)))
+		}
+		if j > i {
+			i = j
+		} else {
+			i++
+		}
+	}
+}
+
+// base64Bytes marks the bytes of the standard and URL base64 alphabets
+// and padding.
+var base64Bytes = func() (t [256]bool) {
+	for _, c := range []byte("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/=_-") {
+		t[c] = true
+	}
+	return t
+}()
+
+func isBase64Byte(c byte) bool { return base64Bytes[c] }
+
+func isHexByte(c byte) bool {
+	return c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F'
+}
+
+func isHex(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if !isHexByte(s[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+func decodeBase64(s string) ([]byte, bool) {
+	for _, enc := range []*base64.Encoding{base64.StdEncoding, base64.RawStdEncoding, base64.URLEncoding, base64.RawURLEncoding} {
+		if b, err := enc.DecodeString(s); err == nil {
+			return b, true
+		}
+	}
+	// A blob cut anywhere: decode the longest prefix of whole quanta.
+	t := strings.TrimRight(s, "=")
+	t = t[:len(t)/4*4]
+	if b, err := base64.StdEncoding.DecodeString(t); err == nil {
+		return b, true
+	}
+	return nil, false
+}
+
+// looksLikeScript reports decoded bytes that are mostly printable text and
+// hold a shell or script construct.
+func looksLikeScript(b []byte) bool {
+	if len(b) < 12 {
+		return false
+	}
+	printable := 0
+	for _, c := range b {
+		if c >= 0x20 && c < 0x7f || c == '\n' || c == '\t' || c == '\r' {
+			printable++
+		}
+	}
+	if printable*10 < len(b)*9 {
+		return false
+	}
+	return scriptRe.Regexp().Match(b)
+}
+
+type lineIdx []int
+
+func lineIndex(data []byte) lineIdx {
+	idx := lineIdx{0}
+	for i, c := range data {
+		if c == '\n' {
+			idx = append(idx, i+1)
+		}
+	}
+	return idx
+}
+
+// at is the 1-based line of byte offset off.
+func (l lineIdx) at(off int) int {
+	return sort.Search(len(l), func(i int) bool { return l[i] > off })
+}

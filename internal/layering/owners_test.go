@@ -1,0 +1,228 @@
+package layering
+
+import (
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// A concept is one rule wharf keeps in one function. find reports the
+// functions of a non-test file that carry a copy of the rule; the owner is
+// the one function allowed to.
+type concept struct {
+	name  string
+	owner string // "<package dir>.<func>"
+	find  func(fn *ast.FuncDecl) bool
+}
+
+var concepts = []concept{
+	{"revocation text", "internal/core/policy.RevokedReason", func(fn *ast.FuncDecl) bool {
+		return hasLit(fn, func(s string) bool {
+			return strings.Contains(s, "revoked by revocation") || strings.HasPrefix(s, "revoked: ") || strings.HasPrefix(s, "revoked (")
+		})
+	}},
+	{"version of an unversioned plugin", "plugin.VersionOf", func(fn *ast.FuncDecl) bool {
+		return fn.Name.Name != "ShortCommit" && calls(fn, "ShortCommit")
+	}},
+	{"namespaced component name", "plugin.ComponentName", func(fn *ast.FuncDecl) bool {
+		if buildsServerName(fn) {
+			return true
+		}
+		return namespacingName.MatchString(fn.Name.Name) && hasLit(fn, func(s string) bool { return s == ":" })
+	}},
+	{"cross-marketplace dependency rule", "internal/core/resolver.CrossAllowed", func(fn *ast.FuncDecl) bool {
+		return fn.Name.Name == "CrossAllowed" || rangesOver(fn, "AllowCrossMarketplaceDependenciesOn")
+	}},
+}
+
+// pluginSourceTypes say where a plugin's files come from, not a
+// marketplace: another concept.
+var pluginSourceTypes = map[string]bool{"plugin.Source": true, "internal/core/marketplace.ResolvedSource": true}
+
+var namespacingName = regexp.MustCompile(`(?i)namespaced|commandname|servername|componentname`)
+
+// exempt are the functions that touch a concept's words without deciding
+// it: the marketplace format parses and validates the field.
+var exempt = map[string]bool{
+	"plugin.marketplace":  true, // decodes the field
+	"plugin.dependencies": true, // validates a marketplace's dependencies against it
+}
+
+// TestConceptOwners fails when a second function carries one of the rules
+// above: the failure names the owner to call instead.
+func TestConceptOwners(t *testing.T) {
+	found := conceptHolders(t)
+	for _, c := range concepts {
+		got := found[c.name]
+		t.Logf("owners of %s: %d %v", c.name, len(got), got)
+		if len(got) != 1 || got[0] != c.owner {
+			t.Errorf("%s has %d owners %v; %s is its one owner: call it instead of repeating the rule", c.name, len(got), got, c.owner)
+		}
+	}
+	// The marketplace source types are counted, not yet held to one.
+	t.Logf("owners of marketplace source type: %d %v", len(found["marketplace source type"]), found["marketplace source type"])
+}
+
+func conceptHolders(t *testing.T) map[string][]string {
+	root, err := filepath.Abs("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := map[string][]string{}
+	fset := token.NewFileSet()
+	err = filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			if n := d.Name(); p != root && (n == "testdata" || strings.HasPrefix(n, ".") || n == "vendor") {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if !strings.HasSuffix(p, ".go") || strings.HasSuffix(p, "_test.go") {
+			return nil
+		}
+		src, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		f, err := parser.ParseFile(fset, p, src, 0)
+		if err != nil {
+			return err
+		}
+		dir, _ := filepath.Rel(root, filepath.Dir(p))
+		dir = filepath.ToSlash(dir)
+		for _, decl := range f.Decls {
+			switch d := decl.(type) {
+			case *ast.FuncDecl:
+				if d.Body == nil {
+					continue
+				}
+				name := dir + "." + d.Name.Name
+				if exempt[name] {
+					continue
+				}
+				for _, c := range concepts {
+					if c.find(d) {
+						found[c.name] = append(found[c.name], name)
+					}
+				}
+			case *ast.GenDecl:
+				for _, s := range d.Specs {
+					if ts, ok := s.(*ast.TypeSpec); ok {
+						if st, ok := ts.Type.(*ast.StructType); ok && strings.HasSuffix(ts.Name.Name, "Source") && !pluginSourceTypes[dir+"."+ts.Name.Name] && isMarketplaceSource(st) {
+							found["marketplace source type"] = append(found["marketplace source type"], dir+"."+ts.Name.Name)
+						}
+					}
+				}
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range found {
+		sort.Strings(v)
+	}
+	return found
+}
+
+// isMarketplaceSource reports a struct describing a marketplace source
+// (plugin.Source, where a plugin comes from, is another concept): a kind
+// beside a repo, URL, host or path.
+func isMarketplaceSource(st *ast.StructType) bool {
+	has := map[string]bool{}
+	for _, f := range st.Fields.List {
+		for _, n := range f.Names {
+			has[n.Name] = true
+		}
+	}
+	return (has["Kind"] || has["Source"]) && (has["Repo"] || has["URL"] || has["Host"] || has["Path"])
+}
+
+// buildsServerName reports "plugin:" + ... + ":" + ...: a server's
+// namespaced name built by hand.
+func buildsServerName(fn *ast.FuncDecl) bool {
+	hit := false
+	ast.Inspect(fn.Body, func(n ast.Node) bool {
+		b, ok := n.(*ast.BinaryExpr)
+		if !ok || b.Op != token.ADD {
+			return !hit
+		}
+		var lits []string
+		var walk func(e ast.Expr)
+		walk = func(e ast.Expr) {
+			switch x := e.(type) {
+			case *ast.BinaryExpr:
+				if x.Op == token.ADD {
+					walk(x.X)
+					walk(x.Y)
+				}
+			case *ast.BasicLit:
+				if s, err := strconv.Unquote(x.Value); err == nil {
+					lits = append(lits, s)
+				}
+			}
+		}
+		walk(b)
+		for i, s := range lits {
+			if strings.HasPrefix(s, "plugin:") && (s != "plugin:" || i+1 < len(lits) && strings.HasPrefix(lits[i+1], ":")) {
+				hit = true
+			}
+		}
+		return false
+	})
+	return hit
+}
+
+func hasLit(fn *ast.FuncDecl, match func(string) bool) bool {
+	hit := false
+	ast.Inspect(fn.Body, func(n ast.Node) bool {
+		if l, ok := n.(*ast.BasicLit); ok && l.Kind == token.STRING {
+			if s, err := strconv.Unquote(l.Value); err == nil && match(s) {
+				hit = true
+			}
+		}
+		return !hit
+	})
+	return hit
+}
+
+func calls(fn *ast.FuncDecl, name string) bool {
+	hit := false
+	ast.Inspect(fn.Body, func(n ast.Node) bool {
+		if c, ok := n.(*ast.CallExpr); ok {
+			switch f := c.Fun.(type) {
+			case *ast.Ident:
+				hit = hit || f.Name == name
+			case *ast.SelectorExpr:
+				hit = hit || f.Sel.Name == name
+			}
+		}
+		return !hit
+	})
+	return hit
+}
+
+func rangesOver(fn *ast.FuncDecl, field string) bool {
+	hit := false
+	ast.Inspect(fn.Body, func(n ast.Node) bool {
+		if r, ok := n.(*ast.RangeStmt); ok {
+			if s, ok := r.X.(*ast.SelectorExpr); ok && s.Sel.Name == field {
+				hit = true
+			}
+		}
+		return !hit
+	})
+	return hit
+}

@@ -1,0 +1,219 @@
+// Package agentcli finds and runs the real GitHub Copilot CLI and OpenAI
+// Codex CLI the way wharf's tests run agent CLIs: a throwaway HOME, their
+// telemetry and update checks off, and their outbound HTTP(S) sent to a
+// closed loopback port, so that only loopback servers the test starts are
+// reachable.
+//
+// The machine-wide managed files these CLIs read (/etc/github-copilot,
+// /etc/codex) are written only by tests running as root with CI=true,
+// under the lock of package claudetest, which every agent CLI test takes.
+package agentcli
+
+import (
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// An Agent is one of the CLIs this package runs.
+type Agent struct {
+	// Name is the CLI's command name: copilot or codex.
+	Name string
+	// Package and Version are the npm package and the version .ci/run
+	// installs.
+	Package, Version string
+	// EnvVar names the binary ($WHARF_COPILOT, $WHARF_CODEX).
+	EnvVar string
+	// ManagedFile is the machine-wide managed configuration the CLI reads
+	// on Linux, with no override.
+	ManagedFile string
+	env         func(home string) []string
+}
+
+// closedProxy is a loopback port nothing listens on (discard): a request
+// the CLI sends through its proxy fails at once instead of leaving the
+// machine.
+const closedProxy = "http://127.0.0.1:9"
+
+func baseEnv(home string) []string {
+	return []string{"HOME=" + home, "PATH=" + os.Getenv("PATH"),
+		"HTTPS_PROXY=" + closedProxy, "HTTP_PROXY=" + closedProxy, "https_proxy=" + closedProxy, "http_proxy=" + closedProxy,
+		"ALL_PROXY=" + closedProxy, "NO_PROXY=127.0.0.1,localhost,::1", "no_proxy=127.0.0.1,localhost,::1",
+		"GIT_TERMINAL_PROMPT=0", "GIT_CONFIG_NOSYSTEM=1", "NO_COLOR=1", "TERM=dumb", "DO_NOT_TRACK=1"}
+}
+
+// Copilot is GitHub Copilot CLI. COPILOT_OFFLINE=true turns off GitHub
+// authentication, telemetry, web tools and auto-update (its `copilot help
+// environment`); COPILOT_AUTO_UPDATE=false says the same of updates, and a
+// provider on a closed loopback port stands for the model it never calls.
+var Copilot = Agent{Name: "copilot", Package: "@github/copilot", Version: "1.0.102", EnvVar: "WHARF_COPILOT",
+	ManagedFile: "/etc/github-copilot/managed-settings.json",
+	env: func(home string) []string {
+		return append(baseEnv(home), "COPILOT_OFFLINE=true", "COPILOT_AUTO_UPDATE=false",
+			"COPILOT_PROVIDER_BASE_URL="+closedProxy)
+	}}
+
+// Codex is OpenAI Codex CLI. Its telemetry and update check are settings,
+// not environment: Home writes them into the throwaway ~/.codex/config.toml
+// ([analytics] enabled = false, check_for_update_on_startup = false, no
+// OpenTelemetry exporter) before the first run.
+var Codex = Agent{Name: "codex", Package: "@openai/codex", Version: "0.171.0", EnvVar: "WHARF_CODEX",
+	ManagedFile: "/etc/codex/requirements.toml",
+	env: func(home string) []string {
+		return append(baseEnv(home), "CODEX_HOME="+filepath.Join(home, ".codex"))
+	}}
+
+// CodexQuietConfig is what Home writes into a throwaway ~/.codex/config.toml.
+const CodexQuietConfig = "check_for_update_on_startup = false\n\n[analytics]\nenabled = false\n\n[feedback]\nenabled = false\n\n[otel]\nexporter = \"none\"\nlog_user_prompt = false\n"
+
+// CLI is one found agent CLI.
+type CLI struct {
+	Agent
+	Bin string
+}
+
+// Find returns the agent's CLI: $<EnvVar>, else the copy .ci/run installs
+// under $HOME/.cache/wharf-ci/<name>-<version>. Absent, the test skips,
+// unless WHARF_REQUIRE_AGENTS=1 (CI), where it fails.
+func Find(t testing.TB, a Agent) *CLI {
+	t.Helper()
+	p := os.Getenv(a.EnvVar)
+	if p == "" {
+		if home, err := os.UserHomeDir(); err == nil {
+			c := filepath.Join(home, ".cache/wharf-ci", a.Name+"-"+a.Version, "node_modules/.bin", a.Name)
+			if _, err := os.Stat(c); err == nil {
+				p = c
+			}
+		}
+	}
+	if p == "" {
+		if os.Getenv("WHARF_REQUIRE_AGENTS") == "1" {
+			t.Fatalf("WHARF_REQUIRE_AGENTS=1 but no %s CLI: set %s (.ci/run installs %s@%s with npm)", a.Name, a.EnvVar, a.Package, a.Version)
+		}
+		t.Skipf("no %s CLI (set %s, or npm install %s@%s into ~/.cache/wharf-ci/%s-%s); skipping the test with the real %s",
+			a.Name, a.EnvVar, a.Package, a.Version, a.Name, a.Version, a.Name)
+	}
+	return &CLI{Agent: a, Bin: p}
+}
+
+// Home is a new throwaway HOME for the CLI, removed when the test ends.
+// (Codex warns at each run that it makes no helper links under the
+// temporary directory; the plugin commands do not need them.)
+func (c *CLI) Home(t testing.TB) string {
+	t.Helper()
+	home := t.TempDir()
+	if c.Name == "codex" {
+		if err := os.MkdirAll(filepath.Join(home, ".codex"), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(home, ".codex", "config.toml"), []byte(CodexQuietConfig), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return home
+}
+
+// Env is the environment every run of the CLI gets, with home as HOME.
+func (c *CLI) Env(home string) []string { return c.env(home) }
+
+// Run runs the CLI with args in dir and returns its combined output and
+// exit code. A run that cannot start, or outlives five minutes, fails the
+// test naming the command.
+func (c *CLI) Run(t testing.TB, home, dir string, args ...string) (string, int) {
+	t.Helper()
+	return c.run(t, home, dir, true, args)
+}
+
+// Stdout is Run keeping only standard output (for --json).
+func (c *CLI) Stdout(t testing.TB, home, dir string, args ...string) (string, int) {
+	t.Helper()
+	return c.run(t, home, dir, false, args)
+}
+
+// Must is Run failing the test on a non-zero exit.
+func (c *CLI) Must(t testing.TB, home, dir string, args ...string) string {
+	t.Helper()
+	out, code := c.Run(t, home, dir, args...)
+	if code != 0 {
+		t.Fatalf("%s %s: exit %d\n%s", c.Name, strings.Join(args, " "), code, out)
+	}
+	return out
+}
+
+func (c *CLI) run(t testing.TB, home, dir string, stderr bool, args []string) (string, int) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, c.Bin, args...)
+	cmd.Dir = dir
+	cmd.Env = c.Env(home)
+	var out strings.Builder
+	cmd.Stdout = &out
+	if stderr {
+		cmd.Stderr = &out
+	}
+	err := cmd.Run()
+	var ee *exec.ExitError
+	switch {
+	case err == nil:
+		return out.String(), 0
+	case errors.As(err, &ee) && ctx.Err() == nil:
+		return out.String(), ee.ExitCode()
+	default:
+		t.Fatalf("%s %s: %v\n%s", c.Name, strings.Join(args, " "), err, out.String())
+		return "", -1
+	}
+}
+
+// Version is what `<cli> --version` prints, trimmed.
+func (c *CLI) Version(t testing.TB) string {
+	t.Helper()
+	out, code := c.Stdout(t, c.Home(t), "", "--version")
+	if code != 0 {
+		t.Fatalf("%s --version exited %d: %s", c.Name, code, out)
+	}
+	return strings.TrimSpace(out)
+}
+
+// CanWriteManaged reports whether this test may write the CLI's managed
+// file under /etc: only as root with CI=true. Otherwise it says why not.
+func CanWriteManaged() (bool, string) {
+	if os.Geteuid() != 0 || os.Getenv("CI") != "true" {
+		return false, "the managed file is machine-wide under /etc; it is written only as root with CI=true"
+	}
+	return true, ""
+}
+
+// PutManaged writes b as the CLI's managed file (making its directory if
+// needed) and restores what was there when the test ends. The caller holds
+// claudetest.Lock exclusively.
+func PutManaged(t testing.TB, file string, b []byte) {
+	t.Helper()
+	dir := filepath.Dir(file)
+	if _, err := os.Stat(dir); os.IsNotExist(err) {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { os.Remove(dir) })
+	}
+	old, err := os.ReadFile(file)
+	had := err == nil
+	if err != nil && !os.IsNotExist(err) {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(file, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if had {
+			os.WriteFile(file, old, 0o644)
+		} else {
+			os.Remove(file)
+		}
+	})
+}
