@@ -9,6 +9,8 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+
+	"github.com/wharfhq/wharf/internal/core/atomicfile"
 )
 
 //go:embed all:testdata/demo-marketplace
@@ -27,8 +29,9 @@ func DemoMarketplace() fs.FS {
 }
 
 // WriteDemoMarketplace writes the demo marketplace into dir, which must not
-// exist yet. It writes a temporary sibling first and renames it into place,
-// so dir is either complete or absent.
+// exist yet. It writes a temporary sibling first, makes it durable and
+// renames it into place (atomicfile.CommitDir), so dir is either complete or
+// absent, even after a crash.
 func WriteDemoMarketplace(dir string) error {
 	parent := filepath.Dir(dir)
 	if err := os.MkdirAll(parent, 0o755); err != nil {
@@ -61,5 +64,5 @@ func WriteDemoMarketplace(dir string) error {
 	if err != nil {
 		return fmt.Errorf("write demo marketplace: %w", err)
 	}
-	return os.Rename(tmp, dir)
+	return atomicfile.CommitDir(tmp, dir)
 }

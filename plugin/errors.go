@@ -52,7 +52,10 @@ func (e *Error) Error() string {
 	if e.Object != "" && !containsObject(msg, e.Object) {
 		msg = e.Object + ": " + msg
 	}
-	return fmt.Sprintf("%s: %s", e.Layer, msg)
+	// The layer classifies the error (exit codes, --json's "layer"); the
+	// message a person reads names the object and what happened, never
+	// the layer.
+	return msg
 }
 
 func (e *Error) Unwrap() error { return e.Err }

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"path/filepath"
 	"strings"
@@ -33,10 +32,9 @@ func newAgentCmd(a *app) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "agent",
 		Short: "Load the approved plugin set as an agent would and show its components and status",
-		Args:  exactArgs(0, "a subcommand"),
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			return usageError(errors.New("wharf agent needs a subcommand: components or status"))
-		},
+		Args:  exactArgs(0, "a subcommand (components, status, mcp, ...)"),
+		// Alone it prints its help, as every parent command does.
+		RunE: func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
 	}
 	pf := cmd.PersistentFlags()
 	pf.StringArrayVar(&opts.pluginDirs, "plugin-dir", nil, "load a plugin directory for this session only (source inline, never persisted); repeatable")

@@ -16,10 +16,9 @@ func newAgentMCPCmd(a *app, opts *agentOptions) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "mcp",
 		Short: "MCP servers of the active plugin set",
-		Args:  exactArgs(0, "a subcommand"),
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			return usageError(fmt.Errorf("wharf agent mcp needs a subcommand: list"))
-		},
+		Args:  exactArgs(0, "a subcommand (list)"),
+		// Alone it prints its help, as every parent command does.
+		RunE: func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
 	}
 	cmd.AddCommand(newAgentMCPListCmd(a, opts))
 	return cmd

@@ -170,7 +170,7 @@ func (a *app) examine() (*doctorReport, *store.Salvaged, error) {
 	}
 	for _, kv := range sv.Buckets[cache.BucketInstalled] {
 		if err := c.CheckStoredRecord(kv); err != nil {
-			rep.Broken = append(rep.Broken, doctorBroken{Key: kv.Key, Error: err.Error(), Hint: plugin.HintOf(err)})
+			rep.Broken = append(rep.Broken, doctorBroken{Key: kv.Key, Error: plainMessage(err.Error()), Hint: plugin.HintOf(err)})
 			continue
 		}
 		rep.Records++

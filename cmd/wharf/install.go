@@ -15,6 +15,7 @@ import (
 	"github.com/wharfhq/wharf/internal/client/cache"
 	"github.com/wharfhq/wharf/internal/client/install"
 	"github.com/wharfhq/wharf/internal/client/load"
+	"github.com/wharfhq/wharf/internal/core/resolver"
 	"github.com/wharfhq/wharf/internal/core/settings"
 	"github.com/wharfhq/wharf/internal/core/source"
 	"github.com/wharfhq/wharf/internal/core/trust"
@@ -130,10 +131,11 @@ func scopeFlag(cmd *cobra.Command, p *string) {
 
 func newInstallCmd(a *app) *cobra.Command {
 	var scope string
-	var force, allowDowngrade bool
+	var force, allowDowngrade, dryRun bool
 	cmd := &cobra.Command{
-		Use:   "install <name@marketplace | name>",
-		Short: "Install a plugin and the dependencies it needs",
+		Use:     "install <name@marketplace | name>",
+		Aliases: []string{"i"},
+		Short:   "Install a plugin and the dependencies it needs",
 		Long: `Install a plugin and the dependencies it needs. A bare name works when exactly one known marketplace lists it.
 Replacing an installed plugin with a lower version, or with one that cannot be
 ordered against it, is refused (exit 4) unless --allow-downgrade is given, as
@@ -148,6 +150,32 @@ for wharf update.`,
 			id, err := a.catalogID(args[0])
 			if err != nil {
 				return err
+			}
+			if dryRun {
+				return withInstaller(a, cmd, func(ctx context.Context, in *install.Installer) (*dryRunInstall, error) {
+					plan, err := in.PlanInstall(ctx, install.Request{ID: id, Scope: sc})
+					if err != nil {
+						return nil, err
+					}
+					return &dryRunInstall{DryRun: true, Plan: plan, Scope: string(sc)}, nil
+				}, func(res *dryRunInstall) error {
+					for _, w := range res.Plan.Warnings {
+						a.warnf("%s", w)
+					}
+					for _, st := range res.Plan.Steps {
+						verb := "would install"
+						if st.Role == resolver.RoleInstalled {
+							verb = "already installed"
+						}
+						mark := ""
+						if !st.RequiredBy.IsZero() {
+							mark = " (dependency of " + st.RequiredBy.String() + ")"
+						}
+						a.printf("%s %s%s\n", verb, st.ID, mark)
+					}
+					a.printf("would enable in the %s scope; nothing was changed (--dry-run)\n", res.Scope)
+					return nil
+				})
 			}
 			return withInstaller(a, cmd, func(ctx context.Context, in *install.Installer) (*install.Result, error) {
 				return in.Install(ctx, install.Request{ID: id, Scope: sc, Force: force, AllowDowngrade: allowDowngrade})
@@ -178,25 +206,33 @@ for wharf update.`,
 		},
 	}
 	scopeFlag(cmd, &scope)
+	dryRunFlag(cmd, &dryRun)
 	cmd.Flags().BoolVar(&force, "force", false, "fetch again even when the version is cached")
 	cmd.Flags().BoolVar(&allowDowngrade, "allow-downgrade", false, "allow replacing an installed plugin with a lower version, or with one that cannot be ordered against it")
 	return cmd
 }
 
 func newUninstallCmd(a *app) *cobra.Command {
-	var prune bool
+	var prune, dryRun bool
 	cmd := &cobra.Command{
-		Use:   "uninstall <name@marketplace>",
-		Short: "Remove an installed plugin (warns about plugins that depend on it)",
-		Args:  exactArgs(1, "one <name@marketplace>"),
+		Use:     "uninstall <name@marketplace>",
+		Aliases: []string{"remove", "rm"},
+		Short:   "Remove an installed plugin (warns about plugins that depend on it)",
+		Args:    exactArgs(1, "one <name@marketplace>"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return withInstaller(a, cmd, func(ctx context.Context, in *install.Installer) (*install.Removed, error) {
 				id, err := installedArg(in, args[0])
 				if err != nil {
 					return nil, err
 				}
-				res, err := in.Uninstall(ctx, id, prune)
+				var res *install.Removed
+				if dryRun {
+					res, err = in.PlanUninstall(ctx, id, prune)
+				} else {
+					res, err = in.Uninstall(ctx, id, prune)
+				}
 				if res != nil {
+					res.DryRun = dryRun
 					res.Removed = nonNil(res.Removed)
 				}
 				return res, err
@@ -204,39 +240,72 @@ func newUninstallCmd(a *app) *cobra.Command {
 				for _, w := range res.Warnings {
 					a.warnf("%s", w)
 				}
-				for _, r := range res.Removed {
-					a.printf("removed %s\n", r)
-				}
+				printRemoved(a, res)
 				return nil
 			})
 		},
 	}
+	dryRunFlag(cmd, &dryRun)
 	cmd.Flags().BoolVar(&prune, "prune", false, "also remove dependencies installed only for it that nothing else needs")
 	return cmd
 }
 
 func newPruneCmd(a *app) *cobra.Command {
-	return &cobra.Command{
-		Use:   "prune",
-		Short: "Remove auto-installed dependencies that nothing needs any more",
-		Args:  exactArgs(0, "no arguments"),
+	var dryRun bool
+	cmd := &cobra.Command{
+		Use:     "prune",
+		Aliases: []string{"autoremove"},
+		Short:   "Remove auto-installed dependencies that nothing needs any more",
+		Args:    exactArgs(0, "no arguments"),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return withInstaller(a, cmd, func(ctx context.Context, in *install.Installer) (*install.Removed, error) {
-				res, err := in.Prune(ctx)
+				var res *install.Removed
+				var err error
+				if dryRun {
+					res, err = in.PlanPrune(ctx)
+				} else {
+					res, err = in.Prune(ctx)
+				}
 				if res != nil {
 					res.Removed = nonNil(res.Removed)
+					res.DryRun = dryRun
 				}
 				return res, err
 			}, func(res *install.Removed) error {
 				if len(res.Removed) == 0 {
 					a.printf("nothing to prune\n")
 				}
-				for _, r := range res.Removed {
-					a.printf("removed %s\n", r)
-				}
+				printRemoved(a, res)
 				return nil
 			})
 		},
+	}
+	dryRunFlag(cmd, &dryRun)
+	return cmd
+}
+
+// dryRunInstall is install --dry-run's result (--json).
+type dryRunInstall struct {
+	DryRun bool           `json:"dryRun"`
+	Plan   *resolver.Plan `json:"plan"`
+	Scope  string         `json:"scope"`
+}
+
+func dryRunFlag(cmd *cobra.Command, p *bool) {
+	cmd.Flags().BoolVar(p, "dry-run", false, "print what would be done (--json: the plan) and change nothing")
+}
+
+// printRemoved prints what uninstall or prune removed, or would remove.
+func printRemoved(a *app, res *install.Removed) {
+	verb := "removed"
+	if res.DryRun {
+		verb = "would remove"
+	}
+	for _, r := range res.Removed {
+		a.printf("%s %s\n", verb, r)
+	}
+	if res.DryRun {
+		a.printf("nothing was changed (--dry-run)\n")
 	}
 }
 
@@ -299,9 +368,10 @@ func installedArg(in *install.Installer, arg string) (plugin.ID, error) {
 func newListCmd(a *app) *cobra.Command {
 	var rehash bool
 	cmd := &cobra.Command{
-		Use:   "list",
-		Short: "List installed plugins with their status: active, demoted, failed or disabled",
-		Args:  exactArgs(0, "no arguments"),
+		Use:     "list",
+		Aliases: []string{"ls"},
+		Short:   "List installed plugins with their status: active, demoted, failed or disabled",
+		Args:    exactArgs(0, "no arguments"),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return withInstaller(a, cmd, func(ctx context.Context, in *install.Installer) ([]load.Row, error) {
 				rows, err := in.List(ctx, install.StatusOptions{Rehash: rehash, Revocations: a.revocations()})

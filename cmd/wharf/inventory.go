@@ -44,10 +44,9 @@ func newInventoryCmd(a *app) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "inventory",
 		Short: "Report this machine's installed plugins to the wharf server",
-		Args:  exactArgs(0, "a subcommand"),
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			return usageError(errors.New("wharf inventory needs a subcommand: report"))
-		},
+		Args:  exactArgs(0, "a subcommand (report)"),
+		// Alone it prints its help, as every parent command does.
+		RunE: func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
 	}
 	cmd.AddCommand(newInventoryReportCmd(a))
 	return cmd

@@ -208,7 +208,8 @@ func TestInventoryReportErrors(t *testing.T) {
 	rec.mu.Lock()
 	rec.status = http.StatusForbidden
 	rec.mu.Unlock()
-	check("another machine's record", 2, "403", nil, "--server", rec.hs.URL)
+	// A 403 is the server refusing the credentials: exit 6 from every command.
+	check("another machine's record", 6, "403", nil, "--server", rec.hs.URL)
 
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -216,7 +217,7 @@ func TestInventoryReportErrors(t *testing.T) {
 	}
 	closed := "http://" + l.Addr().String()
 	l.Close()
-	check("unreachable", 1, "inventory-server-unreachable", []string{"WHARF_JSON=1"}, "--server", closed)
+	check("unreachable", 1, `"type":"server-unreachable"`, []string{"WHARF_JSON=1"}, "--server", closed)
 	st := collect.ReadState(filepath.Join(c.home, "inventory-report.json"))
 	if st.Pending == "" || !strings.Contains(st.PendingError, "127.0.0.1") {
 		t.Fatalf("a failed report is not kept for the next try: %+v", st)

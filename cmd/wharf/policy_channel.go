@@ -5,14 +5,13 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
-	"io"
 	"net/http"
 	"net/url"
 	"os"
 	"time"
 
 	"github.com/wharfhq/wharf/internal/client/policyremote"
+	"github.com/wharfhq/wharf/internal/core/apiclient"
 	"github.com/wharfhq/wharf/plugin"
 )
 
@@ -42,46 +41,24 @@ func (a *app) channelSettings(ctx context.Context, name string) ([]byte, error) 
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	u := base + "/v1/channels/" + url.PathEscape(name) + "/claude-managed-settings"
-	ctx, cancel := context.WithTimeout(ctx, 60*time.Second)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	cl, err := apiclient.New(base, token, nil)
 	if err != nil {
 		return nil, usageError(err)
 	}
-	req.Header.Set("Accept", "application/json")
-	if token != "" {
-		req.Header.Set("Authorization", "Bearer "+token)
+	path := "/v1/channels/" + url.PathEscape(name) + "/claude-managed-settings"
+	u := base + path
+	ctx, cancel := context.WithTimeout(ctx, 60*time.Second)
+	defer cancel()
+	res, err := cl.Send(ctx, apiclient.Request{Method: http.MethodGet, Path: path, Limit: maxChannelSettings})
+	var tl *apiclient.TooLargeError
+	if errors.As(err, &tl) {
+		return nil, &plugin.Error{Layer: plugin.LayerMaterialization, Type: plugin.TypeSource, Object: u, Err: err, Hint: "check that --policy-url names a wharf server"}
 	}
-	res, err := http.DefaultClient.Do(req)
 	if err != nil {
-		return nil, &plugin.Error{Layer: plugin.LayerMaterialization, Type: plugin.TypeSource, Object: u, Err: err, Hint: "check that the wharf server is reachable at --policy-url"}
+		// A refusal or no answer: the client's one error for it.
+		return nil, err
 	}
-	defer res.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(res.Body, maxChannelSettings+1))
-	if err != nil {
-		return nil, &plugin.Error{Layer: plugin.LayerMaterialization, Type: plugin.TypeSource, Object: u, Err: err, Hint: "retry"}
-	}
-	if len(body) > maxChannelSettings {
-		return nil, &plugin.Error{Layer: plugin.LayerMaterialization, Type: plugin.TypeSource, Object: u, Err: fmt.Errorf("the answer is larger than %d bytes", maxChannelSettings), Hint: "check that --policy-url names a wharf server"}
-	}
-	if res.StatusCode != http.StatusOK {
-		var e struct {
-			Error struct {
-				Message string `json:"message"`
-			} `json:"error"`
-		}
-		msg := http.StatusText(res.StatusCode)
-		if json.Unmarshal(body, &e) == nil && e.Error.Message != "" {
-			msg = e.Error.Message
-		}
-		hint := "check the channel's name: GET /v1/channels lists them"
-		if res.StatusCode == http.StatusUnauthorized || res.StatusCode == http.StatusForbidden {
-			hint = "pass a valid token with --token (or WHARF_TOKEN)"
-		}
-		return nil, &plugin.Error{Layer: plugin.LayerMaterialization, Type: plugin.TypeSource, Object: "channel " + name,
-			Err: fmt.Errorf("%s answered %d: %s", base, res.StatusCode, msg), Hint: hint}
-	}
+	body := res.Body
 	var doc map[string]json.RawMessage
 	if err := json.Unmarshal(body, &doc); err != nil || doc["strictKnownMarketplaces"] == nil {
 		return nil, &plugin.Error{Layer: plugin.LayerMaterialization, Type: plugin.TypeSource, Object: u, Err: errors.New("the answer is not a managed-settings document"),

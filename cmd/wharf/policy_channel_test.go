@@ -60,12 +60,14 @@ func TestPolicyExportChannel(t *testing.T) {
 	}
 
 	code, _, stderr = c.run("--policy-url", hs.URL, "policy", "export", "--channel", "nosuch")
-	if code != 1 || !strings.Contains(stderr, "nosuch") {
+	// The server's 404 for a name the user typed: a usage error (exit 2).
+	if code != 2 || !strings.Contains(stderr, "nosuch") {
 		t.Fatalf("unknown channel: exit %d %s", code, stderr)
 	}
 	bad := newPolicyClient(t, "wrong-token")
 	code, _, stderr = bad.run("--policy-url", hs.URL, "policy", "export", "--channel", "approved")
-	if code != 1 || !strings.Contains(stderr, "401") || !strings.Contains(stderr, "--token") {
+	// The server refused the credentials: exit 6, as from every command.
+	if code != 6 || !strings.Contains(stderr, "401") || !strings.Contains(stderr, "--token") {
 		t.Fatalf("bad token: exit %d %s", code, stderr)
 	}
 	code, _, stderr = c.run("policy", "export", "--channel", "approved")

@@ -1,11 +1,15 @@
 package main
 
 import (
+	"errors"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/wharfhq/wharf/internal/cli/shell"
+	"github.com/wharfhq/wharf/internal/client/policyremote"
+	"github.com/wharfhq/wharf/internal/core/apiclient"
 	"github.com/wharfhq/wharf/internal/core/policy"
 )
 
@@ -50,6 +54,11 @@ func newPolicyPullCmd(a *app) *cobra.Command {
 			var all []pullResult
 			for _, srv := range servers {
 				res, err := a.pullPolicy(cmd.Context(), srv)
+				if ue, ok := errors.AsType[*apiclient.UnreachableError](err); ok && shell.ErrorType(err) == policyremote.TypeUnavailable {
+					// Pulling is what failed: the server did not answer,
+					// as any command that talks to it reports.
+					return ue
+				}
 				if err != nil {
 					return err
 				}

@@ -113,7 +113,24 @@ func (a *app) policyKeyFlag() ([]byte, error) {
 		return nil, &plugin.Error{Layer: plugin.LayerIntent, Type: typeUsage, Object: keyFile, Err: fmt.Errorf("--policy-key: %w", err),
 			Hint: "give the PEM public key of the policy server (GET /v1/policy/bundle/key)"}
 	}
+	if _, err := policy.ParseBundleKey(key); err != nil {
+		// A file the user named that is not a key: a usage error, not a
+		// key that failed to verify.
+		return nil, keyFileError("--policy-key", keyFile, err, "give the PEM public key of the policy server (GET /v1/policy/bundle/key)")
+	}
 	return key, nil
+}
+
+// keyFileError is a key file given on the command line that is not a key
+// of the expected kind: a usage error (exit 2) naming the flag and the
+// file, whatever layer the parser gave it.
+func keyFileError(flag, file string, err error, hint string) error {
+	msg := err.Error()
+	if pe, ok := errors.AsType[*plugin.Error](err); ok && pe.Err != nil {
+		msg = pe.Err.Error()
+	}
+	return &plugin.Error{Layer: plugin.LayerIntent, Type: typeUsage, Object: file,
+		Err: fmt.Errorf("%s %s is not a usable key: %s", flag, file, msg), Hint: hint}
 }
 
 // managedPolicyServers reads the managed layers for `wharf policy pull`.

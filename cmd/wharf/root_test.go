@@ -58,7 +58,7 @@ func TestPrintErrorForms(t *testing.T) {
 	errb.Reset()
 	a.cfg.JSON = true
 	a.printError(err)
-	want := `{"error":{"type":"policy-denied","message":"policy: x@y: blocked by managed policy","hint":"ask your admin"}}` + "\n"
+	want := `{"error":{"type":"policy-denied","message":"x@y: blocked by managed policy","hint":"ask your admin","layer":"policy"}}` + "\n"
 	if errb.String() != want {
 		t.Errorf("JSON error = %q\nwant %q", errb.String(), want)
 	}

@@ -9,6 +9,7 @@ import (
 	"os"
 	"strings"
 
+	"github.com/sigstore/sigstore/pkg/cryptoutils"
 	"github.com/spf13/cobra"
 
 	"github.com/wharfhq/wharf/internal/core/atomicfile"
@@ -67,6 +68,9 @@ func newSignCmd(a *app) *cobra.Command {
 			priv, err := os.ReadFile(keyFile)
 			if err != nil {
 				return &plugin.Error{Layer: plugin.LayerIntent, Type: typeUsage, Object: keyFile, Err: err, Hint: "make a key with: wharf keygen"}
+			}
+			if _, err := cryptoutils.UnmarshalPEMToPrivateKey(priv, cryptoutils.SkipPassword); err != nil {
+				return keyFileError("--key", keyFile, err, "pass the private key PEM made by: wharf keygen (PREFIX.key)")
 			}
 			tree, err := trust.Digest(dir)
 			if err != nil {

@@ -1,15 +1,11 @@
 package main
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"os"
-	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -131,8 +127,9 @@ func newTokenCmd(a *app) *cobra.Command {
 	return cmd
 }
 
-// do sends one request and decodes the JSON answer into out. Server errors
-// become *plugin.Error with the server's message.
+// do sends one request through the API client and decodes the JSON answer
+// into out; a refusal is the server's *apiclient.APIError and no answer an
+// *apiclient.UnreachableError, as every client of the server reports them.
 func (c *tokenClient) do(ctx context.Context, method, path string, body, out any) error {
 	server := c.Server
 	if server == "" {
@@ -149,65 +146,13 @@ func (c *tokenClient) do(ctx context.Context, method, path string, body, out any
 		return &plugin.Error{Layer: plugin.LayerIntent, Type: typeUsage, Object: "--token",
 			Err: errors.New("no admin token"), Hint: "pass --token or set WHARF_TOKEN (wharf-server printed one on its first start)"}
 	}
-	var rd io.Reader
-	if body != nil {
-		raw, err := json.Marshal(body)
-		if err != nil {
-			return err
-		}
-		rd = bytes.NewReader(raw)
-	}
-	req, err := http.NewRequestWithContext(ctx, method, strings.TrimRight(server, "/")+path, rd)
-	if err != nil {
-		return &plugin.Error{Layer: plugin.LayerIntent, Type: typeUsage, Object: server, Err: err, Hint: "pass --server http://host:port"}
-	}
-	req.Header.Set("Authorization", "Bearer "+token)
-	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
 	hc := c.HTTP
 	if hc == nil {
 		hc = &http.Client{Timeout: 30 * time.Second}
 	}
-	res, err := hc.Do(req)
+	cl, err := apiclient.New(server, token, hc)
 	if err != nil {
-		return &plugin.Error{Layer: plugin.LayerMaterialization, Type: plugin.TypeSource, Object: server, Err: err,
-			Hint: "is wharf-server running there? start it with: wharf-server (go run ./cmd/wharf-server in the source tree)"}
+		return &plugin.Error{Layer: plugin.LayerIntent, Type: typeUsage, Object: "--server", Err: err, Hint: "pass --server http://host:port"}
 	}
-	defer res.Body.Close()
-	raw, err := io.ReadAll(io.LimitReader(res.Body, 8<<20))
-	if err != nil {
-		return err
-	}
-	if res.StatusCode >= 300 {
-		var e struct {
-			Error struct {
-				Code    string `json:"code"`
-				Message string `json:"message"`
-			} `json:"error"`
-		}
-		msg := strings.TrimSpace(string(raw))
-		if json.Unmarshal(raw, &e) == nil && e.Error.Message != "" {
-			msg = e.Error.Message
-		}
-		layer, hint := plugin.LayerMaterialization, ""
-		switch res.StatusCode {
-		case http.StatusUnauthorized:
-			layer, hint = plugin.LayerIntent, "pass a valid admin token with --token or WHARF_TOKEN"
-		case http.StatusForbidden:
-			layer, hint = plugin.LayerIntent, "this needs an admin token"
-		case http.StatusBadRequest, http.StatusNotFound, http.StatusConflict:
-			layer = plugin.LayerIntent
-		}
-		code := e.Error.Code
-		if code == "" {
-			code = "server-error"
-		}
-		return &plugin.Error{Layer: layer, Type: code, Object: server + path,
-			Err: fmt.Errorf("server answered %d: %s", res.StatusCode, msg), Hint: hint}
-	}
-	if out == nil || len(raw) == 0 {
-		return nil
-	}
-	return json.Unmarshal(raw, out)
+	return cl.Do(ctx, method, path, body, out)
 }

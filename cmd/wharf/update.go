@@ -68,7 +68,7 @@ func (a *app) refreshInstaller(ctx context.Context, args []string, offline bool)
 			return err
 		})
 		if err != nil {
-			mv.Error = err.Error()
+			mv.Error = plainMessage(err.Error())
 			if h := plugin.HintOf(err); h != "" {
 				mv.Error += " (" + h + ")"
 			}
@@ -112,7 +112,7 @@ type updateResult struct {
 }
 
 func newUpdateCmd(a *app) *cobra.Command {
-	var all, offline, allowDowngrade bool
+	var all, offline, allowDowngrade, dryRun bool
 	cmd := &cobra.Command{
 		Use:   "update [<name@marketplace>...] [--all] [--allow-downgrade]",
 		Short: "Fetch the plugins' marketplaces, then install the versions they list now",
@@ -134,6 +134,9 @@ have no order and update freely.`,
 			}
 			if len(args) > 0 && all {
 				return usageError(fmt.Errorf("pass plugin names or --all, not both"))
+			}
+			if dryRun {
+				return a.updateDryRun(cmd.Context(), args)
 			}
 			in, ids, moves, err := a.refreshInstaller(cmd.Context(), args, offline)
 			if err != nil {
@@ -172,7 +175,44 @@ have no order and update freely.`,
 	cmd.Flags().BoolVar(&all, "all", false, "update every installed plugin")
 	cmd.Flags().BoolVar(&allowDowngrade, "allow-downgrade", false, "allow going to a lower version, or between a semantic version and one that cannot be ordered against it")
 	cmd.Flags().BoolVar(&offline, "offline", false, "use the marketplace copies on disk; fetch nothing")
+	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "print what update would do from the marketplace copies on disk (--json: the plan); fetch nothing and change nothing")
 	return cmd
+}
+
+// updateDryRunResult is update --dry-run's --json output.
+type updateDryRunResult struct {
+	DryRun  bool               `json:"dryRun"`
+	Plugins []install.Outdated `json:"plugins"`
+}
+
+// updateDryRun prints what update would do, from the marketplace copies on
+// disk: it fetches nothing and changes nothing.
+func (a *app) updateDryRun(ctx context.Context, args []string) error {
+	in, ids, _, err := a.refreshInstaller(ctx, args, true)
+	if err != nil {
+		return err
+	}
+	res, err := in.Outdated(ids)
+	if err != nil {
+		return err
+	}
+	if a.cfg.JSON {
+		return a.printJSON(updateDryRunResult{DryRun: true, Plugins: res})
+	}
+	for _, o := range res {
+		switch o.Status {
+		case install.OutdatedUpdate:
+			a.printf("would update %s %s -> %s\n", o.ID, o.Installed, o.Available)
+		default:
+			note := o.Note
+			if note == "" {
+				note = "up to date"
+			}
+			a.printf("%s %s: %s\n", o.ID, o.Installed, note)
+		}
+	}
+	a.printf("nothing was fetched or changed (--dry-run, from the marketplace copies on disk)\n")
+	return nil
 }
 
 // outdatedResult is outdated's --json output.

@@ -271,7 +271,7 @@ func copyChecks(ctx context.Context, f *source.Fetcher, path string, targets []c
 	for i, t := range targets {
 		dest := filepath.Join(scratch, strconv.Itoa(i))
 		if err := os.Mkdir(dest, 0o700); err != nil {
-			out = append(out, plugin.Diagnostic{File: t.file, Field: t.field, Severity: plugin.SeverityError, Message: err.Error()})
+			out = append(out, plugin.Diagnostic{File: t.file, Field: t.field, Severity: plugin.SeverityError, Message: plainMessage(err.Error())})
 			continue
 		}
 		abs, _ := filepath.Abs(t.dir)

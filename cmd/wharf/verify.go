@@ -65,10 +65,7 @@ func newVerifyCmd(a *app) *cobra.Command {
 					return &plugin.Error{Layer: plugin.LayerIntent, Type: typeUsage, Object: f, Err: err, Hint: "pass a public key PEM made by: wharf keygen"}
 				}
 				if err := keys.AddPEM(b); err != nil {
-					if pe, ok := err.(*plugin.Error); ok {
-						pe.Object = f
-					}
-					return err
+					return keyFileError("--key", f, err, "pass a public key PEM made by: wharf keygen")
 				}
 			}
 			required := requireSig || len(keyFiles) > 0
@@ -358,5 +355,5 @@ func (a *app) revokedProblem(id plugin.ID, t *verifyTarget, digest string) (stri
 	if !ok {
 		return "", nil
 	}
-	return policy.RevokedError(plugin.LayerTrust, r, id, version, digest).Error(), nil
+	return plainMessage(policy.RevokedError(plugin.LayerTrust, r, id, version, digest).Error()), nil
 }

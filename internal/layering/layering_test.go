@@ -34,7 +34,6 @@ type unit struct {
 // row's last column (test helpers sit above what they test). Every edge a
 // row lists is used, so the table cannot drift from the code either way.
 var table = []unit{
-	{"(root)", 0, nil, nil},
 	{"agent/internal/proctree", 0, nil, nil},
 	{"agent/mcp/internal/testserver", 0, nil, nil},
 	{"internal/cli/cliusage", 0, nil, nil},
@@ -58,6 +57,7 @@ var table = []unit{
 	{"internal/testutil/sharedtest", 0, nil, nil},
 	{"internal/testutil/silentnet", 0, nil, nil},
 	{"plugin", 0, nil, []string{"internal/testutil/claudetest", "internal/testutil/sharedtest"}},
+	{"(root)", 1, []string{"internal/core/atomicfile"}, nil},
 	{"internal/cli/cliconfig", 1, []string{"plugin"}, nil},
 	{"internal/client/userconfig", 1, []string{"internal/core/atomicfile", "internal/core/layout", "plugin"}, nil},
 	{"internal/core/capability", 1, []string{"internal/core/lazyre", "plugin"}, []string{"internal/testutil/sharedtest"}},
@@ -66,7 +66,7 @@ var table = []unit{
 	{"internal/core/settings", 1, []string{"internal/core/atomicfile", "internal/core/layout", "internal/core/lazyre", "plugin"}, nil},
 	{"internal/core/store", 1, []string{"internal/core/atomicfile"}, []string{"internal/core/store/storetest"}},
 	{"internal/core/trust", 1, []string{"internal/core/atomicfile", "plugin"}, nil},
-	{"internal/cli/shell", 2, []string{"internal/cli/cliconfig", "internal/core/lazyre", "internal/core/trust", "plugin"}, nil},
+	{"internal/cli/shell", 2, []string{"internal/cli/cliconfig", "internal/core/apiclient", "internal/core/lazyre", "internal/core/trust", "plugin"}, nil},
 	{"internal/client/cache", 2, []string{"internal/client/diskrec", "internal/core/atomicfile", "internal/core/layout", "internal/core/store", "internal/core/trust", "plugin"}, []string{"internal/core/source"}},
 	{"internal/core/inventory", 2, []string{"internal/core/lazyre", "plugin"}, nil},
 	{"internal/core/marketplace", 2, []string{"internal/core/atomicfile", "internal/core/fetch", "internal/core/lazyre", "internal/core/netidle", "internal/core/settings", "internal/core/store", "plugin"}, []string{"internal/testutil/claudetest", "internal/testutil/gitserve", "internal/testutil/netnstest", "internal/testutil/sharedtest", "internal/testutil/silentnet"}},
@@ -75,12 +75,12 @@ var table = []unit{
 	{"internal/core/store/storetest", 2, []string{"internal/core/store"}, nil},
 	{"internal/server/etcdstore", 2, []string{"internal/core/store"}, []string{"internal/core/store/storetest", "internal/testutil/etcdtest"}},
 	{"internal/client/load", 3, []string{"internal/client/cache", "internal/core/policy", "internal/core/resolver", "internal/core/settings", "plugin"}, []string{"internal/core/store"}},
-	{"internal/client/policyremote", 3, []string{"internal/core/atomicfile", "internal/core/layout", "internal/core/policy", "plugin"}, []string{"internal/core/settings", "internal/testutil/testapi"}},
+	{"internal/client/policyremote", 3, []string{"internal/core/apiclient", "internal/core/atomicfile", "internal/core/layout", "internal/core/policy", "plugin"}, []string{"internal/core/settings", "internal/testutil/testapi"}},
 	{"internal/server/channel", 3, []string{"internal/core/atomicfile", "internal/core/fetch", "internal/core/marketplace", "internal/core/policy", "internal/core/resolver", "internal/core/source", "internal/core/store", "internal/core/trust", "plugin"}, []string{"internal/testutil/gitserve", "internal/testutil/netnstest", "internal/testutil/sharedtest"}},
 	{"internal/server/fleet", 3, []string{"internal/core/inventory", "internal/core/store"}, []string{"internal/server/etcdstore", "internal/testutil/etcdtest"}},
 	{"internal/testutil/testworld", 3, []string{"internal/client/cache", "internal/core/layout", "internal/core/policy", "internal/core/settings", "internal/core/store", "plugin"}, nil},
 	{"agent", 4, []string{"agent/internal/proctree", "internal/client/cache", "internal/client/diskrec", "internal/client/load", "internal/client/userconfig", "internal/core/atomicfile", "internal/core/layout", "internal/core/lazyre", "internal/core/policy", "internal/core/settings", "plugin"}, []string{"agent/internal/worldtest", "internal/core/store", "internal/core/trust", "internal/testutil/processtest", "internal/testutil/testworld"}},
-	{"internal/client/collect", 4, []string{"internal/client/load", "internal/core/atomicfile", "internal/core/inventory", "internal/core/policy", "internal/core/trust", "plugin"}, nil},
+	{"internal/client/collect", 4, []string{"internal/client/load", "internal/core/apiclient", "internal/core/atomicfile", "internal/core/inventory", "internal/core/policy", "internal/core/trust", "plugin"}, nil},
 	{"internal/client/install", 4, []string{"internal/client/cache", "internal/client/load", "internal/core/fetch", "internal/core/marketplace", "internal/core/policy", "internal/core/resolver", "internal/core/settings", "internal/core/source", "internal/core/trust", "plugin"}, []string{"internal/core/layout", "internal/testutil/sharedtest", "internal/testutil/testworld"}},
 	{"internal/server/tokens", 4, []string{"internal/core/inventory", "internal/core/store", "internal/server/fleet"}, []string{"internal/server/etcdstore", "internal/testutil/etcdtest"}},
 	{"agent/internal/worldtest", 5, []string{"agent", "internal/core/policy", "internal/core/settings", "internal/testutil/testworld"}, nil},
@@ -90,7 +90,7 @@ var table = []unit{
 	{"internal/server/api", 7, []string{"internal/core/apiclient", "internal/core/inventory", "internal/core/marketplace", "internal/core/policy", "internal/core/resolver", "internal/core/settings", "internal/core/source", "internal/core/store", "internal/core/trust", "internal/server/audit", "internal/server/channel", "internal/server/fleet", "internal/server/gitserver", "internal/server/revocations", "internal/server/tokens", "internal/server/web", "plugin"}, []string{"internal/core/fetch", "internal/server/etcdstore", "internal/testutil/agentcli", "internal/testutil/claudetest", "internal/testutil/etcdtest", "internal/testutil/gitserve"}},
 	{"internal/testutil/testapi", 8, []string{"internal/core/layout", "internal/core/store", "internal/server/api"}, nil},
 	{"bench", 9, []string{"internal/core/capability", "internal/core/inventory", "internal/core/store", "internal/server/api", "internal/server/etcdstore", "internal/server/fleet", "internal/server/gitserver", "plugin"}, nil},
-	{"cmd/wharf", 9, []string{"agent", "internal/cli/cliconfig", "internal/cli/cliusage", "internal/cli/shell", "internal/client/cache", "internal/client/collect", "internal/client/home", "internal/client/install", "internal/client/load", "internal/client/policyremote", "internal/client/userconfig", "internal/core/apiclient", "internal/core/atomicfile", "internal/core/capability", "internal/core/fetch", "internal/core/inventory", "internal/core/layout", "internal/core/marketplace", "internal/core/policy", "internal/core/settings", "internal/core/source", "internal/core/store", "internal/core/trust", "plugin"}, []string{"internal/server/api", "internal/server/fleet", "internal/testutil/agentcli", "internal/testutil/claudetest", "internal/testutil/gitserve", "internal/testutil/processtest", "internal/testutil/sharedtest", "internal/testutil/silentnet", "internal/testutil/testapi", "internal/testutil/testworld"}},
+	{"cmd/wharf", 9, []string{"agent", "internal/cli/cliconfig", "internal/cli/cliusage", "internal/cli/shell", "internal/client/cache", "internal/client/collect", "internal/client/home", "internal/client/install", "internal/client/load", "internal/client/policyremote", "internal/client/userconfig", "internal/core/apiclient", "internal/core/atomicfile", "internal/core/capability", "internal/core/fetch", "internal/core/inventory", "internal/core/layout", "internal/core/marketplace", "internal/core/policy", "internal/core/resolver", "internal/core/settings", "internal/core/source", "internal/core/store", "internal/core/trust", "plugin"}, []string{"internal/server/api", "internal/server/fleet", "internal/testutil/agentcli", "internal/testutil/claudetest", "internal/testutil/gitserve", "internal/testutil/processtest", "internal/testutil/sharedtest", "internal/testutil/silentnet", "internal/testutil/testapi", "internal/testutil/testworld"}},
 	{"cmd/wharf-server", 9, []string{"(root)", "internal/cli/cliconfig", "internal/cli/cliusage", "internal/cli/shell", "internal/core/fetch", "internal/core/layout", "internal/core/marketplace", "internal/core/source", "internal/core/store", "internal/core/trust", "internal/server/api", "internal/server/etcdstore", "plugin"}, []string{"internal/testutil/etcdtest"}},
 }
 

@@ -41,6 +41,12 @@ var concepts = []concept{
 	{"cross-marketplace dependency rule", "internal/core/resolver.CrossAllowed", func(fn *ast.FuncDecl) bool {
 		return fn.Name.Name == "CrossAllowed" || rangesOver(fn, "AllowCrossMarketplaceDependenciesOn")
 	}},
+	{"durable tree (fsync of every file and directory)", "internal/core/atomicfile.syncTree", func(fn *ast.FuncDecl) bool {
+		return (calls(fn, "WalkDir") || calls(fn, "Walk")) && (calls(fn, "Sync") || calls(fn, "SyncDir") || calls(fn, "syncPath"))
+	}},
+	{"staged directory renamed into place", "internal/core/atomicfile.RenameDir", func(fn *ast.FuncDecl) bool {
+		return fn.Name.Name == "RenameDir" || calls(fn, "Rename") && (calls(fn, "MkdirTemp") || calls(fn, "mkdirTempIn"))
+	}},
 }
 
 // pluginSourceTypes say where a plugin's files come from, not a

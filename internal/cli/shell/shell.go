@@ -16,6 +16,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/wharfhq/wharf/internal/cli/cliconfig"
+	"github.com/wharfhq/wharf/internal/core/apiclient"
 	"github.com/wharfhq/wharf/internal/core/trust"
 	"github.com/wharfhq/wharf/plugin"
 )
@@ -28,6 +29,7 @@ const (
 	ExitPolicy      = 3
 	ExitTrust       = 4
 	ExitDependency  = 5
+	ExitCredentials = 6   // the wharf server refused the credentials (401, or 403 not for policy)
 	ExitInterrupted = 130 // as a shell reports a process ended by SIGINT
 )
 
@@ -36,6 +38,41 @@ const TypeUsage = cliconfig.TypeUsage
 
 // TypeInterrupted marks a command stopped by Ctrl-C (exit 130).
 const TypeInterrupted = "interrupted"
+
+// Error types of a wharf server's answers, as every command reports them.
+const (
+	// TypeCredentialsRefused: the server refused the credentials (a 401,
+	// or a 403 that is not a policy decision): exit 6.
+	TypeCredentialsRefused = "credentials-refused"
+	// TypeServerUnreachable: the server did not answer.
+	TypeServerUnreachable = "server-unreachable"
+)
+
+// ServerError makes a wharf server's answer, wherever in err's chain and
+// whichever command met it, the one error shown: a refused credential or
+// an unreachable server reads the same (message, hint, exit code) from
+// every command. A server refusal no command classified takes the layer
+// and hint the server sent. An unreachable policy server that leaves a
+// command failing closed stays a policy error (exit 3).
+func ServerError(err error) error {
+	if ae, ok := errors.AsType[*apiclient.APIError](err); ok {
+		if ae.CredentialsRefused() {
+			return &plugin.Error{Layer: plugin.LayerIntent, Type: TypeCredentialsRefused, Err: ae, Hint: ae.Hint}
+		}
+		if _, ok := errors.AsType[*plugin.Error](err); !ok {
+			typ := ae.Code
+			if typ == "" {
+				typ = "server-error"
+			}
+			return &plugin.Error{Layer: plugin.Layer(ae.Layer), Type: typ, Err: ae, Hint: ae.Hint}
+		}
+		return err
+	}
+	if ue, ok := errors.AsType[*apiclient.UnreachableError](err); ok && plugin.LayerOf(err) != plugin.LayerPolicy {
+		return &plugin.Error{Layer: plugin.LayerMaterialization, Type: TypeServerUnreachable, Err: ue, Hint: ue.Hint()}
+	}
+	return err
+}
 
 // ErrInterrupted is wrapped by the error of an interrupted command.
 var ErrInterrupted = errors.New("interrupted")
@@ -55,6 +92,9 @@ func ExitCode(err error) int {
 	}
 	if errors.Is(err, ErrInterrupted) {
 		return ExitInterrupted
+	}
+	if ae, ok := errors.AsType[*apiclient.APIError](err); ok && ae.CredentialsRefused() {
+		return ExitCredentials
 	}
 	switch plugin.LayerOf(err) {
 	case plugin.LayerIntent:
@@ -132,6 +172,9 @@ type JSONError struct {
 		Type    string `json:"type"`
 		Message string `json:"message"`
 		Hint    string `json:"hint,omitempty"`
+		// Layer is where the failure is (intent, policy, trust, ...),
+		// the class the exit code follows; the message does not repeat it.
+		Layer string `json:"layer,omitempty"`
 	} `json:"error"`
 }
 
@@ -143,8 +186,9 @@ func PrintError(w io.Writer, prog string, asJSON bool, err error) {
 	if asJSON {
 		var je JSONError
 		je.Error.Type = ErrorType(err)
-		je.Error.Message = err.Error()
+		je.Error.Message = PlainMessage(err.Error())
 		je.Error.Hint = hint
+		je.Error.Layer = string(plugin.LayerOf(err))
 		enc := json.NewEncoder(w)
 		enc.SetEscapeHTML(false)
 		_ = enc.Encode(je)
@@ -183,6 +227,7 @@ func Exit(e Ending, err error) int {
 			e.JSON = HasJSONFlag(e.Args)
 		}
 	}
+	err = ServerError(err)
 	PrintError(e.Stderr, e.Prog, e.JSON, err)
 	return ExitCode(err)
 }

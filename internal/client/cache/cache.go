@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/wharfhq/wharf/internal/core/atomicfile"
 	"github.com/wharfhq/wharf/internal/core/layout"
 	"github.com/wharfhq/wharf/internal/core/store"
 	"github.com/wharfhq/wharf/internal/core/trust"
@@ -265,7 +266,7 @@ func (c *Cache) ensure(ctx context.Context, req Request, useSeeds bool) (*Versio
 	if err := plainSignatures(tmp); err != nil {
 		return nil, errf(plugin.TypeSource, tmp, "check the disk and WHARF_HOME permissions", "%w", err)
 	}
-	if err := sealTree(tmp); err != nil {
+	if err := atomicfile.SealTree(tmp); err != nil {
 		return nil, errf(plugin.TypeSource, tmp, "check the disk and WHARF_HOME permissions", "seal %s: %w", req.ID, err)
 	}
 	tree, err := trust.CheckIntegrity(req.ID, req.Version, req.Digest, tmp)
@@ -290,11 +291,11 @@ func (c *Cache) ensure(ctx context.Context, req Request, useSeeds bool) (*Versio
 			v.FP, v.Origin = have.Fingerprint(), "cache"
 			return c.unmarkOrphan(final)
 		}
-		if err := os.Rename(tmp, final); err != nil {
+		if err := atomicfile.RenameDir(tmp, final); err != nil {
 			return errf(plugin.TypeSource, final, "", "install %s: %w", req.ID, err)
 		}
 		keep = true
-		return syncPath(parent)
+		return nil
 	})
 	if err != nil {
 		return nil, err

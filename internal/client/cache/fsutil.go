@@ -11,7 +11,6 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/wharfhq/wharf/internal/core/atomicfile"
 	"github.com/wharfhq/wharf/internal/core/trust"
 )
 
@@ -25,53 +24,6 @@ func syncPath(p string) error {
 		err = cerr
 	}
 	return err
-}
-
-// sealTree fsyncs every file and directory under root and makes the tree
-// read-only: files 0444 (0555 when the owner-execute bit was set), dirs 0555.
-// Directories are done deepest first so their own fsync and chmod come after
-// their children's.
-func sealTree(root string) error {
-	var dirs []string
-	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		switch t := d.Type(); {
-		case t.IsDir():
-			dirs = append(dirs, p)
-		case t.IsRegular():
-			fi, err := d.Info()
-			if err != nil {
-				return err
-			}
-			if err := syncPath(p); err != nil {
-				return err
-			}
-			mode := fs.FileMode(0o444)
-			if fi.Mode()&0o100 != 0 {
-				mode = 0o555
-			}
-			return os.Chmod(p, mode)
-		case t&fs.ModeSymlink != 0:
-			// Symlinks have no mode of their own on Linux.
-		default:
-			return fmt.Errorf("%s: not a file, directory or symlink", p)
-		}
-		return nil
-	})
-	if err != nil {
-		return err
-	}
-	for i := len(dirs) - 1; i >= 0; i-- {
-		if err := atomicfile.SyncDir(dirs[i]); err != nil {
-			return err
-		}
-		if err := os.Chmod(dirs[i], 0o555); err != nil {
-			return err
-		}
-	}
-	return nil
 }
 
 // removeTree removes a (possibly read-only) tree: directories are made

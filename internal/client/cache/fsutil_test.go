@@ -6,6 +6,8 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/wharfhq/wharf/internal/core/atomicfile"
 )
 
 // sealTree leaves a tree read-only (executables keep their execute bit) and
@@ -15,7 +17,7 @@ func TestSealTree(t *testing.T) {
 	if err := files(map[string]string{"a.md": "a", "sub/b.md": "b", "bin/run.sh*": "#!/bin/sh\n"})(context.Background(), root); err != nil {
 		t.Fatal(err)
 	}
-	if err := sealTree(root); err != nil {
+	if err := atomicfile.SealTree(root); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { removeTree(root) })
@@ -30,7 +32,7 @@ func TestSealTree(t *testing.T) {
 	if err := mkfifo(filepath.Join(fifo, "pipe")); err != nil {
 		t.Skip("no mkfifo here:", err)
 	}
-	if err := sealTree(fifo); err == nil {
+	if err := atomicfile.SealTree(fifo); err == nil {
 		t.Error("sealTree accepted a named pipe")
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/wharfhq/wharf/internal/core/atomicfile"
 	"github.com/wharfhq/wharf/internal/core/trust"
 	"github.com/wharfhq/wharf/plugin"
 )
@@ -155,7 +156,7 @@ func TestSeedUsedBeforeFetchAndNeverWritten(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := sealTree(seed); err != nil { // read-only, like a shipped image
+	if err := atomicfile.SealTree(seed); err != nil { // read-only, like a shipped image
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { removeTree(seed) })

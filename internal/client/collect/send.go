@@ -1,17 +1,15 @@
 package collect
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"net/url"
-	"strings"
 	"time"
 
+	"github.com/wharfhq/wharf/internal/core/apiclient"
 	"github.com/wharfhq/wharf/internal/core/inventory"
 	"github.com/wharfhq/wharf/plugin"
 )
@@ -44,60 +42,41 @@ func Send(ctx context.Context, client *http.Client, base, token string, r invent
 			Err:  fmt.Errorf("the report is %d bytes; the server takes at most %d", len(body), inventory.MaxReportBytes),
 			Hint: "remove plugins this machine no longer uses"}
 	}
-	u := strings.TrimRight(base, "/") + "/v1/inventory/machines/" + url.PathEscape(r.Machine.ID)
-	req, err := http.NewRequestWithContext(ctx, http.MethodPut, u, bytes.NewReader(body))
+	cl, err := apiclient.New(base, token, client)
 	if err != nil {
 		return false, &plugin.Error{Layer: plugin.LayerIntent, Type: TypeReportRefused, Object: base, Err: err,
 			Hint: "give the server as http(s)://host[:port]"}
 	}
-	req.Header.Set("Content-Type", "application/json")
-	if token != "" {
-		req.Header.Set("Authorization", "Bearer "+token)
-	}
-	res, err := client.Do(req)
-	if err != nil {
+	res, err := cl.Send(ctx, apiclient.Request{Method: http.MethodPut, Path: "/v1/inventory/machines/" + url.PathEscape(r.Machine.ID),
+		JSON: json.RawMessage(body), Limit: 64 << 10})
+	if apiclient.IsUnreachable(err) {
 		return false, &plugin.Error{Layer: plugin.LayerMaterialization, Type: TypeServerUnreachable, Object: base, Err: err,
 			Hint: "check the server address and that it is running; a background report retries on its own"}
 	}
-	defer res.Body.Close()
-	raw, _ := io.ReadAll(io.LimitReader(res.Body, 64<<10))
-	if res.StatusCode != http.StatusOK {
-		return false, refused(base, r.Machine.ID, res.StatusCode, raw)
+	var ae *apiclient.APIError
+	if errors.As(err, &ae) {
+		return false, refused(ae)
+	}
+	if err != nil {
+		return false, &plugin.Error{Layer: plugin.LayerMaterialization, Type: TypeReportRefused, Object: base, Err: err,
+			Hint: "is this a wharf server? check the URL (the client's policy server)"}
 	}
 	var out struct {
 		Changed *bool `json:"changed"`
 	}
-	if err := json.Unmarshal(raw, &out); err != nil || out.Changed == nil {
+	if err := json.Unmarshal(res.Body, &out); err != nil || out.Changed == nil || res.Status != http.StatusOK {
 		return false, &plugin.Error{Layer: plugin.LayerMaterialization, Type: TypeReportRefused, Object: base,
-			Err:  fmt.Errorf("the server answered 200 without {\"changed\": bool}: %q", truncate(string(raw), 200)),
+			Err:  fmt.Errorf("the server answered %d without {\"changed\": bool}: %q", res.Status, truncate(string(res.Body), 200)),
 			Hint: "is this a wharf server? check the URL (the client's policy server)"}
 	}
 	return *out.Changed, nil
 }
 
-func refused(base, machine string, status int, raw []byte) error {
-	msg := strings.TrimSpace(string(raw))
-	var e struct {
-		Error struct {
-			Code    string `json:"code"`
-			Message string `json:"message"`
-			Hint    string `json:"hint"`
-		} `json:"error"`
-	}
-	if json.Unmarshal(raw, &e) == nil && e.Error.Message != "" {
-		msg = e.Error.Message
-	}
-	hint := "see the server's log"
-	layer := plugin.LayerMaterialization
-	switch status {
-	case http.StatusUnauthorized:
-		layer, hint = plugin.LayerIntent, "give a valid token: --token or WHARF_TOKEN (wharf token create on the server)"
-	case http.StatusForbidden:
-		layer, hint = plugin.LayerIntent, "machine "+machine+" reports with the token it first reported with; use that token, or remove the machine-id file to report as a new machine"
-		if e.Error.Code == "quota-exceeded" {
-			// A new machine id would count against the same quota.
-			hint = "the token's inventory quota is used up; ask the server's admin for a token for this machine, or for a larger maxMachines or maxPlugins"
-		}
+// refused is the server's refusal of a report, as the API client decodes
+// it, with the next step for the statuses only a report meets.
+func refused(ae *apiclient.APIError) error {
+	hint := ae.Hint
+	switch ae.Status {
 	case http.StatusNotFound, http.StatusMethodNotAllowed:
 		hint = "the server does not take inventory reports; upgrade it, or check the URL"
 	case http.StatusTooManyRequests:
@@ -105,8 +84,11 @@ func refused(base, machine string, status int, raw []byte) error {
 	case http.StatusRequestEntityTooLarge, http.StatusBadRequest:
 		hint = "the server refused the report's content; run: wharf inventory report --json to see it"
 	}
-	return &plugin.Error{Layer: layer, Type: TypeReportRefused, Object: base,
-		Err: fmt.Errorf("server answered %d: %s", status, truncate(msg, 300)), Hint: hint}
+	layer := plugin.LayerMaterialization
+	if ae.Layer == apiclient.LayerIntent {
+		layer = plugin.LayerIntent
+	}
+	return &plugin.Error{Layer: layer, Type: TypeReportRefused, Err: ae, Hint: hint}
 }
 
 // IsUnreachable reports whether err is a report that did not reach the

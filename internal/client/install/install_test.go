@@ -205,7 +205,7 @@ func TestUninstallPruneAndStatus(t *testing.T) {
 			t.Errorf("%s: status %s chain %q, want demoted because d@corp is not installed", r.ID, r.Status, r.Chain)
 		}
 	}
-	if _, err := w.in.Uninstall(bg, plugin.MustParseID("d@corp"), false); plugin.LayerOf(err) != plugin.LayerMaterialization {
+	if _, err := w.in.Uninstall(bg, plugin.MustParseID("d@corp"), false); plugin.LayerOf(err) != plugin.LayerIntent {
 		t.Fatalf("uninstalling twice = %v, want a not-installed error", err)
 	}
 	if _, err := w.in.Uninstall(bg, plugin.MustParseID("app@corp"), true); err != nil {

@@ -16,6 +16,8 @@ type Removed struct {
 	// the next load until it comes back.
 	Dependents []plugin.ID `json:"dependents,omitempty"`
 	Warnings   []string    `json:"warnings,omitempty"`
+	// DryRun marks a plan (PlanUninstall, PlanPrune): nothing was removed.
+	DryRun bool `json:"dryRun,omitempty"`
 }
 
 // Uninstall removes id from the registry. It warns with the plugins that
@@ -43,7 +45,7 @@ func (in *Installer) Uninstall(ctx context.Context, id plugin.ID, prune bool) (*
 				out.Removed = append(out.Removed, id)
 				return nil
 			}
-			return plugin.Errorf(plugin.LayerMaterialization, plugin.TypeNotFound, id.String(), "see what is installed: wharf list",
+			return plugin.Errorf(plugin.LayerIntent, plugin.TypeNotFound, id.String(), "see what is installed: wharf list",
 				"%s is not installed", id)
 		}
 		deps := in.resolver(g).ReverseDependents(id)

@@ -66,7 +66,7 @@ func (in *Installer) Update(ctx context.Context, ids []plugin.ID, opts UpdateOpt
 	for _, id := range ids {
 		old, ok := g.installed[id]
 		if !ok {
-			return out, plugin.Errorf(plugin.LayerMaterialization, plugin.TypeNotFound, id.String(), "install it first: wharf install "+id.String(),
+			return out, plugin.Errorf(plugin.LayerIntent, plugin.TypeNotFound, id.String(), "install it first: wharf install "+id.String(),
 				"%s is not installed", id)
 		}
 		if _, err := g.cat.Lookup(id); err != nil {

@@ -100,7 +100,7 @@ func TestRevokedByDigestDemotesDependents(t *testing.T) {
 	}
 	d := lib.ErrorDetails[0]
 	if d.Type != TypeRevoked || d.Layer != string(plugin.LayerPolicy) || d.Object != "lib@m 1.0.0" ||
-		d.Message != "policy: lib@m 1.0.0 is "+policy.RevokedReason(rv) || !strings.Contains(d.Message, "revoked by revocation rv-1 (digest "+rv.Digest+"): compromised build") ||
+		d.Message != "lib@m 1.0.0 is "+policy.RevokedReason(rv) || !strings.Contains(d.Message, "revoked by revocation rv-1 (digest "+rv.Digest+"): compromised build") ||
 		d.Hint != policy.RevokedHint(rv) || !strings.Contains(d.Hint, "rv-1") || !strings.Contains(d.Hint, "administrator") {
 		t.Fatalf("lib@m's error: %+v", d)
 	}

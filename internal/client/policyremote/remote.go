@@ -34,7 +34,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"net/url"
@@ -43,6 +42,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/wharfhq/wharf/internal/core/apiclient"
 	"github.com/wharfhq/wharf/internal/core/atomicfile"
 	"github.com/wharfhq/wharf/internal/core/layout"
 	"github.com/wharfhq/wharf/internal/core/policy"
@@ -263,7 +263,8 @@ func (o Options) Fetch(ctx context.Context) (*Result, error) {
 	if cachedBundle != nil && cachedMeta != nil && cachedMeta.SHA256 == sha256hex(cachedBundle) && cachedMeta.URL == base {
 		etag = cachedMeta.ETag
 	}
-	status, body, respETag, err := o.get(ctx, base+"/v1/policy/bundle", etag)
+	status, body, respETag, err := o.get(ctx, base, "/v1/policy/bundle", etag)
+	var refused *plugin.Error
 	switch {
 	case err == nil && status == http.StatusOK:
 		layers, info, rerr := policy.ReadBundle(bytes.NewReader(body), key)
@@ -292,9 +293,13 @@ func (o Options) Fetch(ctx context.Context) (*Result, error) {
 		}
 		res.fill(layers, info, m, "cache", status, base)
 		return res, nil
+	case errors.As(err, &refused) && refused.Type == TypeUnavailable:
+		// The server answered and said no (refusedByServer).
+		return nil, err
 	case err == nil && status < 500:
-		// The server answered and said no: a bad token, a wrong URL.
-		return nil, o.refusedByServer(base, status, body)
+		// An answer that is neither the bundle nor "not modified".
+		return nil, plugin.Errorf(plugin.LayerPolicy, TypeUnavailable, base, "check --policy-url: it must name a wharf server",
+			"policy server %s answered %d to the bundle request: %s; failing closed", base, status, firstLine(body))
 	}
 	// Unreachable, or a server error: the cache, if any, still holds.
 	cause := err
@@ -341,16 +346,20 @@ func (o Options) unavailable(base string, cause error, extra string) error {
 	}
 	return plugin.Errorf(plugin.LayerPolicy, TypeUnavailable, base,
 		"reach the policy server once (check --policy-url, the network and --token) so wharf can cache its policy; until then nothing is allowed",
-		"%s (%v); failing closed", msg, cause)
+		"%s (%w); failing closed", msg, cause)
 }
 
-func (o Options) refusedByServer(base string, status int, body []byte) error {
-	hint := "check --policy-url"
-	if status == http.StatusUnauthorized || status == http.StatusForbidden {
-		hint = "pass a valid token with --token or WHARF_TOKEN (wharf token create --role agent)"
+// refusedByServer is a bundle request the server answered and refused (a
+// bad token, a wrong URL): nothing is allowed until that changes, and the
+// cache does not stand in. The cause is the API client's *APIError, with
+// its hint.
+func (o Options) refusedByServer(base string, ae *apiclient.APIError) error {
+	hint := ae.Hint
+	if hint == "" {
+		hint = "check --policy-url"
 	}
-	return plugin.Errorf(plugin.LayerPolicy, TypeUnavailable, base, hint,
-		"policy server %s refused the bundle request: %d %s; failing closed", base, status, strings.TrimSpace(string(firstLine(body))))
+	return &plugin.Error{Layer: plugin.LayerPolicy, Type: TypeUnavailable, Object: base, Hint: hint,
+		Err: fmt.Errorf("%w; failing closed", ae)}
 }
 
 // keyHint says what to do when a fresh bundle does not verify with the
@@ -413,15 +422,13 @@ func (o Options) trustedKey(ctx context.Context, base string, res *Result) ([]by
 			return b, nil
 		}
 	}
-	status, body, _, err := o.get(ctx, base+"/v1/policy/bundle/key", "")
+	status, body, _, err := o.get(ctx, base, "/v1/policy/bundle/key", "")
 	if err != nil {
 		return nil, err
 	}
 	if status != http.StatusOK {
-		if status >= 500 {
-			return nil, &unreachable{fmt.Errorf("server answered %d for its key", status)}
-		}
-		return nil, o.refusedByServer(base, status, body)
+		return nil, plugin.Errorf(plugin.LayerPolicy, TypeUnavailable, base, "check --policy-url: it must name a wharf server",
+			"policy server %s answered %d to the key request; failing closed", base, status)
 	}
 	var bk struct {
 		KeyID     string `json:"keyid"`
@@ -461,32 +468,30 @@ func (o Options) trustedKey(ctx context.Context, base string, res *Result) ([]by
 	return []byte(bk.PublicKey), nil
 }
 
-// get sends one GET; a transport failure is *unreachable.
-func (o Options) get(ctx context.Context, u, ifNoneMatch string) (int, []byte, string, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
-	if err != nil {
-		return 0, nil, "", err
-	}
-	if o.Token != "" {
-		req.Header.Set("Authorization", "Bearer "+o.Token)
-	}
+// get sends one GET through the API client. No answer, or a server error
+// (5xx), is *unreachable: the cached bundle still holds. A refusal (4xx) is
+// refusedByServer's error around the client's *apiclient.APIError.
+func (o Options) get(ctx context.Context, base, path, ifNoneMatch string) (int, []byte, string, error) {
+	cl := &apiclient.Client{Base: base, Token: o.Token, HTTP: o.Client}
+	req := apiclient.Request{Method: http.MethodGet, Path: path, Limit: policy.MaxBundleBytes, Header: http.Header{"Accept": {"*/*"}}}
 	if ifNoneMatch != "" {
 		req.Header.Set("If-None-Match", ifNoneMatch)
 	}
-	resp, err := o.Client.Do(req)
-	if err != nil {
-		return 0, nil, "", &unreachable{err}
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, policy.MaxBundleBytes+1))
-	if err != nil {
-		return 0, nil, "", &unreachable{err}
-	}
-	if len(body) > policy.MaxBundleBytes {
-		return 0, nil, "", plugin.Errorf(plugin.LayerTrust, policy.TypeBundleInvalid, u, "check --policy-url",
+	res, err := cl.Send(ctx, req)
+	var ae *apiclient.APIError
+	var tl *apiclient.TooLargeError
+	switch {
+	case errors.As(err, &tl):
+		return 0, nil, "", plugin.Errorf(plugin.LayerTrust, policy.TypeBundleInvalid, base+path, "check --policy-url",
 			"policy bundle is larger than %d MiB", policy.MaxBundleBytes>>20)
+	case errors.As(err, &ae) && ae.Status >= 500:
+		return 0, nil, "", &unreachable{err}
+	case errors.As(err, &ae):
+		return 0, nil, "", o.refusedByServer(base, ae)
+	case err != nil:
+		return 0, nil, "", &unreachable{err}
 	}
-	return resp.StatusCode, body, resp.Header.Get("ETag"), nil
+	return res.Status, res.Body, res.Header.Get("ETag"), nil
 }
 
 // readCache returns the cached bundle and its meta, or nils.

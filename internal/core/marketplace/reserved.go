@@ -149,14 +149,14 @@ func IsOfficialSource(src Source) bool {
 // ErrReservedName.
 func CheckName(name string, src Source) error {
 	if IsSpecialName(name) {
-		return &plugin.Error{Layer: plugin.LayerTrust, Type: plugin.TypeTrustRejected, Object: name,
+		return &plugin.Error{Layer: plugin.LayerIntent, Type: plugin.TypeTrustRejected, Object: name,
 			Err:  fmt.Errorf("the name %q names plugins that do not come from a marketplace, so no marketplace can use it: %w", name, ErrReservedName),
 			Hint: "add it under another name with --name (for example --name " + suggestName(name) + ")"}
 	}
 	if !IsReservedName(name) || IsOfficialSource(src) {
 		return nil
 	}
-	return &plugin.Error{Layer: plugin.LayerTrust, Type: plugin.TypeTrustRejected, Object: name,
+	return &plugin.Error{Layer: plugin.LayerIntent, Type: plugin.TypeTrustRejected, Object: name,
 		Err: fmt.Errorf("the name %q is reserved for official Anthropic marketplaces; only repositories of github.com/%s/ can use it, and %s is not one: %w",
 			name, OfficialOrg, src, ErrReservedName),
 		Hint: "add it under another name with --name (for example --name " + suggestName(name) + ")"}

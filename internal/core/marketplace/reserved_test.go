@@ -81,7 +81,7 @@ func TestAddRefusesReservedNames(t *testing.T) {
 	for _, name := range []string{"", "claude-plugins-official", "claude-plugins-public", "knowledge-work-plugins"} {
 		_, err := m.Add(ctx, src, name)
 		var pe *plugin.Error
-		if !errors.Is(err, ErrReservedName) || !errors.As(err, &pe) || pe.Layer != plugin.LayerTrust ||
+		if !errors.Is(err, ErrReservedName) || !errors.As(err, &pe) || pe.Layer != plugin.LayerIntent ||
 			!strings.Contains(err.Error(), "github.com/anthropics/") || !strings.Contains(plugin.HintOf(err), "--name") {
 			t.Errorf("Add(name %q) = %v; want a trust error for a reserved name with a --name hint", name, err)
 		}

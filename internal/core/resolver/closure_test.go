@@ -158,7 +158,7 @@ func TestClosure(t *testing.T) {
 			policy: &refuse{market: "community"},
 			root:   "deploy@corp",
 			err: &errWant{"cross",
-				`deploy@corp depends on creds@community; policy refuses dependencies from marketplace "corp" on "community": policy: creds@community: managed policy blocks dependencies on "community"`,
+				`deploy@corp depends on creds@community; policy refuses dependencies from marketplace "corp" on "community": creds@community: managed policy blocks dependencies on "community"`,
 				"ask an admin to allow marketplace community"},
 			asked: []string{"deploy@corp->creds@community"},
 		},
@@ -317,8 +317,8 @@ func checkDepError(t *testing.T, err error, kind, msg, hint string) {
 	if typed.Error() != msg {
 		t.Errorf("message:\n got %s\nwant %s", typed.Error(), msg)
 	}
-	if !strings.HasPrefix(err.Error(), "dependency: ") {
-		t.Errorf("full message %q does not start with the layer", err.Error())
+	if strings.HasPrefix(err.Error(), "dependency: ") || plugin.LayerOf(err) != plugin.LayerDependency {
+		t.Errorf("full message %q names the layer, or the error is not of the dependency layer", err.Error())
 	}
 }
 

@@ -48,7 +48,7 @@ func ExampleResolver_Closure() {
 	// deploy@corp root
 	// dependency version ranges are ignored; wharf only checks that a dependency is installed and enabled (infra@corp → creds@community "^2")
 	// true infra@corp
-	// dependency: infra@corp requires cloud-creds@corp, which no known marketplace lists (deploy@corp → infra@corp → cloud-creds@corp)
+	// infra@corp requires cloud-creds@corp, which no known marketplace lists (deploy@corp → infra@corp → cloud-creds@corp)
 	// hint: run: wharf marketplace update corp; if cloud-creds@corp is still missing, ask the maintainer of infra@corp to fix its dependencies
 }
 

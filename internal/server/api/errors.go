@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
+	"strings"
 	"syscall"
 
 	"github.com/labstack/echo/v4"
@@ -15,7 +16,7 @@ import (
 
 // APIError is the one error shape the server writes:
 //
-//	{"error": {"status": 412, "code": "version-conflict", "message": "...", "field": "..."}}
+//	{"error": {"status": 412, "code": "version-conflict", "message": "...", "hint": "...", "layer": "intent", "field": "..."}}
 //
 // Handlers return it (or any error; unknown errors become 500 without
 // leaking their text) and errorHandler writes it.
@@ -23,6 +24,12 @@ type APIError struct {
 	Status  int    `json:"status"`
 	Code    string `json:"code"`
 	Message string `json:"message"`
+	// Hint is the caller's next step, apart from the message (which says
+	// only what was refused).
+	Hint string `json:"hint,omitempty"`
+	// Layer is where the failure is ("intent", "policy", "trust", ...),
+	// when the server knows it; clients map it to their exit codes.
+	Layer string `json:"layer,omitempty"`
 	// Field names the offending input: a JSON field path ("plugins[2]"), a
 	// header ("If-Match") or a query parameter ("since").
 	Field string `json:"field,omitempty"`
@@ -72,6 +79,15 @@ func apiErr(status int, code, field, format string, args ...any) *APIError {
 	return &APIError{Status: status, Code: code, Field: field, Message: fmt.Sprintf(format, args...)}
 }
 
+// hintToken is the next step after a 401: the credential must change.
+const hintToken = "send a valid token (wharf: --token or WHARF_TOKEN); an admin of this server creates one with: wharf token create"
+
+// withHint sets e's hint.
+func withHint(e *APIError, hint string) *APIError {
+	e.Hint = hint
+	return e
+}
+
 func badField(field, format string, args ...any) *APIError {
 	return apiErr(http.StatusBadRequest, CodeInvalidField, field, format, args...)
 }
@@ -107,9 +123,12 @@ func toAPIError(err error) *APIError {
 	}
 	var pe *plugin.Error
 	if errors.As(err, &pe) {
-		msg := pe.Error()
-		if pe.Hint != "" {
-			msg += "; " + pe.Hint
+		msg := ""
+		if pe.Err != nil {
+			msg = pe.Err.Error()
+		}
+		if pe.Object != "" && !strings.Contains(msg, pe.Object) {
+			msg = pe.Object + ": " + msg
 		}
 		status := http.StatusUnprocessableEntity
 		code := pe.Type
@@ -128,7 +147,7 @@ func toAPIError(err error) *APIError {
 		if code == "" {
 			code = CodeBadRequest
 		}
-		return &APIError{Status: status, Code: code, Message: msg, Field: pe.Object, cause: err}
+		return &APIError{Status: status, Code: code, Message: msg, Hint: plugin.HintOf(err), Layer: string(pe.Layer), Field: pe.Object, cause: err}
 	}
 	switch {
 	case errors.Is(err, store.ErrNotFound):

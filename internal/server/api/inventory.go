@@ -162,7 +162,8 @@ func (s *Server) putInventory(c echo.Context) error {
 	var oe *fleet.OwnerError
 	if errors.As(err, &oe) {
 		s.auditRefusal(c, http.StatusForbidden, p.TokenID, p.Role, "machine bound to another token")
-		return &APIError{Status: http.StatusForbidden, Code: CodeMachineOwned, Field: "id", Message: oe.Error(), cause: err}
+		return withHint(&APIError{Status: http.StatusForbidden, Code: CodeMachineOwned, Field: "id", Message: oe.Error(), cause: err},
+			"report with the token this machine first reported with, or remove the machine-id file to report as a new machine")
 	}
 	var qe *fleet.QuotaError
 	if errors.As(err, &qe) {
@@ -171,7 +172,8 @@ func (s *Server) putInventory(c echo.Context) error {
 		if qe.What == "plugins" {
 			field = "plugins"
 		}
-		return &APIError{Status: http.StatusForbidden, Code: CodeQuotaExceeded, Field: field, Message: qe.Error(), cause: err}
+		return withHint(&APIError{Status: http.StatusForbidden, Code: CodeQuotaExceeded, Field: field, Message: qe.Error(), cause: err},
+			"the token's inventory quota is used up; ask the server's admin for a token for this machine, or for a larger maxMachines or maxPlugins")
 	}
 	if err != nil {
 		return err

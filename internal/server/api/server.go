@@ -305,14 +305,13 @@ func (s *Server) authorize(ri RouteInfo) echo.MiddlewareFunc {
 			if h == "" {
 				c.Response().Header().Set("WWW-Authenticate", `Bearer realm="wharf"`)
 				s.auditRefusal(c, http.StatusUnauthorized, "", "", "no bearer token")
-				return apiErr(http.StatusUnauthorized, CodeUnauthorized, "Authorization",
-					"no bearer token; send Authorization: Bearer <token> (an admin creates one with: wharf token create --role developer)")
+				return withHint(apiErr(http.StatusUnauthorized, CodeUnauthorized, "Authorization", "no bearer token"), hintToken)
 			}
 			if !ok || !strings.EqualFold(scheme, "Bearer") || strings.TrimSpace(secret) == "" {
 				c.Response().Header().Set("WWW-Authenticate", `Bearer realm="wharf", error="invalid_request"`)
 				s.auditRefusal(c, http.StatusUnauthorized, "", "", "malformed Authorization header")
-				return apiErr(http.StatusUnauthorized, CodeUnauthorized, "Authorization",
-					"the Authorization header is not \"Bearer <token>\"")
+				return withHint(apiErr(http.StatusUnauthorized, CodeUnauthorized, "Authorization",
+					"the Authorization header is not \"Bearer <token>\""), hintToken)
 			}
 			r, _ := c.(*request)
 			var now time.Time
@@ -328,13 +327,13 @@ func (s *Server) authorize(ri RouteInfo) echo.MiddlewareFunc {
 			if tok.Rec == nil {
 				c.Response().Header().Set("WWW-Authenticate", `Bearer realm="wharf", error="invalid_token"`)
 				s.auditRefusal(c, http.StatusUnauthorized, "", "", "unknown or revoked token")
-				return apiErr(http.StatusUnauthorized, CodeUnauthorized, "Authorization",
-					"the bearer token is unknown or was revoked; ask an admin for a new one")
+				return withHint(apiErr(http.StatusUnauthorized, CodeUnauthorized, "Authorization",
+					"the bearer token is unknown or was revoked"), hintToken)
 			}
 			if tok.Rec.Expired(s.now()) {
 				c.Response().Header().Set("WWW-Authenticate", `Bearer realm="wharf", error="invalid_token", error_description="token expired"`)
 				s.auditRefusal(c, http.StatusUnauthorized, tok.Rec.ID, tok.Rec.Role, "expired token")
-				return apiErr(http.StatusUnauthorized, CodeUnauthorized, "Authorization", "%s", tok.Rec.ExpiredMessage())
+				return withHint(apiErr(http.StatusUnauthorized, CodeUnauthorized, "Authorization", "%s", tok.Rec.ExpiredMessage()), hintToken)
 			}
 			p := principal{TokenID: tok.Rec.ID, Role: tok.Rec.Role, Quota: tok.Rec.Quota()}
 			if r != nil {
@@ -344,8 +343,9 @@ func (s *Server) authorize(ri RouteInfo) echo.MiddlewareFunc {
 			}
 			if !roleAllowed(ri.Roles, p.Role) {
 				s.auditRefusal(c, http.StatusForbidden, p.TokenID, p.Role, "role not allowed")
-				return apiErr(http.StatusForbidden, CodeForbidden, "",
-					"role %q may not %s %s; allowed: %s", p.Role, ri.Method, ri.Path, joinRoles(ri.Roles))
+				return withHint(apiErr(http.StatusForbidden, CodeForbidden, "",
+					"role %q may not %s %s; allowed: %s", p.Role, ri.Method, ri.Path, joinRoles(ri.Roles)),
+					"ask an admin of this server for a token with one of those roles (wharf token create --role ...)")
 			}
 			if err := s.take(tok.Val, p.TokenID, now); err != nil {
 				return err

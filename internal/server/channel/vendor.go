@@ -187,7 +187,9 @@ func (v *Vendor) Get(ctx context.Context, h marketplace.Hit, gate source.Gate) (
 	if err != nil {
 		return nil, err
 	}
-	if err := os.Rename(stage, dir); err != nil {
+	// The copy's files are durable before it takes its place, and its
+	// metadata (written after) never names a tree a crash left partial.
+	if err := atomicfile.CommitDir(stage, dir); err != nil {
 		return nil, fmt.Errorf("vendor %s: %w", h.ID, err)
 	}
 	vd := Vendored{Dir: dir, Digest: tree.Digest, Commit: res.Commit, Version: version, Source: source.Describe(h.Entry.Source)}
