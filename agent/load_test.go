@@ -849,3 +849,28 @@ func TestSettingsHooksWithEscapedKeys(t *testing.T) {
 		t.Errorf("components from a document without any: %q", names(s))
 	}
 }
+
+// A session plugin dir provides the plugin settings enable under its id
+// (name@inline): it is loaded, and not also listed as not installed.
+func TestPluginDirProvidesAnEnabledPlugin(t *testing.T) {
+	w := newWorld(t)
+	w.setEnabled("dev@"+plugin.SourceInline, true)
+	w.setEnabled("gone@corp", true)
+	dir := filepath.Join(t.TempDir(), "dev")
+	writeTree(t, dir, smallPlugin("dev"))
+	r := w.runtime(w.options())
+	if err := r.AddPluginDir(bg, dir); err != nil {
+		t.Fatal(err)
+	}
+	s := w.load(r, CacheOnly)
+	ps := s.Plugins()
+	if len(ps) != 2 {
+		t.Fatalf("plugins %+v, want dev@inline and gone@corp", ps)
+	}
+	if st, _ := s.Plugin(plugin.ID{Name: "dev", Source: plugin.SourceInline}); st.Source != plugin.SourceInline || st.Status != load.StatusActive {
+		t.Fatalf("dev@inline: %+v", st)
+	}
+	if st, _ := s.Plugin(plugin.MustParseID("gone@corp")); st.Source != "settings" || !st.Type(load.TypeNotInstalled) {
+		t.Fatalf("gone@corp: %+v", st)
+	}
+}
