@@ -210,19 +210,7 @@ func build(ctx context.Context, in *loadInput) (*Set, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	// A session plugin dir provides what settings enable under its id:
-	// such a plugin is not "not installed".
-	inlineIDs := make(map[plugin.ID]bool, len(inline))
-	for _, u := range inline {
-		inlineIDs[u.ID] = true
-	}
-	kept := units[:0]
-	for _, u := range units {
-		if !inlineIDs[u.ID] || u.source != "settings" {
-			kept = append(kept, u)
-		}
-	}
-	units = append(kept, inline...)
+	units = append(units, inline...)
 
 	// Inline plugins are loaded for this session; one that has the name
 	// of another inline plugin is a conflict.

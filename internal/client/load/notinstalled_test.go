@@ -31,6 +31,7 @@ func TestEnabledButNotInstalled(t *testing.T) {
 		t.Fatal(err)
 	}
 	in.Enabled[plugin.MustParseID("forced@m")] = true
+	in.Enabled[plugin.ID{Name: "dev", Source: plugin.SourceInline}] = true // a --plugin-dir's, never installed
 	rows, err := List(bg, Options{Decider: NewDecider(e)}, in)
 	if err != nil {
 		t.Fatal(err)

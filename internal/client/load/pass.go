@@ -139,7 +139,8 @@ func Pass(ctx context.Context, o Options, in Input, read Reader) ([]*Unit, error
 }
 
 // notInstalled is one failed unit per plugin that in.Enabled enables and
-// the registry does not hold (as a record or a broken one). Policy may
+// the registry does not hold (as a record or a broken one), name@inline
+// plugins aside. Policy may
 // force such a plugin off (then it is not enabled: no unit) or on (the row
 // says so); the row's scope is that of the highest settings document that
 // names it.
@@ -153,7 +154,9 @@ func (o *Options) notInstalled(ctx context.Context, in Input) ([]*Unit, error) {
 	}
 	var ids []plugin.ID
 	for id, on := range in.Enabled {
-		if on && !installed[id] && !id.IsZero() {
+		// A name@inline plugin comes from a session's --plugin-dir, never
+		// from the registry: it is not "not installed".
+		if on && !installed[id] && !id.IsZero() && id.Source != plugin.SourceInline {
 			ids = append(ids, id)
 		}
 	}
