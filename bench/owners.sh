@@ -1,7 +1,8 @@
 #!/bin/sh
 # Count the functions (and types) that carry each of wharf's one-owner
 # concepts: the revocation text, the version of an unversioned plugin, the
-# namespaced component name, the cross-marketplace dependency rule, and the
+# namespaced component name, the cross-marketplace dependency rule, the
+# message of a plugin enabled but not installed, and the
 # struct types describing a marketplace source. The counting is
 # internal/layering's TestConceptOwners (go/ast over the module's non-test
 # Go files); it fails when a held concept has a second owner.

@@ -41,6 +41,9 @@ var concepts = []concept{
 	{"cross-marketplace dependency rule", "internal/core/resolver.CrossAllowed", func(fn *ast.FuncDecl) bool {
 		return fn.Name.Name == "CrossAllowed" || rangesOver(fn, "AllowCrossMarketplaceDependenciesOn")
 	}},
+	{"enabled but not installed", "internal/client/load.NotInstalledError", func(fn *ast.FuncDecl) bool {
+		return hasLit(fn, func(s string) bool { return strings.Contains(s, "enabled but not installed") })
+	}},
 	{"durable tree (fsync of every file and directory)", "internal/core/atomicfile.syncTree", func(fn *ast.FuncDecl) bool {
 		return (calls(fn, "WalkDir") || calls(fn, "Walk")) && (calls(fn, "Sync") || calls(fn, "SyncDir") || calls(fn, "syncPath"))
 	}},
