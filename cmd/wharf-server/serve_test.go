@@ -153,9 +153,10 @@ func TestServeFirstStartTokensAndRestart(t *testing.T) {
 	if code, _ := httpGet(t, s.info.URL+"/v1/audit", created.Token); code != 403 {
 		t.Fatalf("agent token on the audit log: %d", code)
 	}
-	// An agent token cannot create tokens; a bad token is a usage error.
+	// An agent token cannot create tokens: the server refuses the
+	// credentials (exit 6).
 	code, _, errOut = runWharf(t, home, "token", "create", "--role", "admin", "--server", s.info.URL, "--token", created.Token)
-	if code != 2 || !strings.Contains(errOut, "403") {
+	if code != 6 || !strings.Contains(errOut, "403") {
 		t.Fatalf("token create with an agent token: exit %d %s", code, errOut)
 	}
 	code, _, errOut = runWharf(t, home, "token", "create", "--role", "ci", "--server", s.info.URL)

@@ -206,7 +206,7 @@ func TestFleetInventoryAndRevocationEndToEnd(t *testing.T) {
 	other.home = t.TempDir()
 	other.env = append(append([]string(nil), clients[1].env...), "WHARF_HOME="+other.home)
 	writeFile(t, filepath.Join(other.home, "machine-id"), m[0]+"\n")
-	if code, _, stderr := other.run("inventory", "report"); code != 2 || !strings.Contains(stderr, "403") {
+	if code, _, stderr := other.run("inventory", "report"); code != 6 || !strings.Contains(stderr, "403") {
 		t.Fatalf("a report for another token's machine: exit %d %s", code, stderr)
 	}
 
