@@ -5,18 +5,10 @@
 # Prints wall ns/op and process CPU ns/op per size and the growth ratios;
 # linear code shows ~10x per 10x plugins (cache effects add a little).
 #
-# Two ways to call the resolver, both measured:
-#   Closure, Demote            over a plain map Catalog, one Resolver per
-#                              call: every dependency edge is resolved by
-#                              hashing plugin IDs during the call. This is
-#                              how install, the API and the agent call it.
-#   DemoteIndex                over a resolver.Index built once (not timed):
-#                              plugins and edges are numbered, the call walks
-#                              int32 rows. For a caller that keeps its catalog
-#                              across calls. Building the Resolver over the
-#                              installed set and reading the caller's enabled
-#                              map are timed.
-#   Index                      the one-time cost of NewIndex over the catalog.
+# Closure and Demote run over a plain map Catalog, one Resolver per call:
+# every dependency edge is resolved by hashing plugin IDs during the call.
+# This is how install, the API and the agent call them. Building the
+# Resolver (and, for Demote, its graph of installed plugins) is timed.
 #
 # Two reference points run in the same process on the same graphs:
 #   BenchmarkMapFloor   the hash-map work any resolver keyed by plugin ID
@@ -39,7 +31,7 @@ out=$(mktemp)
 trap 'rm -f "$out"' EXIT
 
 echo "# load average: $(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null || echo n/a), $(nproc 2>/dev/null || echo '?') CPUs"
-go test -run '^$' -bench '^Benchmark(Closure|Demote|DemoteIndex|DemoteIndexShuffled|DemoteIndexMap|Index|DemoteNaive|MapFloor)$' -benchtime "$benchtime" -benchmem -count "${COUNT:-3}" ./internal/core/resolver | tee "$out"
+go test -run '^$' -bench '^Benchmark(Closure|Demote|DemoteNaive|MapFloor)$' -benchtime "$benchtime" -benchmem -count "${COUNT:-3}" ./internal/core/resolver | tee "$out"
 
 echo
 awk '
@@ -81,5 +73,5 @@ END {
 	if (cpu["DemoteNaive", "1k"] && cpu["Demote", "1k"])
 		printf "\nnaive rescan / worklist Demote at 1k (cpu): %.1fx\n", cpu["DemoteNaive", "1k"] / cpu["Demote", "1k"]
 	printf "targets: 100k under 100 ms/op each; 10x plugins at most ~12x time\n"
-	printf "(*Index run over an Index built once; Closure/Demote number plugin IDs again on every call)\n"
+	printf "(Closure/Demote number plugin IDs again on every call)\n"
 }' runs="${COUNT:-3}" "$out"

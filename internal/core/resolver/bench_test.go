@@ -101,23 +101,6 @@ func BenchmarkClosure(b *testing.B) {
 	}
 }
 
-// BenchmarkIndex: the one-time cost of NewIndex over every plugin of the
-// catalog (one catalog lookup per plugin, one ID hashed per edge).
-func BenchmarkIndex(b *testing.B) {
-	for _, size := range benchSizes {
-		b.Run(size.name, func(b *testing.B) {
-			cat, all := genDAG(size.n)
-			cpu := startCPU(b)
-			for b.Loop() {
-				if x := NewIndex(cat, all); x.Len() != size.n {
-					b.Fatalf("%d numbered", x.Len())
-				}
-			}
-			cpu.stop(b)
-		})
-	}
-}
-
 // demoteFixture: every plugin installed, 1% of them disabled (which, with
 // the i → i+1 chain, demotes nearly everything before them).
 func demoteFixture(n int) (*memCatalog, []plugin.ID, []Installed, map[plugin.ID]bool) {
@@ -157,46 +140,6 @@ type demoteWorld struct {
 	all       []plugin.ID
 	installed []Installed
 	enabled   map[plugin.ID]bool
-}
-
-// BenchmarkDemoteIndex: every plugin installed, 1% of them disabled (which,
-// with the i → i+1 chain, demotes nearly everything before them), over an
-// Index of the installed plugins built once. Building the Resolver and its
-// graph is timed. The enabled flags travel with the installed entries
-// (DemoteInstalled), as the agent's load and wharf list pass them.
-func BenchmarkDemoteIndex(b *testing.B) {
-	benchDemote(b, func(f demoteWorld) func() *Activation {
-		x := NewIndex(f.cat, f.all)
-		return func() *Activation { return New(x, f.installed, nil).DemoteInstalled() }
-	})
-}
-
-// BenchmarkDemoteIndexShuffled: BenchmarkDemoteIndex with the plugins
-// installed and numbered in a random order instead of the generator's
-// (where every dependency comes after its dependents, the order demotion's
-// sweeps favour): the worst case for the sweeps, which then fall back to a
-// FIFO worklist.
-func BenchmarkDemoteIndexShuffled(b *testing.B) {
-	benchDemote(b, func(f demoteWorld) func() *Activation {
-		rng := rand.New(rand.NewPCG(3, uint64(len(f.all))))
-		order := make([]plugin.ID, len(f.all))
-		shuffled := make([]Installed, len(f.all))
-		for k, p := range rng.Perm(len(f.all)) {
-			order[k], shuffled[k] = f.all[p], f.installed[p]
-		}
-		x := NewIndex(f.cat, order)
-		return func() *Activation { return New(x, shuffled, nil).DemoteInstalled() }
-	})
-}
-
-// BenchmarkDemoteIndexMap: BenchmarkDemoteIndex with the enabled set given
-// as a map (Demote): one probe of the caller's map per installed plugin is
-// added, and on 100k plugins those probes cost more than the demotion.
-func BenchmarkDemoteIndexMap(b *testing.B) {
-	benchDemote(b, func(f demoteWorld) func() *Activation {
-		x := NewIndex(f.cat, f.all)
-		return func() *Activation { return New(x, f.installed, nil).Demote(f.enabled) }
-	})
 }
 
 // BenchmarkDemote: the same demotion over a plain map catalog, as the agent's

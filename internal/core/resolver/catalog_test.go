@@ -1,8 +1,6 @@
 package resolver
 
 import (
-	"maps"
-	"slices"
 	"strings"
 	"testing"
 
@@ -74,36 +72,4 @@ func manual(ss ...string) []Installed {
 		out[i] = Installed{ID: plugin.MustParseID(s)}
 	}
 	return out
-}
-
-// compile is the Index a long-lived caller would keep for cat: the installed
-// plugins first, in installed order, then every plugin cat lists.
-func compile(cat *memCatalog, installed []Installed) *Index {
-	var from []plugin.ID
-	for _, in := range installed {
-		from = append(from, in.ID)
-	}
-	listed := slices.SortedFunc(maps.Keys(cat.nodes), func(a, b plugin.ID) int {
-		return strings.Compare(a.String(), b.String())
-	})
-	return NewIndex(cat, append(from, listed...))
-}
-
-// overBoth runs f once over the plain catalog and once over its Index,
-// checking that the second Resolver really works on Index numbers.
-func overBoth(t *testing.T, cat *memCatalog, installed []Installed, f func(t *testing.T, cat Catalog, newResolver func(CrossPolicy) *Resolver)) {
-	t.Helper()
-	t.Run("catalog", func(t *testing.T) {
-		f(t, cat, func(p CrossPolicy) *Resolver { return New(cat, installed, p) })
-	})
-	t.Run("index", func(t *testing.T) {
-		x := compile(cat, installed)
-		f(t, x, func(p CrossPolicy) *Resolver {
-			r := New(x, installed, p)
-			if r.idx == nil {
-				t.Fatal("a Resolver over an Index that numbers every installed plugin must use its numbers")
-			}
-			return r
-		})
-	})
 }

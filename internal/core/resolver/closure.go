@@ -240,28 +240,14 @@ const (
 // crossCache remembers the marketplace part of the cross-marketplace rule per
 // pair of marketplace indexes, so the Catalog is asked once per pair and not
 // once per edge. The CrossPolicy is still asked per edge: it judges plugins.
-// With n set (the marketplaces are numbered up front, as in an Index) and
-// few of them, verdicts live in an n×n table instead of a map.
 type crossCache struct {
-	n       uint32
-	dense   []uint8 // n*n: verdict+1; 0 = not asked yet
 	verdict map[[2]uint32]CrossReason
 }
-
-const maxDenseMarkets = 64
 
 // reason returns the marketplaces' verdict on an edge from marketplace
 // fromMkt to toMkt, indexes into names; 0 means they allow it.
 func (c *crossCache) reason(r *Resolver, fromMkt, toMkt uint32, names []string) CrossReason {
-	dense := c.n > 0 && c.n <= maxDenseMarkets
-	if dense {
-		if c.dense == nil {
-			c.dense = make([]uint8, c.n*c.n)
-		}
-		if v := c.dense[fromMkt*c.n+toMkt]; v != 0 {
-			return CrossReason(v - 1)
-		}
-	} else if v, ok := c.verdict[[2]uint32{fromMkt, toMkt}]; ok {
+	if v, ok := c.verdict[[2]uint32{fromMkt, toMkt}]; ok {
 		return v
 	}
 	var v CrossReason
@@ -271,14 +257,10 @@ func (c *crossCache) reason(r *Resolver, fromMkt, toMkt uint32, names []string) 
 	case !r.cat.KnownMarketplace(names[toMkt]):
 		v = CrossUnknownMarketplace
 	}
-	if dense {
-		c.dense[fromMkt*c.n+toMkt] = uint8(v) + 1
-	} else {
-		if c.verdict == nil {
-			c.verdict = map[[2]uint32]CrossReason{}
-		}
-		c.verdict[[2]uint32{fromMkt, toMkt}] = v
+	if c.verdict == nil {
+		c.verdict = map[[2]uint32]CrossReason{}
 	}
+	c.verdict[[2]uint32{fromMkt, toMkt}] = v
 	return v
 }
 

@@ -227,52 +227,52 @@ func TestClosure(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			overBoth(t, tc.cat(t), tc.installed, func(t *testing.T, _ Catalog, newResolver func(CrossPolicy) *Resolver) {
-				var pol CrossPolicy
-				if tc.policy != nil {
-					tc.policy.asked = nil
-					pol = tc.policy
+			cat := tc.cat(t)
+			newResolver := func(p CrossPolicy) *Resolver { return New(cat, tc.installed, p) }
+			var pol CrossPolicy
+			if tc.policy != nil {
+				tc.policy.asked = nil
+				pol = tc.policy
+			}
+			r := newResolver(pol)
+			plan, err := r.Closure(plugin.MustParseID(tc.root))
+			if tc.policy != nil && fmt.Sprint(tc.policy.asked) != fmt.Sprint(tc.asked) {
+				t.Errorf("policy asked about %v, want %v", tc.policy.asked, tc.asked)
+			}
+			if tc.err != nil {
+				if err == nil {
+					t.Fatalf("got plan %v, want %s error", plan.Steps, tc.err.kind)
 				}
-				r := newResolver(pol)
-				plan, err := r.Closure(plugin.MustParseID(tc.root))
-				if tc.policy != nil && fmt.Sprint(tc.policy.asked) != fmt.Sprint(tc.asked) {
-					t.Errorf("policy asked about %v, want %v", tc.policy.asked, tc.asked)
+				checkDepError(t, err, tc.err.kind, tc.err.msg, tc.err.hint)
+				return
+			}
+			if err != nil {
+				t.Fatalf("Closure: %v", err)
+			}
+			var got []string
+			for _, s := range plan.Steps {
+				got = append(got, s.ID.String()+" "+s.Role.String())
+			}
+			if tc.steps != nil && fmt.Sprint(got) != fmt.Sprint(tc.steps) {
+				t.Errorf("steps = %q, want %q", got, tc.steps)
+			}
+			if tc.install != nil {
+				var inst []string
+				for _, s := range plan.ToInstall() {
+					inst = append(inst, s.ID.String())
 				}
-				if tc.err != nil {
-					if err == nil {
-						t.Fatalf("got plan %v, want %s error", plan.Steps, tc.err.kind)
-					}
-					checkDepError(t, err, tc.err.kind, tc.err.msg, tc.err.hint)
-					return
+				if fmt.Sprint(inst) != fmt.Sprint(tc.install) {
+					t.Errorf("ToInstall = %q, want %q", inst, tc.install)
 				}
-				if err != nil {
-					t.Fatalf("Closure: %v", err)
+			}
+			if len(plan.Warnings) != len(tc.warnings) {
+				t.Fatalf("warnings = %q, want %d like %q", plan.Warnings, len(tc.warnings), tc.warnings)
+			}
+			for i, w := range tc.warnings {
+				if !strings.Contains(plan.Warnings[i], w) {
+					t.Errorf("warning %q does not contain %q", plan.Warnings[i], w)
 				}
-				var got []string
-				for _, s := range plan.Steps {
-					got = append(got, s.ID.String()+" "+s.Role.String())
-				}
-				if tc.steps != nil && fmt.Sprint(got) != fmt.Sprint(tc.steps) {
-					t.Errorf("steps = %q, want %q", got, tc.steps)
-				}
-				if tc.install != nil {
-					var inst []string
-					for _, s := range plan.ToInstall() {
-						inst = append(inst, s.ID.String())
-					}
-					if fmt.Sprint(inst) != fmt.Sprint(tc.install) {
-						t.Errorf("ToInstall = %q, want %q", inst, tc.install)
-					}
-				}
-				if len(plan.Warnings) != len(tc.warnings) {
-					t.Fatalf("warnings = %q, want %d like %q", plan.Warnings, len(tc.warnings), tc.warnings)
-				}
-				for i, w := range tc.warnings {
-					if !strings.Contains(plan.Warnings[i], w) {
-						t.Errorf("warning %q does not contain %q", plan.Warnings[i], w)
-					}
-				}
-			})
+			}
 		})
 	}
 }

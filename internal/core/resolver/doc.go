@@ -39,16 +39,9 @@
 // are.
 //
 // Performance: every walk runs over int32 numbers in compressed rows, never
-// over maps of IDs. Over a plain Catalog the numbering is built during the
-// call, which hashes one plugin ID per dependency edge; on large catalogs
-// that hashing (and the cache misses of tables of strings) is most of the
-// cost. A caller that keeps a catalog across calls can compile it once with
-// NewIndex and build its Resolvers over the *Index: Demote then renumbers
-// the installed plugins from slices, with the same results as over the
-// Catalog (Closure asks the Index as it would any Catalog: at the size of
-// the largest real marketplace a plan costs well under a millisecond
-// either way, see docs/performance.md). Installed
-// entries are not copied (only their flags are), and DemoteInstalled reads
-// no map of the caller's, so a demotion over an Index touches only
-// pointer-free slices.
+// over maps of IDs. The numbering is built during the call, which hashes one
+// plugin ID per dependency edge; at the size of the largest real marketplace
+// a plan or a demotion costs well under a millisecond (see
+// docs/performance.md). Installed entries are not copied (only their flags
+// are), and DemoteInstalled reads no map of the caller's.
 package resolver

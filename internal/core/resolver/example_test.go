@@ -72,33 +72,3 @@ func ExampleResolver_Demote() {
 	// a@corp demoted — a@corp needs b@corp; b@corp needs c@corp; c@corp is disabled
 	// b@corp demoted — b@corp needs c@corp; c@corp is disabled
 }
-
-// A caller that keeps its catalog (a server, a long session) compiles it once
-// and builds each Resolver over the Index; the answers are the catalog's.
-func ExampleNewIndex() {
-	cat := catalog{
-		plugin.MustParseID("deploy@corp"):     {{Name: "infra"}},
-		plugin.MustParseID("lint@corp"):       {{Name: "infra"}, {Name: "creds", Marketplace: "community"}},
-		plugin.MustParseID("infra@corp"):      nil,
-		plugin.MustParseID("creds@community"): nil,
-	}
-	idx := resolver.NewIndex(cat, []plugin.ID{plugin.MustParseID("deploy@corp"), plugin.MustParseID("lint@corp")})
-	installed := []resolver.Installed{{ID: plugin.MustParseID("infra@corp")}}
-	for _, root := range []string{"deploy@corp", "lint@corp"} {
-		plan, err := resolver.New(idx, installed, nil).Closure(plugin.MustParseID(root))
-		if err != nil {
-			fmt.Println(err)
-			continue
-		}
-		var steps []string
-		for _, s := range plan.ToInstall() {
-			steps = append(steps, fmt.Sprintf("%s (%s)", s.ID, s.Role))
-		}
-		fmt.Println(steps)
-	}
-	fmt.Println(idx.Len(), "plugins numbered")
-	// Output:
-	// [deploy@corp (root)]
-	// [creds@community (dependency) lint@corp (root)]
-	// 4 plugins numbered
-}

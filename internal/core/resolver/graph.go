@@ -12,10 +12,7 @@ import (
 // New; nodes after that are dependency targets that are not installed (they
 // have no edges of their own). Edges are kept in compressed rows (CSR), both
 // forward (dependent → dependency) and reverse. It is built once per Resolver
-// and read-only after that.
-//
-// Without an Index, nodes are named by two ID tables; over an Index, by
-// Index numbers (nodeOf maps a number to its node).
+// and read-only after that. Nodes are named by two ID tables.
 type graph struct {
 	r          *Resolver // node i < nInstalled is the Resolver's installed plugin i
 	nInstalled int
@@ -24,27 +21,13 @@ type graph struct {
 	revStart   []int32
 	rev        []int32
 
-	// Without an Index.
 	installed *idTable // the Resolver's, shared and read-only: nodes [0, nInstalled)
 	extra     *idTable // targets that are not installed: nodes nInstalled + i
-
-	// Over an Index. With ident, node i is number i and the rows are the
-	// Index's (shared, read-only); nodeOf and extraNums are not used.
-	ident     bool
-	idx       *Index
-	nodeOf    []int32 // by number: node + 1; 0 when the number is no node
-	extraNums []int32 // number of node nInstalled + i
 }
 
 // graph returns the installed graph, building it on first use.
 func (r *Resolver) graph() *graph {
-	r.once.Do(func() {
-		if r.idx != nil {
-			r.g = r.buildIndexedGraph()
-		} else {
-			r.g = r.buildGraph()
-		}
-	})
+	r.once.Do(func() { r.g = r.buildGraph() })
 	return r.g
 }
 
@@ -69,42 +52,6 @@ func (r *Resolver) buildGraph() *graph {
 			g.fwd = append(g.fwd, j)
 		}
 		g.fwdStart[i+1] = int32(len(g.fwd))
-	}
-	g.buildReverse()
-	return g
-}
-
-// buildIndexedGraph is buildGraph over the Index's numbers: the edges are
-// already resolved, so each is only renumbered (number → node), which reads
-// a slice instead of hashing an ID.
-func (r *Resolver) buildIndexedGraph() *graph {
-	x, n := r.idx, len(r.flags)
-	if r.ident {
-		g := &graph{r: r, nInstalled: n, idx: x, ident: true, fwdStart: x.start, fwd: x.edges}
-		g.revStart, g.rev = x.reverse()
-		return g
-	}
-	g := &graph{r: r, nInstalled: n, idx: x, nodeOf: make([]int32, x.Len())}
-	for k, i := range r.nums {
-		g.nodeOf[i] = int32(k) + 1
-	}
-	edges := 0
-	for _, i := range r.nums {
-		edges += int(x.start[i+1] - x.start[i])
-	}
-	g.fwdStart = make([]int32, n+1)
-	g.fwd = make([]int32, 0, edges)
-	for k, i := range r.nums {
-		for _, e := range x.deps(i) {
-			j := g.nodeOf[e] - 1
-			if j < 0 {
-				j = int32(n + len(g.extraNums))
-				g.nodeOf[e] = j + 1
-				g.extraNums = append(g.extraNums, e)
-			}
-			g.fwd = append(g.fwd, j)
-		}
-		g.fwdStart[k+1] = int32(len(g.fwd))
 	}
 	g.buildReverse()
 	return g
@@ -152,33 +99,17 @@ func (g *graph) deps(i int32) []int32 {
 func (g *graph) dependents(i int32) []int32 { return g.rev[g.revStart[i]:g.revStart[i+1]] }
 
 func (g *graph) len() int {
-	if g.idx != nil {
-		return g.nInstalled + len(g.extraNums)
-	}
 	return g.nInstalled + g.extra.len()
 }
 
 func (g *graph) id(i int32) plugin.ID {
-	switch {
-	case int(i) < g.nInstalled:
+	if int(i) < g.nInstalled {
 		return g.r.installedID(int(i))
-	case g.idx != nil:
-		return g.idx.tab.ids[g.extraNums[int(i)-g.nInstalled]]
 	}
 	return g.extra.ids[int(i)-g.nInstalled]
 }
 
 func (g *graph) lookup(id plugin.ID) (int32, bool) {
-	if g.idx != nil {
-		e, ok := g.idx.tab.find(id)
-		if ok && g.ident {
-			return e, true
-		}
-		if ok && g.nodeOf[e] > 0 {
-			return g.nodeOf[e] - 1, true
-		}
-		return -1, false
-	}
 	if i, ok := g.installed.find(id); ok {
 		return i, true
 	}
@@ -276,10 +207,9 @@ func (r *Resolver) newActivation() *Activation {
 // inactive plugins whose dependents are still to be demoted, drained from
 // the highest number down: the rows of reverse edges are then read in
 // memory order, where a FIFO queue jumps around them (on 100k plugins those
-// jumps were most of the time). Numbering tends to put a plugin before its
-// dependencies (an Index numbers breadth first from what it is given), so a
-// plugin demoted by a dependency usually has a lower number and is drained
-// in the same sweep; one demoted by a lower-numbered dependency waits for
+// jumps were most of the time). When the numbering puts a plugin before its
+// dependencies, a plugin demoted by a dependency has a lower number and is
+// drained in the same sweep; one demoted by a lower-numbered dependency waits for
 // the next sweep. After maxSweeps sweeps what is left is drained in FIFO
 // order, so the work stays linear in plugins + edges whatever the
 // numbering. Each plugin is demoted at most once, by a dependency already

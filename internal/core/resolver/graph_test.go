@@ -111,39 +111,37 @@ func TestDemote(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			overBoth(t, tc.cat(t), manual(tc.installed...), func(t *testing.T, _ Catalog, newResolver func(CrossPolicy) *Resolver) {
-				r := newResolver(nil)
-				enabled := enabledSet(tc.enabled...)
-				before := maps.Clone(enabled)
-				a := r.Demote(enabled)
-				if !maps.Equal(before, enabled) {
-					t.Errorf("Demote changed the enabled set: %v → %v", before, enabled)
+			r := New(tc.cat(t), manual(tc.installed...), nil)
+			enabled := enabledSet(tc.enabled...)
+			before := maps.Clone(enabled)
+			a := r.Demote(enabled)
+			if !maps.Equal(before, enabled) {
+				t.Errorf("Demote changed the enabled set: %v → %v", before, enabled)
+			}
+			if got := fmt.Sprint(idStrings(a.Active())); got != fmt.Sprint(tc.active) {
+				t.Errorf("active = %s, want %v", got, tc.active)
+			}
+			demoted := a.Demoted()
+			if len(demoted) != len(tc.why) {
+				t.Errorf("demoted = %v, want %d: %v", idStrings(demoted), len(tc.why), tc.why)
+			}
+			for _, id := range demoted {
+				reason, ok := a.Why(id)
+				if !ok {
+					t.Errorf("Why(%s) = false for a demoted plugin", id)
 				}
-				if got := fmt.Sprint(idStrings(a.Active())); got != fmt.Sprint(tc.active) {
-					t.Errorf("active = %s, want %v", got, tc.active)
+				if reason.String() != tc.why[id.String()] {
+					t.Errorf("Why(%s) = %q, want %q", id, reason, tc.why[id.String()])
 				}
-				demoted := a.Demoted()
-				if len(demoted) != len(tc.why) {
-					t.Errorf("demoted = %v, want %d: %v", idStrings(demoted), len(tc.why), tc.why)
+				if a.Status(id) != StatusDemoted {
+					t.Errorf("Status(%s) = %s, want demoted", id, a.Status(id))
 				}
-				for _, id := range demoted {
-					reason, ok := a.Why(id)
-					if !ok {
-						t.Errorf("Why(%s) = false for a demoted plugin", id)
-					}
-					if reason.String() != tc.why[id.String()] {
-						t.Errorf("Why(%s) = %q, want %q", id, reason, tc.why[id.String()])
-					}
-					if a.Status(id) != StatusDemoted {
-						t.Errorf("Status(%s) = %s, want demoted", id, a.Status(id))
-					}
+			}
+			for _, s := range tc.active {
+				if _, ok := a.Why(plugin.MustParseID(s)); ok {
+					t.Errorf("Why(%s) = true for an active plugin", s)
 				}
-				for _, s := range tc.active {
-					if _, ok := a.Why(plugin.MustParseID(s)); ok {
-						t.Errorf("Why(%s) = true for an active plugin", s)
-					}
-				}
-			})
+			}
 		})
 	}
 }
@@ -253,18 +251,16 @@ func TestDemoteLongChainsInEitherNumbering(t *testing.T) {
 				installed[pos] = Installed{ID: id, Enabled: k != 0}
 				enabled[id] = k != 0
 			}
-			for _, cat := range []Catalog{cat, compile(cat, installed)} {
-				a := New(cat, installed, nil).DemoteInstalled()
-				want := naiveDemote(cat, installed, enabled)
-				for _, in := range installed {
-					if got := a.Status(in.ID) == StatusActive; got != want[in.ID] {
-						t.Fatalf("%T: %s active = %v, rescan says %v", cat, in.ID, got, want[in.ID])
-					}
+			a := New(cat, installed, nil).DemoteInstalled()
+			want := naiveDemote(cat, installed, enabled)
+			for _, in := range installed {
+				if got := a.Status(in.ID) == StatusActive; got != want[in.ID] {
+					t.Fatalf("%s active = %v, rescan says %v", in.ID, got, want[in.ID])
 				}
-				why, ok := a.Why(plugin.MustParseID(name(n - 1)))
-				if !ok || len(why.Chain) != n || why.Chain[n-1].String() != name(0) || why.End != StatusDisabled {
-					t.Fatalf("%T: Why(%s) = %d links ending in %v (%v), want %d ending in the disabled %s", cat, name(n-1), len(why.Chain), why.Chain[len(why.Chain)-1], why.End, n, name(0))
-				}
+			}
+			why, ok := a.Why(plugin.MustParseID(name(n - 1)))
+			if !ok || len(why.Chain) != n || why.Chain[n-1].String() != name(0) || why.End != StatusDisabled {
+				t.Fatalf("Why(%s) = %d links ending in %v (%v), want %d ending in the disabled %s", name(n-1), len(why.Chain), why.Chain[len(why.Chain)-1], why.End, n, name(0))
 			}
 		})
 	}

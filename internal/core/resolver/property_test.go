@@ -19,9 +19,6 @@ type world struct {
 	ids       []plugin.ID
 	installed []Installed
 	enabled   map[plugin.ID]bool
-	// index, when set, is the catalog every Resolver of this world is built
-	// over (compiled from cat), so each property also holds on Index numbers.
-	index *Index
 }
 
 var markets = []string{"m", "n", "o"}
@@ -79,45 +76,14 @@ func genWorld(t *rapid.T, acyclic bool) *world {
 			w.enabled[id] = true
 		}
 	}
-	if rapid.Bool().Draw(t, "indexed") {
-		w.index = genIndex(t, w)
-	}
 	return w
-}
-
-// genIndex compiles w's catalog from a random selection of plugins in a
-// random order. Usually it starts with the installed set (sometimes in the
-// installed order, which New matches without hashing); sometimes it leaves
-// installed plugins out, and the Resolver must then fall back to IDs.
-func genIndex(t *rapid.T, w *world) *Index {
-	var from []plugin.ID
-	if rapid.IntRange(0, 3).Draw(t, "index covers installed") > 0 {
-		for _, in := range w.installed {
-			from = append(from, in.ID)
-		}
-		if rapid.Bool().Draw(t, "index shuffled") {
-			from = rapid.Permutation(from).Draw(t, "index order")
-		}
-	}
-	all := append(slices.Clone(w.ids), plugin.ID{Name: "ghost", Source: "m"})
-	for k := rapid.IntRange(0, len(all)).Draw(t, "index extra"); k > 0; k-- {
-		from = append(from, rapid.SampledFrom(all).Draw(t, "index id"))
-	}
-	return NewIndex(w.cat, from)
-}
-
-func (w *world) catalog() Catalog {
-	if w.index != nil {
-		return w.index
-	}
-	return w.cat
 }
 
 func (w *world) resolver() *Resolver {
 	if w.policy == nil {
-		return New(w.catalog(), w.installed, nil)
+		return New(w.cat, w.installed, nil)
 	}
-	return New(w.catalog(), w.installed, w.policy)
+	return New(w.cat, w.installed, w.policy)
 }
 
 func (w *world) isInstalled(id plugin.ID) bool {
@@ -423,22 +389,18 @@ func TestPropertyDemote(t *testing.T) {
 			}
 		}
 		// DemoteInstalled, with the enabled set carried by the installed
-		// entries, gives the same statuses and reasons, plain and over an
-		// Index.
+		// entries, gives the same statuses and reasons.
 		flagged := make([]Installed, len(w.installed))
-		ids := make([]plugin.ID, len(w.installed))
 		for i, in := range w.installed {
 			in.Enabled = w.enabled[in.ID]
-			flagged[i], ids[i] = in, in.ID
+			flagged[i] = in
 		}
-		for _, cat := range []Catalog{w.catalog(), NewIndex(w.catalog(), ids)} {
-			b := New(cat, flagged, nil).DemoteInstalled()
-			for _, in := range w.installed {
-				ra, _ := a.Why(in.ID)
-				rb, _ := b.Why(in.ID)
-				if a.Status(in.ID) != b.Status(in.ID) || ra.String() != rb.String() {
-					t.Fatalf("%s over %T: DemoteInstalled says %s (%s), Demote %s (%s)", in.ID, cat, b.Status(in.ID), rb, a.Status(in.ID), ra)
-				}
+		b := New(w.cat, flagged, nil).DemoteInstalled()
+		for _, in := range w.installed {
+			ra, _ := a.Why(in.ID)
+			rb, _ := b.Why(in.ID)
+			if a.Status(in.ID) != b.Status(in.ID) || ra.String() != rb.String() {
+				t.Fatalf("%s: DemoteInstalled says %s (%s), Demote %s (%s)", in.ID, b.Status(in.ID), rb, a.Status(in.ID), ra)
 			}
 		}
 		// Demote on its own output changes nothing.
@@ -504,75 +466,6 @@ func TestPropertyReverseDependents(t *testing.T) {
 		}
 		if fmt.Sprint(got.Direct) != fmt.Sprint(direct) || fmt.Sprint(got.Transitive) != fmt.Sprint(trans) {
 			t.Fatalf("ReverseDependents(%s) = %v / %v, want %v / %v", target, got.Direct, got.Transitive, direct, trans)
-		}
-	})
-}
-
-// An Index changes how the resolver works, never what it answers: for every
-// plugin of a random world, Closure (plan, warnings, error and the edges the
-// policy was asked about), Demote (status and reason), ReverseDependents,
-// Prunable and IsInstalled agree with a Resolver over the plain catalog.
-func TestPropertyIndexMatchesCatalog(t *testing.T) {
-	rapid.Check(t, func(t *rapid.T) {
-		w := genWorld(t, rapid.Bool().Draw(t, "acyclic"))
-		x := genIndex(t, w)
-		var polA, polB *refuse
-		plain, indexed := New(w.cat, w.installed, nil), New(x, w.installed, nil)
-		if w.policy != nil {
-			polA, polB = &refuse{market: w.policy.market}, &refuse{market: w.policy.market}
-			plain, indexed = New(w.cat, w.installed, polA), New(x, w.installed, polB)
-		}
-		covered := true
-		for _, in := range w.installed {
-			if _, ok := x.tab.find(in.ID); !ok {
-				covered = false
-			}
-		}
-		if covered != (indexed.idx != nil) {
-			t.Fatalf("Index covers installed = %v, Resolver on numbers = %v", covered, indexed.idx != nil)
-		}
-		ids := append(slices.Clone(w.ids), plugin.ID{Name: "ghost", Source: "m"}, plugin.ID{Name: "p0", Source: "elsewhere"})
-		outcome := func(r *Resolver, root plugin.ID) string {
-			plan, err := r.Closure(root)
-			if err != nil {
-				var pe *plugin.Error
-				errors.As(err, &pe)
-				detail := fmt.Sprintf("%+v", pe.Err)
-				if ce, ok := pe.Err.(*CrossMarketplaceError); ok {
-					detail = fmt.Sprintf("%s→%s %s %v", ce.From, ce.To, ce.Reason, ce.Err)
-				}
-				return fmt.Sprintf("error %s/%s/%s %q hint %q %s", pe.Layer, pe.Type, pe.Object, err, pe.Hint, detail)
-			}
-			return fmt.Sprintf("%v %q", plan.Steps, plan.Warnings)
-		}
-		for _, id := range ids {
-			if a, b := outcome(plain, id), outcome(indexed, id); a != b {
-				t.Fatalf("Closure(%s):\n catalog %s\n   index %s", id, a, b)
-			}
-			if polA != nil && fmt.Sprint(polA.asked) != fmt.Sprint(polB.asked) {
-				t.Fatalf("Closure(%s): policy asked %v over the catalog, %v over the index", id, polA.asked, polB.asked)
-			}
-			if plain.IsInstalled(id) != indexed.IsInstalled(id) {
-				t.Fatalf("IsInstalled(%s) differs", id)
-			}
-		}
-		a, b := plain.Demote(w.enabled), indexed.Demote(w.enabled)
-		if fmt.Sprint(a.Active(), a.Demoted()) != fmt.Sprint(b.Active(), b.Demoted()) {
-			t.Fatalf("Demote: active/demoted %v %v over the catalog, %v %v over the index", a.Active(), a.Demoted(), b.Active(), b.Demoted())
-		}
-		for _, id := range ids {
-			ra, oka := a.Why(id)
-			rb, okb := b.Why(id)
-			if a.Status(id) != b.Status(id) || oka != okb || ra.String() != rb.String() {
-				t.Fatalf("%s: %s %q over the catalog, %s %q over the index", id, a.Status(id), ra, b.Status(id), rb)
-			}
-			da, db := plain.ReverseDependents(id), indexed.ReverseDependents(id)
-			if fmt.Sprint(da) != fmt.Sprint(db) {
-				t.Fatalf("ReverseDependents(%s) = %v over the catalog, %v over the index", id, da, db)
-			}
-		}
-		if pa, pb := plain.Prunable(), indexed.Prunable(); fmt.Sprint(pa) != fmt.Sprint(pb) {
-			t.Fatalf("Prunable = %v over the catalog, %v over the index", pa, pb)
 		}
 	})
 }

@@ -20,9 +20,8 @@ type Node struct {
 // actually run.
 //
 // The resolver calls a Catalog only during a call to one of its methods and
-// never keeps what it returns beyond the result (an Index, built on purpose
-// to keep it, is the exception); a Catalog shared by several Resolvers used
-// from several goroutines must be safe for concurrent reads.
+// never keeps what it returns beyond the result; a Catalog shared by several
+// Resolvers used from several goroutines must be safe for concurrent reads.
 type Catalog interface {
 	// Lookup returns the plugin's node, or false if no known marketplace
 	// lists it (and, for an installed plugin, its manifest is unknown).
@@ -71,16 +70,8 @@ type Resolver struct {
 	// structs cost write barriers and garbage-collector scans.
 	flags []uint8
 
-	// Without an Index: installed IDs, interned in list order; read-only.
+	// installed IDs, interned in list order; read-only.
 	installed *idTable
-	// Over an *Index that numbers every installed plugin: the Index, the
-	// number of each list entry, and a bitset of installed numbers.
-	idx      *Index
-	nums     []int32
-	instBits []uint64
-	// ident: the installed set is the Index's numbering, in order (nums[k]
-	// is k for every number), so its graph is the Index's own rows.
-	ident bool
 
 	once sync.Once
 	g    *graph
@@ -90,19 +81,12 @@ type Resolver struct {
 // meaning no restriction beyond allowCrossMarketplaceDependenciesOn. If an ID
 // appears twice in installed, the last entry's Auto and Enabled win. New copies
 // installed; the caller may reuse the slice.
-//
-// When cat is an *Index that numbers every installed plugin, the Resolver
-// works on its numbers (see Index); the results are the same.
 func New(cat Catalog, installed []Installed, policy CrossPolicy) *Resolver {
 	r := &Resolver{
 		cat:    cat,
 		policy: policy,
 		flags:  make([]uint8, 0, len(installed)),
 	}
-	if x, ok := cat.(*Index); ok && r.numberInstalled(x, installed) {
-		return r
-	}
-	r.flags = r.flags[:0]
 	r.installed = newIDTable(len(installed))
 	for _, in := range installed {
 		if i, added := r.installed.intern(in.ID); !added {
@@ -132,62 +116,13 @@ func flagsOf(in Installed) uint8 {
 
 // installedID returns the ID of the installed plugin at position k.
 func (r *Resolver) installedID(k int) plugin.ID {
-	if r.idx != nil {
-		return r.idx.tab.ids[r.nums[k]]
-	}
 	return r.installed.ids[k]
 }
 
 func (r *Resolver) auto(k int) bool { return r.flags[k]&instAuto != 0 }
 
-// numberInstalled fills flags, nums and instBits from x, or reports false if
-// x does not number some installed plugin. An installed set in the order the
-// Index numbered it is matched by comparing IDs, without hashing.
-func (r *Resolver) numberInstalled(x *Index, installed []Installed) bool {
-	nums := make([]int32, 0, len(installed))
-	bits := make([]uint64, (x.Len()+63)/64)
-	var pos map[int32]int // by number: position in list; only once there are duplicates
-	inOrder := true       // so far nums[k] == k
-	for k, in := range installed {
-		var i int32
-		if k < x.Len() && x.tab.ids[k] == in.ID {
-			i = int32(k)
-		} else if j, ok := x.tab.find(in.ID); ok {
-			i = j
-		} else {
-			return false
-		}
-		if bits[i/64]&(1<<(i%64)) != 0 {
-			if pos == nil {
-				pos = make(map[int32]int, len(nums))
-				for p, n := range nums {
-					pos[n] = p
-				}
-			}
-			r.flags[pos[i]] = flagsOf(in)
-			continue
-		}
-		bits[i/64] |= 1 << (i % 64)
-		inOrder = inOrder && i == int32(len(nums))
-		if pos != nil {
-			pos[i] = len(nums)
-		}
-		nums = append(nums, i)
-		r.flags = append(r.flags, flagsOf(in))
-	}
-	r.idx, r.nums, r.instBits = x, nums, bits
-	r.ident = len(nums) == x.Len() && inOrder
-	return true
-}
-
-func (r *Resolver) installedNum(i int32) bool { return r.instBits[i/64]&(1<<(i%64)) != 0 }
-
 // IsInstalled reports whether id is in the installed set given to New.
 func (r *Resolver) IsInstalled(id plugin.ID) bool {
-	if r.idx != nil {
-		i, ok := r.idx.tab.find(id)
-		return ok && r.installedNum(i)
-	}
 	_, ok := r.installed.find(id)
 	return ok
 }
