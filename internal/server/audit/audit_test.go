@@ -3,43 +3,20 @@ package audit_test
 import (
 	"errors"
 	"fmt"
-	"path/filepath"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/wharfhq/wharf/internal/core/store"
 	"github.com/wharfhq/wharf/internal/server/audit"
-	"github.com/wharfhq/wharf/internal/server/etcdstore"
 	"github.com/wharfhq/wharf/internal/server/tokens"
-	"github.com/wharfhq/wharf/internal/testutil/etcdtest"
+	"github.com/wharfhq/wharf/internal/testutil/storeharness"
 )
 
-// The audit log's contract, on every backend (open returns a fresh, empty
+// The audit log's contract, on every backend (Open returns a fresh, empty
 // store).
-func TestAuditOnBolt(t *testing.T) {
-	runContract(t, func(t *testing.T) store.Store {
-		b, err := store.OpenBolt(filepath.Join(t.TempDir(), "state.db"), store.Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { b.Close() })
-		return b
-	})
-}
-
-func TestAuditOnEtcd(t *testing.T) {
-	c := etcdtest.Start(t, 1)
-	var n atomic.Int64
-	runContract(t, func(t *testing.T) store.Store {
-		e, err := etcdstore.Open(c.Endpoints(), etcdstore.Options{Prefix: fmt.Sprintf("/wharf-audit/%d", n.Add(1))})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { e.Close() })
-		return e
-	})
+func TestAudit(t *testing.T) {
+	storeharness.Run(t, "audit", func(t *testing.T, b *storeharness.Backend) { runContract(t, b.Open) })
 }
 
 func runContract(t *testing.T, open func(t *testing.T) store.Store) {

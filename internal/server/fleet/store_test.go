@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -16,70 +15,20 @@ import (
 
 	"github.com/wharfhq/wharf/internal/core/inventory"
 	"github.com/wharfhq/wharf/internal/core/store"
-	"github.com/wharfhq/wharf/internal/server/etcdstore"
 	"github.com/wharfhq/wharf/internal/server/fleet"
-	"github.com/wharfhq/wharf/internal/testutil/etcdtest"
+	"github.com/wharfhq/wharf/internal/testutil/storeharness"
 )
 
-// The inventory's contract, on every backend: opener returns a fresh, empty
-// store; sharing returns another client of the same store (a replica).
-type backend struct {
-	open  func(t *testing.T) store.Store
-	again func(t *testing.T, s store.Store) store.Store
+// The inventory's contract, on every backend: Open returns a fresh, empty
+// store; Again returns another client of the same store (a replica).
+func TestInventory(t *testing.T) {
+	storeharness.Run(t, "inv", runContract)
 }
 
-func TestInventoryOnBolt(t *testing.T) {
-	paths := map[store.Store]string{}
-	var mu sync.Mutex
-	runContract(t, backend{
-		open: func(t *testing.T) store.Store {
-			p := filepath.Join(t.TempDir(), "state.db")
-			b, err := store.OpenBolt(p, store.Options{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { b.Close() })
-			mu.Lock()
-			paths[b] = p
-			mu.Unlock()
-			return b
-		},
-		// bbolt is one process's: replicas share the handle.
-		again: func(t *testing.T, s store.Store) store.Store { return s },
-	})
-}
-
-func TestInventoryOnEtcd(t *testing.T) {
-	c := etcdtest.Start(t, 1)
-	var n atomic.Int64
-	prefixOf := map[store.Store]string{}
-	var mu sync.Mutex
-	openAt := func(t *testing.T, prefix string) store.Store {
-		e, err := etcdstore.Open(c.Endpoints(), etcdstore.Options{Prefix: prefix})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { e.Close() })
-		mu.Lock()
-		prefixOf[e] = prefix
-		mu.Unlock()
-		return e
-	}
-	runContract(t, backend{
-		open: func(t *testing.T) store.Store { return openAt(t, fmt.Sprintf("/wharf-inv/%d", n.Add(1))) },
-		again: func(t *testing.T, s store.Store) store.Store {
-			mu.Lock()
-			p := prefixOf[s]
-			mu.Unlock()
-			return openAt(t, p)
-		},
-	})
-}
-
-func runContract(t *testing.T, b backend) {
+func runContract(t *testing.T, b *storeharness.Backend) {
 	for _, tc := range []struct {
 		name string
-		fn   func(*testing.T, backend)
+		fn   func(*testing.T, *storeharness.Backend)
 	}{
 		{"ReplaceAndRead", testReplaceAndRead},
 		{"UnchangedReportWritesNothing", testUnchangedNoWrite},
@@ -207,8 +156,8 @@ func machinesOf(hs []fleet.Holder) []string {
 	return out
 }
 
-func testReplaceAndRead(t *testing.T, b backend) {
-	inv := fleet.Open(b.open(t), fleet.Options{})
+func testReplaceAndRead(t *testing.T, b *storeharness.Backend) {
+	inv := fleet.Open(b.Open(t), fleet.Options{})
 	if !put(t, inv, "tok1", report(1, pl("a@corp", "1.0.0"), pl("b@corp", "2.0.0"))) {
 		t.Fatal("the first report must change the inventory")
 	}
@@ -232,8 +181,8 @@ func testReplaceAndRead(t *testing.T, b backend) {
 	}
 }
 
-func testUnchangedNoWrite(t *testing.T, b backend) {
-	cs := &counting{Store: b.open(t)}
+func testUnchangedNoWrite(t *testing.T, b *storeharness.Backend) {
+	cs := &counting{Store: b.Open(t)}
 	clk := newClock()
 	inv := fleet.Open(cs, fleet.Options{Now: clk.Now, PersistSeenEvery: 5 * time.Minute})
 	r := report(1, pl("a@corp", "1.0.0"), pl("b@corp", "1.0.0"))
@@ -260,9 +209,9 @@ func testUnchangedNoWrite(t *testing.T, b backend) {
 	}
 }
 
-func testReplicaTouch(t *testing.T, b backend) {
-	s1 := b.open(t)
-	cs := &counting{Store: b.again(t, s1)}
+func testReplicaTouch(t *testing.T, b *storeharness.Backend) {
+	s1 := b.Open(t)
+	cs := &counting{Store: b.Again(t, s1)}
 	clk := newClock()
 	one := fleet.Open(s1, fleet.Options{Now: clk.Now})
 	two := fleet.Open(cs, fleet.Options{Now: clk.Now})
@@ -289,10 +238,10 @@ func testReplicaTouch(t *testing.T, b backend) {
 
 // A machine goes back to an earlier inventory through another replica:
 // that is a change, whatever the first replica remembers.
-func testRevertThroughReplicas(t *testing.T, b backend) {
-	s1 := b.open(t)
+func testRevertThroughReplicas(t *testing.T, b *storeharness.Backend) {
+	s1 := b.Open(t)
 	one := fleet.Open(s1, fleet.Options{})
-	two := fleet.Open(b.again(t, s1), fleet.Options{})
+	two := fleet.Open(b.Again(t, s1), fleet.Options{})
 	x := report(5, pl("a@corp", "1.0.0"))
 	y := report(5, pl("a@corp", "1.0.0"), pl("b@corp", "1.0.0"))
 	put(t, one, "tok", x)
@@ -308,11 +257,11 @@ func testRevertThroughReplicas(t *testing.T, b backend) {
 	}
 }
 
-func testOwner(t *testing.T, b backend) {
-	st := b.open(t)
+func testOwner(t *testing.T, b *storeharness.Backend) {
+	st := b.Open(t)
 	inv := fleet.Open(st, fleet.Options{})
 	put(t, inv, "alice", report(1, pl("a@corp", "1.0.0")))
-	for _, inv := range []*fleet.Store{inv, fleet.Open(b.again(t, st), fleet.Options{})} {
+	for _, inv := range []*fleet.Store{inv, fleet.Open(b.Again(t, st), fleet.Options{})} {
 		for _, r := range []inventory.Report{report(1, pl("evil@corp", "6.6.6")), report(1, pl("a@corp", "1.0.0"))} {
 			_, err := inv.Put("mallory", r)
 			var oe *fleet.OwnerError
@@ -330,8 +279,8 @@ func testOwner(t *testing.T, b backend) {
 	}
 }
 
-func testWhoHas(t *testing.T, b backend) {
-	cs := &counting{Store: b.open(t)}
+func testWhoHas(t *testing.T, b *storeharness.Backend) {
+	cs := &counting{Store: b.Open(t)}
 	inv := fleet.Open(cs, fleet.Options{})
 	var want []string
 	for i := 0; i < 40; i++ {
@@ -373,8 +322,8 @@ func testWhoHas(t *testing.T, b backend) {
 // Each holder carries the kind of client of its machine's last report: a
 // change of client is a changed report; a seen record written without the
 // kind (by an earlier server) is completed by the next, unchanged, report.
-func testClientKind(t *testing.T, b backend) {
-	st := b.open(t)
+func testClientKind(t *testing.T, b *storeharness.Backend) {
+	st := b.Open(t)
 	inv := fleet.Open(st, fleet.Options{PersistSeenEvery: time.Hour})
 	kindOf := func() string {
 		t.Helper()
@@ -425,8 +374,8 @@ func testClientKind(t *testing.T, b backend) {
 	}
 }
 
-func testCounts(t *testing.T, b backend) {
-	inv := fleet.Open(b.open(t), fleet.Options{Shards: 4})
+func testCounts(t *testing.T, b *storeharness.Backend) {
+	inv := fleet.Open(b.Open(t), fleet.Options{Shards: 4})
 	for i := 0; i < 10; i++ {
 		p := pl("x@corp", "1.0.0")
 		if i < 3 {
@@ -462,12 +411,12 @@ func testCounts(t *testing.T, b backend) {
 
 // testConcurrentCounts: machines reporting at once through three replicas,
 // with few count shards so that their transactions collide, lose no count.
-func testConcurrentCounts(t *testing.T, b backend) {
-	st := b.open(t)
+func testConcurrentCounts(t *testing.T, b *storeharness.Backend) {
+	st := b.Open(t)
 	replicas := []*fleet.Store{
 		fleet.Open(st, fleet.Options{Shards: 2}),
-		fleet.Open(b.again(t, st), fleet.Options{Shards: 2}),
-		fleet.Open(b.again(t, st), fleet.Options{Shards: 2}),
+		fleet.Open(b.Again(t, st), fleet.Options{Shards: 2}),
+		fleet.Open(b.Again(t, st), fleet.Options{Shards: 2}),
 	}
 	const workers, each = 6, 8
 	var wg sync.WaitGroup
@@ -513,8 +462,8 @@ func testConcurrentCounts(t *testing.T, b backend) {
 	}
 }
 
-func testBatches(t *testing.T, b backend) {
-	cs := &counting{Store: b.open(t)}
+func testBatches(t *testing.T, b *storeharness.Backend) {
+	cs := &counting{Store: b.Open(t)}
 	inv := fleet.Open(cs, fleet.Options{BatchPlugins: 3})
 	var big []inventory.Plugin
 	for i := 0; i < 10; i++ {
@@ -553,9 +502,9 @@ func testBatches(t *testing.T, b backend) {
 	}
 }
 
-func testStale(t *testing.T, b backend) {
+func testStale(t *testing.T, b *storeharness.Backend) {
 	clk := newClock()
-	inv := fleet.Open(b.open(t), fleet.Options{Now: clk.Now})
+	inv := fleet.Open(b.Open(t), fleet.Options{Now: clk.Now})
 	put(t, inv, "tok", report(1, pl("a@corp", "1.0.0")))
 	put(t, inv, "tok", report(2))
 	clk.Add(10 * 24 * time.Hour)
@@ -610,10 +559,10 @@ func testStale(t *testing.T, b backend) {
 
 // A token reports at most its quota's machines and plugin ids; a refused
 // report stores nothing, and replicas share the usage.
-func testQuota(t *testing.T, b backend) {
-	st := b.open(t)
+func testQuota(t *testing.T, b *storeharness.Backend) {
+	st := b.Open(t)
 	inv := fleet.Open(st, fleet.Options{})
-	other := fleet.Open(b.again(t, st), fleet.Options{})
+	other := fleet.Open(b.Again(t, st), fleet.Options{})
 	q := fleet.Quota{Machines: 2, Plugins: 3}
 	within := func(inv *fleet.Store, r inventory.Report) error {
 		_, err := inv.PutWithin("agent", q, r)
@@ -665,8 +614,8 @@ func testQuota(t *testing.T, b backend) {
 }
 
 // PluginsPage walks every plugin once, in pages, whatever the ids.
-func testPluginsPage(t *testing.T, b backend) {
-	inv := fleet.Open(b.open(t), fleet.Options{Shards: 4})
+func testPluginsPage(t *testing.T, b *storeharness.Backend) {
+	inv := fleet.Open(b.Open(t), fleet.Options{Shards: 4})
 	ids := []string{"a@corp", "a-b@corp", "a@corp-x", "ab@corp", "b@c", "z@corp", "a@co"}
 	for n, id := range ids {
 		put(t, inv, "tok", report(n, pl(id, "1.0.0")))

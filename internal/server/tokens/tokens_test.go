@@ -6,70 +6,24 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"path/filepath"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/wharfhq/wharf/internal/core/inventory"
 	"github.com/wharfhq/wharf/internal/core/store"
-	"github.com/wharfhq/wharf/internal/server/etcdstore"
 	"github.com/wharfhq/wharf/internal/server/tokens"
-	"github.com/wharfhq/wharf/internal/testutil/etcdtest"
+	"github.com/wharfhq/wharf/internal/testutil/storeharness"
 )
 
-// The tokens' contract, on every backend: open returns a fresh, empty
-// store; again returns another client of the same store (a replica).
-type backend struct {
-	open  func(t *testing.T) store.Store
-	again func(t *testing.T, s store.Store) store.Store
+// The tokens' contract, on every backend: Open returns a fresh, empty
+// store; Again returns another client of the same store (a replica).
+func TestTokens(t *testing.T) {
+	storeharness.Run(t, "tokens", runContract)
 }
 
-func TestTokensOnBolt(t *testing.T) {
-	runContract(t, backend{
-		open: func(t *testing.T) store.Store {
-			b, err := store.OpenBolt(filepath.Join(t.TempDir(), "state.db"), store.Options{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { b.Close() })
-			return b
-		},
-		// bbolt is one process's: replicas share the handle.
-		again: func(t *testing.T, s store.Store) store.Store { return s },
-	})
-}
-
-func TestTokensOnEtcd(t *testing.T) {
-	c := etcdtest.Start(t, 1)
-	var n atomic.Int64
-	var mu sync.Mutex
-	prefixOf := map[store.Store]string{}
-	openAt := func(t *testing.T, prefix string) store.Store {
-		e, err := etcdstore.Open(c.Endpoints(), etcdstore.Options{Prefix: prefix})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { e.Close() })
-		mu.Lock()
-		prefixOf[e] = prefix
-		mu.Unlock()
-		return e
-	}
-	runContract(t, backend{
-		open: func(t *testing.T) store.Store { return openAt(t, fmt.Sprintf("/wharf-tokens/%d", n.Add(1))) },
-		again: func(t *testing.T, s store.Store) store.Store {
-			mu.Lock()
-			p := prefixOf[s]
-			mu.Unlock()
-			return openAt(t, p)
-		},
-	})
-}
-
-func runContract(t *testing.T, b backend) {
+func runContract(t *testing.T, b *storeharness.Backend) {
 	t.Run("PutFindList", func(t *testing.T) { testPutFindList(t, b) })
 	t.Run("DeleteRules", func(t *testing.T) { testDeleteRules(t, b) })
 	t.Run("CacheFollowsWatch", func(t *testing.T) { testCacheFollowsWatch(t, b) })
@@ -120,8 +74,8 @@ func byHash(t *testing.T, st store.Store, secret string) *tokens.Record {
 
 // A stored token is found by its secret and listed; the store keeps only
 // the secret's hash, and the API's view of it shows neither.
-func testPutFindList(t *testing.T, b backend) {
-	st := b.open(t)
+func testPutFindList(t *testing.T, b *storeharness.Backend) {
+	st := b.Open(t)
 	admin, adminSecret := newRecord(t, tokens.RoleAdmin)
 	agent, agentSecret := newRecord(t, tokens.RoleAgent)
 	agent.MaxPlugins = 7
@@ -167,8 +121,8 @@ func testPutFindList(t *testing.T, b backend) {
 // Deleting: an unknown id is *NotFoundError; the last admin token stays
 // (*LastAdminError, nothing deleted); a deleted token's secret finds
 // nothing.
-func testDeleteRules(t *testing.T, b backend) {
-	st := b.open(t)
+func testDeleteRules(t *testing.T, b *storeharness.Backend) {
+	st := b.Open(t)
 	admin, adminSecret := newRecord(t, tokens.RoleAdmin)
 	dev, devSecret := newRecord(t, tokens.RoleDeveloper)
 	put(t, st, admin, dev)
@@ -205,13 +159,13 @@ func testDeleteRules(t *testing.T, b backend) {
 // The cache, kept fresh only by the store's watch (as while every watch
 // proves itself: entries never expire), answers every lookup as the store
 // does, while another replica creates, rewrites and deletes tokens.
-func testCacheFollowsWatch(t *testing.T, b backend) {
-	st := b.open(t)
+func testCacheFollowsWatch(t *testing.T, b *storeharness.Backend) {
+	st := b.Open(t)
 	w, ok := st.(store.Watcher)
 	if !ok {
 		t.Fatalf("%T has no watch", st)
 	}
-	other := b.again(t, st)
+	other := b.Again(t, st)
 	reads := 0
 	cache := tokens.NewCache(st, time.Hour, func(exp, now time.Time) bool { return true },
 		func(*tokens.Record) int { reads++; return reads })
@@ -299,8 +253,8 @@ func testCacheFollowsWatch(t *testing.T, b backend) {
 }
 
 // Without a watch's proof, an entry is used until its TTL, then read again.
-func testCacheExpires(t *testing.T, b backend) {
-	st := b.open(t)
+func testCacheExpires(t *testing.T, b *storeharness.Backend) {
+	st := b.Open(t)
 	const ttl = time.Minute
 	cache := tokens.NewCache(st, ttl, func(exp, now time.Time) bool { return now.Before(exp) },
 		func(*tokens.Record) struct{} { return struct{}{} })
@@ -311,7 +265,7 @@ func testCacheExpires(t *testing.T, b backend) {
 		t.Fatalf("first lookup: %+v %v", e.Rec, err)
 	}
 	rec.Role = tokens.RoleCI
-	put(t, b.again(t, st), rec) // a change this cache hears nothing of
+	put(t, b.Again(t, st), rec) // a change this cache hears nothing of
 	if e, _ := cache.Lookup(secret, t0.Add(ttl/2)); e.Rec == nil || e.Rec.Role != tokens.RoleDeveloper {
 		t.Fatalf("within the TTL the cached entry serves: %+v", e.Rec)
 	}
