@@ -127,6 +127,12 @@ func (w *wharfRun) checkConsistent() []listRow {
 		w.t.Fatal(err)
 	}
 	for _, r := range rows {
+		if r.InstallPath == "" && strings.Contains(strings.Join(r.Errors, " "), "enabled but not installed") {
+			// A kill after the settings write and before the registry's:
+			// the plugin is enabled, nothing of it is registered, and the
+			// load pass says so in a row of its own.
+			continue
+		}
 		if strings.Contains(r.InstallPath, ".tmp-") {
 			w.t.Fatalf("%s is registered at a temporary directory %s", r.ID, r.InstallPath)
 		}

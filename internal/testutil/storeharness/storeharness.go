@@ -50,7 +50,7 @@ func bolt() *Backend {
 		Name: "bolt",
 		open: func(t *testing.T) store.Store {
 			t.Helper()
-			b, err := store.OpenBolt(filepath.Join(t.TempDir(), "state.db"), store.Options{})
+			b, err := store.OpenBolt(filepath.Join(t.TempDir(), "contract.db"), store.Options{})
 			if err != nil {
 				t.Fatal(err)
 			}
