@@ -11,13 +11,14 @@ package agentcli
 
 import (
 	"context"
-	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/wharfhq/wharf/internal/testutil/processtest"
 )
 
 // An Agent is one of the CLIs this package runs.
@@ -147,27 +148,12 @@ func (c *CLI) Must(t testing.TB, home, dir string, args ...string) string {
 
 func (c *CLI) run(t testing.TB, home, dir string, stderr bool, args []string) (string, int) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, c.Bin, args...)
-	cmd.Dir = dir
-	cmd.Env = c.Env(home)
-	var out strings.Builder
-	cmd.Stdout = &out
-	if stderr {
-		cmd.Stderr = &out
-	}
-	err := cmd.Run()
-	var ee *exec.ExitError
-	switch {
-	case err == nil:
-		return out.String(), 0
-	case errors.As(err, &ee) && ctx.Err() == nil:
-		return out.String(), ee.ExitCode()
-	default:
-		t.Fatalf("%s %s: %v\n%s", c.Name, strings.Join(args, " "), err, out.String())
-		return "", -1
-	}
+	return processtest.Output(t, 5*time.Minute, stderr, func(ctx context.Context) *exec.Cmd {
+		cmd := exec.CommandContext(ctx, c.Bin, args...)
+		cmd.Dir = dir
+		cmd.Env = c.Env(home)
+		return cmd
+	})
 }
 
 // Version is what `<cli> --version` prints, trimmed.

@@ -2,7 +2,6 @@ package claudetest
 
 import (
 	"context"
-	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -10,6 +9,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/wharfhq/wharf/internal/testutil/processtest"
 )
 
 // CLI is the real claude CLI, run the way every wharf test runs it: a
@@ -100,25 +101,9 @@ func (c *CLI) Command(ctx context.Context, home, dir string, args ...string) *ex
 
 func (c *CLI) run(t testing.TB, home, dir string, stderr bool, args []string) (string, int) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	cmd := c.Command(ctx, home, dir, args...)
-	var out strings.Builder
-	cmd.Stdout = &out
-	if stderr {
-		cmd.Stderr = &out
-	}
-	err := cmd.Run()
-	var ee *exec.ExitError
-	switch {
-	case err == nil:
-		return out.String(), 0
-	case errors.As(err, &ee) && ctx.Err() == nil:
-		return out.String(), ee.ExitCode()
-	default:
-		t.Fatalf("claude %s: %v\n%s", strings.Join(args, " "), err, out.String())
-		return "", -1
-	}
+	return processtest.Output(t, 5*time.Minute, stderr, func(ctx context.Context) *exec.Cmd {
+		return c.Command(ctx, home, dir, args...)
+	})
 }
 
 // Version is the first word `claude --version` prints, e.g. "2.1.332".
