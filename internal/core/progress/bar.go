@@ -41,7 +41,12 @@ func newBar(term io.Writer, desc string, throttle time.Duration) *Bar {
 		progressbar.OptionShowCount(),
 		progressbar.OptionThrottle(throttle),
 		progressbar.OptionClearOnFinish(),
-		progressbar.OptionSpinnerType(14))}
+		progressbar.OptionSpinnerType(14),
+		// No redraw goroutine: the library's ticker reads the bar's start
+		// time without its lock (a data race with the first draw) and
+		// never stops after Exit. The spinner moves when bytes or a git
+		// phase arrive, so a stalled transfer shows a still spinner.
+		progressbar.OptionSetSpinnerChangeInterval(0))}
 }
 
 // Add counts n more bytes received. It is safe to call from any
@@ -109,14 +114,14 @@ func (b *Bar) Finish() {
 	})
 }
 
-// gatedWriter passes writes to w until it is closed. The bar library
-// redraws its spinner from a goroutine of its own that may still be
-// drawing when Exit returns; once Finish closes the gate, nothing more
-// reaches the terminal, so the caller owns it again.
+// gatedWriter passes writes to w until it is closed. Bytes counted by a
+// connection's reader may still arrive after Finish; once Finish closes
+// the gate, nothing more reaches the terminal, so the caller owns it
+// again.
 //
 // It also clears the bar: the library's own Clear reads the bar's state
-// without the lock its spinner goroutine draws under (a data race), so the
-// width to blank out is counted here, from what was drawn.
+// without its lock (a data race with a concurrent Add), so the width to
+// blank out is counted here, from what was drawn.
 type gatedWriter struct {
 	mu     sync.Mutex
 	w      io.Writer

@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -119,4 +120,23 @@ func TestBarClearsWhatItDrew(t *testing.T) {
 		t.Fatal("the bar drew after Finish")
 	}
 	b.Finish() // again: nothing
+}
+
+// A bar leaves no goroutine behind: a clone draws one per fetch, and a
+// long session fetches many times.
+func TestBarLeavesNoGoroutine(t *testing.T) {
+	before := runtime.NumGoroutine()
+	for range 20 {
+		b := NewBar(io.Discard, "fetching x")
+		b.Add(10)
+		b.Write([]byte("Counting objects:  20% (1/5)\r"))
+		b.Finish()
+	}
+	deadline := time.Now().Add(2 * time.Second)
+	for runtime.NumGoroutine() > before && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	if n := runtime.NumGoroutine(); n > before {
+		t.Fatalf("%d goroutines left after 20 finished bars (%d before)", n, before)
+	}
 }
