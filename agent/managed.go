@@ -96,7 +96,7 @@ func withManagedPolicy(o Options) (Options, error) {
 		return o, &plugin.Error{Layer: plugin.LayerIntent, Type: "usage", Object: "Options.Policy", Err: ErrNoPolicy,
 			Hint: "pass the policy the session runs under (the home's policy engine); the machine's managed layers apply on top of it"}
 	}
-	sys := settings.SystemManagedDir
+	sys := settings.SystemManagedDir()
 	switch {
 	case o.Settings.ManagedDir == "":
 		o.Settings.ManagedDir = sys

@@ -6,16 +6,13 @@ import (
 	"testing"
 
 	"github.com/wharfhq/wharf/internal/core/policy"
-	"github.com/wharfhq/wharf/internal/core/settings"
 	"github.com/wharfhq/wharf/plugin"
 )
 
 // systemManaged makes dir the machine's managed directory for the test.
 func systemManaged(t *testing.T, dir string) {
 	t.Helper()
-	old := settings.SystemManagedDir
-	settings.SystemManagedDir = dir
-	t.Cleanup(func() { settings.SystemManagedDir = old })
+	t.Setenv("WHARF_TEST_SYSTEM_MANAGED_DIR", dir)
 }
 
 // A Runtime without a policy is refused, naming the field: it never runs a

@@ -120,7 +120,7 @@ type activation struct {
 // Open returns a Runtime. Options.Policy is required: without it Open
 // fails (ErrNoPolicy) rather than run a session nothing decides for. Open
 // reads the machine's managed layers itself (the system managed directory,
-// settings.SystemManagedDir, and Options.Settings.ExtraManagedDir) and puts
+// settings.SystemManagedDir(), and Options.Settings.ExtraManagedDir) and puts
 // Options.Policy under them, so no embedder's policy drops or loosens what
 // they say; Options.Settings.ManagedDir is that directory (empty means it;
 // another is refused with ErrManagedDir). The managed directories are read

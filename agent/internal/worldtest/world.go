@@ -6,13 +6,10 @@ package worldtest
 
 import (
 	"context"
-	"os"
-	"path/filepath"
 	"testing"
 
 	"github.com/wharfhq/wharf/agent"
 	"github.com/wharfhq/wharf/internal/core/policy"
-	"github.com/wharfhq/wharf/internal/core/settings"
 	"github.com/wharfhq/wharf/internal/testutil/testworld"
 )
 
@@ -32,14 +29,6 @@ var (
 	WriteTree    = testworld.WriteTree
 	MakeWritable = testworld.MakeWritable
 )
-
-// Tests never read the machine's real managed directory: the system
-// managed directory of a test binary that uses World is one that does not
-// exist, and each World's managed directory is the further one
-// (Settings.ExtraManagedDir), as WHARF_MANAGED_DIR gives it.
-func init() {
-	settings.SystemManagedDir = filepath.Join(os.TempDir(), "wharf-test-no-system-managed-dir")
-}
 
 // Options are agent.Options over the World, without policy or activator.
 func (w *World) Options() agent.Options {

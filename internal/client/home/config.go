@@ -50,6 +50,10 @@ type Config struct {
 	// bounds one (inventory.timeout).
 	InventoryInterval time.Duration
 	InventoryTimeout  time.Duration
+	// Policy is what the command adds to the managed policy layers
+	// (--policy, --policy-url, WHARF_MANAGED_DIR, ...): the command fills
+	// it from its flags and environment; no configuration file sets it.
+	Policy PolicyConfig
 }
 
 // Default is the configuration nothing has set: the values a key takes
@@ -123,8 +127,20 @@ func (c *Config) Parse(v *viper.Viper) error {
 }
 
 // Validate checks what a key's own parse cannot: the download limit's
-// sign and the fetch configuration as a whole.
+// sign and the fetch configuration as a whole, and that the durations a
+// command waits are positive (a Config built without Parse).
 func (c *Config) Validate() error {
+	for _, d := range []struct {
+		key string
+		v   time.Duration
+	}{{"lock-timeout", c.LockTimeout}, {"git-timeout", c.GitTimeout}, {"net-idle-timeout", c.NetIdle}} {
+		if d.v <= 0 {
+			env := "WHARF_" + strings.ToUpper(strings.ReplaceAll(d.key, "-", "_"))
+			return &plugin.Error{Layer: plugin.LayerIntent, Type: cliconfig.TypeUsage, Object: d.key,
+				Err:  fmt.Errorf("configuration %s: %s is not a positive duration", d.key, d.v),
+				Hint: fmt.Sprintf("set %s (or %q in $WHARF_HOME/config.json) to a duration such as 30s", env, d.key)}
+		}
+	}
 	if max := c.Fetch.MaxDownloadBytes; max < 0 {
 		return &plugin.Error{Layer: plugin.LayerIntent, Type: cliconfig.TypeUsage, Object: "max-download-bytes",
 			Err:  fmt.Errorf("configuration max-download-bytes: %d is negative", max),

@@ -52,13 +52,13 @@ func DefaultPaths(project string) (Paths, error) {
 		}
 		home = filepath.Join(uh, ".wharf")
 	}
-	return Paths{Home: home, Project: project, ManagedDir: SystemManagedDir, ExtraManagedDir: ExtraManagedDir(v.GetString("managed_dir"))}, nil
+	return Paths{Home: home, Project: project, ManagedDir: SystemManagedDir(), ExtraManagedDir: ExtraManagedDir(v.GetString("managed_dir"))}, nil
 }
 
 // ExtraManagedDir is dir as a further managed directory: "" when it is
 // empty or the system directory itself (read once is enough).
 func ExtraManagedDir(dir string) string {
-	if dir == "" || filepath.Clean(dir) == filepath.Clean(SystemManagedDir) {
+	if dir == "" || filepath.Clean(dir) == filepath.Clean(SystemManagedDir()) {
 		return ""
 	}
 	return dir

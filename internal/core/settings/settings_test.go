@@ -279,7 +279,7 @@ func TestLoadReadsScopesAndManagedFragments(t *testing.T) {
 	dp, err := DefaultPaths(p.Project)
 	// WHARF_MANAGED_DIR adds a managed directory after the system one.
 	want := p
-	want.ManagedDir, want.ExtraManagedDir = SystemManagedDir, p.ManagedDir
+	want.ManagedDir, want.ExtraManagedDir = SystemManagedDir(), p.ManagedDir
 	if err != nil || dp != want {
 		t.Errorf("DefaultPaths = %+v, %v; want %+v", dp, err, want)
 	}

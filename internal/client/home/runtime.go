@@ -1,0 +1,179 @@
+package home
+
+import (
+	"context"
+	"path/filepath"
+	"time"
+
+	"github.com/wharfhq/wharf/agent"
+	"github.com/wharfhq/wharf/internal/cli/shell"
+	"github.com/wharfhq/wharf/internal/client/cache"
+	"github.com/wharfhq/wharf/internal/core/marketplace"
+	"github.com/wharfhq/wharf/internal/core/policy"
+	"github.com/wharfhq/wharf/internal/core/settings"
+	"github.com/wharfhq/wharf/internal/core/store"
+	"github.com/wharfhq/wharf/plugin"
+)
+
+// RuntimeOptions say which agent runtime Runtime builds.
+type RuntimeOptions struct {
+	// Agent are the caller's runtime options (activator, flag settings,
+	// NoMemo). Runtime sets the home, the project, the settings scopes,
+	// the registry, the policy, the marketplaces' entries and sources;
+	// Agent.Revocations are added to the policy's, never in their place.
+	Agent agent.Options
+	// Project is the project directory; "" means SettingsPaths'.
+	Project string
+	// PluginDirs are loaded for this session only (--plugin-dir).
+	PluginDirs []string
+	// Session is a long-lived runtime (an agent session): its registry
+	// opens state.db for each read and closes it after, so the session
+	// never holds the file's lock between loads and the user's `wharf
+	// install` or `wharf disable` keep working while an agent runs; it
+	// leases the version dirs it uses. The marketplaces' entries and
+	// sources are read once, at start, and Runtime releases this Home's
+	// store and marketplace lock before it returns.
+	Session bool
+}
+
+// Runtime builds the agent runtime of this home: registry, policy (under
+// the machine's managed layers, which agent.Open reads itself), the
+// marketplaces' entries and sources, the settings scopes and the session
+// plugin dirs. The caller closes it.
+func (h *Home) Runtime(ctx context.Context, ro RuntimeOptions) (*agent.Runtime, error) {
+	if ro.Session {
+		return h.sessionRuntime(ctx, ro)
+	}
+	st, err := h.Store()
+	if err != nil {
+		return nil, err
+	}
+	c, err := cache.New(cache.Options{Home: h.paths.Home(), Store: st, Grace: h.cfg.Grace})
+	if err != nil {
+		return nil, err
+	}
+	if _, err := h.Policy(); err != nil {
+		return nil, err
+	}
+	mgr, err := h.Marketplaces()
+	if err != nil {
+		return nil, err
+	}
+	cat, err := mgr.Catalog()
+	if err != nil {
+		return nil, err
+	}
+	return h.newRuntime(ctx, ro, cat, c, nil)
+}
+
+func (h *Home) sessionRuntime(ctx context.Context, ro RuntimeOptions) (*agent.Runtime, error) {
+	mgr, err := h.Marketplaces()
+	if err != nil {
+		return nil, err
+	}
+	cat, err := mgr.Catalog()
+	if err != nil {
+		return nil, err
+	}
+	// Everything below reads the store through sessionStore.
+	if err := h.Close(); err != nil {
+		return nil, err
+	}
+	if _, err := h.Policy(); err != nil {
+		return nil, err
+	}
+	c, err := cache.New(cache.Options{Home: h.paths.Home(), Store: sessionStore{path: h.paths.StateDB(), timeout: h.cfg.LockTimeout}, Grace: h.cfg.Grace})
+	if err != nil {
+		return nil, err
+	}
+	return h.newRuntime(ctx, ro, cat, c, c)
+}
+
+func (h *Home) newRuntime(ctx context.Context, ro RuntimeOptions, cat *marketplace.Catalog, c *cache.Cache, leaser agent.Leaser) (*agent.Runtime, error) {
+	pol, err := h.Policy()
+	if err != nil {
+		return nil, err
+	}
+	sources := map[string]*settings.MarketplaceSource{}
+	for _, m := range cat.Marketplaces() {
+		sources[m.Known.Name] = KnownSource(m.Known.Source)
+	}
+	paths := h.SettingsPaths()
+	if ro.Project != "" {
+		abs, err := filepath.Abs(ro.Project)
+		if err != nil {
+			return nil, shell.UsageError("wharf", err)
+		}
+		paths.Project = abs
+	}
+	h.usedPlugins = true
+	o := ro.Agent
+	o.Home = h.paths.Home()
+	// A home this process cannot write keeps the policy memo and the
+	// component index in memory: reading needs neither file.
+	o.NoMemo = o.NoMemo || h.ReadOnly()
+	o.Project = paths.Project
+	o.Settings = paths
+	o.Registry = c
+	if leaser != nil {
+		o.Leaser = leaser
+	}
+	o.Policy = pol
+	o.Revocations = append(append(policy.Revocations{}, h.Revocations()...), ro.Agent.Revocations...)
+	o.Entries = func(id plugin.ID) *plugin.Entry {
+		if hit, err := cat.Lookup(id); err == nil {
+			return hit.Entry
+		}
+		return nil
+	}
+	o.MarketplaceSource = func(name string) *settings.MarketplaceSource { return sources[name] }
+	r, err := agent.Open(o)
+	if err != nil {
+		return nil, err
+	}
+	for _, d := range ro.PluginDirs {
+		if err := r.AddPluginDir(ctx, d); err != nil {
+			r.Close()
+			return nil, err
+		}
+	}
+	return r, nil
+}
+
+// KnownSource converts a known marketplace's source to the form policy
+// matches (strictKnownMarketplaces, blockedMarketplaces); nil when it
+// cannot.
+func KnownSource(src marketplace.Source) *settings.MarketplaceSource {
+	s, err := src.Settings()
+	if err != nil {
+		return nil
+	}
+	return &s
+}
+
+// sessionStore opens the bbolt file for each transaction (shared lock for
+// reads) and closes it right after.
+type sessionStore struct {
+	path    string
+	timeout time.Duration
+}
+
+func (s sessionStore) View(fn func(store.Reader) error) error {
+	b, err := store.OpenBolt(s.path, store.Options{LockTimeout: s.timeout, ReadOnly: true})
+	if err != nil {
+		return err
+	}
+	defer b.Close()
+	return b.View(fn)
+}
+
+func (s sessionStore) Update(fn func(store.Tx) error) error {
+	b, err := store.OpenBolt(s.path, store.Options{LockTimeout: s.timeout})
+	if err != nil {
+		return err
+	}
+	defer b.Close()
+	return b.Update(fn)
+}
+
+func (s sessionStore) Close() error { return nil }
