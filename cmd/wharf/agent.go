@@ -3,18 +3,14 @@ package main
 import (
 	"context"
 	"fmt"
-	"path/filepath"
 	"strings"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
 
 	"github.com/wharfhq/wharf/agent"
-	"github.com/wharfhq/wharf/internal/client/cache"
+	"github.com/wharfhq/wharf/internal/client/home"
 	"github.com/wharfhq/wharf/internal/client/load"
-	"github.com/wharfhq/wharf/internal/core/marketplace"
-	"github.com/wharfhq/wharf/internal/core/policy"
-	"github.com/wharfhq/wharf/internal/core/settings"
 	"github.com/wharfhq/wharf/plugin"
 )
 
@@ -46,80 +42,16 @@ func newAgentCmd(a *app) *cobra.Command {
 	return cmd
 }
 
-// agentRuntime builds the runtime of this home: registry, policy, the
-// marketplaces' entries and sources, the settings scopes and the session
-// plugin dirs. The caller closes it.
+// agentRuntime builds the runtime of this home (home.Home.Runtime): the
+// caller closes it.
 func (a *app) agentRuntime(ctx context.Context, opts *agentOptions, o agent.Options) (*agent.Runtime, error) {
-	st, err := a.Store()
-	if err != nil {
-		return nil, err
-	}
-	c, err := cache.New(cache.Options{Home: a.env.Home(), Store: st, Grace: a.cfg.Grace})
-	if err != nil {
-		return nil, err
-	}
-	pol, err := a.Policy()
-	if err != nil {
-		return nil, err
-	}
-	mgr, err := a.Marketplaces()
-	if err != nil {
-		return nil, err
-	}
-	cat, err := mgr.Catalog()
-	if err != nil {
-		return nil, err
-	}
-	return a.newAgentRuntime(ctx, opts, o, cat, c, pol, nil)
+	return a.h.Runtime(ctx, opts.runtime(o, false))
 }
 
-// newAgentRuntime wires a runtime over a registry, the marketplaces' entries
-// and sources, policy, the settings scopes and the session plugin dirs.
-// leaser, when not nil, leases the version dirs the session uses.
-func (a *app) newAgentRuntime(ctx context.Context, opts *agentOptions, o agent.Options, cat *marketplace.Catalog, c *cache.Cache, pol *policy.Engine, leaser agent.Leaser) (*agent.Runtime, error) {
-	sources := map[string]*settings.MarketplaceSource{}
-	for _, m := range cat.Marketplaces() {
-		sources[m.Known.Name] = knownSource(m.Known.Source)
-	}
-	paths := a.settingsPaths()
-	if opts.project != "" {
-		abs, err := filepath.Abs(opts.project)
-		if err != nil {
-			return nil, usageError(err)
-		}
-		paths.Project = abs
-	}
-	a.usedPlugins = true
-	o.Home = a.env.Home()
-	// A home this process cannot write keeps the policy memo and the
-	// component index in memory: reading needs neither file.
-	o.NoMemo = o.NoMemo || a.readOnlyHome()
-	o.Project = paths.Project
-	o.Settings = paths
-	o.Registry = c
-	if leaser != nil {
-		o.Leaser = leaser
-	}
-	o.Policy = pol
-	o.Revocations = a.revocations()
-	o.Entries = func(id plugin.ID) *plugin.Entry {
-		if hit, err := cat.Lookup(id); err == nil {
-			return hit.Entry
-		}
-		return nil
-	}
-	o.MarketplaceSource = func(name string) *settings.MarketplaceSource { return sources[name] }
-	r, err := agent.Open(o)
-	if err != nil {
-		return nil, err
-	}
-	for _, d := range opts.pluginDirs {
-		if err := r.AddPluginDir(ctx, d); err != nil {
-			r.Close()
-			return nil, err
-		}
-	}
-	return r, nil
+// runtime is the home's RuntimeOptions for these flags.
+func (opts *agentOptions) runtime(o agent.Options, session bool) home.RuntimeOptions {
+	o.Revocations = append(o.Revocations, testRevocations()...)
+	return home.RuntimeOptions{Agent: o, Project: opts.project, PluginDirs: opts.pluginDirs, Session: session}
 }
 
 func (o *agentOptions) mode() agent.Mode {
@@ -265,14 +197,4 @@ func newAgentStatusCmd(a *app, opts *agentOptions) *cobra.Command {
 			return nil
 		},
 	}
-}
-
-// knownSource converts a known marketplace's source to the form policy
-// matches (strictKnownMarketplaces, blockedMarketplaces); nil when it cannot.
-func knownSource(src marketplace.Source) *settings.MarketplaceSource {
-	s, err := settingsSource(src)
-	if err != nil {
-		return nil
-	}
-	return s
 }

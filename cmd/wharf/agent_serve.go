@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"runtime/debug"
-	"time"
 
 	"github.com/spf13/cobra"
 
@@ -12,8 +11,6 @@ import (
 	"github.com/wharfhq/wharf/agent/hooks"
 	"github.com/wharfhq/wharf/agent/mcp"
 	"github.com/wharfhq/wharf/agent/protocol"
-	"github.com/wharfhq/wharf/internal/client/cache"
-	"github.com/wharfhq/wharf/internal/core/store"
 )
 
 func newAgentServeCmd(a *app, opts *agentOptions) *cobra.Command {
@@ -82,57 +79,8 @@ func buildVersion() string {
 }
 
 // agentSessionRuntime is agentRuntime for a long-lived session: its
-// registry opens state.db for each read and closes it after, so the session
-// never holds the file's lock between loads and the user's `wharf install`
-// or `wharf disable` keep working while an agent runs. The marketplaces'
-// entries and sources are read once, at start, as agentRuntime does.
+// registry opens state.db for each read and closes it after (see
+// home.RuntimeOptions.Session).
 func (a *app) agentSessionRuntime(ctx context.Context, opts *agentOptions, o agent.Options) (*agent.Runtime, error) {
-	mgr, err := a.Marketplaces()
-	if err != nil {
-		return nil, err
-	}
-	cat, err := mgr.Catalog()
-	if err != nil {
-		return nil, err
-	}
-	// Everything below reads the store through sessionStore.
-	if err := a.close(); err != nil {
-		return nil, err
-	}
-	pol, err := a.Policy()
-	if err != nil {
-		return nil, err
-	}
-	c, err := cache.New(cache.Options{Home: a.env.Home(), Store: sessionStore{path: a.env.StateDB(), timeout: a.cfg.LockTimeout}, Grace: a.cfg.Grace})
-	if err != nil {
-		return nil, err
-	}
-	return a.newAgentRuntime(ctx, opts, o, cat, c, pol, c)
+	return a.h.Runtime(ctx, opts.runtime(o, true))
 }
-
-// sessionStore opens the bbolt file for each transaction (shared lock for
-// reads) and closes it right after.
-type sessionStore struct {
-	path    string
-	timeout time.Duration
-}
-
-func (s sessionStore) View(fn func(store.Reader) error) error {
-	b, err := store.OpenBolt(s.path, store.Options{LockTimeout: s.timeout, ReadOnly: true})
-	if err != nil {
-		return err
-	}
-	defer b.Close()
-	return b.View(fn)
-}
-
-func (s sessionStore) Update(fn func(store.Tx) error) error {
-	b, err := store.OpenBolt(s.path, store.Options{LockTimeout: s.timeout})
-	if err != nil {
-		return err
-	}
-	defer b.Close()
-	return b.Update(fn)
-}
-
-func (s sessionStore) Close() error { return nil }

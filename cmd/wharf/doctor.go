@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/wharfhq/wharf/internal/client/cache"
+	"github.com/wharfhq/wharf/internal/client/home"
 	"github.com/wharfhq/wharf/internal/core/marketplace"
 	"github.com/wharfhq/wharf/internal/core/store"
 	"github.com/wharfhq/wharf/plugin"
@@ -21,31 +22,14 @@ import (
 
 // Error types of the state file, as they appear in --json output.
 const (
-	typeStoreDamaged    = "store-damaged"
-	typeStorePermission = "store-permission"
-	typeStoreLocked     = "store-locked"
+	typeStoreDamaged    = home.TypeStoreDamaged
+	typeStorePermission = home.TypeStorePermission
+	typeStoreLocked     = home.TypeStoreLocked
 )
 
-// storeOpenError is what a command says when state.db cannot be opened: a
-// damaged file names the command that repairs it, a permission problem
-// says it is one (moving the file aside would not help), a lock names the
-// wait.
-func storeOpenError(env Env, err error) error {
-	path := env.StateDB()
-	pe := &plugin.Error{Layer: plugin.LayerMaterialization, Type: typeStoreLocked, Object: path, Err: err,
-		Hint: "check that " + env.Home() + " is writable"}
-	switch {
-	case errors.Is(err, store.ErrLocked):
-		pe.Hint = "another wharf command is using " + path + "; wait for it to finish, or raise WHARF_LOCK_TIMEOUT"
-	case errors.Is(err, store.ErrCorrupt):
-		pe.Type = typeStoreDamaged
-		pe.Hint = "run: wharf doctor --repair (it keeps the damaged file aside and rebuilds the installed registry from the plugin cache)"
-	case errors.Is(err, fs.ErrPermission):
-		pe.Type = typeStorePermission
-		pe.Hint = "this is a permission problem, not damage: give your user read and write access to " + path + " and " + env.Home() + " (or run wharf as their owner)"
-	}
-	return pe
-}
+// storeOpenError is what a command says when state.db cannot be opened
+// (home.StoreOpenError).
+func storeOpenError(env Env, err error) error { return home.StoreOpenError(env, err) }
 
 // doctorReport is what `wharf doctor` found and, with --repair, did.
 type doctorReport struct {

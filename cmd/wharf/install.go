@@ -3,100 +3,31 @@ package main
 import (
 	"context"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
 
-	"github.com/wharfhq/wharf/internal/cli/shell"
 	"github.com/wharfhq/wharf/internal/client/cache"
 	"github.com/wharfhq/wharf/internal/client/install"
 	"github.com/wharfhq/wharf/internal/client/load"
 	"github.com/wharfhq/wharf/internal/core/resolver"
 	"github.com/wharfhq/wharf/internal/core/settings"
-	"github.com/wharfhq/wharf/internal/core/source"
 	"github.com/wharfhq/wharf/internal/core/trust"
 	"github.com/wharfhq/wharf/plugin"
 )
 
-// Installer builds the install use cases over this home: store, marketplaces,
-// cache (with WHARF_SEED_DIRS), fetcher, policy and the settings scopes.
-func (a *app) Installer() (*install.Installer, error) {
-	a.usedPlugins = true
-	st, err := a.Store()
-	if err != nil {
-		return nil, err
-	}
-	mgr, err := a.Marketplaces()
-	if err != nil {
-		return nil, err
-	}
-	grace := a.cfg.Grace
-	if grace == 0 {
-		// cache.Options reads 0 as "the default"; a configured 0s means
-		// no grace at all, which the shortest positive duration is.
-		grace = time.Nanosecond
-	}
-	c, err := cache.New(cache.Options{Home: a.env.Home(), Store: st, SeedDirs: cache.SeedDirsFromEnv(), Grace: grace})
-	if err != nil {
-		return nil, err
-	}
-	f := source.NewFetcher(a.cfg.Fetch)
-	f.Progress = a.progress()
-	f.ProgressBar = a.progress()
-	if os.Getenv("WHARF_ALLOW_FILE_SOURCES") == "1" {
-		f.AllowFileURLs = true
-	}
-	pol, err := a.Policy()
-	if err != nil {
-		return nil, err
-	}
-	// blockedMarketplaces decides every source a plugin's tree comes
-	// from, and every redirect of its fetch, not only its marketplace.
-	f.Gate = pol
-	keys, err := a.trustedKeys()
-	if err != nil {
-		return nil, err
-	}
-	return install.New(install.Options{
-		Marketplaces: mgr,
-		Cache:        c,
-		Fetcher:      f,
-		Policy:       pol,
-		Settings:     a.settingsPaths(),
-		Keys:         keys,
-		Progress:     a.progress(),
-		ProgressBar:  a.progress(),
-		Getenv:       a.getenv,
-	})
-}
+// Installer builds the install use cases over this home
+// (home.Home.Installer).
+func (a *app) Installer() (*install.Installer, error) { return a.h.Installer() }
 
-// settingsPaths says where each scope's settings file is: the user scope
-// under WHARF_HOME, the project scopes under the current directory's project
-// (the nearest directory with a .wharf or .git, else the current directory).
-func (a *app) settingsPaths() settings.Paths {
-	wd, _ := os.Getwd()
-	return settings.Paths{Home: a.env.Home(), Project: projectRoot(wd), ManagedDir: a.managedDir(), ExtraManagedDir: a.extraManagedDir()}
-}
-
-func projectRoot(wd string) string {
-	for d := wd; ; d = filepath.Dir(d) {
-		for _, marker := range []string{".wharf", ".git"} {
-			if fi, err := os.Stat(filepath.Join(d, marker)); err == nil && fi.IsDir() {
-				return d
-			}
-		}
-		if filepath.Dir(d) == d {
-			return wd
-		}
-	}
-}
+// settingsPaths says where each scope's settings file is
+// (home.Home.SettingsPaths).
+func (a *app) settingsPaths() settings.Paths { return a.h.SettingsPaths() }
 
 // trustedKeys reads the public keys in $WHARF_HOME/keys/*.pub.
-func (a *app) trustedKeys() (trust.Keyring, error) { return shell.TrustedKeys(a.env.Keys()) }
+func (a *app) trustedKeys() (trust.Keyring, error) { return a.h.TrustedKeys() }
 
 // withInstaller runs fn with this home's installer, then prints its result:
 // as JSON under --json, else with human.

@@ -334,18 +334,14 @@ func (a *app) backgroundReport(o *reportOptions) error {
 	return nil
 }
 
-// backgroundReports is false in tests that run commands in-process: the
-// test binary must never start itself as a report.
-var backgroundReports = true
-
 // maybeReport starts a background report when this command used the
 // installed plugins, a server is known, reports are on and one is due. It
 // never waits: the report runs in a detached process of its own.
 func (a *app) maybeReport(sessionDirs []string, agentSession bool) {
-	if !backgroundReports || a.reporting || a.reportStarted || !a.usedPlugins || a.cfg.InventoryInterval <= 0 || a.env.Home() == "" || a.readOnlyHome() {
+	if a.proc.noBackgroundReports || a.h == nil || a.reporting || a.reportStarted || !a.h.UsedPlugins() || a.cfg.InventoryInterval <= 0 || a.env.Home() == "" || a.readOnlyHome() {
 		return
 	}
-	if a.policyURL() == "" && !a.hasPolicyServer {
+	if a.policyURL() == "" && !a.h.HasPolicyServer() {
 		return
 	}
 	if !collect.ReadState(a.env.InventoryState()).Due(time.Now(), a.cfg.InventoryInterval) {

@@ -89,13 +89,13 @@ func TestAgentLinksNoServer(t *testing.T) {
 func TestServeMovedAndVersion(t *testing.T) {
 	var out, errb strings.Builder
 	t.Setenv("WHARF_HOME", t.TempDir())
-	if code := run([]string{"serve", "--addr", "127.0.0.1:0"}, &out, &errb); code != 2 ||
+	if code := runInTest([]string{"serve", "--addr", "127.0.0.1:0"}, &out, &errb); code != 2 ||
 		!strings.Contains(errb.String(), "wharf-server") || !strings.Contains(errb.String(), "go run ./cmd/wharf-server") {
 		t.Fatalf("wharf serve: exit %d\n%s%s", code, out.String(), errb.String())
 	}
 	out.Reset()
 	errb.Reset()
-	if code := run([]string{"--version"}, &out, &errb); code != 0 || !strings.HasPrefix(out.String(), "wharf ") {
+	if code := runInTest([]string{"--version"}, &out, &errb); code != 0 || !strings.HasPrefix(out.String(), "wharf ") {
 		t.Fatalf("wharf --version: exit %d %q %q", code, out.String(), errb.String())
 	}
 }

@@ -55,7 +55,7 @@ func TestVerifyLegacySignatureUnderRequireSignatures(t *testing.T) {
 	}
 	wharf := func(args ...string) (int, string) {
 		var out bytes.Buffer
-		code := run(args, &out, &out)
+		code := runInTest(args, &out, &out)
 		return code, out.String()
 	}
 	require := fmt.Sprintf(`"requireSignatures": {"corp": [%q]}`, keyID)

@@ -27,7 +27,7 @@ func newPolicyCmd(a *app) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "policy",
 		Short: "Inspect, evaluate, test and export managed policy",
-		Long: "Policy layers are the system managed directory (" + settings.SystemManagedDir + "), the managed directory --managed-dir (env WHARF_MANAGED_DIR) adds after it, " +
+		Long: "Policy layers are the system managed directory (" + settings.SystemManagedDir() + "), the managed directory --managed-dir (env WHARF_MANAGED_DIR) adds after it, " +
 			"the layers of the policy servers the managed settings name (policyUrl) or --policy-url adds, then each --policy layer in order. " +
 			"Lower layers only tighten: allowlists intersect, blocklists and admin denies union, a forced state set higher wins.",
 	}

@@ -2,11 +2,12 @@ package main
 
 import (
 	"context"
-	"io"
 	"net/http"
+	"os"
 	"strings"
 	"testing"
 
+	"github.com/wharfhq/wharf/internal/client/home"
 	"github.com/wharfhq/wharf/internal/core/layout"
 	"github.com/wharfhq/wharf/internal/core/policy"
 	"github.com/wharfhq/wharf/internal/server/api"
@@ -40,9 +41,14 @@ func TestForceRevokedOffInTheClaudeExport(t *testing.T) {
 func TestPolicyReloadTakesTheBundlesRevocations(t *testing.T) {
 	srv := newPolicyAPI(t)
 	t.Setenv("WHARF_MANAGED_DIR", t.TempDir())
-	a := &app{stdout: io.Discard, stderr: io.Discard, env: layout.New(t.TempDir())}
-	a.remote.url, a.remote.token = srv.hs.URL, srv.agent
-	e, err := a.openPolicy(a.policySources())
+	cfg := home.Default()
+	cfg.Policy = home.PolicyConfig{URL: srv.hs.URL, Token: srv.agent, ExtraManagedDir: os.Getenv("WHARF_MANAGED_DIR")}
+	h, err := home.Open(home.Options{Paths: layout.New(t.TempDir()), Config: cfg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	e, err := h.OpenPolicy(h.PolicySources())
 	if err != nil {
 		t.Fatal(err)
 	}

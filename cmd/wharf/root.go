@@ -3,16 +3,12 @@ package main
 import (
 	"context"
 	"errors"
-	"fmt"
 	"io"
-	"io/fs"
 	"os"
 	"os/signal"
 	"path/filepath"
 	"strings"
-	"time"
 
-	"github.com/gofrs/flock"
 	"github.com/spf13/cobra"
 	"github.com/spf13/viper"
 	"golang.org/x/term"
@@ -20,47 +16,49 @@ import (
 	"github.com/wharfhq/wharf/internal/cli/cliconfig"
 	"github.com/wharfhq/wharf/internal/cli/cliusage"
 	"github.com/wharfhq/wharf/internal/cli/shell"
-	"github.com/wharfhq/wharf/internal/client/cache"
 	"github.com/wharfhq/wharf/internal/client/home"
 	"github.com/wharfhq/wharf/internal/core/layout"
 	"github.com/wharfhq/wharf/internal/core/marketplace"
-	"github.com/wharfhq/wharf/internal/core/policy"
 	"github.com/wharfhq/wharf/internal/core/store"
 	"github.com/wharfhq/wharf/plugin"
 )
 
 // app is what every command gets: configuration, paths, output streams and
-// the lazily opened store. One app serves one command invocation.
+// the home it opens (home.Home: store, marketplaces, policy, installer,
+// runtime). app itself keeps only what the command line decides: flags,
+// output and exit codes. One app serves one command invocation.
 type app struct {
 	stdout io.Writer
 	stderr io.Writer
 	cfg    config
 	env    Env
+	proc   process
 
-	// gate is consulted before marketplace sources are fetched; nil allows all.
-	gate marketplace.Gate
+	// h opens what the command needs; nil until the configuration is
+	// loaded.
+	h *home.Home
 
-	st      *store.OnUse
 	running bool
-	quiet   bool  // --quiet: no progress output
-	roHome  *bool // readOnlyHome, once known
-	// mktWriter marks a command that changes marketplaces; mktUnlock
-	// releases the shared marketplace lock a reading command holds.
-	mktWriter bool
-	mktUnlock func()
+	quiet   bool // --quiet: no progress output
 
 	// policyPaths are the --policy layers, after the managed directory.
 	policyPaths []string
-	pol         *policy.Engine
 	remote      remotePolicyFlags // --policy-url, --token, --policy-key
 
-	// usedPlugins marks a command that read the installed plugins, and
-	// hasPolicyServer one whose policy names a server: after it, a
-	// background inventory report may be due (maybeReport).
-	usedPlugins     bool
-	hasPolicyServer bool
-	reporting       bool // wharf inventory report: starts no background report
-	reportStarted   bool // one background report per process at most
+	reporting     bool // wharf inventory report: starts no background report
+	reportStarted bool // one background report per process at most
+}
+
+// process is what the process running wharf gives a command besides its
+// arguments and output streams; tests that run commands in-process pass
+// their own.
+type process struct {
+	// isTerminal reports whether w is a terminal; nil means: an *os.File
+	// that is one.
+	isTerminal func(w io.Writer) bool
+	// noBackgroundReports keeps the process from starting itself as a
+	// background inventory report (a test binary must never do that).
+	noBackgroundReports bool
 }
 
 // config is the resolved configuration (home.Config). Precedence: flags >
@@ -138,6 +136,11 @@ func newServeMovedCmd() *cobra.Command {
 
 // run executes one wharf invocation and returns its exit code.
 func run(args []string, stdout, stderr io.Writer) int {
+	return runIn(process{}, args, stdout, stderr)
+}
+
+// runIn is run in the process p.
+func runIn(p process, args []string, stdout, stderr io.Writer) int {
 	// Ctrl-C cancels the command's context: network steps, lock waits and
 	// fetches stop, temporary files are removed on the way out, and the
 	// command exits 130. The first one also restores the default action,
@@ -148,7 +151,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		<-ctx.Done()
 		stop()
 	}()
-	a := &app{stdout: stdout, stderr: stderr}
+	a := &app{stdout: stdout, stderr: stderr, proc: p}
 	root := newRootCmd(a)
 	root.SetArgs(args)
 	_, err := root.ExecuteContextC(ctx)
@@ -225,7 +228,34 @@ func (a *app) load(cmd *cobra.Command) error {
 	if err := a.cfg.Parse(v); err != nil {
 		return err
 	}
-	return a.cfg.Validate()
+	if err := a.cfg.Validate(); err != nil {
+		return err
+	}
+	a.cfg.Policy = a.policyConfig()
+	h, err := home.Open(home.Options{Paths: a.env, Config: a.cfg, Progress: a.progress(), Warn: func(msg string) { a.warnf("%s", msg) }})
+	if err != nil {
+		return err
+	}
+	a.h = h
+	return nil
+}
+
+// policyConfig is what the flags and the environment add to the managed
+// policy layers: --policy, --policy-url (WHARF_POLICY_URL), --token
+// (WHARF_TOKEN), --policy-key (WHARF_POLICY_KEY) and WHARF_MANAGED_DIR.
+func (a *app) policyConfig() home.PolicyConfig {
+	pc := home.PolicyConfig{Paths: a.policyPaths, ExtraManagedDir: os.Getenv("WHARF_MANAGED_DIR"),
+		URL: a.remote.url, Token: a.remote.token, KeyFile: a.remote.keyFile}
+	if pc.URL == "" {
+		pc.URL = strings.TrimSpace(os.Getenv("WHARF_POLICY_URL"))
+	}
+	if pc.Token == "" {
+		pc.Token = os.Getenv("WHARF_TOKEN")
+	}
+	if pc.KeyFile == "" {
+		pc.KeyFile = os.Getenv("WHARF_POLICY_KEY")
+	}
+	return pc
 }
 
 func (a *app) readConfigFile(v *viper.Viper) error {
@@ -236,180 +266,35 @@ func configError(key string, err error) error { return cliconfig.Error(key, err)
 
 // getenv is the environment as the marketplace package sees it, with
 // configured values (github-host) in place of the raw variables.
-func (a *app) getenv(k string) string {
-	if k == "WHARF_GITHUB_HOST" {
-		return a.cfg.GitHubHost
-	}
-	return os.Getenv(k)
-}
+func (a *app) getenv(k string) string { return a.h.Getenv(k) }
 
-// Store opens state.db on first use. A second wharf process waits up to
-// lock-timeout for the first to finish, then fails with a clear message.
-func (a *app) Store() (store.Store, error) {
-	if a.st != nil {
-		return a.st, nil
-	}
-	// The file is held only while a transaction runs, so a long command
-	// (an install fetching plugins) does not lock out an agent starting
-	// or a `wharf list` meanwhile.
-	// A home this process cannot write (a baked image, a sandboxed agent)
-	// is opened read-only: reading commands work, writing ones fail on
-	// their first write with the hint below.
-	a.st = store.OpenBoltOnUse(a.env.StateDB(), store.Options{LockTimeout: a.cfg.LockTimeout, ReadOnly: a.readOnlyHome()}, func(err error) error { return storeOpenError(a.env, err) })
-	return a.st, nil
-}
+// Store opens state.db on first use (home.Home.Store).
+func (a *app) Store() (store.Store, error) { return a.h.Store() }
 
 func (a *app) close() error {
-	a.saveMemo()
-	if a.mktUnlock != nil {
-		a.mktUnlock()
-		a.mktUnlock = nil
-	}
-	if a.st == nil {
+	if a.h == nil {
 		return nil
 	}
-	err := a.st.Close()
-	a.st = nil
-	return err
-}
-
-// marketplaceLock is $WHARF_HOME/marketplaces/.lock: marketplace add,
-// update and remove hold it exclusively around each change (a git update
-// rewrites its clone in place); every other command that reads the clones
-// holds it shared, from its first use of the marketplaces to its end, so it
-// never copies a plugin out of a half-updated clone. Readers do not wait
-// for each other.
-func (a *app) marketplaceLock() string { return a.env.MarketplacesLock() }
-
-// lockWait bounds how long a command waits for the marketplace lock.
-func (a *app) lockWait() (context.Context, context.CancelFunc) {
-	return context.WithTimeout(context.Background(), a.cfg.LockTimeout)
+	return a.h.Close()
 }
 
 // withMarketplaceLock runs fn holding the marketplace lock exclusively.
 // Only commands that started with marketplaceWriter may call it.
 func (a *app) withMarketplaceLock(ctx context.Context, fn func(context.Context) error) error {
-	wait, cancel := a.lockWait()
-	defer cancel()
-	unlock, err := cache.LockFile(wait, a.marketplaceLock())
-	if err != nil {
-		return err
-	}
-	defer unlock()
-	return fn(ctx)
+	return a.h.WithMarketplaceLock(ctx, fn)
 }
 
 // marketplaceWriter returns the Manager for a command that changes
 // marketplaces: it takes the marketplace lock exclusively per change
 // (withMarketplaceLock), never shared.
-func (a *app) marketplaceWriter() (*marketplace.Manager, error) {
-	a.mktWriter = true
-	return a.Marketplaces()
-}
-
-// saveMemo keeps the policy decisions this command made for the next one.
-// Nothing is written when WHARF_HOME does not exist (a command that only
-// read policy); a write that fails costs the next command speed, not
-// correctness, so it is a warning.
-func (a *app) saveMemo() {
-	if a.pol == nil || a.env.Home() == "" || a.readOnlyHome() {
-		return
-	}
-	if fi, err := os.Stat(a.env.Home()); err != nil || !fi.IsDir() {
-		return
-	}
-	if err := a.pol.SaveMemo(); err != nil {
-		if hint := plugin.HintOf(err); hint != "" {
-			a.warnf("%v (%s)", err, hint)
-			return
-		}
-		a.warnf("%v", err)
-	}
-}
+func (a *app) marketplaceWriter() (*marketplace.Manager, error) { return a.h.MarketplaceWriter() }
 
 // readOnlyHome reports whether this process cannot write WHARF_HOME (or
-// its state.db). Reading commands then create, lock for writing and
-// rewrite nothing there: no lock file, no policy memo, state.db opened
-// read-only.
-func (a *app) readOnlyHome() bool {
-	if a.roHome != nil {
-		return *a.roHome
-	}
-	ro := false
-	home := a.env.Home()
-	if home != "" {
-		if _, err := os.Stat(home); err == nil {
-			ro = !writable(home)
-			if _, err := os.Stat(a.env.StateDB()); err == nil && !writable(a.env.StateDB()) {
-				ro = true
-			}
-		}
-	}
-	a.roHome = &ro
-	return ro
-}
-
-// readOnlyRLock takes the marketplace lock shared without creating or
-// writing anything: the lock file is opened read-only (flock needs no
-// write access). When it does not exist, no marketplace was ever changed
-// through a lock here, and a home this process cannot write needs none.
-func readOnlyRLock(ctx context.Context, path string) (func(), error) {
-	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
-		return func() {}, nil
-	}
-	l := flock.New(path, flock.SetFlag(os.O_RDONLY))
-	tick := time.NewTicker(20 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		ok, err := l.TryRLock()
-		if ok {
-			return func() { l.Unlock() }, nil
-		}
-		if err != nil {
-			var pe *fs.PathError
-			if errors.As(err, &pe) && pe.Op == "open" {
-				return nil, &plugin.Error{Layer: plugin.LayerMaterialization, Type: plugin.TypeSource, Object: path, Err: err,
-					Hint: "make the file readable, or run wharf as a user who can read " + filepath.Dir(path)}
-			}
-			return nil, fmt.Errorf("lock %s: %w", path, err)
-		}
-		select {
-		case <-ctx.Done():
-			return nil, &plugin.Error{Layer: plugin.LayerMaterialization, Type: "store-locked", Object: path, Err: ctx.Err(),
-				Hint: "a marketplace add, update or remove is running; wait for it, or raise WHARF_LOCK_TIMEOUT"}
-		case <-tick.C:
-		}
-	}
-}
+// its state.db); false before the home is known.
+func (a *app) readOnlyHome() bool { return a.h != nil && a.h.ReadOnly() }
 
 // Marketplaces returns a Manager over the store and WHARF_HOME/marketplaces.
-func (a *app) Marketplaces() (*marketplace.Manager, error) {
-	st, err := a.Store()
-	if err != nil {
-		return nil, err
-	}
-	if !a.mktWriter && a.mktUnlock == nil {
-		wait, cancel := a.lockWait()
-		var unlock func()
-		var err error
-		if a.readOnlyHome() {
-			unlock, err = readOnlyRLock(wait, a.marketplaceLock())
-		} else {
-			unlock, err = cache.RLockFile(wait, a.marketplaceLock())
-		}
-		cancel()
-		if err != nil {
-			return nil, err
-		}
-		a.mktUnlock = unlock
-	}
-	return marketplace.NewManager(st, marketplace.Options{
-		Dir:         a.env.Marketplaces(),
-		Gate:        a.marketGate(),
-		ProgressBar: a.progress(),
-		Fetch:       a.cfg.Fetch,
-	}), nil
-}
+func (a *app) Marketplaces() (*marketplace.Manager, error) { return a.h.Marketplaces() }
 
 // progress returns where progress (git's, download and install bars)
 // goes: stderr when it is a terminal and output is for humans, without
@@ -418,14 +303,18 @@ func (a *app) progress() io.Writer {
 	if a.cfg.JSON || a.quiet {
 		return nil
 	}
+	isTerminal := a.proc.isTerminal
+	if isTerminal == nil {
+		isTerminal = fileIsTerminal
+	}
 	if isTerminal(a.stderr) {
 		return a.stderr
 	}
 	return nil
 }
 
-// isTerminal reports whether w is a terminal (a variable for tests).
-var isTerminal = func(w io.Writer) bool {
+// fileIsTerminal reports whether w is a terminal.
+func fileIsTerminal(w io.Writer) bool {
 	f, ok := w.(*os.File)
 	return ok && term.IsTerminal(int(f.Fd()))
 }

@@ -193,11 +193,9 @@ func TestClosestNames(t *testing.T) {
 
 func TestProgressOnlyOnATerminalForHumans(t *testing.T) {
 	term := &bytes.Buffer{}
-	old := isTerminal
-	isTerminal = func(w io.Writer) bool { return w == io.Writer(term) }
-	defer func() { isTerminal = old }()
+	proc := process{isTerminal: func(w io.Writer) bool { return w == io.Writer(term) }}
 
-	a := &app{stderr: term}
+	a := &app{stderr: term, proc: proc}
 	if a.progress() == nil {
 		t.Fatal("no progress on a terminal")
 	}
@@ -209,7 +207,7 @@ func TestProgressOnlyOnATerminalForHumans(t *testing.T) {
 	if a.progress() != nil {
 		t.Error("progress under --json")
 	}
-	a = &app{stderr: &bytes.Buffer{}}
+	a = &app{stderr: &bytes.Buffer{}, proc: proc}
 	if a.progress() != nil {
 		t.Error("progress when stderr is not a terminal")
 	}

@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/pem"
 	"errors"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -24,11 +25,17 @@ import (
 
 // TestMain lets scripts run `wharf` as a real subprocess of this binary.
 func TestMain(m *testing.M) {
-	// Commands run in this binary never start it as a background report.
-	backgroundReports = false
 	os.Exit(testscript.RunMain(cleanupRun{m}, map[string]func() int{
-		"wharf": func() int { return run(os.Args[1:], os.Stdout, os.Stderr) },
+		"wharf": func() int { return runInTest(os.Args[1:], os.Stdout, os.Stderr) },
 	}))
+}
+
+// runInTest runs one wharf invocation in this test binary: it never starts
+// the binary as a background report. Its system managed directory is
+// WHARF_TEST_SYSTEM_MANAGED_DIR, else one that does not exist, as in every
+// Go test binary (settings.SystemManagedDir).
+func runInTest(args []string, stdout, stderr io.Writer) int {
+	return runIn(process{noBackgroundReports: true}, args, stdout, stderr)
 }
 
 // cleanupRun runs the tests, then removes the binaries built once for the

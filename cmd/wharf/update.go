@@ -82,8 +82,7 @@ func (a *app) refreshInstaller(ctx context.Context, args []string, offline bool)
 	// From here on the command only reads the marketplaces: hold them
 	// shared, like any reader, so no other command rewrites a clone while
 	// plugins are copied out of it.
-	a.mktWriter = false
-	if _, err := a.Marketplaces(); err != nil {
+	if err := a.h.DoneWriting(); err != nil {
 		return nil, nil, nil, err
 	}
 	return in, ids, moves, nil
