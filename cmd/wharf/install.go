@@ -387,6 +387,7 @@ else gc-grace / WHARF_GC_GRACE, default 168h). --grace 0s removes them now.`,
 					return usageError(fmt.Errorf("--grace %s: must not be negative", grace))
 				}
 				a.cfg.Grace = grace
+				a.h.SetGrace(grace)
 			}
 			return withInstaller(a, cmd, func(ctx context.Context, in *install.Installer) (*cache.GCReport, error) {
 				rep, err := in.GC(ctx)

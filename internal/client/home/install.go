@@ -46,6 +46,11 @@ func ProjectRoot(wd string) string {
 // TrustedKeys reads the public keys in $WHARF_HOME/keys/*.pub.
 func (h *Home) TrustedKeys() (trust.Keyring, error) { return shell.TrustedKeys(h.paths.Keys()) }
 
+// SetGrace makes d the gc grace of what the home opens from now on (a
+// command's --grace over gc-grace); d must not be negative, and 0 means no
+// grace at all.
+func (h *Home) SetGrace(d time.Duration) { h.cfg.Grace = d }
+
 // Cache is the plugin cache over the store, with the read-only seed
 // directories of WHARF_SEED_DIRS and the configured gc grace.
 func (h *Home) Cache() (*cache.Cache, error) {
