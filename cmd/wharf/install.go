@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/wharfhq/wharf/internal/client/cache"
+	"github.com/wharfhq/wharf/internal/client/home"
 	"github.com/wharfhq/wharf/internal/client/install"
 	"github.com/wharfhq/wharf/internal/client/load"
 	"github.com/wharfhq/wharf/internal/core/resolver"
@@ -32,16 +33,22 @@ func (a *app) trustedKeys() (trust.Keyring, error) { return a.h.TrustedKeys() }
 // withInstaller runs fn with this home's installer, then prints its result:
 // as JSON under --json, else with human.
 func withInstaller[T any](a *app, cmd *cobra.Command, fn func(context.Context, *install.Installer) (T, error), human func(T) error) error {
-	in, err := a.Installer()
+	return installerDo(cmd.Context(), a.io(), a.h, fn, human)
+}
+
+// installerDo runs fn with h's installer, then prints its result on io:
+// as JSON under --json, else with human.
+func installerDo[T any](ctx context.Context, io streams, h *home.Home, fn func(context.Context, *install.Installer) (T, error), human func(T) error) error {
+	in, err := h.Installer()
 	if err != nil {
 		return err
 	}
-	res, err := fn(cmd.Context(), in)
+	res, err := fn(ctx, in)
 	if err != nil {
 		return err
 	}
-	if a.cfg.JSON {
-		return a.printJSON(res)
+	if io.JSON {
+		return io.printJSON(res)
 	}
 	return human(res)
 }
@@ -60,9 +67,21 @@ func scopeFlag(cmd *cobra.Command, p *string) {
 	cmd.Flags().StringVar(p, "scope", "user", "settings scope to write: user, project or local")
 }
 
+// InstallOptions are wharf install's inputs.
+type InstallOptions struct {
+	IO   streams
+	Home *home.Home
+	// Plugin is the argument: name@marketplace, or a name one known
+	// marketplace lists.
+	Plugin         string
+	Scope          string
+	Force          bool
+	AllowDowngrade bool
+	DryRun         bool
+}
+
 func newInstallCmd(a *app) *cobra.Command {
-	var scope string
-	var force, allowDowngrade, dryRun bool
+	opts := &InstallOptions{}
 	cmd := &cobra.Command{
 		Use:     "install <name@marketplace | name>",
 		Aliases: []string{"i"},
@@ -74,145 +93,188 @@ for wharf update.`,
 		Example: "  wharf install deploy@corp\n  wharf install deploy@corp --scope project\n  wharf install deploy",
 		Args:    exactArgs(1, "one <name@marketplace>"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			sc, err := settings.ParseScope(scope)
-			if err != nil {
-				return usageError(err)
-			}
-			id, err := a.catalogID(args[0])
-			if err != nil {
-				return err
-			}
-			if dryRun {
-				return withInstaller(a, cmd, func(ctx context.Context, in *install.Installer) (*dryRunInstall, error) {
-					plan, err := in.PlanInstall(ctx, install.Request{ID: id, Scope: sc})
-					if err != nil {
-						return nil, err
-					}
-					return &dryRunInstall{DryRun: true, Plan: plan, Scope: string(sc)}, nil
-				}, func(res *dryRunInstall) error {
-					for _, w := range res.Plan.Warnings {
-						a.warnf("%s", w)
-					}
-					for _, st := range res.Plan.Steps {
-						verb := "would install"
-						if st.Role == resolver.RoleInstalled {
-							verb = "already installed"
-						}
-						mark := ""
-						if !st.RequiredBy.IsZero() {
-							mark = " (dependency of " + st.RequiredBy.String() + ")"
-						}
-						a.printf("%s %s%s\n", verb, st.ID, mark)
-					}
-					a.printf("would enable in the %s scope; nothing was changed (--dry-run)\n", res.Scope)
-					return nil
-				})
-			}
-			return withInstaller(a, cmd, func(ctx context.Context, in *install.Installer) (*install.Result, error) {
-				return in.Install(ctx, install.Request{ID: id, Scope: sc, Force: force, AllowDowngrade: allowDowngrade})
-			}, func(res *install.Result) error {
-				for _, w := range res.Warnings {
-					a.warnf("%s", w)
-				}
-				for _, i := range res.Installed {
-					mark := ""
-					if i.Auto {
-						mark = " (dependency)"
-					}
-					if i.Already {
-						a.printf("%s %s is already installed%s\n", i.ID, i.Version, mark)
-						continue
-					}
-					switch {
-					case i.Downgrade:
-						mark += " (downgraded from " + i.From + " as allowed by --allow-downgrade)"
-					case i.From != "":
-						mark += " (was " + i.From + ")"
-					}
-					a.printf("installed %s %s%s\n", i.ID, i.Version, mark)
-				}
-				a.printf("enabled in %s\n", res.Settings)
-				return nil
-			})
+			opts.IO, opts.Home, opts.Plugin = a.io(), a.h, args[0]
+			return runInstall(cmd.Context(), opts)
 		},
 	}
-	scopeFlag(cmd, &scope)
-	dryRunFlag(cmd, &dryRun)
-	cmd.Flags().BoolVar(&force, "force", false, "fetch again even when the version is cached")
-	cmd.Flags().BoolVar(&allowDowngrade, "allow-downgrade", false, "allow replacing an installed plugin with a lower version, or with one that cannot be ordered against it")
+	scopeFlag(cmd, &opts.Scope)
+	dryRunFlag(cmd, &opts.DryRun)
+	cmd.Flags().BoolVar(&opts.Force, "force", false, "fetch again even when the version is cached")
+	cmd.Flags().BoolVar(&opts.AllowDowngrade, "allow-downgrade", false, "allow replacing an installed plugin with a lower version, or with one that cannot be ordered against it")
 	return cmd
 }
 
+// runInstall installs opts.Plugin with the dependencies it needs and
+// enables it in opts.Scope; with DryRun it prints the plan and changes
+// nothing.
+func runInstall(ctx context.Context, opts *InstallOptions) error {
+	io := opts.IO
+	sc, err := settings.ParseScope(opts.Scope)
+	if err != nil {
+		return usageError(err)
+	}
+	id, err := catalogID(opts.Home, opts.Plugin)
+	if err != nil {
+		return err
+	}
+	if opts.DryRun {
+		return installerDo(ctx, io, opts.Home, func(ctx context.Context, in *install.Installer) (*dryRunInstall, error) {
+			plan, err := in.PlanInstall(ctx, install.Request{ID: id, Scope: sc})
+			if err != nil {
+				return nil, err
+			}
+			return &dryRunInstall{DryRun: true, Plan: plan, Scope: string(sc)}, nil
+		}, func(res *dryRunInstall) error {
+			for _, w := range res.Plan.Warnings {
+				io.warnf("%s", w)
+			}
+			for _, st := range res.Plan.Steps {
+				verb := "would install"
+				if st.Role == resolver.RoleInstalled {
+					verb = "already installed"
+				}
+				mark := ""
+				if !st.RequiredBy.IsZero() {
+					mark = " (dependency of " + st.RequiredBy.String() + ")"
+				}
+				io.printf("%s %s%s\n", verb, st.ID, mark)
+			}
+			io.printf("would enable in the %s scope; nothing was changed (--dry-run)\n", res.Scope)
+			return nil
+		})
+	}
+	return installerDo(ctx, io, opts.Home, func(ctx context.Context, in *install.Installer) (*install.Result, error) {
+		return in.Install(ctx, install.Request{ID: id, Scope: sc, Force: opts.Force, AllowDowngrade: opts.AllowDowngrade})
+	}, func(res *install.Result) error {
+		for _, w := range res.Warnings {
+			io.warnf("%s", w)
+		}
+		for _, i := range res.Installed {
+			mark := ""
+			if i.Auto {
+				mark = " (dependency)"
+			}
+			if i.Already {
+				io.printf("%s %s is already installed%s\n", i.ID, i.Version, mark)
+				continue
+			}
+			switch {
+			case i.Downgrade:
+				mark += " (downgraded from " + i.From + " as allowed by --allow-downgrade)"
+			case i.From != "":
+				mark += " (was " + i.From + ")"
+			}
+			io.printf("installed %s %s%s\n", i.ID, i.Version, mark)
+		}
+		io.printf("enabled in %s\n", res.Settings)
+		return nil
+	})
+}
+
+// UninstallOptions are wharf uninstall's inputs.
+type UninstallOptions struct {
+	IO   streams
+	Home *home.Home
+	// Plugin is the argument: name@marketplace, or the name of one
+	// installed plugin.
+	Plugin string
+	Prune  bool
+	DryRun bool
+}
+
 func newUninstallCmd(a *app) *cobra.Command {
-	var prune, dryRun bool
+	opts := &UninstallOptions{}
 	cmd := &cobra.Command{
 		Use:     "uninstall <name@marketplace>",
 		Aliases: []string{"remove", "rm"},
 		Short:   "Remove an installed plugin (warns about plugins that depend on it)",
 		Args:    exactArgs(1, "one <name@marketplace>"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return withInstaller(a, cmd, func(ctx context.Context, in *install.Installer) (*install.Removed, error) {
-				id, err := installedArg(in, args[0])
-				if err != nil {
-					return nil, err
-				}
-				var res *install.Removed
-				if dryRun {
-					res, err = in.PlanUninstall(ctx, id, prune)
-				} else {
-					res, err = in.Uninstall(ctx, id, prune)
-				}
-				if res != nil {
-					res.DryRun = dryRun
-					res.Removed = nonNil(res.Removed)
-				}
-				return res, err
-			}, func(res *install.Removed) error {
-				for _, w := range res.Warnings {
-					a.warnf("%s", w)
-				}
-				printRemoved(a, res)
-				return nil
-			})
+			opts.IO, opts.Home, opts.Plugin = a.io(), a.h, args[0]
+			return runUninstall(cmd.Context(), opts)
 		},
 	}
-	dryRunFlag(cmd, &dryRun)
-	cmd.Flags().BoolVar(&prune, "prune", false, "also remove dependencies installed only for it that nothing else needs")
+	dryRunFlag(cmd, &opts.DryRun)
+	cmd.Flags().BoolVar(&opts.Prune, "prune", false, "also remove dependencies installed only for it that nothing else needs")
 	return cmd
 }
 
+// runUninstall removes opts.Plugin (and, with Prune, the dependencies
+// nothing else needs); with DryRun it prints what it would remove.
+func runUninstall(ctx context.Context, opts *UninstallOptions) error {
+	io := opts.IO
+	return installerDo(ctx, io, opts.Home, func(ctx context.Context, in *install.Installer) (*install.Removed, error) {
+		id, err := installedArg(in, opts.Plugin)
+		if err != nil {
+			return nil, err
+		}
+		var res *install.Removed
+		if opts.DryRun {
+			res, err = in.PlanUninstall(ctx, id, opts.Prune)
+		} else {
+			res, err = in.Uninstall(ctx, id, opts.Prune)
+		}
+		if res != nil {
+			res.DryRun = opts.DryRun
+			res.Removed = nonNil(res.Removed)
+		}
+		return res, err
+	}, func(res *install.Removed) error {
+		for _, w := range res.Warnings {
+			io.warnf("%s", w)
+		}
+		printRemoved(io, res)
+		return nil
+	})
+}
+
+// PruneOptions are wharf prune's inputs.
+type PruneOptions struct {
+	IO     streams
+	Home   *home.Home
+	DryRun bool
+}
+
 func newPruneCmd(a *app) *cobra.Command {
-	var dryRun bool
+	opts := &PruneOptions{}
 	cmd := &cobra.Command{
 		Use:     "prune",
 		Aliases: []string{"autoremove"},
 		Short:   "Remove auto-installed dependencies that nothing needs any more",
 		Args:    exactArgs(0, "no arguments"),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return withInstaller(a, cmd, func(ctx context.Context, in *install.Installer) (*install.Removed, error) {
-				var res *install.Removed
-				var err error
-				if dryRun {
-					res, err = in.PlanPrune(ctx)
-				} else {
-					res, err = in.Prune(ctx)
-				}
-				if res != nil {
-					res.Removed = nonNil(res.Removed)
-					res.DryRun = dryRun
-				}
-				return res, err
-			}, func(res *install.Removed) error {
-				if len(res.Removed) == 0 {
-					a.printf("nothing to prune\n")
-				}
-				printRemoved(a, res)
-				return nil
-			})
+			opts.IO, opts.Home = a.io(), a.h
+			return runPrune(cmd.Context(), opts)
 		},
 	}
-	dryRunFlag(cmd, &dryRun)
+	dryRunFlag(cmd, &opts.DryRun)
 	return cmd
+}
+
+// runPrune removes the auto-installed dependencies nothing needs any
+// more; with DryRun it prints what it would remove.
+func runPrune(ctx context.Context, opts *PruneOptions) error {
+	io := opts.IO
+	return installerDo(ctx, io, opts.Home, func(ctx context.Context, in *install.Installer) (*install.Removed, error) {
+		var res *install.Removed
+		var err error
+		if opts.DryRun {
+			res, err = in.PlanPrune(ctx)
+		} else {
+			res, err = in.Prune(ctx)
+		}
+		if res != nil {
+			res.Removed = nonNil(res.Removed)
+			res.DryRun = opts.DryRun
+		}
+		return res, err
+	}, func(res *install.Removed) error {
+		if len(res.Removed) == 0 {
+			io.printf("nothing to prune\n")
+		}
+		printRemoved(io, res)
+		return nil
+	})
 }
 
 // dryRunInstall is install --dry-run's result (--json).
@@ -227,16 +289,16 @@ func dryRunFlag(cmd *cobra.Command, p *bool) {
 }
 
 // printRemoved prints what uninstall or prune removed, or would remove.
-func printRemoved(a *app, res *install.Removed) {
+func printRemoved(io streams, res *install.Removed) {
 	verb := "removed"
 	if res.DryRun {
 		verb = "would remove"
 	}
 	for _, r := range res.Removed {
-		a.printf("%s %s\n", verb, r)
+		io.printf("%s %s\n", verb, r)
 	}
 	if res.DryRun {
-		a.printf("nothing was changed (--dry-run)\n")
+		io.printf("nothing was changed (--dry-run)\n")
 	}
 }
 
@@ -296,63 +358,83 @@ func installedArg(in *install.Installer, arg string) (plugin.ID, error) {
 	return installedID(arg, have)
 }
 
+// ListOptions are wharf list's inputs.
+type ListOptions struct {
+	IO   streams
+	Home *home.Home
+	// Rehash re-hashes every plugin's content instead of the quick stat
+	// check.
+	Rehash bool
+}
+
 func newListCmd(a *app) *cobra.Command {
-	var rehash bool
+	opts := &ListOptions{}
 	cmd := &cobra.Command{
 		Use:     "list",
 		Aliases: []string{"ls"},
 		Short:   "List installed plugins with their status: active, demoted, failed or disabled",
 		Args:    exactArgs(0, "no arguments"),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return withInstaller(a, cmd, func(ctx context.Context, in *install.Installer) ([]load.Row, error) {
-				rows, err := in.List(ctx, install.StatusOptions{Rehash: rehash, Revocations: a.revocations()})
-				if err == nil {
-					a.warnSettings()
-				}
-				return rows, err
-			}, func(rows []load.Row) error {
-				if len(rows) == 0 {
-					a.printf("no plugins installed; find some with: wharf search\n")
-					return nil
-				}
-				tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
-				fmt.Fprintln(tw, "PLUGIN\tVERSION\tSCOPE\tSTATUS\tNOTES")
-				for _, r := range rows {
-					var notes []string
-					if r.Auto {
-						notes = append(notes, "auto")
-					}
-					if r.Forced != "" {
-						notes = append(notes, "forced "+r.Forced+" by policy")
-					}
-					if r.Delisted {
-						notes = append(notes, "no longer listed by its marketplace")
-					}
-					if r.Chain != "" {
-						notes = append(notes, r.Chain)
-					} else if len(r.ErrorDetails) > 0 {
-						notes = append(notes, rowNote(r.ErrorDetails[0]))
-					}
-					if len(r.Failed) > 0 {
-						notes = append(notes, fmt.Sprintf("%d component(s) failed: %s", len(r.Failed), strings.Join(r.Failed, "; ")))
-					}
-					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", r.ID, r.Version, r.Scope, r.Status, strings.Join(notes, "; "))
-				}
-				return tw.Flush()
-			})
+			opts.IO, opts.Home = a.io(), a.h
+			return runList(cmd.Context(), opts)
 		},
 	}
-	cmd.Flags().BoolVar(&rehash, "rehash", false, "re-hash every plugin's content instead of the quick stat check")
+	cmd.Flags().BoolVar(&opts.Rehash, "rehash", false, "re-hash every plugin's content instead of the quick stat check")
 	return cmd
+}
+
+// runList prints the installed plugins with their status, as the load
+// pass of an agent session decides it, and warns about settings files
+// that do not parse.
+func runList(ctx context.Context, opts *ListOptions) error {
+	io := opts.IO
+	return installerDo(ctx, io, opts.Home, func(ctx context.Context, in *install.Installer) ([]load.Row, error) {
+		rows, err := in.List(ctx, install.StatusOptions{Rehash: opts.Rehash, Revocations: revocations(opts.Home)})
+		if err == nil {
+			warnSettings(io, opts.Home)
+		}
+		return rows, err
+	}, func(rows []load.Row) error {
+		if len(rows) == 0 {
+			io.printf("no plugins installed; find some with: wharf search\n")
+			return nil
+		}
+		tw := tabwriter.NewWriter(io.Out, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "PLUGIN\tVERSION\tSCOPE\tSTATUS\tNOTES")
+		for _, r := range rows {
+			var notes []string
+			if r.Auto {
+				notes = append(notes, "auto")
+			}
+			if r.Forced != "" {
+				notes = append(notes, "forced "+r.Forced+" by policy")
+			}
+			if r.Delisted {
+				notes = append(notes, "no longer listed by its marketplace")
+			}
+			if r.Chain != "" {
+				notes = append(notes, r.Chain)
+			} else if len(r.ErrorDetails) > 0 {
+				notes = append(notes, rowNote(r.ErrorDetails[0]))
+			}
+			if len(r.Failed) > 0 {
+				notes = append(notes, fmt.Sprintf("%d component(s) failed: %s", len(r.Failed), strings.Join(r.Failed, "; ")))
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", r.ID, r.Version, r.Scope, r.Status, strings.Join(notes, "; "))
+		}
+		return tw.Flush()
+	})
 }
 
 // warnSettings warns about every problem of the settings files, as agent
 // status does: a settings file that does not parse enables nothing, so its
 // plugins show as disabled, and the user must learn why.
-func (a *app) warnSettings() {
-	snap, err := settings.Load(a.settingsPaths(), nil)
+func (a *app) warnSettings() { warnSettings(a.io(), a.h) }
+
+func warnSettings(io streams, h *home.Home) {
+	snap, err := settings.Load(h.SettingsPaths(), nil)
 	if err != nil {
-		a.warnf("settings: %v", err)
+		io.warnf("settings: %v", err)
 		return
 	}
 	broken := false
@@ -363,11 +445,11 @@ func (a *app) warnSettings() {
 			continue
 		}
 		seen[msg] = true
-		a.warnf("settings: %s", msg)
+		io.warnf("settings: %s", msg)
 		broken = broken || is.Severity == settings.SeverityError
 	}
 	if broken {
-		a.warnf("plugins enabled only in a file that does not parse show as disabled until it is fixed")
+		io.warnf("plugins enabled only in a file that does not parse show as disabled until it is fixed")
 	}
 }
 

@@ -1,8 +1,6 @@
 package main
 
 import (
-	"fmt"
-
 	"github.com/wharfhq/wharf/internal/client/home"
 	"github.com/wharfhq/wharf/internal/core/marketplace"
 	"github.com/wharfhq/wharf/internal/core/policy"
@@ -16,9 +14,7 @@ func (a *app) policySources() policy.Sources { return a.h.PolicySources() }
 func (a *app) Policy() (*policy.Engine, error) { return a.h.Policy() }
 
 // warnf prints a warning to stderr (also under --json: stdout stays JSON).
-func (a *app) warnf(format string, args ...any) {
-	fmt.Fprintf(a.stderr, "wharf: warning: %s\n", plainMessage(fmt.Sprintf(format, args...)))
-}
+func (a *app) warnf(format string, args ...any) { a.io().warnf(format, args...) }
 
 // knownMarketSource returns the settings form of a known marketplace's
 // source, for policy requests; nil when the marketplace is not known.

@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/wharfhq/wharf/internal/client/home"
 	"github.com/wharfhq/wharf/internal/client/install"
 	"github.com/wharfhq/wharf/internal/core/marketplace"
 	"github.com/wharfhq/wharf/plugin"
@@ -28,14 +29,18 @@ type marketMove struct {
 // when ids is empty) come from, unless offline. A marketplace that cannot be
 // fetched is reported and its copy on disk is used.
 func (a *app) refreshInstaller(ctx context.Context, args []string, offline bool) (*install.Installer, []plugin.ID, []marketMove, error) {
+	return refreshInstaller(ctx, a.h, args, offline)
+}
+
+func refreshInstaller(ctx context.Context, h *home.Home, args []string, offline bool) (*install.Installer, []plugin.ID, []marketMove, error) {
 	var mgr *marketplace.Manager
 	var err error
 	if !offline {
-		if mgr, err = a.marketplaceWriter(); err != nil {
+		if mgr, err = h.MarketplaceWriter(); err != nil {
 			return nil, nil, nil, err
 		}
 	}
-	in, err := a.Installer()
+	in, err := h.Installer()
 	if err != nil {
 		return nil, nil, nil, err
 	}
@@ -62,7 +67,7 @@ func (a *app) refreshInstaller(ctx context.Context, args []string, offline bool)
 		}
 		mv := marketMove{Name: name, Kind: string(before.Source.Kind), From: before.Commit}
 		var after marketplace.Known
-		err = a.withMarketplaceLock(ctx, func(ctx context.Context) error {
+		err = h.WithMarketplaceLock(ctx, func(ctx context.Context) error {
 			var err error
 			after, err = mgr.Update(ctx, name)
 			return err
@@ -82,24 +87,26 @@ func (a *app) refreshInstaller(ctx context.Context, args []string, offline bool)
 	// From here on the command only reads the marketplaces: hold them
 	// shared, like any reader, so no other command rewrites a clone while
 	// plugins are copied out of it.
-	if err := a.h.DoneWriting(); err != nil {
+	if err := h.DoneWriting(); err != nil {
 		return nil, nil, nil, err
 	}
 	return in, ids, moves, nil
 }
 
 // printMoves says, for humans, what refreshing the marketplaces did.
-func (a *app) printMoves(moves []marketMove) {
+func (a *app) printMoves(moves []marketMove) { printMoves(a.io(), moves) }
+
+func printMoves(io streams, moves []marketMove) {
 	for _, m := range moves {
 		switch {
 		case m.Error != "":
-			a.warnf("could not refresh marketplace %s, using the copy on disk: %s", m.Name, m.Error)
+			io.warnf("could not refresh marketplace %s, using the copy on disk: %s", m.Name, m.Error)
 		case m.Moved:
-			a.printf("marketplace %s: %s -> %s\n", m.Name, short(m.From), short(m.To))
+			io.printf("marketplace %s: %s -> %s\n", m.Name, short(m.From), short(m.To))
 		case m.To != "":
-			a.printf("marketplace %s: up to date (%s)\n", m.Name, short(m.To))
+			io.printf("marketplace %s: up to date (%s)\n", m.Name, short(m.To))
 		default:
-			a.printf("marketplace %s: re-read\n", m.Name)
+			io.printf("marketplace %s: re-read\n", m.Name)
 		}
 	}
 }
@@ -110,8 +117,21 @@ type updateResult struct {
 	Plugins      []install.Updated `json:"plugins"`
 }
 
+// UpdateOptions are wharf update's inputs.
+type UpdateOptions struct {
+	IO   streams
+	Home *home.Home
+	// Plugins are the arguments (name@marketplace, or the name of one
+	// installed plugin); All updates every installed plugin instead.
+	Plugins        []string
+	All            bool
+	Offline        bool
+	AllowDowngrade bool
+	DryRun         bool
+}
+
 func newUpdateCmd(a *app) *cobra.Command {
-	var all, offline, allowDowngrade, dryRun bool
+	opts := &UpdateOptions{}
 	cmd := &cobra.Command{
 		Use:   "update [<name@marketplace>...] [--all] [--allow-downgrade]",
 		Short: "Fetch the plugins' marketplaces, then install the versions they list now",
@@ -128,54 +148,64 @@ semantic on both sides (commit-derived versions of versionless plugins)
 have no order and update freely.`,
 		Example: "  wharf update --all\n  wharf update deploy@corp --offline",
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if len(args) == 0 && !all {
-				return usageError(fmt.Errorf("name a plugin to update, or pass --all"))
-			}
-			if len(args) > 0 && all {
-				return usageError(fmt.Errorf("pass plugin names or --all, not both"))
-			}
-			if dryRun {
-				return a.updateDryRun(cmd.Context(), args)
-			}
-			in, ids, moves, err := a.refreshInstaller(cmd.Context(), args, offline)
-			if err != nil {
-				return err
-			}
-			if !a.cfg.JSON {
-				a.printMoves(moves)
-			}
-			res, err := in.Update(cmd.Context(), ids, install.UpdateOptions{AllowDowngrade: allowDowngrade})
-			if a.cfg.JSON {
-				if err != nil {
-					return err
-				}
-				if res == nil {
-					res = []install.Updated{}
-				}
-				return a.printJSON(updateResult{Marketplaces: moves, Plugins: res})
-			}
-			if len(res) == 0 {
-				a.printf("no plugins installed\n")
-			}
-			for _, u := range res {
-				if u.Changed {
-					a.printf("updated %s %s -> %s (%s)\n", u.ID, u.From, u.To, u.Note)
-				} else {
-					a.printf("%s %s: %s\n", u.ID, u.From, u.Note)
-				}
-				for _, w := range u.Warnings {
-					a.warnf("%s", w)
-				}
-			}
-			// Printed also when an update was refused: the others went ahead.
-			return err
+			opts.IO, opts.Home, opts.Plugins = a.io(), a.h, args
+			return runUpdate(cmd.Context(), opts)
 		},
 	}
-	cmd.Flags().BoolVar(&all, "all", false, "update every installed plugin")
-	cmd.Flags().BoolVar(&allowDowngrade, "allow-downgrade", false, "allow going to a lower version, or between a semantic version and one that cannot be ordered against it")
-	cmd.Flags().BoolVar(&offline, "offline", false, "use the marketplace copies on disk; fetch nothing")
-	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "print what update would do from the marketplace copies on disk (--json: the plan); fetch nothing and change nothing")
+	cmd.Flags().BoolVar(&opts.All, "all", false, "update every installed plugin")
+	cmd.Flags().BoolVar(&opts.AllowDowngrade, "allow-downgrade", false, "allow going to a lower version, or between a semantic version and one that cannot be ordered against it")
+	cmd.Flags().BoolVar(&opts.Offline, "offline", false, "use the marketplace copies on disk; fetch nothing")
+	cmd.Flags().BoolVar(&opts.DryRun, "dry-run", false, "print what update would do from the marketplace copies on disk (--json: the plan); fetch nothing and change nothing")
 	return cmd
+}
+
+// runUpdate fetches the marketplaces the plugins come from (unless
+// Offline), then installs the versions they list now; with DryRun it
+// prints what it would do from the copies on disk and changes nothing.
+func runUpdate(ctx context.Context, opts *UpdateOptions) error {
+	io := opts.IO
+	args := opts.Plugins
+	if len(args) == 0 && !opts.All {
+		return usageError(fmt.Errorf("name a plugin to update, or pass --all"))
+	}
+	if len(args) > 0 && opts.All {
+		return usageError(fmt.Errorf("pass plugin names or --all, not both"))
+	}
+	if opts.DryRun {
+		return updateDryRun(ctx, io, opts.Home, args)
+	}
+	in, ids, moves, err := refreshInstaller(ctx, opts.Home, args, opts.Offline)
+	if err != nil {
+		return err
+	}
+	if !io.JSON {
+		printMoves(io, moves)
+	}
+	res, err := in.Update(ctx, ids, install.UpdateOptions{AllowDowngrade: opts.AllowDowngrade})
+	if io.JSON {
+		if err != nil {
+			return err
+		}
+		if res == nil {
+			res = []install.Updated{}
+		}
+		return io.printJSON(updateResult{Marketplaces: moves, Plugins: res})
+	}
+	if len(res) == 0 {
+		io.printf("no plugins installed\n")
+	}
+	for _, u := range res {
+		if u.Changed {
+			io.printf("updated %s %s -> %s (%s)\n", u.ID, u.From, u.To, u.Note)
+		} else {
+			io.printf("%s %s: %s\n", u.ID, u.From, u.Note)
+		}
+		for _, w := range u.Warnings {
+			io.warnf("%s", w)
+		}
+	}
+	// Printed also when an update was refused: the others went ahead.
+	return err
 }
 
 // updateDryRunResult is update --dry-run's --json output.
@@ -186,8 +216,8 @@ type updateDryRunResult struct {
 
 // updateDryRun prints what update would do, from the marketplace copies on
 // disk: it fetches nothing and changes nothing.
-func (a *app) updateDryRun(ctx context.Context, args []string) error {
-	in, ids, _, err := a.refreshInstaller(ctx, args, true)
+func updateDryRun(ctx context.Context, io streams, h *home.Home, args []string) error {
+	in, ids, _, err := refreshInstaller(ctx, h, args, true)
 	if err != nil {
 		return err
 	}
@@ -195,22 +225,22 @@ func (a *app) updateDryRun(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	if a.cfg.JSON {
-		return a.printJSON(updateDryRunResult{DryRun: true, Plugins: res})
+	if io.JSON {
+		return io.printJSON(updateDryRunResult{DryRun: true, Plugins: res})
 	}
 	for _, o := range res {
 		switch o.Status {
 		case install.OutdatedUpdate:
-			a.printf("would update %s %s -> %s\n", o.ID, o.Installed, o.Available)
+			io.printf("would update %s %s -> %s\n", o.ID, o.Installed, o.Available)
 		default:
 			note := o.Note
 			if note == "" {
 				note = "up to date"
 			}
-			a.printf("%s %s: %s\n", o.ID, o.Installed, note)
+			io.printf("%s %s: %s\n", o.ID, o.Installed, note)
 		}
 	}
-	a.printf("nothing was fetched or changed (--dry-run, from the marketplace copies on disk)\n")
+	io.printf("nothing was fetched or changed (--dry-run, from the marketplace copies on disk)\n")
 	return nil
 }
 
