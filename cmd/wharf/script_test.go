@@ -44,7 +44,7 @@ type cleanupRun struct{ m *testing.M }
 
 func (c cleanupRun) Run() int {
 	code := c.m.Run()
-	for _, bin := range []string{buildOnce.bin, mcpServerOnce.bin} {
+	for _, bin := range []string{buildOnce.bin, releaseOnce.bin, mcpServerOnce.bin} {
 		if bin != "" {
 			os.RemoveAll(filepath.Dir(bin))
 		}

@@ -313,7 +313,7 @@ func TestBadConfigNamesTheKey(t *testing.T) {
 	}
 
 	for _, tc := range []struct {
-		key   string
+		key    string
 		break_ func(*Config)
 	}{
 		{"lock-timeout", func(c *Config) { c.LockTimeout = 0 }},

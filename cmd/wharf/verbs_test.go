@@ -1,0 +1,182 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/spf13/viper"
+
+	"github.com/wharfhq/wharf/internal/client/home"
+	"github.com/wharfhq/wharf/internal/core/layout"
+	"github.com/wharfhq/wharf/internal/core/marketplace"
+	"github.com/wharfhq/wharf/internal/testutil/testworld"
+)
+
+// verbWorld is a home with the directory marketplace "corp" (app, which
+// depends on lib) and the output of the verbs run over it, without cobra.
+type verbWorld struct {
+	t        *testing.T
+	dir, mkt string
+	out, err bytes.Buffer
+	json     bool
+}
+
+func newVerbWorld(t *testing.T) *verbWorld {
+	w := &verbWorld{t: t, dir: t.TempDir(), mkt: t.TempDir()}
+	w.writeMarketplace("1.0.0")
+	h := w.home()
+	defer h.Close()
+	src, err := marketplace.ParseSource(w.mkt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mgr, err := h.MarketplaceWriter()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := h.WithMarketplaceLock(context.Background(), func(ctx context.Context) error {
+		_, err := mgr.Add(ctx, src, "")
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return w
+}
+
+func (w *verbWorld) writeMarketplace(appVersion string) {
+	testworld.Marketplace(w.t, w.mkt, "corp", map[string]map[string]string{
+		"app": {".claude-plugin/plugin.json": testworld.Manifest("app", appVersion, "lib"), "commands/app.md": "# app\n"},
+		"lib": {".claude-plugin/plugin.json": testworld.Manifest("lib", "1.0.0"), "commands/lib.md": "# lib\n"},
+	})
+}
+
+// home opens the home as one command does; the caller closes it.
+func (w *verbWorld) home() *home.Home {
+	w.t.Helper()
+	v := viper.New()
+	cfg := home.Default()
+	cfg.SetDefaults(v)
+	if err := cfg.Parse(v); err != nil {
+		w.t.Fatal(err)
+	}
+	cfg.JSON = w.json
+	h, err := home.Open(home.Options{Paths: layout.New(w.dir), Config: cfg, Project: w.dir})
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	return h
+}
+
+// do runs one verb over a fresh home and returns its stdout.
+func (w *verbWorld) do(run func(streams, *home.Home) error) (string, error) {
+	w.t.Helper()
+	w.out.Reset()
+	w.err.Reset()
+	h := w.home()
+	err := run(streams{Out: &w.out, Err: &w.err, JSON: w.json}, h)
+	if cerr := h.Close(); err == nil {
+		err = cerr
+	}
+	return w.out.String(), err
+}
+
+func (w *verbWorld) must(run func(streams, *home.Home) error) string {
+	w.t.Helper()
+	out, err := w.do(run)
+	if err != nil {
+		w.t.Fatalf("%v\nstdout:\n%s\nstderr:\n%s", err, out, w.err.String())
+	}
+	return out
+}
+
+// The verbs run as functions over a home, with no cobra command: install,
+// list, update, uninstall and prune, with and without --dry-run, print
+// what they did and change what they say.
+func TestVerbsRunWithoutCobra(t *testing.T) {
+	w := newVerbWorld(t)
+	ctx := context.Background()
+	settingsFile := layout.New(w.dir).Settings()
+	list := func(io streams, h *home.Home) error { return runList(ctx, &ListOptions{IO: io, Home: h}) }
+
+	out := w.must(func(io streams, h *home.Home) error {
+		return runInstall(ctx, &InstallOptions{IO: io, Home: h, Plugin: "app", Scope: "user", DryRun: true})
+	})
+	if want := "would install lib@corp (dependency of app@corp)\nwould install app@corp\nwould enable in the user scope; nothing was changed (--dry-run)\n"; out != want {
+		t.Fatalf("install --dry-run printed\n%s\nwant\n%s", out, want)
+	}
+	if out := w.must(list); out != "no plugins installed; find some with: wharf search\n" {
+		t.Fatalf("install --dry-run installed something:\n%s", out)
+	}
+
+	out = w.must(func(io streams, h *home.Home) error {
+		return runInstall(ctx, &InstallOptions{IO: io, Home: h, Plugin: "app@corp", Scope: "user"})
+	})
+	if want := "installed lib@corp 1.0.0 (dependency)\ninstalled app@corp 1.0.0\nenabled in " + settingsFile + "\n"; out != want {
+		t.Fatalf("install printed\n%s\nwant\n%s", out, want)
+	}
+	out = w.must(list)
+	if !strings.Contains(out, "app@corp  1.0.0") || !strings.Contains(out, "lib@corp  1.0.0") || !strings.Contains(out, "auto") {
+		t.Fatalf("list after install:\n%s", out)
+	}
+
+	if _, err := w.do(func(io streams, h *home.Home) error {
+		return runInstall(ctx, &InstallOptions{IO: io, Home: h, Plugin: "app@corp", Scope: "everywhere"})
+	}); exitCode(err) != 2 || !strings.Contains(err.Error(), "everywhere") {
+		t.Fatalf("a bad scope: exit %d, %v", exitCode(err), err)
+	}
+	if _, err := w.do(func(io streams, h *home.Home) error { return runUpdate(ctx, &UpdateOptions{IO: io, Home: h}) }); exitCode(err) != 2 {
+		t.Fatalf("update without plugins or --all: exit %d, %v", exitCode(err), err)
+	}
+
+	w.writeMarketplace("1.1.0")
+	out = w.must(func(io streams, h *home.Home) error {
+		return runUpdate(ctx, &UpdateOptions{IO: io, Home: h, Plugins: []string{"app"}, DryRun: true})
+	})
+	if !strings.Contains(out, "nothing was fetched or changed (--dry-run") || strings.Contains(out, "updated") {
+		t.Fatalf("update --dry-run printed\n%s", out)
+	}
+	w.json = true
+	out = w.must(func(io streams, h *home.Home) error {
+		return runUpdate(ctx, &UpdateOptions{IO: io, Home: h, All: true})
+	})
+	w.json = false
+	var res updateResult
+	if err := json.Unmarshal([]byte(out), &res); err != nil {
+		t.Fatalf("update --json: %v\n%s", err, out)
+	}
+	updated := map[string]string{}
+	for _, u := range res.Plugins {
+		if u.Changed {
+			updated[u.ID.String()] = u.From + "->" + u.To
+		}
+	}
+	if len(res.Marketplaces) != 1 || res.Marketplaces[0].Name != "corp" || updated["app@corp"] != "1.0.0->1.1.0" || len(updated) != 1 {
+		t.Fatalf("update --all --json: %s", out)
+	}
+
+	out = w.must(func(io streams, h *home.Home) error {
+		return runUninstall(ctx, &UninstallOptions{IO: io, Home: h, Plugin: "app", DryRun: true})
+	})
+	if out != "would remove app@corp\nnothing was changed (--dry-run)\n" {
+		t.Fatalf("uninstall --dry-run printed\n%s", out)
+	}
+	if out := w.must(func(io streams, h *home.Home) error {
+		return runUninstall(ctx, &UninstallOptions{IO: io, Home: h, Plugin: "app@corp"})
+	}); out != "removed app@corp\n" {
+		t.Fatalf("uninstall printed\n%s", out)
+	}
+	if out := w.must(func(io streams, h *home.Home) error {
+		return runPrune(ctx, &PruneOptions{IO: io, Home: h, DryRun: true})
+	}); out != "would remove lib@corp\nnothing was changed (--dry-run)\n" {
+		t.Fatalf("prune --dry-run printed\n%s", out)
+	}
+	if out := w.must(func(io streams, h *home.Home) error { return runPrune(ctx, &PruneOptions{IO: io, Home: h}) }); out != "removed lib@corp\n" {
+		t.Fatalf("prune printed\n%s", out)
+	}
+	if out := w.must(func(io streams, h *home.Home) error { return runPrune(ctx, &PruneOptions{IO: io, Home: h}) }); out != "nothing to prune\n" {
+		t.Fatalf("second prune printed\n%s", out)
+	}
+}
