@@ -30,12 +30,6 @@ func (a *app) settingsPaths() settings.Paths { return a.h.SettingsPaths() }
 // trustedKeys reads the public keys in $WHARF_HOME/keys/*.pub.
 func (a *app) trustedKeys() (trust.Keyring, error) { return a.h.TrustedKeys() }
 
-// withInstaller runs fn with this home's installer, then prints its result:
-// as JSON under --json, else with human.
-func withInstaller[T any](a *app, cmd *cobra.Command, fn func(context.Context, *install.Installer) (T, error), human func(T) error) error {
-	return installerDo(cmd.Context(), a.io(), a.h, fn, human)
-}
-
 // installerDo runs fn with h's installer, then prints its result on io:
 // as JSON under --json, else with human.
 func installerDo[T any](ctx context.Context, io streams, h *home.Home, fn func(context.Context, *install.Installer) (T, error), human func(T) error) error {
@@ -302,46 +296,69 @@ func printRemoved(io streams, res *install.Removed) {
 	}
 }
 
+// EnableOptions are wharf enable's and wharf disable's inputs.
+type EnableOptions struct {
+	IO   streams
+	Home *home.Home
+	// Plugin is the argument: name@marketplace, or the name of one
+	// installed plugin.
+	Plugin string
+	Scope  string
+	// On enables; false disables.
+	On bool
+}
+
 func newEnableCmd(a *app, on bool) *cobra.Command {
 	verb, short := "enable", "Enable an installed plugin in a settings scope"
 	if !on {
 		verb, short = "disable", "Disable a plugin in a settings scope (it stays installed)"
 	}
-	var scope string
+	opts := &EnableOptions{On: on}
 	cmd := &cobra.Command{
 		Use:   verb + " <name@marketplace>",
 		Short: short,
 		Args:  exactArgs(1, "one <name@marketplace>"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			sc, err := settings.ParseScope(scope)
-			if err != nil {
-				return usageError(err)
-			}
-			in, err := a.Installer()
-			if err != nil {
-				return err
-			}
-			have, err := in.InstalledIDs()
-			if err != nil {
-				return err
-			}
-			id, err := installedID(args[0], have)
-			if err != nil {
-				return err
-			}
-			file, err := in.SetEnabled(cmd.Context(), id, sc, on)
-			if err != nil {
-				return err
-			}
-			if a.cfg.JSON {
-				return a.printJSON(map[string]any{"id": id, "enabled": on, "scope": sc, "settingsFile": file})
-			}
-			a.printf("%sd %s in %s (reload running agents to apply)\n", verb, id, file)
-			return nil
+			opts.IO, opts.Home, opts.Plugin = a.io(), a.h, args[0]
+			return runEnable(cmd.Context(), opts)
 		},
 	}
-	scopeFlag(cmd, &scope)
+	scopeFlag(cmd, &opts.Scope)
 	return cmd
+}
+
+// runEnable enables (On) or disables opts.Plugin in opts.Scope's settings
+// file; the plugin stays installed either way.
+func runEnable(ctx context.Context, opts *EnableOptions) error {
+	verb := "enable"
+	if !opts.On {
+		verb = "disable"
+	}
+	sc, err := settings.ParseScope(opts.Scope)
+	if err != nil {
+		return usageError(err)
+	}
+	in, err := opts.Home.Installer()
+	if err != nil {
+		return err
+	}
+	have, err := in.InstalledIDs()
+	if err != nil {
+		return err
+	}
+	id, err := installedID(opts.Plugin, have)
+	if err != nil {
+		return err
+	}
+	file, err := in.SetEnabled(ctx, id, sc, opts.On)
+	if err != nil {
+		return err
+	}
+	if opts.IO.JSON {
+		return opts.IO.printJSON(map[string]any{"id": id, "enabled": opts.On, "scope": sc, "settingsFile": file})
+	}
+	opts.IO.printf("%sd %s in %s (reload running agents to apply)\n", verb, id, file)
+	return nil
 }
 
 // installedArg parses a plugin argument of a command on installed plugins:
@@ -429,8 +446,6 @@ func runList(ctx context.Context, opts *ListOptions) error {
 // warnSettings warns about every problem of the settings files, as agent
 // status does: a settings file that does not parse enables nothing, so its
 // plugins show as disabled, and the user must learn why.
-func (a *app) warnSettings() { warnSettings(a.io(), a.h) }
-
 func warnSettings(io streams, h *home.Home) {
 	snap, err := settings.Load(h.SettingsPaths(), nil)
 	if err != nil {
@@ -453,8 +468,17 @@ func warnSettings(io streams, h *home.Home) {
 	}
 }
 
+// GCOptions are wharf gc's inputs.
+type GCOptions struct {
+	IO   streams
+	Home *home.Home
+	// Grace, when GraceSet, overrides gc-grace; 0 removes orphans now.
+	Grace    time.Duration
+	GraceSet bool
+}
+
 func newGCCmd(a *app) *cobra.Command {
-	var grace time.Duration
+	opts := &GCOptions{}
 	cmd := &cobra.Command{
 		Use:   "gc",
 		Short: "Remove cached plugin versions nothing uses, after their grace period",
@@ -464,35 +488,42 @@ else gc-grace / WHARF_GC_GRACE, default 168h). --grace 0s removes them now.`,
 		Example: "  wharf gc\n  wharf gc --grace 0s",
 		Args:    exactArgs(0, "no arguments"),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if cmd.Flags().Changed("grace") {
-				if grace < 0 {
-					return usageError(fmt.Errorf("--grace %s: must not be negative", grace))
-				}
-				a.cfg.Grace = grace
-				a.h.SetGrace(grace)
-			}
-			return withInstaller(a, cmd, func(ctx context.Context, in *install.Installer) (*cache.GCReport, error) {
-				rep, err := in.GC(ctx)
-				if rep != nil {
-					rep.Removed = nonNil(rep.Removed)
-					rep.Kept = nonNil(rep.Kept)
-					rep.Temps = nonNil(rep.Temps)
-				}
-				return rep, err
-			}, func(rep *cache.GCReport) error {
-				for _, r := range rep.Removed {
-					a.printf("removed %s\n", r)
-				}
-				for _, k := range rep.Kept {
-					a.printf("kept %s (%s since %s)\n", k.Path, k.Reason, k.Since.Format("2006-01-02"))
-				}
-				if len(rep.Removed) == 0 && len(rep.Kept) == 0 {
-					a.printf("nothing to collect\n")
-				}
-				return nil
-			})
+			opts.IO, opts.Home, opts.GraceSet = a.io(), a.h, cmd.Flags().Changed("grace")
+			return runGC(cmd.Context(), opts)
 		},
 	}
-	cmd.Flags().DurationVar(&grace, "grace", 0, "keep orphaned versions this long (overrides gc-grace; 0s removes them now)")
+	cmd.Flags().DurationVar(&opts.Grace, "grace", 0, "keep orphaned versions this long (overrides gc-grace; 0s removes them now)")
 	return cmd
+}
+
+// runGC removes the cached versions nothing uses once their grace has
+// passed, and says what it kept and why.
+func runGC(ctx context.Context, opts *GCOptions) error {
+	io := opts.IO
+	if opts.GraceSet {
+		if opts.Grace < 0 {
+			return usageError(fmt.Errorf("--grace %s: must not be negative", opts.Grace))
+		}
+		opts.Home.SetGrace(opts.Grace)
+	}
+	return installerDo(ctx, io, opts.Home, func(ctx context.Context, in *install.Installer) (*cache.GCReport, error) {
+		rep, err := in.GC(ctx)
+		if rep != nil {
+			rep.Removed = nonNil(rep.Removed)
+			rep.Kept = nonNil(rep.Kept)
+			rep.Temps = nonNil(rep.Temps)
+		}
+		return rep, err
+	}, func(rep *cache.GCReport) error {
+		for _, r := range rep.Removed {
+			io.printf("removed %s\n", r)
+		}
+		for _, k := range rep.Kept {
+			io.printf("kept %s (%s since %s)\n", k.Path, k.Reason, k.Since.Format("2006-01-02"))
+		}
+		if len(rep.Removed) == 0 && len(rep.Kept) == 0 {
+			io.printf("nothing to collect\n")
+		}
+		return nil
+	})
 }

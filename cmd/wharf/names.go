@@ -16,8 +16,6 @@ import (
 // lists; otherwise the error suggests the closest names ("did you mean
 // app-deploy@demo?"). A bare "name" resolves when exactly one known
 // marketplace lists it; when several do, the error lists them.
-func (a *app) catalogID(arg string) (plugin.ID, error) { return catalogID(a.h, arg) }
-
 func catalogID(h *home.Home, arg string) (plugin.ID, error) {
 	mgr, err := h.Marketplaces()
 	if err != nil {

@@ -28,10 +28,6 @@ type marketMove struct {
 // fetching, once, every marketplace the named plugins (all installed ones
 // when ids is empty) come from, unless offline. A marketplace that cannot be
 // fetched is reported and its copy on disk is used.
-func (a *app) refreshInstaller(ctx context.Context, args []string, offline bool) (*install.Installer, []plugin.ID, []marketMove, error) {
-	return refreshInstaller(ctx, a.h, args, offline)
-}
-
 func refreshInstaller(ctx context.Context, h *home.Home, args []string, offline bool) (*install.Installer, []plugin.ID, []marketMove, error) {
 	var mgr *marketplace.Manager
 	var err error
@@ -94,8 +90,6 @@ func refreshInstaller(ctx context.Context, h *home.Home, args []string, offline 
 }
 
 // printMoves says, for humans, what refreshing the marketplaces did.
-func (a *app) printMoves(moves []marketMove) { printMoves(a.io(), moves) }
-
 func printMoves(io streams, moves []marketMove) {
 	for _, m := range moves {
 		switch {
@@ -250,8 +244,17 @@ type outdatedResult struct {
 	Plugins      []install.Outdated `json:"plugins"`
 }
 
+// OutdatedOptions are wharf outdated's inputs.
+type OutdatedOptions struct {
+	IO   streams
+	Home *home.Home
+	// Plugins are the arguments; none means every installed plugin.
+	Plugins []string
+	Offline bool
+}
+
 func newOutdatedCmd(a *app) *cobra.Command {
-	var offline bool
+	opts := &OutdatedOptions{}
 	cmd := &cobra.Command{
 		Use:   "outdated [<name@marketplace>...]",
 		Short: "List the installed plugins update would change (fetches their marketplaces first)",
@@ -260,50 +263,58 @@ update; --offline uses the copies on disk), then lists, for each plugin, the
 installed version, the version its marketplace lists now and what 'wharf
 update' would do. It changes no plugin.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			in, ids, moves, err := a.refreshInstaller(cmd.Context(), args, offline)
-			if err != nil {
-				return err
-			}
-			res, err := in.Outdated(ids)
-			if err != nil {
-				return err
-			}
-			if a.cfg.JSON {
-				return a.printJSON(outdatedResult{Marketplaces: moves, Plugins: res})
-			}
-			a.printMoves(moves)
-			if len(res) == 0 {
-				a.printf("no plugins installed\n")
-				return nil
-			}
-			tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "PLUGIN\tINSTALLED\tAVAILABLE\tUPDATE\tNOTES")
-			n := 0
-			for _, o := range res {
-				avail, what := o.Available, "-"
-				if avail == "" {
-					avail = "?"
-				}
-				switch o.Status {
-				case install.OutdatedUpdate:
-					what = "yes"
-					n++
-				case install.OutdatedUnknown:
-					what = "maybe"
-				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", o.ID, o.Installed, avail, what, o.Note)
-			}
-			if err := tw.Flush(); err != nil {
-				return err
-			}
-			if n > 0 {
-				a.printf("%d plugin(s) to update: wharf update --all\n", n)
-			} else {
-				a.printf("everything is up to date\n")
-			}
-			return nil
+			opts.IO, opts.Home, opts.Plugins = a.io(), a.h, args
+			return runOutdated(cmd.Context(), opts)
 		},
 	}
-	cmd.Flags().BoolVar(&offline, "offline", false, "use the marketplace copies on disk; fetch nothing")
+	cmd.Flags().BoolVar(&opts.Offline, "offline", false, "use the marketplace copies on disk; fetch nothing")
 	return cmd
+}
+
+// runOutdated fetches the plugins' marketplaces (unless Offline) and
+// lists what update would do; it changes no plugin.
+func runOutdated(ctx context.Context, opts *OutdatedOptions) error {
+	io := opts.IO
+	in, ids, moves, err := refreshInstaller(ctx, opts.Home, opts.Plugins, opts.Offline)
+	if err != nil {
+		return err
+	}
+	res, err := in.Outdated(ids)
+	if err != nil {
+		return err
+	}
+	if io.JSON {
+		return io.printJSON(outdatedResult{Marketplaces: moves, Plugins: res})
+	}
+	printMoves(io, moves)
+	if len(res) == 0 {
+		io.printf("no plugins installed\n")
+		return nil
+	}
+	tw := tabwriter.NewWriter(io.Out, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "PLUGIN\tINSTALLED\tAVAILABLE\tUPDATE\tNOTES")
+	n := 0
+	for _, o := range res {
+		avail, what := o.Available, "-"
+		if avail == "" {
+			avail = "?"
+		}
+		switch o.Status {
+		case install.OutdatedUpdate:
+			what = "yes"
+			n++
+		case install.OutdatedUnknown:
+			what = "maybe"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", o.ID, o.Installed, avail, what, o.Note)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if n > 0 {
+		io.printf("%d plugin(s) to update: wharf update --all\n", n)
+	} else {
+		io.printf("everything is up to date\n")
+	}
+	return nil
 }

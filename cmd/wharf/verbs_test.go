@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/spf13/viper"
 
@@ -131,7 +133,24 @@ func TestVerbsRunWithoutCobra(t *testing.T) {
 		t.Fatalf("update without plugins or --all: exit %d, %v", exitCode(err), err)
 	}
 
+	out = w.must(func(io streams, h *home.Home) error {
+		return runEnable(ctx, &EnableOptions{IO: io, Home: h, Plugin: "app", Scope: "user", On: false})
+	})
+	if want := "disabled app@corp in " + settingsFile + " (reload running agents to apply)\n"; out != want {
+		t.Fatalf("disable printed\n%s\nwant\n%s", out, want)
+	}
+	if out := w.must(list); !strings.Contains(out, "disabled") {
+		t.Fatalf("list after disable:\n%s", out)
+	}
+	w.must(func(io streams, h *home.Home) error {
+		return runEnable(ctx, &EnableOptions{IO: io, Home: h, Plugin: "app@corp", Scope: "user", On: true})
+	})
+
 	w.writeMarketplace("1.1.0")
+	out = w.must(func(io streams, h *home.Home) error { return runOutdated(ctx, &OutdatedOptions{IO: io, Home: h}) })
+	if !strings.Contains(out, "1 plugin(s) to update: wharf update --all") || !strings.Contains(out, "1.1.0") {
+		t.Fatalf("outdated printed\n%s", out)
+	}
 	out = w.must(func(io streams, h *home.Home) error {
 		return runUpdate(ctx, &UpdateOptions{IO: io, Home: h, Plugins: []string{"app"}, DryRun: true})
 	})
@@ -178,5 +197,16 @@ func TestVerbsRunWithoutCobra(t *testing.T) {
 	}
 	if out := w.must(func(io streams, h *home.Home) error { return runPrune(ctx, &PruneOptions{IO: io, Home: h}) }); out != "nothing to prune\n" {
 		t.Fatalf("second prune printed\n%s", out)
+	}
+	if _, err := w.do(func(io streams, h *home.Home) error {
+		return runGC(ctx, &GCOptions{IO: io, Home: h, Grace: -time.Hour, GraceSet: true})
+	}); exitCode(err) != 2 {
+		t.Fatalf("gc --grace -1h: exit %d, %v", exitCode(err), err)
+	}
+	out = w.must(func(io streams, h *home.Home) error { return runGC(ctx, &GCOptions{IO: io, Home: h, GraceSet: true}) })
+	for _, v := range []string{"app/1.0.0", "app/1.1.0", "lib/1.0.0"} {
+		if !strings.Contains(out, "removed "+filepath.Join(w.dir, "cache", "corp", filepath.FromSlash(v))) {
+			t.Fatalf("gc --grace 0s did not remove %s:\n%s", v, out)
+		}
 	}
 }
