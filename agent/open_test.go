@@ -11,7 +11,7 @@ import (
 )
 
 // systemManaged makes dir the machine's managed directory for the test.
-func systemManaged(t *testing.T, dir string) {
+func systemManaged(t testing.TB, dir string) {
 	t.Helper()
 	old := settings.SystemManagedDir
 	settings.SystemManagedDir = dir

@@ -142,6 +142,8 @@ type Engine struct {
 	cur       atomic.Pointer[state]
 	// compiles counts the prepared queries built (tests).
 	compiles atomic.Int64
+	// evals counts the Rego evaluations run (Evaluations).
+	evals atomic.Int64
 	memo     *memo // the decision memo; nil only under WithCache
 	revs     atomic.Pointer[Revocations]
 	// githubHost is where owner/repo requests are fetched from
@@ -207,6 +209,11 @@ func Open(src Sources, opts ...Option) (*Engine, error) {
 	}
 	return NewEngine(layers, append([]Option{WithLoader(src.Load)}, opts...)...)
 }
+
+// Evaluations is the number of Rego evaluations this engine ran: the
+// decisions neither the memo nor the cache answered. It is what a caller
+// measuring its start, or a test, counts (see MemoHits for the others).
+func (e *Engine) Evaluations() int64 { return e.evals.Load() }
 
 // Version identifies the compiled policy: a hash over every input document
 // and module.
@@ -552,6 +559,7 @@ func (e *Engine) Decide(ctx context.Context, req Request) (Decision, error) {
 	if err := st.prepare(e); err != nil {
 		return st.failed(err)
 	}
+	e.evals.Add(1)
 	d, err := st.eval(ctx, input)
 	if err != nil {
 		return d, err
