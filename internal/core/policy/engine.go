@@ -144,8 +144,8 @@ type Engine struct {
 	compiles atomic.Int64
 	// evals counts the Rego evaluations run (Evaluations).
 	evals atomic.Int64
-	memo     *memo // the decision memo; nil only under WithCache
-	revs     atomic.Pointer[Revocations]
+	memo  *memo // the decision memo; nil only under WithCache
+	revs  atomic.Pointer[Revocations]
 	// githubHost is where owner/repo requests are fetched from
 	// (WithGitHubHost); nil reads WHARF_GITHUB_HOST when the engine is built.
 	githubHost *string
