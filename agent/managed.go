@@ -29,8 +29,32 @@ type managedGuard struct {
 	inner   Policy         // the embedder's policy
 }
 
-// Decide asks the managed layers first; their denial is final.
+// extender is a Policy that can tell whether it already contains the
+// managed layers (*policy.Engine).
+type extender interface {
+	Extends(m *policy.Engine) (version, mVersion string, ok bool)
+}
+
+// Decide asks the managed layers first; their denial is final. When the
+// embedder's policy already has the managed layers as its highest layers
+// (wharf's own commands open the home's policy over the same directories),
+// it alone decides: one evaluation per request, answered from its memo
+// when it keeps one, and what it decides is what asking both would.
 func (g *managedGuard) Decide(ctx context.Context, req policy.Request) (policy.Decision, error) {
+	if x, ok := g.inner.(extender); ok {
+		if v, mv, ok := x.Extends(g.managed); ok {
+			d, err := g.inner.Decide(ctx, req)
+			if err != nil {
+				return policy.Decision{}, err
+			}
+			// The comparison holds for the versions compared; a
+			// reload in between (either side) asks both below.
+			if d.PolicyVersion == v && g.managed.Version() == mv {
+				d.PolicyVersion = mv + "+" + v
+				return d, nil
+			}
+		}
+	}
 	m, err := g.managed.Decide(ctx, req)
 	if err != nil {
 		return policy.Decision{}, err

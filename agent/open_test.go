@@ -98,3 +98,55 @@ func TestOpenRefusesAnotherManagedDir(t *testing.T) {
 	}
 	r.Close()
 }
+
+// When the embedder's policy already has the managed layers on top (the
+// home's engine, as wharf's commands open it), Open's guard costs no
+// evaluation of its own: a load through Open runs exactly the evaluations
+// the same policy runs without the guard, and the managed deny still holds.
+// Before, every decision evaluated the managed layers a second time.
+func TestOpenEvaluatesEachDecisionOnce(t *testing.T) {
+	w := newWorld(t)
+	systemManaged(t, w.managed)
+	for _, id := range []string{"a@corp", "b@corp", "c@corp", "d@corp"} {
+		w.install(id, "1.0.0", map[string]string{"commands/go.md": "Go.", "hooks/hooks.json": `{"hooks": {"Stop": [{"hooks": [{"type": "command", "command": "true"}]}]}}`})
+		w.setEnabled(id, true)
+	}
+	writeTree(t, w.managed, map[string]string{"org.rego": "package wharf.admin.managed\n\n" +
+		"deny contains \"a@corp is not approved\" if { input.action == \"load\"; input.plugin == \"a@corp\" }\n"})
+	home := func() *policy.Engine {
+		e, err := policy.Open(policy.Sources{ManagedDir: w.managed})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return e
+	}
+	o := w.options()
+	o.Settings.ManagedDir = ""
+	o.NoMemo = true
+
+	// The control: the home's engine alone.
+	alone := home()
+	o.Policy = alone
+	w.load(w.runtime(o), CacheOnly)
+	want := alone.Evaluations()
+	if want == 0 {
+		t.Fatal("control: the load evaluated nothing")
+	}
+
+	o.Policy = home()
+	r, err := Open(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.Close() })
+	set := w.load(r, CacheOnly)
+	if got := evaluations(r.o.Policy); got != want {
+		t.Fatalf("a load through Open ran %d evaluations; the same policy alone runs %d", got, want)
+	}
+	if a, _ := set.Plugin(plugin.MustParseID("a@corp")); a.Status == "active" {
+		t.Fatal("a@corp, which the managed layer denies, is active")
+	}
+	if b, _ := set.Plugin(plugin.MustParseID("b@corp")); b.Status != "active" {
+		t.Fatalf("b@corp is %s", b.Status)
+	}
+}
