@@ -3,6 +3,7 @@ package agent
 import (
 	"errors"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/wharfhq/wharf/internal/core/policy"
@@ -23,13 +24,76 @@ func systemManaged(t testing.TB, dir string) {
 func TestOpenWithoutPolicyFails(t *testing.T) {
 	w := newWorld(t)
 	systemManaged(t, w.managed)
-	_, err := Open(w.options())
+	_, err := Open(Options{Home: w.home})
 	if !errors.Is(err, ErrNoPolicy) {
 		t.Fatalf("Open without a policy: %v", err)
 	}
 	var pe *plugin.Error
 	if !errors.As(err, &pe) || pe.Object != "Options.Policy" || pe.Layer != plugin.LayerIntent {
 		t.Fatalf("error does not name the field: %#v", err)
+	}
+	if _, err := Open(Options{Policy: &Policy{}}); err == nil || !strings.Contains(err.Error(), "Options.Home") {
+		t.Fatalf("Open without a home: %v", err)
+	}
+}
+
+// closeStore lets Open read the world's registry: the world holds its
+// bbolt file open (and locked) until it is closed.
+func (w *world) closeStore() {
+	w.tb.Helper()
+	if err := w.st.Close(); err != nil {
+		w.tb.Fatal(err)
+	}
+}
+
+// An embedder's policy layers (LoadPolicy) sit below the machine's
+// managed layers: one that allows a plugin the managed layer denies, even
+// one that forces it on, cannot make it active, and one that denies a
+// plugin the managed layer allows does keep it out. Open reads the
+// managed layers itself, from the system directory and the further one.
+func TestEmbedderPolicyOnlyTightens(t *testing.T) {
+	w := newWorld(t)
+	systemManaged(t, w.managed)
+	for _, id := range []string{"denied@corp", "forced@corp", "ok@corp", "mine@corp", "extra@corp"} {
+		name := plugin.MustParseID(id).Name
+		w.install(id, "1.0.0", map[string]string{".claude-plugin/plugin.json": `{"name": "` + name + `"}`, "commands/go.md": "Go."})
+		w.setEnabled(id, true)
+	}
+	w.closeStore()
+	writeTree(t, w.managed, map[string]string{
+		"managed-settings.json": `{"enabledPlugins": {"forced@corp": false}}`,
+		"org.rego": "package wharf.admin.managed\n\n" +
+			"deny contains \"denied@corp is not approved\" if { input.action == \"load\"; input.plugin == \"denied@corp\" }\n",
+	})
+	extra := filepath.Join(t.TempDir(), "extra")
+	writeTree(t, extra, map[string]string{"managed-settings.json": `{"enabledPlugins": {"extra@corp": false}}`})
+	// The embedder's layers: a settings file that forces on both plugins
+	// the managed layers keep out, and a rule of its own.
+	mine := t.TempDir()
+	writeTree(t, mine, map[string]string{
+		"allow.json": `{"enabledPlugins": {"forced@corp": true, "denied@corp": true, "extra@corp": true}}`,
+		"mine.rego": "package wharf.admin.mine\n\n" +
+			"deny contains \"not mine\" if { input.action == \"load\"; input.plugin == \"mine@corp\" }\n",
+	})
+	pol, err := LoadPolicy(filepath.Join(mine, "allow.json"), filepath.Join(mine, "mine.rego"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := Open(Options{Home: w.home, ExtraManagedDir: extra, Policy: pol, NoMemo: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.Close() })
+	set := w.load(r, CacheOnly)
+	want := map[string]string{"denied@corp": "failed", "forced@corp": "disabled", "extra@corp": "disabled", "mine@corp": "failed", "ok@corp": "active"}
+	for id, status := range want {
+		p, ok := set.Plugin(plugin.MustParseID(id))
+		if !ok || p.Status != status {
+			t.Errorf("%s is %q, want %q (%+v)", id, p.Status, status, p)
+		}
+	}
+	if _, ok := set.Lookup(plugin.KindCommand, "ok:go"); !ok {
+		t.Fatalf("the allowed plugin's command is not live: %+v %v", set.Components(), set.Warnings())
 	}
 }
 
@@ -59,7 +123,7 @@ func TestOpenKeepsTheManagedDeny(t *testing.T) {
 		t.Fatalf("control: without the managed layers a@corp is %s", p.Status)
 	}
 
-	r, err := Open(o)
+	r, err := open(o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -75,28 +139,6 @@ func TestOpenKeepsTheManagedDeny(t *testing.T) {
 	if _, ok := set.Lookup(plugin.KindCommand, "a:go"); ok {
 		t.Fatal("the denied plugin's command is live")
 	}
-}
-
-// The managed scope cannot be pointed elsewhere: Settings.ManagedDir is the
-// machine's directory or empty (which means it); a further directory goes
-// in ExtraManagedDir, which only adds to it.
-func TestOpenRefusesAnotherManagedDir(t *testing.T) {
-	w := newWorld(t)
-	systemManaged(t, w.managed)
-	o := w.options()
-	o.Policy = w.policy()
-	o.Settings.ManagedDir = filepath.Join(t.TempDir(), "empty")
-	_, err := Open(o)
-	var pe *plugin.Error
-	if !errors.Is(err, ErrManagedDir) || !errors.As(err, &pe) || pe.Object != "Options.Settings.ManagedDir" {
-		t.Fatalf("Open with another managed dir: %v", err)
-	}
-	o.Settings.ManagedDir = ""
-	r, err := Open(o)
-	if err != nil {
-		t.Fatalf("Open with the managed dir left empty: %v", err)
-	}
-	r.Close()
 }
 
 // When the embedder's policy already has the managed layers on top (the
@@ -121,7 +163,6 @@ func TestOpenEvaluatesEachDecisionOnce(t *testing.T) {
 		return e
 	}
 	o := w.options()
-	o.Settings.ManagedDir = ""
 	o.NoMemo = true
 
 	// The control: the home's engine alone.
@@ -134,7 +175,7 @@ func TestOpenEvaluatesEachDecisionOnce(t *testing.T) {
 	}
 
 	o.Policy = home()
-	r, err := Open(o)
+	r, err := open(o)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,7 +11,7 @@ import (
 
 // evaluations is the number of Rego evaluations p's engines ran: the
 // guard's own engine over the managed directories and the embedder's.
-func evaluations(p Policy) int64 {
+func evaluations(p enginePolicy) int64 {
 	var n int64
 	switch g := p.(type) {
 	case *managedGuard:
@@ -35,7 +35,6 @@ func BenchmarkOpenManaged100(b *testing.B) {
 	const n = 100
 	w, o := benchWorld(b, n)
 	systemManaged(b, w.managed)
-	o.Settings.ManagedDir = ""
 	memo := w.memoFile()
 	start := func(cold bool) (time.Duration, int64) {
 		if cold {
@@ -49,7 +48,7 @@ func BenchmarkOpenManaged100(b *testing.B) {
 			b.Fatal(err)
 		}
 		o.Policy = e
-		r, err := Open(o)
+		r, err := open(o)
 		if err != nil {
 			b.Fatal(err)
 		}
