@@ -159,4 +159,3 @@ func TestOpenEmptyHome(t *testing.T) {
 		t.Fatalf("Open created the registry: %v", err)
 	}
 }
-
