@@ -37,13 +37,18 @@
 // installed registry (the home's bbolt file, opened read-only and held only
 // while a load reads it, so a session never locks `wharf install` out), the
 // settings of every scope (managed, flag, local and project from Project,
-// user from Home), the known marketplaces (their entries and sources, read
-// again at every load) and the plugins' cache, whose version directories
-// the session leases so `wharf gc` keeps them (a home the program cannot
-// write loads all the same, with a warning that nothing is leased). A home
-// nothing was installed in reads as empty. Policy layers a policy server
-// hands out (`wharf policy pull`) and their revocations reach wharf's own
-// commands, not an embedder's Runtime.
+// user from Home), the sources of the known marketplaces (read again at
+// every load: policy on marketplace sources, strictKnownMarketplaces and
+// blockedMarketplaces, matches them) and the plugins' cache, whose version
+// directories the session leases so `wharf gc` keeps them (a home whose
+// cache cannot take the lease loads all the same, with a warning that
+// nothing is leased). A home nothing was installed in reads as empty. The
+// runtime links no code that fetches (no git client, no OpenPGP), so it
+// does not read the marketplaces' catalogs: a program that loads plugins
+// whose marketplace entry defines their components (strict: false) gives
+// those entries in Options.Entries. Policy layers a policy server hands out
+// (`wharf policy pull`) and their revocations reach wharf's own commands,
+// not an embedder's Runtime.
 //
 // # Policy
 //

@@ -2,42 +2,39 @@ package agent
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"github.com/wharfhq/wharf/internal/client/cache"
 	"github.com/wharfhq/wharf/internal/core/layout"
-	"github.com/wharfhq/wharf/internal/core/marketplace"
 	"github.com/wharfhq/wharf/internal/core/settings"
 	"github.com/wharfhq/wharf/internal/core/store"
-	"github.com/wharfhq/wharf/plugin"
 )
 
 // homeState is a wharf home as Open reads it for an embedding program: the
 // installed registry (the home's bbolt file, opened read-only and held
 // only while a read runs, so wharf's commands are never locked out by a
 // session), its cache (which leases the version dirs a session uses), and
-// the known marketplaces, whose entries and sources are read again at
-// every load.
+// the sources of the known marketplaces, read again at every load.
 type homeState struct {
-	paths layout.Paths
-	st    store.Store
-	cache *cache.Cache
-	cat   atomic.Pointer[homeCatalog]
+	paths   layout.Paths
+	st      store.Store
+	cache   *cache.Cache
+	sources atomic.Pointer[map[string]*settings.MarketplaceSource]
 }
 
-// homeCatalog is what a load reads of the known marketplaces.
-type homeCatalog struct {
-	cat     *marketplace.Catalog
-	sources map[string]*settings.MarketplaceSource
-}
+// knownBucket is the store bucket of the known marketplaces
+// (marketplace.Bucket; the runtime links no marketplace code, which
+// fetches). TestKnownMarketplaceRecords keeps the two in step.
+const knownBucket = "marketplaces"
 
 // lockWait bounds how long a load waits for a command that holds the
-// registry or the marketplaces.
+// registry.
 const lockWait = 5 * time.Second
 
 func openHome(home string) *homeState {
@@ -77,57 +74,47 @@ func (h *homeState) Acquire(ctx context.Context, paths ...string) (*cache.Lease,
 	return h.cache.Acquire(ctx, paths...)
 }
 
-// refresh reads the known marketplaces again, under their shared lock
-// (without it when the home is read-only and the lock file cannot be
-// made). A marketplace that cannot be read is left out of the entries;
-// the registry failing to read fails the load: without the sources,
-// policy on marketplace sources could not be applied.
-func (h *homeState) refresh(ctx context.Context) error {
-	cat := &homeCatalog{cat: &marketplace.Catalog{}, sources: map[string]*settings.MarketplaceSource{}}
+// refresh reads the sources of the known marketplaces again, as policy
+// reads them (settings.ParseSource of the recorded source, which is what
+// marketplace.Source.Settings gives): strictKnownMarketplaces and a
+// blockedMarketplaces entry naming a source match a plugin by its
+// marketplace's source. A source that does not parse is left out, as
+// wharf's commands leave it; a record that is not JSON fails the load.
+func (h *homeState) refresh() error {
+	sources := map[string]*settings.MarketplaceSource{}
 	if ok, err := h.installed(); err != nil {
 		return err
-	} else if !ok {
-		h.cat.Store(cat)
-		return nil
-	}
-	wait, cancel := context.WithTimeout(ctx, lockWait)
-	unlock, err := cache.RLockFile(wait, h.paths.MarketplacesLock())
-	cancel()
-	switch {
-	case err == nil:
-		defer unlock()
-	case errors.Is(err, fs.ErrPermission), errors.Is(err, syscall.EROFS):
-	default:
-		return err
-	}
-	c, err := marketplace.NewManager(h.st, marketplace.Options{Dir: h.paths.Marketplaces()}).Catalog()
-	if err != nil {
-		return err
-	}
-	cat.cat = c
-	for _, m := range c.Marketplaces() {
-		if s, err := m.Known.Source.Settings(); err == nil {
-			cat.sources[m.Known.Name] = &s
+	} else if ok {
+		err := h.st.View(func(r store.Reader) error {
+			kvs, err := r.List(knownBucket, "")
+			if err != nil {
+				return err
+			}
+			for _, kv := range kvs {
+				var k struct {
+					Source json.RawMessage `json:"source"`
+				}
+				if err := json.Unmarshal(kv.Value, &k); err != nil {
+					return fmt.Errorf("store: marketplace record %q is corrupt: %w; remove it with: wharf marketplace remove %s", kv.Key, err, kv.Key)
+				}
+				if s, err := settings.ParseSource(k.Source); err == nil {
+					sources[kv.Key] = &s
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			return err
 		}
 	}
-	h.cat.Store(cat)
-	return nil
-}
-
-// entry is a plugin's entry in the known marketplaces, or nil.
-func (h *homeState) entry(id plugin.ID) *plugin.Entry {
-	if c := h.cat.Load(); c != nil {
-		if hit, err := c.cat.Lookup(id); err == nil {
-			return hit.Entry
-		}
-	}
+	h.sources.Store(&sources)
 	return nil
 }
 
 // source is a known marketplace's source, or nil.
 func (h *homeState) source(name string) *settings.MarketplaceSource {
-	if c := h.cat.Load(); c != nil {
-		return c.sources[name]
+	if m := h.sources.Load(); m != nil {
+		return (*m)[name]
 	}
 	return nil
 }

@@ -1,14 +1,17 @@
 package agent
 
 import (
+	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 
 	"github.com/wharfhq/wharf/internal/core/layout"
 	"github.com/wharfhq/wharf/internal/core/marketplace"
+	"github.com/wharfhq/wharf/internal/core/settings"
 	"github.com/wharfhq/wharf/internal/testutil/testworld"
 	"github.com/wharfhq/wharf/plugin"
 )
@@ -157,5 +160,61 @@ func TestOpenEmptyHome(t *testing.T) {
 	}
 	if _, err := os.Stat(layout.New(home).StateDB()); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("Open created the registry: %v", err)
+	}
+}
+
+// The runtime reads the known marketplaces' records itself (it links no
+// marketplace code): the bucket is the marketplace package's, and the
+// source it reads from each record is the one that package gives policy,
+// for every kind of source.
+func TestKnownMarketplaceRecords(t *testing.T) {
+	if knownBucket != marketplace.Bucket {
+		t.Fatalf("knownBucket %q, marketplace.Bucket %q", knownBucket, marketplace.Bucket)
+	}
+	w := newWorld(t)
+	dir := testworld.Marketplace(t, filepath.Join(t.TempDir(), "local"), "local", map[string]map[string]string{"p": {"commands/go.md": "Go."}})
+	mgr := marketplace.NewManager(w.st, marketplace.Options{Dir: layout.New(w.home).Marketplaces(), Getenv: func(string) string { return "" }})
+	src, err := marketplace.ParseSource(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := mgr.Add(bg, src, ""); err != nil {
+		t.Fatal(err)
+	}
+	w.closeStore()
+	h := openHome(w.home)
+	if err := h.refresh(); err != nil {
+		t.Fatal(err)
+	}
+	for _, raw := range []string{dir, "corp/plugins", "https://git.example.com/corp/plugins.git", "https://example.com/marketplace.json"} {
+		s, err := marketplace.ParseSource(raw)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := s.Settings()
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := json.Marshal(struct {
+			Source marketplace.Source `json:"source"`
+		}{s})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var k struct {
+			Source json.RawMessage `json:"source"`
+		}
+		if err := json.Unmarshal(b, &k); err != nil {
+			t.Fatal(err)
+		}
+		got, err := settings.ParseSource(k.Source)
+		if err != nil || !reflect.DeepEqual(got, want) {
+			t.Errorf("%s: the runtime reads %+v (%v), marketplace gives %+v", raw, got, err, want)
+		}
+	}
+	got := h.source("local")
+	want, _ := src.Settings()
+	if got == nil || !reflect.DeepEqual(*got, want) {
+		t.Fatalf("the home's record of local reads %+v, want %+v", got, want)
 	}
 }

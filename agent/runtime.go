@@ -63,8 +63,8 @@ type Options struct {
 	// the managed layers alone.
 	Policy *Policy
 	// Entries returns a plugin's marketplace entry (for entries that define
-	// components, strict: false), or nil. Optional: by default the entries
-	// of the home's known marketplaces, read at every load.
+	// components, strict: false), or nil. Optional: without it, such a
+	// plugin loads the components of its own files alone.
 	Entries func(plugin.ID) *plugin.Entry
 	// Builtins are the agent's own components; they win every collision.
 	Builtins []Builtin
@@ -108,8 +108,8 @@ type config struct {
 	// MarketplaceSource returns a known marketplace's source for policy
 	// (strictKnownMarketplaces, blockedMarketplaces), or nil.
 	MarketplaceSource func(name string) *settings.MarketplaceSource
-	// home, when set, is the home Open reads the known marketplaces of
-	// at every load (the entries and sources above).
+	// home, when set, is the home Open reads the known marketplaces'
+	// sources of at every load (MarketplaceSource above).
 	home *homeState
 }
 
@@ -150,9 +150,9 @@ type activation struct {
 // directory and Options.ExtraManagedDir) and puts Options.Policy under
 // them, so no embedder's policy drops or loosens what they say. It opens
 // the home's installed registry (read-only, held only while a load reads
-// it) and reads the settings of every scope, the known marketplaces and
-// the installed plugins at each Load; only the managed directories are
-// read now.
+// it) and reads the settings of every scope, the known marketplaces'
+// sources and the installed plugins at each Load; only the managed
+// directories are read now.
 func Open(o Options) (*Runtime, error) {
 	c, err := configure(o)
 	if err != nil {
@@ -180,9 +180,6 @@ func configure(o Options) (config, error) {
 		}
 		h := openHome(o.Home)
 		c.home, c.Registry, c.Leaser, c.softLease, c.MarketplaceSource = h, h, h, true, h.source
-		if c.Entries == nil {
-			c.Entries = h.entry
-		}
 	}
 	var err error
 	if c.Policy, err = o.Policy.compile(c.Settings, o.Home, o.NoMemo); err != nil {
@@ -308,7 +305,7 @@ func (r *Runtime) Load(ctx context.Context, mode Mode) (*Set, error) {
 		return nil, &plugin.Error{Layer: plugin.LayerIntent, Type: settings.TypeSettingsInvalid, Err: err, Hint: "fix the settings file named above"}
 	}
 	if r.o.home != nil {
-		if err := r.o.home.refresh(ctx); err != nil {
+		if err := r.o.home.refresh(); err != nil {
 			wg.Wait()
 			return nil, &plugin.Error{Layer: plugin.LayerIntent, Type: plugin.TypeSource, Object: r.o.Home, Err: err,
 				Hint: "the known marketplaces could not be read; check WHARF_HOME, or wait for the wharf command that holds it"}
