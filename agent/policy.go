@@ -14,7 +14,8 @@ import (
 
 // Policy is what a Runtime decides with: the policy layers the embedding
 // program adds, below the machine's managed layers. Its value is opaque;
-// LoadPolicy makes one. A Policy can be given to any number of Opens.
+// LoadPolicy makes one, and the zero Policy, like LoadPolicy(), is the
+// managed layers alone. A Policy can be given to any number of Opens.
 type Policy struct {
 	// paths are LoadPolicy's layers, absolute.
 	paths []string
