@@ -191,3 +191,51 @@ func TestOpenEvaluatesEachDecisionOnce(t *testing.T) {
 		t.Fatalf("b@corp is %s", b.Status)
 	}
 }
+
+// CheckPolicy answers with the session's policy: the managed layers' deny
+// and the program's own, each naming its layer, the denial worded as wharf
+// reports it, and the session's policy version. A request that does not
+// parse is an error.
+func TestCheckPolicyAsksTheSessionsPolicy(t *testing.T) {
+	w := newWorld(t)
+	systemManaged(t, w.managed)
+	w.closeStore()
+	writeTree(t, w.managed, map[string]string{"org.rego": "package wharf.admin.managed\n\n" +
+		"deny contains \"a@corp is not approved\" if { input.action == \"load\"; input.plugin == \"a@corp\" }\n"})
+	rules := filepath.Join(t.TempDir(), "team.rego")
+	writeTree(t, filepath.Dir(rules), map[string]string{"team.rego": "package wharf.admin.team\n\n" +
+		"deny contains \"b@corp is the team's no\" if { input.action == \"load\"; input.plugin == \"b@corp\" }\n"})
+	pol, err := LoadPolicy(rules)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := Open(Options{Home: w.home, Policy: pol, NoMemo: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	set := w.load(r, CacheOnly)
+	check := func(id string) PolicyDecision {
+		t.Helper()
+		d, err := r.CheckPolicy(bg, []byte(`{"action": "load", "plugin": "`+id+`"}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d.PolicyVersion != set.PolicyVersion() {
+			t.Fatalf("decided under %q; the session's policy is %q", d.PolicyVersion, set.PolicyVersion())
+		}
+		return d
+	}
+	for id, layer := range map[string]string{"a@corp": "managed", "b@corp": "team"} {
+		d := check(id)
+		if d.Allowed || len(d.Reasons) == 0 || d.Reasons[0].Layer != layer || !strings.Contains(d.Message, id) {
+			t.Errorf("%s: %+v, want a denial by layer %s", id, d, layer)
+		}
+	}
+	if d := check("c@corp"); !d.Allowed || d.Message != "" || d.Reasons == nil {
+		t.Errorf("c@corp: %+v", d)
+	}
+	if _, err := r.CheckPolicy(bg, []byte(`{"action": "fly"}`)); err == nil || !strings.Contains(err.Error(), "action") {
+		t.Errorf("a bad request: %v", err)
+	}
+}

@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"context"
 	"errors"
 	"path/filepath"
 
@@ -100,4 +101,57 @@ func init() {
 		func(e *policy.Engine) any { return &Policy{engine: e} },
 		func(options any, w agentlink.Wiring) { options.(*Options).wiring = &w },
 	)
+}
+
+// PolicyDecision is the session's policy's answer to one request.
+type PolicyDecision struct {
+	Allowed bool `json:"allowed"`
+	// Forced is "on" or "off" when managed enabledPlugins forces the plugin.
+	Forced        string         `json:"forced,omitempty"`
+	Reasons       []PolicyReason `json:"reasons"`
+	Warnings      []string       `json:"warnings"`
+	PolicyVersion string         `json:"policyVersion"`
+	// Message is the denial as wharf reports it, with the next step; ""
+	// when the request is allowed.
+	Message string `json:"message,omitempty" doc:"the denial as wharf reports it, with the next step"`
+}
+
+// PolicyReason is one rule that denied a request: the layer it is in
+// ("managed", a LoadPolicy layer's name, ...), the rule, and why.
+type PolicyReason struct {
+	Layer   string `json:"layer"`
+	Rule    string `json:"rule"`
+	Message string `json:"message"`
+}
+
+// CheckPolicy asks the session's policy (the machine's managed layers and
+// the program's) one request: a JSON object with the fields `wharf policy
+// eval --input` takes ({"action": "install", "plugin": "deploy@corp",
+// "marketplace": {"name": "corp", "source": {...}}, ...}). A request that
+// does not parse is an error naming the field; a denial is a decision with
+// Allowed false, not an error.
+func (r *Runtime) CheckPolicy(ctx context.Context, request []byte) (PolicyDecision, error) {
+	req, err := policy.ParseRequest(request)
+	if err != nil {
+		return PolicyDecision{}, err
+	}
+	d, err := r.o.Policy.Decide(ctx, req)
+	if err != nil {
+		return PolicyDecision{}, err
+	}
+	out := PolicyDecision{Allowed: d.Allowed, Forced: d.Forced, Reasons: make([]PolicyReason, len(d.Reasons)),
+		Warnings: d.Warnings, PolicyVersion: d.PolicyVersion}
+	for i, rs := range d.Reasons {
+		out.Reasons[i] = PolicyReason{Layer: rs.Layer, Rule: rs.Rule, Message: rs.Message}
+	}
+	if out.Warnings == nil {
+		out.Warnings = []string{}
+	}
+	if err := d.Err(req); err != nil {
+		out.Message = err.Error()
+		if h := plugin.HintOf(err); h != "" {
+			out.Message += "; " + h
+		}
+	}
+	return out, nil
 }
