@@ -239,3 +239,24 @@ func TestCheckPolicyAsksTheSessionsPolicy(t *testing.T) {
 		t.Errorf("a bad request: %v", err)
 	}
 }
+
+// A Runtime is a hooks.Gate over the session's policy: with managed
+// allowManagedHooksOnly, a user hook is refused and a managed one runs.
+func TestRuntimeAllowHookAsksTheSessionsPolicy(t *testing.T) {
+	w := newWorld(t)
+	systemManaged(t, w.managed)
+	w.closeStore()
+	w.writeManaged(map[string]any{"allowManagedHooksOnly": true})
+	r, err := Open(Options{Home: w.home, Policy: &Policy{}, NoMemo: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	var pe *plugin.Error
+	if err := r.AllowHook(bg, "user", plugin.ID{}); !errors.As(err, &pe) || pe.Layer != plugin.LayerPolicy {
+		t.Fatalf("a user hook under allowManagedHooksOnly: %v", err)
+	}
+	if err := r.AllowHook(bg, "managed", plugin.ID{}); err != nil {
+		t.Fatalf("a managed hook: %v", err)
+	}
+}

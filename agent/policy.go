@@ -155,3 +155,13 @@ func (r *Runtime) CheckPolicy(ctx context.Context, request []byte) (PolicyDecisi
 	}
 	return out, nil
 }
+
+// AllowHook asks the session's policy whether a hook from a source kind
+// ("plugin", "user", "project" or "managed") may run; id is the plugin of
+// a plugin hook (allowManagedHooksOnly, strictPluginOnlyCustomization). It
+// makes a Runtime a hooks.Gate, for hooks the embedding program runs from
+// elsewhere than the current Set: the load already left out the hooks of
+// the Set that policy refuses.
+func (r *Runtime) AllowHook(ctx context.Context, from string, id plugin.ID) error {
+	return r.dec.Check(ctx, policy.Request{Action: policy.ActionRunHook, Surface: settings.SurfaceHooks, From: from, Plugin: id})
+}

@@ -163,3 +163,6 @@ func TestPromptHooksAreListed(t *testing.T) {
 		t.Fatalf("%s", dump(res))
 	}
 }
+
+// A Runtime gates hooks with the session's policy.
+var _ Gate = (*agent.Runtime)(nil)
