@@ -1,17 +1,13 @@
 package api
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
-	"errors"
-	"fmt"
 	"sync/atomic"
 	"time"
 
 	"github.com/wharfhq/wharf/internal/core/marketplace"
-	"github.com/wharfhq/wharf/internal/core/policy"
 	"github.com/wharfhq/wharf/internal/core/store"
+	"github.com/wharfhq/wharf/internal/server/policystate"
 	"github.com/wharfhq/wharf/internal/server/tokens"
 )
 
@@ -41,7 +37,6 @@ import (
 
 // replicaState is the bookkeeping of the caches' invalidation.
 type replicaState struct {
-	headGen atomic.Uint64 // bumped under Server.headMu
 	// watching counts the buckets whose watch is established (tests, readyz).
 	watching atomic.Int32
 	// followed is how many buckets follow watches (0: the store has no
@@ -105,12 +100,9 @@ func (s *Server) fresh(exp, now time.Time) bool {
 	return false
 }
 
-// bucketBundle keeps the signed bundle of recent policy versions.
-const bucketBundle = "api-bundle" // policy version → sharedBundle
-
 // followedBuckets are the buckets follow watches.
 func (s *Server) followedBuckets() []string {
-	bs := []string{tokens.IndexBucket, tokens.Bucket, bucketSettings}
+	bs := []string{tokens.IndexBucket, tokens.Bucket, policystate.SettingsBucket}
 	if _, ok := s.deps.Catalog.(*MarketplaceCatalog); ok {
 		bs = append(bs, marketplace.Bucket)
 	}
@@ -195,25 +187,10 @@ func (s *Server) apply(ev store.Event) {
 		}
 		return
 	}
+	if s.pol.Apply(ev) {
+		return
+	}
 	switch ev.Bucket {
-	case bucketSettings:
-		if ev.Key != keyPolicyHead {
-			return
-		}
-		var h policyHead
-		if ev.Deleted || json.Unmarshal(ev.Value, &h) != nil {
-			s.dropHead()
-			return
-		}
-		// Events come in commit order: the last one is the current head.
-		s.headMu.Lock()
-		s.rep.headGen.Add(1)
-		s.headVal, s.headExp = h, time.Time{}
-		if s.deps.StateCacheTTL > 0 {
-			s.headExp = time.Now().Add(s.deps.StateCacheTTL)
-		}
-		s.publishHead()
-		s.headMu.Unlock()
 	case marketplace.Bucket:
 		if mc, ok := s.deps.Catalog.(*MarketplaceCatalog); ok {
 			mc.invalidate()
@@ -221,133 +198,10 @@ func (s *Server) apply(ev store.Event) {
 	}
 }
 
-func (s *Server) dropHead() {
-	s.headMu.Lock()
-	s.rep.headGen.Add(1)
-	s.headExp = time.Time{}
-	s.publishHead()
-	s.headMu.Unlock()
-}
-
 func (s *Server) invalidateAll() {
 	s.toks.DropAll()
-	s.dropHead()
+	s.pol.DropHead()
 	if mc, ok := s.deps.Catalog.(*MarketplaceCatalog); ok {
 		mc.invalidate()
 	}
-}
-
-// sharedBundle is the bundle of one policy version as first built by any
-// replica. ECDSA signatures are randomized, so two replicas building the
-// same policy would send different bytes under one strong ETag; instead the
-// first build is kept in the store, under the policy version, and every
-// replica serves those bytes.
-type sharedBundle struct {
-	Revision uint64 `json:"revision"`
-	Body     []byte `json:"body"`
-}
-
-// errStaleBundle: the stored bundle of a policy version was built under an
-// older revision than the head's.
-var errStaleBundle = errors.New("stored policy bundle has an older revision")
-
-// keptBundles is how many policy revisions back stored bundles are kept
-// (a lagging replica may still ask for a recent one).
-const keptBundles = 8
-
-// bundleBytes returns the signed bundle for head: the stored one for head's
-// version, else a new build that it stores unless another replica stored
-// one first (then that one is returned).
-func (s *Server) bundleBytes(head policyHead, layers []Layer, revs policy.Revocations) ([]byte, error) {
-	stored := func(r store.Reader) ([]byte, error) {
-		raw, err := r.Get(bucketBundle, head.Version)
-		if err != nil {
-			return nil, err
-		}
-		var sb sharedBundle
-		if err := json.Unmarshal(raw, &sb); err != nil || len(sb.Body) == 0 {
-			return nil, fmt.Errorf("stored policy bundle %s is corrupt (%v); delete key %s of bucket %s to rebuild it", head.Version, err, head.Version, bucketBundle)
-		}
-		if sb.Revision < head.Revision {
-			// The policy came back to content it had before (a layer put
-			// then deleted, a revocation lifted): the stored bundle of
-			// that content carries an older revision, which clients
-			// refuse as a rollback. Build it again under the new one.
-			return nil, errStaleBundle
-		}
-		return sb.Body, nil
-	}
-	var body []byte
-	err := s.deps.Store.View(func(r store.Reader) (err error) { body, err = stored(r); return err })
-	if err == nil {
-		return body, nil
-	}
-	if !errors.Is(err, store.ErrNotFound) && !errors.Is(err, errStaleBundle) {
-		return nil, err
-	}
-	built, err := buildBundle(head, layers, revs, s.signer)
-	if err != nil {
-		return nil, err
-	}
-	next, err := json.Marshal(sharedBundle{Revision: head.Revision, Body: built})
-	if err != nil {
-		return nil, err
-	}
-	err = s.deps.Store.Update(func(tx store.Tx) error {
-		b, err := stored(tx)
-		if err == nil {
-			body = b // another replica was first
-			return nil
-		}
-		if !errors.Is(err, store.ErrNotFound) && !errors.Is(err, errStaleBundle) {
-			return err
-		}
-		body = built
-		kvs, err := tx.List(bucketBundle, "")
-		if err != nil {
-			return err
-		}
-		for _, kv := range kvs {
-			var sb sharedBundle
-			if json.Unmarshal(kv.Value, &sb) != nil || sb.Revision+keptBundles < head.Revision {
-				if err := tx.Delete(bucketBundle, kv.Key); err != nil {
-					return err
-				}
-			}
-		}
-		return tx.Put(bucketBundle, head.Version, next)
-	})
-	if err != nil {
-		// E.g. a bundle larger than etcd's request limit: serve this
-		// build (same ETag, other signature bytes) rather than nothing.
-		s.log.Warn("policy bundle not shared through the store; replicas may send different signature bytes for it",
-			"version", head.Version, "bytes", len(built), "err", err)
-		return built, nil
-	}
-	return body, nil
-}
-
-// createSigningKey stores pemBytes as the bundle signing key unless the
-// store has one, and returns the key in force: two replicas starting
-// together end with the same key.
-func createSigningKey(st store.Store, pemBytes []byte) ([]byte, error) {
-	err := store.CompareAndSwap(st, bucketSettings, keySigningKey, nil, pemBytes)
-	if err == nil {
-		return pemBytes, nil
-	}
-	if !errors.Is(err, store.ErrConflict) {
-		return nil, err
-	}
-	var cur []byte
-	err = st.View(func(r store.Reader) (err error) {
-		cur, err = r.Get(bucketSettings, keySigningKey)
-		return err
-	})
-	if err != nil {
-		return nil, err
-	}
-	if bytes.Equal(cur, pemBytes) {
-		return pemBytes, nil
-	}
-	return cur, nil
 }

@@ -1,8 +1,6 @@
 package api
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"net/http"
@@ -14,6 +12,7 @@ import (
 	"github.com/wharfhq/wharf/internal/core/policy"
 	"github.com/wharfhq/wharf/internal/core/store"
 	"github.com/wharfhq/wharf/internal/server/audit"
+	"github.com/wharfhq/wharf/internal/server/policystate"
 	"github.com/wharfhq/wharf/internal/server/revocations"
 	"github.com/wharfhq/wharf/plugin"
 )
@@ -56,23 +55,6 @@ type revocationBody struct {
 
 // readRevocations returns the active revocations, oldest first.
 func readRevocations(r store.Reader) (policy.Revocations, error) { return revocations.Active(r) }
-
-// fullPolicyVersion is the policy version of layers and revocations. With
-// no revocation it is the layers' version alone, so a server that never
-// revoked anything keeps the versions it always had.
-func fullPolicyVersion(layers []Layer, revs policy.Revocations) string {
-	v := policyVersion(layers)
-	if len(revs) == 0 {
-		return v
-	}
-	h := sha256.New()
-	fmt.Fprintf(h, "%s\n", v)
-	for _, r := range revs {
-		// What a client acts on; timestamps and authors are left out.
-		fmt.Fprintf(h, "revocation %q %q %q %q %q\n", r.ID, r.Plugin, r.Version, r.Digest, r.Reason)
-	}
-	return "sha256:" + hex.EncodeToString(h.Sum(nil))
-}
 
 func validateRevocation(b *revocationBody) error {
 	b.Plugin, b.Version, b.Digest = strings.TrimSpace(b.Plugin), strings.TrimSpace(b.Version), strings.TrimSpace(b.Digest)
@@ -131,7 +113,7 @@ func (s *Server) revocationPage(after string, limit int) (RevocationList, error)
 		if err != nil {
 			return err
 		}
-		h, err := readHead(r)
+		h, err := policystate.ReadHead(r)
 		out = RevocationList{Revocations: revs, PolicyVersion: h.Version}
 		return err
 	})
@@ -182,7 +164,7 @@ func (s *Server) createRevocation(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	s.setHead(policyHead{Revision: res.Revision, Version: res.PolicyVersion})
+	s.pol.SetHead(policyHead{Revision: res.Revision, Version: res.PolicyVersion})
 	return c.JSON(http.StatusCreated, res)
 }
 
@@ -217,7 +199,7 @@ func (s *Server) deleteRevocation(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	s.setHead(policyHead{Revision: res.Revision, Version: res.PolicyVersion})
+	s.pol.SetHead(policyHead{Revision: res.Revision, Version: res.PolicyVersion})
 	return c.JSON(http.StatusOK, res)
 }
 
@@ -231,7 +213,7 @@ func revocationObject(r policy.Revocation) string {
 // commitRevocation writes the change, the new policy head, a history entry
 // and an audit entry in tx.
 func (s *Server) commitRevocation(tx store.Tx, revs policy.Revocations, rv policy.Revocation, action string, p principal) (policyHead, error) {
-	layers, err := readLayers(tx)
+	layers, err := policystate.ReadLayers(tx)
 	if err != nil {
 		return policyHead{}, err
 	}
@@ -244,7 +226,7 @@ func (s *Server) commitRevocation(tx store.Tx, revs policy.Revocations, rv polic
 	if err != nil {
 		return policyHead{}, err
 	}
-	head, err := advanceHead(tx, layers, revs)
+	head, err := policystate.AdvanceHead(tx, layers, revs)
 	if err != nil {
 		return head, err
 	}

@@ -21,6 +21,7 @@ import (
 
 	"github.com/wharfhq/wharf/internal/server/channel"
 	"github.com/wharfhq/wharf/internal/server/fleet"
+	"github.com/wharfhq/wharf/internal/server/policystate"
 	"github.com/wharfhq/wharf/internal/server/tokens"
 )
 
@@ -33,8 +34,6 @@ type Server struct {
 	ui   *console
 	log  *slog.Logger
 	now  func() time.Time
-
-	signer *bundleSigner
 
 	metrics *metrics
 
@@ -50,17 +49,9 @@ type Server struct {
 
 	reqPool sync.Pool // *request
 
-	headMu   sync.Mutex // held by writers of headVal, headExp
-	headVal  policyHead
-	headExp  time.Time
-	headSnap atomic.Pointer[headEntry] // what readers see: headVal, headExp as last written
-
-	polMu    sync.Mutex
-	polCache *compiledPolicy // last compiled policy, keyed by its version
-
-	bunMu     sync.Mutex
-	bunCache  *builtBundle // last built bundle, keyed by its version
-	bunBuilds int          // how many times a bundle was built (tests)
+	// The policy: layers, history, the head and the caches of the
+	// compiled policy and the signed bundle (policystate).
+	pol *policystate.State[Decider]
 
 	rep replicaState // cache invalidation from the store's watch (replica.go)
 
@@ -123,11 +114,16 @@ func New(d Deps) (*Server, error) {
 	s.refusals = newClientLimiters(d.MaxClients, func() *rate.Limiter {
 		return rate.NewLimiter(rate.Every(time.Minute/refusalPerMinute), refusalBurst)
 	})
-	signer, err := loadOrCreateSigner(d.Store)
+	var compile func(context.Context, []Layer) (Decider, error)
+	if d.Policy != nil {
+		compile = func(ctx context.Context, ls []Layer) (Decider, error) { return d.Policy(ctx, toPolicyLayers(ls)) }
+	}
+	pol, err := policystate.New(d.Store, policystate.Options[Decider]{
+		Compile: compile, TTL: d.StateCacheTTL, Fresh: s.fresh, Now: d.Now, Logger: d.Logger})
 	if err != nil {
 		return nil, err
 	}
-	s.signer = signer
+	s.pol = pol
 	s.metrics = newMetrics()
 	s.registerStoreMetrics() // storehealth.go
 	if d.ChannelDir != "" {

@@ -9,6 +9,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/wharfhq/wharf/internal/core/store"
+	"github.com/wharfhq/wharf/internal/server/policystate"
 )
 
 // readyTimeout bounds /readyz: a load balancer's probe gets an answer in
@@ -39,7 +40,7 @@ func (s *Server) readyz(c echo.Context) error {
 	done := make(chan error, 1)
 	go func() { // runs on when the store hangs; the store's own timeouts end it
 		done <- s.deps.Store.View(func(r storeReader) error {
-			_, err := r.Get(bucketSettings, keySigningKey)
+			_, err := r.Get(policystate.SettingsBucket, policystate.SigningKeyKey)
 			return err
 		})
 	}()
