@@ -17,6 +17,7 @@ import (
 	"github.com/wharfhq/wharf/internal/core/store"
 	"github.com/wharfhq/wharf/internal/server/audit"
 	"github.com/wharfhq/wharf/internal/server/policystate"
+	"github.com/wharfhq/wharf/internal/server/revocations"
 	"github.com/wharfhq/wharf/plugin"
 )
 
@@ -285,7 +286,16 @@ func policyError(err error) error {
 	var ce *policystate.CompileError
 	var nf *policystate.NotFoundError
 	var tm *policystate.TooManyLayersError
+	var ar *policystate.AlreadyRevokedError
+	var tr *policystate.TooManyRevocationsError
+	var rnf *revocations.NotFoundError
 	switch {
+	case errors.As(err, &ar):
+		return &APIError{Status: http.StatusConflict, Code: CodeConflict, Field: "revocation", Message: ar.Error()}
+	case errors.As(err, &tr):
+		return badField("revocation", "%s", tr.Error())
+	case errors.As(err, &rnf):
+		return apiErr(http.StatusNotFound, CodeNotFound, "id", "%s", rnf.Error())
 	case errors.As(err, &ce):
 		return &APIError{Status: http.StatusUnprocessableEntity, Code: "policy-invalid", Field: "modules",
 			Message: ce.Error(), cause: ce.Err}

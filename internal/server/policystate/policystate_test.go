@@ -30,6 +30,7 @@ func TestPolicyState(t *testing.T) {
 		t.Run("HistoryOrder", func(t *testing.T) { testHistoryOrder(t, b) })
 		t.Run("HeadAdvances", func(t *testing.T) { testHeadAdvances(t, b) })
 		t.Run("RefusalsChangeNothing", func(t *testing.T) { testRefusals(t, b) })
+		t.Run("RevocationsAdvanceTheHead", func(t *testing.T) { testRevocations(t, b) })
 		t.Run("ReplicasCachedEqualsUncached", func(t *testing.T) { testReplicas(t, b) })
 		t.Run("HeadCacheExpires", func(t *testing.T) { testHeadCacheExpires(t, b) })
 		t.Run("CorruptRecordsAreNamed", func(t *testing.T) { testCorrupt(t, b) })
@@ -606,5 +607,88 @@ func testCorrupt(t *testing.T, b *storeharness.Backend) {
 	}
 	if s.Apply(store.Event{Bucket: tokens.Bucket, Key: "tok_x"}) {
 		t.Fatal("Apply took an event of another bucket")
+	}
+}
+
+// A revocation made or lifted advances the head, is in the bundle, the
+// revocation history and the audit log; revoking what is revoked is
+// *AlreadyRevokedError, lifting what is not active
+// *revocations.NotFoundError, one revocation beyond the limit
+// *TooManyRevocationsError, and none of them changes the head.
+func testRevocations(t *testing.T, b *storeharness.Backend) {
+	st := b.Open(t)
+	var compiles atomic.Int64
+	s := newState(t, st, &compiles, policystate.Options[*engine]{TTL: time.Hour})
+	ctx := context.Background()
+	r1, err := s.Put(ctx, change("org", nil, `{}`, nil), anyVersion, admin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rv := policy.Revocation{ID: "r-00000000000000a1", Plugin: "risky@corp", Version: "1.0.0", Reason: "leaks", By: "tok_admin", Created: time.Now().UTC()}
+	h2, err := s.Revoke(rv, admin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	layers, _ := s.Layers()
+	if h2.Revision != 2 || h2.Version != policystate.FullVersion(layers, policy.Revocations{rv}) {
+		t.Fatalf("the revocation's head = %+v", h2)
+	}
+	if h, _ := s.Head(time.Now()); h != h2 {
+		t.Fatalf("Head after Revoke = %+v, want %+v", h, h2)
+	}
+	bun, err := s.Bundle(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, info, err := policy.ReadBundle(bytes.NewReader(bun.Body), []byte(s.PublicKeyPEM())); err != nil || len(info.Revocations) != 1 || info.Revocations[0].ID != rv.ID || info.Revision != 2 {
+		t.Fatalf("the bundle after Revoke: %+v %v", info, err)
+	}
+	again := rv
+	again.ID, again.Reason = "r-00000000000000a2", "another reason"
+	var ar *policystate.AlreadyRevokedError
+	if _, err := s.Revoke(again, admin); !errors.As(err, &ar) || ar.Existing.ID != rv.ID || !strings.Contains(err.Error(), "risky@corp 1.0.0 is already revoked by r-00000000000000a1 (leaks)") {
+		t.Fatalf("revoking it twice: %v", err)
+	}
+	var nf *revocations.NotFoundError
+	if _, _, err := s.Lift("r-00000000000000ff", admin); !errors.As(err, &nf) {
+		t.Fatalf("lifting what is not active: %v", err)
+	}
+	revs, h, err := s.Revocations()
+	if err != nil || len(revs) != 1 || h != h2 {
+		t.Fatalf("after two refusals: %+v at %+v, %v", revs, h, err)
+	}
+	lifted, h3, err := s.Lift(rv.ID, admin)
+	if err != nil || lifted.ID != rv.ID || h3.Revision != 3 || h3.Version != r1.Head.Version {
+		t.Fatalf("Lift = %+v at %+v, %v; want the version of the layers alone, %s", lifted, h3, err, r1.Head.Version)
+	}
+	hist, _, err := revocations.History(st, 0, 10)
+	if err != nil || len(hist) != 2 || hist[0].Action != revocations.ActionRevoke || hist[1].Action != revocations.ActionLift || hist[1].Revision != 3 {
+		t.Fatalf("revocation history = %+v, %v", hist, err)
+	}
+	entries, _, err := audit.ReadLog(st, audit.Bucket, "audit", 0, 100, func(e audit.Entry) bool { return e.Object == rv.ID }, func(e audit.Entry) uint64 { return e.Seq })
+	if err != nil || len(entries) != 2 || entries[0].Action != policystate.ActionRevocationCreate || entries[1].Action != policystate.ActionRevocationDelete {
+		t.Fatalf("audit of the revocation = %+v, %v", entries, err)
+	}
+	// Fill to the limit, in transactions small enough for etcd.
+	for i := 0; i < revocations.Max; i += 100 {
+		err := st.Update(func(tx store.Tx) error {
+			for j := i; j < i+100 && j < revocations.Max; j++ {
+				r := policy.Revocation{ID: fmt.Sprintf("r-%016x", j), Digest: fmt.Sprintf("w1:%d", j), Reason: "filler", Created: time.Now().UTC()}
+				if err := revocations.Put(tx, r); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	var tm *policystate.TooManyRevocationsError
+	if _, err := s.Revoke(rv, admin); !errors.As(err, &tm) || tm.Max != revocations.Max {
+		t.Fatalf("revocation %d: %v", revocations.Max+1, err)
+	}
+	if _, h, _ := s.Revocations(); h != h3 {
+		t.Fatalf("refused revocations moved the head from %+v to %+v", h3, h)
 	}
 }
