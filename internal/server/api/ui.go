@@ -21,6 +21,7 @@ import (
 
 	"github.com/wharfhq/wharf/internal/core/trust"
 	"github.com/wharfhq/wharf/internal/server/policystate"
+	"github.com/wharfhq/wharf/internal/server/sessions"
 	"github.com/wharfhq/wharf/internal/server/web"
 	"github.com/wharfhq/wharf/plugin"
 )
@@ -208,7 +209,7 @@ func (u *console) session(roles []Role) echo.MiddlewareFunc {
 			}
 			if secret != "" {
 				var err error
-				if tok, err = u.s.sessionToken(secret); err != nil {
+				if tok, err = sessions.Token(u.s.deps.Store, secret, u.s.now()); err != nil {
 					return err
 				}
 			}
@@ -268,7 +269,7 @@ func safeNext(next string) string {
 
 func (u *console) signinForm(c echo.Context) error {
 	if ck, err := c.Cookie(sessionCookie); err == nil && ck.Value != "" {
-		if tok, err := u.s.sessionToken(ck.Value); err == nil && tok != nil && !tok.Expired(u.s.now()) {
+		if tok, err := sessions.Token(u.s.deps.Store, ck.Value, u.s.now()); err == nil && tok != nil && !tok.Expired(u.s.now()) {
 			return c.Redirect(http.StatusSeeOther, safeNext(c.QueryParam("next")))
 		}
 	}
@@ -320,7 +321,7 @@ func (u *console) signin(c echo.Context) error {
 		u.s.auditRefusal(c, http.StatusUnauthorized, tok.ID, tok.Role, "sign-in with an expired token")
 		return u.renderSignin(c, http.StatusUnauthorized, []web.Message{{Kind: "error", Text: "That token has expired: " + tok.ExpiredMessage() + "."}})
 	}
-	id, err := u.s.startSession(tok)
+	id, err := sessions.Start(u.s.deps.Store, tok, u.s.now())
 	if err != nil {
 		return err
 	}
@@ -333,7 +334,7 @@ func (u *console) signin(c echo.Context) error {
 // wherever a copy of it went.
 func (u *console) signout(c echo.Context) error {
 	if id, ok := c.Get(uiSecretKey).(string); ok && id != "" {
-		if err := u.s.endSession(id); err != nil {
+		if err := sessions.End(u.s.deps.Store, id); err != nil {
 			return err
 		}
 	}
