@@ -21,6 +21,7 @@ import (
 
 	"github.com/wharfhq/wharf/internal/server/channel"
 	"github.com/wharfhq/wharf/internal/server/fleet"
+	"github.com/wharfhq/wharf/internal/server/follow"
 	"github.com/wharfhq/wharf/internal/server/policystate"
 	"github.com/wharfhq/wharf/internal/server/tokens"
 )
@@ -53,7 +54,7 @@ type Server struct {
 	// compiled policy and the signed bundle (policystate).
 	pol *policystate.State[Decider]
 
-	rep replicaState // cache invalidation from the store's watch (replica.go)
+	rep *follow.Follower // cache invalidation from the store's watch (replica.go)
 
 	inv      *fleet.Store     // the fleet inventory (inventory.go)
 	machines *clientLimiters  // per-machine report rate
@@ -97,7 +98,8 @@ func New(d Deps) (*Server, error) {
 	}
 	s := &Server{deps: d, log: d.Logger, now: d.Now, limiters: map[string]*rate.Limiter{}}
 	s.reqPool.New = func() any { return new(request) }
-	s.toks = tokens.NewCache(d.Store, d.StateCacheTTL, s.fresh, func(t *tokens.Record) *rate.Limiter { return s.limiter(t.ID) })
+	s.rep = follow.New(d.StateCacheTTL, d.Logger)
+	s.toks = tokens.NewCache(d.Store, d.StateCacheTTL, s.rep.Fresh, func(t *tokens.Record) *rate.Limiter { return s.limiter(t.ID) })
 	if d.MaxClients <= 0 {
 		d.MaxClients = maxClientLimiters
 		s.deps.MaxClients = d.MaxClients
@@ -119,7 +121,7 @@ func New(d Deps) (*Server, error) {
 		compile = func(ctx context.Context, ls []Layer) (Decider, error) { return d.Policy(ctx, toPolicyLayers(ls)) }
 	}
 	pol, err := policystate.New(d.Store, policystate.Options[Decider]{
-		Compile: compile, TTL: d.StateCacheTTL, Fresh: s.fresh, Now: d.Now, Logger: d.Logger})
+		Compile: compile, TTL: d.StateCacheTTL, Fresh: s.rep.Fresh, Now: d.Now, Logger: d.Logger})
 	if err != nil {
 		return nil, err
 	}
