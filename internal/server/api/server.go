@@ -27,8 +27,10 @@ import (
 )
 
 // Server is wharf's HTTP API. Build it with New; it is safe for concurrent
-// use and holds no state that is not also in the store, except caches keyed
-// by content (compiled policy, built bundle) and per-token rate limiters.
+// use. Its state is kept by the server packages it calls (policystate,
+// tokens, revocations, fleet, sessions, audit, channel), with their caches;
+// it holds itself the rate limiters, the catalog and the ETag of the last
+// bundle served.
 type Server struct {
 	deps Deps
 	e    *echo.Echo
