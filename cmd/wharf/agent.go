@@ -50,8 +50,7 @@ func (a *app) agentRuntime(ctx context.Context, opts *agentOptions, o agent.Opti
 
 // runtime is the home's RuntimeOptions for these flags.
 func (opts *agentOptions) runtime(o agent.Options, session bool) home.RuntimeOptions {
-	o.Revocations = append(o.Revocations, testRevocations()...)
-	return home.RuntimeOptions{Agent: o, Project: opts.project, PluginDirs: opts.pluginDirs, Session: session}
+	return home.RuntimeOptions{Agent: o, Revocations: testRevocations(), Project: opts.project, PluginDirs: opts.pluginDirs, Session: session}
 }
 
 func (o *agentOptions) mode() agent.Mode {
@@ -172,7 +171,7 @@ func newAgentStatusCmd(a *app, opts *agentOptions) *cobra.Command {
 					why = append(why, p.Chain)
 				} else {
 					for _, d := range p.ErrorDetails {
-						why = append(why, rowNote(d))
+						why = append(why, rowNote(load.ErrorDetail(d)))
 					}
 				}
 				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\n", p.ID, p.Version, p.Source, p.Status, p.Components, strings.Join(why, "; "))

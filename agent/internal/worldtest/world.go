@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/wharfhq/wharf/agent"
+	"github.com/wharfhq/wharf/internal/client/agentlink"
 	"github.com/wharfhq/wharf/internal/core/policy"
 	"github.com/wharfhq/wharf/internal/testutil/testworld"
 )
@@ -30,11 +31,19 @@ var (
 	MakeWritable = testworld.MakeWritable
 )
 
-// Options are agent.Options over the World, without policy or activator.
+// Options are agent.Options over the World, without policy or activator:
+// the World's managed directory is the further one, and the registry is
+// the World's cache, which the World holds open.
 func (w *World) Options() agent.Options {
-	paths := w.Paths()
-	paths.ManagedDir, paths.ExtraManagedDir = "", w.Managed
-	return agent.Options{Home: w.Home, Project: w.Project, Settings: paths, Registry: w.Cache, Leaser: w.Cache, NoMemo: true}
+	o := agent.Options{Home: w.Home, Project: w.Project, ExtraManagedDir: w.Managed, NoMemo: true}
+	agentlink.Wire(&o, agentlink.Wiring{Registry: w.Cache, Leaser: w.Cache})
+	return o
+}
+
+// AgentPolicy is the World's policy engine (testworld's Policy) as an
+// agent.Policy, as wharf's commands give theirs.
+func (w *World) AgentPolicy() *agent.Policy {
+	return agentlink.Policy(w.Policy()).(*agent.Policy)
 }
 
 // Runtime returns a Runtime (agent.Open) closed at cleanup. Without
@@ -46,7 +55,7 @@ func (w *World) Runtime(o agent.Options) *agent.Runtime {
 		if err != nil {
 			w.TB.Fatal(err)
 		}
-		o.Policy = pol
+		o.Policy = agentlink.Policy(pol).(*agent.Policy)
 	}
 	r, err := agent.Open(o)
 	if err != nil {

@@ -7,6 +7,7 @@ import (
 
 	"github.com/wharfhq/wharf/agent"
 	"github.com/wharfhq/wharf/internal/cli/shell"
+	"github.com/wharfhq/wharf/internal/client/agentlink"
 	"github.com/wharfhq/wharf/internal/client/cache"
 	"github.com/wharfhq/wharf/internal/core/marketplace"
 	"github.com/wharfhq/wharf/internal/core/policy"
@@ -18,10 +19,13 @@ import (
 // RuntimeOptions say which agent runtime Runtime builds.
 type RuntimeOptions struct {
 	// Agent are the caller's runtime options (activator, flag settings,
-	// NoMemo). Runtime sets the home, the project, the settings scopes,
-	// the registry, the policy, the marketplaces' entries and sources;
-	// Agent.Revocations are added to the policy's, never in their place.
+	// NoMemo). Runtime sets the home, the project, the further managed
+	// directory, the policy, the marketplaces' entries, and wires the
+	// registry, the revocations and the marketplaces' sources.
 	Agent agent.Options
+	// Revocations are added to those the policy in force carries, never
+	// in their place.
+	Revocations policy.Revocations
 	// Project is the project directory; "" means SettingsPaths'.
 	Project string
 	// PluginDirs are loaded for this session only (--plugin-dir).
@@ -89,7 +93,7 @@ func (h *Home) sessionRuntime(ctx context.Context, ro RuntimeOptions) (*agent.Ru
 	return h.newRuntime(ctx, ro, cat, c, c)
 }
 
-func (h *Home) newRuntime(ctx context.Context, ro RuntimeOptions, cat *marketplace.Catalog, c *cache.Cache, leaser agent.Leaser) (*agent.Runtime, error) {
+func (h *Home) newRuntime(ctx context.Context, ro RuntimeOptions, cat *marketplace.Catalog, c *cache.Cache, leaser agentlink.Leaser) (*agent.Runtime, error) {
 	pol, err := h.Policy()
 	if err != nil {
 		return nil, err
@@ -113,20 +117,20 @@ func (h *Home) newRuntime(ctx context.Context, ro RuntimeOptions, cat *marketpla
 	// component index in memory: reading needs neither file.
 	o.NoMemo = o.NoMemo || h.ReadOnly()
 	o.Project = paths.Project
-	o.Settings = paths
-	o.Registry = c
-	if leaser != nil {
-		o.Leaser = leaser
-	}
-	o.Policy = pol
-	o.Revocations = append(append(policy.Revocations{}, h.Revocations()...), ro.Agent.Revocations...)
+	o.ExtraManagedDir = paths.ExtraManagedDir
+	o.Policy = agentlink.Policy(pol).(*agent.Policy)
 	o.Entries = func(id plugin.ID) *plugin.Entry {
 		if hit, err := cat.Lookup(id); err == nil {
 			return hit.Entry
 		}
 		return nil
 	}
-	o.MarketplaceSource = func(name string) *settings.MarketplaceSource { return sources[name] }
+	w := agentlink.Wiring{Registry: c, Revocations: append(append(policy.Revocations{}, h.Revocations()...), ro.Revocations...),
+		MarketplaceSource: func(name string) *settings.MarketplaceSource { return sources[name] }}
+	if leaser != nil {
+		w.Leaser = leaser
+	}
+	agentlink.Wire(&o, w)
 	r, err := agent.Open(o)
 	if err != nil {
 		return nil, err
