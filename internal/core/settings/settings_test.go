@@ -158,19 +158,19 @@ func TestPolicySourceForms(t *testing.T) {
 			t.Errorf("ParsePolicySource(%s): %v", s, err)
 		}
 	}
-	if _, err := ParseSource([]byte(`{"source":"hostPattern","hostPattern":"x"}`)); err == nil {
+	if _, err := plugin.DecodeMarketplaceSource([]byte(`{"source":"hostPattern","hostPattern":"x"}`)); err == nil {
 		t.Error("hostPattern accepted outside policy lists")
 	}
-	if _, err := ParseSource([]byte(`"acme/*"`)); err == nil {
+	if _, err := plugin.DecodeMarketplaceSource([]byte(`"acme/*"`)); err == nil {
 		t.Error("owner wildcard accepted outside policy lists")
 	}
-	src, _ := ParseSource([]byte(`{"source":"git","url":"git@github.com:Acme/tools.git"}`))
+	src, _ := plugin.DecodeMarketplaceSource([]byte(`{"source":"git","url":"git@github.com:Acme/tools.git"}`))
 	if src.RepoOwner() != "acme" || src.Host() != "github.com" {
 		t.Errorf("owner/host of scp url = %q/%q", src.RepoOwner(), src.Host())
 	}
-	a, _ := ParseSource([]byte(`{"source":"github","repo":"Acme/Tools"}`))
-	b, _ := ParseSource([]byte(`{"source":"github","repo":"acme/tools"}`))
-	c, _ := ParseSource([]byte(`{"source":"github","repo":"acme/tools","ref":"v1"}`))
+	a, _ := ParsePolicySource([]byte(`{"source":"github","repo":"Acme/Tools"}`))
+	b, _ := ParsePolicySource([]byte(`{"source":"github","repo":"acme/tools"}`))
+	c, _ := ParsePolicySource([]byte(`{"source":"github","repo":"acme/tools","ref":"v1"}`))
 	if a.Key() != b.Key() || b.Key() == c.Key() {
 		t.Errorf("keys: %s %s %s", a.Key(), b.Key(), c.Key())
 	}
