@@ -443,6 +443,16 @@ func (s MarketplaceSource) RepoOwner() string {
 	return ""
 }
 
+// LocalPath is the cleaned, slash-separated path of a directory or file
+// source as written, "" for other kinds. It is what a pathPattern policy
+// entry matches.
+func (s MarketplaceSource) LocalPath() string {
+	if !s.IsLocal() || s.Path == "" {
+		return ""
+	}
+	return filepath.ToSlash(filepath.Clean(s.Path))
+}
+
 // splitSourceURL returns host and path of https://, ssh:// and scp-like
 // (git@host:owner/repo) URLs.
 func splitSourceURL(raw string) (host, path string) {

@@ -104,7 +104,7 @@ func (m *LayerMerge) mergeBindings(layers []*Settings) {
 					m.ExtraKnownMarketplaces = map[string]KnownMarketplace{}
 				}
 				m.ExtraKnownMarketplaces[name] = km
-			case sourceKey(prev.Source) != sourceKey(km.Source):
+			case SourceKey(prev.Source) != SourceKey(km.Source):
 				conflict[name] = true
 				delete(m.ExtraKnownMarketplaces, name)
 				m.BindingConflicts = append(m.BindingConflicts, name)

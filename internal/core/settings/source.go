@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -65,7 +64,7 @@ func (s PolicySource) MarshalJSON() ([]byte, error) {
 func (s PolicySource) IsPattern() bool { return s.Pattern != "" }
 
 // Key is the identity used for exact matching of entries as written (see
-// sourceKey); a pattern is its kind and expression.
+// SourceKey); a pattern is its kind and expression.
 func (s PolicySource) Key() string {
 	switch s.Pattern {
 	case PatternHost:
@@ -75,14 +74,14 @@ func (s PolicySource) Key() string {
 	case PatternOwner:
 		return keyOf(string(s.Pattern), strings.ToLower(s.Owner), "", "")
 	}
-	return sourceKey(s.MarketplaceSource)
+	return SourceKey(s.MarketplaceSource)
 }
 
-// sourceKey is a source's identity as written: the kind and the
+// SourceKey is a source's identity as written, for exact matching: the kind and the
 // identifying fields (repo, url, ref, path). Headers are credentials, not
 // identity, and do not take part. GitHub repositories compare
 // case-insensitively, as GitHub does.
-func sourceKey(s plugin.MarketplaceSource) string {
+func SourceKey(s plugin.MarketplaceSource) string {
 	var id string
 	switch s.Kind {
 	case plugin.MktGitHub:
@@ -90,7 +89,7 @@ func sourceKey(s plugin.MarketplaceSource) string {
 	case plugin.MktGit, plugin.MktURL:
 		id = s.URL
 	case plugin.MktDirectory, plugin.MktFile:
-		id = cleanPath(s.Path)
+		id = s.LocalPath()
 	}
 	path := s.Path
 	if s.IsLocal() {
@@ -103,22 +102,6 @@ func sourceKey(s plugin.MarketplaceSource) string {
 // compute per request.
 func keyOf(kind, id, ref, path string) string {
 	return strconv.Quote(kind) + " " + strconv.Quote(id) + " " + strconv.Quote(ref) + " " + strconv.Quote(path)
-}
-
-// LocalPath is what a pathPattern matches: the cleaned path of a directory
-// or file source, "" otherwise.
-func (s PolicySource) LocalPath() string {
-	if s.IsLocal() {
-		return cleanPath(s.Path)
-	}
-	return ""
-}
-
-func cleanPath(p string) string {
-	if p == "" {
-		return ""
-	}
-	return filepath.ToSlash(filepath.Clean(p))
 }
 
 // RepoOwnerWildcard is the lower-case owner of an "owner/*" entry, "" for
