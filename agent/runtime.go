@@ -70,7 +70,7 @@ type Options struct {
 	Entries func(plugin.ID) *plugin.Entry
 	// MarketplaceSource returns a known marketplace's source for policy
 	// (strictKnownMarketplaces, blockedMarketplaces), or nil.
-	MarketplaceSource func(name string) *settings.MarketplaceSource
+	MarketplaceSource func(name string) *plugin.MarketplaceSource
 	// Builtins are the agent's own components; they win every collision.
 	Builtins []Builtin
 	// Activator makes components live; nil only computes sets.
