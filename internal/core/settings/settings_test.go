@@ -435,3 +435,29 @@ func TestSetEnabledConcurrentWritesKeepEveryKey(t *testing.T) {
 		}
 	}
 }
+
+// SourceKey tells two sources apart by every identifying field, whatever
+// the kind, and leaves credentials out.
+func TestSourceKey(t *testing.T) {
+	gh := func(repo string) plugin.MarketplaceSource {
+		return plugin.MarketplaceSource{Kind: plugin.MktGitHub, Repo: repo}
+	}
+	if SourceKey(gh("Acme/Tools")) != SourceKey(gh("acme/tools")) {
+		t.Error("github repositories compare case-insensitively")
+	}
+	u := plugin.MarketplaceSource{Kind: plugin.MktURL, URL: "https://m.example/marketplace.json"}
+	withHeaders := u
+	withHeaders.Headers = map[string]string{"Authorization": "Bearer x"}
+	if SourceKey(u) != SourceKey(withHeaders) {
+		t.Error("headers changed the key")
+	}
+	other := func(url string) plugin.MarketplaceSource {
+		return plugin.MarketplaceSource{Kind: "npm", URL: url, Headers: map[string]string{"A": url}}
+	}
+	if SourceKey(other("https://a.example/x")) == SourceKey(other("https://b.example/x")) {
+		t.Error("two sources of a kind settings does not list got one key")
+	}
+	if SourceKey(other("https://a.example/x")) != SourceKey(other("https://a.example/x")) {
+		t.Error("one source got two keys")
+	}
+}

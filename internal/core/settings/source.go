@@ -90,6 +90,11 @@ func SourceKey(s plugin.MarketplaceSource) string {
 		id = s.URL
 	case plugin.MktDirectory, plugin.MktFile:
 		id = s.LocalPath()
+	default:
+		// Any other kind: all its identifying fields, in its JSON form.
+		s.Headers = nil
+		b, _ := s.MarshalJSON()
+		id = string(b)
 	}
 	path := s.Path
 	if s.IsLocal() {
