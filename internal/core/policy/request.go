@@ -612,7 +612,7 @@ func displaySource(s plugin.MarketplaceSource) string {
 	case plugin.MktDirectory, plugin.MktFile:
 		return string(s.Kind) + ":" + s.Path
 	}
-	return string(s.Kind)
+	return string(s.Kind) + ":" + s.String()
 }
 
 // LegacySignature is the token standing, in Request.Signatures, for a valid
