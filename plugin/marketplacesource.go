@@ -220,7 +220,7 @@ func (s MarketplaceSource) validateKind(obj string) error {
 		return validateMarketplaceSubpath(obj, s.Path)
 	case MktURL:
 		u, err := url.Parse(s.URL)
-		if err != nil || u.Host == "" {
+		if err != nil || u.Hostname() == "" {
 			return mktSourceErr(obj, "url source needs an absolute https:// URL")
 		}
 		if err := checkMarketplaceScheme(u); err != nil {
@@ -300,12 +300,12 @@ func validateGitURL(s string) error {
 	}
 	switch u.Scheme {
 	case "https", "http":
-		if u.Host == "" {
+		if u.Hostname() == "" {
 			return fmt.Errorf("git URL %q has no host", s)
 		}
 		return checkMarketplaceScheme(u)
 	case "ssh", "git":
-		if u.Host == "" {
+		if u.Hostname() == "" {
 			return fmt.Errorf("git URL %q has no host", s)
 		}
 		return nil

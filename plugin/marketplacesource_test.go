@@ -82,6 +82,8 @@ func TestParseMarketplaceSourceRejects(t *testing.T) {
 		{"newline", "corp/plugins\nrm -rf", "control character"},
 		{"file url with host", "file://evil/share", "file:///absolute/path"},
 		{"too long", strings.Repeat("a", 5000), "longer than"},
+		{"port but no host", "https://:", "has no host"},
+		{"json url without host", "https://:443/marketplace.json", "needs an absolute https:// URL"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
