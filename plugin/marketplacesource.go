@@ -333,9 +333,10 @@ func checkMarketplaceScheme(u *url.URL) error {
 	return fmt.Errorf("unsupported scheme %q; use https://", u.Scheme)
 }
 
-// IsLoopbackHost reports whether host (a name or an IP literal, with or
-// without brackets) is this machine: localhost, *.localhost, or a loopback
-// address.
+// IsLoopbackHost reports whether host (a name or an address, brackets
+// allowed) is this machine: localhost, *.localhost, 127/8 or ::1. It is the
+// one test of "plain http is acceptable here" in wharf (fetch.IsLoopback
+// is this function).
 func IsLoopbackHost(host string) bool {
 	h := strings.TrimSuffix(strings.ToLower(strings.Trim(host, "[]")), ".")
 	if h == "localhost" || strings.HasSuffix(h, ".localhost") {

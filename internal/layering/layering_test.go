@@ -59,7 +59,7 @@ var table = []unit{
 	{"internal/cli/cliconfig", 1, []string{"plugin"}, nil},
 	{"internal/client/userconfig", 1, []string{"internal/core/atomicfile", "internal/core/layout", "plugin"}, nil},
 	{"internal/core/capability", 1, []string{"internal/core/lazyre", "plugin"}, []string{"internal/testutil/sharedtest"}},
-	{"internal/core/fetch", 1, []string{"internal/core/lazyre", "internal/core/netidle", "internal/core/progress"}, []string{"internal/testutil/gitserve", "internal/testutil/silentnet"}},
+	{"internal/core/fetch", 1, []string{"internal/core/lazyre", "internal/core/netidle", "internal/core/progress", "plugin"}, []string{"internal/testutil/gitserve", "internal/testutil/silentnet"}},
 	{"internal/core/resolver", 1, []string{"plugin"}, nil},
 	{"internal/core/settings", 1, []string{"internal/core/atomicfile", "internal/core/layout", "internal/core/lazyre", "plugin"}, nil},
 	{"internal/core/store", 1, []string{"internal/core/atomicfile"}, []string{"internal/core/store/storetest"}},
