@@ -553,17 +553,17 @@ func (m *Manager) download(ctx context.Context, src plugin.MarketplaceSource, di
 
 // manifestFile is where the marketplace.json of src lives once at root.
 func manifestFile(src plugin.MarketplaceSource, root string) string {
-	switch src.Kind {
-	case plugin.MktFile:
+	switch {
+	case src.Kind == plugin.MktFile:
 		return root
-	case plugin.MktGitHub, plugin.MktGit:
-		if src.Path != "" {
-			p := filepath.Join(root, filepath.FromSlash(src.Path))
-			if strings.HasSuffix(strings.ToLower(p), ".json") {
-				return p
-			}
-			return filepath.Join(p, filepath.FromSlash(ManifestPath))
+	case src.IsGit() && src.Path != "":
+		// The marketplace's directory (or its marketplace.json) inside the
+		// repository.
+		p := filepath.Join(root, filepath.FromSlash(src.Path))
+		if strings.HasSuffix(strings.ToLower(p), ".json") {
+			return p
 		}
+		return filepath.Join(p, filepath.FromSlash(ManifestPath))
 	}
 	return filepath.Join(root, filepath.FromSlash(ManifestPath))
 }
