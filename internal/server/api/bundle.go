@@ -191,11 +191,15 @@ func (s *Server) bundleFor(ctx context.Context) (*builtBundle, error) {
 	var head policyHead
 	var layers []Layer
 	var revs policy.Revocations
+	var adm *policy.Admissions
 	if err := s.deps.Store.View(func(r store.Reader) (err error) {
 		if head, err = readHead(r); err != nil {
 			return err
 		}
 		if layers, err = readLayers(r); err != nil {
+			return err
+		}
+		if adm, err = readAdmissions(r); err != nil {
 			return err
 		}
 		revs, err = readRevocations(r)
@@ -211,7 +215,7 @@ func (s *Server) bundleFor(ctx context.Context) (*builtBundle, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	body, err := s.bundleBytes(head, layers, revs) // the same bytes on every replica (replica.go)
+	body, err := s.bundleBytes(head, layers, revs, adm) // the same bytes on every replica (replica.go)
 	if err != nil {
 		return nil, fmt.Errorf("build policy bundle %s: %w", head.Version, err)
 	}
@@ -227,7 +231,7 @@ type bundleLayer struct {
 	Settings json.RawMessage `json:"settings"`
 }
 
-func buildBundle(head policyHead, layers []Layer, revs policy.Revocations, sg *bundleSigner) ([]byte, error) {
+func buildBundle(head policyHead, layers []Layer, revs policy.Revocations, adm *policy.Admissions, sg *bundleSigner) ([]byte, error) {
 	bl := make([]bundleLayer, len(layers))
 	var modules []bundle.ModuleFile
 	for i, l := range layers {
@@ -251,6 +255,9 @@ func buildBundle(head policyHead, layers []Layer, revs policy.Revocations, sg *b
 	}}
 	if len(revs) > 0 {
 		doc["revocations"] = revs // changing them changed head.Version
+	}
+	if !adm.Empty() {
+		doc["admissions"] = adm // so did changing these
 	}
 	raw, err := json.Marshal(map[string]any{"wharf": doc})
 	if err != nil {
@@ -285,6 +292,7 @@ type BundlePolicy struct {
 	Revision    uint64
 	Layers      []PolicyLayer
 	Revocations policy.Revocations
+	Admissions  *policy.Admissions
 }
 
 // ReadBundle verifies a policy bundle's signature with the server's public
@@ -299,7 +307,7 @@ func ReadBundle(r io.Reader, key BundleKey) (BundlePolicy, error) {
 	if err != nil {
 		return BundlePolicy{}, err
 	}
-	out := BundlePolicy{Version: info.Version, Revision: info.Revision, Revocations: info.Revocations}
+	out := BundlePolicy{Version: info.Version, Revision: info.Revision, Revocations: info.Revocations, Admissions: info.Admissions}
 	for _, l := range layers {
 		m := l.Modules
 		if m == nil {

@@ -558,14 +558,19 @@ func (s *Server) checkCompiles(ctx context.Context, layers []Layer) ([]string, e
 }
 
 // advanceHead writes the policy head that follows the stored one: the next
-// revision, with the version of layers and revs. Every policy change (a
-// layer, a revocation) goes through it, so revisions only move forward.
+// revision, with the version of layers, revs and the approvals stored in
+// tx. Every policy change (a layer, a revocation, an approval) goes
+// through it, so revisions only move forward.
 func advanceHead(tx store.Tx, layers []Layer, revs policy.Revocations) (policyHead, error) {
 	old, err := readHead(tx)
 	if err != nil {
 		return policyHead{}, err
 	}
-	head := policyHead{Revision: old.Revision + 1, Version: fullPolicyVersion(layers, revs)}
+	adm, err := readAdmissions(tx)
+	if err != nil {
+		return policyHead{}, err
+	}
+	head := policyHead{Revision: old.Revision + 1, Version: fullPolicyVersion(layers, revs, adm)}
 	raw, err := json.Marshal(head)
 	if err != nil {
 		return head, err

@@ -60,9 +60,9 @@ func readRevocations(r store.Reader) (policy.Revocations, error) { return revoca
 // fullPolicyVersion is the policy version of layers and revocations. With
 // no revocation it is the layers' version alone, so a server that never
 // revoked anything keeps the versions it always had.
-func fullPolicyVersion(layers []Layer, revs policy.Revocations) string {
+func fullPolicyVersion(layers []Layer, revs policy.Revocations, adm *policy.Admissions) string {
 	v := policyVersion(layers)
-	if len(revs) == 0 {
+	if len(revs) == 0 && adm.Empty() {
 		return v
 	}
 	h := sha256.New()
@@ -71,6 +71,7 @@ func fullPolicyVersion(layers []Layer, revs policy.Revocations) string {
 		// What a client acts on; timestamps and authors are left out.
 		fmt.Fprintf(h, "revocation %q %q %q %q %q\n", r.ID, r.Plugin, r.Version, r.Digest, r.Reason)
 	}
+	admissionsVersion(h, adm)
 	return "sha256:" + hex.EncodeToString(h.Sum(nil))
 }
 
