@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -28,6 +29,8 @@ type approvalWorld struct {
 	work string
 	url  string // the marketplace's clone URL
 	srv  *testapi.Server
+	// down makes the server answer 503, as when it cannot be reached.
+	down atomic.Bool
 }
 
 func gitRun(t *testing.T, dir string, args ...string) {
@@ -76,7 +79,14 @@ func newApprovalWorld(t *testing.T) *approvalWorld {
 	if err != nil {
 		t.Fatal(err)
 	}
-	hs := httptest.NewServer(s.Handler())
+	h := s.Handler()
+	hs := httptest.NewServer(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+		if w.down.Load() {
+			http.Error(rw, "down", http.StatusServiceUnavailable)
+			return
+		}
+		h.ServeHTTP(rw, r)
+	}))
 	t.Cleanup(hs.Close)
 	w.srv = &testapi.Server{TB: t, HS: hs, Store: st, Admin: admin}
 	w.srv.Do("POST", "/v1/marketplaces", nil, map[string]any{"name": "corp", "source": map[string]string{"source": "git", "url": w.url}}, http.StatusCreated, nil)
@@ -140,7 +150,8 @@ func (c *policyClient) installedVersion(id string, args ...string) string {
 // End to end with wharf clients, a real server, real git and bbolt: v1 is
 // approved; v2 adds an `npx -y` MCP server and is held: `wharf update`
 // refuses it with the diff (--accept too: the server decides) and v1 stays
-// active; an admin approves v2 and update moves to it; a v3 that changes
+// active, also with the server down (the cached signed bundle); an admin
+// approves v2 and update moves to it; a v3 that changes
 // only Markdown is approved by wharf (auto mode) and update takes it. A
 // client without a policy server is asked instead, and --accept records it.
 func TestApprovalEndToEnd(t *testing.T) {
@@ -183,8 +194,16 @@ func TestApprovalEndToEnd(t *testing.T) {
 		}
 	}
 
+	// The server down: the cached signed bundle still holds v2 back.
+	w.down.Store(true)
+	code, out, stderr := c.run("update", "sync@corp")
+	if code != 3 || !strings.Contains(stderr, diff) {
+		t.Fatalf("offline update: exit %d, want 3 naming %q\n%s%s", code, diff, out, stderr)
+	}
+	w.down.Store(false)
+
 	// Without a server the user decides.
-	code, out, stderr := local.run("update", "sync@corp")
+	code, out, stderr = local.run("update", "sync@corp")
 	if code != 3 || !strings.Contains(stderr, "2.0.0 adds capabilities over the installed 1.0.0: adds MCP server `sync` (npx -y sync-mcp@latest)") || !strings.Contains(stderr, "--accept") {
 		t.Fatalf("local update: exit %d\n%s%s", code, out, stderr)
 	}

@@ -2,10 +2,12 @@ package api
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"hash"
 	"net/http"
+	"sort"
 	"strings"
 
 	"github.com/labstack/echo/v4"
@@ -61,11 +63,7 @@ func sortedKeys(m map[string]string) []string {
 	for k := range m {
 		out = append(out, k)
 	}
-	for i := 1; i < len(out); i++ {
-		for j := i; j > 0 && out[j] < out[j-1]; j-- {
-			out[j], out[j-1] = out[j-1], out[j]
-		}
-	}
+	sort.Strings(out)
 	return out
 }
 
@@ -484,8 +482,9 @@ type scanBody struct {
 }
 
 // scanApprovals looks at the version every plugin of the catalog (of one
-// marketplace, when named) lists now, fetching it into the server's own
-// copies, and records the versions seen for the first time.
+// marketplace, when named) that the policy allows lists now, fetching it
+// into the server's own copies as a channel build does, and records the
+// versions seen for the first time.
 func (s *Server) scanApprovals(c echo.Context) error {
 	var b scanBody
 	if err := decodeBody(c, &b); err != nil {
@@ -501,7 +500,7 @@ func (s *Server) scanApprovals(c echo.Context) error {
 		return err
 	}
 	ctx := c.Request().Context()
-	_, gate, _, err := s.channelDecider(ctx)
+	decide, gate, _, err := s.channelDecider(ctx)
 	if err != nil {
 		return err
 	}
@@ -512,6 +511,15 @@ func (s *Server) scanApprovals(c echo.Context) error {
 			continue
 		}
 		known = true
+		// Like a channel, fetch only what the policy allows.
+		msrc, _ := json.Marshal(h.Known.Source)
+		v, err := decide(ctx, channel.Candidate{ID: h.ID, Entry: h.Entry, MarketplaceSource: msrc})
+		if err != nil {
+			return err
+		}
+		if !v.Allowed || v.Forced == "off" {
+			continue
+		}
 		vd, err := bld.Vendor.Get(ctx, h, gate)
 		if err != nil {
 			if ctx.Err() != nil {

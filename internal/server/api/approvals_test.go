@@ -246,3 +246,23 @@ func TestApprovalReviewMode(t *testing.T) {
 	}
 	mustStatus(t, e.do("POST", "/v1/approvals/scan", admin, map[string]string{"marketplace": "nosuch"}), 404)
 }
+
+// A scan fetches and records only what the policy allows, as a channel
+// build does.
+func TestApprovalScanSkipsDenied(t *testing.T) {
+	e, _, _ := newGitCatalogEnv(t)
+	if res := e.putLayer("org", "*new", map[string]any{"settings": map[string]any{"enabledPlugins": map[string]bool{"risky@corp": false}}}); res.status != 201 {
+		t.Fatalf("put layer: %d %s", res.status, res.body)
+	}
+	res := e.do("POST", "/v1/approvals/scan", e.tokens[RoleAdmin], map[string]string{})
+	mustStatus(t, res, 200)
+	var sr ScanResult
+	res.json(t, &sr)
+	var seen []string
+	for _, r := range sr.Seen {
+		seen = append(seen, r.Plugin+" "+r.State)
+	}
+	if strings.Join(seen, ",") != "broken@corp approved,deploy@corp approved,lint@corp approved" {
+		t.Fatalf("scan saw %v; want every plugin but the denied risky, approved as first versions", seen)
+	}
+}
