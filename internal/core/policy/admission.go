@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"sort"
 	"strings"
 
@@ -172,6 +173,25 @@ func HeldError(id plugin.ID, version string, v *AdmittedVersion, approved []stri
 		hint = "the approved version (" + strings.Join(approved, ", ") + ") stays installed and active, and the server's channels serve it; ask an administrator to review " + version + " (GET /v1/approvals/pending)"
 	}
 	return &plugin.Error{Layer: plugin.LayerPolicy, Type: TypeHeld, Object: id.String(), Err: errors.New(msg), Hint: hint}
+}
+
+// WriteVersion writes what a client acts on of a (modes; each version's
+// plugin, version, digest, state, what it adds, note) to w, in a stable
+// order, for a policy version that changes whenever they do. Nothing is
+// written for empty admissions.
+func (a *Admissions) WriteVersion(w io.Writer) {
+	if a.Empty() {
+		return
+	}
+	for _, k := range sortedKeys(a.MarketplaceModes) {
+		fmt.Fprintf(w, "mode marketplace %q %q\n", k, a.MarketplaceModes[k])
+	}
+	for _, k := range sortedKeys(a.PluginModes) {
+		fmt.Fprintf(w, "mode plugin %q %q\n", k, a.PluginModes[k])
+	}
+	for _, v := range a.Versions {
+		fmt.Fprintf(w, "admission %q %q %q %q %q %q\n", v.Plugin, v.Version, v.Digest, v.State, strings.Join(v.Adds, "\x00"), v.Note)
+	}
 }
 
 // CheckAll checks id at version against every server's admissions: each

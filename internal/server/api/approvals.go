@@ -5,9 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"hash"
 	"net/http"
-	"sort"
 	"strings"
 
 	"github.com/labstack/echo/v4"
@@ -19,6 +17,8 @@ import (
 	"github.com/wharfhq/wharf/internal/server/approvals"
 	"github.com/wharfhq/wharf/internal/server/audit"
 	"github.com/wharfhq/wharf/internal/server/channel"
+	"github.com/wharfhq/wharf/internal/server/policystate"
+	"github.com/wharfhq/wharf/internal/server/revocations"
 	"github.com/wharfhq/wharf/plugin"
 )
 
@@ -38,34 +38,6 @@ const (
 	ActionApprovalDeny    = "approval.deny"    // an administrator denied a version
 	ActionApprovalMode    = "approval.mode"    // an admission mode set or cleared
 )
-
-// readAdmissions is what the bundle carries of the approvals.
-func readAdmissions(r store.Reader) (*policy.Admissions, error) { return approvals.Admissions(r) }
-
-// admissionsVersion hashes what a client acts on of adm into h.
-func admissionsVersion(h hash.Hash, adm *policy.Admissions) {
-	if adm.Empty() {
-		return
-	}
-	for _, k := range sortedKeys(adm.MarketplaceModes) {
-		fmt.Fprintf(h, "mode marketplace %q %q\n", k, adm.MarketplaceModes[k])
-	}
-	for _, k := range sortedKeys(adm.PluginModes) {
-		fmt.Fprintf(h, "mode plugin %q %q\n", k, adm.PluginModes[k])
-	}
-	for _, v := range adm.Versions {
-		fmt.Fprintf(h, "admission %q %q %q %q %q %q\n", v.Plugin, v.Version, v.Digest, v.State, strings.Join(v.Adds, "\x00"), v.Note)
-	}
-}
-
-func sortedKeys(m map[string]string) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
-}
 
 // ApprovalRecord is one version the server has seen.
 type ApprovalRecord = approvals.Record
@@ -238,7 +210,7 @@ func (s *Server) admitVersion(ctx context.Context, h marketplace.Hit, vd *channe
 		return rec, nil, modes, false, err
 	}
 	if isNew {
-		s.setHead(head)
+		s.pol.SetHead(head)
 	}
 	return rec, append(recs, rec), modes, isNew, nil
 }
@@ -246,15 +218,15 @@ func (s *Server) admitVersion(ctx context.Context, h marketplace.Hit, vd *channe
 // advanceApprovals moves the policy head after a change of the approvals
 // in tx.
 func (s *Server) advanceApprovals(tx store.Tx) (policyHead, error) {
-	layers, err := readLayers(tx)
+	layers, err := policystate.ReadLayers(tx)
 	if err != nil {
 		return policyHead{}, err
 	}
-	revs, err := readRevocations(tx)
+	revs, err := revocations.Active(tx)
 	if err != nil {
 		return policyHead{}, err
 	}
-	return advanceHead(tx, layers, revs)
+	return policystate.AdvanceHead(tx, layers, revs)
 }
 
 func (s *Server) listApprovals(c echo.Context) error {
@@ -275,7 +247,7 @@ func (s *Server) listApprovals(c echo.Context) error {
 				out.Approvals = append(out.Approvals, rec)
 			}
 		}
-		h, err := readHead(r)
+		h, err := policystate.ReadHead(r)
 		out.PolicyVersion = h.Version
 		return err
 	})
@@ -406,7 +378,7 @@ func (s *Server) decideApproval(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	s.setHead(policyHead{Revision: res.Revision, Version: res.PolicyVersion})
+	s.pol.SetHead(policyHead{Revision: res.Revision, Version: res.PolicyVersion})
 	return c.JSON(http.StatusOK, res)
 }
 
@@ -473,7 +445,7 @@ func (s *Server) putApprovalMode(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	s.setHead(head)
+	s.pol.SetHead(head)
 	return c.JSON(http.StatusOK, modesView(m))
 }
 
