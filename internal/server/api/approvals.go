@@ -96,6 +96,15 @@ type ScanFailure struct {
 func (s *Server) admitter() channel.Admitter {
 	return func(ctx context.Context, h marketplace.Hit, vd *channel.Vendored) (channel.Admission, error) {
 		rec, recs, modes, _, err := s.admitVersion(ctx, h, vd)
+		var unreadable *unreadableError
+		if errors.As(err, &unreadable) {
+			// Not judged, so not served; the approved version stays.
+			a := channel.Admission{Held: err.Error()}
+			if last := approvals.LastApproved(recs); last != nil {
+				a.Approved = last.Digest
+			}
+			return a, nil
+		}
 		if err != nil {
 			return channel.Admission{}, err
 		}
@@ -153,7 +162,7 @@ func (s *Server) admitVersion(ctx context.Context, h marketplace.Hit, vd *channe
 	}
 	rep, err := capability.Read(vd.Dir, h.Entry)
 	if err != nil {
-		return approvals.Record{}, nil, modes, false, fmt.Errorf("read the capabilities of %s %s: %w", id, vd.Version, err)
+		return approvals.Record{}, recs, modes, false, &unreadableError{Plugin: id, Version: vd.Version, Err: err}
 	}
 	now := s.now().UTC()
 	last := approvals.LastApproved(recs)
@@ -214,6 +223,19 @@ func (s *Server) admitVersion(ctx context.Context, h marketplace.Hit, vd *channe
 	}
 	return rec, append(recs, rec), modes, isNew, nil
 }
+
+// unreadableError is a version whose capability set cannot be read: it is
+// not judged, so no channel serves it.
+type unreadableError struct {
+	Plugin, Version string
+	Err             error
+}
+
+func (e *unreadableError) Error() string {
+	return fmt.Sprintf("%s %s is held: its capability set cannot be read (%v); report it to the marketplace's owner", e.Plugin, e.Version, e.Err)
+}
+
+func (e *unreadableError) Unwrap() error { return e.Err }
 
 // advanceApprovals moves the policy head after a change of the approvals
 // in tx.

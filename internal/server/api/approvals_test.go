@@ -1,6 +1,8 @@
 package api
 
 import (
+	"errors"
+	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -10,7 +12,9 @@ import (
 	"github.com/wharfhq/wharf/internal/core/policy"
 	"github.com/wharfhq/wharf/internal/core/source"
 	"github.com/wharfhq/wharf/internal/core/trust"
+	"github.com/wharfhq/wharf/internal/server/channel"
 	"github.com/wharfhq/wharf/internal/testutil/gitserve"
+	"github.com/wharfhq/wharf/plugin"
 )
 
 // gitMarket is the fixture marketplace as a git repository served over
@@ -264,5 +268,28 @@ func TestApprovalScanSkipsDenied(t *testing.T) {
 	}
 	if strings.Join(seen, ",") != "broken@corp approved,deploy@corp approved,lint@corp approved" {
 		t.Fatalf("scan saw %v; want every plugin but the denied risky, approved as first versions", seen)
+	}
+}
+
+// A version whose capability set cannot be read (a tree over the reader's
+// bound) is not judged: the channel holds it, with why, and keeps the
+// approved version.
+func TestApprovalUnreadableVersionIsHeld(t *testing.T) {
+	e := newEnv(t)
+	dir := t.TempDir()
+	for i := 0; i <= 20000; i++ {
+		writeFile(t, filepath.Join(dir, "docs", fmt.Sprintf("d%d", i/1000), fmt.Sprintf("f%d.md", i)), "x\n")
+	}
+	id := mustID(t, "huge@corp")
+	entry := &plugin.Entry{Source: plugin.Source{Kind: plugin.SourceRelative, Path: "./plugins/huge"}}
+	entry.Name = "huge"
+	a, err := e.srv.admitter()(t.Context(), marketplace.Hit{ID: id, Entry: entry}, &channel.Vendored{Dir: dir, Version: "2.0.0", Digest: fakeDigest("huge")})
+	var ue *unreadableError
+	if err != nil || !strings.Contains(a.Held, "huge@corp 2.0.0 is held: its capability set cannot be read") {
+		t.Fatalf("admission = %+v, %v", a, err)
+	}
+	_, _, _, _, err = e.srv.admitVersion(t.Context(), marketplace.Hit{ID: id, Entry: entry}, &channel.Vendored{Dir: dir, Version: "2.0.0", Digest: fakeDigest("huge")})
+	if !errors.As(err, &ue) || ue.Plugin != "huge@corp" {
+		t.Fatalf("admitVersion: %v", err)
 	}
 }
