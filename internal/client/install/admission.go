@@ -2,6 +2,7 @@ package install
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -58,7 +59,7 @@ func (in *Installer) serverAdmissions() []*policy.Admissions {
 // (the installed version; nil for a first install) and the user has not
 // accepted them. accept records the acceptance (and lets it through) on a
 // client without a server; it changes nothing with one.
-func (in *Installer) checkAdmitted(g *graph, id plugin.ID, old *cache.Record, v *cache.Version, accept bool) error {
+func (in *Installer) checkAdmitted(ctx context.Context, g *graph, id plugin.ID, old *cache.Record, v *cache.Version, accept bool) error {
 	if as := in.serverAdmissions(); len(as) > 0 {
 		err := policy.CheckAll(as, id, v.Version, v.Digest)
 		if err == nil || old == nil {
@@ -100,8 +101,19 @@ func (in *Installer) checkAdmitted(g *graph, id plugin.ID, old *cache.Record, v 
 			Err:  fmt.Errorf("%s adds capabilities over the installed %s: %s", v.Version, old.Version, strings.Join(msgs, "; ")),
 			Hint: "the installed " + old.Version + " stays active; to take the new version with these capabilities, run: wharf update " + id.String() + " --accept"}
 	}
-	acc.Accepted = append(acc.Accepted, AcceptedVersion{Plugin: id.String(), Version: v.Version, Digest: v.Digest, Adds: msgs, Over: old.Version, At: in.o.Now().UTC()})
-	return acc.Write(in.o.AcceptedFile)
+	// Under the home's lock, read again: another process may have
+	// recorded an acceptance since.
+	return in.o.Cache.WithLock(ctx, func(context.Context) error {
+		acc, err := ReadAccepted(in.o.AcceptedFile)
+		if err != nil {
+			return err
+		}
+		if acc.Has(id, v.Version, v.Digest) {
+			return nil
+		}
+		acc.Accepted = append(acc.Accepted, AcceptedVersion{Plugin: id.String(), Version: v.Version, Digest: v.Digest, Adds: msgs, Over: old.Version, At: in.o.Now().UTC()})
+		return acc.Write(in.o.AcceptedFile)
+	})
 }
 
 // capabilityDiff is what v adds over old.

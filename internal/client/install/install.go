@@ -186,7 +186,7 @@ func (in *Installer) Install(ctx context.Context, req Request) (*Result, error) 
 		if r, ok := g.installed[st.ID]; ok {
 			old = &r
 		}
-		if err := in.checkAdmitted(g, st.ID, old, done[st.ID].v, false); err != nil {
+		if err := in.checkAdmitted(ctx, g, st.ID, old, done[st.ID].v, false); err != nil {
 			return nil, err
 		}
 	}

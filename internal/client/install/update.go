@@ -121,7 +121,7 @@ func (in *Installer) Update(ctx context.Context, ids []plugin.ID, opts UpdateOpt
 			sv.cleanup()
 			return out, err
 		}
-		if err := in.checkAdmitted(g, id, &old, sv.v, opts.Accept); err != nil {
+		if err := in.checkAdmitted(ctx, g, id, &old, sv.v, opts.Accept); err != nil {
 			// Held or not accepted: the installed version stays, the
 			// others still update, the refusal is reported at the end.
 			sv.cleanup()
