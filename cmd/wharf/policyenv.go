@@ -1,10 +1,8 @@
 package main
 
 import (
-	"github.com/wharfhq/wharf/internal/client/home"
-	"github.com/wharfhq/wharf/internal/core/marketplace"
 	"github.com/wharfhq/wharf/internal/core/policy"
-	"github.com/wharfhq/wharf/internal/core/settings"
+	"github.com/wharfhq/wharf/plugin"
 )
 
 // policySources are the managed directories and the --policy paths.
@@ -16,9 +14,9 @@ func (a *app) Policy() (*policy.Engine, error) { return a.h.Policy() }
 // warnf prints a warning to stderr (also under --json: stdout stays JSON).
 func (a *app) warnf(format string, args ...any) { a.io().warnf(format, args...) }
 
-// knownMarketSource returns the settings form of a known marketplace's
-// source, for policy requests; nil when the marketplace is not known.
-func (a *app) knownMarketSource(name string) *settings.MarketplaceSource {
+// knownMarketSource returns a known marketplace's source, for policy
+// requests; nil when the marketplace is not known.
+func (a *app) knownMarketSource(name string) *plugin.MarketplaceSource {
 	mgr, err := a.Marketplaces()
 	if err != nil {
 		return nil
@@ -27,15 +25,5 @@ func (a *app) knownMarketSource(name string) *settings.MarketplaceSource {
 	if err != nil {
 		return nil
 	}
-	return home.KnownSource(k.Source)
-}
-
-// settingsSource is the settings form of a marketplace source, which
-// policy matches against (see marketplace.Source.Settings).
-func settingsSource(src marketplace.Source) (*settings.MarketplaceSource, error) {
-	s, err := src.Settings()
-	if err != nil {
-		return nil, err
-	}
-	return &s, nil
+	return &k.Source
 }

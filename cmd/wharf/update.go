@@ -122,6 +122,9 @@ type UpdateOptions struct {
 	Offline        bool
 	AllowDowngrade bool
 	DryRun         bool
+	// Accept takes versions that add capabilities when no policy server
+	// decides, and records them as accepted.
+	Accept bool
 }
 
 func newUpdateCmd(a *app) *cobra.Command {
@@ -139,7 +142,15 @@ Update never goes to a lower version than the one installed (semver order),
 nor between a semantic version and one it cannot order against it, unless
 --allow-downgrade is given; it exits 4 and says why. Versions that are not
 semantic on both sides (commit-derived versions of versionless plugins)
-have no order and update freely.`,
+have no order and update freely.
+
+With a policy server, a version it holds for review (it adds capabilities
+over the approved one), denied or has not admitted is refused with what it
+adds; the installed version stays active, and exit is 3. Without one, a
+version that adds capabilities over the installed one (hooks, MCP servers,
+executables, tools, hosts) is shown and kept back until --accept, which
+records it in $WHARF_HOME/accepted.json. --accept never overrides a policy
+server.`,
 		Example: "  wharf update --all\n  wharf update deploy@corp --offline",
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.IO, opts.Home, opts.Plugins = a.io(), a.h, args
@@ -150,6 +161,7 @@ have no order and update freely.`,
 	cmd.Flags().BoolVar(&opts.AllowDowngrade, "allow-downgrade", false, "allow going to a lower version, or between a semantic version and one that cannot be ordered against it")
 	cmd.Flags().BoolVar(&opts.Offline, "offline", false, "use the marketplace copies on disk; fetch nothing")
 	cmd.Flags().BoolVar(&opts.DryRun, "dry-run", false, "print what update would do from the marketplace copies on disk (--json: the plan); fetch nothing and change nothing")
+	cmd.Flags().BoolVar(&opts.Accept, "accept", false, "without a policy server: take versions that add capabilities (hooks, MCP servers, executables, tools, hosts) and record them as accepted; a policy server's approvals decide regardless")
 	return cmd
 }
 
@@ -175,7 +187,7 @@ func runUpdate(ctx context.Context, opts *UpdateOptions) error {
 	if !io.JSON {
 		printMoves(io, moves)
 	}
-	res, err := in.Update(ctx, ids, install.UpdateOptions{AllowDowngrade: opts.AllowDowngrade})
+	res, err := in.Update(ctx, ids, install.UpdateOptions{AllowDowngrade: opts.AllowDowngrade, Accept: opts.Accept})
 	if io.JSON {
 		if err != nil {
 			return err

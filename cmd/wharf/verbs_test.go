@@ -13,8 +13,8 @@ import (
 
 	"github.com/wharfhq/wharf/internal/client/home"
 	"github.com/wharfhq/wharf/internal/core/layout"
-	"github.com/wharfhq/wharf/internal/core/marketplace"
 	"github.com/wharfhq/wharf/internal/testutil/testworld"
+	"github.com/wharfhq/wharf/plugin"
 )
 
 // verbWorld is a home with the directory marketplace "corp" (app, which
@@ -31,7 +31,7 @@ func newVerbWorld(t *testing.T) *verbWorld {
 	w.writeMarketplace("1.0.0")
 	h := w.home()
 	defer h.Close()
-	src, err := marketplace.ParseSource(w.mkt)
+	src, err := plugin.ParseMarketplaceSource(w.mkt)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -65,7 +65,10 @@ type Home struct {
 
 	pol             *policy.Engine
 	hasPolicyServer bool
-	usedPlugins     bool
+	// admissions are those of the policy bundles LoadPolicy last pulled,
+	// one per server that carries some.
+	admissions  []*policy.Admissions
+	usedPlugins bool
 }
 
 // Open checks o and returns the Home; it opens nothing until a command

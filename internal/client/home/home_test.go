@@ -16,7 +16,6 @@ import (
 	"github.com/wharfhq/wharf/internal/client/cache"
 	"github.com/wharfhq/wharf/internal/client/install"
 	"github.com/wharfhq/wharf/internal/core/layout"
-	"github.com/wharfhq/wharf/internal/core/marketplace"
 	"github.com/wharfhq/wharf/internal/core/store"
 	"github.com/wharfhq/wharf/internal/testutil/gitserve"
 	"github.com/wharfhq/wharf/internal/testutil/testworld"
@@ -67,7 +66,7 @@ func openHome(t *testing.T, dir string, cfg Config) *Home {
 // gitMarketplace serves a marketplace "corp" with the plugin tool 1.0.0
 // from a bare git repository over git's HTTP protocol on 127.0.0.1 and
 // returns its source.
-func gitMarketplace(t *testing.T) marketplace.Source {
+func gitMarketplace(t *testing.T) plugin.MarketplaceSource {
 	t.Helper()
 	if _, err := exec.LookPath("git"); err != nil {
 		t.Skip("git not installed")
@@ -90,7 +89,7 @@ func gitMarketplace(t *testing.T) marketplace.Source {
 	root := t.TempDir()
 	git(work, "clone", "-q", "--bare", work, filepath.Join(root, "corp", "plugins.git"))
 	srv := gitserve.Start(t, root, gitserve.Options{HTTP: true})
-	src, err := marketplace.ParseSource(srv.URL + "/corp/plugins.git")
+	src, err := plugin.ParseMarketplaceSource(srv.URL + "/corp/plugins.git")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -98,7 +97,7 @@ func gitMarketplace(t *testing.T) marketplace.Source {
 }
 
 // addMarketplace adds src through h as `wharf marketplace add` does.
-func addMarketplace(t *testing.T, h *Home, src marketplace.Source) error {
+func addMarketplace(t *testing.T, h *Home, src plugin.MarketplaceSource) error {
 	t.Helper()
 	mgr, err := h.MarketplaceWriter()
 	if err != nil {
@@ -293,8 +292,7 @@ func TestManagedLayerIsAlwaysApplied(t *testing.T) {
 	if names := e.LayerNames(); len(names) == 0 || names[0] != "managed" {
 		t.Fatalf("layers %v: the managed layer is not first", names)
 	}
-	s, _ := src.Settings()
-	if err := e.AllowAdd(context.Background(), "corp", s); err == nil {
+	if err := e.AllowAdd(context.Background(), "corp", src); err == nil {
 		t.Fatal("the home's engine allows what the managed layer blocks")
 	}
 }

@@ -96,7 +96,14 @@ func (h *Home) Installer() (*install.Installer, error) {
 	if err != nil {
 		return nil, err
 	}
+	// Without a policy server, updates that add capabilities need the
+	// user's --accept; with one, its admissions decide.
+	accepted := ""
+	if !h.hasPolicyServer {
+		accepted = h.paths.Accepted()
+	}
 	return install.New(install.Options{
+		AcceptedFile: accepted,
 		Marketplaces: mgr,
 		Cache:        c,
 		Fetcher:      f,

@@ -12,7 +12,6 @@ import (
 	"github.com/wharfhq/wharf/internal/cli/cliconfig"
 	"github.com/wharfhq/wharf/internal/cli/shell"
 	"github.com/wharfhq/wharf/internal/client/policyremote"
-	"github.com/wharfhq/wharf/internal/core/marketplace"
 	"github.com/wharfhq/wharf/internal/core/policy"
 	"github.com/wharfhq/wharf/internal/core/settings"
 	"github.com/wharfhq/wharf/plugin"
@@ -79,10 +78,11 @@ func (h *Home) OpenPolicy(src policy.Sources) (*policy.Engine, error) {
 		layers, revs, err := h.LoadPolicy(context.Background(), src)
 		if err == nil && e != nil {
 			e.SetRevocations(revs)
+			e.SetAdmissions(h.admissions)
 		}
 		return layers, err
 	}
-	opts := []policy.Option{policy.WithLoader(load), policy.WithRevocations(revs), policy.WithGitHubHost(h.cfg.GitHubHost)}
+	opts := []policy.Option{policy.WithLoader(load), policy.WithRevocations(revs), policy.WithAdmissions(h.admissions), policy.WithGitHubHost(h.cfg.GitHubHost)}
 	opts = append(opts, policy.WithMemoFile(h.paths.PolicyMemo()))
 	e, err = policy.NewEngine(layers, opts...)
 	return e, err
@@ -260,6 +260,7 @@ func (h *Home) LoadPolicy(ctx context.Context, src policy.Sources) ([]policy.Lay
 	}
 	pulled := make([][]policy.Layer, len(servers))
 	var revs policy.Revocations
+	var adms []*policy.Admissions
 	for i, srv := range servers {
 		res, err := h.PullPolicy(ctx, srv)
 		if err != nil {
@@ -267,7 +268,11 @@ func (h *Home) LoadPolicy(ctx context.Context, src policy.Sources) ([]policy.Lay
 		}
 		pulled[i] = res.Layers
 		revs = append(revs, res.Info.Revocations...)
+		if res.Info.Admissions != nil {
+			adms = append(adms, res.Info.Admissions)
+		}
 	}
+	h.admissions = adms
 	// Server layers keep their names unless two servers share one; the
 	// --policy layers give way to them.
 	addServers := func(system bool) {
@@ -293,17 +298,13 @@ func (h *Home) LoadPolicy(ctx context.Context, src policy.Sources) ([]policy.Lay
 // the network or disk for it.
 type policyGate struct{ h *Home }
 
-func (g policyGate) AllowAdd(src marketplace.Source) error {
+func (g policyGate) AllowAdd(src plugin.MarketplaceSource) error {
 	e, err := g.h.Policy()
-	if err != nil {
-		return err
-	}
-	s, err := src.Settings()
 	if err != nil {
 		return err
 	}
 	// The marketplace's own name is only known after its manifest is read;
 	// until then it goes by the last element of where it comes from.
 	label := strings.TrimSuffix(path.Base(strings.TrimRight(src.String(), "/")), ".git")
-	return e.AllowAdd(context.Background(), label, s)
+	return e.AllowAdd(context.Background(), label, src)
 }

@@ -11,7 +11,6 @@ import (
 	"github.com/wharfhq/wharf/internal/client/cache"
 	"github.com/wharfhq/wharf/internal/core/marketplace"
 	"github.com/wharfhq/wharf/internal/core/policy"
-	"github.com/wharfhq/wharf/internal/core/settings"
 	"github.com/wharfhq/wharf/internal/core/store"
 	"github.com/wharfhq/wharf/plugin"
 )
@@ -98,9 +97,10 @@ func (h *Home) newRuntime(ctx context.Context, ro RuntimeOptions, cat *marketpla
 	if err != nil {
 		return nil, err
 	}
-	sources := map[string]*settings.MarketplaceSource{}
+	sources := map[string]*plugin.MarketplaceSource{}
 	for _, m := range cat.Marketplaces() {
-		sources[m.Known.Name] = KnownSource(m.Known.Source)
+		src := m.Known.Source
+		sources[m.Known.Name] = &src
 	}
 	paths := h.SettingsPaths()
 	if ro.Project != "" {
@@ -126,7 +126,7 @@ func (h *Home) newRuntime(ctx context.Context, ro RuntimeOptions, cat *marketpla
 		return nil
 	}
 	w := agentlink.Wiring{Registry: c, Revocations: append(append(policy.Revocations{}, h.Revocations()...), ro.Revocations...),
-		MarketplaceSource: func(name string) *settings.MarketplaceSource { return sources[name] }}
+		MarketplaceSource: func(name string) *plugin.MarketplaceSource { return sources[name] }}
 	if leaser != nil {
 		w.Leaser = leaser
 	}
@@ -142,17 +142,6 @@ func (h *Home) newRuntime(ctx context.Context, ro RuntimeOptions, cat *marketpla
 		}
 	}
 	return r, nil
-}
-
-// KnownSource converts a known marketplace's source to the form policy
-// matches (strictKnownMarketplaces, blockedMarketplaces); nil when it
-// cannot.
-func KnownSource(src marketplace.Source) *settings.MarketplaceSource {
-	s, err := src.Settings()
-	if err != nil {
-		return nil
-	}
-	return &s
 }
 
 // sessionStore opens the bbolt file for each transaction (shared lock for
