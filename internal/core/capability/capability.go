@@ -127,6 +127,13 @@ type Report struct {
 	Findings     []Finding `json:"findings"`
 }
 
+// Version names the rules that compute a Set and its findings from a tree.
+// A cache of sets keyed by content digest (package load) keys by it too:
+// raise it whenever a change of this package can change the Report of an
+// unchanged tree, so that a set computed by an older wharf is computed
+// again.
+const Version = 1
+
 // Bounds on what a hostile tree can make the reader do.
 const (
 	maxFiles    = 20000
@@ -565,6 +572,11 @@ func (s *Set) Undeclared() []string {
 	}
 	return out
 }
+
+// HostMatches reports whether host h matches one of patterns, read as
+// network.hosts is: an exact name, "*.d" for any name under d, and a port
+// only when the pattern names one.
+func HostMatches(h string, patterns []string) bool { return hostDeclared(h, patterns) }
 
 // hostDeclared matches h against network.hosts: an exact name, "*.d"
 // for any name under d, and a port only when the entry names one.

@@ -156,6 +156,9 @@ type compiledLayer struct {
 	Lockdown bool
 	// HasModules: the layer has admin Rego modules.
 	HasModules bool
+	// Caps are the layer's deniedCapabilities, requireDeclaredHosts and
+	// deniedFindings (capdeny.go).
+	Caps capabilityRules
 }
 
 type state struct {
@@ -347,9 +350,15 @@ func (e *Engine) compile(layers []Layer) (*state, error) {
 		l := &st.layers[i]
 		var merged *settings.Settings
 		for _, d := range docs[i] {
-			if _, err := settings.Parse(d.Name, d.Data); err != nil {
+			s, err := settings.Parse(d.Name, d.Data)
+			if err != nil {
 				l.Lockdown = true
+				l.Caps.fail(d.Name)
 				st.warnings = append(st.warnings, fmt.Sprintf("policy layer %s: %v; every restriction is assumed until it is fixed (fail closed)", l.Name, err))
+				continue
+			}
+			for _, msg := range l.Caps.parse(d.Name, s.Unknown) {
+				st.warnings = append(st.warnings, fmt.Sprintf("policy layer %s: %s", l.Name, msg))
 			}
 		}
 		merged = settings.Merge(docs[i])
