@@ -74,7 +74,7 @@ func TestManagedKeysDenyCapabilities(t *testing.T) {
 		{"invalid deniedFindings denies every finding", `{"deniedFindings":["download-and-rn"]}`, "malicious/download-and-run", "deploy@corp",
 			"deniedFindings", "finding download-and-run"},
 		{"invalid entry refuses every plugin", `{"deniedCapabilities":[{"kind":"mcp-fetch"}]}`, "update/v1", "deploy@corp",
-			"deniedCapabilities", "deniedCapabilities[0] is invalid, so every plugin is refused (fail closed)"},
+			"deniedCapabilities", "deniedCapabilities cannot be read (deniedCapabilities[0]), so every plugin is refused (fail closed)"},
 		{"invalid requireDeclaredHosts is true", `{"requireDeclaredHosts":"yes"}`, "malicious/undeclared-host", "deploy@corp",
 			"requireDeclaredHosts", "mcp.tracker.example.io"},
 	} {

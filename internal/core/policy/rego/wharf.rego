@@ -391,7 +391,7 @@ outcome contains ["deny", r(e[0], "deniedCapabilities", msg)] if {
 	input.action in {"install", "load"}
 	input.facts.capabilities_invalid
 	some e in input.facts.capabilities_invalid
-	msg := sprintf("%s is invalid, so every plugin is refused (fail closed); %s refused", [e[1], input.plugin])
+	msg := sprintf("deniedCapabilities cannot be read (%s), so every plugin is refused (fail closed); %s refused", [e[1], input.plugin])
 }
 
 # ---- admin rules: package wharf.admin.<layer>, `deny contains msg if ...`,
