@@ -74,7 +74,7 @@ var table = []unit{
 	{"internal/core/source", 2, []string{"internal/core/fetch", "internal/core/lazyre", "internal/core/netidle", "internal/core/progress", "plugin"}, []string{"internal/testutil/gitserve", "internal/testutil/netnstest", "internal/testutil/silentnet"}},
 	{"internal/core/store/storetest", 2, []string{"internal/core/store"}, nil},
 	{"internal/server/etcdstore", 2, []string{"internal/core/store"}, []string{"internal/core/store/storetest", "internal/testutil/etcdtest"}},
-	{"internal/client/load", 3, []string{"internal/client/cache", "internal/core/atomicfile", "internal/core/capability", "internal/core/policy", "internal/core/resolver", "internal/core/settings", "plugin"}, []string{"internal/core/store"}},
+	{"internal/client/load", 3, []string{"internal/client/cache", "internal/core/atomicfile", "internal/core/capability", "internal/core/policy", "internal/core/resolver", "internal/core/settings", "plugin"}, []string{"internal/core/store", "internal/testutil/sharedtest"}},
 	{"internal/client/policyremote", 3, []string{"internal/core/apiclient", "internal/core/atomicfile", "internal/core/layout", "internal/core/policy", "plugin"}, []string{"internal/core/settings", "internal/testutil/testapi"}},
 	{"internal/server/channel", 3, []string{"internal/core/atomicfile", "internal/core/capability", "internal/core/fetch", "internal/core/marketplace", "internal/core/policy", "internal/core/resolver", "internal/core/source", "internal/core/store", "internal/core/trust", "plugin"}, []string{"internal/testutil/gitserve", "internal/testutil/netnstest", "internal/testutil/sharedtest"}},
 	{"internal/server/fleet", 3, []string{"internal/core/inventory", "internal/core/store"}, []string{"internal/testutil/storeharness"}},

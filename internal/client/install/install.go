@@ -336,10 +336,10 @@ func (in *Installer) checkPolicy(ctx context.Context, g *graph, steps []resolver
 
 // contentOf is the capability set and findings of v, fetched for id and
 // verified against its digest, as policy reads them; it is kept by
-// digest, so the next load reads it back instead of the tree. Without
-// policy nothing is computed.
+// digest, so the next load reads it back instead of the tree. Without a
+// policy that reads content nothing is computed.
 func (in *Installer) contentOf(g *graph, id plugin.ID, v *cache.Version) (*policy.Content, error) {
-	if in.o.Policy == nil {
+	if in.o.Policy == nil || !load.ReadsContent(in.o.Policy) {
 		return nil, nil
 	}
 	e, _ := g.entry(id)

@@ -119,6 +119,20 @@ func computeContent(root string, entry *plugin.Entry) (*policy.Content, error) {
 	return policy.ContentOf(rep), nil
 }
 
+// ReadsContent reports whether decisions of p can depend on a request's
+// Content (*policy.Engine says so with ReadsContent: a capability key or
+// admin Rego rules); a policy that does not say is assumed to, nil does
+// not.
+func ReadsContent(p Policy) bool {
+	if p == nil {
+		return false
+	}
+	if rc, ok := p.(interface{ ReadsContent() bool }); ok {
+		return rc.ReadsContent()
+	}
+	return true
+}
+
 // ContentError is the error of a plugin whose content cannot be read for
 // policy.
 func ContentError(id plugin.ID, version string, err error) error {

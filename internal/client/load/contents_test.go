@@ -22,12 +22,12 @@ var capabilityTrees = []string{"update/v1", "update/v2", "update/v3", "capabilit
 
 // treeCache is a real cache (bbolt registry, sealed version dirs).
 type treeCache struct {
-	t    *testing.T
+	t    testing.TB
 	home string
 	c    *cache.Cache
 }
 
-func newTreeCache(t *testing.T) *treeCache {
+func newTreeCache(t testing.TB) *treeCache {
 	t.Helper()
 	home := t.TempDir()
 	st, err := store.OpenBolt(filepath.Join(home, "state.db"), store.Options{})

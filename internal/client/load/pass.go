@@ -281,7 +281,7 @@ func (o *Options) admit(ctx context.Context, r cache.Record, enabled bool, st *R
 		st.AddError(err)
 		return false
 	}
-	if o.Decider.Policy() != nil {
+	if ReadsContent(o.Decider.Policy()) {
 		// Policy again, now with what the checked tree can do: its
 		// capability set and findings (deniedCapabilities, Rego rules
 		// on input.capabilities).

@@ -215,6 +215,20 @@ func Open(src Sources, opts ...Option) (*Engine, error) {
 // and module.
 func (e *Engine) Version() string { return e.cur.Load().version }
 
+// ReadsContent reports whether a decision of the policy in force can
+// depend on a request's Content: a layer sets deniedCapabilities,
+// requireDeclaredHosts or deniedFindings, or has admin Rego rules (which
+// may read input.capabilities and input.findings). When it cannot, a
+// caller may leave Content out and decide the same.
+func (e *Engine) ReadsContent() bool {
+	for _, l := range e.cur.Load().layers {
+		if l.HasModules || !l.Caps.empty() {
+			return true
+		}
+	}
+	return false
+}
+
 // Warnings are the problems found in the layers' documents (unknown keys,
 // invalid values that fail closed, unknown surfaces).
 func (e *Engine) Warnings() []string { return append([]string(nil), e.cur.Load().warnings...) }
