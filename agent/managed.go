@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/wharfhq/wharf/internal/client/load"
 	"github.com/wharfhq/wharf/internal/core/policy"
 	"github.com/wharfhq/wharf/internal/core/settings"
 	"github.com/wharfhq/wharf/plugin"
@@ -49,6 +50,12 @@ func (g *managedGuard) Decide(ctx context.Context, req policy.Request) (policy.D
 	d.Warnings = append(append([]string(nil), m.Warnings...), d.Warnings...)
 	d.PolicyVersion = g.Version()
 	return d, nil
+}
+
+// ReadsContent reports whether either policy's decisions can depend on a
+// request's capability set (see load.ReadsContent).
+func (g *managedGuard) ReadsContent() bool {
+	return g.managed.ReadsContent() || load.ReadsContent(g.inner)
 }
 
 // Version changes when either policy does.
