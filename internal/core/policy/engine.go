@@ -94,6 +94,11 @@ func (d Decision) Err(req Request) error {
 		if req.Action == ActionAddMarketplace || req.Action == ActionUpdateMarketplace || req.Action == ActionSideload || req.Action == ActionFetchSource {
 			hint = fmt.Sprintf("this is an administrator's decision: ask %s about %s", who, ruleWords(r.Rule))
 		}
+		if r.Rule == KeyDeniedCapabilities || r.Rule == KeyRequireDeclaredHosts || r.Rule == KeyDeniedFindings {
+			// Decided on the tree's content, which wharf policy check
+			// does not read: wharf show lists it.
+			hint = fmt.Sprintf("this is an administrator's decision: ask %s about %s; to see what the plugin's tree does run: wharf show %s", who, ruleWords(r.Rule), req.target())
+		}
 	}
 	return &plugin.Error{Layer: plugin.LayerPolicy, Type: plugin.TypePolicyDenied, Object: req.target(),
 		Err: &Denial{Request: req, Decision: d}, Hint: hint}
