@@ -195,3 +195,16 @@ func TestCapabilityKeysAreManagedOnly(t *testing.T) {
 		t.Fatalf("no warning: %v", m.Warnings())
 	}
 }
+
+// The Claude Code export cannot carry the capability keys: it says so,
+// naming the layer, rather than leave them out silently.
+func TestExportWarnsAboutCapabilityKeys(t *testing.T) {
+	e := capEngine(t, Layer{Name: "managed", Settings: []byte(`{"deniedCapabilities": [{"kind": "hook"}]}`)})
+	x := e.ExportClaude()
+	if _, ok := x.Settings[KeyDeniedCapabilities]; ok {
+		t.Fatalf("exported %v", x.Settings)
+	}
+	if !strings.Contains(strings.Join(x.Warnings, "\n"), "layer managed sets deniedCapabilities, requireDeclaredHosts or deniedFindings; Claude Code cannot enforce them") {
+		t.Fatalf("warnings %v", x.Warnings)
+	}
+}
