@@ -33,7 +33,7 @@ func TestOpenDeniesManagedCapabilities(t *testing.T) {
 	o := w.options()
 	o.Policy = loose
 	o.NoMemo = true
-	r, err := Open(o)
+	r, err := open(o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -43,7 +43,7 @@ func TestOpenDeniesManagedCapabilities(t *testing.T) {
 		s, _ := set.Plugin(plugin.MustParseID("sync@corp"))
 		if s.Status != "failed" || len(s.Errors) == 0 ||
 			!strings.Contains(s.Errors[0], "MCP server `sync` fetches an unpinned package at run time (npx -y sync-mcp@latest), which deniedCapabilities[0] denies") {
-			t.Fatalf("%s: sync@corp %+v", mode, s.Row)
+			t.Fatalf("%s: sync@corp %+v", mode, s)
 		}
 		if _, ok := set.Lookup(plugin.KindCommand, "sync:go"); ok {
 			t.Fatalf("%s: the denied plugin's command is live", mode)
