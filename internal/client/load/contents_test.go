@@ -3,6 +3,7 @@ package load
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -214,5 +215,43 @@ func TestPassDeniesCapabilityAtNextLoad(t *testing.T) {
 	rows = pass(`{"deniedCapabilities": [{"kind": "mcp-runtime-fetch"}]}`)
 	if r := rows["quiet@corp"]; r.Status != StatusFailed || r.ErrorDetails[0].Layer != string(plugin.LayerTrust) {
 		t.Fatalf("a changed tree: %+v", r)
+	}
+}
+
+// A tree that does not load as a plugin fails with its manifest's error
+// (as without a capability policy), not with a capability error; a tree
+// whose set cannot be computed otherwise (here: gone) gives
+// TypeCapabilities, layer policy, with the way to look at it.
+func TestContentErrors(t *testing.T) {
+	tc := newTreeCache(t)
+	src := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(src, ".claude-plugin"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(src, ".claude-plugin", "plugin.json"), []byte(`{"name": "bad", "version": 1}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	bad := tc.put("bad@corp", "1.0.0", src)
+	e, err := policy.NewEngine([]policy.Layer{{Name: "managed", Settings: []byte(`{"deniedCapabilities": [{"kind": "hook"}]}`)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows, err := List(bg, Options{Decider: NewDecider(e), Contents: NewContents("")}, Input{Records: []cache.Record{bad}, Enabled: map[plugin.ID]bool{bad.ID: true}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := rows[0]; r.Status != StatusFailed || r.ErrorDetails[0].Layer != string(plugin.LayerMaterialization) || !strings.Contains(r.Errors[0], "version") {
+		t.Fatalf("bad manifest: %+v", r)
+	}
+	gone := bad
+	gone.InstallPath = filepath.Join(t.TempDir(), "gone")
+	_, err = NewContents("").Of(gone, nil)
+	if err == nil {
+		t.Fatal("no error for a tree that is gone")
+	}
+	var pe *plugin.Error
+	if err := ContentError(gone.ID, gone.Version, err); !errors.As(err, &pe) || pe.Type != TypeCapabilities || pe.Layer != plugin.LayerPolicy ||
+		!strings.Contains(pe.Hint, "wharf show bad@corp") {
+		t.Fatalf("content error: %#v", err)
 	}
 }

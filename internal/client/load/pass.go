@@ -2,6 +2,7 @@ package load
 
 import (
 	"context"
+	"errors"
 	"runtime"
 	"slices"
 	"sort"
@@ -287,6 +288,12 @@ func (o *Options) admit(ctx context.Context, r cache.Record, enabled bool, st *R
 		// on input.capabilities).
 		content, err := o.Contents.Of(r, entry)
 		if err != nil {
+			if pe := (*plugin.Error)(nil); errors.As(err, &pe) {
+				// The tree does not load as a plugin (an invalid
+				// manifest): the read fails it with that error, from
+				// the same files, and nothing of it becomes active.
+				return true
+			}
 			st.AddError(ContentError(r.ID, r.Version, err))
 			return false
 		}
