@@ -215,6 +215,7 @@ func (a *app) loadPolicy(ctx context.Context, src policy.Sources) ([]policy.Laye
 	}
 	pulled := make([][]policy.Layer, len(servers))
 	var revs policy.Revocations
+	var adms []*policy.Admissions
 	for i, srv := range servers {
 		res, err := a.pullPolicy(ctx, srv)
 		if err != nil {
@@ -222,7 +223,11 @@ func (a *app) loadPolicy(ctx context.Context, src policy.Sources) ([]policy.Laye
 		}
 		pulled[i] = res.Layers
 		revs = append(revs, res.Info.Revocations...)
+		if res.Info.Admissions != nil {
+			adms = append(adms, res.Info.Admissions)
+		}
 	}
+	a.admissions = adms
 	// Server layers keep their names unless two servers share one; the
 	// --policy layers give way to them.
 	addServers := func(system bool) {
@@ -257,10 +262,11 @@ func (a *app) openPolicy(src policy.Sources) (*policy.Engine, error) {
 		layers, revs, err := a.loadPolicy(context.Background(), src)
 		if err == nil && e != nil {
 			e.SetRevocations(revs)
+			e.SetAdmissions(a.admissions)
 		}
 		return layers, err
 	}
-	opts := []policy.Option{policy.WithLoader(load), policy.WithRevocations(revs), policy.WithGitHubHost(a.cfg.GitHubHost)}
+	opts := []policy.Option{policy.WithLoader(load), policy.WithRevocations(revs), policy.WithAdmissions(a.admissions), policy.WithGitHubHost(a.cfg.GitHubHost)}
 	if a.env.Home() != "" {
 		opts = append(opts, policy.WithMemoFile(a.env.PolicyMemo()))
 	}

@@ -61,6 +61,9 @@ type app struct {
 	hasPolicyServer bool
 	reporting       bool // wharf inventory report: starts no background report
 	reportStarted   bool // one background report per process at most
+	// admissions are those of the policy bundles loadPolicy last pulled,
+	// one per server that carries some.
+	admissions []*policy.Admissions
 }
 
 // config is the resolved configuration (home.Config). Precedence: flags >

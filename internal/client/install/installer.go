@@ -51,6 +51,12 @@ type Options struct {
 	// ProgressBar is a terminal on which an install of several plugins
 	// draws a count bar; nil draws none.
 	ProgressBar io.Writer
+	// AcceptedFile, on a client without a policy server, is where the
+	// versions a user accepted with their added capabilities are recorded;
+	// set, an update that adds capabilities needs UpdateOptions.Accept
+	// (admission.go). Empty: no such gate (a policy server's admissions
+	// decide).
+	AcceptedFile string
 	// Getenv is passed to marketplace source resolution; nil is os.Getenv.
 	Getenv func(string) string
 	Now    func() time.Time

@@ -28,8 +28,9 @@ import (
 // /v1/policy/bundle): an OPA bundle (tar.gz) holding
 //
 //   - data.json: {"wharf": {"policy": {"version", "revision", "layers":
-//     [{"name", "rank", "version", "settings"}]}, "revocations": [Revocation...]}},
-//     layers in authority order, revocations only when there are some;
+//     [{"name", "rank", "version", "settings"}]}, "revocations": [Revocation...],
+//     "admissions": Admissions}}, layers in authority order, revocations and
+//     admissions only when there are some;
 //   - /wharf/layers/<layer>/<module>.rego: each layer's admin modules;
 //   - .manifest: revision = the policy version;
 //   - .signatures.json: an ES256 JWS over every file's hash.
@@ -74,6 +75,10 @@ type BundleInfo struct {
 	// Revocations are the plugin versions and digests withdrawn everywhere
 	// (data.json: wharf.revocations); they are part of the policy version.
 	Revocations Revocations `json:"revocations,omitempty"`
+	// Admissions are the server's approvals of plugin versions
+	// (data.json: wharf.admissions); nil when it has none. They are part
+	// of the policy version.
+	Admissions *Admissions `json:"admissions,omitempty"`
 }
 
 // ParseBundleKey reads a PEM public key (PKIX, ECDSA P-256) as the server
@@ -233,7 +238,8 @@ func ReadBundle(r io.Reader, publicKeyPEM []byte) ([]Layer, BundleInfo, error) {
 					Settings json.RawMessage `json:"settings"`
 				} `json:"layers"`
 			} `json:"policy"`
-			Revocations Revocations `json:"revocations"`
+			Revocations Revocations     `json:"revocations"`
+			Admissions  json.RawMessage `json:"admissions"`
 		} `json:"wharf"`
 	}
 	dataJSON, err := json.Marshal(b.Data)
@@ -254,6 +260,13 @@ func ReadBundle(r io.Reader, publicKeyPEM []byte) ([]Layer, BundleInfo, error) {
 		}
 	}
 	info.Revocations = doc.Wharf.Revocations
+	if t := bytes.TrimSpace(doc.Wharf.Admissions); len(t) > 0 && string(t) != "null" {
+		a, err := ParseAdmissions(t)
+		if err != nil {
+			return nil, BundleInfo{}, bundleInvalid("policy bundle data.json: %v", err)
+		}
+		info.Admissions = a
+	}
 	layers := make([]Layer, 0, len(p.Layers))
 	idx := map[string]int{}
 	for i, l := range p.Layers {

@@ -151,6 +151,7 @@ type Engine struct {
 	evals atomic.Int64
 	memo  *memo // the decision memo; nil only under WithCache
 	revs  atomic.Pointer[Revocations]
+	adms  atomic.Pointer[[]*Admissions]
 	// githubHost is where owner/repo requests are fetched from
 	// (WithGitHubHost); nil reads WHARF_GITHUB_HOST when the engine is built.
 	githubHost *string

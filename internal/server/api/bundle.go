@@ -112,6 +112,7 @@ type BundlePolicy struct {
 	Revision    uint64
 	Layers      []PolicyLayer
 	Revocations policy.Revocations
+	Admissions  *policy.Admissions
 }
 
 // ReadBundle verifies a policy bundle's signature with the server's public
@@ -126,7 +127,7 @@ func ReadBundle(r io.Reader, key BundleKey) (BundlePolicy, error) {
 	if err != nil {
 		return BundlePolicy{}, err
 	}
-	out := BundlePolicy{Version: info.Version, Revision: info.Revision, Revocations: info.Revocations}
+	out := BundlePolicy{Version: info.Version, Revision: info.Revision, Revocations: info.Revocations, Admissions: info.Admissions}
 	for _, l := range layers {
 		m := l.Modules
 		if m == nil {

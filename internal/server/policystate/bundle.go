@@ -19,6 +19,7 @@ import (
 
 	"github.com/wharfhq/wharf/internal/core/policy"
 	"github.com/wharfhq/wharf/internal/core/store"
+	"github.com/wharfhq/wharf/internal/server/approvals"
 	"github.com/wharfhq/wharf/internal/server/revocations"
 )
 
@@ -136,11 +137,15 @@ func (s *State[D]) Bundle(ctx context.Context) (*Bundle, error) {
 	var head Head
 	var layers []Layer
 	var revs policy.Revocations
+	var adm *policy.Admissions
 	if err := s.st.View(func(r store.Reader) (err error) {
 		if head, err = ReadHead(r); err != nil {
 			return err
 		}
 		if layers, err = ReadLayers(r); err != nil {
+			return err
+		}
+		if adm, err = approvals.Admissions(r); err != nil {
 			return err
 		}
 		revs, err = revocations.Active(r)
@@ -156,7 +161,7 @@ func (s *State[D]) Bundle(ctx context.Context) (*Bundle, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	body, err := s.bundleBytes(head, layers, revs) // the same bytes on every replica
+	body, err := s.bundleBytes(head, layers, revs, adm) // the same bytes on every replica
 	if err != nil {
 		return nil, fmt.Errorf("build policy bundle %s: %w", head.Version, err)
 	}
@@ -186,7 +191,7 @@ var errStaleBundle = errors.New("stored policy bundle has an older revision")
 // bundleBytes returns the signed bundle for head: the stored one for head's
 // version, else a new build that it stores unless another replica stored
 // one first (then that one is returned).
-func (s *State[D]) bundleBytes(head Head, layers []Layer, revs policy.Revocations) ([]byte, error) {
+func (s *State[D]) bundleBytes(head Head, layers []Layer, revs policy.Revocations, adm *policy.Admissions) ([]byte, error) {
 	stored := func(r store.Reader) ([]byte, error) {
 		raw, err := r.Get(BundleBucket, head.Version)
 		if err != nil {
@@ -213,7 +218,7 @@ func (s *State[D]) bundleBytes(head Head, layers []Layer, revs policy.Revocation
 	if !errors.Is(err, store.ErrNotFound) && !errors.Is(err, errStaleBundle) {
 		return nil, err
 	}
-	built, err := buildBundle(head, layers, revs, s.signer)
+	built, err := buildBundle(head, layers, revs, adm, s.signer)
 	if err != nil {
 		return nil, err
 	}
@@ -262,7 +267,7 @@ type bundleLayer struct {
 	Settings json.RawMessage `json:"settings"`
 }
 
-func buildBundle(head Head, layers []Layer, revs policy.Revocations, sg *signer) ([]byte, error) {
+func buildBundle(head Head, layers []Layer, revs policy.Revocations, adm *policy.Admissions, sg *signer) ([]byte, error) {
 	bl := make([]bundleLayer, len(layers))
 	var modules []bundle.ModuleFile
 	for i, l := range layers {
@@ -286,6 +291,9 @@ func buildBundle(head Head, layers []Layer, revs policy.Revocations, sg *signer)
 	}}
 	if len(revs) > 0 {
 		doc["revocations"] = revs // changing them changed head.Version
+	}
+	if !adm.Empty() {
+		doc["admissions"] = adm // so did changing these
 	}
 	raw, err := json.Marshal(map[string]any{"wharf": doc})
 	if err != nil {
