@@ -28,8 +28,9 @@ import (
 // /v1/policy/bundle): an OPA bundle (tar.gz) holding
 //
 //   - data.json: {"wharf": {"policy": {"version", "revision", "layers":
-//     [{"name", "rank", "version", "settings"}]}, "revocations": [Revocation...]}},
-//     layers in authority order, revocations only when there are some;
+//     [{"name", "rank", "version", "settings"}]}, "revocations": [Revocation...],
+//     "waivers": [Waiver...]}}, layers in authority order, revocations and
+//     waivers only when there are some;
 //   - /wharf/layers/<layer>/<module>.rego: each layer's admin modules;
 //   - .manifest: revision = the policy version;
 //   - .signatures.json: an ES256 JWS over every file's hash.
@@ -74,6 +75,10 @@ type BundleInfo struct {
 	// Revocations are the plugin versions and digests withdrawn everywhere
 	// (data.json: wharf.revocations); they are part of the policy version.
 	Revocations Revocations `json:"revocations,omitempty"`
+	// Waivers are the server's approved requests (data.json:
+	// wharf.waivers), attached to each of the bundle's layers; they are
+	// part of the policy version.
+	Waivers Waivers `json:"waivers,omitempty"`
 }
 
 // ParseBundleKey reads a PEM public key (PKIX, ECDSA P-256) as the server
@@ -234,6 +239,7 @@ func ReadBundle(r io.Reader, publicKeyPEM []byte) ([]Layer, BundleInfo, error) {
 				} `json:"layers"`
 			} `json:"policy"`
 			Revocations Revocations `json:"revocations"`
+			Waivers     Waivers     `json:"waivers"`
 		} `json:"wharf"`
 	}
 	dataJSON, err := json.Marshal(b.Data)
@@ -254,6 +260,15 @@ func ReadBundle(r io.Reader, publicKeyPEM []byte) ([]Layer, BundleInfo, error) {
 		}
 	}
 	info.Revocations = doc.Wharf.Revocations
+	if len(doc.Wharf.Waivers) > MaxWaivers {
+		return nil, BundleInfo{}, bundleInvalid("policy bundle data.json: %d waivers, more than %d", len(doc.Wharf.Waivers), MaxWaivers)
+	}
+	for i, w := range doc.Wharf.Waivers {
+		if err := checkWaiver(w); err != nil {
+			return nil, BundleInfo{}, bundleInvalid("policy bundle data.json: waivers[%d]: %v", i, err)
+		}
+	}
+	info.Waivers = doc.Wharf.Waivers
 	layers := make([]Layer, 0, len(p.Layers))
 	idx := map[string]int{}
 	for i, l := range p.Layers {
@@ -271,7 +286,7 @@ func ReadBundle(r io.Reader, publicKeyPEM []byte) ([]Layer, BundleInfo, error) {
 			settings = append([]byte(nil), t...)
 		}
 		idx[l.Name] = len(layers)
-		layers = append(layers, Layer{Name: l.Name, Settings: settings, Origin: "policy bundle layer " + l.Name})
+		layers = append(layers, Layer{Name: l.Name, Settings: settings, Origin: "policy bundle layer " + l.Name, Waivers: info.Waivers})
 		info.Layers = append(info.Layers, l.BundleLayer)
 	}
 	for _, m := range b.Modules {
