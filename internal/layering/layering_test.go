@@ -87,6 +87,7 @@ var table = []unit{
 	{"agent/internal/worldtest", 5, []string{"agent", "internal/core/policy", "internal/core/settings", "internal/testutil/testworld"}, nil},
 	{"internal/client/home", 5, []string{"internal/cli/cliconfig", "internal/client/cache", "internal/client/collect", "internal/core/fetch", "internal/core/marketplace", "plugin"}, nil},
 	{"internal/server/audit", 5, []string{"internal/core/store", "internal/server/tokens"}, []string{"internal/testutil/storeharness"}},
+	{"internal/server/requests", 6, []string{"internal/core/policy", "internal/core/store", "plugin"}, []string{"internal/testutil/storeharness"}},
 	{"internal/server/revocations", 6, []string{"internal/core/policy", "internal/core/store", "internal/server/audit"}, []string{"internal/testutil/storeharness"}},
 	{"internal/server/api", 7, []string{"internal/core/apiclient", "internal/core/inventory", "internal/core/marketplace", "internal/core/policy", "internal/core/resolver", "internal/core/settings", "internal/core/source", "internal/core/store", "internal/core/trust", "internal/server/audit", "internal/server/channel", "internal/server/fleet", "internal/server/gitserver", "internal/server/revocations", "internal/server/tokens", "internal/server/web", "plugin"}, []string{"internal/core/fetch", "internal/server/etcdstore", "internal/testutil/agentcli", "internal/testutil/claudetest", "internal/testutil/etcdtest", "internal/testutil/gitserve"}},
 	{"internal/testutil/testapi", 8, []string{"internal/core/layout", "internal/core/store", "internal/server/api"}, nil},
