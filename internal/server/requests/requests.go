@@ -273,8 +273,8 @@ func put(tx store.Tx, q Request) error {
 	return tx.Put(Bucket, q.ID, raw)
 }
 
-// Waivers returns the approved requests in force at now, as the bundle
-// carries them, in request id order.
+// Waivers returns the approved requests in force at now, in request id
+// order.
 func Waivers(r store.Reader, now time.Time) (policy.Waivers, error) {
 	all, err := All(r)
 	if err != nil {
@@ -288,6 +288,57 @@ func Waivers(r store.Reader, now time.Time) (policy.Waivers, error) {
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Request < out[j].Request })
 	return out, nil
+}
+
+// WaiverBucket holds the waivers the policy carries: keyInForce →
+// policy.Waivers, written by Refresh. The bundle and the policy version
+// read this one record, so every replica builds the same bundle for the
+// same store whatever its clock says.
+const WaiverBucket = "api-waivers"
+
+const keyInForce = "in-force"
+
+// InForce returns the waivers the policy carries (the last Refresh).
+func InForce(r store.Reader) (policy.Waivers, error) {
+	raw, err := r.Get(WaiverBucket, keyInForce)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var ws policy.Waivers
+	if err := json.Unmarshal(raw, &ws); err != nil {
+		return nil, fmt.Errorf("waivers in force (bucket %s): corrupt record: %w", WaiverBucket, err)
+	}
+	return ws, nil
+}
+
+// Refresh makes the waivers the policy carries those in force at now, in
+// tx, and reports whether they changed (then the policy head must
+// advance in the same transaction). An approval past its date leaves them
+// at the first Refresh after it; clients drop it at that date themselves.
+func Refresh(tx store.Tx, now time.Time) (bool, error) {
+	old, err := InForce(tx)
+	if err != nil {
+		return false, err
+	}
+	ws, err := Waivers(tx, now)
+	if err != nil {
+		return false, err
+	}
+	a, _ := json.Marshal(old)
+	b, err := json.Marshal(ws)
+	if err != nil {
+		return false, err
+	}
+	if string(a) == string(b) {
+		return false, nil
+	}
+	if len(ws) == 0 {
+		return true, tx.Delete(WaiverBucket, keyInForce)
+	}
+	return true, tx.Put(WaiverBucket, keyInForce, b)
 }
 
 // FieldError is a field of a request or answer that is not acceptable.

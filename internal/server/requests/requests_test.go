@@ -21,6 +21,7 @@ func TestRequests(t *testing.T) {
 			st := b.Open(t)
 			testReplica(t, st, b.Again(t, st))
 		})
+		t.Run("WaiversInForce", func(t *testing.T) { testRefresh(t, b.Open(t)) })
 		t.Run("CorruptRecordIsNamed", func(t *testing.T) { testCorrupt(t, b.Open(t)) })
 	})
 }
@@ -154,6 +155,49 @@ func testQuota(t *testing.T, st store.Store) {
 	}
 	if _, err := ask(t, st, "tok_dev", "one-more@corp", t0); err != nil {
 		t.Fatalf("after an answer: %v", err)
+	}
+}
+
+// Refresh keeps the waivers the policy carries: it reports a change only
+// when they change, and drops an approval past its date.
+func testRefresh(t *testing.T, st store.Store) {
+	refresh := func(now time.Time) (changed bool, ws []string) {
+		t.Helper()
+		err := st.Update(func(tx store.Tx) (err error) { changed, err = requests.Refresh(tx, now); return err })
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = st.View(func(r store.Reader) error {
+			in, err := requests.InForce(r)
+			for _, w := range in {
+				ws = append(ws, w.Plugin+"/"+w.By)
+			}
+			return err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return changed, ws
+	}
+	if changed, ws := refresh(t0); changed || len(ws) != 0 {
+		t.Fatalf("empty queue: changed %v, %v", changed, ws)
+	}
+	q, err := ask(t, st, "tok_dev", "tool@corp", t0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	until := t0.Add(time.Hour)
+	if _, err := respond(st, q.ID, requests.Answer{Status: requests.StatusApproved, Until: &until, By: "tok_admin", At: t0}); err != nil {
+		t.Fatal(err)
+	}
+	if changed, ws := refresh(t0); !changed || strings.Join(ws, ",") != "tool@corp/tok_admin" {
+		t.Fatalf("after the approval: changed %v, %v", changed, ws)
+	}
+	if changed, _ := refresh(t0.Add(time.Minute)); changed {
+		t.Fatal("a refresh with nothing new reported a change")
+	}
+	if changed, ws := refresh(until); !changed || len(ws) != 0 {
+		t.Fatalf("after the date: changed %v, %v", changed, ws)
 	}
 }
 
