@@ -31,8 +31,9 @@ const BundleAlgorithm = policy.BundleAlgorithm
 
 // The bundle's layout: data.json holds {"wharf": {"policy": {"version",
 // "revision", "layers": [{"name", "rank", "version", "settings"}]},
-// "revocations": [policy.Revocation...]}} with the layers in authority
-// order (revocations only when there are some), and each layer's Rego module is the file
+// "revocations": [policy.Revocation...], "waivers": [policy.Waiver...]}}
+// with the layers in authority order (revocations and waivers only when
+// there are some), and each layer's Rego module is the file
 // /wharf/layers/<layer>/<module>.rego. The manifest's revision is the policy
 // version. .signatures.json is an ES256 JWS over every file's hash, made
 // with the server's key (GET /v1/policy/bundle/key).
@@ -191,11 +192,15 @@ func (s *Server) bundleFor(ctx context.Context) (*builtBundle, error) {
 	var head policyHead
 	var layers []Layer
 	var revs policy.Revocations
+	var ws policy.Waivers
 	if err := s.deps.Store.View(func(r store.Reader) (err error) {
 		if head, err = readHead(r); err != nil {
 			return err
 		}
 		if layers, err = readLayers(r); err != nil {
+			return err
+		}
+		if ws, err = readWaivers(r); err != nil {
 			return err
 		}
 		revs, err = readRevocations(r)
@@ -211,7 +216,7 @@ func (s *Server) bundleFor(ctx context.Context) (*builtBundle, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	body, err := s.bundleBytes(head, layers, revs) // the same bytes on every replica (replica.go)
+	body, err := s.bundleBytes(head, layers, revs, ws) // the same bytes on every replica (replica.go)
 	if err != nil {
 		return nil, fmt.Errorf("build policy bundle %s: %w", head.Version, err)
 	}
@@ -227,7 +232,7 @@ type bundleLayer struct {
 	Settings json.RawMessage `json:"settings"`
 }
 
-func buildBundle(head policyHead, layers []Layer, revs policy.Revocations, sg *bundleSigner) ([]byte, error) {
+func buildBundle(head policyHead, layers []Layer, revs policy.Revocations, ws policy.Waivers, sg *bundleSigner) ([]byte, error) {
 	bl := make([]bundleLayer, len(layers))
 	var modules []bundle.ModuleFile
 	for i, l := range layers {
@@ -251,6 +256,9 @@ func buildBundle(head policyHead, layers []Layer, revs policy.Revocations, sg *b
 	}}
 	if len(revs) > 0 {
 		doc["revocations"] = revs // changing them changed head.Version
+	}
+	if len(ws) > 0 {
+		doc["waivers"] = ws // so did these (waiverVersion)
 	}
 	raw, err := json.Marshal(map[string]any{"wharf": doc})
 	if err != nil {

@@ -87,6 +87,12 @@ func (s *Server) routes() []route {
 		r(http.MethodGet, "/v1/revocations/history", adminOnly, s.revocationHistory),
 		r(http.MethodGet, "/v1/revocations/:id", fleetReaders, s.getRevocation),
 		r(http.MethodDelete, "/v1/revocations/:id", adminOnly, s.deleteRevocation),
+		r(http.MethodPost, "/v1/requests", all, s.createRequest),
+		r(http.MethodGet, "/v1/requests/mine", all, s.myRequests),
+		r(http.MethodGet, "/v1/requests", adminOnly, s.listRequests),
+		r(http.MethodPost, "/v1/requests/:id/approve", adminOnly, s.approveRequest),
+		r(http.MethodPost, "/v1/requests/:id/deny", adminOnly, s.denyRequest),
+
 		r(http.MethodGet, "/v1/channels", all, s.listChannels),
 		r(http.MethodPost, "/v1/channels", adminOnly, s.createChannel),
 		r(http.MethodGet, "/v1/channels/:name", all, s.getChannel),
