@@ -187,7 +187,9 @@ func parseUntil(v string) (*time.Time, error) {
 	return nil, badField("until", "%q is not a date; give 2027-01-01 or 2027-01-01T00:00:00Z", trimForMessage(v))
 }
 
-func (s *Server) approveRequest(c echo.Context) error { return s.answerRequest(c, requests.StatusApproved) }
+func (s *Server) approveRequest(c echo.Context) error {
+	return s.answerRequest(c, requests.StatusApproved)
+}
 
 func (s *Server) denyRequest(c echo.Context) error { return s.answerRequest(c, requests.StatusDenied) }
 
