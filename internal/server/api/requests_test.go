@@ -196,3 +196,23 @@ func TestRequestRefusals(t *testing.T) {
 		t.Fatalf("bad status filter: %d %s", res.status, res.body)
 	}
 }
+
+// parseUntil reads any string without panicking, and a date it accepts is
+// in UTC.
+func FuzzParseUntil(f *testing.F) {
+	for _, s := range []string{"", "2027-01-01", "2027-01-01T00:00:00Z", "2027-01-01T09:00:00+02:00", "soon", "2027-13-40", "\x00"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		u, err := parseUntil(s)
+		if err != nil {
+			if _, ok := err.(*APIError); !ok {
+				t.Fatalf("parseUntil(%q): %T %v", s, err, err)
+			}
+			return
+		}
+		if u != nil && u.Location() != time.UTC {
+			t.Fatalf("parseUntil(%q) = %v, not UTC", s, u)
+		}
+	})
+}
