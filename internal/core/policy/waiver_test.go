@@ -81,7 +81,7 @@ func TestWaiverLiftsOnlyWaivableDenials(t *testing.T) {
 	if !d.Allowed {
 		t.Fatalf("tool@corp with an approved request: denied: %s", reasonsOf(d))
 	}
-	if w := strings.Join(d.Warnings, "\n"); !strings.Contains(w, "tool@corp is allowed by request q-0000000000000001, approved by tok_admin: for the migration") {
+	if w := strings.Join(d.Warnings, "\n"); !strings.Contains(w, "tool@corp: request q-0000000000000001 approved by tok_admin: for the migration (it lifts what layers with allowWaivers deny)") {
 		t.Fatalf("warnings do not name the request: %q", w)
 	}
 	if d := install(t, e, "other@corp", Marketplace{}); d.Allowed || !strings.Contains(reasonsOf(d), "org/admin") {

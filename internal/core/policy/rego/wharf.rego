@@ -382,7 +382,7 @@ waived(i) if i in data.wharf_waivers[input.plugin].layers
 outcome contains ["warning", msg] if {
 	input.action in {"install", "enable", "load"}
 	some w in data.wharf_waivers[input.plugin].waivers
-	msg := sprintf("%s is allowed by request %s, approved by %s%s%s", [input.plugin, w.request, w.by, waiver_until(w.until), waiver_note(w.note)])
+	msg := sprintf("%s: request %s approved by %s%s%s (it lifts what layers with allowWaivers deny)", [input.plugin, w.request, w.by, waiver_until(w.until), waiver_note(w.note)])
 }
 
 waiver_until("") := ""
