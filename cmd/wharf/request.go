@@ -120,6 +120,16 @@ func newRequestCmd(a *app) *cobra.Command {
 // requestClient is the API client of the server requests go to: --server,
 // else the policy server, with the client's token.
 func (a *app) requestClient(flag string) (*apiclient.Client, error) {
+	if flag == "" {
+		servers, err := a.managedPolicyServers()
+		if err != nil {
+			return nil, err
+		}
+		if len(servers) == 0 {
+			return nil, &plugin.Error{Layer: plugin.LayerIntent, Type: typeUsage, Err: errors.New("no policy server to ask"),
+				Hint: "requests go to the server your policy comes from: name it with --policy-url, WHARF_POLICY_URL or policyUrl in the managed settings, or pass --server URL"}
+		}
+	}
 	server, err := a.reportServer(flag)
 	if err != nil {
 		return nil, err

@@ -151,3 +151,16 @@ func TestRequestApproveInstallDenyExpireEndToEnd(t *testing.T) {
 		t.Fatalf("install after the date: exit %d\n%s%s", code, out, stderr)
 	}
 }
+
+// Without a policy server or a token, wharf request says what is missing
+// (exit 2) and sends nothing.
+func TestRequestNeedsAServerAndAToken(t *testing.T) {
+	c := newPolicyClient(t, "")
+	if code, _, stderr := c.run("request", "tool@corp", "--reason", "x"); code != 2 || !strings.Contains(stderr, "no policy server to ask") {
+		t.Fatalf("without a server: exit %d\n%s", code, stderr)
+	}
+	c.env = append(c.env, "WHARF_POLICY_URL=http://127.0.0.1:1")
+	if code, _, stderr := c.run("request", "list"); code != 2 || !strings.Contains(stderr, "no token") {
+		t.Fatalf("without a token: exit %d\n%s", code, stderr)
+	}
+}
