@@ -1,10 +1,7 @@
 package api
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
-	"fmt"
 	"net/http"
 	"slices"
 	"strings"
@@ -12,9 +9,9 @@ import (
 
 	"github.com/labstack/echo/v4"
 
-	"github.com/wharfhq/wharf/internal/core/policy"
 	"github.com/wharfhq/wharf/internal/core/store"
 	"github.com/wharfhq/wharf/internal/server/audit"
+	"github.com/wharfhq/wharf/internal/server/policystate"
 	"github.com/wharfhq/wharf/internal/server/requests"
 )
 
@@ -223,12 +220,12 @@ func (s *Server) answerRequest(c echo.Context, status string) error {
 		if err != nil {
 			return err
 		}
-		head, err := readHead(tx)
+		head, err := policystate.ReadHead(tx)
 		if err != nil {
 			return err
 		}
 		if changed {
-			layers, err := readLayers(tx)
+			layers, err := policystate.ReadLayers(tx)
 			if err != nil {
 				return err
 			}
@@ -236,7 +233,7 @@ func (s *Server) answerRequest(c echo.Context, status string) error {
 			if err != nil {
 				return err
 			}
-			if head, err = advanceHead(tx, layers, revs); err != nil {
+			if head, err = policystate.AdvanceHead(tx, layers, revs); err != nil {
 				return err
 			}
 			advanced = true
@@ -256,30 +253,7 @@ func (s *Server) answerRequest(c echo.Context, status string) error {
 		return requestError(err)
 	}
 	if advanced {
-		s.setHead(policyHead{Revision: res.Revision, Version: res.PolicyVersion})
+		s.pol.SetHead(policystate.Head{Revision: res.Revision, Version: res.PolicyVersion})
 	}
 	return c.JSON(http.StatusOK, res)
-}
-
-// readWaivers returns the waivers the policy carries.
-func readWaivers(r store.Reader) (policy.Waivers, error) { return requests.InForce(r) }
-
-// waiverVersion is the policy version v of layers and revocations with the
-// waivers in force. With none it is v, so a server that never approved a
-// request keeps the versions it always had.
-func waiverVersion(v string, ws policy.Waivers) string {
-	if len(ws) == 0 {
-		return v
-	}
-	h := sha256.New()
-	fmt.Fprintf(h, "%s\n", v)
-	for _, w := range ws {
-		until := ""
-		if w.Until != nil {
-			until = w.Until.UTC().Format(time.RFC3339Nano)
-		}
-		// What a client acts on and shows.
-		fmt.Fprintf(h, "waiver %q %q %q %q %q\n", w.Request, w.Plugin, until, w.By, w.Note)
-	}
-	return "sha256:" + hex.EncodeToString(h.Sum(nil))
 }

@@ -8,6 +8,7 @@ package requests
 
 import (
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -339,6 +340,26 @@ func Refresh(tx store.Tx, now time.Time) (bool, error) {
 		return true, tx.Delete(WaiverBucket, keyInForce)
 	}
 	return true, tx.Put(WaiverBucket, keyInForce, b)
+}
+
+// Version is the policy version v (of the layers and revocations) with the
+// waivers ws in force. With none it is v, so a server that never approved
+// a request keeps the versions it always had.
+func Version(v string, ws policy.Waivers) string {
+	if len(ws) == 0 {
+		return v
+	}
+	h := sha256.New()
+	fmt.Fprintf(h, "%s\n", v)
+	for _, w := range ws {
+		until := ""
+		if w.Until != nil {
+			until = w.Until.UTC().Format(time.RFC3339Nano)
+		}
+		// What a client acts on and shows.
+		fmt.Fprintf(h, "waiver %q %q %q %q %q\n", w.Request, w.Plugin, until, w.By, w.Note)
+	}
+	return "sha256:" + hex.EncodeToString(h.Sum(nil))
 }
 
 // FieldError is a field of a request or answer that is not acceptable.
