@@ -132,7 +132,9 @@ func TestRequestApproveInstallDenyExpireEndToEnd(t *testing.T) {
 	// An approval does not loosen the layer the admin did not mark waivable.
 	code, out, stderr = c.run("install", "hard@corp")
 	if code != 3 || !strings.Contains(stderr, "hard@corp is refused by security") || strings.Contains(stderr, "not approved for this organization") {
-		t.Fatalf("install of a plugin the security layer refuses: exit %d\n%s%s", code, out, stderr)
+		_, check, checkErr := c.run("policy", "check", "hard@corp", "--json")
+		_, pull, _ := c.run("policy", "pull", "--json")
+		t.Fatalf("install of a plugin the security layer refuses: exit %d\n%s%s\npolicy check: %s%s\npolicy pull: %s", code, out, stderr, check, checkErr, pull)
 	}
 	code, out, stderr = c.run("list")
 	if code != 0 || !regexpMatch(`tool@corp\s+1\.0\.0\s+user\s+active`, out) ||
