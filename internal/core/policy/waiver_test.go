@@ -12,7 +12,6 @@ import (
 	"github.com/open-policy-agent/opa/v1/bundle"
 	"github.com/open-policy-agent/opa/v1/util"
 
-	"github.com/wharfhq/wharf/internal/core/settings"
 	"github.com/wharfhq/wharf/plugin"
 )
 
@@ -96,7 +95,7 @@ func TestWaiverLiftsOnlyWaivableDenials(t *testing.T) {
 	if d := install(t, e, "strict@corp", Marketplace{}); d.Allowed || !strings.Contains(reasonsOf(d), "team/admin") || strings.Contains(reasonsOf(d), "org/") {
 		t.Fatalf("team does not allow waivers, so its deny holds (org's is lifted): %s", reasonsOf(d))
 	}
-	blocked := Marketplace{Name: "blocked", Source: &settings.MarketplaceSource{Source: "github", Repo: "evil/plugins"}}
+	blocked := Marketplace{Name: "blocked", Source: &plugin.MarketplaceSource{Kind: "github", Repo: "evil/plugins"}}
 	if d := install(t, e, "x@blocked", blocked); d.Allowed || !strings.Contains(reasonsOf(d), "org/blockedMarketplaces") {
 		t.Fatalf("a request does not lift a marketplace block: %s", reasonsOf(d))
 	}
