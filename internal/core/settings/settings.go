@@ -229,9 +229,10 @@ var claudeKeys = map[string]bool{
 	"trustedProjectFolders": true, "disableProjectCode": true,
 }
 
-// serverKeys name the policy server in managed settings; the policy
-// package reads and checks them (policy.ManagedServers).
-var serverKeys = map[string]bool{"policyUrl": true, "policyKey": true, "maxAge": true}
+// serverKeys name the policy server in managed settings, or say whether a
+// server layer's denials are waivable (allowWaivers); the policy package
+// reads and checks them (policy.ManagedServers, policy.Waiver).
+var serverKeys = map[string]bool{"policyUrl": true, "policyKey": true, "maxAge": true, "allowWaivers": true}
 
 // CapabilityKeys deny plugins by what their trees can do; the policy
 // package reads and checks them (see policy.KeyDeniedCapabilities). They
