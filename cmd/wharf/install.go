@@ -72,6 +72,9 @@ type InstallOptions struct {
 	Force          bool
 	AllowDowngrade bool
 	DryRun         bool
+	// RequestAnswer, when set, adds to the install's outcome the answer
+	// to the client's request for the plugin (or how to ask for it).
+	RequestAnswer func(context.Context, plugin.ID, error) error
 }
 
 func newInstallCmd(a *app) *cobra.Command {
@@ -87,7 +90,7 @@ for wharf update.`,
 		Example: "  wharf install deploy@corp\n  wharf install deploy@corp --scope project\n  wharf install deploy",
 		Args:    exactArgs(1, "one <name@marketplace>"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			opts.IO, opts.Home, opts.Plugin = a.io(), a.h, args[0]
+			opts.IO, opts.Home, opts.Plugin, opts.RequestAnswer = a.io(), a.h, args[0], a.withRequestAnswer
 			return runInstall(cmd.Context(), opts)
 		},
 	}
@@ -137,7 +140,11 @@ func runInstall(ctx context.Context, opts *InstallOptions) error {
 			return nil
 		})
 	}
-	return installerDo(ctx, io, opts.Home, func(ctx context.Context, in *install.Installer) (*install.Result, error) {
+	answer := opts.RequestAnswer
+	if answer == nil {
+		answer = func(_ context.Context, _ plugin.ID, err error) error { return err }
+	}
+	return answer(ctx, id, installerDo(ctx, io, opts.Home, func(ctx context.Context, in *install.Installer) (*install.Result, error) {
 		return in.Install(ctx, install.Request{ID: id, Scope: sc, Force: opts.Force, AllowDowngrade: opts.AllowDowngrade})
 	}, func(res *install.Result) error {
 		for _, w := range res.Warnings {
@@ -162,7 +169,7 @@ func runInstall(ctx context.Context, opts *InstallOptions) error {
 		}
 		io.printf("enabled in %s\n", res.Settings)
 		return nil
-	})
+	}))
 }
 
 // UninstallOptions are wharf uninstall's inputs.
@@ -382,6 +389,9 @@ type ListOptions struct {
 	// Rehash re-hashes every plugin's content instead of the quick stat
 	// check.
 	Rehash bool
+	// PrintRequests, when set, prints the client's requests and their
+	// answers after the list.
+	PrintRequests func(context.Context)
 }
 
 func newListCmd(a *app) *cobra.Command {
@@ -392,7 +402,7 @@ func newListCmd(a *app) *cobra.Command {
 		Short:   "List installed plugins with their status: active, demoted, failed or disabled",
 		Args:    exactArgs(0, "no arguments"),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			opts.IO, opts.Home = a.io(), a.h
+			opts.IO, opts.Home, opts.PrintRequests = a.io(), a.h, a.printRequestAnswers
 			return runList(cmd.Context(), opts)
 		},
 	}
@@ -412,8 +422,14 @@ func runList(ctx context.Context, opts *ListOptions) error {
 		}
 		return rows, err
 	}, func(rows []load.Row) error {
+		printRequests := func() {
+			if opts.PrintRequests != nil {
+				opts.PrintRequests(ctx)
+			}
+		}
 		if len(rows) == 0 {
 			io.printf("no plugins installed; find some with: wharf search\n")
+			printRequests()
 			return nil
 		}
 		tw := tabwriter.NewWriter(io.Out, 0, 4, 2, ' ', 0)
@@ -439,7 +455,11 @@ func runList(ctx context.Context, opts *ListOptions) error {
 			}
 			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", r.ID, r.Version, r.Scope, r.Status, strings.Join(notes, "; "))
 		}
-		return tw.Flush()
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+		printRequests()
+		return nil
 	})
 }
 

@@ -115,6 +115,7 @@ func newRootCmd(a *app) *cobra.Command {
 	root.AddCommand(newDoctorCmd(a))
 	root.AddCommand(newConfigCmd(a))
 	root.AddCommand(newInventoryCmd(a))
+	root.AddCommand(newRequestCmd(a))
 	return root
 }
 
@@ -232,7 +233,7 @@ func (a *app) load(cmd *cobra.Command) error {
 		return err
 	}
 	a.cfg.Policy = a.policyConfig()
-	h, err := home.Open(home.Options{Paths: a.env, Config: a.cfg, Progress: a.progress(), Warn: func(msg string) { a.warnf("%s", msg) }})
+	h, err := home.Open(home.Options{Paths: a.env, Config: a.cfg, Progress: a.progress(), Warn: func(msg string) { a.warnf("%s", msg) }, Clock: testClock})
 	if err != nil {
 		return err
 	}

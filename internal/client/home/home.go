@@ -41,6 +41,10 @@ type Options struct {
 	// Getenv is the process environment; nil means os.Getenv. Variables
 	// the Config resolves (WHARF_GITHUB_HOST) are answered from it.
 	Getenv func(string) string
+	// Clock, when set, is the clock policy decides waivers' expiry by. It
+	// may only run ahead of the real time (a waiver expires sooner, never
+	// revives): Open refuses one behind it.
+	Clock func() time.Time
 }
 
 // Home is one command's view of a wharf home: it opens the store, the
@@ -55,6 +59,7 @@ type Home struct {
 	progress io.Writer
 	warn     func(string)
 	getenv   func(string) string
+	clock    func() time.Time
 
 	st     *store.OnUse
 	roHome *bool
@@ -89,7 +94,12 @@ func Open(o Options) (*Home, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	h := &Home{paths: o.Paths, cfg: cfg, project: o.Project, progress: o.Progress, warn: o.Warn, getenv: o.Getenv}
+	if o.Clock != nil && o.Clock().Before(time.Now()) {
+		return nil, &plugin.Error{Layer: plugin.LayerIntent, Type: typeUsage, Object: "Options.Clock",
+			Err:  errors.New("the policy clock is behind the real time: it would revive expired waivers"),
+			Hint: "leave Options.Clock unset, or give one at or after the real time"}
+	}
+	h := &Home{paths: o.Paths, cfg: cfg, project: o.Project, progress: o.Progress, warn: o.Warn, getenv: o.Getenv, clock: o.Clock}
 	if h.warn == nil {
 		h.warn = func(string) {}
 	}

@@ -84,6 +84,9 @@ func (h *Home) OpenPolicy(src policy.Sources) (*policy.Engine, error) {
 	}
 	opts := []policy.Option{policy.WithLoader(load), policy.WithRevocations(revs), policy.WithAdmissions(h.admissions), policy.WithGitHubHost(h.cfg.GitHubHost)}
 	opts = append(opts, policy.WithMemoFile(h.paths.PolicyMemo()))
+	if h.clock != nil {
+		opts = append(opts, policy.WithClock(h.clock))
+	}
 	e, err = policy.NewEngine(layers, opts...)
 	return e, err
 }

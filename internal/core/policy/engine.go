@@ -6,6 +6,7 @@ import (
 	_ "embed"
 	"encoding/binary"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
@@ -15,6 +16,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/open-policy-agent/opa/v1/ast"
 	"github.com/open-policy-agent/opa/v1/metrics"
@@ -94,6 +96,11 @@ func (d Decision) Err(req Request) error {
 		if req.Action == ActionAddMarketplace || req.Action == ActionUpdateMarketplace || req.Action == ActionSideload || req.Action == ActionFetchSource {
 			hint = fmt.Sprintf("this is an administrator's decision: ask %s about %s", who, ruleWords(r.Rule))
 		}
+		if r.Rule == KeyDeniedCapabilities || r.Rule == KeyRequireDeclaredHosts || r.Rule == KeyDeniedFindings {
+			// Decided on the tree's content, which wharf policy check
+			// does not read: wharf show lists it.
+			hint = fmt.Sprintf("this is an administrator's decision: ask %s about %s; to see what the plugin's tree does run: wharf show %s", who, ruleWords(r.Rule), req.target())
+		}
 	}
 	return &plugin.Error{Layer: plugin.LayerPolicy, Type: plugin.TypePolicyDenied, Object: req.target(),
 		Err: &Denial{Request: req, Decision: d}, Hint: hint}
@@ -150,6 +157,7 @@ type Engine struct {
 	// githubHost is where owner/repo requests are fetched from
 	// (WithGitHubHost); nil reads WHARF_GITHUB_HOST when the engine is built.
 	githubHost *string
+	clock      func() time.Time // decides which waivers expired (WithClock)
 }
 
 type compiledLayer struct {
@@ -159,6 +167,9 @@ type compiledLayer struct {
 	Lockdown bool
 	// HasModules: the layer has admin Rego modules.
 	HasModules bool
+	// Caps are the layer's deniedCapabilities, requireDeclaredHosts and
+	// deniedFindings (capdeny.go).
+	Caps capabilityRules
 }
 
 type state struct {
@@ -197,7 +208,7 @@ func NewEngine(layers []Layer, opts ...Option) (*Engine, error) {
 		h := envGitHubHost()
 		e.githubHost = &h
 	}
-	st, err := e.compile(layers)
+	st, err := e.compile(liveWaivers(layers, e.clock))
 	if err != nil {
 		return nil, err
 	}
@@ -222,6 +233,20 @@ func (e *Engine) Evaluations() int64 { return e.evals.Load() }
 // Version identifies the compiled policy: a hash over every input document
 // and module.
 func (e *Engine) Version() string { return e.cur.Load().version }
+
+// ReadsContent reports whether a decision of the policy in force can
+// depend on a request's Content: a layer sets deniedCapabilities,
+// requireDeclaredHosts or deniedFindings, or has admin Rego rules (which
+// may read input.capabilities and input.findings). When it cannot, a
+// caller may leave Content out and decide the same.
+func (e *Engine) ReadsContent() bool {
+	for _, l := range e.cur.Load().layers {
+		if l.HasModules || !l.Caps.empty() {
+			return true
+		}
+	}
+	return false
+}
 
 // Warnings are the problems found in the layers' documents (unknown keys,
 // invalid values that fail closed, unknown surfaces).
@@ -255,6 +280,7 @@ func (e *Engine) Reload(ctx context.Context) (bool, error) {
 func (e *Engine) Replace(ctx context.Context, layers []Layer) (bool, error) {
 	e.reloadMu.Lock()
 	defer e.reloadMu.Unlock()
+	layers = liveWaivers(layers, e.clock)
 	if versionOf(collectInputs(layers)) == e.cur.Load().version {
 		return false, nil
 	}
@@ -285,6 +311,9 @@ func collectInputs(layers []Layer) []inputDoc {
 		}
 		for _, d := range l.documents() {
 			in = append(in, inputDoc{kind: "settings", layer: i, name: d.Name, data: d.Data})
+		}
+		if len(l.Waivers) > 0 {
+			in = append(in, inputDoc{kind: "waivers", layer: i, data: waiverInput(l.Waivers)})
 		}
 		names := make([]string, 0, len(l.Modules))
 		for n := range l.Modules {
@@ -353,6 +382,7 @@ func (e *Engine) compile(layers []Layer) (*state, error) {
 		st.cache = newDecisionCache(e.cacheSize)
 	}
 	docs := make([][]settings.Document, len(layers))
+	waivers := map[int]Waivers{}
 	seen := map[string]bool{}
 	for _, in := range inputs {
 		switch in.kind {
@@ -371,6 +401,12 @@ func (e *Engine) compile(layers []Layer) (*state, error) {
 			st.warnings = append(st.warnings, fmt.Sprintf("policy layer %s: %s; every request is refused until it is fixed (fail closed)", st.layers[in.layer].Name, in.name))
 		case "settings":
 			docs[in.layer] = append(docs[in.layer], settings.Document{Scope: settings.ScopeManaged, Name: in.name, Data: in.data})
+		case "waivers":
+			var ws Waivers
+			if err := json.Unmarshal(in.data, &ws); err != nil {
+				return nil, err
+			}
+			waivers[in.layer] = ws
 		case "module":
 			if in.layer < 0 {
 				// The built-in module (the same text in every state) is
@@ -389,9 +425,15 @@ func (e *Engine) compile(layers []Layer) (*state, error) {
 		l := &st.layers[i]
 		var merged *settings.Settings
 		for _, d := range docs[i] {
-			if _, err := settings.Parse(d.Name, d.Data); err != nil {
+			s, err := settings.Parse(d.Name, d.Data)
+			if err != nil {
 				l.Lockdown = true
+				l.Caps.fail(d.Name)
 				st.warnings = append(st.warnings, fmt.Sprintf("policy layer %s: %v; every restriction is assumed until it is fixed (fail closed)", l.Name, err))
+				continue
+			}
+			for _, msg := range l.Caps.parse(d.Name, s.Unknown) {
+				st.warnings = append(st.warnings, fmt.Sprintf("policy layer %s: %s", l.Name, msg))
 			}
 		}
 		merged = settings.Merge(docs[i])
@@ -408,7 +450,9 @@ func (e *Engine) compile(layers []Layer) (*state, error) {
 	} else if m != nil {
 		st.modules[adminModuleFile] = m
 	}
-	val, err := ast.InterfaceToValue(map[string]any{"wharf_index": buildIndex(st.layers)})
+	wd, warns := waiverData(st.layers, waivers)
+	st.warnings = append(st.warnings, warns...)
+	val, err := ast.InterfaceToValue(map[string]any{"wharf_index": buildIndex(st.layers), "wharf_waivers": wd})
 	if err != nil {
 		return nil, err
 	}
