@@ -21,6 +21,7 @@ import (
 	"github.com/open-policy-agent/opa/v1/bundle"
 
 	"github.com/wharfhq/wharf/internal/core/lazyre"
+	"github.com/wharfhq/wharf/internal/core/toolpin"
 	"github.com/wharfhq/wharf/plugin"
 )
 
@@ -28,8 +29,9 @@ import (
 // /v1/policy/bundle): an OPA bundle (tar.gz) holding
 //
 //   - data.json: {"wharf": {"policy": {"version", "revision", "layers":
-//     [{"name", "rank", "version", "settings"}]}, "revocations": [Revocation...]}},
-//     layers in authority order, revocations only when there are some;
+//     [{"name", "rank", "version", "settings"}]}, "revocations": [Revocation...],
+//     "toolPins": [toolpin.Pin...]}}, layers in authority order, revocations
+//     and tool pins only when there are some;
 //   - /wharf/layers/<layer>/<module>.rego: each layer's admin modules;
 //   - .manifest: revision = the policy version;
 //   - .signatures.json: an ES256 JWS over every file's hash.
@@ -74,6 +76,9 @@ type BundleInfo struct {
 	// Revocations are the plugin versions and digests withdrawn everywhere
 	// (data.json: wharf.revocations); they are part of the policy version.
 	Revocations Revocations `json:"revocations,omitempty"`
+	// ToolPins are the approved tool definitions of plugin MCP servers
+	// (data.json: wharf.toolPins); they are part of the policy version.
+	ToolPins []toolpin.Pin `json:"toolPins,omitempty"`
 }
 
 // ParseBundleKey reads a PEM public key (PKIX, ECDSA P-256) as the server
@@ -233,7 +238,8 @@ func ReadBundle(r io.Reader, publicKeyPEM []byte) ([]Layer, BundleInfo, error) {
 					Settings json.RawMessage `json:"settings"`
 				} `json:"layers"`
 			} `json:"policy"`
-			Revocations Revocations `json:"revocations"`
+			Revocations Revocations    `json:"revocations"`
+			ToolPins    []toolpin.Pin `json:"toolPins"`
 		} `json:"wharf"`
 	}
 	dataJSON, err := json.Marshal(b.Data)
@@ -254,6 +260,13 @@ func ReadBundle(r io.Reader, publicKeyPEM []byte) ([]Layer, BundleInfo, error) {
 		}
 	}
 	info.Revocations = doc.Wharf.Revocations
+	for i, p := range doc.Wharf.ToolPins {
+		if err := p.Validate(); err != nil {
+			return nil, BundleInfo{}, bundleInvalid("policy bundle data.json: toolPins[%d]: %v", i, err)
+		}
+		doc.Wharf.ToolPins[i].Origin = "the policy server (bundle " + info.Version + ")"
+	}
+	info.ToolPins = doc.Wharf.ToolPins
 	layers := make([]Layer, 0, len(p.Layers))
 	idx := map[string]int{}
 	for i, l := range p.Layers {
