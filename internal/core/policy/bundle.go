@@ -238,7 +238,7 @@ func ReadBundle(r io.Reader, publicKeyPEM []byte) ([]Layer, BundleInfo, error) {
 					Settings json.RawMessage `json:"settings"`
 				} `json:"layers"`
 			} `json:"policy"`
-			Revocations Revocations    `json:"revocations"`
+			Revocations Revocations   `json:"revocations"`
 			ToolPins    []toolpin.Pin `json:"toolPins"`
 		} `json:"wharf"`
 	}
