@@ -12,6 +12,7 @@ import (
 
 	"github.com/wharfhq/wharf/internal/client/policyremote"
 	"github.com/wharfhq/wharf/internal/core/policy"
+	"github.com/wharfhq/wharf/internal/core/toolpin"
 	"github.com/wharfhq/wharf/plugin"
 )
 
@@ -215,6 +216,7 @@ func (a *app) loadPolicy(ctx context.Context, src policy.Sources) ([]policy.Laye
 	}
 	pulled := make([][]policy.Layer, len(servers))
 	var revs policy.Revocations
+	var pins []toolpin.Pin
 	for i, srv := range servers {
 		res, err := a.pullPolicy(ctx, srv)
 		if err != nil {
@@ -222,7 +224,12 @@ func (a *app) loadPolicy(ctx context.Context, src policy.Sources) ([]policy.Laye
 		}
 		pulled[i] = res.Layers
 		revs = append(revs, res.Info.Revocations...)
+		for _, p := range res.Info.ToolPins {
+			p.Origin = "the policy server " + srv.URL
+			pins = append(pins, p)
+		}
 	}
+	a.bundlePins = pins
 	// Server layers keep their names unless two servers share one; the
 	// --policy layers give way to them.
 	addServers := func(system bool) {
@@ -257,10 +264,11 @@ func (a *app) openPolicy(src policy.Sources) (*policy.Engine, error) {
 		layers, revs, err := a.loadPolicy(context.Background(), src)
 		if err == nil && e != nil {
 			e.SetRevocations(revs)
+			e.SetToolPins(a.bundlePins)
 		}
 		return layers, err
 	}
-	opts := []policy.Option{policy.WithLoader(load), policy.WithRevocations(revs), policy.WithGitHubHost(a.cfg.GitHubHost)}
+	opts := []policy.Option{policy.WithLoader(load), policy.WithRevocations(revs), policy.WithToolPins(a.bundlePins), policy.WithGitHubHost(a.cfg.GitHubHost)}
 	if a.env.Home() != "" {
 		opts = append(opts, policy.WithMemoFile(a.env.PolicyMemo()))
 	}

@@ -26,6 +26,7 @@ import (
 	"github.com/wharfhq/wharf/internal/core/marketplace"
 	"github.com/wharfhq/wharf/internal/core/policy"
 	"github.com/wharfhq/wharf/internal/core/store"
+	"github.com/wharfhq/wharf/internal/core/toolpin"
 	"github.com/wharfhq/wharf/plugin"
 )
 
@@ -59,8 +60,11 @@ type app struct {
 	// background inventory report may be due (maybeReport).
 	usedPlugins     bool
 	hasPolicyServer bool
-	reporting       bool // wharf inventory report: starts no background report
-	reportStarted   bool // one background report per process at most
+	// bundlePins are the tool pins of the policy bundles the last policy
+	// load pulled (loadPolicy); the engine holds them.
+	bundlePins    []toolpin.Pin
+	reporting     bool // wharf inventory report: starts no background report
+	reportStarted bool // one background report per process at most
 }
 
 // config is the resolved configuration (home.Config). Precedence: flags >
