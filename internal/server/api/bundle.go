@@ -24,6 +24,7 @@ import (
 
 	"github.com/wharfhq/wharf/internal/core/policy"
 	"github.com/wharfhq/wharf/internal/core/store"
+	"github.com/wharfhq/wharf/internal/core/toolpin"
 )
 
 // BundleAlgorithm is the JWS algorithm of the bundle signature.
@@ -191,11 +192,15 @@ func (s *Server) bundleFor(ctx context.Context) (*builtBundle, error) {
 	var head policyHead
 	var layers []Layer
 	var revs policy.Revocations
+	var pins []toolpin.Pin
 	if err := s.deps.Store.View(func(r store.Reader) (err error) {
 		if head, err = readHead(r); err != nil {
 			return err
 		}
 		if layers, err = readLayers(r); err != nil {
+			return err
+		}
+		if pins, err = bundleToolPins(r); err != nil {
 			return err
 		}
 		revs, err = readRevocations(r)
@@ -211,7 +216,7 @@ func (s *Server) bundleFor(ctx context.Context) (*builtBundle, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	body, err := s.bundleBytes(head, layers, revs) // the same bytes on every replica (replica.go)
+	body, err := s.bundleBytes(head, layers, revs, pins) // the same bytes on every replica (replica.go)
 	if err != nil {
 		return nil, fmt.Errorf("build policy bundle %s: %w", head.Version, err)
 	}
@@ -227,7 +232,7 @@ type bundleLayer struct {
 	Settings json.RawMessage `json:"settings"`
 }
 
-func buildBundle(head policyHead, layers []Layer, revs policy.Revocations, sg *bundleSigner) ([]byte, error) {
+func buildBundle(head policyHead, layers []Layer, revs policy.Revocations, pins []toolpin.Pin, sg *bundleSigner) ([]byte, error) {
 	bl := make([]bundleLayer, len(layers))
 	var modules []bundle.ModuleFile
 	for i, l := range layers {
@@ -251,6 +256,9 @@ func buildBundle(head policyHead, layers []Layer, revs policy.Revocations, sg *b
 	}}
 	if len(revs) > 0 {
 		doc["revocations"] = revs // changing them changed head.Version
+	}
+	if len(pins) > 0 {
+		doc["toolPins"] = pins // changing them changed head.Version
 	}
 	raw, err := json.Marshal(map[string]any{"wharf": doc})
 	if err != nil {
@@ -285,6 +293,7 @@ type BundlePolicy struct {
 	Revision    uint64
 	Layers      []PolicyLayer
 	Revocations policy.Revocations
+	ToolPins    []toolpin.Pin
 }
 
 // ReadBundle verifies a policy bundle's signature with the server's public
@@ -299,7 +308,7 @@ func ReadBundle(r io.Reader, key BundleKey) (BundlePolicy, error) {
 	if err != nil {
 		return BundlePolicy{}, err
 	}
-	out := BundlePolicy{Version: info.Version, Revision: info.Revision, Revocations: info.Revocations}
+	out := BundlePolicy{Version: info.Version, Revision: info.Revision, Revocations: info.Revocations, ToolPins: info.ToolPins}
 	for _, l := range layers {
 		m := l.Modules
 		if m == nil {

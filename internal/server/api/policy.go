@@ -565,7 +565,11 @@ func advanceHead(tx store.Tx, layers []Layer, revs policy.Revocations) (policyHe
 	if err != nil {
 		return policyHead{}, err
 	}
-	head := policyHead{Revision: old.Revision + 1, Version: fullPolicyVersion(layers, revs)}
+	v, err := withToolPins(tx, fullPolicyVersion(layers, revs))
+	if err != nil {
+		return policyHead{}, err
+	}
+	head := policyHead{Revision: old.Revision + 1, Version: v}
 	raw, err := json.Marshal(head)
 	if err != nil {
 		return head, err

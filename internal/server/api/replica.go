@@ -12,6 +12,7 @@ import (
 	"github.com/wharfhq/wharf/internal/core/marketplace"
 	"github.com/wharfhq/wharf/internal/core/policy"
 	"github.com/wharfhq/wharf/internal/core/store"
+	"github.com/wharfhq/wharf/internal/core/toolpin"
 	"github.com/wharfhq/wharf/internal/server/tokens"
 )
 
@@ -258,7 +259,7 @@ const keptBundles = 8
 // bundleBytes returns the signed bundle for head: the stored one for head's
 // version, else a new build that it stores unless another replica stored
 // one first (then that one is returned).
-func (s *Server) bundleBytes(head policyHead, layers []Layer, revs policy.Revocations) ([]byte, error) {
+func (s *Server) bundleBytes(head policyHead, layers []Layer, revs policy.Revocations, pins []toolpin.Pin) ([]byte, error) {
 	stored := func(r store.Reader) ([]byte, error) {
 		raw, err := r.Get(bucketBundle, head.Version)
 		if err != nil {
@@ -285,7 +286,7 @@ func (s *Server) bundleBytes(head policyHead, layers []Layer, revs policy.Revoca
 	if !errors.Is(err, store.ErrNotFound) && !errors.Is(err, errStaleBundle) {
 		return nil, err
 	}
-	built, err := buildBundle(head, layers, revs, s.signer)
+	built, err := buildBundle(head, layers, revs, pins, s.signer)
 	if err != nil {
 		return nil, err
 	}

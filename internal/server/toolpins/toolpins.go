@@ -48,7 +48,9 @@ type Record struct {
 }
 
 // Pin is what the bundle carries of r.
-func (r Record) Pin() toolpin.Pin { return toolpin.Pin{Plugin: r.Plugin, Server: r.Server, Hash: r.Hash} }
+func (r Record) Pin() toolpin.Pin {
+	return toolpin.Pin{Plugin: r.Plugin, Server: r.Server, Hash: r.Hash}
+}
 
 // Observation is one plugin server's definitions as one machine reported
 // them.

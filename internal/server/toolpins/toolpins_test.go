@@ -73,7 +73,9 @@ func testPins(t *testing.T, st store.Store) {
 	if err := st.View(func(r store.Reader) (err error) { rec, ok, err = toolpins.Get(r, "z@corp", "s"); return err }); err != nil || !ok || rec.Hash != h1 {
 		t.Fatalf("Get = %+v %v %v", rec, ok, err)
 	}
-	err := st.Update(func(tx store.Tx) error { return toolpins.Put(tx, toolpins.Record{Plugin: "a@corp", Server: "s", Hash: "sha256:x"}) })
+	err := st.Update(func(tx store.Tx) error {
+		return toolpins.Put(tx, toolpins.Record{Plugin: "a@corp", Server: "s", Hash: "sha256:x"})
+	})
 	if err == nil || !strings.Contains(err.Error(), "sha256:x") {
 		t.Fatalf("an invalid hash was stored: %v", err)
 	}
