@@ -31,7 +31,7 @@ func benchPlugin(name string) map[string]string {
 
 // benchWorld installs n bench plugins, all enabled, with a real policy
 // engine whose memo was filled by an earlier process.
-func benchWorld(b *testing.B, n int) (*world, Options) {
+func benchWorld(b *testing.B, n int) (*world, config) {
 	w := newWorld(b)
 	enabled := map[string]bool{}
 	for i := 0; i < n; i++ {

@@ -17,23 +17,57 @@
 //     settings' own components.
 //
 // Every plugin gets a PluginStatus (active, demoted, failed or disabled) with
-// its typed errors (*plugin.Error with the layer that failed): the row of the
-// load pass (package load) that `wharf list` also uses, so the two say the
-// same thing about every plugin. Which plugins may be active (policy, the
-// revocations in Options.Revocations, trust, manifest, dependencies) is the
-// load pass's; this package reads the admitted plugins' components and makes
-// them live.
+// its typed errors (ErrorDetail, from a *plugin.Error with the layer that
+// failed): the row of the load pass that `wharf list` also uses, so the two
+// say the same thing about every plugin. Which plugins may be active
+// (policy, the revocations of the signed policy bundle, trust, manifest,
+// dependencies) is the load pass's; this package reads the admitted
+// plugins' components and makes them live.
+//
+// # Embedding
+//
+// A program outside wharf needs only this package (and plugin, for the
+// component kinds and ids). It names a wharf home and a policy:
+//
+//	pol, err := agent.LoadPolicy()               // or LoadPolicy("org.rego", "team.json")
+//	r, err := agent.Open(agent.Options{Home: home, Project: dir, Policy: pol, Activator: a})
+//	set, err := r.Load(ctx, agent.CacheOnly)
+//
+// Open reads the rest from the home, as wharf's own commands do: the
+// installed registry (the home's bbolt file, opened read-only and held only
+// while a load reads it, so a session never locks `wharf install` out), the
+// settings of every scope (managed, flag, local and project from Project,
+// user from Home), the sources of the known marketplaces (read again at
+// every load: policy on marketplace sources, strictKnownMarketplaces and
+// blockedMarketplaces, matches them) and the plugins' cache, whose version
+// directories the session leases so `wharf gc` keeps them (a home whose
+// cache cannot take the lease loads all the same, with a warning that
+// nothing is leased). A home nothing was installed in reads as empty. The
+// runtime links no code that fetches (no git client, no OpenPGP), so it
+// does not read the marketplaces' catalogs: a program that loads plugins
+// whose marketplace entry defines their components (strict: false) gives
+// those entries in Options.Entries. Policy layers a policy server hands out
+// (`wharf policy pull`) and their revocations reach wharf's own commands,
+// not an embedder's Runtime.
 //
 // # Policy
 //
 // A Runtime comes from Open, and Open needs a policy (Options.Policy): left
 // out, Open fails (ErrNoPolicy) instead of running a session that nothing
-// decides for. Open also reads the machine's managed layers itself (the
-// system managed directory and Options.Settings.ExtraManagedDir) and puts
-// the given policy under them: a request a managed layer denies is denied,
-// and a plugin it forces on or off stays so, whatever the given policy says.
-// The managed scope cannot be moved: Options.Settings.ManagedDir is empty or
-// the system directory (ErrManagedDir otherwise).
+// decides for. A Policy comes from LoadPolicy: the program's own layers (a
+// settings file in the managed-settings.json format, a .rego file of admin
+// rules, or a directory laid out like the managed directory), read and
+// checked when it is made, so a bad rule is an error naming its file.
+//
+// Open reads the machine's managed layers itself (the system managed
+// directory and Options.ExtraManagedDir) and puts the program's layers
+// under them in one policy engine: a request a managed layer denies is
+// denied, and a plugin it forces on or off stays so, whatever the program's
+// layers say; they can only tighten. The managed scope cannot be moved
+// (there is no option for it). Each decision is one Rego evaluation, kept in
+// the home's decision memo (see Loaders) unless Options.NoMemo is set; every
+// Runtime.Load after the first re-reads the managed and the program's
+// layers, so a policy change takes effect at an explicit reload.
 //
 // # Loaders
 //

@@ -90,11 +90,14 @@ func (w *world) policy() *policy.Engine {
 // between processes, as wharf's commands do.
 func (w *world) memoFile() string { return layout.New(w.home).PolicyMemo() }
 
-func (w *world) options() Options {
-	return Options{Home: w.home, Project: w.project, Settings: w.paths(), Registry: w.c, Leaser: w.c}
+// options is a config over the world as the package's tests build it:
+// the world's managed directory is the managed scope, and the registry and
+// leaser are the world's cache (Open would read the home's).
+func (w *world) options() config {
+	return config{Options: Options{Home: w.home, Project: w.project}, Settings: w.paths(), Registry: w.c, Leaser: w.c}
 }
 
-func (w *world) runtime(o Options) *Runtime {
+func (w *world) runtime(o config) *Runtime {
 	w.tb.Helper()
 	r, err := newRuntime(o)
 	if err != nil {

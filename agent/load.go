@@ -46,30 +46,55 @@ func (m Mode) String() string {
 	return fmt.Sprintf("mode(%d)", int(m))
 }
 
-// Registry is the installed registry as the loader reads it. *cache.Cache
+// registry is the installed registry as the loader reads it. *cache.Cache
 // implements it. List must be safe to call while another process writes.
-type Registry interface {
+type registry interface {
 	List() ([]cache.Record, error)
 }
 
-// registryScanner is a Registry that also reports the records it cannot
+// registryScanner is a registry that also reports the records it cannot
 // decode (*cache.Cache does): the loader lists each such plugin as failed,
 // with the way out, instead of leaving it out without a word.
 type registryScanner interface {
 	Scan() ([]cache.Record, []cache.BrokenRecord, error)
 }
 
-// Leaser leases version directories for the session. *cache.Cache
+// leaser leases version directories for the session. *cache.Cache
 // implements it.
-type Leaser interface {
+type leaser interface {
 	Acquire(ctx context.Context, paths ...string) (*cache.Lease, error)
 }
 
 // PluginStatus is one plugin's state after a load: the row `wharf list`
-// shows (load.Row, made by the same load pass), plus where it came from
-// and how many of its components are live.
+// shows for it (made by the same load pass, so the two agree), plus where
+// it came from and how many of its components are live. Its JSON form is
+// a row of `wharf agent status --json`.
 type PluginStatus struct {
-	load.Row
+	ID plugin.ID `json:"id"`
+	// Version, Scope, InstallPath and Digest are the installed record's
+	// ("" for a plugin that is not installed).
+	Version     string `json:"version"`
+	Scope       string `json:"scope"`
+	Enabled     bool   `json:"enabled"`
+	InstallPath string `json:"installPath"`
+	// Auto: installed as another plugin's dependency.
+	Auto bool `json:"auto,omitempty"`
+	// Status is "active", "demoted", "failed" or "disabled".
+	Status string `json:"status"`
+	// Forced is "on" or "off" when managed enabledPlugins forces the
+	// plugin's state.
+	Forced string `json:"forced,omitempty"`
+	// Delisted: the plugin's marketplace no longer lists it.
+	Delisted bool `json:"delisted,omitempty"`
+	// Errors are the messages of ErrorDetails.
+	Errors       []string      `json:"errors"`
+	ErrorDetails []ErrorDetail `json:"errorDetails"`
+	// Chain explains a demotion: "a@m needs b@m; b@m is disabled".
+	Chain  string `json:"chain,omitempty"`
+	Digest string `json:"digest,omitempty"`
+	// Failed describes each component the plugin declares that cannot be
+	// used (kind, name, file, field, reason). The rest of the plugin loads.
+	Failed []string `json:"failed,omitempty"`
 	// Source is "installed", "inline" (a session plugin dir) or
 	// "settings" (enabled in settings but not installed).
 	Source string `json:"source"`
@@ -77,9 +102,31 @@ type PluginStatus struct {
 	Components int `json:"components"`
 	// Skipped names components of the plugin that were not loaded, and why.
 	Skipped []string `json:"skipped,omitempty"`
-	// AlwaysOnTokens hides load.Row's estimate, which only load.List
-	// computes (`wharf list --json`): a session never reports it.
-	AlwaysOnTokens struct{} `json:"-"`
+}
+
+// ErrorDetail is one error of a plugin: its *plugin.Error type and layer,
+// the object it names, its message and the next step.
+type ErrorDetail struct {
+	Type    string `json:"type"`
+	Layer   string `json:"layer"`
+	Object  string `json:"object,omitempty"`
+	Message string `json:"message"`
+	Hint    string `json:"hint,omitempty"`
+}
+
+// statusOf is the PluginStatus of a load pass's row.
+func statusOf(r load.Row, source string, components int, skipped []string) PluginStatus {
+	p := PluginStatus{ID: r.ID, Version: r.Version, Scope: r.Scope, Enabled: r.Enabled, InstallPath: r.InstallPath, Auto: r.Auto,
+		Status: r.Status, Forced: r.Forced, Delisted: r.Delisted, Errors: r.Errors, Chain: r.Chain, Digest: r.Digest, Failed: r.Failed,
+		Source: source, Components: components, Skipped: skipped}
+	if p.Errors == nil {
+		p.Errors = []string{}
+	}
+	p.ErrorDetails = make([]ErrorDetail, len(r.ErrorDetails))
+	for i, d := range r.ErrorDetails {
+		p.ErrorDetails[i] = ErrorDetail(d)
+	}
+	return p
 }
 
 // Skipped is a component that was found but not loaded.
@@ -105,7 +152,7 @@ type loadInput struct {
 	dec     *load.Decider
 	index   *componentIndex
 	mode    Mode
-	o       *Options
+	o       *config
 	workers int
 
 	// project is the project folder's trust; projectOnly the plugins
@@ -276,7 +323,7 @@ func build(ctx context.Context, in *loadInput) (*Set, error) {
 	}
 	set.plugins = make([]PluginStatus, len(units))
 	for i, u := range units {
-		set.plugins[i] = PluginStatus{Row: u.Row, Source: u.source, Components: count[u.ID], Skipped: skipped[u.ID]}
+		set.plugins[i] = statusOf(u.Row, u.source, count[u.ID], skipped[u.ID])
 	}
 	sort.SliceStable(set.plugins, func(i, j int) bool { return set.plugins[i].ID.String() < set.plugins[j].ID.String() })
 	return set, nil

@@ -870,7 +870,17 @@ func TestPluginDirProvidesAnEnabledPlugin(t *testing.T) {
 	if st, _ := s.Plugin(plugin.ID{Name: "dev", Source: plugin.SourceInline}); st.Source != plugin.SourceInline || st.Status != load.StatusActive {
 		t.Fatalf("dev@inline: %+v", st)
 	}
-	if st, _ := s.Plugin(plugin.MustParseID("gone@corp")); st.Source != "settings" || !st.Type(load.TypeNotInstalled) {
+	if st, _ := s.Plugin(plugin.MustParseID("gone@corp")); st.Source != "settings" || !hasErrorType(st, load.TypeNotInstalled) {
 		t.Fatalf("gone@corp: %+v", st)
 	}
+}
+
+// hasErrorType reports whether st has an error of type typ.
+func hasErrorType(st PluginStatus, typ string) bool {
+	for _, d := range st.ErrorDetails {
+		if d.Type == typ {
+			return true
+		}
+	}
+	return false
 }

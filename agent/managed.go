@@ -2,22 +2,11 @@ package agent
 
 import (
 	"context"
-	"errors"
 	"os"
-	"path/filepath"
 
 	"github.com/wharfhq/wharf/internal/core/policy"
-	"github.com/wharfhq/wharf/internal/core/settings"
 	"github.com/wharfhq/wharf/plugin"
 )
-
-// ErrNoPolicy is wrapped by the error of Open without Options.Policy: a
-// Runtime never runs without a policy.
-var ErrNoPolicy = errors.New("agent: Options.Policy is required")
-
-// ErrManagedDir is wrapped by the error of Open with a Settings.ManagedDir
-// other than the machine's managed directory.
-var ErrManagedDir = errors.New("agent: Options.Settings.ManagedDir must be the machine's managed directory")
 
 // managedGuard is the policy a Runtime opened with Open runs under: the
 // machine's managed layers, read by Open itself, and the embedder's policy.
@@ -26,11 +15,38 @@ var ErrManagedDir = errors.New("agent: Options.Settings.ManagedDir must be the m
 // embedder's policy can only tighten.
 type managedGuard struct {
 	managed *policy.Engine // the managed directories only
-	inner   Policy         // the embedder's policy
+	inner   enginePolicy   // the embedder's policy
+	// askBoth asks the managed layers apart even when the embedder's
+	// policy has them (BenchmarkOpenManaged100 measures what that costs).
+	askBoth bool
 }
 
-// Decide asks the managed layers first; their denial is final.
+// extender is a Policy that can tell whether it already contains the
+// managed layers (*policy.Engine).
+type extender interface {
+	Extends(m *policy.Engine) (version, mVersion string, ok bool)
+}
+
+// Decide asks the managed layers first; their denial is final. When the
+// embedder's policy already has the managed layers as its highest layers
+// (wharf's own commands open the home's policy over the same directories),
+// it alone decides: one evaluation per request, answered from its memo
+// when it keeps one, and what it decides is what asking both would.
 func (g *managedGuard) Decide(ctx context.Context, req policy.Request) (policy.Decision, error) {
+	if x, ok := g.inner.(extender); ok && !g.askBoth {
+		if v, mv, ok := x.Extends(g.managed); ok {
+			d, err := g.inner.Decide(ctx, req)
+			if err != nil {
+				return policy.Decision{}, err
+			}
+			// The comparison holds for the versions compared; a
+			// reload in between (either side) asks both below.
+			if d.PolicyVersion == v && g.managed.Version() == mv {
+				d.PolicyVersion = mv + "+" + v
+				return d, nil
+			}
+		}
+	}
 	m, err := g.managed.Decide(ctx, req)
 	if err != nil {
 		return policy.Decision{}, err
@@ -89,37 +105,29 @@ func (g guardWithMemo) MemoFile() string { return g.memo.MemoFile() }
 func (g guardWithMemo) LoadMemo()        { g.memo.LoadMemo() }
 func (g guardWithMemo) SaveMemo() error  { return g.memo.SaveMemo() }
 
-// withManagedPolicy checks o's policy fields and returns o with its Policy
-// under the machine's managed layers.
-func withManagedPolicy(o Options) (Options, error) {
-	if o.Policy == nil {
-		return o, &plugin.Error{Layer: plugin.LayerIntent, Type: "usage", Object: "Options.Policy", Err: ErrNoPolicy,
-			Hint: "pass the policy the session runs under (the home's policy engine); the machine's managed layers apply on top of it"}
+// withManagedPolicy returns c with its Policy under the machine's managed
+// layers (c.Settings' managed directories, read now).
+func withManagedPolicy(c config) (config, error) {
+	if c.Policy == nil {
+		return c, &plugin.Error{Layer: plugin.LayerIntent, Type: "usage", Object: "Options.Policy", Err: ErrNoPolicy,
+			Hint: "pass the policy the session runs under; the machine's managed layers apply on top of it"}
 	}
-	sys := settings.SystemManagedDir
-	switch {
-	case o.Settings.ManagedDir == "":
-		o.Settings.ManagedDir = sys
-	case filepath.Clean(o.Settings.ManagedDir) != filepath.Clean(sys):
-		return o, &plugin.Error{Layer: plugin.LayerIntent, Type: "usage", Object: "Options.Settings.ManagedDir", Err: ErrManagedDir,
-			Hint: "leave it empty (it is " + sys + "); a further managed directory goes in Options.Settings.ExtraManagedDir, which can only tighten"}
-	}
-	managed, err := policy.Open(policy.Sources{ManagedDir: o.Settings.ManagedDir, ExtraManagedDir: o.Settings.ExtraManagedDir})
+	managed, err := policy.Open(policy.Sources{ManagedDir: c.Settings.ManagedDir, ExtraManagedDir: c.Settings.ExtraManagedDir})
 	if err != nil {
-		return o, err
+		return c, err
 	}
-	if len(managed.LayerNames()) == 0 && !dirExists(o.Settings.ManagedDir) && !dirExists(o.Settings.ExtraManagedDir) {
+	if len(managed.LayerNames()) == 0 && !dirExists(c.Settings.ManagedDir) && !dirExists(c.Settings.ExtraManagedDir) {
 		// No managed directory on this machine: nothing to guard (one
 		// created later applies from the next Open).
-		return o, nil
+		return c, nil
 	}
-	g := &managedGuard{managed: managed, inner: o.Policy}
-	if mf, ok := o.Policy.(memoFile); ok {
-		o.Policy = guardWithMemo{managedGuard: g, memo: mf}
+	g := &managedGuard{managed: managed, inner: c.Policy}
+	if mf, ok := c.Policy.(memoFile); ok {
+		c.Policy = guardWithMemo{managedGuard: g, memo: mf}
 	} else {
-		o.Policy = g
+		c.Policy = g
 	}
-	return o, nil
+	return c, nil
 }
 
 func dirExists(dir string) bool {

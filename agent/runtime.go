@@ -9,6 +9,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/wharfhq/wharf/internal/client/agentlink"
 	"github.com/wharfhq/wharf/internal/client/cache"
 	"github.com/wharfhq/wharf/internal/client/load"
 	"github.com/wharfhq/wharf/internal/core/layout"
@@ -41,36 +42,30 @@ func (f ActivatorFunc) Activate(ctx context.Context, c Component) (func() error,
 
 // Options configure a Runtime.
 type Options struct {
-	// Home is WHARF_HOME: user components (commands/, skills/, agents/),
-	// plugin data dirs (data/<marketplace>/<plugin>) and the policy memo.
+	// Home is WHARF_HOME: the installed registry and cache, the user
+	// scope's settings, user components (commands/, skills/, agents/),
+	// plugin data dirs (data/<marketplace>/<plugin>), the known
+	// marketplaces and the policy memo. Required.
 	Home string
 	// Project is the project directory (CLAUDE_PROJECT_DIR; project
-	// components under .wharf/); "" for none.
+	// components under .wharf/, the project and local scopes' settings);
+	// "" for none.
 	Project string
-	// Settings says where each scope's settings file is; FlagSettings is
-	// the flag scope's document (may be nil).
-	Settings     settings.Paths
+	// ExtraManagedDir is a further managed directory (what wharf's
+	// commands take from WHARF_MANAGED_DIR), read after the machine's:
+	// like every lower layer it can only tighten. "" for none.
+	ExtraManagedDir string
+	// FlagSettings is the flag scope's settings document (may be nil).
 	FlagSettings []byte
-	// Registry lists the installed plugins; required.
-	Registry Registry
-	// Leaser, when set, leases the version dirs of the current set for the
-	// session, so garbage collection keeps them (*cache.Cache).
-	Leaser Leaser
-	// Policy decides; required (Open fails without it). Open puts it
-	// under the machine's managed layers, which it reads itself: a
-	// request they deny is denied whatever Policy says.
-	Policy Policy
-	// Revocations are the revocations in force (those the signed policy
-	// bundle carries): a plugin one matches, by id and version or by its
-	// content digest, is failed (revoked) and its dependents are demoted.
-	// Default: none.
-	Revocations policy.Revocations
+	// Policy decides, below the machine's managed layers, which Open
+	// reads itself: a request they deny is denied whatever Policy says.
+	// Required (Open fails without it): LoadPolicy() with no paths is
+	// the managed layers alone.
+	Policy *Policy
 	// Entries returns a plugin's marketplace entry (for entries that define
-	// components, strict: false), or nil. Optional; both loaders use it.
+	// components, strict: false), or nil. Optional: without it, such a
+	// plugin loads the components of its own files alone.
 	Entries func(plugin.ID) *plugin.Entry
-	// MarketplaceSource returns a known marketplace's source for policy
-	// (strictKnownMarketplaces, blockedMarketplaces), or nil.
-	MarketplaceSource func(name string) *settings.MarketplaceSource
 	// Builtins are the agent's own components; they win every collision.
 	Builtins []Builtin
 	// Activator makes components live; nil only computes sets.
@@ -78,12 +73,44 @@ type Options struct {
 	// Workers bounds the plugins loaded in parallel (default GOMAXPROCS).
 	Workers int
 	// NoMemo keeps policy decisions and the component index in memory
-	// only: no component index under Home, and the policy's memo file
-	// (policy.WithMemoFile) is not saved.
+	// only: no component index and no policy memo file under Home.
 	NoMemo bool
 	// AfterLoad, when set, is called with each set a Load made current
 	// (e.g. to report the inventory in the background). It must not block.
 	AfterLoad func(*Set)
+
+	// wiring is what wharf's own commands give in place of what Open
+	// reads from the home (agentlink.Wire).
+	wiring *agentlink.Wiring
+}
+
+// config is what a Runtime runs on: the Options and what Open made of them
+// (the settings paths, the registry, the compiled policy). The package's
+// tests build configs of their own.
+type config struct {
+	Options
+	// Settings says where each scope's settings file is.
+	Settings settings.Paths
+	// Registry lists the installed plugins.
+	Registry registry
+	// Leaser, when set, leases the version dirs of the current set for the
+	// session, so garbage collection keeps them (*cache.Cache).
+	Leaser leaser
+	// softLease: a lease that cannot be taken is a warning of the set,
+	// not a failed load (the home Open opened itself may be read-only).
+	softLease bool
+	// Policy is the compiled policy every decision asks.
+	Policy enginePolicy
+	// Revocations are the revocations in force (those the signed policy
+	// bundle carries): a plugin one matches, by id and version or by its
+	// content digest, is failed (revoked) and its dependents are demoted.
+	Revocations policy.Revocations
+	// MarketplaceSource returns a known marketplace's source for policy
+	// (strictKnownMarketplaces, blockedMarketplaces), or nil.
+	MarketplaceSource func(name string) *settings.MarketplaceSource
+	// home, when set, is the home Open reads the known marketplaces'
+	// sources of at every load (MarketplaceSource above).
+	home *homeState
 }
 
 // Errors of the Runtime's lifecycle.
@@ -98,7 +125,7 @@ var (
 // that made it live. It is safe for concurrent use; Load, AddPluginDir and
 // Close are serialized, Current never blocks.
 type Runtime struct {
-	o     Options
+	o     config
 	dec   *load.Decider
 	index *componentIndex
 	cur   atomic.Pointer[Set]
@@ -117,30 +144,64 @@ type activation struct {
 	undo     func() error
 }
 
-// Open returns a Runtime. Options.Policy is required: without it Open
-// fails (ErrNoPolicy) rather than run a session nothing decides for. Open
-// reads the machine's managed layers itself (the system managed directory,
-// settings.SystemManagedDir, and Options.Settings.ExtraManagedDir) and puts
-// Options.Policy under them, so no embedder's policy drops or loosens what
-// they say; Options.Settings.ManagedDir is that directory (empty means it;
-// another is refused with ErrManagedDir). The managed directories are read
-// now; nothing else is read until the first Load.
+// Open returns a Runtime over o.Home. Options.Policy is required: without
+// it Open fails (ErrNoPolicy) rather than run a session nothing decides
+// for. Open reads the machine's managed layers itself (the system managed
+// directory and Options.ExtraManagedDir) and puts Options.Policy under
+// them, so no embedder's policy drops or loosens what they say. It opens
+// the home's installed registry (read-only, held only while a load reads
+// it) and reads the settings of every scope, the known marketplaces'
+// sources and the installed plugins at each Load; only the managed
+// directories are read now.
 func Open(o Options) (*Runtime, error) {
-	if o.Registry == nil {
-		return nil, errors.New("agent: Options.Registry is required")
-	}
-	o, err := withManagedPolicy(o)
+	c, err := configure(o)
 	if err != nil {
 		return nil, err
 	}
-	return newRuntime(o)
+	return open(c)
 }
 
-// newRuntime builds a Runtime over o as given (the package's tests build
+// configure derives the config of o: the settings paths (the managed scope
+// is always the machine's directory), the registry (the command's, or the
+// home's) and the compiled policy.
+func configure(o Options) (config, error) {
+	c := config{Options: o}
+	if o.Policy == nil {
+		return c, &plugin.Error{Layer: plugin.LayerIntent, Type: "usage", Object: "Options.Policy", Err: ErrNoPolicy,
+			Hint: "pass the policy the session runs under: agent.LoadPolicy() for the machine's managed layers alone, or with the paths of your own layers, which can only tighten them"}
+	}
+	c.Settings = settings.Paths{Home: o.Home, Project: o.Project, ManagedDir: settings.SystemManagedDir, ExtraManagedDir: o.ExtraManagedDir}
+	if w := o.wiring; w != nil && w.Registry != nil {
+		c.Registry, c.Leaser, c.Revocations, c.MarketplaceSource = w.Registry, w.Leaser, w.Revocations, w.MarketplaceSource
+	} else {
+		if o.Home == "" {
+			return c, &plugin.Error{Layer: plugin.LayerIntent, Type: "usage", Object: "Options.Home", Err: errors.New("agent: Options.Home is required"),
+				Hint: "pass the wharf home (WHARF_HOME, by default ~/.wharf) whose installed plugins the session loads"}
+		}
+		h := openHome(o.Home)
+		c.home, c.Registry, c.Leaser, c.softLease, c.MarketplaceSource = h, h, h, true, h.source
+	}
+	var err error
+	if c.Policy, err = o.Policy.compile(c.Settings, o.Home, o.NoMemo); err != nil {
+		return c, err
+	}
+	return c, nil
+}
+
+// open puts c's policy under the managed layers and returns its Runtime.
+func open(c config) (*Runtime, error) {
+	c, err := withManagedPolicy(c)
+	if err != nil {
+		return nil, err
+	}
+	return newRuntime(c)
+}
+
+// newRuntime builds a Runtime over c as given (the package's tests build
 // worlds with their own managed directories).
-func newRuntime(o Options) (*Runtime, error) {
+func newRuntime(o config) (*Runtime, error) {
 	if o.Registry == nil {
-		return nil, errors.New("agent: Options.Registry is required")
+		return nil, errors.New("agent: no registry")
 	}
 	if o.Workers <= 0 {
 		o.Workers = defaultWorkers()
@@ -243,6 +304,13 @@ func (r *Runtime) Load(ctx context.Context, mode Mode) (*Set, error) {
 		wg.Wait()
 		return nil, &plugin.Error{Layer: plugin.LayerIntent, Type: settings.TypeSettingsInvalid, Err: err, Hint: "fix the settings file named above"}
 	}
+	if r.o.home != nil {
+		if err := r.o.home.refresh(); err != nil {
+			wg.Wait()
+			return nil, &plugin.Error{Layer: plugin.LayerIntent, Type: plugin.TypeSource, Object: r.o.Home, Err: err,
+				Hint: "the known marketplaces could not be read; check WHARF_HOME, or wait for the wharf command that holds it"}
+		}
+	}
 	var recs []cache.Record
 	var broken []cache.BrokenRecord
 	if sc, ok := r.o.Registry.(registryScanner); ok {
@@ -273,7 +341,11 @@ func (r *Runtime) Load(ctx context.Context, mode Mode) (*Set, error) {
 	var lease *cache.Lease
 	if r.o.Leaser != nil && len(set.paths) > 0 {
 		if lease, err = r.o.Leaser.Acquire(ctx, set.paths...); err != nil {
-			return nil, err
+			if !r.o.softLease {
+				return nil, err
+			}
+			lease = nil
+			set.warnings = append(set.warnings, "the plugins' version directories are not leased for the session, so `wharf gc` may remove one it no longer needs: "+err.Error())
 		}
 	}
 	removed, err := r.activate(ctx, set)

@@ -192,8 +192,9 @@ func FromSet(s *agent.Set, event plugin.HookEvent, projectDir string) []Hook {
 }
 
 // Gate decides whether a hook from a source kind may run; id is the plugin
-// of a plugin hook. *policy.Engine implements it (allowManagedHooksOnly,
-// strictPluginOnlyCustomization). It must be safe for concurrent use.
+// of a plugin hook (allowManagedHooksOnly, strictPluginOnlyCustomization).
+// *agent.Runtime implements it with the session's policy. It must be safe
+// for concurrent use.
 type Gate interface {
 	AllowHook(ctx context.Context, from string, id plugin.ID) error
 }

@@ -105,7 +105,7 @@ func TestManagedHooksOnly(t *testing.T) {
 
 	w.WriteManaged(map[string]any{"allowManagedHooksOnly": true, "enabledPlugins": map[string]any{"forced@corp": true}})
 	o := w.Options()
-	o.Policy = w.Policy()
+	o.Policy = w.AgentPolicy()
 	s := w.Load(w.Runtime(o), agent.CacheOnly)
 	res := runSet(t, s, w.Project, "Bash")
 	if len(res.Hooks) != 1 || res.Hooks[0].Plugin != "forced@corp" {
@@ -132,7 +132,7 @@ func TestStrictPluginOnlyCustomizationSkipsUserHooks(t *testing.T) {
 	w.WriteSettings(settings.ScopeProject, userBlockHook(t))
 	w.WriteManaged(map[string]any{"strictPluginOnlyCustomization": []string{"hooks"}})
 	o := w.Options()
-	o.Policy = w.Policy()
+	o.Policy = w.AgentPolicy()
 	s := w.Load(w.Runtime(o), agent.CacheOnly)
 	res := runSet(t, s, w.Project, "Bash")
 	if res.Blocked() || len(res.Hooks) != 1 || res.Hooks[0].Plugin != "guard@corp" {
@@ -163,3 +163,6 @@ func TestPromptHooksAreListed(t *testing.T) {
 		t.Fatalf("%s", dump(res))
 	}
 }
+
+// A Runtime gates hooks with the session's policy.
+var _ Gate = (*agent.Runtime)(nil)

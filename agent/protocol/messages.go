@@ -8,7 +8,6 @@ import (
 	"github.com/wharfhq/wharf/agent"
 	"github.com/wharfhq/wharf/agent/hooks"
 	"github.com/wharfhq/wharf/agent/mcp"
-	"github.com/wharfhq/wharf/internal/core/policy"
 )
 
 // Version is the protocol version this package speaks; initialize returns
@@ -183,8 +182,7 @@ type PolicyMarket struct {
 
 // PolicyCheckResponse is policy's decision.
 type PolicyCheckResponse struct {
-	policy.Decision
-	Message string `json:"message,omitempty" doc:"the denial as wharf reports it, with the next step"`
+	agent.PolicyDecision
 }
 
 // MCPListToolsRequest lists the tools of the running MCP servers.

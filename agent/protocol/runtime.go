@@ -15,8 +15,6 @@ import (
 	"github.com/wharfhq/wharf/agent"
 	"github.com/wharfhq/wharf/agent/hooks"
 	"github.com/wharfhq/wharf/agent/mcp"
-	"github.com/wharfhq/wharf/internal/core/policy"
-	"github.com/wharfhq/wharf/plugin"
 )
 
 // Runtime is the Backend over a live agent.Runtime.
@@ -31,8 +29,6 @@ type Runtime struct {
 	// MCP is the supervisor that the Runtime's Activator starts servers
 	// with; nil when MCP servers are not started.
 	MCP *mcp.Supervisor
-	// Policy answers policy_check; nil answers every check with an error.
-	Policy *policy.Engine
 
 	hooksOnce sync.Once
 }
@@ -227,31 +223,18 @@ func (c MCPCaller) CallServerTool(ctx context.Context, server, tool string, args
 	return strings.Join(parts, "\n"), res.IsError, nil
 }
 
-// PolicyCheck asks policy.
+// PolicyCheck asks the session's policy (Runtime.CheckPolicy): the
+// machine's managed layers and the policy the Runtime was opened with.
 func (b *Runtime) PolicyCheck(ctx context.Context, req PolicyCheckRequest) (*PolicyCheckResponse, error) {
-	if b.Policy == nil {
-		return nil, errors.New("no policy engine is configured")
-	}
 	raw, err := json.Marshal(req)
 	if err != nil {
 		return nil, err
 	}
-	preq, err := policy.ParseRequest(raw)
+	d, err := b.Runtime.CheckPolicy(ctx, raw)
 	if err != nil {
 		return nil, err
 	}
-	dec, err := b.Policy.Decide(ctx, preq)
-	if err != nil {
-		return nil, err
-	}
-	out := &PolicyCheckResponse{Decision: dec}
-	if err := dec.Err(preq); err != nil {
-		out.Message = err.Error()
-		if h := plugin.HintOf(err); h != "" {
-			out.Message += "; " + h
-		}
-	}
-	return out, nil
+	return &PolicyCheckResponse{PolicyDecision: d}, nil
 }
 
 // MCPListTools lists the running servers' tools.

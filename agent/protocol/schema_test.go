@@ -84,7 +84,6 @@ func TestRealMessagesMatchSchema(t *testing.T) {
 	w, srv := newRuntimeServer(t)
 	w.Install("guard@corp", "1.0.0", guardPlugin("guard"))
 	w.Load(srv.Backend.(*Runtime).Runtime, agent.CacheOnly)
-	srv.Backend.(*Runtime).Policy = w.Policy()
 	reqs := []string{
 		req("i", "initialize", `"protocolVersion":1,"client":{"name":"test","version":"0"}`),
 		req("l", "list_components", ""),

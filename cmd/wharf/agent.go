@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/wharfhq/wharf/agent"
+	"github.com/wharfhq/wharf/internal/client/agentlink"
 	"github.com/wharfhq/wharf/internal/client/cache"
 	"github.com/wharfhq/wharf/internal/client/load"
 	"github.com/wharfhq/wharf/internal/core/marketplace"
@@ -76,7 +77,7 @@ func (a *app) agentRuntime(ctx context.Context, opts *agentOptions, o agent.Opti
 // newAgentRuntime wires a runtime over a registry, the marketplaces' entries
 // and sources, policy, the settings scopes and the session plugin dirs.
 // leaser, when not nil, leases the version dirs the session uses.
-func (a *app) newAgentRuntime(ctx context.Context, opts *agentOptions, o agent.Options, cat *marketplace.Catalog, c *cache.Cache, pol *policy.Engine, leaser agent.Leaser) (*agent.Runtime, error) {
+func (a *app) newAgentRuntime(ctx context.Context, opts *agentOptions, o agent.Options, cat *marketplace.Catalog, c *cache.Cache, pol *policy.Engine, leaser agentlink.Leaser) (*agent.Runtime, error) {
 	sources := map[string]*settings.MarketplaceSource{}
 	for _, m := range cat.Marketplaces() {
 		sources[m.Known.Name] = knownSource(m.Known.Source)
@@ -95,20 +96,20 @@ func (a *app) newAgentRuntime(ctx context.Context, opts *agentOptions, o agent.O
 	// component index in memory: reading needs neither file.
 	o.NoMemo = o.NoMemo || a.readOnlyHome()
 	o.Project = paths.Project
-	o.Settings = paths
-	o.Registry = c
-	if leaser != nil {
-		o.Leaser = leaser
-	}
-	o.Policy = pol
-	o.Revocations = a.revocations()
+	o.ExtraManagedDir = paths.ExtraManagedDir
+	o.Policy = agentlink.Policy(pol).(*agent.Policy)
 	o.Entries = func(id plugin.ID) *plugin.Entry {
 		if hit, err := cat.Lookup(id); err == nil {
 			return hit.Entry
 		}
 		return nil
 	}
-	o.MarketplaceSource = func(name string) *settings.MarketplaceSource { return sources[name] }
+	w := agentlink.Wiring{Registry: c, Revocations: a.revocations(),
+		MarketplaceSource: func(name string) *settings.MarketplaceSource { return sources[name] }}
+	if leaser != nil {
+		w.Leaser = leaser
+	}
+	agentlink.Wire(&o, w)
 	r, err := agent.Open(o)
 	if err != nil {
 		return nil, err
@@ -240,7 +241,7 @@ func newAgentStatusCmd(a *app, opts *agentOptions) *cobra.Command {
 					why = append(why, p.Chain)
 				} else {
 					for _, d := range p.ErrorDetails {
-						why = append(why, rowNote(d))
+						why = append(why, rowNote(load.ErrorDetail(d)))
 					}
 				}
 				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\n", p.ID, p.Version, p.Source, p.Status, p.Components, strings.Join(why, "; "))

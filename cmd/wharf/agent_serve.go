@@ -32,8 +32,9 @@ docs/protocol.schema.json.`,
 			if !stdio {
 				return usageError(errors.New("wharf agent serve needs --stdio (the only transport)"))
 			}
-			pol, err := a.Policy()
-			if err != nil {
+			// The policy is opened (and its warnings printed) before
+			// anything starts; policy_check asks the session's runtime.
+			if _, err := a.Policy(); err != nil {
 				return err
 			}
 			project := a.agentProject(opts)
@@ -63,7 +64,7 @@ docs/protocol.schema.json.`,
 				a.warnf("startup load failed: %v; requests that need the set fail until a reload succeeds", err)
 			}
 			srv := &protocol.Server{
-				Backend: &protocol.Runtime{Runtime: r, Project: project, Hooks: &hooks.Runner{}, MCP: sup, Policy: pol},
+				Backend: &protocol.Runtime{Runtime: r, Project: project, Hooks: &hooks.Runner{}, MCP: sup},
 				MaxLine: maxLine,
 				Log:     a.stderr,
 				Info:    protocol.Implementation{Name: "wharf", Version: buildVersion()},

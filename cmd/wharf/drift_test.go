@@ -12,10 +12,10 @@ import (
 	"testing"
 
 	"github.com/wharfhq/wharf/agent"
+	"github.com/wharfhq/wharf/internal/client/agentlink"
 	"github.com/wharfhq/wharf/internal/client/cache"
 	"github.com/wharfhq/wharf/internal/client/load"
 	"github.com/wharfhq/wharf/internal/core/policy"
-	"github.com/wharfhq/wharf/internal/core/settings"
 	"github.com/wharfhq/wharf/internal/core/store"
 	"github.com/wharfhq/wharf/plugin"
 )
@@ -178,8 +178,9 @@ func TestListAgentStatusAndRuntimeAgree(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err := agent.Open(agent.Options{Home: home, Settings: settings.Paths{Home: home, ExtraManagedDir: managed},
-		Registry: c, Policy: pol, Revocations: revs, NoMemo: true})
+	o := agent.Options{Home: home, ExtraManagedDir: managed, Policy: agentlink.Policy(pol).(*agent.Policy), NoMemo: true}
+	agentlink.Wire(&o, agentlink.Wiring{Registry: c, Revocations: revs})
+	r, err := agent.Open(o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -190,7 +191,10 @@ func TestListAgentStatusAndRuntimeAgree(t *testing.T) {
 	}
 	runtime := map[string]driftRow{}
 	for _, p := range set.Plugins() {
-		d := driftRow{Status: p.Status, Chain: p.Chain, ErrorDetails: p.ErrorDetails, Failed: p.Failed}
+		d := driftRow{Status: p.Status, Chain: p.Chain, Failed: p.Failed}
+		for _, e := range p.ErrorDetails {
+			d.ErrorDetails = append(d.ErrorDetails, load.ErrorDetail(e))
+		}
 		if len(d.ErrorDetails) == 0 {
 			d.ErrorDetails = nil
 		}

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/wharfhq/wharf/agent"
+	"github.com/wharfhq/wharf/internal/client/agentlink"
 	"github.com/wharfhq/wharf/internal/core/policy"
 	"github.com/wharfhq/wharf/internal/core/settings"
 	"github.com/wharfhq/wharf/internal/testutil/testworld"
@@ -41,11 +42,19 @@ func init() {
 	settings.SystemManagedDir = filepath.Join(os.TempDir(), "wharf-test-no-system-managed-dir")
 }
 
-// Options are agent.Options over the World, without policy or activator.
+// Options are agent.Options over the World, without policy or activator:
+// the World's managed directory is the further one, and the registry is
+// the World's cache, which the World holds open.
 func (w *World) Options() agent.Options {
-	paths := w.Paths()
-	paths.ManagedDir, paths.ExtraManagedDir = "", w.Managed
-	return agent.Options{Home: w.Home, Project: w.Project, Settings: paths, Registry: w.Cache, Leaser: w.Cache, NoMemo: true}
+	o := agent.Options{Home: w.Home, Project: w.Project, ExtraManagedDir: w.Managed, NoMemo: true}
+	agentlink.Wire(&o, agentlink.Wiring{Registry: w.Cache, Leaser: w.Cache})
+	return o
+}
+
+// AgentPolicy is the World's policy engine (testworld's Policy) as an
+// agent.Policy, as wharf's commands give theirs.
+func (w *World) AgentPolicy() *agent.Policy {
+	return agentlink.Policy(w.Policy()).(*agent.Policy)
 }
 
 // Runtime returns a Runtime (agent.Open) closed at cleanup. Without
@@ -57,7 +66,7 @@ func (w *World) Runtime(o agent.Options) *agent.Runtime {
 		if err != nil {
 			w.TB.Fatal(err)
 		}
-		o.Policy = pol
+		o.Policy = agentlink.Policy(pol).(*agent.Policy)
 	}
 	r, err := agent.Open(o)
 	if err != nil {

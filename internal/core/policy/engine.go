@@ -143,9 +143,11 @@ type Engine struct {
 	cur       atomic.Pointer[state]
 	// compiles counts the prepared queries built (tests).
 	compiles atomic.Int64
-	memo     *memo // the decision memo; nil only under WithCache
-	revs     atomic.Pointer[Revocations]
-	pins     atomic.Pointer[[]toolpin.Pin] // the bundles' (SetToolPins)
+	// evals counts the Rego evaluations run (Evaluations).
+	evals atomic.Int64
+	memo  *memo // the decision memo; nil only under WithCache
+	revs  atomic.Pointer[Revocations]
+	pins  atomic.Pointer[[]toolpin.Pin] // the bundles' (SetToolPins)
 	// githubHost is where owner/repo requests are fetched from
 	// (WithGitHubHost); nil reads WHARF_GITHUB_HOST when the engine is built.
 	githubHost *string
@@ -161,12 +163,15 @@ type compiledLayer struct {
 }
 
 type state struct {
-	version  string
-	layers   []compiledLayer
-	modules  map[string]*ast.Module
-	data     ast.Object
-	facts    *factIndex
-	warnings []string
+	version string
+	// layerSums hold a hash of each layer's inputs (name, origin,
+	// documents, modules, unreadable files), highest first (Extends).
+	layerSums []string
+	layers    []compiledLayer
+	modules   map[string]*ast.Module
+	data      ast.Object
+	facts     *factIndex
+	warnings  []string
 	// pins are the layers' mcpToolPins (see ToolPins).
 	pins toolpin.Set
 	// unreadable: a managed file of a layer cannot be read; every
@@ -211,6 +216,11 @@ func Open(src Sources, opts ...Option) (*Engine, error) {
 	}
 	return NewEngine(layers, append([]Option{WithLoader(src.Load)}, opts...)...)
 }
+
+// Evaluations is the number of Rego evaluations this engine ran: the
+// decisions neither the memo nor the cache answered. It is what a caller
+// measuring its start, or a test, counts (see MemoHits for the others).
+func (e *Engine) Evaluations() int64 { return e.evals.Load() }
 
 // Version identifies the compiled policy: a hash over every input document
 // and module.
@@ -308,9 +318,40 @@ func versionOf(in []inputDoc) string {
 	return "sha256:" + hex.EncodeToString(h.Sum(nil))
 }
 
+// layerSums hashes each layer's inputs apart.
+func layerSums(in []inputDoc, n int) []string {
+	per := make([][]inputDoc, n)
+	for _, d := range in {
+		if d.layer >= 0 {
+			per[d.layer] = append(per[d.layer], d)
+		}
+	}
+	sums := make([]string, n)
+	for i, docs := range per {
+		sums[i] = versionOf(docs)
+	}
+	return sums
+}
+
+// Extends reports whether e's policy contains m's: e's highest layers are
+// m's layers, input for input (the same names, origins, documents, modules
+// and unreadable files, in the same order), and e reads requests as m does
+// (the same GitHub host). Lower layers only tighten, so then e denies
+// every request m denies and keeps every plugin m forces on or off, and
+// asking m as well would only repeat the evaluation. It returns the
+// versions it compared: the answer holds while both engines are at them.
+func (e *Engine) Extends(m *Engine) (version, mVersion string, ok bool) {
+	es, ms := e.cur.Load(), m.cur.Load()
+	ok = len(ms.layerSums) <= len(es.layerSums) && *e.githubHost == *m.githubHost
+	for i := 0; ok && i < len(ms.layerSums); i++ {
+		ok = es.layerSums[i] == ms.layerSums[i]
+	}
+	return es.version, ms.version, ok
+}
+
 func (e *Engine) compile(layers []Layer) (*state, error) {
 	inputs := collectInputs(layers)
-	st := &state{version: versionOf(inputs), modules: map[string]*ast.Module{}}
+	st := &state{version: versionOf(inputs), layerSums: layerSums(inputs, len(layers)), modules: map[string]*ast.Module{}}
 	if e.cacheSize > 0 {
 		st.cache = newDecisionCache(e.cacheSize)
 	}
@@ -557,6 +598,7 @@ func (e *Engine) Decide(ctx context.Context, req Request) (Decision, error) {
 	if err := st.prepare(e); err != nil {
 		return st.failed(err)
 	}
+	e.evals.Add(1)
 	d, err := st.eval(ctx, input)
 	if err != nil {
 		return d, err

@@ -205,7 +205,7 @@ type Deps struct {
 	// another replica apply as soon as their watch event arrives, and
 	// entries do not expire while every watch has proven itself current
 	// within the last second (a progress mark); otherwise they live for
-	// the TTL, and no longer than a second (replica.go).
+	// the TTL, and no longer than a second (package follow).
 	StateCacheTTL time.Duration
 	// Now is the clock (tests); default time.Now.
 	Now func() time.Time

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/wharfhq/wharf/internal/server/policystate"
 	"github.com/wharfhq/wharf/plugin"
 )
 
@@ -32,7 +33,7 @@ func (s *Server) impact(ctx context.Context, proposed []Layer) (changes []impact
 	if err != nil {
 		return nil, 0, fmt.Errorf("compile proposed policy: %w", err)
 	}
-	nextVersion := policyVersion(proposed)
+	nextVersion := policystate.Version(proposed)
 	hits, err := cat.Search(ctx, SearchQuery{})
 	if err != nil {
 		return nil, 0, err

@@ -3,51 +3,38 @@ package api
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
 	"regexp"
-	"sort"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/labstack/echo/v4"
 	"github.com/open-policy-agent/opa/v1/ast"
 
-	"github.com/wharfhq/wharf/internal/core/policy"
 	"github.com/wharfhq/wharf/internal/core/store"
 	"github.com/wharfhq/wharf/internal/server/audit"
+	"github.com/wharfhq/wharf/internal/server/policystate"
+	"github.com/wharfhq/wharf/internal/server/revocations"
 	"github.com/wharfhq/wharf/plugin"
 )
 
 // Limits on policy documents (they are distributed to every agent).
 const (
-	maxLayers        = 64
+	maxLayers        = policystate.MaxLayers
 	maxModules       = 64
-	defaultLayerRank = 100
+	defaultLayerRank = policystate.DefaultLayerRank
 )
 
-// Layer is a stored policy layer. Layers apply in (Rank, Name) order, lowest
-// rank first = highest authority (org 10, department 20, project 30...).
-type Layer struct {
-	Name      string            `json:"name"`
-	Rank      int               `json:"rank"`
-	Version   uint64            `json:"version"`
-	Settings  json.RawMessage   `json:"settings"`
-	Modules   map[string]string `json:"modules"`
-	UpdatedAt time.Time         `json:"updatedAt"`
-	UpdatedBy string            `json:"updatedBy"`
-}
+// Layer is a stored policy layer (policystate.Layer). Layers apply in
+// (Rank, Name) order, lowest rank first = highest authority (org 10,
+// department 20, project 30...).
+type Layer = policystate.Layer
 
 // policyHead is the current effective policy's identity.
-type policyHead struct {
-	Revision uint64 `json:"revision"`
-	Version  string `json:"version"`
-}
+type policyHead = policystate.Head
 
 // EffectivePolicy is GET /v1/policy.
 type EffectivePolicy struct {
@@ -66,155 +53,7 @@ type EffectivePolicy struct {
 
 // HistoryEntry records one change of one layer, with the layer as written
 // (nil for a deletion), so any past state can be reconstructed.
-type HistoryEntry struct {
-	Seq           uint64    `json:"seq"`
-	Time          time.Time `json:"time"`
-	Action        string    `json:"action"` // create, update, delete
-	Layer         string    `json:"layer"`
-	LayerVersion  uint64    `json:"layerVersion"`
-	PolicyVersion string    `json:"policyVersion"`
-	Revision      uint64    `json:"revision"`
-	Actor         string    `json:"actor"`
-	Document      *Layer    `json:"document,omitempty"`
-}
-
-func sortLayers(ls []Layer) {
-	sort.Slice(ls, func(i, j int) bool {
-		if ls[i].Rank != ls[j].Rank {
-			return ls[i].Rank < ls[j].Rank
-		}
-		return ls[i].Name < ls[j].Name
-	})
-}
-
-// readLayers returns every layer in authority order.
-func readLayers(r store.Reader) ([]Layer, error) {
-	kvs, err := r.List(bucketLayers, "")
-	if err != nil {
-		return nil, err
-	}
-	out := make([]Layer, 0, len(kvs))
-	for _, kv := range kvs {
-		var l Layer
-		if err := json.Unmarshal(kv.Value, &l); err != nil {
-			return nil, fmt.Errorf("policy layer %s: corrupt record: %w", kv.Key, err)
-		}
-		out = append(out, l)
-	}
-	sortLayers(out)
-	return out, nil
-}
-
-func readHead(r store.Reader) (policyHead, error) {
-	raw, err := r.Get(bucketSettings, keyPolicyHead)
-	if errors.Is(err, store.ErrNotFound) {
-		return policyHead{Version: policyVersion(nil)}, nil
-	}
-	if err != nil {
-		return policyHead{}, err
-	}
-	var h policyHead
-	if err := json.Unmarshal(raw, &h); err != nil {
-		return policyHead{}, fmt.Errorf("policy head: corrupt record: %w", err)
-	}
-	return h, nil
-}
-
-// currentHead returns the policy head: from memory while the store's watch
-// proves itself current (it reports every change), else for up to
-// StateCacheTTL (see fresh).
-func (s *Server) currentHead() (policyHead, error) {
-	return s.currentHeadAt(time.Now())
-}
-
-// currentHeadAt is currentHead with the caller's clock reading.
-func (s *Server) currentHeadAt(now time.Time) (policyHead, error) {
-	if e := s.headSnap.Load(); e != nil && s.fresh(e.exp, now) {
-		return e.head, nil
-	}
-	return s.readHead(now)
-}
-
-// readHead reads the head from the store and caches it.
-func (s *Server) readHead(now time.Time) (policyHead, error) {
-	var h policyHead
-	gen := s.rep.headGen.Load() // a head seen by the watch while reading wins (replica.go)
-	if err := s.deps.Store.View(func(r store.Reader) (err error) { h, err = readHead(r); return }); err != nil {
-		return policyHead{}, err
-	}
-	if s.deps.StateCacheTTL > 0 {
-		s.headMu.Lock()
-		if s.rep.headGen.Load() == gen {
-			s.headVal, s.headExp = h, now.Add(s.deps.StateCacheTTL)
-			s.publishHead()
-		}
-		s.headMu.Unlock()
-	}
-	return h, nil
-}
-
-// headEntry is the cached policy head as readers see it.
-type headEntry struct {
-	head policyHead
-	exp  time.Time // zero: no head cached
-}
-
-// publishHead makes headVal and headExp what readers see; s.headMu is held.
-func (s *Server) publishHead() {
-	s.headSnap.Store(&headEntry{head: s.headVal, exp: s.headExp})
-}
-
-// setHead records a head this server just committed.
-func (s *Server) setHead(h policyHead) {
-	s.headMu.Lock()
-	defer s.headMu.Unlock()
-	defer s.publishHead()
-	s.rep.headGen.Add(1)
-	if h.Revision < s.headVal.Revision { // the watch may have delivered a later head: read the store
-		s.headExp = time.Time{}
-		return
-	}
-	s.headVal, s.headExp = h, time.Now().Add(s.deps.StateCacheTTL)
-	if s.deps.StateCacheTTL <= 0 {
-		s.headExp = time.Time{}
-	}
-}
-
-// policyVersion hashes exactly the fields that the bundle and the engine
-// read: name, rank, settings (canonical JSON) and modules. Timestamps and
-// authors are left out so that the same policy has the same version
-// everywhere.
-func policyVersion(ls []Layer) string {
-	h := sha256.New()
-	for _, l := range ls {
-		fmt.Fprintf(h, "layer %q rank %d\n", l.Name, l.Rank)
-		fmt.Fprintf(h, "settings %d\n", len(l.Settings))
-		h.Write(l.Settings)
-		names := make([]string, 0, len(l.Modules))
-		for n := range l.Modules {
-			names = append(names, n)
-		}
-		sort.Strings(names)
-		for _, n := range names {
-			fmt.Fprintf(h, "\nmodule %q %d\n", n, len(l.Modules[n]))
-			h.Write([]byte(l.Modules[n]))
-		}
-		h.Write([]byte("\n"))
-	}
-	return "sha256:" + hex.EncodeToString(h.Sum(nil))
-}
-
-// canonicalJSON re-encodes a JSON object with sorted keys and no spaces, so
-// that formatting never changes a policy's version. Numbers keep their text.
-func canonicalJSON(raw json.RawMessage) (json.RawMessage, error) {
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.UseNumber()
-	var v any
-	if err := dec.Decode(&v); err != nil {
-		return nil, err
-	}
-	return json.Marshal(v)
-}
+type HistoryEntry = policystate.HistoryEntry
 
 func toPolicyLayers(ls []Layer) []PolicyLayer {
 	out := make([]PolicyLayer, len(ls))
@@ -286,23 +125,11 @@ func (p precondition) check(current uint64) error {
 func layerETag(v uint64) string { return `"` + strconv.FormatUint(v, 10) + `"` }
 
 func (s *Server) getPolicy(c echo.Context) error {
-	var ep EffectivePolicy
-	err := s.deps.Store.View(func(r store.Reader) error {
-		h, err := readHead(r)
-		if err != nil {
-			return err
-		}
-		ls, err := readLayers(r)
-		if err != nil {
-			return err
-		}
-		ep = EffectivePolicy{Version: h.Version, Revision: h.Revision, Layers: ls, BundleKeyID: s.signer.keyID}
-		return nil
-	})
+	h, ls, err := s.pol.Current()
 	if err != nil {
 		return err
 	}
-	ep.Warnings = []string{}
+	ep := EffectivePolicy{Version: h.Version, Revision: h.Revision, Layers: ls, BundleKeyID: s.pol.KeyID(), Warnings: []string{}}
 	if s.deps.Policy != nil {
 		d, version, err := s.decider(c.Request().Context())
 		if err != nil {
@@ -333,19 +160,12 @@ func (s *Server) getLayer(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	var l Layer
-	err = s.deps.Store.View(func(r store.Reader) error {
-		raw, err := r.Get(bucketLayers, name)
-		if errors.Is(err, store.ErrNotFound) {
-			return apiErr(http.StatusNotFound, CodeNotFound, "layer", "no policy layer %q; create it with PUT and If-None-Match: *", name)
-		}
-		if err != nil {
-			return err
-		}
-		return json.Unmarshal(raw, &l)
-	})
+	l, err := s.pol.Layer(name)
 	if err != nil {
 		return err
+	}
+	if l == nil {
+		return apiErr(http.StatusNotFound, CodeNotFound, "layer", "no policy layer %q; create it with PUT and If-None-Match: *", name)
 	}
 	c.Response().Header().Set("ETag", layerETag(l.Version))
 	return c.JSON(http.StatusOK, l)
@@ -375,7 +195,7 @@ func validateLayerBody(b *layerBody) error {
 	if t := bytes.TrimSpace(b.Settings); len(t) == 0 || t[0] != '{' {
 		return badField("settings", "settings must be a JSON object of policy keys, e.g. {\"blockedMarketplaces\": []}")
 	}
-	canon, err := canonicalJSON(b.Settings)
+	canon, err := policystate.CanonicalJSON(b.Settings)
 	if err != nil {
 		return badField("settings", "settings: %v", err)
 	}
@@ -415,76 +235,31 @@ func (s *Server) putLayer(c echo.Context) error {
 	if err := validateLayerBody(&body); err != nil {
 		return err
 	}
-	p := s.caller(c)
-	ctx := c.Request().Context()
-	var res LayerWriteResult
-	var compiledVersion string
-	var compiledWarnings []string
-	err = s.deps.Store.Update(func(tx store.Tx) error {
-		layers, err := readLayers(tx)
-		if err != nil {
-			return err
-		}
-		idx := -1
-		var current uint64
-		for i, l := range layers {
-			if l.Name == name {
-				idx, current = i, l.Version
-			}
-		}
-		if err := pre.check(current); err != nil {
-			return err
-		}
-		nl := Layer{Name: name, Rank: defaultLayerRank, Version: current + 1, Settings: body.Settings,
-			Modules: body.Modules, UpdatedAt: s.now().UTC(), UpdatedBy: p.TokenID}
-		action := "create"
-		if idx >= 0 {
-			nl.Rank = layers[idx].Rank
-			layers[idx] = nl
-			action = "update"
-		} else {
-			if len(layers) >= maxLayers {
-				return badField("layer", "there are already %d layers, the limit", maxLayers)
-			}
-			layers = append(layers, nl)
-		}
-		if body.Rank != nil {
-			nl.Rank = *body.Rank
-			for i := range layers {
-				if layers[i].Name == name {
-					layers[i].Rank = nl.Rank
-				}
-			}
-		}
-		sortLayers(layers)
-		// A shared store runs fn again when a concurrent commit (often an
-		// unrelated audit entry) touched what it read: compile each
-		// candidate layer set once, not once per attempt.
-		v := policyVersion(layers)
-		if v != compiledVersion {
-			if compiledWarnings, err = s.checkCompiles(ctx, layers); err != nil {
-				return err
-			}
-			compiledVersion = v
-		}
-		warnings := compiledWarnings
-		head, err := s.commitLayers(tx, layers, name, &nl, action, p)
-		if err != nil {
-			return err
-		}
-		res = LayerWriteResult{Layer: &nl, PolicyVersion: head.Version, Revision: head.Revision, Warnings: warnings}
-		return nil
-	})
+	res, err := s.pol.Put(c.Request().Context(), body.change(name), pre.check, s.actor(c))
 	if err != nil {
-		return err
+		return policyError(err)
 	}
-	s.setHead(policyHead{Revision: res.Revision, Version: res.PolicyVersion})
 	status := http.StatusOK
 	if res.Layer.Version == 1 {
 		status = http.StatusCreated
 	}
 	c.Response().Header().Set("ETag", layerETag(res.Layer.Version))
-	return c.JSON(status, res)
+	return c.JSON(status, layerWriteResult(res))
+}
+
+// change is the write of body to layer name.
+func (b layerBody) change(name string) policystate.Change {
+	return policystate.Change{Name: name, Rank: b.Rank, Settings: b.Settings, Modules: b.Modules}
+}
+
+func layerWriteResult(r policystate.Result) LayerWriteResult {
+	return LayerWriteResult{Layer: r.Layer, PolicyVersion: r.Head.Version, Revision: r.Head.Revision, Warnings: r.Warnings}
+}
+
+// actor is the caller of c as the author of a change.
+func (s *Server) actor(c echo.Context) policystate.Actor {
+	p := s.caller(c)
+	return policystate.Actor{ID: p.TokenID, Role: p.Role}
 }
 
 func (s *Server) deleteLayer(c echo.Context) error {
@@ -499,137 +274,46 @@ func (s *Server) deleteLayer(c echo.Context) error {
 	if pre.mustNotExist {
 		return apiErr(http.StatusBadRequest, CodeBadRequest, "If-Match", "deleting a layer needs If-Match: \"<version>\" (or *), not a create precondition")
 	}
-	p := s.caller(c)
-	var res LayerWriteResult
-	err = s.deps.Store.Update(func(tx store.Tx) error {
-		layers, err := readLayers(tx)
-		if err != nil {
-			return err
-		}
-		kept := layers[:0:0]
-		var current uint64
-		for _, l := range layers {
-			if l.Name == name {
-				current = l.Version
-				continue
-			}
-			kept = append(kept, l)
-		}
-		if current == 0 {
-			return apiErr(http.StatusNotFound, CodeNotFound, "layer", "no policy layer %q", name)
-		}
-		if err := pre.check(current); err != nil {
-			return err
-		}
-		warnings, err := s.checkCompiles(c.Request().Context(), kept)
-		if err != nil {
-			return err
-		}
-		head, err := s.commitLayers(tx, kept, name, nil, "delete", p)
-		if err != nil {
-			return err
-		}
-		res = LayerWriteResult{PolicyVersion: head.Version, Revision: head.Revision, Warnings: warnings}
-		return nil
-	})
+	res, err := s.pol.Delete(c.Request().Context(), name, pre.check, s.actor(c))
 	if err != nil {
-		return err
+		return policyError(err)
 	}
-	s.setHead(policyHead{Revision: res.Revision, Version: res.PolicyVersion})
-	return c.JSON(http.StatusOK, res)
+	return c.JSON(http.StatusOK, layerWriteResult(res))
+}
+
+// policyError maps the policy state's errors to the API's.
+func policyError(err error) error {
+	var ce *policystate.CompileError
+	var nf *policystate.NotFoundError
+	var tm *policystate.TooManyLayersError
+	var ar *policystate.AlreadyRevokedError
+	var tr *policystate.TooManyRevocationsError
+	var rnf *revocations.NotFoundError
+	switch {
+	case errors.As(err, &ar):
+		return &APIError{Status: http.StatusConflict, Code: CodeConflict, Field: "revocation", Message: ar.Error()}
+	case errors.As(err, &tr):
+		return badField("revocation", "%s", tr.Error())
+	case errors.As(err, &rnf):
+		return apiErr(http.StatusNotFound, CodeNotFound, "id", "%s", rnf.Error())
+	case errors.As(err, &ce):
+		return &APIError{Status: http.StatusUnprocessableEntity, Code: "policy-invalid", Field: "modules",
+			Message: ce.Error(), cause: ce.Err}
+	case errors.As(err, &nf):
+		return apiErr(http.StatusNotFound, CodeNotFound, "layer", "%s", nf.Error())
+	case errors.As(err, &tm):
+		return badField("layer", "%s", tm.Error())
+	case errors.Is(err, policystate.ErrNoCompiler):
+		return &APIError{Status: http.StatusServiceUnavailable, Code: CodeUnavailable, Message: err.Error()}
+	}
+	return err
 }
 
 // checkCompiles refuses a layer set the engine cannot compile, before
 // anything is written.
 func (s *Server) checkCompiles(ctx context.Context, layers []Layer) ([]string, error) {
-	warnings := []string{}
-	if s.deps.Policy == nil {
-		return warnings, nil
-	}
-	d, err := s.deps.Policy(ctx, toPolicyLayers(layers))
-	if err != nil {
-		return nil, &APIError{Status: http.StatusUnprocessableEntity, Code: "policy-invalid", Field: "modules",
-			Message: "the policy does not compile with this layer: " + err.Error(), cause: err}
-	}
-	if w, ok := d.(interface{ Warnings() []string }); ok {
-		warnings = append(warnings, w.Warnings()...)
-	}
-	return warnings, nil
-}
-
-// advanceHead writes the policy head that follows the stored one: the next
-// revision, with the version of layers and revs. Every policy change (a
-// layer, a revocation) goes through it, so revisions only move forward.
-func advanceHead(tx store.Tx, layers []Layer, revs policy.Revocations) (policyHead, error) {
-	old, err := readHead(tx)
-	if err != nil {
-		return policyHead{}, err
-	}
-	v, err := withToolPins(tx, fullPolicyVersion(layers, revs))
-	if err != nil {
-		return policyHead{}, err
-	}
-	head := policyHead{Revision: old.Revision + 1, Version: v}
-	raw, err := json.Marshal(head)
-	if err != nil {
-		return head, err
-	}
-	return head, tx.Put(bucketSettings, keyPolicyHead, raw)
-}
-
-// appendHistory appends entry(seq) to bucket under its next sequence number.
-func appendHistory(tx store.Tx, bucket string, entry func(seq uint64) any) error {
-	n, err := tx.NextSequence(bucket)
-	if err != nil {
-		return err
-	}
-	raw, err := json.Marshal(entry(n))
-	if err != nil {
-		return err
-	}
-	return tx.Put(bucket, audit.SeqKey(n), raw)
-}
-
-// commitLayers writes the changed layer, the new head, a history entry and
-// an audit entry in tx: all of it or nothing.
-func (s *Server) commitLayers(tx store.Tx, layers []Layer, name string, nl *Layer, action string, p principal) (policyHead, error) {
-	revs, err := readRevocations(tx)
-	if err != nil {
-		return policyHead{}, err
-	}
-	if nl != nil {
-		raw, err := json.Marshal(nl)
-		if err != nil {
-			return policyHead{}, err
-		}
-		if err := tx.Put(bucketLayers, name, raw); err != nil {
-			return policyHead{}, err
-		}
-	} else if err := tx.Delete(bucketLayers, name); err != nil {
-		return policyHead{}, err
-	}
-	// Rank changes of one layer reorder others; their records are unchanged.
-	head, err := advanceHead(tx, layers, revs)
-	if err != nil {
-		return head, err
-	}
-	now := s.now().UTC()
-	var lv uint64
-	if nl != nil {
-		lv = nl.Version
-	}
-	if err := appendHistory(tx, bucketHistory, func(n uint64) any {
-		return HistoryEntry{Seq: n, Time: now, Action: action, Layer: name, LayerVersion: lv, PolicyVersion: head.Version,
-			Revision: head.Revision, Actor: p.TokenID, Document: nl}
-	}); err != nil {
-		return head, err
-	}
-	auditAction := ActionPolicyPut
-	if nl == nil {
-		auditAction = ActionPolicyDelete
-	}
-	return head, audit.Append(tx, AuditEntry{Time: now, Action: auditAction, Actor: p.TokenID, Role: p.Role, Object: name,
-		Detail: map[string]any{"change": action, "layerVersion": lv, "policyVersion": head.Version, "revision": head.Revision}})
+	w, err := s.pol.Check(ctx, layers)
+	return w, policyError(err)
 }
 
 // HistoryPage is one page of GET /v1/policy/history.
@@ -647,24 +331,15 @@ func (s *Server) policyHistory(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	layer := c.QueryParam("layer")
-	entries, next, err := audit.ReadLog(s.deps.Store, bucketHistory, "policy history", after, limit,
-		func(e HistoryEntry) bool { return layer == "" || e.Layer == layer },
-		func(e HistoryEntry) uint64 { return e.Seq })
+	entries, next, err := s.pol.History(c.QueryParam("layer"), after, limit)
 	if err != nil {
 		return err
 	}
-	page := HistoryPage{Entries: entries, Next: next}
-	return c.JSON(http.StatusOK, page)
+	return c.JSON(http.StatusOK, HistoryPage{Entries: entries, Next: next})
 }
 
-type compiledPolicy struct {
-	version string
-	decider Decider
-}
-
-// decider returns the engine for the current policy, compiling it once per
-// version.
+// decider returns the engine for the current policy, compiled once per
+// version (policystate.State.Decider).
 func (s *Server) decider(ctx context.Context) (Decider, string, error) {
 	d, head, err := s.deciderHead(ctx)
 	return d, head.Version, err
@@ -673,35 +348,8 @@ func (s *Server) decider(ctx context.Context) (Decider, string, error) {
 // deciderHead is decider with the whole policy head it compiled (its
 // revision orders policies in time; the version only tells them apart).
 func (s *Server) deciderHead(ctx context.Context) (Decider, policyHead, error) {
-	if s.deps.Policy == nil {
-		return nil, policyHead{}, &APIError{Status: http.StatusServiceUnavailable, Code: CodeUnavailable,
-			Message: "this server has no policy engine configured"}
-	}
-	head, err := s.currentHead()
-	if err != nil {
-		return nil, policyHead{}, err
-	}
-	s.polMu.Lock()
-	defer s.polMu.Unlock()
-	if s.polCache != nil && s.polCache.version == head.Version {
-		return s.polCache.decider, head, nil
-	}
-	var layers []Layer
-	if err := s.deps.Store.View(func(r store.Reader) (err error) {
-		if head, err = readHead(r); err != nil {
-			return err
-		}
-		layers, err = readLayers(r)
-		return err
-	}); err != nil {
-		return nil, policyHead{}, err
-	}
-	d, err := s.deps.Policy(ctx, toPolicyLayers(layers))
-	if err != nil {
-		return nil, policyHead{}, fmt.Errorf("compile policy %s: %w", head.Version, err)
-	}
-	s.polCache = &compiledPolicy{version: head.Version, decider: d}
-	return d, head, nil
+	d, head, err := s.pol.Decider(ctx)
+	return d, head, policyError(err)
 }
 
 // decide asks the policy about one plugin and records the outcome; a denial

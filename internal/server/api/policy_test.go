@@ -100,7 +100,7 @@ func TestBundleETagFlow(t *testing.T) {
 	if st := a.pull(); st != 304 {
 		t.Fatalf("unchanged policy: want 304, got %d", st)
 	}
-	builds := e.srv.bunBuilds
+	builds := e.srv.pol.BundleBuilds()
 
 	res := e.putLayer("org", "*new", map[string]any{"rank": 10, "settings": map[string]any{}, "modules": map[string]string{"risky.rego": denyRiskyModule}})
 	if res.status != 201 {
@@ -123,14 +123,14 @@ func TestBundleETagFlow(t *testing.T) {
 
 	// The 304 path builds nothing and writes nothing.
 	before := auditCount(e)
-	builds = e.srv.bunBuilds
+	builds = e.srv.pol.BundleBuilds()
 	for range 20 {
 		if a.pull() != 304 {
 			t.Fatal("want 304")
 		}
 	}
-	if e.srv.bunBuilds != builds {
-		t.Fatalf("304 requests built %d bundles", e.srv.bunBuilds-builds)
+	if e.srv.pol.BundleBuilds() != builds {
+		t.Fatalf("304 requests built %d bundles", e.srv.pol.BundleBuilds()-builds)
 	}
 	if auditCount(e) != before {
 		t.Fatal("304 requests wrote to the audit log")

@@ -21,20 +21,22 @@ import (
 
 	"github.com/wharfhq/wharf/internal/server/channel"
 	"github.com/wharfhq/wharf/internal/server/fleet"
+	"github.com/wharfhq/wharf/internal/server/follow"
+	"github.com/wharfhq/wharf/internal/server/policystate"
 	"github.com/wharfhq/wharf/internal/server/tokens"
 )
 
 // Server is wharf's HTTP API. Build it with New; it is safe for concurrent
-// use and holds no state that is not also in the store, except caches keyed
-// by content (compiled policy, built bundle) and per-token rate limiters.
+// use. Its state is kept by the server packages it calls (policystate,
+// tokens, revocations, fleet, sessions, audit, channel), with their caches;
+// it holds itself the rate limiters, the catalog and the ETag of the last
+// bundle served.
 type Server struct {
 	deps Deps
 	e    *echo.Echo
 	ui   *console
 	log  *slog.Logger
 	now  func() time.Time
-
-	signer *bundleSigner
 
 	metrics *metrics
 
@@ -50,19 +52,11 @@ type Server struct {
 
 	reqPool sync.Pool // *request
 
-	headMu   sync.Mutex // held by writers of headVal, headExp
-	headVal  policyHead
-	headExp  time.Time
-	headSnap atomic.Pointer[headEntry] // what readers see: headVal, headExp as last written
+	// The policy: layers, history, the head and the caches of the
+	// compiled policy and the signed bundle (policystate).
+	pol *policystate.State[Decider]
 
-	polMu    sync.Mutex
-	polCache *compiledPolicy // last compiled policy, keyed by its version
-
-	bunMu     sync.Mutex
-	bunCache  *builtBundle // last built bundle, keyed by its version
-	bunBuilds int          // how many times a bundle was built (tests)
-
-	rep replicaState // cache invalidation from the store's watch (replica.go)
+	rep *follow.Follower // cache invalidation from the store's watch (replica.go)
 
 	inv      *fleet.Store     // the fleet inventory (inventory.go)
 	machines *clientLimiters  // per-machine report rate
@@ -106,7 +100,8 @@ func New(d Deps) (*Server, error) {
 	}
 	s := &Server{deps: d, log: d.Logger, now: d.Now, limiters: map[string]*rate.Limiter{}}
 	s.reqPool.New = func() any { return new(request) }
-	s.toks = tokens.NewCache(d.Store, d.StateCacheTTL, s.fresh, func(t *tokens.Record) *rate.Limiter { return s.limiter(t.ID) })
+	s.rep = follow.New(d.StateCacheTTL, d.Logger)
+	s.toks = tokens.NewCache(d.Store, d.StateCacheTTL, s.rep.Fresh, func(t *tokens.Record) *rate.Limiter { return s.limiter(t.ID) })
 	if d.MaxClients <= 0 {
 		d.MaxClients = maxClientLimiters
 		s.deps.MaxClients = d.MaxClients
@@ -123,11 +118,16 @@ func New(d Deps) (*Server, error) {
 	s.refusals = newClientLimiters(d.MaxClients, func() *rate.Limiter {
 		return rate.NewLimiter(rate.Every(time.Minute/refusalPerMinute), refusalBurst)
 	})
-	signer, err := loadOrCreateSigner(d.Store)
+	var compile func(context.Context, []Layer) (Decider, error)
+	if d.Policy != nil {
+		compile = func(ctx context.Context, ls []Layer) (Decider, error) { return d.Policy(ctx, toPolicyLayers(ls)) }
+	}
+	pol, err := policystate.New(d.Store, policystate.Options[Decider]{
+		Compile: compile, TTL: d.StateCacheTTL, Fresh: s.rep.Fresh, Now: d.Now, Logger: d.Logger})
 	if err != nil {
 		return nil, err
 	}
-	s.signer = signer
+	s.pol = pol
 	s.metrics = newMetrics()
 	s.registerStoreMetrics() // storehealth.go
 	if d.ChannelDir != "" {

@@ -9,6 +9,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/wharfhq/wharf/internal/core/store"
+	"github.com/wharfhq/wharf/internal/server/policystate"
 )
 
 // readyTimeout bounds /readyz: a load balancer's probe gets an answer in
@@ -39,7 +40,7 @@ func (s *Server) readyz(c echo.Context) error {
 	done := make(chan error, 1)
 	go func() { // runs on when the store hangs; the store's own timeouts end it
 		done <- s.deps.Store.View(func(r storeReader) error {
-			_, err := r.Get(bucketSettings, keySigningKey)
+			_, err := r.Get(policystate.SettingsBucket, policystate.SigningKeyKey)
 			return err
 		})
 	}()
@@ -57,7 +58,7 @@ func (s *Server) readyz(c echo.Context) error {
 		return &APIError{Status: http.StatusServiceUnavailable, Code: CodeUnavailable, Message: msg, cause: err}
 	}
 	r := Readiness{Status: "ready", Store: health}
-	if s.rep.followed.Load() > 0 {
+	if s.rep.Followed() > 0 {
 		lag := -1.0
 		if p := s.proof(); !p.IsZero() {
 			lag = time.Since(p).Seconds()
@@ -132,6 +133,6 @@ func (s *Server) registerStoreMetrics() {
 		}), prometheus.NewCounterFunc(prometheus.CounterOpts{
 			Name: "wharf_cache_read_through_total",
 			Help: "Token and policy cache lookups that read the store because the watch had not proven the cache fresh.",
-		}, func() float64 { return float64(s.rep.readThrough.Load()) }))
+		}, func() float64 { return float64(s.rep.ReadThrough()) }))
 	}
 }

@@ -18,16 +18,6 @@ import (
 
 type storeReader = store.Reader
 
-// Buckets and keys of the server's state.
-const (
-	bucketLayers   = "api-policy-layers"
-	bucketHistory  = "api-policy-history"
-	bucketSettings = "api-settings"
-
-	keySigningKey = "bundle-signing-key"
-	keyPolicyHead = "policy-head"
-)
-
 // Token is a token as the API shows it.
 type Token = tokens.Token
 

@@ -1,7 +1,7 @@
 package api
 
 import (
-	"fmt"
+	"errors"
 	"net/http"
 	"strings"
 
@@ -10,7 +10,7 @@ import (
 	"github.com/wharfhq/wharf/internal/core/inventory"
 	"github.com/wharfhq/wharf/internal/core/store"
 	"github.com/wharfhq/wharf/internal/core/toolpin"
-	"github.com/wharfhq/wharf/internal/server/audit"
+	"github.com/wharfhq/wharf/internal/server/policystate"
 	"github.com/wharfhq/wharf/internal/server/toolpins"
 )
 
@@ -23,7 +23,7 @@ import (
 // approves one reported set of definitions.
 
 // ActionToolPinApprove is the audit action of an approval.
-const ActionToolPinApprove = "toolpin.approve"
+const ActionToolPinApprove = policystate.ActionToolPinApprove
 
 // ToolPinList is GET /v1/toolpins.
 type ToolPinList struct {
@@ -51,24 +51,6 @@ type toolPinBody struct {
 	Note   string `json:"note"`
 }
 
-// withToolPins folds the stored pins into a policy version (advanceHead).
-func withToolPins(r store.Reader, version string) (string, error) {
-	recs, err := toolpins.All(r)
-	if err != nil {
-		return "", err
-	}
-	return toolpins.Version(version, recs), nil
-}
-
-// bundleToolPins are the pins the bundle carries.
-func bundleToolPins(r store.Reader) ([]toolpin.Pin, error) {
-	recs, err := toolpins.All(r)
-	if err != nil {
-		return nil, err
-	}
-	return toolpins.Pins(recs), nil
-}
-
 // observeTools keeps what a report says its machine's plugin servers list.
 // A machine that reports none and had none costs no write.
 func (s *Server) observeTools(rep inventory.Report) error {
@@ -94,7 +76,7 @@ func (s *Server) listToolPins(c echo.Context) error {
 		if err != nil {
 			return err
 		}
-		h, err := readHead(r)
+		h, err := policystate.ReadHead(r)
 		out = ToolPinList{Pins: recs, PolicyVersion: h.Version}
 		return err
 	})
@@ -147,58 +129,19 @@ func (s *Server) approveToolPin(c echo.Context) error {
 	}
 	p := s.caller(c)
 	rec := toolpins.Record{Plugin: body.Plugin, Server: body.Server, Hash: body.Hash, By: p.TokenID, Approved: s.now().UTC(), Note: body.Note}
-	var res ToolPinWriteResult
-	err := s.deps.Store.Update(func(tx store.Tx) error {
-		seen, err := toolpins.Reported(tx, rec.Plugin, rec.Server, rec.Hash)
-		if err != nil {
-			return err
-		}
-		if !seen {
-			return apiErr(http.StatusNotFound, CodeNotFound, "hash",
-				"no machine reports server %q of %s listing definitions %s; GET /v1/toolpins/drift lists what machines report", rec.Server, rec.Plugin, rec.Hash)
-		}
-		old, had, err := toolpins.Get(tx, rec.Plugin, rec.Server)
-		if err != nil {
-			return err
-		}
-		if had && old.Hash == rec.Hash {
-			return &APIError{Status: http.StatusConflict, Code: CodeConflict, Field: "hash",
-				Message: fmt.Sprintf("server %q of %s is already pinned to %s", rec.Server, rec.Plugin, rec.Hash)}
-		}
-		all, err := toolpins.All(tx)
-		if err != nil {
-			return err
-		}
-		if !had && len(all) >= toolpins.Max {
-			return badField("plugin", "there are already %d tool pins, the limit", toolpins.Max)
-		}
-		if err := toolpins.Put(tx, rec); err != nil {
-			return err
-		}
-		layers, err := readLayers(tx)
-		if err != nil {
-			return err
-		}
-		revs, err := readRevocations(tx)
-		if err != nil {
-			return err
-		}
-		head, err := advanceHead(tx, layers, revs)
-		if err != nil {
-			return err
-		}
-		res = ToolPinWriteResult{Pin: rec, PolicyVersion: head.Version, Revision: head.Revision}
-		if had {
-			res.Previous = old.Hash
-		}
-		return audit.Append(tx, AuditEntry{Time: rec.Approved, Action: ActionToolPinApprove, Actor: p.TokenID, Role: p.Role,
-			Object: rec.Plugin + " " + rec.Server,
-			Detail: map[string]any{"plugin": rec.Plugin, "server": rec.Server, "hash": rec.Hash, "previous": res.Previous, "note": rec.Note,
-				"policyVersion": head.Version, "revision": head.Revision}})
-	})
-	if err != nil {
+	head, previous, err := s.pol.ApproveToolPin(rec, s.actor(c))
+	var nr *policystate.NotReportedError
+	var ap *policystate.AlreadyPinnedError
+	var tm *policystate.TooManyPinsError
+	switch {
+	case errors.As(err, &nr):
+		return apiErr(http.StatusNotFound, CodeNotFound, "hash", "%s", nr.Error())
+	case errors.As(err, &ap):
+		return &APIError{Status: http.StatusConflict, Code: CodeConflict, Field: "hash", Message: ap.Error()}
+	case errors.As(err, &tm):
+		return badField("plugin", "%s", tm.Error())
+	case err != nil:
 		return err
 	}
-	s.setHead(policyHead{Revision: res.Revision, Version: res.PolicyVersion})
-	return c.JSON(http.StatusCreated, res)
+	return c.JSON(http.StatusCreated, ToolPinWriteResult{Pin: rec, Previous: previous, PolicyVersion: head.Version, Revision: head.Revision})
 }

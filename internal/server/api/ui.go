@@ -19,8 +19,9 @@ import (
 
 	"github.com/labstack/echo/v4"
 
-	"github.com/wharfhq/wharf/internal/core/store"
 	"github.com/wharfhq/wharf/internal/core/trust"
+	"github.com/wharfhq/wharf/internal/server/policystate"
+	"github.com/wharfhq/wharf/internal/server/sessions"
 	"github.com/wharfhq/wharf/internal/server/web"
 	"github.com/wharfhq/wharf/plugin"
 )
@@ -209,7 +210,7 @@ func (u *console) session(roles []Role) echo.MiddlewareFunc {
 			}
 			if secret != "" {
 				var err error
-				if tok, err = u.s.sessionToken(secret); err != nil {
+				if tok, err = sessions.Token(u.s.deps.Store, secret, u.s.now()); err != nil {
 					return err
 				}
 			}
@@ -269,7 +270,7 @@ func safeNext(next string) string {
 
 func (u *console) signinForm(c echo.Context) error {
 	if ck, err := c.Cookie(sessionCookie); err == nil && ck.Value != "" {
-		if tok, err := u.s.sessionToken(ck.Value); err == nil && tok != nil && !tok.Expired(u.s.now()) {
+		if tok, err := sessions.Token(u.s.deps.Store, ck.Value, u.s.now()); err == nil && tok != nil && !tok.Expired(u.s.now()) {
 			return c.Redirect(http.StatusSeeOther, safeNext(c.QueryParam("next")))
 		}
 	}
@@ -321,7 +322,7 @@ func (u *console) signin(c echo.Context) error {
 		u.s.auditRefusal(c, http.StatusUnauthorized, tok.ID, tok.Role, "sign-in with an expired token")
 		return u.renderSignin(c, http.StatusUnauthorized, []web.Message{{Kind: "error", Text: "That token has expired: " + tok.ExpiredMessage() + "."}})
 	}
-	id, err := u.s.startSession(tok)
+	id, err := sessions.Start(u.s.deps.Store, tok, u.s.now())
 	if err != nil {
 		return err
 	}
@@ -334,7 +335,7 @@ func (u *console) signin(c echo.Context) error {
 // wherever a copy of it went.
 func (u *console) signout(c echo.Context) error {
 	if id, ok := c.Get(uiSecretKey).(string); ok && id != "" {
-		if err := u.s.endSession(id); err != nil {
+		if err := sessions.End(u.s.deps.Store, id); err != nil {
 			return err
 		}
 	}
@@ -662,15 +663,8 @@ func (u *console) signatures(ctx context.Context, d PluginDetail) (string, []web
 }
 
 func (u *console) policyPage(c echo.Context) error {
-	var layers []Layer
-	var head policyHead
-	if err := u.s.deps.Store.View(func(r store.Reader) (err error) {
-		if head, err = readHead(r); err != nil {
-			return err
-		}
-		layers, err = readLayers(r)
-		return err
-	}); err != nil {
+	head, layers, err := u.s.pol.Current()
+	if err != nil {
 		return err
 	}
 	v := web.PolicyView{Layout: u.layout(c, "Policy", "policy"), Version: head.Version, Revision: head.Revision}
@@ -704,21 +698,7 @@ func (u *console) editLayer(c echo.Context) error {
 }
 
 // readLayer returns the stored layer, or nil.
-func (u *console) readLayer(name string) (*Layer, error) {
-	var l *Layer
-	err := u.s.deps.Store.View(func(r store.Reader) error {
-		raw, err := r.Get(bucketLayers, name)
-		if errors.Is(err, store.ErrNotFound) {
-			return nil
-		}
-		if err != nil {
-			return err
-		}
-		l = &Layer{}
-		return json.Unmarshal(raw, l)
-	})
-	return l, err
-}
+func (u *console) readLayer(name string) (*Layer, error) { return u.s.pol.Layer(name) }
 
 func (u *console) layerView(c echo.Context, name string) (web.LayerView, *Layer, error) {
 	if !layerNameRE.MatchString(name) {
@@ -813,11 +793,11 @@ func (u *console) layerPreview(c echo.Context) error {
 		return u.render(c, http.StatusUnprocessableEntity, web.PageLayer, v)
 	}
 	ctx := c.Request().Context()
-	var layers []Layer
-	if err := u.s.deps.Store.View(func(r store.Reader) (err error) { layers, err = readLayers(r); return }); err != nil {
+	layers, err := u.s.pol.Layers()
+	if err != nil {
 		return err
 	}
-	proposed := proposeLayer(layers, v.Name, edit.body)
+	proposed := policystate.Proposed(layers, edit.body.change(v.Name))
 	warnings, err := u.s.checkCompiles(ctx, proposed)
 	if err != nil {
 		v.Errors = append(v.Errors, toAPIError(err).Message)
@@ -835,33 +815,6 @@ func (u *console) layerPreview(c echo.Context) error {
 	}
 	v.Impact = iv
 	return u.render(c, http.StatusOK, web.PageLayer, v)
-}
-
-// proposeLayer returns layers with name's settings (and rank, when given)
-// replaced, or the layer added, in authority order: the set a PUT of body
-// would produce.
-func proposeLayer(layers []Layer, name string, body layerBody) []Layer {
-	out := make([]Layer, 0, len(layers)+1)
-	found := false
-	for _, l := range layers {
-		if l.Name == name {
-			found = true
-			l.Settings, l.Modules = body.Settings, body.Modules
-			if body.Rank != nil {
-				l.Rank = *body.Rank
-			}
-		}
-		out = append(out, l)
-	}
-	if !found {
-		nl := Layer{Name: name, Rank: defaultLayerRank, Settings: body.Settings, Modules: body.Modules}
-		if body.Rank != nil {
-			nl.Rank = *body.Rank
-		}
-		out = append(out, nl)
-	}
-	sortLayers(out)
-	return out
 }
 
 func (u *console) layerSave(c echo.Context) error {

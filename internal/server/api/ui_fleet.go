@@ -10,6 +10,7 @@ import (
 
 	"github.com/wharfhq/wharf/internal/core/inventory"
 	"github.com/wharfhq/wharf/internal/core/policy"
+	"github.com/wharfhq/wharf/internal/server/policystate"
 	"github.com/wharfhq/wharf/internal/server/revocations"
 	"github.com/wharfhq/wharf/internal/server/web"
 	"github.com/wharfhq/wharf/plugin"
@@ -135,7 +136,7 @@ func (u *console) machinePage(c echo.Context) error {
 }
 
 func revocationRow(r policy.Revocation) web.RevocationRow {
-	return web.RevocationRow{ID: r.ID, URL: "/ui/fleet/revocations/" + url.PathEscape(r.ID), What: revocationObject(r),
+	return web.RevocationRow{ID: r.ID, URL: "/ui/fleet/revocations/" + url.PathEscape(r.ID), What: policystate.RevokedObject(r),
 		Reason: r.Reason, By: r.By, Created: r.Created}
 }
 
