@@ -12,8 +12,8 @@ import (
 
 	"github.com/wharfhq/wharf/internal/client/cache"
 	"github.com/wharfhq/wharf/internal/core/layout"
-	"github.com/wharfhq/wharf/internal/core/settings"
 	"github.com/wharfhq/wharf/internal/core/store"
+	"github.com/wharfhq/wharf/plugin"
 )
 
 // homeState is a wharf home as Open reads it for an embedding program: the
@@ -25,7 +25,7 @@ type homeState struct {
 	paths   layout.Paths
 	st      store.Store
 	cache   *cache.Cache
-	sources atomic.Pointer[map[string]*settings.MarketplaceSource]
+	sources atomic.Pointer[map[string]*plugin.MarketplaceSource]
 }
 
 // knownBucket is the store bucket of the known marketplaces
@@ -74,14 +74,14 @@ func (h *homeState) Acquire(ctx context.Context, paths ...string) (*cache.Lease,
 	return h.cache.Acquire(ctx, paths...)
 }
 
-// refresh reads the sources of the known marketplaces again, as policy
-// reads them (settings.ParseSource of the recorded source, which is what
-// marketplace.Source.Settings gives): strictKnownMarketplaces and a
+// refresh reads the sources of the known marketplaces again, as wharf's
+// commands read them (the recorded plugin.MarketplaceSource, which policy
+// matches as is): strictKnownMarketplaces and a
 // blockedMarketplaces entry naming a source match a plugin by its
 // marketplace's source. A source that does not parse is left out, as
 // wharf's commands leave it; a record that is not JSON fails the load.
 func (h *homeState) refresh() error {
-	sources := map[string]*settings.MarketplaceSource{}
+	sources := map[string]*plugin.MarketplaceSource{}
 	if ok, err := h.installed(); err != nil {
 		return err
 	} else if ok {
@@ -97,7 +97,8 @@ func (h *homeState) refresh() error {
 				if err := json.Unmarshal(kv.Value, &k); err != nil {
 					return fmt.Errorf("store: marketplace record %q is corrupt: %w; remove it with: wharf marketplace remove %s", kv.Key, err, kv.Key)
 				}
-				if s, err := settings.ParseSource(k.Source); err == nil {
+				var s plugin.MarketplaceSource
+				if err := json.Unmarshal(k.Source, &s); err == nil {
 					sources[kv.Key] = &s
 				}
 			}
@@ -112,7 +113,7 @@ func (h *homeState) refresh() error {
 }
 
 // source is a known marketplace's source, or nil.
-func (h *homeState) source(name string) *settings.MarketplaceSource {
+func (h *homeState) source(name string) *plugin.MarketplaceSource {
 	if m := h.sources.Load(); m != nil {
 		return (*m)[name]
 	}

@@ -11,7 +11,6 @@ import (
 
 	"github.com/wharfhq/wharf/internal/core/layout"
 	"github.com/wharfhq/wharf/internal/core/marketplace"
-	"github.com/wharfhq/wharf/internal/core/settings"
 	"github.com/wharfhq/wharf/internal/testutil/testworld"
 	"github.com/wharfhq/wharf/plugin"
 )
@@ -61,7 +60,7 @@ func TestOpenReadsTheHomesMarketplaceSources(t *testing.T) {
 		"tool": {".claude-plugin/plugin.json": `{"name": "tool"}`, "commands/go.md": "Go."},
 	})
 	mgr := marketplace.NewManager(w.st, marketplace.Options{Dir: layout.New(w.home).Marketplaces(), Getenv: func(string) string { return "" }})
-	src, err := marketplace.ParseSource(mkt)
+	src, err := plugin.ParseMarketplaceSource(mkt)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -171,7 +170,7 @@ func TestKnownMarketplaceRecords(t *testing.T) {
 	w := newWorld(t)
 	dir := testworld.Marketplace(t, filepath.Join(t.TempDir(), "local"), "local", map[string]map[string]string{"p": {"commands/go.md": "Go."}})
 	mgr := marketplace.NewManager(w.st, marketplace.Options{Dir: layout.New(w.home).Marketplaces(), Getenv: func(string) string { return "" }})
-	src, err := marketplace.ParseSource(dir)
+	src, err := plugin.ParseMarketplaceSource(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -184,17 +183,13 @@ func TestKnownMarketplaceRecords(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, raw := range []string{dir, "corp/plugins", "https://git.example.com/corp/plugins.git", "https://example.com/marketplace.json"} {
-		s, err := marketplace.ParseSource(raw)
-		if err != nil {
-			t.Fatal(err)
-		}
-		want, err := s.Settings()
+		want, err := plugin.ParseMarketplaceSource(raw)
 		if err != nil {
 			t.Fatal(err)
 		}
 		b, err := json.Marshal(struct {
-			Source marketplace.Source `json:"source"`
-		}{s})
+			Source plugin.MarketplaceSource `json:"source"`
+		}{want})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -204,14 +199,14 @@ func TestKnownMarketplaceRecords(t *testing.T) {
 		if err := json.Unmarshal(b, &k); err != nil {
 			t.Fatal(err)
 		}
-		got, err := settings.ParseSource(k.Source)
+		var got plugin.MarketplaceSource
+		err = json.Unmarshal(k.Source, &got)
 		if err != nil || !reflect.DeepEqual(got, want) {
 			t.Errorf("%s: the runtime reads %+v (%v), marketplace gives %+v", raw, got, err, want)
 		}
 	}
 	got := h.source("local")
-	want, _ := src.Settings()
-	if got == nil || !reflect.DeepEqual(*got, want) {
-		t.Fatalf("the home's record of local reads %+v, want %+v", got, want)
+	if got == nil || !reflect.DeepEqual(*got, src) {
+		t.Fatalf("the home's record of local reads %+v, want %+v", got, src)
 	}
 }

@@ -603,7 +603,7 @@ func hasRefMap(m map[string]string) bool {
 // filter applies the per-surface and hook policy to a plugin's components,
 // asking once per surface the plugin has.
 func (in *loadInput) filter(ctx context.Context, u *unit, id plugin.ID, comps []Component) {
-	var src *settings.MarketplaceSource
+	var src *plugin.MarketplaceSource
 	if in.o.MarketplaceSource != nil && id.Source != plugin.SourceInline {
 		src = in.o.MarketplaceSource(id.Source)
 	}

@@ -82,8 +82,8 @@ func layered(t *testing.T, system, extra string) *layeredEnv {
 
 var (
 	deploy   = plugin.MustParseID("deploy@corp")
-	corpSrc  = &settings.MarketplaceSource{Source: settings.KindGitHub, Repo: "corp/plugins"}
-	evilSrc  = &settings.MarketplaceSource{Source: settings.KindGitHub, Repo: "evil/plugins"}
+	corpSrc  = &plugin.MarketplaceSource{Kind: plugin.MktGitHub, Repo: "corp/plugins"}
+	evilSrc  = &plugin.MarketplaceSource{Kind: plugin.MktGitHub, Repo: "evil/plugins"}
 	corpMkt  = policy.Marketplace{Name: "corp", Source: corpSrc}
 	squatMkt = policy.Marketplace{Name: "corp", Source: evilSrc}
 )
@@ -138,7 +138,7 @@ func TestExtraManagedDirCannotLoosenAnyKey(t *testing.T) {
 		{"githubHost", `{"strictKnownMarketplaces": [{"source": "github", "repo": "corp/plugins"}]}`, `{"githubHost": "http://127.0.0.1:8080"}`,
 			func(e *layeredEnv) {
 				e.denied(policy.Request{Action: policy.ActionAddMarketplace, Marketplace: policy.Marketplace{Name: "corp",
-					Source: &settings.MarketplaceSource{Source: settings.KindGit, URL: "http://127.0.0.1:8080/corp/plugins.git"}}}, "strictKnownMarketplaces")
+					Source: &plugin.MarketplaceSource{Kind: plugin.MktGit, URL: "http://127.0.0.1:8080/corp/plugins.git"}}}, "strictKnownMarketplaces")
 			}},
 		{"enabledPlugins (forced off)", `{"enabledPlugins": {"deploy@corp": false}}`, `{"enabledPlugins": {"deploy@corp": true}}`,
 			func(e *layeredEnv) {

@@ -107,7 +107,7 @@ type config struct {
 	Revocations policy.Revocations
 	// MarketplaceSource returns a known marketplace's source for policy
 	// (strictKnownMarketplaces, blockedMarketplaces), or nil.
-	MarketplaceSource func(name string) *settings.MarketplaceSource
+	MarketplaceSource func(name string) *plugin.MarketplaceSource
 	// home, when set, is the home Open reads the known marketplaces'
 	// sources of at every load (MarketplaceSource above).
 	home *homeState

@@ -25,7 +25,7 @@ func FuzzGitHubHostPort(f *testing.F) {
 		if port == "443" && !strings.HasPrefix(strings.ToLower(strings.TrimSpace(s)), "http://") {
 			t.Fatalf("%q: default https port kept", s)
 		}
-		c, err := CanonicalizeMarketplaceSource("github", "o/r", "", "", "", CanonOptions{GitHubHost: s})
+		c, err := MarketplaceSource{Kind: MktGitHub, Repo: "o/r"}.Canonical(CanonOptions{GitHubHost: s})
 		if err != nil {
 			t.Fatalf("%q: github o/r: %v", s, err)
 		}

@@ -114,22 +114,13 @@ var githubAliases = map[string]string{"www.github.com": DefaultGitHubHost, "ssh.
 // no canonical form (no host, an unknown kind, a control character).
 const TypeSourceCanonical = "source-not-canonical"
 
-// Marketplace source kinds as they appear in settings and on the command
-// line (the "source" field).
-const (
-	mktGitHub    = "github"
-	mktGit       = "git"
-	mktURL       = "url"
-	mktDirectory = "directory"
-	mktFile      = "file"
-)
-
-// CanonicalizeMarketplaceSource returns the canonical form of the
-// marketplace source {"source": kind, "repo", "url", "ref", "path"}. It
-// touches neither network nor disk, except through o.Resolve for local
-// paths.
-func CanonicalizeMarketplaceSource(kind, repo, rawURL, ref, p string, o CanonOptions) (CanonicalSource, error) {
-	obj := kind + " source"
+// Canonical returns the canonical form of s, the one allow and block
+// decisions compare. It touches neither network nor disk, except through
+// o.Resolve for local paths. Headers take no part: they are credentials,
+// not identity.
+func (s MarketplaceSource) Canonical(o CanonOptions) (CanonicalSource, error) {
+	kind, repo, rawURL, ref, p := s.Kind, s.Repo, s.URL, s.Ref, s.Path
+	obj := string(kind) + " source"
 	bad := func(format string, args ...any) (CanonicalSource, error) {
 		return CanonicalSource{}, Errorf(LayerIntent, TypeSourceCanonical, obj,
 			"write the source as owner/repo, an https://, ssh:// or git@host:path URL, or a local path", format, args...)
@@ -141,7 +132,7 @@ func CanonicalizeMarketplaceSource(kind, repo, rawURL, ref, p string, o CanonOpt
 	}
 	ref = strings.TrimSpace(ref)
 	switch kind {
-	case mktGitHub:
+	case MktGitHub:
 		r := strings.Trim(strings.TrimSpace(repo), "/")
 		owner, name, ok := strings.Cut(r, "/")
 		if !ok || owner == "" || name == "" {
@@ -154,9 +145,9 @@ func CanonicalizeMarketplaceSource(kind, repo, rawURL, ref, p string, o CanonOpt
 			return bad("repo %q is not owner/repo", repo)
 		}
 		return c, nil
-	case mktGit:
+	case MktGit:
 		return canonGitURL(strings.TrimSpace(rawURL), ref, p, o, bad)
-	case mktURL:
+	case MktURL:
 		u, err := url.Parse(strings.TrimSpace(rawURL))
 		if err != nil {
 			return bad("url %q is not a URL: %v", rawURL, err)
@@ -174,7 +165,7 @@ func CanonicalizeMarketplaceSource(kind, repo, rawURL, ref, p string, o CanonOpt
 			up = "/"
 		}
 		return CanonicalSource{Kind: CanonURL, Host: host, Port: port, Path: path.Clean("/" + up), Query: u.RawQuery, GitHub: o.isGitHub(host)}, nil
-	case mktDirectory, mktFile:
+	case MktDirectory, MktFile:
 		if p == "" {
 			return bad("%s source has no path", kind)
 		}
@@ -429,28 +420,27 @@ func (c CanonicalSource) Owner() string {
 	return strings.ToLower(o)
 }
 
-// Fields returns a marketplace source (kind, repo, url, ref, path) whose
-// canonical form is c again.
-func (c CanonicalSource) Fields() (kind, repo, rawURL, ref, p string) {
+// Source returns a marketplace source whose canonical form is c again.
+func (c CanonicalSource) Source() MarketplaceSource {
 	switch c.Kind {
 	case CanonGit:
 		u := url.URL{Scheme: "https", Host: c.HostPort(), Path: "/" + c.Path}
 		if c.Port == defaultPorts["https"] {
 			u.Scheme = "ssh"
 		}
-		return mktGit, "", u.String(), c.Ref, c.Sub
+		return MarketplaceSource{Kind: MktGit, URL: u.String(), Ref: c.Ref, Path: c.Sub}
 	case CanonURL:
 		u := url.URL{Scheme: "https", Host: c.HostPort(), Path: c.Path, RawQuery: c.Query}
 		if c.Port == defaultPorts["https"] {
 			u.Scheme = "http"
 		}
-		return mktURL, "", u.String(), "", ""
+		return MarketplaceSource{Kind: MktURL, URL: u.String()}
 	case CanonLocal:
 		if c.Ref != "" {
 			u := url.URL{Scheme: "file", Path: c.Path}
-			return mktGit, "", u.String(), c.Ref, ""
+			return MarketplaceSource{Kind: MktGit, URL: u.String(), Ref: c.Ref}
 		}
-		return mktDirectory, "", "", "", c.Path
+		return MarketplaceSource{Kind: MktDirectory, Path: c.Path}
 	}
-	return "", "", "", "", ""
+	return MarketplaceSource{}
 }

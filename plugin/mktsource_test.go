@@ -9,9 +9,13 @@ import (
 
 type mktSrc struct{ kind, repo, url, ref, path string }
 
+func (s mktSrc) source() MarketplaceSource {
+	return MarketplaceSource{Kind: MarketplaceKind(s.kind), Repo: s.repo, URL: s.url, Ref: s.ref, Path: s.path}
+}
+
 func canon(t *testing.T, s mktSrc, o CanonOptions) CanonicalSource {
 	t.Helper()
-	c, err := CanonicalizeMarketplaceSource(s.kind, s.repo, s.url, s.ref, s.path, o)
+	c, err := s.source().Canonical(o)
 	if err != nil {
 		t.Fatalf("%+v: %v", s, err)
 	}
@@ -188,7 +192,7 @@ func TestCanonicalErrors(t *testing.T) {
 		{kind: "hostPattern"},
 		{kind: "github", repo: "a/b\n"},
 	} {
-		_, err := CanonicalizeMarketplaceSource(s.kind, s.repo, s.url, s.ref, s.path, CanonOptions{})
+		_, err := s.source().Canonical(CanonOptions{})
 		var pe *Error
 		if !errors.As(err, &pe) || pe.Type != TypeSourceCanonical || pe.Hint == "" {
 			t.Errorf("%+v: err %v, want a %s error with a hint", s, err, TypeSourceCanonical)
@@ -217,16 +221,16 @@ func FuzzCanonicalMarketplaceSource(f *testing.F) {
 	f.Fuzz(func(t *testing.T, kind, repo, rawURL, ref, p string) {
 		for _, gh := range []string{"", "ghe.example"} {
 			o := CanonOptions{GitHubHost: gh}
-			c, err := CanonicalizeMarketplaceSource(kind, repo, rawURL, ref, p, o)
+			c, err := mktSrc{kind, repo, rawURL, ref, p}.source().Canonical(o)
 			if err != nil {
 				return
 			}
 			_ = c.RepoKey()
 			_ = c.Owner()
-			k, r, u, rf, pp := c.Fields()
-			c2, err := CanonicalizeMarketplaceSource(k, r, u, rf, pp, o)
+			back := c.Source()
+			c2, err := back.Canonical(o)
 			if err != nil {
-				t.Fatalf("canonical form %+v (as %q %q %q %q %q) does not canonicalize: %v", c, k, r, u, rf, pp, err)
+				t.Fatalf("canonical form %+v (as %+v) does not canonicalize: %v", c, back, err)
 			}
 			if c2 != c {
 				t.Fatalf("not idempotent:\n first  %+v\n second %+v", c, c2)

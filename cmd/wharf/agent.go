@@ -15,7 +15,6 @@ import (
 	"github.com/wharfhq/wharf/internal/client/load"
 	"github.com/wharfhq/wharf/internal/core/marketplace"
 	"github.com/wharfhq/wharf/internal/core/policy"
-	"github.com/wharfhq/wharf/internal/core/settings"
 	"github.com/wharfhq/wharf/plugin"
 )
 
@@ -78,9 +77,10 @@ func (a *app) agentRuntime(ctx context.Context, opts *agentOptions, o agent.Opti
 // and sources, policy, the settings scopes and the session plugin dirs.
 // leaser, when not nil, leases the version dirs the session uses.
 func (a *app) newAgentRuntime(ctx context.Context, opts *agentOptions, o agent.Options, cat *marketplace.Catalog, c *cache.Cache, pol *policy.Engine, leaser agentlink.Leaser) (*agent.Runtime, error) {
-	sources := map[string]*settings.MarketplaceSource{}
+	sources := map[string]*plugin.MarketplaceSource{}
 	for _, m := range cat.Marketplaces() {
-		sources[m.Known.Name] = knownSource(m.Known.Source)
+		src := m.Known.Source
+		sources[m.Known.Name] = &src
 	}
 	paths := a.settingsPaths()
 	if opts.project != "" {
@@ -105,7 +105,7 @@ func (a *app) newAgentRuntime(ctx context.Context, opts *agentOptions, o agent.O
 		return nil
 	}
 	w := agentlink.Wiring{Registry: c, Revocations: a.revocations(),
-		MarketplaceSource: func(name string) *settings.MarketplaceSource { return sources[name] }}
+		MarketplaceSource: func(name string) *plugin.MarketplaceSource { return sources[name] }}
 	if leaser != nil {
 		w.Leaser = leaser
 	}
@@ -266,14 +266,4 @@ func newAgentStatusCmd(a *app, opts *agentOptions) *cobra.Command {
 			return nil
 		},
 	}
-}
-
-// knownSource converts a known marketplace's source to the form policy
-// matches (strictKnownMarketplaces, blockedMarketplaces); nil when it cannot.
-func knownSource(src marketplace.Source) *settings.MarketplaceSource {
-	s, err := settingsSource(src)
-	if err != nil {
-		return nil
-	}
-	return s
 }

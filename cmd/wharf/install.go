@@ -61,7 +61,14 @@ func (a *app) Installer() (*install.Installer, error) {
 	if err != nil {
 		return nil, err
 	}
+	// Without a policy server, updates that add capabilities need the
+	// user's --accept; with one, its admissions decide (admission.go).
+	accepted := ""
+	if !a.hasPolicyServer && a.env.Home() != "" {
+		accepted = a.env.Accepted()
+	}
 	return install.New(install.Options{
+		AcceptedFile: accepted,
 		Marketplaces: mgr,
 		Cache:        c,
 		Fetcher:      f,

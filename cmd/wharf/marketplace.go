@@ -33,7 +33,7 @@ func newMarketplaceCmd(a *app) *cobra.Command {
 
 // marketplaceAddOptions are the parsed arguments of `wharf marketplace add`.
 type marketplaceAddOptions struct {
-	Source marketplace.Source
+	Source plugin.MarketplaceSource
 	Name   string
 }
 
@@ -55,11 +55,11 @@ step times out after WHARF_GIT_TIMEOUT (default 120s).`,
 		Example: "  wharf marketplace add anthropics/claude-code\n  wharf marketplace add ./testdata/demo-marketplace\n  wharf marketplace add git@github.com:corp/plugins.git#stable --name corp",
 		Args:    exactArgs(1, "one <source>"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			src, err := marketplace.ParseSource(args[0])
+			src, err := plugin.ParseMarketplaceSource(args[0])
 			if err != nil {
 				return err
 			}
-			if src.Kind == marketplace.KindGitHub && src.Ref == "" {
+			if src.Kind == plugin.MktGitHub && src.Ref == "" {
 				if fi, err := os.Stat(src.Repo); err == nil && fi.IsDir() {
 					return &plugin.Error{Layer: plugin.LayerIntent, Type: typeUsage, Object: args[0],
 						Err:  fmt.Errorf("%q is both a GitHub repository name and a directory here", args[0]),

@@ -61,12 +61,12 @@ func (o *policyOptions) engine(a *app) (*policy.Engine, []policy.Layer, error) {
 
 // checkResult is `wharf policy check --json`.
 type checkResult struct {
-	Plugin        string                      `json:"plugin"`
-	Source        *settings.MarketplaceSource `json:"source,omitempty"`
-	PolicyVersion string                      `json:"policyVersion"`
-	Layers        []checkLayer                `json:"layers"`
-	Actions       []checkAction               `json:"actions"`
-	Warnings      []string                    `json:"warnings"`
+	Plugin        string                    `json:"plugin"`
+	Source        *plugin.MarketplaceSource `json:"source,omitempty"`
+	PolicyVersion string                    `json:"policyVersion"`
+	Layers        []checkLayer              `json:"layers"`
+	Actions       []checkAction             `json:"actions"`
+	Warnings      []string                  `json:"warnings"`
 }
 
 type checkLayer struct {
@@ -174,9 +174,9 @@ func contains(list []string, s string) bool {
 
 // marketplaceSource is the source given with --source, else the one of the
 // known marketplace, else nil (unknown).
-func (a *app) marketplaceSource(name, sourceJSON string) (*settings.MarketplaceSource, error) {
+func (a *app) marketplaceSource(name, sourceJSON string) (*plugin.MarketplaceSource, error) {
 	if sourceJSON != "" {
-		s, err := settings.ParseSource([]byte(sourceJSON))
+		s, err := plugin.DecodeMarketplaceSource([]byte(sourceJSON))
 		if err != nil {
 			return nil, &plugin.Error{Layer: plugin.LayerIntent, Type: typeUsage, Object: "--source", Err: err,
 				Hint: `write it like '{"source":"github","repo":"owner/repo"}'`}
@@ -195,12 +195,7 @@ func (a *app) marketplaceSource(name, sourceJSON string) (*settings.MarketplaceS
 		a.warnf("marketplace %s is not known; its source is unknown (give it with --source)", name)
 		return nil, nil
 	}
-	s, err := settingsSource(k.Source)
-	if err != nil {
-		a.warnf("marketplace %s: its source cannot be checked by policy: %v", name, err)
-		return nil, nil
-	}
-	return s, nil
+	return &k.Source, nil
 }
 
 func (a *app) printCheck(res checkResult) {

@@ -217,6 +217,7 @@ func (a *app) loadPolicy(ctx context.Context, src policy.Sources) ([]policy.Laye
 	pulled := make([][]policy.Layer, len(servers))
 	var revs policy.Revocations
 	var pins []toolpin.Pin
+	var adms []*policy.Admissions
 	for i, srv := range servers {
 		res, err := a.pullPolicy(ctx, srv)
 		if err != nil {
@@ -228,8 +229,12 @@ func (a *app) loadPolicy(ctx context.Context, src policy.Sources) ([]policy.Laye
 			p.Origin = "the policy server " + srv.URL
 			pins = append(pins, p)
 		}
+		if res.Info.Admissions != nil {
+			adms = append(adms, res.Info.Admissions)
+		}
 	}
 	a.bundlePins = pins
+	a.admissions = adms
 	// Server layers keep their names unless two servers share one; the
 	// --policy layers give way to them.
 	addServers := func(system bool) {
@@ -265,10 +270,11 @@ func (a *app) openPolicy(src policy.Sources) (*policy.Engine, error) {
 		if err == nil && e != nil {
 			e.SetRevocations(revs)
 			e.SetToolPins(a.bundlePins)
+			e.SetAdmissions(a.admissions)
 		}
 		return layers, err
 	}
-	opts := []policy.Option{policy.WithLoader(load), policy.WithRevocations(revs), policy.WithToolPins(a.bundlePins), policy.WithGitHubHost(a.cfg.GitHubHost)}
+	opts := []policy.Option{policy.WithLoader(load), policy.WithRevocations(revs), policy.WithToolPins(a.bundlePins), policy.WithAdmissions(a.admissions), policy.WithGitHubHost(a.cfg.GitHubHost)}
 	if a.env.Home() != "" {
 		opts = append(opts, policy.WithMemoFile(a.env.PolicyMemo()))
 	}

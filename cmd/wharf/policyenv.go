@@ -10,6 +10,7 @@ import (
 	"github.com/wharfhq/wharf/internal/core/marketplace"
 	"github.com/wharfhq/wharf/internal/core/policy"
 	"github.com/wharfhq/wharf/internal/core/settings"
+	"github.com/wharfhq/wharf/plugin"
 )
 
 // managedDir is the system managed directory (settings.SystemManagedDir):
@@ -61,24 +62,20 @@ func (a *app) warnf(format string, args ...any) {
 // the network or disk for it.
 type policyGate struct{ a *app }
 
-func (g policyGate) AllowAdd(src marketplace.Source) error {
+func (g policyGate) AllowAdd(src plugin.MarketplaceSource) error {
 	e, err := g.a.Policy()
-	if err != nil {
-		return err
-	}
-	s, err := settingsSource(src)
 	if err != nil {
 		return err
 	}
 	// The marketplace's own name is only known after its manifest is read;
 	// until then it goes by the last element of where it comes from.
 	label := strings.TrimSuffix(path.Base(strings.TrimRight(src.String(), "/")), ".git")
-	return e.AllowAdd(context.Background(), label, *s)
+	return e.AllowAdd(context.Background(), label, src)
 }
 
-// knownMarketSource returns the settings form of a known marketplace's
-// source, for policy requests; nil when the marketplace is not known.
-func (a *app) knownMarketSource(name string) *settings.MarketplaceSource {
+// knownMarketSource returns a known marketplace's source, for policy
+// requests; nil when the marketplace is not known.
+func (a *app) knownMarketSource(name string) *plugin.MarketplaceSource {
 	mgr, err := a.Marketplaces()
 	if err != nil {
 		return nil
@@ -87,19 +84,5 @@ func (a *app) knownMarketSource(name string) *settings.MarketplaceSource {
 	if err != nil {
 		return nil
 	}
-	s, err := settingsSource(k.Source)
-	if err != nil {
-		return nil
-	}
-	return s
-}
-
-// settingsSource is the settings form of a marketplace source, which
-// policy matches against (see marketplace.Source.Settings).
-func settingsSource(src marketplace.Source) (*settings.MarketplaceSource, error) {
-	s, err := src.Settings()
-	if err != nil {
-		return nil, err
-	}
-	return &s, nil
+	return &k.Source
 }

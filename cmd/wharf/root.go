@@ -60,11 +60,14 @@ type app struct {
 	// background inventory report may be due (maybeReport).
 	usedPlugins     bool
 	hasPolicyServer bool
+	reporting       bool // wharf inventory report: starts no background report
+	reportStarted   bool // one background report per process at most
 	// bundlePins are the tool pins of the policy bundles the last policy
 	// load pulled (loadPolicy); the engine holds them.
-	bundlePins    []toolpin.Pin
-	reporting     bool // wharf inventory report: starts no background report
-	reportStarted bool // one background report per process at most
+	bundlePins []toolpin.Pin
+	// admissions are those of the policy bundles loadPolicy last pulled,
+	// one per server that carries some.
+	admissions []*policy.Admissions
 }
 
 // config is the resolved configuration (home.Config). Precedence: flags >

@@ -14,7 +14,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/wharfhq/wharf/internal/core/layout"
-	"github.com/wharfhq/wharf/internal/core/marketplace"
 	"github.com/wharfhq/wharf/plugin"
 )
 
@@ -86,7 +85,7 @@ func TestMarketplaceAddFlags(t *testing.T) {
 	if err := cmd.Execute(); err != nil {
 		t.Fatal(err)
 	}
-	if got == nil || got.Name != "corp" || !got.Source.Equal(marketplace.Source{Kind: marketplace.KindGitHub, Repo: "corp/plugins", Ref: "v2"}) {
+	if got == nil || got.Name != "corp" || !got.Source.Equal(plugin.MarketplaceSource{Kind: plugin.MktGitHub, Repo: "corp/plugins", Ref: "v2"}) {
 		t.Fatalf("options = %+v", got)
 	}
 	cmd = newMarketplaceAddCmd(a, func(o *marketplaceAddOptions) error { got = o; return nil })
@@ -94,7 +93,7 @@ func TestMarketplaceAddFlags(t *testing.T) {
 	if err := cmd.Execute(); err != nil {
 		t.Fatal(err)
 	}
-	if !filepath.IsAbs(got.Source.Path) || got.Source.Kind != marketplace.KindDirectory {
+	if !filepath.IsAbs(got.Source.Path) || got.Source.Kind != plugin.MktDirectory {
 		t.Errorf("local path not made absolute: %+v", got.Source)
 	}
 }

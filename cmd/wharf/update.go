@@ -112,7 +112,7 @@ type updateResult struct {
 }
 
 func newUpdateCmd(a *app) *cobra.Command {
-	var all, offline, allowDowngrade, dryRun bool
+	var all, offline, allowDowngrade, dryRun, accept bool
 	cmd := &cobra.Command{
 		Use:   "update [<name@marketplace>...] [--all] [--allow-downgrade]",
 		Short: "Fetch the plugins' marketplaces, then install the versions they list now",
@@ -126,7 +126,15 @@ Update never goes to a lower version than the one installed (semver order),
 nor between a semantic version and one it cannot order against it, unless
 --allow-downgrade is given; it exits 4 and says why. Versions that are not
 semantic on both sides (commit-derived versions of versionless plugins)
-have no order and update freely.`,
+have no order and update freely.
+
+With a policy server, a version it holds for review (it adds capabilities
+over the approved one), denied or has not admitted is refused with what it
+adds; the installed version stays active, and exit is 3. Without one, a
+version that adds capabilities over the installed one (hooks, MCP servers,
+executables, tools, hosts) is shown and kept back until --accept, which
+records it in $WHARF_HOME/accepted.json. --accept never overrides a policy
+server.`,
 		Example: "  wharf update --all\n  wharf update deploy@corp --offline",
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(args) == 0 && !all {
@@ -145,7 +153,7 @@ have no order and update freely.`,
 			if !a.cfg.JSON {
 				a.printMoves(moves)
 			}
-			res, err := in.Update(cmd.Context(), ids, install.UpdateOptions{AllowDowngrade: allowDowngrade})
+			res, err := in.Update(cmd.Context(), ids, install.UpdateOptions{AllowDowngrade: allowDowngrade, Accept: accept})
 			if a.cfg.JSON {
 				if err != nil {
 					return err
@@ -173,6 +181,7 @@ have no order and update freely.`,
 		},
 	}
 	cmd.Flags().BoolVar(&all, "all", false, "update every installed plugin")
+	cmd.Flags().BoolVar(&accept, "accept", false, "without a policy server: take versions that add capabilities (hooks, MCP servers, executables, tools, hosts) and record them as accepted; a policy server's approvals decide regardless")
 	cmd.Flags().BoolVar(&allowDowngrade, "allow-downgrade", false, "allow going to a lower version, or between a semantic version and one that cannot be ordered against it")
 	cmd.Flags().BoolVar(&offline, "offline", false, "use the marketplace copies on disk; fetch nothing")
 	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "print what update would do from the marketplace copies on disk (--json: the plan); fetch nothing and change nothing")

@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"reflect"
 	"regexp"
 	"sort"
 	"strconv"
@@ -53,8 +54,25 @@ var concepts = []concept{
 }
 
 // pluginSourceTypes say where a plugin's files come from, not a
-// marketplace: another concept.
+// marketplace: another concept (see isMarketplaceSource).
 var pluginSourceTypes = map[string]bool{"plugin.Source": true, "internal/core/marketplace.ResolvedSource": true}
+
+// derivedSourceTypes are computed from the one type and never parsed: the
+// canonical key, and marketplace sources in another agent's format, which
+// wharf writes and never reads (their kinds are that agent's, not Claude
+// Code's).
+var derivedSourceTypes = map[string]bool{
+	// What allow and block decisions compare; only
+	// plugin.MarketplaceSource.Canonical makes one.
+	"plugin.CanonicalSource": true,
+	// Codex's requirements.toml allowed_sources entry (git, local,
+	// host_pattern), mapped from a settings.PolicySource by codexSource.
+	"internal/core/policy.CodexSource": true,
+}
+
+// marketplaceSourceOwner is the one type that describes a marketplace
+// source as Claude Code writes it.
+const marketplaceSourceOwner = "plugin.MarketplaceSource"
 
 var namespacingName = regexp.MustCompile(`(?i)namespaced|commandname|servername|componentname`)
 
@@ -76,9 +94,14 @@ func TestConceptOwners(t *testing.T) {
 			t.Errorf("%s has %d owners %v; %s is its one owner: call it instead of repeating the rule", c.name, len(got), got, c.owner)
 		}
 	}
-	// The marketplace source types are counted, not yet held to one.
-	t.Logf("owners of marketplace source type: %d %v", len(found["marketplace source type"]), found["marketplace source type"])
+	got := found[marketplaceSourceConcept]
+	t.Logf("owners of %s: %d %v", marketplaceSourceConcept, len(got), got)
+	if len(got) != 1 || got[0] != marketplaceSourceOwner {
+		t.Errorf("%s has %d owners %v; %s is its one owner: use it (a policy-only pattern refers to it, as settings.PolicySource does) instead of declaring another", marketplaceSourceConcept, len(got), got, marketplaceSourceOwner)
+	}
 }
+
+const marketplaceSourceConcept = "marketplace source type"
 
 func conceptHolders(t *testing.T) map[string][]string {
 	root, err := filepath.Abs("../..")
@@ -125,11 +148,21 @@ func conceptHolders(t *testing.T) map[string][]string {
 						found[c.name] = append(found[c.name], name)
 					}
 				}
+				// A struct declared inside a function counts too.
+				if sourceStructIn(d.Body, "") {
+					found[marketplaceSourceConcept] = append(found[marketplaceSourceConcept], name)
+				}
 			case *ast.GenDecl:
 				for _, s := range d.Specs {
-					if ts, ok := s.(*ast.TypeSpec); ok {
-						if st, ok := ts.Type.(*ast.StructType); ok && strings.HasSuffix(ts.Name.Name, "Source") && !pluginSourceTypes[dir+"."+ts.Name.Name] && isMarketplaceSource(st) {
-							found["marketplace source type"] = append(found["marketplace source type"], dir+"."+ts.Name.Name)
+					switch s := s.(type) {
+					case *ast.TypeSpec:
+						name := dir + "." + s.Name.Name
+						if !pluginSourceTypes[name] && !derivedSourceTypes[name] && sourceStructIn(s.Type, s.Name.Name) {
+							found[marketplaceSourceConcept] = append(found[marketplaceSourceConcept], name)
+						}
+					case *ast.ValueSpec:
+						if s.Type != nil && sourceStructIn(s.Type, "") && len(s.Names) > 0 {
+							found[marketplaceSourceConcept] = append(found[marketplaceSourceConcept], dir+"."+s.Names[0].Name)
 						}
 					}
 				}
@@ -146,17 +179,69 @@ func conceptHolders(t *testing.T) map[string][]string {
 	return found
 }
 
-// isMarketplaceSource reports a struct describing a marketplace source
-// (plugin.Source, where a plugin comes from, is another concept): a kind
-// beside a repo, URL, host or path.
-func isMarketplaceSource(st *ast.StructType) bool {
-	has := map[string]bool{}
+// sourceStructIn reports whether n declares (at any depth: a field's type,
+// a map's value, a variable inside a function) a struct that describes a
+// marketplace source; typeName is the name n is declared under, "" for
+// none.
+func sourceStructIn(n ast.Node, typeName string) bool {
+	hit := false
+	ast.Inspect(n, func(n ast.Node) bool {
+		if st, ok := n.(*ast.StructType); ok && isMarketplaceSource(st, typeName) {
+			hit = true
+		}
+		return !hit
+	})
+	return hit
+}
+
+// sourceKeys are the JSON and TOML keys of a marketplace source object:
+// Claude Code's, its policy patterns', and Codex's spelling.
+var sourceKeys = map[string]bool{
+	"source": true, "repo": true, "url": true, "ref": true, "path": true, "headers": true,
+	"hostPattern": true, "pathPattern": true, "host_pattern": true,
+}
+
+// isMarketplaceSource reports a struct describing a marketplace source,
+// by either of two signs:
+//
+//   - its JSON or TOML keys are "source" with one or more of "repo", "url"
+//     and "path", and nothing but keys of a source object (sourceKeys): a
+//     plugin's source (which has "sha", "package", ...) or a hook's row
+//     (which has a "source" and a "url" among many) is not one;
+//   - its name ends in "Source" and it has a kind (a field Kind or Source)
+//     beside a Repo, URL, Host or Path field.
+func isMarketplaceSource(st *ast.StructType, typeName string) bool {
+	names, keys := map[string]bool{}, map[string]bool{}
+	onlySourceKeys := true
 	for _, f := range st.Fields.List {
 		for _, n := range f.Names {
-			has[n.Name] = true
+			names[n.Name] = true
+		}
+		tag := ""
+		if f.Tag != nil {
+			tag, _ = strconv.Unquote(f.Tag.Value)
+		}
+		tagged := false
+		for _, k := range []string{"json", "toml"} {
+			if v, ok := reflect.StructTag(tag).Lookup(k); ok {
+				key, _, _ := strings.Cut(v, ",")
+				if key == "-" {
+					continue
+				}
+				tagged = true
+				keys[key] = true
+				onlySourceKeys = onlySourceKeys && sourceKeys[key]
+			}
+		}
+		if !tagged {
+			onlySourceKeys = false
 		}
 	}
-	return (has["Kind"] || has["Source"]) && (has["Repo"] || has["URL"] || has["Host"] || has["Path"])
+	if onlySourceKeys && keys["source"] && (keys["repo"] || keys["url"] || keys["path"]) {
+		return true
+	}
+	return strings.HasSuffix(typeName, "Source") && (names["Kind"] || names["Source"]) &&
+		(names["Repo"] || names["URL"] || names["Host"] || names["Path"])
 }
 
 // buildsServerName reports "plugin:" + ... + ":" + ...: a server's

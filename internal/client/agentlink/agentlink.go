@@ -16,7 +16,7 @@ import (
 
 	"github.com/wharfhq/wharf/internal/client/cache"
 	"github.com/wharfhq/wharf/internal/core/policy"
-	"github.com/wharfhq/wharf/internal/core/settings"
+	"github.com/wharfhq/wharf/plugin"
 )
 
 // Registry is the installed registry (*cache.Cache).
@@ -38,7 +38,7 @@ type Wiring struct {
 	// Revocations are those the signed policy bundle carries.
 	Revocations policy.Revocations
 	// MarketplaceSource returns a known marketplace's source, or nil.
-	MarketplaceSource func(name string) *settings.MarketplaceSource
+	MarketplaceSource func(name string) *plugin.MarketplaceSource
 }
 
 var (

@@ -275,10 +275,7 @@ func (c Copilot) live(listed map[plugin.ID]bool, warns *[]string) []inventory.Pl
 	}
 	var doc struct {
 		Extra map[string]struct {
-			Source struct {
-				Source string `json:"source"`
-				Path   string `json:"path"`
-			} `json:"source"`
+			Source json.RawMessage `json:"source"`
 		} `json:"extraKnownMarketplaces"`
 	}
 	if err := json.Unmarshal(b, &doc); err != nil {
@@ -295,14 +292,18 @@ func (c Copilot) live(listed map[plugin.ID]bool, warns *[]string) []inventory.Pl
 		if listed[id] {
 			continue
 		}
-		m, ok := doc.Extra[id.Source]
-		if !ok || m.Source.Source != "directory" || !filepath.IsAbs(m.Source.Path) {
+		var src plugin.MarketplaceSource
+		if m, ok := doc.Extra[id.Source]; ok {
+			// A source that does not read is no local directory.
+			src, _ = plugin.DecodeMarketplaceSource(m.Source)
+		}
+		if src.Kind != plugin.MktDirectory || !filepath.IsAbs(src.Path) {
 			*warns = append(*warns, fmt.Sprintf("%s: enabledPlugins[%q] is neither installed nor in a local directory marketplace; left out", file, id))
 			continue
 		}
 		on := enabled[id]
 		p := inventory.Plugin{ID: id.String(), Scope: "user", Install: inventory.InstallSideloaded, Enabled: on, State: stateOfEnabled(on)}
-		dir, version, why := livePluginDir(filepath.Clean(m.Source.Path), id.Name)
+		dir, version, why := livePluginDir(filepath.Clean(src.Path), id.Name)
 		if why == "" {
 			p.Version = version
 			p.Digest, why = agentDigest(dir)

@@ -11,7 +11,6 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/wharfhq/wharf/internal/core/marketplace"
 	"github.com/wharfhq/wharf/internal/core/trust"
 	"github.com/wharfhq/wharf/internal/testutil/testworld"
 	"github.com/wharfhq/wharf/plugin"
@@ -77,7 +76,7 @@ func TestSignedArchiveInstallsWithoutGitDir(t *testing.T) {
 		 "signatures": [{"keyid": "`+sig.KeyID+`", "sig": "`+sig.Sig+`"}]}]}`)
 	mgr, in := newInstaller(t, tw)
 	in.o.Keys = kr
-	src, err := marketplace.ParseSource(mkt)
+	src, err := plugin.ParseMarketplaceSource(mkt)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -182,6 +182,13 @@ func (in *Installer) Install(ctx context.Context, req Request) (*Result, error) 
 		if err := in.checkRevoked(st.ID, done[st.ID].v); err != nil {
 			return nil, err
 		}
+		var old *cache.Record
+		if r, ok := g.installed[st.ID]; ok {
+			old = &r
+		}
+		if err := in.checkAdmitted(ctx, g, st.ID, old, done[st.ID].v, false); err != nil {
+			return nil, err
+		}
 	}
 	err = in.o.Cache.WithLock(ctx, func(ctx context.Context) error {
 		// Re-read the registry under the lock: another process may have

@@ -59,7 +59,7 @@ func newWorld(t *testing.T, plugins map[string][]string, managed string) *world 
 		write(t, filepath.Join(tw.Managed, "managed-settings.json"), managed)
 	}
 	mgr, in := newInstaller(t, tw)
-	src, err := marketplace.ParseSource(w.mkt)
+	src, err := plugin.ParseMarketplaceSource(w.mkt)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -25,9 +25,9 @@ type Policy interface {
 	load.Policy
 	AllowInstall(ctx context.Context, closure []policy.InstallItem) error
 	AllowUninstall(ctx context.Context, id plugin.ID) error
-	AllowEnable(ctx context.Context, id plugin.ID, src *settings.MarketplaceSource) error
+	AllowEnable(ctx context.Context, id plugin.ID, src *plugin.MarketplaceSource) error
 	AllowDisable(ctx context.Context, id plugin.ID) error
-	AllowLoad(ctx context.Context, id plugin.ID, src *settings.MarketplaceSource) error
+	AllowLoad(ctx context.Context, id plugin.ID, src *plugin.MarketplaceSource) error
 	AllowCross(from, to plugin.ID) error
 	Forced(ctx context.Context, id plugin.ID) (string, error)
 }
@@ -50,6 +50,12 @@ type Options struct {
 	// ProgressBar is a terminal on which an install of several plugins
 	// draws a count bar; nil draws none.
 	ProgressBar io.Writer
+	// AcceptedFile, on a client without a policy server, is where the
+	// versions a user accepted with their added capabilities are recorded;
+	// set, an update that adds capabilities needs UpdateOptions.Accept
+	// (admission.go). Empty: no such gate (a policy server's admissions
+	// decide).
+	AcceptedFile string
 	// Getenv is passed to marketplace source resolution; nil is os.Getenv.
 	Getenv func(string) string
 	Now    func() time.Time
@@ -86,13 +92,10 @@ func (in *Installer) progress(format string, args ...any) {
 	}
 }
 
-// marketSource converts a known marketplace's source into the settings form
-// that policy matches against.
-func marketSource(k marketplace.Known) *settings.MarketplaceSource {
-	s, err := k.Source.Settings()
-	if err != nil {
-		return nil
-	}
+// marketSource is a known marketplace's source, which policy matches
+// against.
+func marketSource(k marketplace.Known) *plugin.MarketplaceSource {
+	s := k.Source
 	return &s
 }
 

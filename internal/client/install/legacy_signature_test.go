@@ -82,7 +82,7 @@ func legacyWorld(t *testing.T, managed, extra, user string) *Installer {
 	if err != nil {
 		t.Fatal(err)
 	}
-	src, err := marketplace.ParseSource(mkt)
+	src, err := plugin.ParseMarketplaceSource(mkt)
 	if err != nil {
 		t.Fatal(err)
 	}

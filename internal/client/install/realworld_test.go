@@ -37,7 +37,7 @@ func TestRealWorldInstallAll(t *testing.T) {
 			continue
 		}
 		abs, _ := filepath.Abs(filepath.Join(root, d.Name()))
-		src := marketplace.Source{Kind: marketplace.KindDirectory, Path: abs}
+		src := plugin.MarketplaceSource{Kind: plugin.MktDirectory, Path: abs}
 		k, err := mgr.Add(bg, src, "")
 		if errors.Is(err, marketplace.ErrReservedName) {
 			k, err = mgr.Add(bg, src, "shared-"+strings.TrimPrefix(d.Name(), "anthropics-"))

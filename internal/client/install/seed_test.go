@@ -6,7 +6,6 @@ import (
 	"testing"
 
 	"github.com/wharfhq/wharf/internal/client/cache"
-	"github.com/wharfhq/wharf/internal/core/marketplace"
 	"github.com/wharfhq/wharf/internal/core/trust"
 	"github.com/wharfhq/wharf/internal/testutil/testworld"
 	"github.com/wharfhq/wharf/plugin"
@@ -38,7 +37,7 @@ func TestSeedDoesNotReplaceUnpinnedPlugin(t *testing.T) {
 	}
 	tw.Cache = c
 	mgr, in := newInstaller(t, tw)
-	src, err := marketplace.ParseSource(mkt)
+	src, err := plugin.ParseMarketplaceSource(mkt)
 	if err != nil {
 		t.Fatal(err)
 	}

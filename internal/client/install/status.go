@@ -54,7 +54,7 @@ func (in *Installer) List(ctx context.Context, opts StatusOptions) ([]load.Row, 
 		Decider:           dec,
 		Revocations:       opts.Revocations,
 		Mode:              mode,
-		MarketplaceSource: func(mkt string) *settings.MarketplaceSource { return marketSourceOf(g, mkt) },
+		MarketplaceSource: func(mkt string) *plugin.MarketplaceSource { return marketSourceOf(g, mkt) },
 		Entries:           func(id plugin.ID) *plugin.Entry { e, _ := g.entry(id); return e },
 	}
 	rows, err := load.List(ctx, lo, load.Input{Records: recs, Broken: broken, Enabled: snap.Merged.EnabledPlugins, Docs: snap.Docs})
@@ -72,7 +72,7 @@ func (in *Installer) List(ctx context.Context, opts StatusOptions) ([]load.Row, 
 	return rows, nil
 }
 
-func marketSourceOf(g *graph, mkt string) *settings.MarketplaceSource {
+func marketSourceOf(g *graph, mkt string) *plugin.MarketplaceSource {
 	if k, ok := g.known(mkt); ok {
 		return marketSource(k)
 	}

@@ -32,6 +32,10 @@ type UpdateOptions struct {
 	// installed, or to one whose order cannot be told (a version that is
 	// not semver). Without it such an update is refused.
 	AllowDowngrade bool
+	// Accept takes a version that adds capabilities over the installed
+	// one, on a client without a policy server, and records it
+	// (admission.go). It never overrides a policy server's admissions.
+	Accept bool
 }
 
 // TypeDowngrade is the error type of an update refused because it would
@@ -116,6 +120,22 @@ func (in *Installer) Update(ctx context.Context, ids []plugin.ID, opts UpdateOpt
 		if err := in.checkRevoked(id, sv.v); err != nil {
 			sv.cleanup()
 			return out, err
+		}
+		if err := in.checkAdmitted(ctx, g, id, &old, sv.v, opts.Accept); err != nil {
+			// Held or not accepted: the installed version stays, the
+			// others still update, the refusal is reported at the end.
+			sv.cleanup()
+			var pe *plugin.Error
+			if !errors.As(err, &pe) {
+				return out, err
+			}
+			u.To, u.Path = old.Version, old.InstallPath
+			u.Note = "kept: " + pe.Err.Error()
+			out = append(out, u)
+			if refused == nil {
+				refused = err
+			}
+			continue
 		}
 		err = in.o.Cache.WithLock(ctx, func(ctx context.Context) error {
 			cur, err := in.o.Cache.Get(id)

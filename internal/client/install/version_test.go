@@ -6,7 +6,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/wharfhq/wharf/internal/core/marketplace"
 	"github.com/wharfhq/wharf/internal/testutil/testworld"
 	"github.com/wharfhq/wharf/plugin"
 )
@@ -42,7 +41,7 @@ func TestVersionlessPluginTakesShortCommit(t *testing.T) {
 	tw := testworld.New(t)
 	c := tw.Cache
 	mgr, in := newInstaller(t, tw)
-	src, err := marketplace.ParseSource("file://" + repo)
+	src, err := plugin.ParseMarketplaceSource("file://" + repo)
 	if err != nil {
 		t.Fatal(err)
 	}

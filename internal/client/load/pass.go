@@ -42,7 +42,7 @@ type Options struct {
 	Mode Mode
 	// MarketplaceSource returns a known marketplace's source for policy
 	// (strictKnownMarketplaces, blockedMarketplaces), or nil.
-	MarketplaceSource func(name string) *settings.MarketplaceSource
+	MarketplaceSource func(name string) *plugin.MarketplaceSource
 	// Entries returns a plugin's marketplace entry (for entries that define
 	// components, strict: false), or nil.
 	Entries func(plugin.ID) *plugin.Entry
@@ -163,7 +163,7 @@ func (o *Options) notInstalled(ctx context.Context, in Input) ([]*Unit, error) {
 	sort.Slice(ids, func(i, j int) bool { return ids[i].String() < ids[j].String() })
 	var units []*Unit
 	for _, id := range ids {
-		var src *settings.MarketplaceSource
+		var src *plugin.MarketplaceSource
 		if o.MarketplaceSource != nil {
 			src = o.MarketplaceSource(id.Source)
 		}
@@ -235,7 +235,7 @@ func (o *Options) Admit(ctx context.Context, r cache.Record, enabled bool, st *R
 func (o *Options) admit(ctx context.Context, r cache.Record, enabled bool, st *Row, entry *plugin.Entry) bool {
 	st.Version, st.Scope, st.InstallPath, st.Auto, st.Digest = r.Version, r.Scope, r.InstallPath, r.Auto, r.Digest
 	st.Enabled = enabled
-	var src *settings.MarketplaceSource
+	var src *plugin.MarketplaceSource
 	if o.MarketplaceSource != nil {
 		src = o.MarketplaceSource(r.ID.Source)
 	}

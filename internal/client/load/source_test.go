@@ -9,7 +9,6 @@ import (
 	"testing"
 
 	"github.com/wharfhq/wharf/internal/core/policy"
-	"github.com/wharfhq/wharf/internal/core/settings"
 	"github.com/wharfhq/wharf/plugin"
 )
 
@@ -39,7 +38,7 @@ func blockEngine(t *testing.T, opts ...policy.Option) *policy.Engine {
 type sourceWorld struct {
 	in      Input
 	entries map[string]*plugin.Entry
-	mkt     *settings.MarketplaceSource
+	mkt     *plugin.MarketplaceSource
 }
 
 func newSourceWorld(t *testing.T) *sourceWorld {
@@ -52,7 +51,7 @@ func newSourceWorld(t *testing.T) *sourceWorld {
 			"deploy@corp": {Manifest: plugin.Manifest{Name: "deploy"}, Source: plugin.Source{Kind: plugin.SourceGitHub, Repo: "evil/tools"}},
 			"lint@corp":   {Manifest: plugin.Manifest{Name: "lint"}, Source: plugin.Source{Kind: plugin.SourceGitHub, Repo: "good/tools"}},
 		},
-		mkt: &settings.MarketplaceSource{Source: settings.KindGitHub, Repo: "corp/plugins"},
+		mkt: &plugin.MarketplaceSource{Kind: plugin.MktGitHub, Repo: "corp/plugins"},
 	}
 	for _, r := range recs {
 		w.in.Records = append(w.in.Records, r)
@@ -63,7 +62,7 @@ func newSourceWorld(t *testing.T) *sourceWorld {
 
 func (w *sourceWorld) options(d *Decider) Options {
 	return Options{Decider: d, Mode: Full,
-		MarketplaceSource: func(string) *settings.MarketplaceSource { return w.mkt },
+		MarketplaceSource: func(string) *plugin.MarketplaceSource { return w.mkt },
 		Entries:           func(id plugin.ID) *plugin.Entry { return w.entries[id.String()] }}
 }
 

@@ -51,7 +51,7 @@ type Surfaces struct {
 // id). With the source, policy decides the plugin's forced state (and so
 // whether its hooks count as managed) for the marketplace it comes from,
 // not for a marketplace that only shares its name.
-func (d *Decider) Surfaces(from string, id plugin.ID, src *settings.MarketplaceSource) *Surfaces {
+func (d *Decider) Surfaces(from string, id plugin.ID, src *plugin.MarketplaceSource) *Surfaces {
 	s := &Surfaces{d: d, from: from, id: id}
 	if src != nil {
 		s.mkt = policy.Marketplace{Name: id.Source, Source: src}

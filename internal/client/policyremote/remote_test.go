@@ -15,7 +15,6 @@ import (
 	"time"
 
 	"github.com/wharfhq/wharf/internal/core/policy"
-	"github.com/wharfhq/wharf/internal/core/settings"
 	"github.com/wharfhq/wharf/internal/testutil/testapi"
 	"github.com/wharfhq/wharf/plugin"
 )
@@ -137,9 +136,9 @@ func TestFetchCachesThenRevalidatesWith304(t *testing.T) {
 	}
 }
 
-func mustSource(t *testing.T, s string) settings.MarketplaceSource {
+func mustSource(t *testing.T, s string) plugin.MarketplaceSource {
 	t.Helper()
-	out, err := settings.ParseSource([]byte(s))
+	out, err := plugin.DecodeMarketplaceSource([]byte(s))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,6 +11,8 @@ import (
 	"os"
 	"strings"
 	"sync"
+
+	"github.com/wharfhq/wharf/plugin"
 )
 
 // AllowPrivateEnv names the switch that lets fetches named by a marketplace
@@ -29,16 +31,10 @@ const AllowPrivateEnv = "WHARF_ALLOW_PRIVATE_SOURCES"
 var ErrPrivateAddress = errors.New("private network address refused")
 
 // IsLoopback reports whether host (a name or an address, brackets allowed)
-// is this machine: localhost, *.localhost, 127/8 or ::1. It is the one test
-// of "plain http is acceptable here" in wharf.
-func IsLoopback(host string) bool {
-	h := strings.TrimSuffix(strings.ToLower(strings.Trim(host, "[]")), ".")
-	if h == "localhost" || strings.HasSuffix(h, ".localhost") {
-		return true
-	}
-	a, err := netip.ParseAddr(h)
-	return err == nil && a.Unmap().IsLoopback()
-}
+// is this machine: localhost, *.localhost, 127/8 or ::1. It is
+// plugin.IsLoopbackHost, the one test of "plain http is acceptable here"
+// in wharf, which a marketplace source's validation applies too.
+func IsLoopback(host string) bool { return plugin.IsLoopbackHost(host) }
 
 // PrivateKind names the class of a non-public address ("loopback",
 // "private", "link-local", "unspecified", "multicast"); "" for a public one.

@@ -141,6 +141,10 @@ func (p Paths) AgentLegacyIndex() string { return p.join(agentDir, agentLegacyIn
 // Rego.
 func (p Paths) PolicyMemo() string { return p.join(policyMemoFile) }
 
+// Accepted is the file of the plugin versions a user accepted with the
+// capabilities they add (wharf update --accept, without a policy server).
+func (p Paths) Accepted() string { return p.join("accepted.json") }
+
 // PolicyBundles holds one directory per policy server, with its last bundle.
 func (p Paths) PolicyBundles() string { return p.join(policyDir) }
 

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/wharfhq/wharf/internal/core/store"
+	"github.com/wharfhq/wharf/plugin"
 )
 
 // BenchmarkAddGit measures a shallow add of an 800-file marketplace over
@@ -26,7 +27,7 @@ func BenchmarkAddGit(b *testing.B) {
 	}
 	files[ManifestPath] = `{"name":"bench","owner":{"name":"b"},"plugins":[` + strings.Join(entries, ",") + `]}`
 	repo := newGitRepoB(b, files)
-	src := Source{Kind: KindGit, URL: "file://" + repo}
+	src := plugin.MarketplaceSource{Kind: plugin.MktGit, URL: "file://" + repo}
 	b.ResetTimer()
 	for b.Loop() {
 		home := b.TempDir()

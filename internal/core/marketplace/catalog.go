@@ -51,7 +51,7 @@ func LoadCatalog(known []Known) *Catalog {
 		l := Loaded{Known: k}
 		file := k.ManifestFile()
 		l.Marketplace, l.Err = readManifest(file)
-		if k.Source.Kind != KindURL {
+		if k.Source.Kind != plugin.MktURL {
 			l.Root = RootOf(file)
 		}
 		c.markets = append(c.markets, l)
@@ -200,12 +200,13 @@ func (h Hit) Resolve(getenv func(string) string) (ResolvedSource, error) {
 		}
 		r.Dir, r.Path = dir, ""
 	case plugin.SourceGitHub:
-		r.URL = RemoteURL(Source{Kind: KindGitHub, Repo: s.Repo}, cfg)
+		r.URL = RemoteURL(plugin.MarketplaceSource{Kind: plugin.MktGitHub, Repo: s.Repo}, cfg)
 	case plugin.SourceGitSubdir:
 		if s.URL == "" && s.Repo != "" {
-			r.URL = RemoteURL(Source{Kind: KindGitHub, Repo: s.Repo}, cfg)
-		} else if githubRepoRe.MatchString(s.URL) && !strings.Contains(s.URL, ":") {
-			r.URL = RemoteURL(Source{Kind: KindGitHub, Repo: s.URL}, cfg)
+			r.URL = RemoteURL(plugin.MarketplaceSource{Kind: plugin.MktGitHub, Repo: s.Repo}, cfg)
+		} else if gh, err := plugin.ParseMarketplaceSource(s.URL); err == nil && gh.Kind == plugin.MktGitHub && gh.Repo == s.URL {
+			// The owner/repo shorthand, read as `marketplace add` reads it.
+			r.URL = RemoteURL(gh, cfg)
 		}
 	}
 	return r, nil

@@ -57,13 +57,13 @@ var deliberateNames = map[string]string{}
 // add <dir>` does with each name.
 func TestClaudeCompatMarketplaceNames(t *testing.T) {
 	for name, want := range compatNames {
-		got := CheckName(name, Source{Kind: KindDirectory, Path: "/src/m"}) != nil
+		got := CheckName(name, plugin.MarketplaceSource{Kind: plugin.MktDirectory, Path: "/src/m"}) != nil
 		if got != want {
 			t.Errorf("wharf refuses marketplace name %q: %v; want %v", name, got, want)
 		}
 	}
 	for name := range deliberateNames {
-		if CheckName(name, Source{Kind: KindDirectory, Path: "/src/m"}) == nil {
+		if CheckName(name, plugin.MarketplaceSource{Kind: plugin.MktDirectory, Path: "/src/m"}) == nil {
 			t.Errorf("wharf accepts marketplace name %q, which it refuses on purpose", name)
 		}
 	}
@@ -104,7 +104,7 @@ func TestClaudeCompatMarketplaceNames(t *testing.T) {
 					t.Fatalf("claude plugin marketplace add %s --json: %v\n%s", name, err, out)
 				}
 				claude := res.Outcome != "ok"
-				wharf := CheckName(name, Source{Kind: KindDirectory, Path: dir}) != nil
+				wharf := CheckName(name, plugin.MarketplaceSource{Kind: plugin.MktDirectory, Path: dir}) != nil
 				if _, ok := deliberateNames[name]; ok {
 					if claude {
 						t.Errorf("claude now refuses %q too; drop it from deliberateNames and docs/claude-compat.md", name)

@@ -1,11 +1,12 @@
 // Package marketplace knows where plugin marketplaces come from and keeps a
 // local copy of each.
 //
-// A Source is a GitHub repository (owner/repo[@ref]), a git URL (https://,
-// ssh://, git@host:path, file://, with #ref), a local directory or
-// marketplace.json file (read in place, never copied or deleted), or an
-// https:// URL of a marketplace.json. ParseSource reads the command-line
-// form; the JSON form is the settings format ({"source":"github",...}).
+// A marketplace comes from a plugin.MarketplaceSource: a GitHub repository
+// (owner/repo[@ref]), a git URL (https://, ssh://, git@host:path, file://,
+// with #ref), a local directory or marketplace.json file (read in place,
+// never copied or deleted), or an https:// URL of a marketplace.json. This
+// package fetches each kind; the type, its forms and its validation are
+// plugin's.
 //
 // A Manager adds, updates, lists and removes known marketplaces, recorded in
 // the store's "marketplaces" bucket. Git sources are cloned shallow,

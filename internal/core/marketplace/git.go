@@ -53,8 +53,8 @@ func (r *redirectRefused) Unwrap() error { return r.err }
 
 // RemoteURL returns the URL git fetches for a git-backed source; a github
 // source points at cfg's GitHub host.
-func RemoteURL(src Source, cfg *fetch.Config) string {
-	if src.Kind != KindGitHub {
+func RemoteURL(src plugin.MarketplaceSource, cfg *fetch.Config) string {
+	if src.Kind != plugin.MktGitHub {
 		return src.URL
 	}
 	return cfg.GitHubURL(src.Repo)
@@ -62,7 +62,7 @@ func RemoteURL(src Source, cfg *fetch.Config) string {
 
 // clone makes a shallow, single-branch, tag-less clone of src into dir
 // (which must not exist yet) and returns the checked-out commit.
-func (g *gitClient) clone(ctx context.Context, src Source, dir string) (string, error) {
+func (g *gitClient) clone(ctx context.Context, src plugin.MarketplaceSource, dir string) (string, error) {
 	remote := RemoteURL(src, g.net)
 	auth, err := g.net.GitAuth(remote)
 	if err != nil {
@@ -111,7 +111,7 @@ func (g *gitClient) clone(ctx context.Context, src Source, dir string) (string, 
 	return "", g.fail(src, "clone", fmt.Errorf("no branch or tag named %q: %w", src.Ref, lastErr))
 }
 
-func (g *gitClient) clonePinned(ctx context.Context, src Source, remote string, auth transport.AuthMethod, dir, sha string) (string, error) {
+func (g *gitClient) clonePinned(ctx context.Context, src plugin.MarketplaceSource, remote string, auth transport.AuthMethod, dir, sha string) (string, error) {
 	s, fs := openStorage(dir)
 	defer s.Close()
 	repo, err := git.Init(s, fs)
@@ -181,7 +181,7 @@ func (g *gitClient) fetch(ctx context.Context, repo *git.Repository, auth transp
 // update fetches the tracked ref of the clone in dir and hard-resets the
 // work tree to it. It returns the commits before and after. If the fetch
 // fails, nothing in dir has changed.
-func (g *gitClient) update(ctx context.Context, src Source, dir string) (before, after string, err error) {
+func (g *gitClient) update(ctx context.Context, src plugin.MarketplaceSource, dir string) (before, after string, err error) {
 	s, wt := openStorage(dir)
 	defer s.Close()
 	repo, err := git.Open(s, wt)
@@ -230,7 +230,7 @@ func (g *gitClient) update(ctx context.Context, src Source, dir string) (before,
 
 // fetchTracked fetches the branch or tag the clone follows and returns its
 // new commit.
-func (g *gitClient) fetchTracked(ctx context.Context, src Source, repo *git.Repository, auth transport.AuthMethod, head *plumbing.Reference) (plumbing.Hash, error) {
+func (g *gitClient) fetchTracked(ctx context.Context, src plugin.MarketplaceSource, repo *git.Repository, auth transport.AuthMethod, head *plumbing.Reference) (plumbing.Hash, error) {
 	var candidates []plumbing.ReferenceName
 	switch {
 	case src.Ref != "":
@@ -358,7 +358,7 @@ func isRefNotFound(err error) bool {
 		strings.Contains(err.Error(), "couldn't find remote ref")
 }
 
-func (g *gitClient) fail(src Source, step string, err error) error {
+func (g *gitClient) fail(src plugin.MarketplaceSource, step string, err error) error {
 	if rr := (*redirectRefused)(nil); errors.As(err, &rr) {
 		return rr.err
 	}

@@ -54,7 +54,7 @@ func sshUser(t *testing.T) {
 
 // addWithin runs m.Add and fails the test if it has not returned within
 // limit: a step that ignores its limits would hang there.
-func addWithin(t *testing.T, m *Manager, src Source, limit time.Duration) error {
+func addWithin(t *testing.T, m *Manager, src plugin.MarketplaceSource, limit time.Duration) error {
 	t.Helper()
 	done := make(chan error, 1)
 	go func() {

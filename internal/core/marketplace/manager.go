@@ -56,19 +56,19 @@ var (
 // returned as is, so a policy engine can return its own typed error. A nil
 // Gate allows everything. Implementations must be safe for concurrent use.
 type Gate interface {
-	AllowAdd(src Source) error
+	AllowAdd(src plugin.MarketplaceSource) error
 }
 
 // Known is one known marketplace, as persisted in the store. The JSON shape
 // is Claude Code's known_marketplaces.json entry plus the name (and, for git
 // sources, the commit wharf checked out).
 type Known struct {
-	Name            string    `json:"name"`
-	Source          Source    `json:"source"`
-	InstallLocation string    `json:"installLocation"`
-	LastUpdated     time.Time `json:"lastUpdated"`
-	AutoUpdate      *bool     `json:"autoUpdate,omitempty"`
-	Commit          string    `json:"commit,omitempty"`
+	Name            string                   `json:"name"`
+	Source          plugin.MarketplaceSource `json:"source"`
+	InstallLocation string                   `json:"installLocation"`
+	LastUpdated     time.Time                `json:"lastUpdated"`
+	AutoUpdate      *bool                    `json:"autoUpdate,omitempty"`
+	Commit          string                   `json:"commit,omitempty"`
 }
 
 // Options configure a Manager. The zero value of every field has a default.
@@ -217,7 +217,7 @@ func getKnown(r store.Reader, name string) (Known, error) {
 // name is empty, under the name its marketplace.json declares). Adding a name
 // that is known from another source fails and names both sources; adding the
 // same source again refreshes it. Local sources are read in place.
-func (m *Manager) Add(ctx context.Context, src Source, name string) (Known, error) {
+func (m *Manager) Add(ctx context.Context, src plugin.MarketplaceSource, name string) (Known, error) {
 	if err := src.Validate(); err != nil {
 		return Known{}, err
 	}
@@ -264,7 +264,7 @@ func (m *Manager) Add(ctx context.Context, src Source, name string) (Known, erro
 }
 
 // checkName fails when name is known from a source other than src.
-func (m *Manager) checkName(name string, src Source) error {
+func (m *Manager) checkName(name string, src plugin.MarketplaceSource) error {
 	k, err := m.Get(name)
 	if errors.Is(err, ErrUnknown) {
 		return nil
@@ -377,7 +377,7 @@ func (m *Manager) owns(p string) bool {
 	return err == nil && rel != "." && !strings.HasPrefix(rel, "..") && !strings.Contains(rel, string(filepath.Separator))
 }
 
-func (m *Manager) allow(src Source) error {
+func (m *Manager) allow(src plugin.MarketplaceSource) error {
 	if m.opts.Gate == nil {
 		return nil
 	}
@@ -448,7 +448,7 @@ func (f *fetched) cleanup() {
 	}
 }
 
-func (m *Manager) materialize(ctx context.Context, src Source) (*fetched, error) {
+func (m *Manager) materialize(ctx context.Context, src plugin.MarketplaceSource) (*fetched, error) {
 	if src.IsLocal() {
 		mf, err := readManifest(manifestFile(src, src.Path))
 		if err != nil {
@@ -483,13 +483,13 @@ func (m *Manager) materialize(ctx context.Context, src Source) (*fetched, error)
 	return f, nil
 }
 
-func (m *Manager) gitClient(src Source) *gitClient {
+func (m *Manager) gitClient(src plugin.MarketplaceSource) *gitClient {
 	g := &gitClient{net: &m.net, progress: m.opts.Progress}
 	if m.opts.ProgressBar != nil {
 		g.progress, g.bar = nil, m.opts.ProgressBar
 	}
 	g.redirect = func(_ context.Context, u *url.URL) error {
-		return m.allow(Source{Kind: KindGit, URL: u.String(), Ref: src.Ref, Path: src.Path})
+		return m.allow(plugin.MarketplaceSource{Kind: plugin.MktGit, URL: u.String(), Ref: src.Ref, Path: src.Path})
 	}
 	return g
 }
@@ -497,11 +497,11 @@ func (m *Manager) gitClient(src Source) *gitClient {
 // allowRedirect asks the gate about the URL a marketplace.json download
 // is redirected to, as the url source it now is.
 func (m *Manager) allowRedirect(_ context.Context, u *url.URL) error {
-	return m.allow(Source{Kind: KindURL, URL: u.String()})
+	return m.allow(plugin.MarketplaceSource{Kind: plugin.MktURL, URL: u.String()})
 }
 
 // download fetches a marketplace.json URL into dir/.claude-plugin/.
-func (m *Manager) download(ctx context.Context, src Source, dir string) error {
+func (m *Manager) download(ctx context.Context, src plugin.MarketplaceSource, dir string) error {
 	fail := func(err error, hint string) error {
 		return &plugin.Error{Layer: plugin.LayerMaterialization, Type: plugin.TypeSource, Object: src.URL, Err: err, Hint: hint}
 	}
@@ -552,18 +552,18 @@ func (m *Manager) download(ctx context.Context, src Source, dir string) error {
 }
 
 // manifestFile is where the marketplace.json of src lives once at root.
-func manifestFile(src Source, root string) string {
-	switch src.Kind {
-	case KindFile:
+func manifestFile(src plugin.MarketplaceSource, root string) string {
+	switch {
+	case src.Kind == plugin.MktFile:
 		return root
-	case KindGitHub, KindGit:
-		if src.Path != "" {
-			p := filepath.Join(root, filepath.FromSlash(src.Path))
-			if strings.HasSuffix(strings.ToLower(p), ".json") {
-				return p
-			}
-			return filepath.Join(p, filepath.FromSlash(ManifestPath))
+	case src.IsGit() && src.Path != "":
+		// The marketplace's directory (or its marketplace.json) inside the
+		// repository.
+		p := filepath.Join(root, filepath.FromSlash(src.Path))
+		if strings.HasSuffix(strings.ToLower(p), ".json") {
+			return p
 		}
+		return filepath.Join(p, filepath.FromSlash(ManifestPath))
 	}
 	return filepath.Join(root, filepath.FromSlash(ManifestPath))
 }

@@ -108,9 +108,9 @@ func newTestManager(t *testing.T, opts Options) (*Manager, string) {
 	return NewManager(st, opts), home
 }
 
-func gitSource(t *testing.T, s string) Source {
+func gitSource(t *testing.T, s string) plugin.MarketplaceSource {
 	t.Helper()
-	src, err := ParseSource(s)
+	src, err := plugin.ParseMarketplaceSource(s)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -348,7 +348,7 @@ func localMarketplaceDir(t *testing.T) string {
 func TestAddDirectoryAndFileReadInPlace(t *testing.T) {
 	dir := localMarketplaceDir(t)
 	m, _ := newTestManager(t, Options{})
-	k, err := m.Add(context.Background(), Source{Kind: KindDirectory, Path: dir}, "")
+	k, err := m.Add(context.Background(), plugin.MarketplaceSource{Kind: plugin.MktDirectory, Path: dir}, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -372,7 +372,7 @@ func TestAddDirectoryAndFileReadInPlace(t *testing.T) {
 		t.Errorf("remove deleted the user's directory: %v", err)
 	}
 
-	kf, err := m.Add(context.Background(), Source{Kind: KindFile, Path: filepath.Join(dir, ManifestPath)}, "byfile")
+	kf, err := m.Add(context.Background(), plugin.MarketplaceSource{Kind: plugin.MktFile, Path: filepath.Join(dir, ManifestPath)}, "byfile")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -428,7 +428,7 @@ func TestAddURLSendsHeadersAndStoresCatalog(t *testing.T) {
 		}
 		return ""
 	}})
-	src := Source{Kind: KindURL, URL: srv.URL + "/catalog/marketplace.json", Headers: map[string]string{"X-Corp-Token": "${CORP_TOKEN}"}}
+	src := plugin.MarketplaceSource{Kind: plugin.MktURL, URL: srv.URL + "/catalog/marketplace.json", Headers: map[string]string{"X-Corp-Token": "${CORP_TOKEN}"}}
 	k, err := m.Add(context.Background(), src, "")
 	if err != nil {
 		t.Fatal(err)
@@ -450,7 +450,7 @@ func TestAddURLSendsHeadersAndStoresCatalog(t *testing.T) {
 		t.Errorf("relative source of a URL marketplace resolved: %v", err)
 	}
 
-	_, err = m.Add(context.Background(), Source{Kind: KindURL, URL: srv.URL + "/missing.json"}, "")
+	_, err = m.Add(context.Background(), plugin.MarketplaceSource{Kind: plugin.MktURL, URL: srv.URL + "/missing.json"}, "")
 	if err == nil || !strings.Contains(err.Error(), "404") {
 		t.Errorf("404: %v", err)
 	}
@@ -467,9 +467,9 @@ func TestNetworkTimeoutIsHonoured(t *testing.T) {
 	defer srv.Close()
 	defer close(release)
 	m, _ := newTestManager(t, Options{GitTimeout: 300 * time.Millisecond})
-	for _, src := range []Source{
-		{Kind: KindGit, URL: srv.URL + "/repo.git"},
-		{Kind: KindURL, URL: srv.URL + "/marketplace.json"},
+	for _, src := range []plugin.MarketplaceSource{
+		{Kind: plugin.MktGit, URL: srv.URL + "/repo.git"},
+		{Kind: plugin.MktURL, URL: srv.URL + "/marketplace.json"},
 	} {
 		_, err := m.Add(context.Background(), src, "")
 		if !errors.Is(err, ErrTimeout) {
@@ -482,9 +482,9 @@ func TestNetworkTimeoutIsHonoured(t *testing.T) {
 	}
 }
 
-type denyGate struct{ calls []Source }
+type denyGate struct{ calls []plugin.MarketplaceSource }
 
-func (g *denyGate) AllowAdd(src Source) error {
+func (g *denyGate) AllowAdd(src plugin.MarketplaceSource) error {
 	g.calls = append(g.calls, src)
 	return &plugin.Error{Layer: plugin.LayerPolicy, Type: plugin.TypePolicyDenied, Object: src.String(), Err: errors.New("not on the allowlist")}
 }
@@ -495,11 +495,11 @@ func TestGateIsAskedBeforeAnyAccess(t *testing.T) {
 	defer srv.Close()
 	g := &denyGate{}
 	m, _ := newTestManager(t, Options{Gate: g})
-	_, err := m.Add(context.Background(), Source{Kind: KindGit, URL: srv.URL + "/r.git"}, "")
+	_, err := m.Add(context.Background(), plugin.MarketplaceSource{Kind: plugin.MktGit, URL: srv.URL + "/r.git"}, "")
 	if plugin.LayerOf(err) != plugin.LayerPolicy {
 		t.Fatalf("add through a denying gate: %v", err)
 	}
-	_, err = m.Add(context.Background(), Source{Kind: KindDirectory, Path: "/nonexistent/dir"}, "")
+	_, err = m.Add(context.Background(), plugin.MarketplaceSource{Kind: plugin.MktDirectory, Path: "/nonexistent/dir"}, "")
 	if plugin.LayerOf(err) != plugin.LayerPolicy {
 		t.Fatalf("directory add through a denying gate: %v (disk must not be read first)", err)
 	}
@@ -531,7 +531,7 @@ func TestTokenSentToGitHubStandIn(t *testing.T) {
 
 	withToken := func(k string) string { return map[string]string{"GITHUB_TOKEN": "tok-123"}[k] }
 	m, _ := newTestManager(t, Options{Fetch: fetch.Config{GitHubHost: srv.URL, CABundle: srv.CA, Getenv: withToken}})
-	k, err := m.Add(context.Background(), Source{Kind: KindGitHub, Repo: "corp/plugins"}, "")
+	k, err := m.Add(context.Background(), plugin.MarketplaceSource{Kind: plugin.MktGitHub, Repo: "corp/plugins"}, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -545,14 +545,14 @@ func TestTokenSentToGitHubStandIn(t *testing.T) {
 
 	noToken := func(string) string { return "" }
 	m2, _ := newTestManager(t, Options{Fetch: fetch.Config{GitHubHost: srv.URL, CABundle: srv.CA, Getenv: noToken}})
-	_, err = m2.Add(context.Background(), Source{Kind: KindGitHub, Repo: "corp/plugins"}, "")
+	_, err = m2.Add(context.Background(), plugin.MarketplaceSource{Kind: plugin.MktGitHub, Repo: "corp/plugins"}, "")
 	if err == nil || !strings.Contains(plugin.HintOf(err), "GITHUB_TOKEN") {
 		t.Errorf("add without a token: %v (hint %q)", err, plugin.HintOf(err))
 	}
 }
 
 func TestKnownJSONShape(t *testing.T) {
-	k := Known{Name: "demo", Source: Source{Kind: KindDirectory, Path: "/m"}, InstallLocation: "/m",
+	k := Known{Name: "demo", Source: plugin.MarketplaceSource{Kind: plugin.MktDirectory, Path: "/m"}, InstallLocation: "/m",
 		LastUpdated: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)}
 	b, _ := json.Marshal(k)
 	want := `{"name":"demo","source":{"source":"directory","path":"/m"},"installLocation":"/m","lastUpdated":"2026-01-02T03:04:05Z"}`
@@ -566,7 +566,7 @@ func TestKnownJSONShape(t *testing.T) {
 func TestTxHookCommitsWithTheChange(t *testing.T) {
 	dir := localMarketplaceDir(t)
 	m, _ := newTestManager(t, Options{})
-	src := Source{Kind: KindDirectory, Path: dir}
+	src := plugin.MarketplaceSource{Kind: plugin.MktDirectory, Path: dir}
 	refuse := errors.New("audit log unavailable")
 	var seen []string
 	hook := func(fail bool) context.Context {

@@ -29,7 +29,7 @@ func TestRealWorldMarketplaces(t *testing.T) {
 			continue
 		}
 		abs, _ := filepath.Abs(filepath.Join(root, d.Name()))
-		src := Source{Kind: KindDirectory, Path: abs}
+		src := plugin.MarketplaceSource{Kind: plugin.MktDirectory, Path: abs}
 		k, err := m.Add(context.Background(), src, "")
 		if errors.Is(err, ErrReservedName) {
 			// Copies of Anthropic's own marketplaces carry names reserved

@@ -42,7 +42,7 @@ func TestAddRedirectToPrivateAddressRefused(t *testing.T) {
 	internal := gitserve.Start(t, root, gitserve.Options{})
 	public := gitserve.Start(t, t.TempDir(), gitserve.Options{Addr: netnstest.PublicAddr + ":0", Redirect: internal.URL})
 	ca := append(append([]byte{}, internal.CA...), public.CA...)
-	src := Source{Kind: KindGit, URL: public.URL + "/corp/internal.git"}
+	src := plugin.MarketplaceSource{Kind: plugin.MktGit, URL: public.URL + "/corp/internal.git"}
 
 	m, _ := newTestManager(t, Options{Fetch: fetch.Config{CABundle: ca}})
 	_, err := m.Add(context.Background(), src, "")
@@ -69,12 +69,12 @@ func TestAddRedirectToPrivateAddressRefused(t *testing.T) {
 type pathGate struct {
 	mu      sync.Mutex
 	blocked string
-	asked   []Source
+	asked   []plugin.MarketplaceSource
 }
 
 var errGateBlocked = errors.New("blocked by the test's gate")
 
-func (g *pathGate) AllowAdd(src Source) error {
+func (g *pathGate) AllowAdd(src plugin.MarketplaceSource) error {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	g.asked = append(g.asked, src)
@@ -91,7 +91,7 @@ func TestRedirectTargetAskedOfGate(t *testing.T) {
 	bareRepo(t, root, "r/tools.git", "tools")
 	target := gitserve.Start(t, root, gitserve.Options{HTTP: true})
 	front := gitserve.Start(t, t.TempDir(), gitserve.Options{HTTP: true, Redirect: target.URL})
-	src := Source{Kind: KindGit, URL: front.URL + "/r/tools.git", Ref: "main"}
+	src := plugin.MarketplaceSource{Kind: plugin.MktGit, URL: front.URL + "/r/tools.git", Ref: "main"}
 
 	g := &pathGate{blocked: target.URL}
 	m, _ := newTestManager(t, Options{Gate: g})
@@ -99,7 +99,7 @@ func TestRedirectTargetAskedOfGate(t *testing.T) {
 	if !errors.Is(err, errGateBlocked) || plugin.LayerOf(err) != plugin.LayerPolicy {
 		t.Fatalf("add through a redirect to a blocked repository: %v, want the gate's policy error", err)
 	}
-	if len(g.asked) != 2 || g.asked[1].Kind != KindGit || g.asked[1].URL != target.URL+"/r/tools.git" || g.asked[1].Ref != "main" {
+	if len(g.asked) != 2 || g.asked[1].Kind != plugin.MktGit || g.asked[1].URL != target.URL+"/r/tools.git" || g.asked[1].Ref != "main" {
 		t.Fatalf("gate asked %+v; want the source, then the redirect target as a git source at ref main", g.asked)
 	}
 	if ks, _ := m.List(); len(ks) != 0 {
@@ -135,11 +135,11 @@ func TestURLRedirectTargetAskedOfGate(t *testing.T) {
 	defer srv.Close()
 	g := &pathGate{blocked: "/b.json"}
 	m, _ := newTestManager(t, Options{Gate: g})
-	_, err := m.Add(context.Background(), Source{Kind: KindURL, URL: srv.URL + "/a.json"}, "")
+	_, err := m.Add(context.Background(), plugin.MarketplaceSource{Kind: plugin.MktURL, URL: srv.URL + "/a.json"}, "")
 	if !errors.Is(err, errGateBlocked) || plugin.LayerOf(err) != plugin.LayerPolicy {
 		t.Fatalf("marketplace.json redirecting to a blocked URL: %v, want the gate's policy error", err)
 	}
-	if len(g.asked) != 2 || g.asked[1].Kind != KindURL || g.asked[1].URL != srv.URL+"/b.json" {
+	if len(g.asked) != 2 || g.asked[1].Kind != plugin.MktURL || g.asked[1].URL != srv.URL+"/b.json" {
 		t.Fatalf("gate asked %+v", g.asked)
 	}
 	if len(served) != 1 {

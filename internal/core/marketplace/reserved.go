@@ -119,12 +119,12 @@ func notAlnum(r rune) bool {
 
 // IsOfficialSource reports whether src is a repository of the anthropics
 // GitHub organization: owner/repo shorthand, or a git URL on github.com.
-func IsOfficialSource(src Source) bool {
+func IsOfficialSource(src plugin.MarketplaceSource) bool {
 	switch src.Kind {
-	case KindGitHub:
+	case plugin.MktGitHub:
 		owner, _, _ := strings.Cut(src.Repo, "/")
 		return strings.EqualFold(owner, OfficialOrg)
-	case KindGit:
+	case plugin.MktGit:
 		u := src.URL
 		if rest, ok := strings.CutPrefix(u, "git@github.com:"); ok {
 			owner, _, _ := strings.Cut(rest, "/")
@@ -147,7 +147,7 @@ func IsOfficialSource(src Source) bool {
 // (builtin, inline, skills-dir, synced, claude-plugin-test) from any
 // source. The error is a *plugin.Error (layer trust) wrapping
 // ErrReservedName.
-func CheckName(name string, src Source) error {
+func CheckName(name string, src plugin.MarketplaceSource) error {
 	if IsSpecialName(name) {
 		return &plugin.Error{Layer: plugin.LayerIntent, Type: plugin.TypeTrustRejected, Object: name,
 			Err:  fmt.Errorf("the name %q names plugins that do not come from a marketplace, so no marketplace can use it: %w", name, ErrReservedName),

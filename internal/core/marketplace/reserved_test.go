@@ -38,21 +38,21 @@ func TestIsReservedName(t *testing.T) {
 
 func TestIsOfficialSource(t *testing.T) {
 	for _, tc := range []struct {
-		src  Source
+		src  plugin.MarketplaceSource
 		want bool
 	}{
-		{Source{Kind: KindGitHub, Repo: "anthropics/claude-code"}, true},
-		{Source{Kind: KindGitHub, Repo: "Anthropics/skills"}, true},
-		{Source{Kind: KindGit, URL: "https://github.com/anthropics/claude-plugins-official.git"}, true},
-		{Source{Kind: KindGit, URL: "git@github.com:anthropics/skills.git"}, true},
-		{Source{Kind: KindGit, URL: "ssh://git@github.com/anthropics/skills.git"}, true},
-		{Source{Kind: KindGitHub, Repo: "anthropics-fan/claude-code"}, false},
-		{Source{Kind: KindGit, URL: "https://github.com.evil.example/anthropics/x.git"}, false},
-		{Source{Kind: KindGit, URL: "https://gitlab.com/anthropics/x.git"}, false},
-		{Source{Kind: KindGit, URL: "https://github.com:8443/anthropics/x.git"}, false},
-		{Source{Kind: KindGit, URL: "file:///tmp/anthropics/x"}, false},
-		{Source{Kind: KindURL, URL: "https://github.com/anthropics/x/raw/main/marketplace.json"}, false},
-		{Source{Kind: KindDirectory, Path: "/src/anthropics/claude-code"}, false},
+		{plugin.MarketplaceSource{Kind: plugin.MktGitHub, Repo: "anthropics/claude-code"}, true},
+		{plugin.MarketplaceSource{Kind: plugin.MktGitHub, Repo: "Anthropics/skills"}, true},
+		{plugin.MarketplaceSource{Kind: plugin.MktGit, URL: "https://github.com/anthropics/claude-plugins-official.git"}, true},
+		{plugin.MarketplaceSource{Kind: plugin.MktGit, URL: "git@github.com:anthropics/skills.git"}, true},
+		{plugin.MarketplaceSource{Kind: plugin.MktGit, URL: "ssh://git@github.com/anthropics/skills.git"}, true},
+		{plugin.MarketplaceSource{Kind: plugin.MktGitHub, Repo: "anthropics-fan/claude-code"}, false},
+		{plugin.MarketplaceSource{Kind: plugin.MktGit, URL: "https://github.com.evil.example/anthropics/x.git"}, false},
+		{plugin.MarketplaceSource{Kind: plugin.MktGit, URL: "https://gitlab.com/anthropics/x.git"}, false},
+		{plugin.MarketplaceSource{Kind: plugin.MktGit, URL: "https://github.com:8443/anthropics/x.git"}, false},
+		{plugin.MarketplaceSource{Kind: plugin.MktGit, URL: "file:///tmp/anthropics/x"}, false},
+		{plugin.MarketplaceSource{Kind: plugin.MktURL, URL: "https://github.com/anthropics/x/raw/main/marketplace.json"}, false},
+		{plugin.MarketplaceSource{Kind: plugin.MktDirectory, Path: "/src/anthropics/claude-code"}, false},
 	} {
 		if got := IsOfficialSource(tc.src); got != tc.want {
 			t.Errorf("IsOfficialSource(%s) = %v; want %v", tc.src, got, tc.want)
@@ -77,7 +77,7 @@ func TestAddRefusesReservedNames(t *testing.T) {
 	}
 	m, _ := newTestManager(t, Options{})
 	ctx := context.Background()
-	src := Source{Kind: KindDirectory, Path: dir}
+	src := plugin.MarketplaceSource{Kind: plugin.MktDirectory, Path: dir}
 	for _, name := range []string{"", "claude-plugins-official", "claude-plugins-public", "knowledge-work-plugins"} {
 		_, err := m.Add(ctx, src, name)
 		var pe *plugin.Error
@@ -91,7 +91,7 @@ func TestAddRefusesReservedNames(t *testing.T) {
 	if _, err := m.Add(ctx, src, "builtin"); !errors.Is(err, ErrReservedName) || !strings.Contains(plugin.HintOf(err), "--name") {
 		t.Errorf("Add(name builtin) = %v; want ErrReservedName with a --name hint", err)
 	}
-	if err := CheckName("inline", Source{Kind: KindGitHub, Repo: "anthropics/x"}); !errors.Is(err, ErrReservedName) {
+	if err := CheckName("inline", plugin.MarketplaceSource{Kind: plugin.MktGitHub, Repo: "anthropics/x"}); !errors.Is(err, ErrReservedName) {
 		t.Errorf("CheckName(inline, anthropics/x) = %v; want ErrReservedName", err)
 	}
 	if ks, _ := m.List(); len(ks) != 0 {
@@ -121,14 +121,14 @@ func TestAddAllowsReservedNameFromAnthropics(t *testing.T) {
 	srv := newGitHTTPServer(t, filepath.Join(strings.TrimSpace(string(backend)), "git-http-backend"), root)
 	env := func(k string) string { return map[string]string{"WHARF_GITHUB_HOST": srv}[k] }
 	m, _ := newTestManager(t, Options{Getenv: env})
-	k, err := m.Add(context.Background(), Source{Kind: KindGitHub, Repo: "anthropics/claude-code"}, "")
+	k, err := m.Add(context.Background(), plugin.MarketplaceSource{Kind: plugin.MktGitHub, Repo: "anthropics/claude-code"}, "")
 	if err != nil || k.Name != "claude-code-plugins" {
 		t.Fatalf("Add(anthropics/claude-code) = %+v, %v", k, err)
 	}
 	if _, err := m.Update(context.Background(), k.Name); err != nil {
 		t.Errorf("Update: %v", err)
 	}
-	if _, err := m.Add(context.Background(), Source{Kind: KindGitHub, Repo: "someone/claude-code"}, ""); !errors.Is(err, ErrReservedName) {
+	if _, err := m.Add(context.Background(), plugin.MarketplaceSource{Kind: plugin.MktGitHub, Repo: "someone/claude-code"}, ""); !errors.Is(err, ErrReservedName) {
 		t.Errorf("Add(someone/claude-code) = %v; want ErrReservedName", err)
 	}
 }

@@ -10,8 +10,7 @@ import (
 	"github.com/open-policy-agent/opa/v1/ast"
 	"github.com/open-policy-agent/opa/v1/rego"
 	"github.com/open-policy-agent/opa/v1/storage/inmem"
-
-	"github.com/wharfhq/wharf/internal/core/settings"
+	"github.com/wharfhq/wharf/plugin"
 )
 
 // benchLayers builds three layers (org, dept, team), each with 1,000-entry
@@ -49,7 +48,7 @@ func benchLayers(tb testing.TB) []Layer {
 }
 
 func benchRequests() []Request {
-	src := &settings.MarketplaceSource{Source: settings.KindGitHub, Repo: "corp/tools"}
+	src := &plugin.MarketplaceSource{Kind: plugin.MktGitHub, Repo: "corp/tools"}
 	var reqs []Request
 	for i := 0; i < 64; i++ {
 		reqs = append(reqs, Request{Action: ActionInstall, Plugin: mustID(fmt.Sprintf("deploy%d@corp", i)),
@@ -183,7 +182,7 @@ func BenchmarkOpenDecide(b *testing.B) {
 		Settings: []byte(`{"strictKnownMarketplaces":["corp/*",{"source":"github","repo":"acme/tools"}],"blockedMarketplaces":["evil/*"],"enabledPlugins":{"audit@corp":true}}`),
 		Modules:  map[string]string{"team.rego": "package wharf.admin.managed\n\ndeny contains \"deploy plugins need a change ticket\" if {\n\tinput.action == \"install\"\n\tstartswith(input.plugin, \"deploy@\")\n}\n"},
 	}}
-	req := Request{Action: ActionLoad, Plugin: mustID("fmt@corp"), Marketplace: Marketplace{Name: "corp", Source: &settings.MarketplaceSource{Source: settings.KindGitHub, Repo: "corp/plugins"}}}
+	req := Request{Action: ActionLoad, Plugin: mustID("fmt@corp"), Marketplace: Marketplace{Name: "corp", Source: &plugin.MarketplaceSource{Kind: plugin.MktGitHub, Repo: "corp/plugins"}}}
 	memo := b.TempDir() + "/memo"
 	e, err := NewEngine(layers, WithMemoFile(memo))
 	if err != nil {

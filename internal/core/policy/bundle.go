@@ -30,8 +30,9 @@ import (
 //
 //   - data.json: {"wharf": {"policy": {"version", "revision", "layers":
 //     [{"name", "rank", "version", "settings"}]}, "revocations": [Revocation...],
-//     "toolPins": [toolpin.Pin...]}}, layers in authority order, revocations
-//     and tool pins only when there are some;
+//     "toolPins": [toolpin.Pin...], "admissions": Admissions}}, layers in
+//     authority order, revocations, tool pins and admissions only when there
+//     are some;
 //   - /wharf/layers/<layer>/<module>.rego: each layer's admin modules;
 //   - .manifest: revision = the policy version;
 //   - .signatures.json: an ES256 JWS over every file's hash.
@@ -79,6 +80,10 @@ type BundleInfo struct {
 	// ToolPins are the approved tool definitions of plugin MCP servers
 	// (data.json: wharf.toolPins); they are part of the policy version.
 	ToolPins []toolpin.Pin `json:"toolPins,omitempty"`
+	// Admissions are the server's approvals of plugin versions
+	// (data.json: wharf.admissions); nil when it has none. They are part
+	// of the policy version.
+	Admissions *Admissions `json:"admissions,omitempty"`
 }
 
 // ParseBundleKey reads a PEM public key (PKIX, ECDSA P-256) as the server
@@ -238,8 +243,9 @@ func ReadBundle(r io.Reader, publicKeyPEM []byte) ([]Layer, BundleInfo, error) {
 					Settings json.RawMessage `json:"settings"`
 				} `json:"layers"`
 			} `json:"policy"`
-			Revocations Revocations   `json:"revocations"`
-			ToolPins    []toolpin.Pin `json:"toolPins"`
+			Revocations Revocations     `json:"revocations"`
+			ToolPins    []toolpin.Pin   `json:"toolPins"`
+			Admissions  json.RawMessage `json:"admissions"`
 		} `json:"wharf"`
 	}
 	dataJSON, err := json.Marshal(b.Data)
@@ -267,6 +273,13 @@ func ReadBundle(r io.Reader, publicKeyPEM []byte) ([]Layer, BundleInfo, error) {
 		doc.Wharf.ToolPins[i].Origin = "the policy server (bundle " + info.Version + ")"
 	}
 	info.ToolPins = doc.Wharf.ToolPins
+	if t := bytes.TrimSpace(doc.Wharf.Admissions); len(t) > 0 && string(t) != "null" {
+		a, err := ParseAdmissions(t)
+		if err != nil {
+			return nil, BundleInfo{}, bundleInvalid("policy bundle data.json: %v", err)
+		}
+		info.Admissions = a
+	}
 	layers := make([]Layer, 0, len(p.Layers))
 	idx := map[string]int{}
 	for i, l := range p.Layers {

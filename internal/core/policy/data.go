@@ -10,6 +10,7 @@ import (
 	"github.com/open-policy-agent/opa/v1/ast"
 
 	"github.com/wharfhq/wharf/internal/core/settings"
+	"github.com/wharfhq/wharf/plugin"
 )
 
 // The layers' merged settings become two things:
@@ -166,28 +167,28 @@ func buildFacts(layers []compiledLayer, githubHost string) *factIndex {
 			x.crossSet = append(x.crossSet, i)
 		}
 		for _, e := range strict.Entries {
-			switch e.Source {
-			case settings.KindOwnerWildcard:
+			switch e.Pattern {
+			case settings.PatternOwner:
 				for _, h := range x.ownerHosts(layerGitHubHost(cl), false) {
 					addLayer(x.strictOwner, h+"/"+e.RepoOwnerWildcard(), i)
 				}
-			case settings.KindHostPattern:
+			case settings.PatternHost:
 				x.strictHost = append(x.strictHost, compilePattern(i, e.HostPattern))
-			case settings.KindPathPattern:
+			case settings.PatternPath:
 				x.strictPath = append(x.strictPath, compilePattern(i, e.PathPattern))
 			default:
 				x.addStrict(e, i, layerGitHubHost(cl))
 			}
 		}
 		for _, e := range blocked.Entries {
-			switch e.Source {
-			case settings.KindOwnerWildcard:
+			switch e.Pattern {
+			case settings.PatternOwner:
 				for _, h := range x.ownerHosts(layerGitHubHost(cl), true) {
 					addLayer(x.blockedOwner, h+"/"+e.RepoOwnerWildcard(), i)
 				}
-			case settings.KindHostPattern:
+			case settings.PatternHost:
 				x.blockedHost = append(x.blockedHost, compilePattern(i, e.HostPattern))
-			case settings.KindPathPattern:
+			case settings.PatternPath:
 				x.blockedPath = append(x.blockedPath, compilePattern(i, e.PathPattern))
 			default:
 				x.addBlocked(e, i, layerGitHubHost(cl))
@@ -262,11 +263,11 @@ func buildFacts(layers []compiledLayer, githubHost string) *factIndex {
 // key, as strictKnownMarketplaces compares a request's source with an
 // entry (sourceFacets.key on the request side). A github entry means the
 // declaring layer's GitHub host (layerGitHubHost), never the user's.
-func entryKey(e settings.MarketplaceSource, layerHost string) string {
+func entryKey(e plugin.MarketplaceSource, layerHost string) string {
 	if c, ok := canonicalOf(&e, layerHost); ok {
 		return c.Key()
 	}
-	return e.Key()
+	return settings.SourceKey(e)
 }
 
 // bind applies the layers' marketplace declarations (extraKnownMarketplaces)

@@ -148,6 +148,7 @@ type Engine struct {
 	memo  *memo // the decision memo; nil only under WithCache
 	revs  atomic.Pointer[Revocations]
 	pins  atomic.Pointer[[]toolpin.Pin] // the bundles' (SetToolPins)
+	adms  atomic.Pointer[[]*Admissions]
 	// githubHost is where owner/repo requests are fetched from
 	// (WithGitHubHost); nil reads WHARF_GITHUB_HOST when the engine is built.
 	githubHost *string

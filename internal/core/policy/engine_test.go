@@ -18,8 +18,8 @@ import (
 
 var ctx = context.Background()
 
-func ghSource(repo string) *settings.MarketplaceSource {
-	return &settings.MarketplaceSource{Source: settings.KindGitHub, Repo: repo}
+func ghSource(repo string) *plugin.MarketplaceSource {
+	return &plugin.MarketplaceSource{Kind: plugin.MktGitHub, Repo: repo}
 }
 
 func writeFile(t *testing.T, path, data string) {
@@ -163,7 +163,7 @@ func TestPropertyAddingALayerNeverAllowsMore(t *testing.T) {
 		p := plugin.MustParseID(rapid.SampledFrom(plugins).Draw(t, "plugin"))
 		src := ghSource(rapid.SampledFrom(repos).Draw(t, "reqRepo"))
 		if rapid.Bool().Draw(t, "gitSource") {
-			src = &settings.MarketplaceSource{Source: settings.KindGit, URL: "https://git.corp.example/" + src.Repo}
+			src = &plugin.MarketplaceSource{Kind: plugin.MktGit, URL: "https://git.corp.example/" + src.Repo}
 		}
 		from := rapid.SampledFrom([]string{FromPlugin, FromManaged, FromUser, FromProject, FromBuiltin}).Draw(t, "from")
 		switch rapid.SampledFrom([]Action{ActionAddMarketplace, ActionInstall, ActionEnable, ActionDisable, ActionUninstall,
@@ -638,7 +638,7 @@ func TestCacheKeySeparatesRequests(t *testing.T) {
 	}
 	base := Request{Action: ActionInstall, Plugin: mustID("a@corp"), Marketplace: Marketplace{Name: "corp", Source: ghSource("corp/plugins")}, Signatures: []string{"k1"}}
 	evil := base
-	evil.Marketplace.Source = &settings.MarketplaceSource{Source: settings.KindGitHub, Repo: "corp/evil", Ref: "x"}
+	evil.Marketplace.Source = &plugin.MarketplaceSource{Kind: plugin.MktGitHub, Repo: "corp/evil", Ref: "x"}
 	unsigned := base
 	unsigned.Signatures = nil
 	for i := 0; i < 2; i++ { // second round is served from the cache

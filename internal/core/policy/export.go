@@ -77,7 +77,7 @@ func (x *exporter) marketplaces(m settings.LayerMerge) {
 	case strict.Set:
 		allowed := strict.Entries
 		if allowed == nil {
-			allowed = []settings.MarketplaceSource{}
+			allowed = []settings.PolicySource{}
 		}
 		x.out["strictKnownMarketplaces"] = allowed
 		if m.StrictLayers > 1 {

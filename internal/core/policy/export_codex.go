@@ -7,6 +7,7 @@ import (
 	"github.com/pelletier/go-toml/v2"
 
 	"github.com/wharfhq/wharf/internal/core/settings"
+	"github.com/wharfhq/wharf/plugin"
 )
 
 // CodexManagedFile is where OpenAI Codex reads its admin requirements on
@@ -100,14 +101,21 @@ func (e *Engine) ExportCodex() CodexExport {
 
 // codexSource maps a strictKnownMarketplaces entry onto Codex's allowed
 // source, or says why it cannot be mapped exactly.
-func codexSource(s settings.MarketplaceSource, githubHost string) (CodexSource, string) {
-	switch s.Source {
-	case settings.KindGit:
+func codexSource(s settings.PolicySource, githubHost string) (CodexSource, string) {
+	switch s.Pattern {
+	case "":
+	case settings.PatternHost:
+		return CodexSource{Source: "host_pattern", HostPattern: s.HostPattern}, ""
+	default:
+		return CodexSource{}, fmt.Sprintf("Codex has no %s source", s.Pattern)
+	}
+	switch s.Kind {
+	case plugin.MktGit:
 		if s.Path != "" {
 			return CodexSource{}, "Codex cannot restrict a git source to a path inside it"
 		}
 		return CodexSource{Source: "git", URL: s.URL, Ref: s.Ref}, ""
-	case settings.KindGitHub:
+	case plugin.MktGitHub:
 		if s.Path != "" {
 			return CodexSource{}, "Codex cannot restrict a git source to a path inside it"
 		}
@@ -115,21 +123,23 @@ func codexSource(s settings.MarketplaceSource, githubHost string) (CodexSource, 
 			return CodexSource{}, "a layer sets githubHost, and Codex names a GitHub repository only by its URL on github.com"
 		}
 		return CodexSource{Source: "git", URL: "https://github.com/" + s.Repo + ".git", Ref: s.Ref}, ""
-	case settings.KindDirectory:
+	case plugin.MktDirectory:
 		return CodexSource{Source: "local", Path: s.Path}, ""
-	case settings.KindHostPattern:
-		return CodexSource{Source: "host_pattern", HostPattern: s.HostPattern}, ""
 	}
-	return CodexSource{}, fmt.Sprintf("Codex has no %s source", s.Source)
+	return CodexSource{}, fmt.Sprintf("Codex has no %s source", s.Kind)
 }
 
-func describeSource(s settings.MarketplaceSource) string {
+func describeSource(s settings.PolicySource) string {
+	kind := string(s.Kind)
+	if s.Pattern != "" {
+		kind = string(s.Pattern)
+	}
 	for _, v := range []string{s.URL, s.Repo, s.Path, s.HostPattern, s.PathPattern, s.Owner} {
 		if v != "" {
-			return s.Source + " " + v
+			return kind + " " + v
 		}
 	}
-	return s.Source
+	return kind
 }
 
 // TOML writes the requirements alone as a requirements.toml file.

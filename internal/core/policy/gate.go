@@ -23,12 +23,12 @@ func (e *Engine) Check(ctx context.Context, req Request) error {
 }
 
 // AllowAdd gates `wharf marketplace add` before any network or disk access.
-func (e *Engine) AllowAdd(ctx context.Context, name string, src settings.MarketplaceSource) error {
+func (e *Engine) AllowAdd(ctx context.Context, name string, src plugin.MarketplaceSource) error {
 	return e.Check(ctx, Request{Action: ActionAddMarketplace, Marketplace: Marketplace{Name: name, Source: &src}})
 }
 
 // AllowUpdate gates a marketplace update (a fetch from its source).
-func (e *Engine) AllowUpdate(ctx context.Context, name string, src settings.MarketplaceSource) error {
+func (e *Engine) AllowUpdate(ctx context.Context, name string, src plugin.MarketplaceSource) error {
 	return e.Check(ctx, Request{Action: ActionUpdateMarketplace, Marketplace: Marketplace{Name: name, Source: &src}})
 }
 
@@ -37,7 +37,7 @@ type InstallItem struct {
 	Plugin plugin.ID
 	// Source of the plugin's marketplace; nil when unknown (then
 	// strictKnownMarketplaces refuses it).
-	Source *settings.MarketplaceSource
+	Source *plugin.MarketplaceSource
 	// RequiredBy is the dependent that pulled this plugin in; zero for the root.
 	RequiredBy plugin.ID
 	// DeclaredCross is the dependent marketplace's
@@ -81,7 +81,7 @@ func (e *Engine) AllowCrossDeclared(ctx context.Context, from, to plugin.ID, dec
 }
 
 // AllowEnable gates `wharf enable`.
-func (e *Engine) AllowEnable(ctx context.Context, id plugin.ID, src *settings.MarketplaceSource) error {
+func (e *Engine) AllowEnable(ctx context.Context, id plugin.ID, src *plugin.MarketplaceSource) error {
 	return e.Check(ctx, Request{Action: ActionEnable, Plugin: id, Marketplace: Marketplace{Name: id.Source, Source: src}})
 }
 
@@ -96,7 +96,7 @@ func (e *Engine) AllowUninstall(ctx context.Context, id plugin.ID) error {
 }
 
 // AllowLoad gates loading an installed plugin at agent start.
-func (e *Engine) AllowLoad(ctx context.Context, id plugin.ID, src *settings.MarketplaceSource) error {
+func (e *Engine) AllowLoad(ctx context.Context, id plugin.ID, src *plugin.MarketplaceSource) error {
 	return e.Check(ctx, Request{Action: ActionLoad, Plugin: id, Marketplace: Marketplace{Name: id.Source, Source: src}})
 }
 
@@ -160,10 +160,10 @@ func FetchSourceRequest(id string, src plugin.Source) (req Request, ok bool) {
 // fetchSource is the marketplace-source form of a plugin source, which
 // blockedMarketplaces entries are compared with: github as github, a git
 // URL (url, git-subdir) as git, an archive as url.
-func fetchSource(src plugin.Source) (settings.MarketplaceSource, bool) {
+func fetchSource(src plugin.Source) (plugin.MarketplaceSource, bool) {
 	switch src.Kind {
 	case plugin.SourceGitHub:
-		return settings.MarketplaceSource{Source: settings.KindGitHub, Repo: src.Repo, Ref: src.Ref}, true
+		return plugin.MarketplaceSource{Kind: plugin.MktGitHub, Repo: src.Repo, Ref: src.Ref}, true
 	case plugin.SourceURL, plugin.SourceGitSubdir:
 		raw := src.URL
 		if raw == "" {
@@ -171,13 +171,13 @@ func fetchSource(src plugin.Source) (settings.MarketplaceSource, bool) {
 		}
 		if raw != "" && !strings.Contains(raw, ":") {
 			// owner/repo shorthand: a repository on the GitHub host.
-			return settings.MarketplaceSource{Source: settings.KindGitHub, Repo: raw, Ref: src.Ref}, true
+			return plugin.MarketplaceSource{Kind: plugin.MktGitHub, Repo: raw, Ref: src.Ref}, true
 		}
-		return settings.MarketplaceSource{Source: settings.KindGit, URL: raw, Ref: src.Ref}, raw != ""
+		return plugin.MarketplaceSource{Kind: plugin.MktGit, URL: raw, Ref: src.Ref}, raw != ""
 	case plugin.SourceArchive:
-		return settings.MarketplaceSource{Source: settings.KindURL, URL: src.URL}, src.URL != ""
+		return plugin.MarketplaceSource{Kind: plugin.MktURL, URL: src.URL}, src.URL != ""
 	}
-	return settings.MarketplaceSource{}, false
+	return plugin.MarketplaceSource{}, false
 }
 
 // withSideloadSource gives a sideload request its directory as the source
@@ -187,7 +187,7 @@ func (r Request) withSideloadSource() Request {
 	if r.Action != ActionSideload || r.Path == "" || r.Marketplace.Source != nil {
 		return r
 	}
-	r.Marketplace.Source = &settings.MarketplaceSource{Source: settings.KindDirectory, Path: r.Path}
+	r.Marketplace.Source = &plugin.MarketplaceSource{Kind: plugin.MktDirectory, Path: r.Path}
 	if r.Marketplace.Name == "" && !r.Plugin.IsZero() {
 		r.Marketplace.Name = r.Plugin.Source
 	}

@@ -7,6 +7,7 @@ import (
 	"github.com/open-policy-agent/opa/v1/ast"
 
 	"github.com/wharfhq/wharf/internal/core/settings"
+	"github.com/wharfhq/wharf/plugin"
 )
 
 // The AST input the engine evaluates is Input plus input.facts: the decision
@@ -15,7 +16,7 @@ func TestEvalInputMatchesInput(t *testing.T) {
 	reqs := []Request{
 		{Action: ActionInstall, Plugin: mustID("a@corp"), Marketplace: Marketplace{Name: "corp", Source: ghSource("corp/plugins")},
 			RequiredBy: mustID("b@tools"), DeclaredCross: []string{"corp", "x"}, Signatures: []string{"k1"}},
-		{Action: ActionAddMarketplace, Marketplace: Marketplace{Name: "m", Source: &settings.MarketplaceSource{Source: settings.KindGit, URL: "https://git.example/r.git", Ref: "v1"}}},
+		{Action: ActionAddMarketplace, Marketplace: Marketplace{Name: "m", Source: &plugin.MarketplaceSource{Kind: plugin.MktGit, URL: "https://git.example/r.git", Ref: "v1"}}},
 		{Action: ActionLoadComponent, Surface: settings.SurfaceHooks, From: FromUser},
 		{Action: ActionSideload, Path: "/tmp/p"},
 		{Action: ActionDisable, Plugin: mustID("a@corp")},
@@ -48,7 +49,7 @@ func TestEvalInputMatchesInput(t *testing.T) {
 		{benchRequests()[0], `{}`},
 		{Request{Action: ActionEnable, Plugin: mustID("p3@m1"), Marketplace: Marketplace{Name: "m1", Source: ghSource("bad1/repo7")}},
 			`{"blocked_by": [[1, "exact", ""]], "enabled": [[1, false]], "strict_unlisted": [0, 1, 2]}`},
-		{Request{Action: ActionAddMarketplace, Marketplace: Marketplace{Name: "e", Source: &settings.MarketplaceSource{Source: settings.KindGit, URL: "https://evil.example/x.git"}}},
+		{Request{Action: ActionAddMarketplace, Marketplace: Marketplace{Name: "e", Source: &plugin.MarketplaceSource{Kind: plugin.MktGit, URL: "https://evil.example/x.git"}}},
 			`{"blocked_by": [[0, "host", "^evil\\.example$"], [1, "host", "^evil\\.example$"], [2, "host", "^evil\\.example$"]], "strict_unlisted": [0, 1, 2]}`},
 		// A dependency on another marketplace's plugin gets input.facts.cross
 		// (no layer here sets allowCrossMarketplaceDependenciesOn); one in the
@@ -79,7 +80,7 @@ func TestConcurrentDecisionsShareFacts(t *testing.T) {
 	reqs := []Request{
 		{Action: ActionInstall, Plugin: mustID("a@corp"), Marketplace: Marketplace{Name: "corp", Source: ghSource("corp/plugins")}, Signatures: []string{"k3"}},
 		{Action: ActionDisable, Plugin: mustID("b@corp")},
-		{Action: ActionAddMarketplace, Marketplace: Marketplace{Name: "x", Source: &settings.MarketplaceSource{Source: settings.KindURL, URL: "https://evil.example/m.json"}}},
+		{Action: ActionAddMarketplace, Marketplace: Marketplace{Name: "x", Source: &plugin.MarketplaceSource{Kind: plugin.MktURL, URL: "https://evil.example/m.json"}}},
 	}
 	want := make([]Decision, len(reqs))
 	for i, r := range reqs {

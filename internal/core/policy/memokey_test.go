@@ -25,7 +25,7 @@ func TestMemoKeyFollowsRepointedLink(t *testing.T) {
 		t.Skip("symlinks unavailable:", err)
 	}
 	req := Request{Action: ActionLoad, Plugin: plugin.MustParseID("a@m"),
-		Marketplace: Marketplace{Name: "m", Source: &settings.MarketplaceSource{Source: settings.KindDirectory, Path: link}}}
+		Marketplace: Marketplace{Name: "m", Source: &plugin.MarketplaceSource{Kind: plugin.MktDirectory, Path: link}}}
 	before := string(memoKey(nil, req, nil))
 	if err := os.Remove(link); err != nil {
 		t.Fatal(err)
@@ -65,7 +65,7 @@ func TestMemoKeyCoversEveryField(t *testing.T) {
 	r.Surface, r.From = settings.SurfaceHooks, FromManaged
 	variants["managed"] = r
 	r = base
-	r.Marketplace.Source = &settings.MarketplaceSource{Source: settings.KindGitHub, Repo: "o/r"}
+	r.Marketplace.Source = &plugin.MarketplaceSource{Kind: plugin.MktGitHub, Repo: "o/r"}
 	variants["source"] = r
 	r = base
 	r.Content = &Content{Capabilities: capability.Set{Plugin: "a"}}

@@ -21,11 +21,11 @@ import (
 // reads it.
 func TestMemoKeyChangesWithEveryRequestField(t *testing.T) {
 	base := Request{Action: ActionLoadComponent, Plugin: plugin.MustParseID("a@m"), RequiredBy: plugin.MustParseID("b@n"),
-		Marketplace:   Marketplace{Name: "m", Source: &settings.MarketplaceSource{Source: settings.KindGitHub, Repo: "o/r"}},
+		Marketplace:   Marketplace{Name: "m", Source: &plugin.MarketplaceSource{Kind: plugin.MktGitHub, Repo: "o/r"}},
 		DeclaredCross: []string{"n"}, Signatures: []string{"k1"}, Surface: settings.SurfaceHooks, From: FromManaged,
 		Path: "/p", ManagedDir: "/etc/x"}
 	baseKey := string(memoKey(nil, base, nil))
-	srcType := reflect.TypeOf((*settings.MarketplaceSource)(nil))
+	srcType := reflect.TypeOf((*plugin.MarketplaceSource)(nil))
 	contentType := reflect.TypeOf((*Content)(nil))
 	var walk func(name string, get func(r *Request) reflect.Value, typ reflect.Type)
 	walk = func(name string, get func(r *Request) reflect.Value, typ reflect.Type) {
@@ -43,7 +43,7 @@ func TestMemoKeyChangesWithEveryRequestField(t *testing.T) {
 		case typ == srcType:
 			// A marketplace source is known to policy by its Key.
 			change(func(v reflect.Value) {
-				v.Set(reflect.ValueOf(&settings.MarketplaceSource{Source: settings.KindGitHub, Repo: "o/other"}))
+				v.Set(reflect.ValueOf(&plugin.MarketplaceSource{Kind: plugin.MktGitHub, Repo: "o/other"}))
 			})
 		case typ == contentType:
 			// A tree's content is keyed by all of it (its JSON): with it
@@ -128,14 +128,14 @@ func (w *memoWorld) repoint(t *testing.T) {
 	}
 }
 
-func (w *memoWorld) source() *settings.MarketplaceSource {
+func (w *memoWorld) source() *plugin.MarketplaceSource {
 	switch w.rng.IntN(4) {
 	case 0:
 		return nil
 	case 1:
-		return &settings.MarketplaceSource{Source: settings.KindDirectory, Path: w.link}
+		return &plugin.MarketplaceSource{Kind: plugin.MktDirectory, Path: w.link}
 	default:
-		return &settings.MarketplaceSource{Source: settings.KindGitHub, Repo: w.pick([]string{"evil/x", "acme/tools", "corp/m", "other/y"})}
+		return &plugin.MarketplaceSource{Kind: plugin.MktGitHub, Repo: w.pick([]string{"evil/x", "acme/tools", "corp/m", "other/y"})}
 	}
 }
 

@@ -54,8 +54,8 @@ var sourceKinds = map[string]bool{FromPlugin: true, FromManaged: true, FromUser:
 
 // Marketplace names a marketplace and, when known, its source.
 type Marketplace struct {
-	Name   string                      `json:"name"`
-	Source *settings.MarketplaceSource `json:"source,omitempty"`
+	Name   string                    `json:"name"`
+	Source *plugin.MarketplaceSource `json:"source,omitempty"`
 }
 
 // Request is one question to policy. Which fields matter depends on Action:
@@ -127,8 +127,8 @@ func memoKey(dst []byte, req Request, x *factIndex) []byte {
 	}
 	dst = append(dst, 0)
 	if s := req.Marketplace.Source; s != nil {
-		dst = append(dst, s.Key()...)
-		if s.Source == settings.KindDirectory || s.Source == settings.KindFile {
+		dst = append(dst, settings.SourceKey(*s)...)
+		if s.IsLocal() {
 			// Policy matches a local source by its resolved path: a link
 			// repointed since the decision was memoized is a new request.
 			dst = append(dst, 0)
@@ -139,18 +139,18 @@ func memoKey(dst []byte, req Request, x *factIndex) []byte {
 }
 
 type wireRequest struct {
-	Action        Action                      `json:"action"`
-	Plugin        string                      `json:"plugin,omitempty"`
-	Marketplace   *Marketplace                `json:"marketplace,omitempty"`
-	RequiredBy    string                      `json:"requiredBy,omitempty"`
-	DeclaredCross []string                    `json:"declaredCross,omitempty"`
-	Signatures    []string                    `json:"signatures,omitempty"`
-	Surface       settings.Surface            `json:"surface,omitempty"`
-	From          string                      `json:"from,omitempty"`
-	Path          string                      `json:"path,omitempty"`
-	ManagedDir    string                      `json:"managedDir,omitempty"`
-	Content       *Content                    `json:"content,omitempty"`
-	Source        *settings.MarketplaceSource `json:"-"`
+	Action        Action                    `json:"action"`
+	Plugin        string                    `json:"plugin,omitempty"`
+	Marketplace   *Marketplace              `json:"marketplace,omitempty"`
+	RequiredBy    string                    `json:"requiredBy,omitempty"`
+	DeclaredCross []string                  `json:"declaredCross,omitempty"`
+	Signatures    []string                  `json:"signatures,omitempty"`
+	Surface       settings.Surface          `json:"surface,omitempty"`
+	From          string                    `json:"from,omitempty"`
+	Path          string                    `json:"path,omitempty"`
+	ManagedDir    string                    `json:"managedDir,omitempty"`
+	Content       *Content                  `json:"content,omitempty"`
+	Source        *plugin.MarketplaceSource `json:"-"`
 }
 
 // MarshalJSON writes plugin ids as "name@marketplace" strings.
@@ -210,7 +210,7 @@ func ParseRequest(data []byte) (Request, error) {
 	if raw.Marketplace != nil {
 		req.Marketplace.Name = raw.Marketplace.Name
 		if len(raw.Marketplace.Source) > 0 && string(raw.Marketplace.Source) != "null" {
-			src, err := settings.ParseSource(raw.Marketplace.Source)
+			src, err := plugin.DecodeMarketplaceSource(raw.Marketplace.Source)
 			if err != nil {
 				return bad("marketplace.source: %v", err)
 			}
@@ -369,7 +369,7 @@ type sourceFacets struct {
 	// ownerKey is "host/owner" of a repository on a GitHub host: what
 	// "owner/*" entries are indexed by (see sourcematch.go).
 	ownerKey string
-	// rawKey is the source's key as written (settings.MarketplaceSource.Key),
+	// rawKey is the source's key as written (settings.SourceKey),
 	// for entries that have no canonical form.
 	rawKey string
 	// canon is the canonical form, when canonical is set.
@@ -389,8 +389,8 @@ type requestFacets struct {
 // facetsOf computes the facets of a source. ghHost is the GitHub host
 // owner/repo sources point at. A local path is resolved (symlinks): the only
 // disk access a decision makes.
-func facetsOf(s *settings.MarketplaceSource, ghHost string) sourceFacets {
-	f := sourceFacets{known: true, rawKey: s.Key(), display: displaySource(*s)}
+func facetsOf(s *plugin.MarketplaceSource, ghHost string) sourceFacets {
+	f := sourceFacets{known: true, rawKey: settings.SourceKey(*s), display: displaySource(*s)}
 	c, ok := canonicalOf(s, ghHost)
 	if !ok {
 		f.key, f.owner, f.host, f.path = f.rawKey, s.RepoOwner(), s.Host(), s.LocalPath()
@@ -510,10 +510,10 @@ func (r Request) evalInput(x *factIndex) ast.Value {
 // host. Local sources are not cached: their facets depend on the symlinks
 // on disk at the time of the decision.
 type marketplaceKey struct {
-	name, ghHost                          string
-	known                                 bool
-	kind, repo, url, ref, path            string
-	hostPattern, pathPattern, ownerPrefix string
+	name, ghHost         string
+	known                bool
+	kind                 plugin.MarketplaceKind
+	repo, url, ref, path string
 }
 
 type marketplaceEntry struct {
@@ -532,14 +532,13 @@ var marketplaceTerms struct {
 const marketplaceTermsMax = 1024
 
 // marketplaceTerm returns the facets of src and input.marketplace.
-func marketplaceTerm(name string, src *settings.MarketplaceSource, ghHost string) (sourceFacets, *ast.Term) {
+func marketplaceTerm(name string, src *plugin.MarketplaceSource, ghHost string) (sourceFacets, *ast.Term) {
 	k := marketplaceKey{name: name}
 	local := false
 	if src != nil {
-		k = marketplaceKey{name: name, ghHost: ghHost, known: true, kind: src.Source, repo: src.Repo, url: src.URL, ref: src.Ref, path: src.Path,
-			hostPattern: src.HostPattern, pathPattern: src.PathPattern, ownerPrefix: src.Owner}
-		local = src.Source == settings.KindDirectory || src.Source == settings.KindFile ||
-			src.Source == settings.KindGit && strings.HasPrefix(strings.ToLower(strings.TrimSpace(src.URL)), "file:")
+		k = marketplaceKey{name: name, ghHost: ghHost, known: true, kind: src.Kind, repo: src.Repo, url: src.URL, ref: src.Ref, path: src.Path}
+		local = src.IsLocal() ||
+			src.Kind == plugin.MktGit && strings.HasPrefix(strings.ToLower(strings.TrimSpace(src.URL)), "file:")
 	}
 	var e marketplaceEntry
 	if !local {
@@ -600,20 +599,20 @@ func strTerm(s string) *ast.Term {
 	return ast.StringTerm(s)
 }
 
-func displaySource(s settings.MarketplaceSource) string {
-	switch s.Source {
-	case settings.KindGitHub:
+func displaySource(s plugin.MarketplaceSource) string {
+	switch s.Kind {
+	case plugin.MktGitHub:
 		d := "github:" + s.Repo
 		if s.Ref != "" {
 			d += "#" + s.Ref
 		}
 		return d
-	case settings.KindGit, settings.KindURL:
-		return s.Source + ":" + s.URL
-	case settings.KindDirectory, settings.KindFile:
-		return s.Source + ":" + s.Path
+	case plugin.MktGit, plugin.MktURL:
+		return string(s.Kind) + ":" + s.URL
+	case plugin.MktDirectory, plugin.MktFile:
+		return string(s.Kind) + ":" + s.Path
 	}
-	return s.Source
+	return string(s.Kind) + ":" + s.String()
 }
 
 // LegacySignature is the token standing, in Request.Signatures, for a valid

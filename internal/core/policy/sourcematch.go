@@ -48,18 +48,18 @@ func canonOptions(ghHost string) plugin.CanonOptions {
 }
 
 // canonicalOf returns the canonical form of a non-pattern source.
-func canonicalOf(s *settings.MarketplaceSource, ghHost string) (plugin.CanonicalSource, bool) {
-	if s == nil || s.IsPattern() {
+func canonicalOf(s *plugin.MarketplaceSource, ghHost string) (plugin.CanonicalSource, bool) {
+	if s == nil {
 		return plugin.CanonicalSource{}, false
 	}
-	c, err := plugin.CanonicalizeMarketplaceSource(s.Source, s.Repo, s.URL, s.Ref, s.Path, canonOptions(ghHost))
+	c, err := s.Canonical(canonOptions(ghHost))
 	return c, err == nil
 }
 
 // lexicalPath is a local source's path as written, made absolute and
 // cleaned but with its symlinks left alone; "" for other sources.
-func lexicalPath(s *settings.MarketplaceSource) string {
-	if s.Source != settings.KindDirectory && s.Source != settings.KindFile {
+func lexicalPath(s *plugin.MarketplaceSource) string {
+	if !s.IsLocal() {
 		return ""
 	}
 	p, err := filepath.Abs(s.Path)
@@ -103,8 +103,8 @@ func (x *factIndex) ownerHosts(layerHost string, block bool) []string {
 
 // addBlocked indexes a blockedMarketplaces entry that is not a pattern; its
 // github entries mean layerHost.
-func (x *factIndex) addBlocked(e settings.MarketplaceSource, i int, layerHost string) {
-	c, ok := canonicalOf(&e, layerHost)
+func (x *factIndex) addBlocked(e settings.PolicySource, i int, layerHost string) {
+	c, ok := canonicalOf(&e.MarketplaceSource, layerHost)
 	if !ok {
 		addLayer(x.blockedExact, e.Key(), i)
 		return
@@ -112,12 +112,12 @@ func (x *factIndex) addBlocked(e settings.MarketplaceSource, i int, layerHost st
 	switch c.Kind {
 	case plugin.CanonLocal:
 		addLayer(x.blockedLocal, c.Path, i)
-		if lp := lexicalPath(&e); lp != "" {
+		if lp := lexicalPath(&e.MarketplaceSource); lp != "" {
 			addLayer(x.blockedLocal, lp, i)
 		}
 	default:
 		x.blockedRepo[c.RepoKey()] = append(x.blockedRepo[c.RepoKey()], blockEntry{layer: i, c: c})
-		if e.Source == settings.KindGitHub {
+		if e.Kind == plugin.MktGitHub {
 			// Blocks fail closed: the repository is blocked on every
 			// GitHub host in play, the user's included.
 			for _, h := range x.ownerHosts(layerHost, true) {
@@ -134,8 +134,8 @@ func (x *factIndex) addBlocked(e settings.MarketplaceSource, i int, layerHost st
 
 // addStrict indexes a strictKnownMarketplaces entry that is not a pattern;
 // its github entries mean layerHost, never the user's GitHub host.
-func (x *factIndex) addStrict(e settings.MarketplaceSource, i int, layerHost string) {
-	if c, ok := canonicalOf(&e, layerHost); ok {
+func (x *factIndex) addStrict(e settings.PolicySource, i int, layerHost string) {
+	if c, ok := canonicalOf(&e.MarketplaceSource, layerHost); ok {
 		addLayer(x.strictExact, c.Key(), i)
 		return
 	}

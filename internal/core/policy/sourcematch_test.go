@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/wharfhq/wharf/internal/core/settings"
+	"github.com/wharfhq/wharf/plugin"
 )
 
 func engineWith(t *testing.T, managed string, opts ...Option) *Engine {
@@ -21,9 +21,9 @@ func engineWith(t *testing.T, managed string, opts ...Option) *Engine {
 	return e
 }
 
-func src(t *testing.T, js string) settings.MarketplaceSource {
+func src(t *testing.T, js string) plugin.MarketplaceSource {
 	t.Helper()
-	s, err := settings.ParseSource([]byte(js))
+	s, err := plugin.DecodeMarketplaceSource([]byte(js))
 	if err != nil {
 		t.Fatalf("%s: %v", js, err)
 	}

@@ -6,8 +6,7 @@ import (
 	"testing"
 
 	"github.com/open-policy-agent/opa/v1/rego"
-
-	"github.com/wharfhq/wharf/internal/core/settings"
+	"github.com/wharfhq/wharf/plugin"
 )
 
 // BenchmarkSpeedEvalCache measures what the evaluation helpers of
@@ -31,7 +30,7 @@ func BenchmarkSpeedEvalCache(b *testing.B) {
 	if err := st.prepare(e); err != nil {
 		b.Fatal(err)
 	}
-	src := &settings.MarketplaceSource{Source: settings.KindGitHub, Repo: "corp/plugins"}
+	src := &plugin.MarketplaceSource{Kind: plugin.MktGitHub, Repo: "corp/plugins"}
 	var reqs []Request
 	for i := range 295 {
 		reqs = append(reqs, Request{Action: ActionLoad, Plugin: mustID(fmt.Sprintf("p%d@corp", i)), Marketplace: Marketplace{Name: "corp", Source: src}})

@@ -104,7 +104,7 @@ func (m *LayerMerge) mergeBindings(layers []*Settings) {
 					m.ExtraKnownMarketplaces = map[string]KnownMarketplace{}
 				}
 				m.ExtraKnownMarketplaces[name] = km
-			case prev.Source.Key() != km.Source.Key():
+			case SourceKey(prev.Source) != SourceKey(km.Source):
 				conflict[name] = true
 				delete(m.ExtraKnownMarketplaces, name)
 				m.BindingConflicts = append(m.BindingConflicts, name)
@@ -218,7 +218,7 @@ func intersectSources(lists []SourceList) SourceList {
 // Covers reports whether every source that entry e matches is also allowed
 // by l (conservatively: false when unsure). A pattern is covered only by
 // the same pattern.
-func (l SourceList) Covers(e MarketplaceSource) bool {
+func (l SourceList) Covers(e PolicySource) bool {
 	if l.Invalid {
 		return false
 	}
@@ -229,16 +229,16 @@ func (l SourceList) Covers(e MarketplaceSource) bool {
 		if e.IsPattern() {
 			continue
 		}
-		switch o.Source {
-		case KindOwnerWildcard:
+		switch o.Pattern {
+		case PatternOwner:
 			if e.RepoOwner() != "" && e.RepoOwner() == o.RepoOwnerWildcard() {
 				return true
 			}
-		case KindHostPattern:
+		case PatternHost:
 			if h := e.Host(); h != "" && matchRE(o.HostPattern, h) {
 				return true
 			}
-		case KindPathPattern:
+		case PatternPath:
 			if p := e.LocalPath(); p != "" && matchRE(o.PathPattern, p) {
 				return true
 			}
@@ -254,7 +254,7 @@ func matchRE(pattern, s string) bool {
 	return err == nil && re.MatchString(s)
 }
 
-func containsSource(l []MarketplaceSource, e MarketplaceSource) bool {
+func containsSource(l []PolicySource, e PolicySource) bool {
 	for _, x := range l {
 		if x.Key() == e.Key() {
 			return true

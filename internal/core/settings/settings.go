@@ -76,7 +76,7 @@ func (f Flag) On() bool { return f.Invalid || (f.Set && f.Value) }
 type SourceList struct {
 	Set     bool
 	Invalid bool // not an array, or (for a blocklist) an entry that cannot be read
-	Entries []MarketplaceSource
+	Entries []PolicySource
 	// Rejected counts entries that could not be read (reported as Issues).
 	Rejected int
 }
@@ -129,8 +129,8 @@ type KeyList struct {
 
 // KnownMarketplace is one entry of extraKnownMarketplaces.
 type KnownMarketplace struct {
-	Source     MarketplaceSource `json:"source"`
-	AutoUpdate *bool             `json:"autoUpdate,omitempty"`
+	Source     plugin.MarketplaceSource `json:"source"`
+	AutoUpdate *bool                    `json:"autoUpdate,omitempty"`
 }
 
 // Settings is one decoded settings document, or the merge of several.
@@ -327,7 +327,7 @@ func (d *decoder) key(off int64, key string, raw json.RawMessage) {
 	case "enabledPlugins":
 		var m map[string]json.RawMessage
 		if err := json.Unmarshal(raw, &m); err != nil || m == nil {
-			d.issue(SeverityError, off, key, "must be an object {\"plugin@marketplace\": true|false}, got %s", jsonKind(raw))
+			d.issue(SeverityError, off, key, "must be an object {\"plugin@marketplace\": true|false}, got %s", plugin.JSONKind(raw))
 			return
 		}
 		s.EnabledPlugins = map[plugin.ID]bool{}
@@ -340,7 +340,7 @@ func (d *decoder) key(off int64, key string, raw json.RawMessage) {
 			}
 			var b bool
 			if err := json.Unmarshal(m[k], &b); err != nil {
-				d.issue(SeverityError, off, field, "must be true or false, got %s", jsonKind(m[k]))
+				d.issue(SeverityError, off, field, "must be true or false, got %s", plugin.JSONKind(m[k]))
 				s.EnabledInvalid = append(s.EnabledInvalid, id)
 				continue
 			}
@@ -349,7 +349,7 @@ func (d *decoder) key(off int64, key string, raw json.RawMessage) {
 	case "extraKnownMarketplaces":
 		var m map[string]json.RawMessage
 		if err := json.Unmarshal(raw, &m); err != nil || m == nil {
-			d.issue(SeverityError, off, key, "must be an object {name: {source, autoUpdate?}}, got %s", jsonKind(raw))
+			d.issue(SeverityError, off, key, "must be an object {name: {source, autoUpdate?}}, got %s", plugin.JSONKind(raw))
 			return
 		}
 		s.ExtraKnownMarketplaces = map[string]KnownMarketplace{}
@@ -361,7 +361,7 @@ func (d *decoder) key(off int64, key string, raw json.RawMessage) {
 			}
 			var entry map[string]json.RawMessage
 			if err := json.Unmarshal(m[name], &entry); err != nil || entry == nil {
-				d.issue(SeverityError, off, field, "must be an object {source, autoUpdate?}, got %s", jsonKind(m[name]))
+				d.issue(SeverityError, off, field, "must be an object {source, autoUpdate?}, got %s", plugin.JSONKind(m[name]))
 				continue
 			}
 			var km KnownMarketplace
@@ -369,7 +369,7 @@ func (d *decoder) key(off int64, key string, raw json.RawMessage) {
 			for _, f := range sortedKeys(entry) {
 				switch f {
 				case "source":
-					src, err := decodeSource(entry[f], false)
+					src, err := plugin.DecodeMarketplaceSource(entry[f])
 					if err != nil {
 						d.issue(SeverityError, off, field+".source", "%v", err)
 						ok = false
@@ -378,7 +378,7 @@ func (d *decoder) key(off int64, key string, raw json.RawMessage) {
 				case "autoUpdate":
 					var b bool
 					if err := json.Unmarshal(entry[f], &b); err != nil {
-						d.issue(SeverityError, off, field+".autoUpdate", "must be true or false, got %s", jsonKind(entry[f]))
+						d.issue(SeverityError, off, field+".autoUpdate", "must be true or false, got %s", plugin.JSONKind(entry[f]))
 						ok = false
 					}
 					km.AutoUpdate = &b
@@ -411,7 +411,7 @@ func (d *decoder) key(off int64, key string, raw json.RawMessage) {
 	case "githubHost":
 		var h string
 		if err := json.Unmarshal(raw, &h); err != nil {
-			d.issue(SeverityError, off, key, "must be a host such as \"ghe.corp.example\" or a URL such as \"https://ghe.corp.example\", got %s", jsonKind(raw))
+			d.issue(SeverityError, off, key, "must be a host such as \"ghe.corp.example\" or a URL such as \"https://ghe.corp.example\", got %s", plugin.JSONKind(raw))
 			return
 		}
 		if _, _, ok := plugin.GitHubHostPort(h); !ok {
@@ -422,7 +422,7 @@ func (d *decoder) key(off int64, key string, raw json.RawMessage) {
 	case "legacySignatureKeys":
 		s.LegacySignatureKeys = d.keyList(off, key, raw)
 	case "hooks":
-		if kind := jsonKind(raw); kind != "an object" {
+		if kind := plugin.JSONKind(raw); kind != "an object" {
 			d.issue(SeverityError, off, key, "must be an object {event: [matchers]}, got %s", kind)
 			return
 		}
@@ -430,12 +430,12 @@ func (d *decoder) key(off int64, key string, raw json.RawMessage) {
 	case "mcpServers":
 		var m map[string]json.RawMessage
 		if err := json.Unmarshal(raw, &m); err != nil || m == nil {
-			d.issue(SeverityError, off, key, "must be an object {name: server}, got %s", jsonKind(raw))
+			d.issue(SeverityError, off, key, "must be an object {name: server}, got %s", plugin.JSONKind(raw))
 			return
 		}
 		s.MCPServers = map[string]json.RawMessage{}
 		for _, name := range sortedKeys(m) {
-			if kind := jsonKind(m[name]); kind != "an object" {
+			if kind := plugin.JSONKind(m[name]); kind != "an object" {
 				d.issue(SeverityError, off, fmt.Sprintf("mcpServers[%q]", name), "must be an object {command, args?, env?} or {type, url}, got %s", kind)
 				continue
 			}
@@ -460,7 +460,7 @@ func (d *decoder) key(off int64, key string, raw json.RawMessage) {
 func (d *decoder) flag(off int64, key string, raw json.RawMessage) Flag {
 	var b bool
 	if err := json.Unmarshal(raw, &b); err != nil {
-		d.issue(SeverityError, off, key, "must be true or false, got %s; treated as true (fail closed)", jsonKind(raw))
+		d.issue(SeverityError, off, key, "must be true or false, got %s; treated as true (fail closed)", plugin.JSONKind(raw))
 		return Flag{Set: true, Invalid: true}
 	}
 	return Flag{Set: true, Value: b}
@@ -470,15 +470,15 @@ func (d *decoder) sourceList(off int64, key string, raw json.RawMessage, blockli
 	var items []json.RawMessage
 	if err := json.Unmarshal(raw, &items); err != nil || items == nil {
 		if blocklist {
-			d.issue(SeverityError, off, key, "must be an array of marketplace sources, got %s; every marketplace is blocked until it is fixed (fail closed)", jsonKind(raw))
+			d.issue(SeverityError, off, key, "must be an array of marketplace sources, got %s; every marketplace is blocked until it is fixed (fail closed)", plugin.JSONKind(raw))
 		} else {
-			d.issue(SeverityError, off, key, "must be an array of marketplace sources, got %s; no marketplace is allowed until it is fixed (fail closed)", jsonKind(raw))
+			d.issue(SeverityError, off, key, "must be an array of marketplace sources, got %s; no marketplace is allowed until it is fixed (fail closed)", plugin.JSONKind(raw))
 		}
 		return SourceList{Set: true, Invalid: true}
 	}
-	l := SourceList{Set: true, Entries: []MarketplaceSource{}}
+	l := SourceList{Set: true, Entries: []PolicySource{}}
 	for i, it := range items {
-		src, err := decodeSource(it, true)
+		src, err := ParsePolicySource(it)
 		if err != nil {
 			l.Rejected++
 			if blocklist {
@@ -503,14 +503,14 @@ func (d *decoder) surfaceLock(off int64, key string, raw json.RawMessage) Surfac
 	}
 	var names []json.RawMessage
 	if err := json.Unmarshal(raw, &names); err != nil || names == nil {
-		d.issue(SeverityError, off, key, "must be true, false or a list of surfaces (commands, skills, agents, hooks, mcp-servers), got %s; every surface is locked (fail closed)", jsonKind(raw))
+		d.issue(SeverityError, off, key, "must be true, false or a list of surfaces (commands, skills, agents, hooks, mcp-servers), got %s; every surface is locked (fail closed)", plugin.JSONKind(raw))
 		return SurfaceLock{Set: true, All: true, Invalid: true}
 	}
 	l := SurfaceLock{Set: true, List: []Surface{}}
 	for i, n := range names {
 		var name string
 		if err := json.Unmarshal(n, &name); err != nil {
-			d.issue(SeverityError, off, fmt.Sprintf("%s[%d]", key, i), "must be a surface name string, got %s; every surface is locked (fail closed)", jsonKind(n))
+			d.issue(SeverityError, off, fmt.Sprintf("%s[%d]", key, i), "must be a surface name string, got %s; every surface is locked (fail closed)", plugin.JSONKind(n))
 			l.All, l.Invalid = true, true
 			continue
 		}
@@ -543,14 +543,14 @@ func containsSurface(l []Surface, s Surface) bool {
 func (d *decoder) nameList(off int64, key string, raw json.RawMessage) NameList {
 	var items []json.RawMessage
 	if err := json.Unmarshal(raw, &items); err != nil || items == nil {
-		d.issue(SeverityError, off, key, "must be an array of marketplace names, got %s; no marketplace is allowed (fail closed)", jsonKind(raw))
+		d.issue(SeverityError, off, key, "must be an array of marketplace names, got %s; no marketplace is allowed (fail closed)", plugin.JSONKind(raw))
 		return NameList{Set: true, Invalid: true}
 	}
 	l := NameList{Set: true, Names: []string{}}
 	for i, it := range items {
 		var name string
 		if err := json.Unmarshal(it, &name); err != nil {
-			d.issue(SeverityError, off, fmt.Sprintf("%s[%d]", key, i), "must be a marketplace name string, got %s; entry ignored (allows nothing)", jsonKind(it))
+			d.issue(SeverityError, off, fmt.Sprintf("%s[%d]", key, i), "must be a marketplace name string, got %s; entry ignored (allows nothing)", plugin.JSONKind(it))
 			continue
 		}
 		if err := plugin.ValidateName(name); err != nil {
@@ -567,7 +567,7 @@ func (d *decoder) nameList(off int64, key string, raw json.RawMessage) NameList 
 func (d *decoder) signatures(off int64, key string, raw json.RawMessage) Signatures {
 	var m map[string]json.RawMessage
 	if err := json.Unmarshal(raw, &m); err != nil || m == nil {
-		d.issue(SeverityError, off, key, "must be an object {\"marketplace\": [\"keyid\", ...]}, got %s; every install is refused until it is fixed (fail closed)", jsonKind(raw))
+		d.issue(SeverityError, off, key, "must be an object {\"marketplace\": [\"keyid\", ...]}, got %s; every install is refused until it is fixed (fail closed)", plugin.JSONKind(raw))
 		return Signatures{Set: true, Invalid: true}
 	}
 	sig := Signatures{Set: true, Keys: map[string][]string{}}
@@ -579,7 +579,7 @@ func (d *decoder) signatures(off int64, key string, raw json.RawMessage) Signatu
 		}
 		var keys []string
 		if err := json.Unmarshal(m[mkt], &keys); err != nil || keys == nil {
-			d.issue(SeverityError, off, field, "must be a list of key ids, got %s; installs from %s are refused until it is fixed (fail closed)", jsonKind(m[mkt]), mkt)
+			d.issue(SeverityError, off, field, "must be a list of key ids, got %s; installs from %s are refused until it is fixed (fail closed)", plugin.JSONKind(m[mkt]), mkt)
 			sig.InvalidMarketplaces = append(sig.InvalidMarketplaces, mkt)
 			continue
 		}
@@ -591,7 +591,7 @@ func (d *decoder) signatures(off int64, key string, raw json.RawMessage) Signatu
 func (d *decoder) keyList(off int64, key string, raw json.RawMessage) KeyList {
 	var items []json.RawMessage
 	if err := json.Unmarshal(raw, &items); err != nil || items == nil {
-		d.issue(SeverityError, off, key, "must be an array of key ids or sha256 fingerprints, got %s; no key may use old-form signatures (fail closed)", jsonKind(raw))
+		d.issue(SeverityError, off, key, "must be an array of key ids or sha256 fingerprints, got %s; no key may use old-form signatures (fail closed)", plugin.JSONKind(raw))
 		return KeyList{Set: true, Invalid: true}
 	}
 	l := KeyList{Set: true, Keys: []string{}}
@@ -599,7 +599,7 @@ func (d *decoder) keyList(off int64, key string, raw json.RawMessage) KeyList {
 		field := fmt.Sprintf("%s[%d]", key, i)
 		var k string
 		if err := json.Unmarshal(it, &k); err != nil {
-			d.issue(SeverityError, off, field, "must be a key id string, got %s; entry ignored (opts no key in)", jsonKind(it))
+			d.issue(SeverityError, off, field, "must be a key id string, got %s; entry ignored (opts no key in)", plugin.JSONKind(it))
 			continue
 		}
 		if !keyRef(k) {

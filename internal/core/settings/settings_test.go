@@ -158,19 +158,19 @@ func TestPolicySourceForms(t *testing.T) {
 			t.Errorf("ParsePolicySource(%s): %v", s, err)
 		}
 	}
-	if _, err := ParseSource([]byte(`{"source":"hostPattern","hostPattern":"x"}`)); err == nil {
+	if _, err := plugin.DecodeMarketplaceSource([]byte(`{"source":"hostPattern","hostPattern":"x"}`)); err == nil {
 		t.Error("hostPattern accepted outside policy lists")
 	}
-	if _, err := ParseSource([]byte(`"acme/*"`)); err == nil {
+	if _, err := plugin.DecodeMarketplaceSource([]byte(`"acme/*"`)); err == nil {
 		t.Error("owner wildcard accepted outside policy lists")
 	}
-	src, _ := ParseSource([]byte(`{"source":"git","url":"git@github.com:Acme/tools.git"}`))
+	src, _ := plugin.DecodeMarketplaceSource([]byte(`{"source":"git","url":"git@github.com:Acme/tools.git"}`))
 	if src.RepoOwner() != "acme" || src.Host() != "github.com" {
 		t.Errorf("owner/host of scp url = %q/%q", src.RepoOwner(), src.Host())
 	}
-	a, _ := ParseSource([]byte(`{"source":"github","repo":"Acme/Tools"}`))
-	b, _ := ParseSource([]byte(`{"source":"github","repo":"acme/tools"}`))
-	c, _ := ParseSource([]byte(`{"source":"github","repo":"acme/tools","ref":"v1"}`))
+	a, _ := ParsePolicySource([]byte(`{"source":"github","repo":"Acme/Tools"}`))
+	b, _ := ParsePolicySource([]byte(`{"source":"github","repo":"acme/tools"}`))
+	c, _ := ParsePolicySource([]byte(`{"source":"github","repo":"acme/tools","ref":"v1"}`))
 	if a.Key() != b.Key() || b.Key() == c.Key() {
 		t.Errorf("keys: %s %s %s", a.Key(), b.Key(), c.Key())
 	}
@@ -433,5 +433,31 @@ func TestSetEnabledConcurrentWritesKeepEveryKey(t *testing.T) {
 				t.Errorf("%s: enabled=%v present=%v after its write was acknowledged", k, on, ok)
 			}
 		}
+	}
+}
+
+// SourceKey tells two sources apart by every identifying field, whatever
+// the kind, and leaves credentials out.
+func TestSourceKey(t *testing.T) {
+	gh := func(repo string) plugin.MarketplaceSource {
+		return plugin.MarketplaceSource{Kind: plugin.MktGitHub, Repo: repo}
+	}
+	if SourceKey(gh("Acme/Tools")) != SourceKey(gh("acme/tools")) {
+		t.Error("github repositories compare case-insensitively")
+	}
+	u := plugin.MarketplaceSource{Kind: plugin.MktURL, URL: "https://m.example/marketplace.json"}
+	withHeaders := u
+	withHeaders.Headers = map[string]string{"Authorization": "Bearer x"}
+	if SourceKey(u) != SourceKey(withHeaders) {
+		t.Error("headers changed the key")
+	}
+	other := func(url string) plugin.MarketplaceSource {
+		return plugin.MarketplaceSource{Kind: "npm", URL: url, Headers: map[string]string{"A": url}}
+	}
+	if SourceKey(other("https://a.example/x")) == SourceKey(other("https://b.example/x")) {
+		t.Error("two sources of a kind settings does not list got one key")
+	}
+	if SourceKey(other("https://a.example/x")) != SourceKey(other("https://a.example/x")) {
+		t.Error("one source got two keys")
 	}
 }

@@ -4,282 +4,175 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"net/url"
-	"path/filepath"
 	"regexp"
-	"sort"
 	"strconv"
 	"strings"
 
 	"github.com/wharfhq/wharf/internal/core/lazyre"
+	"github.com/wharfhq/wharf/plugin"
 )
 
-// Source kinds of a marketplace source object.
+// PatternKind is a policy-only entry of strictKnownMarketplaces and
+// blockedMarketplaces: a pattern over sources rather than one source.
+type PatternKind string
+
+// The pattern kinds. The source kinds are plugin's (plugin.MktGitHub, ...).
 const (
-	KindGitHub    = "github"
-	KindGit       = "git"
-	KindURL       = "url"
-	KindDirectory = "directory"
-	KindFile      = "file"
-	// Pattern kinds appear only in policy lists (strictKnownMarketplaces,
-	// blockedMarketplaces).
-	KindHostPattern = "hostPattern"
-	KindPathPattern = "pathPattern"
-	// KindOwnerWildcard is the "owner/*" string form, policy lists only.
-	KindOwnerWildcard = "owner/*"
+	PatternHost PatternKind = "hostPattern" // {"source":"hostPattern","hostPattern": regexp over the host}
+	PatternPath PatternKind = "pathPattern" // {"source":"pathPattern","pathPattern": regexp over a local path}
+	// PatternOwner is the "owner/*" string form: every repository of a
+	// GitHub owner.
+	PatternOwner PatternKind = "owner/*"
 )
 
-// MarketplaceSource is a marketplace source object as it appears in
-// extraKnownMarketplaces and in policy lists.
-type MarketplaceSource struct {
-	Source      string            `json:"source"`
-	Repo        string            `json:"repo,omitempty"`
-	URL         string            `json:"url,omitempty"`
-	Ref         string            `json:"ref,omitempty"`
-	Path        string            `json:"path,omitempty"`
-	Headers     map[string]string `json:"headers,omitempty"`
-	HostPattern string            `json:"hostPattern,omitempty"`
-	PathPattern string            `json:"pathPattern,omitempty"`
-	// Owner is set for the "owner/*" wildcard (Source == KindOwnerWildcard).
-	Owner string `json:"-"`
+// patternFields is the one field each object pattern carries besides
+// "source".
+var patternFields = map[PatternKind]string{PatternHost: "hostPattern", PatternPath: "pathPattern"}
+
+// PolicySource is one entry of a policy list (strictKnownMarketplaces,
+// blockedMarketplaces): a marketplace source, or (Pattern set) a pattern.
+type PolicySource struct {
+	// MarketplaceSource is the source the entry names; zero for a pattern.
+	plugin.MarketplaceSource
+	Pattern     PatternKind // "" for a source
+	HostPattern string      // PatternHost: a regular expression over the host
+	PathPattern string      // PatternPath: a regular expression over the path
+	Owner       string      // PatternOwner: the owner, as written
 }
 
-// allowed fields per kind; "source" is implied.
-var sourceFields = map[string][]string{
-	KindGitHub:      {"repo", "ref", "path"},
-	KindGit:         {"url", "ref", "path"},
-	KindURL:         {"url", "headers"},
-	KindDirectory:   {"path"},
-	KindFile:        {"path"},
-	KindHostPattern: {"hostPattern"},
-	KindPathPattern: {"pathPattern"},
-}
-
-var repoRE = lazyre.New(`^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$`)
 var ownerRE = lazyre.New(`^[A-Za-z0-9_.-]+$`)
 
-// MarshalJSON writes the owner wildcard back as its string form.
-func (s MarketplaceSource) MarshalJSON() ([]byte, error) {
-	if s.Source == KindOwnerWildcard {
+// MarshalJSON writes the entry as a settings file does: the source's
+// object, a pattern's object, or the owner wildcard's string.
+func (s PolicySource) MarshalJSON() ([]byte, error) {
+	switch s.Pattern {
+	case "":
+		return s.MarketplaceSource.MarshalJSON()
+	case PatternOwner:
 		return json.Marshal(s.Owner + "/*")
 	}
-	type plain MarketplaceSource
-	return json.Marshal(plain(s))
+	v := s.HostPattern
+	if s.Pattern == PatternPath {
+		v = s.PathPattern
+	}
+	k, _ := json.Marshal(string(s.Pattern))
+	b, _ := json.Marshal(v)
+	return []byte(`{"source":` + string(k) + `,"` + patternFields[s.Pattern] + `":` + string(b) + `}`), nil
 }
 
 // IsPattern reports whether s is one of the policy-only pattern forms.
-func (s MarketplaceSource) IsPattern() bool {
-	switch s.Source {
-	case KindHostPattern, KindPathPattern, KindOwnerWildcard:
-		return true
+func (s PolicySource) IsPattern() bool { return s.Pattern != "" }
+
+// Key is the identity used for exact matching of entries as written (see
+// SourceKey); a pattern is its kind and expression.
+func (s PolicySource) Key() string {
+	switch s.Pattern {
+	case PatternHost:
+		return keyOf(string(s.Pattern), s.HostPattern, "", "")
+	case PatternPath:
+		return keyOf(string(s.Pattern), s.PathPattern, "", "")
+	case PatternOwner:
+		return keyOf(string(s.Pattern), strings.ToLower(s.Owner), "", "")
 	}
-	return false
+	return SourceKey(s.MarketplaceSource)
 }
 
-// Key is the canonical identity used for exact matching: the kind and the
+// SourceKey is a source's identity as written, for exact matching: the kind and the
 // identifying fields (repo, url, ref, path). Headers are credentials, not
 // identity, and do not take part. GitHub repositories compare
 // case-insensitively, as GitHub does.
-func (s MarketplaceSource) Key() string {
+func SourceKey(s plugin.MarketplaceSource) string {
 	var id string
-	switch s.Source {
-	case KindGitHub:
+	switch s.Kind {
+	case plugin.MktGitHub:
 		id = strings.ToLower(s.Repo)
-	case KindGit, KindURL:
+	case plugin.MktGit, plugin.MktURL:
 		id = s.URL
-	case KindDirectory, KindFile:
-		id = cleanPath(s.Path)
-	case KindHostPattern:
-		id = s.HostPattern
-	case KindPathPattern:
-		id = s.PathPattern
-	case KindOwnerWildcard:
-		id = strings.ToLower(s.Owner)
+	case plugin.MktDirectory, plugin.MktFile:
+		id = s.LocalPath()
+	default:
+		// Any other kind: all its identifying fields, in its JSON form.
+		s.Headers = nil
+		b, _ := s.MarshalJSON()
+		id = string(b)
 	}
 	path := s.Path
-	if s.Source == KindDirectory || s.Source == KindFile {
+	if s.IsLocal() {
 		path = ""
 	}
-	// Quoted fields joined with spaces: unambiguous, and cheap enough to
-	// compute per request.
-	return strconv.Quote(s.Source) + " " + strconv.Quote(id) + " " + strconv.Quote(s.Ref) + " " + strconv.Quote(path)
+	return keyOf(string(s.Kind), id, s.Ref, path)
 }
 
-// RepoOwner is the owner a "owner/*" wildcard matches against: the owner of a
-// github source or of a git URL on github.com; "" otherwise. Lower case.
-func (s MarketplaceSource) RepoOwner() string {
-	switch s.Source {
-	case KindGitHub:
-		o, _, _ := strings.Cut(s.Repo, "/")
-		return strings.ToLower(o)
-	case KindGit, KindURL:
-		host, p := splitURL(s.URL)
-		if strings.EqualFold(host, "github.com") {
-			o, _, _ := strings.Cut(strings.TrimPrefix(p, "/"), "/")
-			return strings.ToLower(o)
-		}
+// keyOf joins quoted fields with spaces: unambiguous, and cheap enough to
+// compute per request.
+func keyOf(kind, id, ref, path string) string {
+	return strconv.Quote(kind) + " " + strconv.Quote(id) + " " + strconv.Quote(ref) + " " + strconv.Quote(path)
+}
+
+// RepoOwnerWildcard is the lower-case owner of an "owner/*" entry, "" for
+// any other kind.
+func (s PolicySource) RepoOwnerWildcard() string {
+	if s.Pattern == PatternOwner {
+		return strings.ToLower(s.Owner)
 	}
 	return ""
 }
 
-// Host is what a hostPattern matches: github.com for github sources, the URL
-// host of git and url sources, "" for local sources.
-func (s MarketplaceSource) Host() string {
-	switch s.Source {
-	case KindGitHub:
-		return "github.com"
-	case KindGit, KindURL:
-		h, _ := splitURL(s.URL)
-		return h
-	}
-	return ""
-}
-
-// LocalPath is what a pathPattern matches: the cleaned path of a directory or
-// file source, "" otherwise.
-func (s MarketplaceSource) LocalPath() string {
-	if s.Source == KindDirectory || s.Source == KindFile {
-		return cleanPath(s.Path)
-	}
-	return ""
-}
-
-func cleanPath(p string) string {
-	if p == "" {
-		return ""
-	}
-	return filepath.ToSlash(filepath.Clean(p))
-}
-
-// splitURL returns host and path of https://, ssh:// and scp-like
-// (git@host:owner/repo) URLs.
-func splitURL(raw string) (host, path string) {
-	if u, err := url.Parse(raw); err == nil && u.Host != "" {
-		return strings.ToLower(u.Hostname()), u.Path
-	}
-	// scp-like: [user@]host:path
-	at := strings.LastIndex(raw, "@")
-	rest := raw[at+1:]
-	if h, p, ok := strings.Cut(rest, ":"); ok && !strings.Contains(h, "/") {
-		return strings.ToLower(h), "/" + p
-	}
-	return "", ""
-}
-
-// decodeSource decodes one source object. policy admits the pattern forms.
-func decodeSource(raw json.RawMessage, policy bool) (MarketplaceSource, error) {
+// ParsePolicySource decodes a policy list entry: a marketplace source
+// object (see plugin.DecodeMarketplaceSource), a hostPattern or
+// pathPattern object, or the "owner/*" string.
+func ParsePolicySource(raw []byte) (PolicySource, error) {
 	raw = bytes.TrimSpace(raw)
 	if len(raw) > 0 && raw[0] == '"' {
 		var s string
 		if err := json.Unmarshal(raw, &s); err != nil {
-			return MarketplaceSource{}, err
-		}
-		if !policy {
-			return MarketplaceSource{}, fmt.Errorf("a marketplace source must be an object like {\"source\":\"github\",\"repo\":\"owner/repo\"}, not the string %q", s)
+			return PolicySource{}, err
 		}
 		owner, ok := strings.CutSuffix(s, "/*")
 		if !ok || !ownerRE.MatchString(owner) {
-			return MarketplaceSource{}, fmt.Errorf("string entry %q: the only string form is the repository wildcard \"owner/*\"", s)
+			return PolicySource{}, fmt.Errorf("string entry %q: the only string form is the repository wildcard \"owner/*\"", s)
 		}
-		return MarketplaceSource{Source: KindOwnerWildcard, Owner: owner}, nil
+		return PolicySource{Pattern: PatternOwner, Owner: owner}, nil
 	}
-	var fields map[string]json.RawMessage
-	if err := json.Unmarshal(raw, &fields); err != nil || fields == nil {
-		return MarketplaceSource{}, fmt.Errorf("want a source object, got %s", jsonKind(raw))
-	}
-	var kind string
-	if err := json.Unmarshal(fields["source"], &kind); err != nil || kind == "" {
-		return MarketplaceSource{}, fmt.Errorf("missing or non-string \"source\" (one of github, git, url, directory, file)")
-	}
-	allowed, ok := sourceFields[kind]
-	if !ok || (!policy && (kind == KindHostPattern || kind == KindPathPattern)) {
-		kinds := "github, git, url, directory, file"
-		if policy {
-			kinds += ", hostPattern, pathPattern"
-		}
-		return MarketplaceSource{}, fmt.Errorf("unknown source kind %q (want one of %s)", kind, kinds)
-	}
-	var unknown []string
-	for k := range fields {
-		if k != "source" && !contains(allowed, k) {
-			unknown = append(unknown, k)
-		}
-	}
-	if len(unknown) > 0 {
-		sort.Strings(unknown)
-		return MarketplaceSource{}, fmt.Errorf("%s source has unknown field(s) %s (allowed: %s)", kind, strings.Join(unknown, ", "), strings.Join(allowed, ", "))
-	}
-	s := MarketplaceSource{Source: kind}
-	str := func(name string, dst *string, required bool) error {
-		v, ok := fields[name]
-		if !ok {
-			if required {
-				return fmt.Errorf("%s source needs %q", kind, name)
-			}
-			return nil
-		}
-		if err := json.Unmarshal(v, dst); err != nil {
-			return fmt.Errorf("%q must be a string, got %s", name, jsonKind(v))
-		}
-		if required && *dst == "" {
-			return fmt.Errorf("%s source needs a non-empty %q", kind, name)
-		}
-		return nil
-	}
-	var err error
-	switch kind {
-	case KindGitHub:
-		if err = str("repo", &s.Repo, true); err == nil && !repoRE.MatchString(s.Repo) {
-			err = fmt.Errorf("repo %q must be owner/repo", s.Repo)
-		}
-	case KindGit, KindURL:
-		if err = str("url", &s.URL, true); err == nil {
-			if h, _ := splitURL(s.URL); h == "" {
-				err = fmt.Errorf("url %q has no host", s.URL)
-			}
-		}
-	case KindDirectory, KindFile:
-		err = str("path", &s.Path, true)
-	case KindHostPattern:
-		if err = str("hostPattern", &s.HostPattern, true); err == nil {
-			if _, rerr := regexp.Compile(s.HostPattern); rerr != nil {
-				err = fmt.Errorf("hostPattern is not a valid regular expression: %v", rerr)
-			}
-		}
-	case KindPathPattern:
-		if err = str("pathPattern", &s.PathPattern, true); err == nil {
-			if _, rerr := regexp.Compile(s.PathPattern); rerr != nil {
-				err = fmt.Errorf("pathPattern is not a valid regular expression: %v", rerr)
-			}
-		}
-	}
+	kind, fields, err := plugin.ReadSourceObject(raw)
 	if err != nil {
-		return MarketplaceSource{}, err
+		return PolicySource{}, err
 	}
-	if kind == KindGitHub || kind == KindGit {
-		if err := str("ref", &s.Ref, false); err != nil {
-			return MarketplaceSource{}, err
+	field, isPattern := patternFields[PatternKind(kind)]
+	if !isPattern {
+		if !plugin.MarketplaceKind(kind).Known() {
+			return PolicySource{}, fmt.Errorf("unknown source kind %q (want one of %s, %s, %s)", kind, plugin.MarketplaceKindNames(), PatternHost, PatternPath)
 		}
-		if err := str("path", &s.Path, false); err != nil {
-			return MarketplaceSource{}, err
+		src, err := plugin.DecodeMarketplaceSource(raw)
+		if err != nil {
+			return PolicySource{}, err
 		}
+		return PolicySource{MarketplaceSource: src}, nil
 	}
-	if h, ok := fields["headers"]; ok {
-		if err := json.Unmarshal(h, &s.Headers); err != nil {
-			return MarketplaceSource{}, fmt.Errorf("\"headers\" must be an object of strings, got %s", jsonKind(h))
-		}
+	if err := plugin.CheckSourceObjectFields(kind, fields, []string{field}); err != nil {
+		return PolicySource{}, err
+	}
+	v, ok := fields[field]
+	if !ok {
+		return PolicySource{}, fmt.Errorf("%s source needs %q", kind, field)
+	}
+	var expr string
+	if err := json.Unmarshal(v, &expr); err != nil {
+		return PolicySource{}, fmt.Errorf("%q must be a string, got %s", field, plugin.JSONKind(v))
+	}
+	if expr == "" {
+		return PolicySource{}, fmt.Errorf("%s source needs a non-empty %q", kind, field)
+	}
+	if _, err := regexp.Compile(expr); err != nil {
+		return PolicySource{}, fmt.Errorf("%s is not a valid regular expression: %v", field, err)
+	}
+	s := PolicySource{Pattern: PatternKind(kind)}
+	if s.Pattern == PatternHost {
+		s.HostPattern = expr
+	} else {
+		s.PathPattern = expr
 	}
 	return s, nil
-}
-
-// ParseSource decodes a marketplace source object (not the policy-only forms).
-func ParseSource(data []byte) (MarketplaceSource, error) {
-	return decodeSource(data, false)
-}
-
-// ParsePolicySource decodes a policy list entry, admitting the pattern forms.
-func ParsePolicySource(data []byte) (MarketplaceSource, error) {
-	return decodeSource(data, true)
 }
 
 func contains(list []string, s string) bool {
@@ -289,34 +182,4 @@ func contains(list []string, s string) bool {
 		}
 	}
 	return false
-}
-
-func jsonKind(raw json.RawMessage) string {
-	raw = bytes.TrimSpace(raw)
-	if len(raw) == 0 {
-		return "nothing"
-	}
-	switch raw[0] {
-	case '{':
-		return "an object"
-	case '[':
-		return "an array"
-	case '"':
-		return "a string"
-	case 't', 'f':
-		return "a boolean"
-	case 'n':
-		return "null"
-	default:
-		return "a number"
-	}
-}
-
-// RepoOwnerWildcard is the lower-case owner of an "owner/*" entry, "" for any
-// other kind.
-func (s MarketplaceSource) RepoOwnerWildcard() string {
-	if s.Source == KindOwnerWildcard {
-		return strings.ToLower(s.Owner)
-	}
-	return ""
 }

@@ -27,7 +27,10 @@ func FuzzParseSource(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		for _, policy := range []bool{false, true} {
-			parse := ParseSource
+			parse := func(data []byte) (PolicySource, error) {
+				s, err := plugin.DecodeMarketplaceSource(data)
+				return PolicySource{MarketplaceSource: s}, err
+			}
 			if policy {
 				parse = ParsePolicySource
 			}

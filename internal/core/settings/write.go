@@ -81,7 +81,7 @@ func SetEnabledAll(p Paths, scope Scope, ids map[plugin.ID]bool) (string, error)
 	if raw, ok := doc["enabledPlugins"]; ok {
 		if err := json.Unmarshal(raw, &enabledMap); err != nil || enabledMap == nil {
 			return "", plugin.Errorf(plugin.LayerIntent, TypeSettingsInvalid, path,
-				"make enabledPlugins an object {\"plugin@marketplace\": true|false}", "enabledPlugins is %s, not an object; refusing to overwrite it", jsonKind(raw))
+				"make enabledPlugins an object {\"plugin@marketplace\": true|false}", "enabledPlugins is %s, not an object; refusing to overwrite it", plugin.JSONKind(raw))
 		}
 	}
 	for k, enabled := range ids {

@@ -114,6 +114,7 @@ type BundlePolicy struct {
 	Layers      []PolicyLayer
 	Revocations policy.Revocations
 	ToolPins    []toolpin.Pin
+	Admissions  *policy.Admissions
 }
 
 // ReadBundle verifies a policy bundle's signature with the server's public
@@ -128,7 +129,7 @@ func ReadBundle(r io.Reader, key BundleKey) (BundlePolicy, error) {
 	if err != nil {
 		return BundlePolicy{}, err
 	}
-	out := BundlePolicy{Version: info.Version, Revision: info.Revision, Revocations: info.Revocations, ToolPins: info.ToolPins}
+	out := BundlePolicy{Version: info.Version, Revision: info.Revision, Revocations: info.Revocations, ToolPins: info.ToolPins, Admissions: info.Admissions}
 	for _, l := range layers {
 		m := l.Modules
 		if m == nil {

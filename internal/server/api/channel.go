@@ -142,7 +142,7 @@ func (s *Server) ensureChannel(ctx context.Context, name string) (channel.Defini
 	for _, l := range cat.Marketplaces() {
 		fmt.Fprintf(fp, "%s %s %s %v\x00", l.Known.Name, l.Known.Commit, l.Known.LastUpdated.UTC().Format(time.RFC3339Nano), l.Err)
 	}
-	res, err := b.Ensure(ctx, channel.Input{Definition: def, Catalog: cat, Decide: decide, Sources: gate, Revocations: revs, Vendor: b.Vendor, PolicyRevision: pol.Revision},
+	res, err := b.Ensure(ctx, channel.Input{Definition: def, Catalog: cat, Decide: decide, Sources: gate, Revocations: revs, Admit: s.admitter(), Vendor: b.Vendor, PolicyRevision: pol.Revision},
 		hex.EncodeToString(fp.Sum(nil)))
 	if err != nil {
 		return def, channel.Head{}, err

@@ -10,6 +10,7 @@ import (
 
 	"github.com/wharfhq/wharf/internal/core/trust"
 	"github.com/wharfhq/wharf/internal/server/channel"
+	"github.com/wharfhq/wharf/plugin"
 )
 
 func needGit(t *testing.T) {
@@ -266,7 +267,7 @@ func TestChannelAdminRoutes(t *testing.T) {
 	var ms channel.ManagedSettings
 	e.do("GET", "/v1/channels/ops/claude-managed-settings", dev, nil).json(t, &ms)
 	want := e.hs.URL + "/git/ops.git"
-	if len(ms.StrictKnownMarketplaces) != 1 || ms.StrictKnownMarketplaces[0].URL != want || ms.StrictKnownMarketplaces[0].Source != "git" ||
+	if len(ms.StrictKnownMarketplaces) != 1 || ms.StrictKnownMarketplaces[0].URL != want || ms.StrictKnownMarketplaces[0].Kind != plugin.MktGit ||
 		ms.ExtraKnownMarketplaces["ops"].Source.URL != want {
 		t.Fatalf("managed settings = %+v", ms)
 	}

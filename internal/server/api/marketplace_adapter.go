@@ -108,7 +108,7 @@ func (mc *MarketplaceCatalog) Marketplaces(context.Context) ([]Marketplace, erro
 
 // AddMarketplace implements Catalog.
 func (mc *MarketplaceCatalog) AddMarketplace(ctx context.Context, name string, source json.RawMessage) (Marketplace, error) {
-	var src marketplace.Source
+	var src plugin.MarketplaceSource
 	if err := json.Unmarshal(source, &src); err != nil {
 		return Marketplace{}, badField("source", "source: %v", err)
 	}

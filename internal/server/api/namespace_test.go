@@ -24,7 +24,7 @@ func TestPluginDetailNamespaceFromPluginJSON(t *testing.T) {
 	}
 	defer st.Close()
 	mgr := marketplace.NewManager(st, marketplace.Options{Dir: t.TempDir()})
-	if _, err := mgr.Add(context.Background(), marketplace.Source{Kind: marketplace.KindDirectory, Path: root}, ""); err != nil {
+	if _, err := mgr.Add(context.Background(), plugin.MarketplaceSource{Kind: plugin.MktDirectory, Path: root}, ""); err != nil {
 		t.Fatal(err)
 	}
 	d, err := NewMarketplaceCatalog(mgr).Plugin(context.Background(), plugin.MustParseID("claude-ops@corp"))

@@ -4,9 +4,7 @@ import (
 	"context"
 	"encoding/json"
 
-	"github.com/wharfhq/wharf/internal/core/marketplace"
 	"github.com/wharfhq/wharf/internal/core/policy"
-	"github.com/wharfhq/wharf/internal/core/settings"
 	"github.com/wharfhq/wharf/plugin"
 )
 
@@ -89,21 +87,25 @@ func (d policyDecider) Decide(ctx context.Context, in DecisionInput) (Decision, 
 }
 
 // decisionSource reads a marketplace source as the marketplace manager
-// will (the string forms "owner/repo", a git URL or a path included), in
-// the settings form policy matches; nil when it is not a source, which
-// strictKnownMarketplaces refuses.
-func decisionSource(raw json.RawMessage) *settings.MarketplaceSource {
-	var ms marketplace.Source
+// will (the string forms "owner/repo", a git URL or a path included), else
+// as a settings file writes it, else as far as it reads, for policy to
+// match; nil when it is not a source, which strictKnownMarketplaces
+// refuses.
+func decisionSource(raw json.RawMessage) *plugin.MarketplaceSource {
+	var ms plugin.MarketplaceSource
 	if err := json.Unmarshal(raw, &ms); err == nil {
-		if b, err := json.Marshal(ms); err == nil {
-			if s, err := settings.ParseSource(b); err == nil {
-				return &s
-			}
-		}
+		return &ms
 	}
-	var s settings.MarketplaceSource
-	if err := json.Unmarshal(raw, &s); err == nil && s.Source != "" {
+	if s, err := plugin.DecodeMarketplaceSource(raw); err == nil {
 		return &s
+	}
+	// The fields as written, without the checks of the two forms above
+	// (which the type's own UnmarshalJSON would apply).
+	type asWritten plugin.MarketplaceSource
+	var s asWritten
+	if err := json.Unmarshal(raw, &s); err == nil && s.Kind != "" {
+		src := plugin.MarketplaceSource(s)
+		return &src
 	}
 	return nil
 }

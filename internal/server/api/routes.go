@@ -90,6 +90,13 @@ func (s *Server) routes() []route {
 		r(http.MethodGet, "/v1/toolpins", adminOnly, s.listToolPins),
 		r(http.MethodPost, "/v1/toolpins", adminOnly, s.approveToolPin),
 		r(http.MethodGet, "/v1/toolpins/drift", adminOnly, s.toolPinDrift),
+		r(http.MethodGet, "/v1/approvals", adminOnly, s.listApprovals),
+		r(http.MethodGet, "/v1/approvals/pending", adminOnly, s.pendingApprovals),
+		r(http.MethodPost, "/v1/approvals/decisions", adminOnly, s.decideApproval),
+		r(http.MethodPost, "/v1/approvals/scan", adminOnly, s.scanApprovals),
+		r(http.MethodGet, "/v1/approvals/modes", adminOnly, s.getApprovalModes),
+		r(http.MethodPut, "/v1/approvals/modes", adminOnly, s.putApprovalMode),
+
 		r(http.MethodGet, "/v1/channels", all, s.listChannels),
 		r(http.MethodPost, "/v1/channels", adminOnly, s.createChannel),
 		r(http.MethodGet, "/v1/channels/:name", all, s.getChannel),

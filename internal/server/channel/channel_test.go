@@ -66,7 +66,7 @@ func newWorld(t *testing.T) *world {
 	w := &world{t: t, st: st, deny: map[string]bool{}}
 	for _, n := range []string{"corp", "tools"} {
 		dir := filepath.Join(root, n)
-		w.known = append(w.known, marketplace.Known{Name: n, Source: marketplace.Source{Kind: marketplace.KindDirectory, Path: dir}, InstallLocation: dir})
+		w.known = append(w.known, marketplace.Known{Name: n, Source: plugin.MarketplaceSource{Kind: plugin.MktDirectory, Path: dir}, InstallLocation: dir})
 	}
 	return w
 }

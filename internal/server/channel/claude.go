@@ -81,21 +81,15 @@ func PinsJSON(d Definition, entries []Entry) ([]byte, error) {
 // ManagedSettings is a Claude Code managed-settings.json that allows only
 // one channel as a marketplace.
 type ManagedSettings struct {
-	StrictKnownMarketplaces []MarketplaceSource         `json:"strictKnownMarketplaces"`
+	StrictKnownMarketplaces []plugin.MarketplaceSource  `json:"strictKnownMarketplaces"`
 	ExtraKnownMarketplaces  map[string]KnownMarketplace `json:"extraKnownMarketplaces"`
 	EnabledPlugins          map[string]bool             `json:"enabledPlugins,omitempty"`
 }
 
-// MarketplaceSource is a Claude Code marketplace source object.
-type MarketplaceSource struct {
-	Source string `json:"source"`
-	URL    string `json:"url,omitempty"`
-}
-
 // KnownMarketplace is an extraKnownMarketplaces value.
 type KnownMarketplace struct {
-	Source     MarketplaceSource `json:"source"`
-	AutoUpdate bool              `json:"autoUpdate"`
+	Source     plugin.MarketplaceSource `json:"source"`
+	AutoUpdate bool                     `json:"autoUpdate"`
 }
 
 // Settings returns the managed settings of a channel served at cloneURL
@@ -110,9 +104,9 @@ type KnownMarketplace struct {
 // marketplace (its own, unless an entry took it), so that a copy a client
 // installed before stays disabled.
 func Settings(name, cloneURL string, entries []Entry, leftOut []LeftOut) ManagedSettings {
-	src := MarketplaceSource{Source: "git", URL: cloneURL}
+	src := plugin.MarketplaceSource{Kind: plugin.MktGit, URL: cloneURL}
 	ms := ManagedSettings{
-		StrictKnownMarketplaces: []MarketplaceSource{src},
+		StrictKnownMarketplaces: []plugin.MarketplaceSource{src},
 		ExtraKnownMarketplaces:  map[string]KnownMarketplace{name: {Source: src, AutoUpdate: true}},
 	}
 	for _, e := range entries {

@@ -3,8 +3,10 @@
 //
 // A channel is a Definition (which marketplaces and plugins it draws from;
 // the built-in "approved" draws from all of them) kept in the store with its
-// history. Plan decides its entries from the catalog, the policy and the
-// revocations, and says for each plugin left out why. Each entry's tree is
+// history. Plan decides its entries from the catalog, the policy, the
+// revocations and the approvals (Input.Admit: a held version is replaced
+// by the approved one's copy, Vendor.ByDigest), and says for each plugin
+// left out why. Each entry's tree is
 // vendored from the server's own verified copy (Vendor: fetched from the
 // origin once per marketplace revision, its w1: digest recorded and checked
 // again when it is used), never a pointer to the origin. Builder writes the

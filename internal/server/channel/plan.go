@@ -49,7 +49,11 @@ type Input struct {
 	Catalog     *marketplace.Catalog
 	Decide      Decider
 	Revocations policy.Revocations
-	Vendor      *Vendor
+	// Admit decides, for every version vendored, whether the server's
+	// approvals let the channel serve it; a held version is replaced by
+	// the approved one. nil serves every version.
+	Admit  Admitter
+	Vendor *Vendor
 	// Sources decides every source a plugin's tree comes from: the one its
 	// marketplace entry names, at every build (a vendored copy is not
 	// fetched again), and every URL a fetch of it is redirected to (the
@@ -83,6 +87,9 @@ type Entry struct {
 	// (it passes as Anthropic's own); Claude Code still installs it. The
 	// channel keeps it, and says so here and in its pins file.
 	ClaudeName string `json:"claudeName,omitempty"`
+	// Held is why the version the marketplace lists now is not served:
+	// it waits for approval, and the entry is the approved version.
+	Held string `json:"held,omitempty"`
 
 	id       plugin.ID
 	hit      marketplace.Hit
@@ -271,6 +278,31 @@ func (st *planState) one(ctx context.Context, id plugin.ID, requiredBy plugin.ID
 			Reason: policy.RevokedReason(r)}
 		return nil, nil
 	}
+	vd, held, lo, err := st.admit(ctx, id, h, vd)
+	if err != nil {
+		return nil, err
+	}
+	if lo != nil {
+		st.left[id] = lo
+		return nil, nil
+	}
+	if held != "" {
+		// The approved copy is served with the entry it came with.
+		if vd.Entry != nil {
+			h.Entry = vd.Entry
+		} else {
+			// A copy made before copies kept their entry: only the name
+			// and source, so nothing of the held entry comes along.
+			e := &plugin.Entry{Source: h.Entry.Source}
+			e.Name = h.Entry.Name
+			h.Entry = e
+		}
+		entryDeps = resolveDeps(id, h.Entry.Dependencies)
+		if r, ok := st.in.Revocations.Match(id, vd.Version, vd.Digest); ok {
+			st.left[id] = &LeftOut{Plugin: id.String(), Kind: LeftRevoked, Reason: policy.RevokedReason(r)}
+			return nil, nil
+		}
+	}
 	deps := entryDeps
 	if p, _, err := plugin.Load(vd.Dir, h.Entry); err == nil && len(p.Manifest.Dependencies) > 0 {
 		deps = resolveDeps(id, p.Manifest.Dependencies)
@@ -284,7 +316,7 @@ func (st *planState) one(ctx context.Context, id plugin.ID, requiredBy plugin.ID
 	}
 	e := &Entry{Origin: id.String(), Source: vd.Source, Commit: vd.Commit, Version: vd.Version, Digest: vd.Digest,
 		Forced: v.Forced, Dependency: !requiredBy.IsZero() && !st.in.Definition.inScope(id),
-		Description: h.Entry.Description, Category: h.Entry.Category, id: id, hit: h, vendored: vd, deps: deps}
+		Description: h.Entry.Description, Category: h.Entry.Category, Held: held, id: id, hit: h, vendored: vd, deps: deps}
 	st.kept[id] = e
 	return deps, nil
 }

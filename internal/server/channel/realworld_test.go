@@ -14,6 +14,7 @@ import (
 	"github.com/wharfhq/wharf/internal/core/store"
 	"github.com/wharfhq/wharf/internal/core/trust"
 	"github.com/wharfhq/wharf/internal/testutil/sharedtest"
+	"github.com/wharfhq/wharf/plugin"
 )
 
 // TestRealWorldChannel builds the approved channel of the real-world
@@ -37,7 +38,7 @@ func TestRealWorldChannel(t *testing.T) {
 			continue
 		}
 		abs, _ := filepath.Abs(dir)
-		known = append(known, marketplace.Known{Name: e.Name(), Source: marketplace.Source{Kind: marketplace.KindDirectory, Path: abs}, InstallLocation: abs})
+		known = append(known, marketplace.Known{Name: e.Name(), Source: plugin.MarketplaceSource{Kind: plugin.MktDirectory, Path: abs}, InstallLocation: abs})
 	}
 	st, err := store.OpenBolt(filepath.Join(t.TempDir(), "state.db"), store.Options{})
 	if err != nil {

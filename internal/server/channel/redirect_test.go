@@ -13,6 +13,7 @@ import (
 	"github.com/wharfhq/wharf/internal/core/source"
 	"github.com/wharfhq/wharf/internal/testutil/gitserve"
 	"github.com/wharfhq/wharf/internal/testutil/netnstest"
+	"github.com/wharfhq/wharf/plugin"
 )
 
 // A channel built by the server never carries a repository of the
@@ -41,7 +42,7 @@ func TestChannelRefusesRedirectToPrivateAddress(t *testing.T) {
 	write(t, filepath.Join(mkt, ".claude-plugin/marketplace.json"), `{"name": "ext", "owner": {"name": "x"}, "plugins": [
 		{"name": "leak", "source": {"source": "url", "url": "`+public.URL+`/corp/internal.git"}}]}`)
 	w := newWorld(t)
-	w.known = []marketplace.Known{{Name: "ext", Source: marketplace.Source{Kind: marketplace.KindDirectory, Path: mkt}, InstallLocation: mkt}}
+	w.known = []marketplace.Known{{Name: "ext", Source: plugin.MarketplaceSource{Kind: plugin.MktDirectory, Path: mkt}, InstallLocation: mkt}}
 
 	v := &Vendor{Fetcher: source.NewFetcher(fetch.Config{CABundle: ca})}
 	b := NewBuilder(t.TempDir(), w.st, v)

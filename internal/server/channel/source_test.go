@@ -13,6 +13,7 @@ import (
 	"github.com/wharfhq/wharf/internal/core/policy"
 	"github.com/wharfhq/wharf/internal/core/source"
 	"github.com/wharfhq/wharf/internal/testutil/gitserve"
+	"github.com/wharfhq/wharf/plugin"
 )
 
 // bareRepo makes root/<name>.git a bare repository of one plugin whose
@@ -82,7 +83,7 @@ func TestChannelLeavesOutBlockedPluginSource(t *testing.T) {
 		{"name": "good", "source": {"source": "url", "url": "`+origin.URL+`/corp/good.git"}},
 		{"name": "local", "source": "./plugins/local"}]}`)
 	w := newWorld(t)
-	w.known = []marketplace.Known{{Name: "ext", Source: marketplace.Source{Kind: marketplace.KindDirectory, Path: mkt}, InstallLocation: mkt}}
+	w.known = []marketplace.Known{{Name: "ext", Source: plugin.MarketplaceSource{Kind: plugin.MktDirectory, Path: mkt}, InstallLocation: mkt}}
 	v := &Vendor{Fetcher: source.NewFetcher(fetch.Config{AllowPrivate: true})}
 	b := NewBuilder(t.TempDir(), w.st, v)
 	ctx := context.Background()

@@ -59,6 +59,11 @@ type Vendored struct {
 	// only when it was made under one, and each hop is decided again.
 	Hops  []plugin.Source `json:"hops,omitempty"`
 	Gated bool            `json:"gated,omitempty"`
+	// Entry is the marketplace entry the copy was made from: a channel
+	// that serves this copy after the marketplace moved on (its newer
+	// version is held) serves it with its own entry, whose inline hooks
+	// and servers are the ones approved.
+	Entry *plugin.Entry `json:"entry,omitempty"`
 }
 
 // hopGate passes a fetch's questions to the gate and records every
@@ -192,7 +197,7 @@ func (v *Vendor) Get(ctx context.Context, h marketplace.Hit, gate source.Gate) (
 	if err := atomicfile.CommitDir(stage, dir); err != nil {
 		return nil, fmt.Errorf("vendor %s: %w", h.ID, err)
 	}
-	vd := Vendored{Dir: dir, Digest: tree.Digest, Commit: res.Commit, Version: version, Source: source.Describe(h.Entry.Source)}
+	vd := Vendored{Dir: dir, Digest: tree.Digest, Commit: res.Commit, Version: version, Source: source.Describe(h.Entry.Source), Entry: h.Entry}
 	if vd.Commit == "" && h.Entry.Source.Kind == plugin.SourceRelative {
 		vd.Commit = h.Known.Commit
 	}

@@ -20,6 +20,7 @@ import (
 	"github.com/wharfhq/wharf/internal/core/policy"
 	"github.com/wharfhq/wharf/internal/core/store"
 	"github.com/wharfhq/wharf/internal/core/toolpin"
+	"github.com/wharfhq/wharf/internal/server/approvals"
 	"github.com/wharfhq/wharf/internal/server/revocations"
 	"github.com/wharfhq/wharf/internal/server/toolpins"
 )
@@ -140,6 +141,7 @@ func (s *State[D]) Bundle(ctx context.Context) (*Bundle, error) {
 	var layers []Layer
 	var revs policy.Revocations
 	var pins []toolpin.Pin
+	var adm *policy.Admissions
 	if err := s.st.View(func(r store.Reader) (err error) {
 		if head, err = ReadHead(r); err != nil {
 			return err
@@ -152,6 +154,9 @@ func (s *State[D]) Bundle(ctx context.Context) (*Bundle, error) {
 			return err
 		}
 		pins = toolpins.Pins(recs)
+		if adm, err = approvals.Admissions(r); err != nil {
+			return err
+		}
 		revs, err = revocations.Active(r)
 		return err
 	}); err != nil {
@@ -165,7 +170,7 @@ func (s *State[D]) Bundle(ctx context.Context) (*Bundle, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	body, err := s.bundleBytes(head, layers, revs, pins) // the same bytes on every replica
+	body, err := s.bundleBytes(head, layers, revs, pins, adm) // the same bytes on every replica
 	if err != nil {
 		return nil, fmt.Errorf("build policy bundle %s: %w", head.Version, err)
 	}
@@ -195,7 +200,7 @@ var errStaleBundle = errors.New("stored policy bundle has an older revision")
 // bundleBytes returns the signed bundle for head: the stored one for head's
 // version, else a new build that it stores unless another replica stored
 // one first (then that one is returned).
-func (s *State[D]) bundleBytes(head Head, layers []Layer, revs policy.Revocations, pins []toolpin.Pin) ([]byte, error) {
+func (s *State[D]) bundleBytes(head Head, layers []Layer, revs policy.Revocations, pins []toolpin.Pin, adm *policy.Admissions) ([]byte, error) {
 	stored := func(r store.Reader) ([]byte, error) {
 		raw, err := r.Get(BundleBucket, head.Version)
 		if err != nil {
@@ -222,7 +227,7 @@ func (s *State[D]) bundleBytes(head Head, layers []Layer, revs policy.Revocation
 	if !errors.Is(err, store.ErrNotFound) && !errors.Is(err, errStaleBundle) {
 		return nil, err
 	}
-	built, err := buildBundle(head, layers, revs, pins, s.signer)
+	built, err := buildBundle(head, layers, revs, pins, adm, s.signer)
 	if err != nil {
 		return nil, err
 	}
@@ -271,7 +276,7 @@ type bundleLayer struct {
 	Settings json.RawMessage `json:"settings"`
 }
 
-func buildBundle(head Head, layers []Layer, revs policy.Revocations, pins []toolpin.Pin, sg *signer) ([]byte, error) {
+func buildBundle(head Head, layers []Layer, revs policy.Revocations, pins []toolpin.Pin, adm *policy.Admissions, sg *signer) ([]byte, error) {
 	bl := make([]bundleLayer, len(layers))
 	var modules []bundle.ModuleFile
 	for i, l := range layers {
@@ -298,6 +303,9 @@ func buildBundle(head Head, layers []Layer, revs policy.Revocations, pins []tool
 	}
 	if len(pins) > 0 {
 		doc["toolPins"] = pins // changing them changed head.Version
+	}
+	if !adm.Empty() {
+		doc["admissions"] = adm // so did changing these
 	}
 	raw, err := json.Marshal(map[string]any{"wharf": doc})
 	if err != nil {

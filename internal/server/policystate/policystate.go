@@ -22,6 +22,7 @@ import (
 
 	"github.com/wharfhq/wharf/internal/core/policy"
 	"github.com/wharfhq/wharf/internal/core/store"
+	"github.com/wharfhq/wharf/internal/server/approvals"
 	"github.com/wharfhq/wharf/internal/server/audit"
 	"github.com/wharfhq/wharf/internal/server/tokens"
 	"github.com/wharfhq/wharf/internal/server/toolpins"
@@ -179,8 +180,15 @@ func Version(ls []Layer) string {
 // revocation it is the layers' version alone, so a server that never
 // revoked anything keeps the versions it always had.
 func FullVersion(layers []Layer, revs policy.Revocations) string {
+	return FullVersionWith(layers, revs, nil)
+}
+
+// FullVersionWith is the policy version of layers, revocations and the
+// admissions (the approvals of plugin versions, package approvals). With
+// neither revocations nor admissions it is the layers' version alone.
+func FullVersionWith(layers []Layer, revs policy.Revocations, adm *policy.Admissions) string {
 	v := Version(layers)
-	if len(revs) == 0 {
+	if len(revs) == 0 && adm.Empty() {
 		return v
 	}
 	h := sha256.New()
@@ -189,6 +197,7 @@ func FullVersion(layers []Layer, revs policy.Revocations) string {
 		// What a client acts on; timestamps and authors are left out.
 		fmt.Fprintf(h, "revocation %q %q %q %q %q\n", r.ID, r.Plugin, r.Version, r.Digest, r.Reason)
 	}
+	adm.WriteVersion(h)
 	return "sha256:" + hex.EncodeToString(h.Sum(nil))
 }
 
@@ -205,11 +214,16 @@ func CanonicalJSON(raw json.RawMessage) (json.RawMessage, error) {
 }
 
 // AdvanceHead writes the policy head that follows the stored one: the next
-// revision, with the version of layers and revs. Every policy change (a
-// layer, a revocation) goes through it, in the transaction of the change,
-// so revisions only move forward.
+// revision, with the version of layers, revs and the approvals stored in
+// tx. Every policy change (a layer, a revocation, an approval) goes
+// through it, in the transaction of the change, so revisions only move
+// forward.
 func AdvanceHead(tx store.Tx, layers []Layer, revs policy.Revocations) (Head, error) {
 	old, err := ReadHead(tx)
+	if err != nil {
+		return Head{}, err
+	}
+	adm, err := approvals.Admissions(tx)
 	if err != nil {
 		return Head{}, err
 	}
@@ -219,7 +233,7 @@ func AdvanceHead(tx store.Tx, layers []Layer, revs policy.Revocations) (Head, er
 	}
 	// Tool pins are policy too: they fold into the version (unchanged
 	// while there is none).
-	head := Head{Revision: old.Revision + 1, Version: toolpins.Version(FullVersion(layers, revs), pins)}
+	head := Head{Revision: old.Revision + 1, Version: toolpins.Version(FullVersionWith(layers, revs, adm), pins)}
 	raw, err := json.Marshal(head)
 	if err != nil {
 		return head, err
