@@ -184,7 +184,7 @@ for wharf update.`,
 					return nil
 				})
 			}
-			return withInstaller(a, cmd, func(ctx context.Context, in *install.Installer) (*install.Result, error) {
+			return a.withRequestAnswer(cmd.Context(), id, withInstaller(a, cmd, func(ctx context.Context, in *install.Installer) (*install.Result, error) {
 				return in.Install(ctx, install.Request{ID: id, Scope: sc, Force: force, AllowDowngrade: allowDowngrade})
 			}, func(res *install.Result) error {
 				for _, w := range res.Warnings {
@@ -209,7 +209,7 @@ for wharf update.`,
 				}
 				a.printf("enabled in %s\n", res.Settings)
 				return nil
-			})
+			}))
 		},
 	}
 	scopeFlag(cmd, &scope)
@@ -389,6 +389,7 @@ func newListCmd(a *app) *cobra.Command {
 			}, func(rows []load.Row) error {
 				if len(rows) == 0 {
 					a.printf("no plugins installed; find some with: wharf search\n")
+					a.printRequestAnswers(cmd.Context())
 					return nil
 				}
 				tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
@@ -414,7 +415,11 @@ func newListCmd(a *app) *cobra.Command {
 					}
 					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", r.ID, r.Version, r.Scope, r.Status, strings.Join(notes, "; "))
 				}
-				return tw.Flush()
+				if err := tw.Flush(); err != nil {
+					return err
+				}
+				a.printRequestAnswers(cmd.Context())
+				return nil
 			})
 		},
 	}

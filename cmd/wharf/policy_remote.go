@@ -275,6 +275,7 @@ func (a *app) openPolicy(src policy.Sources) (*policy.Engine, error) {
 		return layers, err
 	}
 	opts := []policy.Option{policy.WithLoader(load), policy.WithRevocations(revs), policy.WithToolPins(a.bundlePins), policy.WithAdmissions(a.admissions), policy.WithGitHubHost(a.cfg.GitHubHost)}
+	opts = append(opts, waiverClock()...)
 	if a.env.Home() != "" {
 		opts = append(opts, policy.WithMemoFile(a.env.PolicyMemo()))
 	}

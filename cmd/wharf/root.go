@@ -124,6 +124,7 @@ func newRootCmd(a *app) *cobra.Command {
 	root.AddCommand(newDoctorCmd(a))
 	root.AddCommand(newConfigCmd(a))
 	root.AddCommand(newInventoryCmd(a))
+	root.AddCommand(newRequestCmd(a))
 	return root
 }
 

@@ -35,6 +35,7 @@ func adminModule(layers []compiledLayer, modules map[string]*ast.Module) (*ast.M
 		for _, g := range adminGuards(mods) {
 			fmt.Fprintf(&b, "\t%v in %v\n", g.ref, ast.NewSet(g.values...))
 		}
+		fmt.Fprintf(&b, "\tnot waived(%d)\n", i)
 		fmt.Fprintf(&b, "\tsome msg in data.wharf.admin[%q].deny\n}\n\n", l.Name)
 	}
 	if b.Len() == 0 {

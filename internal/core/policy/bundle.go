@@ -30,8 +30,9 @@ import (
 //
 //   - data.json: {"wharf": {"policy": {"version", "revision", "layers":
 //     [{"name", "rank", "version", "settings"}]}, "revocations": [Revocation...],
-//     "toolPins": [toolpin.Pin...], "admissions": Admissions}}, layers in
-//     authority order, revocations, tool pins and admissions only when there
+//     "toolPins": [toolpin.Pin...], "admissions": Admissions, "waivers":
+//     [Waiver...]}}, layers in authority order, revocations, tool pins,
+//     admissions and waivers only when there
 //     are some;
 //   - /wharf/layers/<layer>/<module>.rego: each layer's admin modules;
 //   - .manifest: revision = the policy version;
@@ -84,6 +85,10 @@ type BundleInfo struct {
 	// (data.json: wharf.admissions); nil when it has none. They are part
 	// of the policy version.
 	Admissions *Admissions `json:"admissions,omitempty"`
+	// Waivers are the server's approved requests (data.json:
+	// wharf.waivers), attached to each of the bundle's layers; they are
+	// part of the policy version.
+	Waivers Waivers `json:"waivers,omitempty"`
 }
 
 // ParseBundleKey reads a PEM public key (PKIX, ECDSA P-256) as the server
@@ -246,6 +251,7 @@ func ReadBundle(r io.Reader, publicKeyPEM []byte) ([]Layer, BundleInfo, error) {
 			Revocations Revocations     `json:"revocations"`
 			ToolPins    []toolpin.Pin   `json:"toolPins"`
 			Admissions  json.RawMessage `json:"admissions"`
+			Waivers     Waivers         `json:"waivers"`
 		} `json:"wharf"`
 	}
 	dataJSON, err := json.Marshal(b.Data)
@@ -280,6 +286,15 @@ func ReadBundle(r io.Reader, publicKeyPEM []byte) ([]Layer, BundleInfo, error) {
 		}
 		info.Admissions = a
 	}
+	if len(doc.Wharf.Waivers) > MaxWaivers {
+		return nil, BundleInfo{}, bundleInvalid("policy bundle data.json: %d waivers, more than %d", len(doc.Wharf.Waivers), MaxWaivers)
+	}
+	for i, w := range doc.Wharf.Waivers {
+		if err := checkWaiver(w); err != nil {
+			return nil, BundleInfo{}, bundleInvalid("policy bundle data.json: waivers[%d]: %v", i, err)
+		}
+	}
+	info.Waivers = doc.Wharf.Waivers
 	layers := make([]Layer, 0, len(p.Layers))
 	idx := map[string]int{}
 	for i, l := range p.Layers {
@@ -297,7 +312,7 @@ func ReadBundle(r io.Reader, publicKeyPEM []byte) ([]Layer, BundleInfo, error) {
 			settings = append([]byte(nil), t...)
 		}
 		idx[l.Name] = len(layers)
-		layers = append(layers, Layer{Name: l.Name, Settings: settings, Origin: "policy bundle layer " + l.Name})
+		layers = append(layers, Layer{Name: l.Name, Settings: settings, Origin: "policy bundle layer " + l.Name, Waivers: info.Waivers})
 		info.Layers = append(info.Layers, l.BundleLayer)
 	}
 	for _, m := range b.Modules {

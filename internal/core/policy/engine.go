@@ -6,6 +6,7 @@ import (
 	_ "embed"
 	"encoding/binary"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
@@ -15,6 +16,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/open-policy-agent/opa/v1/ast"
 	"github.com/open-policy-agent/opa/v1/metrics"
@@ -152,6 +154,7 @@ type Engine struct {
 	// githubHost is where owner/repo requests are fetched from
 	// (WithGitHubHost); nil reads WHARF_GITHUB_HOST when the engine is built.
 	githubHost *string
+	clock      func() time.Time // decides which waivers expired (WithClock)
 }
 
 type compiledLayer struct {
@@ -201,7 +204,7 @@ func NewEngine(layers []Layer, opts ...Option) (*Engine, error) {
 		h := envGitHubHost()
 		e.githubHost = &h
 	}
-	st, err := e.compile(layers)
+	st, err := e.compile(liveWaivers(layers, e.clock))
 	if err != nil {
 		return nil, err
 	}
@@ -259,6 +262,7 @@ func (e *Engine) Reload(ctx context.Context) (bool, error) {
 func (e *Engine) Replace(ctx context.Context, layers []Layer) (bool, error) {
 	e.reloadMu.Lock()
 	defer e.reloadMu.Unlock()
+	layers = liveWaivers(layers, e.clock)
 	if versionOf(collectInputs(layers)) == e.cur.Load().version {
 		return false, nil
 	}
@@ -289,6 +293,9 @@ func collectInputs(layers []Layer) []inputDoc {
 		}
 		for _, d := range l.documents() {
 			in = append(in, inputDoc{kind: "settings", layer: i, name: d.Name, data: d.Data})
+		}
+		if len(l.Waivers) > 0 {
+			in = append(in, inputDoc{kind: "waivers", layer: i, data: waiverInput(l.Waivers)})
 		}
 		names := make([]string, 0, len(l.Modules))
 		for n := range l.Modules {
@@ -357,6 +364,7 @@ func (e *Engine) compile(layers []Layer) (*state, error) {
 		st.cache = newDecisionCache(e.cacheSize)
 	}
 	docs := make([][]settings.Document, len(layers))
+	waivers := map[int]Waivers{}
 	seen := map[string]bool{}
 	for _, in := range inputs {
 		switch in.kind {
@@ -376,6 +384,12 @@ func (e *Engine) compile(layers []Layer) (*state, error) {
 		case "settings":
 			docs[in.layer] = append(docs[in.layer], settings.Document{Scope: settings.ScopeManaged, Name: in.name, Data: in.data})
 			st.warnings = append(st.warnings, st.addPins(in.name, in.data)...)
+		case "waivers":
+			var ws Waivers
+			if err := json.Unmarshal(in.data, &ws); err != nil {
+				return nil, err
+			}
+			waivers[in.layer] = ws
 		case "module":
 			if in.layer < 0 {
 				// The built-in module (the same text in every state) is
@@ -413,7 +427,9 @@ func (e *Engine) compile(layers []Layer) (*state, error) {
 	} else if m != nil {
 		st.modules[adminModuleFile] = m
 	}
-	val, err := ast.InterfaceToValue(map[string]any{"wharf_index": buildIndex(st.layers)})
+	wd, warns := waiverData(st.layers, waivers)
+	st.warnings = append(st.warnings, warns...)
+	val, err := ast.InterfaceToValue(map[string]any{"wharf_index": buildIndex(st.layers), "wharf_waivers": wd})
 	if err != nil {
 		return nil, err
 	}

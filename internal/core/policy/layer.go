@@ -30,6 +30,9 @@ type Layer struct {
 	// Managed: the layer is a managed directory (the system one or one
 	// added after it), whose settings may name the policy server.
 	Managed bool
+	// Waivers are the approved requests of the server bundle the layer
+	// came from (ReadBundle); see Waiver for what they lift.
+	Waivers Waivers
 
 	settingsName string // file name of Settings in messages, when it differs from Origin
 }

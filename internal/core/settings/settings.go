@@ -228,11 +228,11 @@ var claudeKeys = map[string]bool{
 	"trustedProjectFolders": true, "disableProjectCode": true,
 }
 
-// serverKeys name the policy server in managed settings (policyUrl,
-// policyKey, maxAge) and pin MCP tool definitions (mcpToolPins); the
-// policy package reads and checks them (policy.ManagedServers,
-// Engine.ToolPins).
-var serverKeys = map[string]bool{"policyUrl": true, "policyKey": true, "maxAge": true, "mcpToolPins": true}
+// serverKeys name the policy server in managed settings, say whether a
+// server layer's denials are waivable (allowWaivers), or pin MCP tool
+// definitions (mcpToolPins); the policy package reads and checks them
+// (policy.ManagedServers, policy.Waiver, Engine.ToolPins).
+var serverKeys = map[string]bool{"policyUrl": true, "policyKey": true, "maxAge": true, "allowWaivers": true, "mcpToolPins": true}
 
 type decoder struct {
 	file  string

@@ -96,6 +96,11 @@ func (s *Server) routes() []route {
 		r(http.MethodPost, "/v1/approvals/scan", adminOnly, s.scanApprovals),
 		r(http.MethodGet, "/v1/approvals/modes", adminOnly, s.getApprovalModes),
 		r(http.MethodPut, "/v1/approvals/modes", adminOnly, s.putApprovalMode),
+		r(http.MethodPost, "/v1/requests", all, s.createRequest),
+		r(http.MethodGet, "/v1/requests/mine", all, s.myRequests),
+		r(http.MethodGet, "/v1/requests", adminOnly, s.listRequests),
+		r(http.MethodPost, "/v1/requests/:id/approve", adminOnly, s.approveRequest),
+		r(http.MethodPost, "/v1/requests/:id/deny", adminOnly, s.denyRequest),
 
 		r(http.MethodGet, "/v1/channels", all, s.listChannels),
 		r(http.MethodPost, "/v1/channels", adminOnly, s.createChannel),

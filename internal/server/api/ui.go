@@ -99,6 +99,7 @@ func newConsole(s *Server) (*console, error) {
 	u.fleetRoutes(e)    // ui_fleet.go
 	u.approvalRoutes(e) // ui_approvals.go
 	u.toolPinRoutes(e)  // ui_toolpins.go
+	u.requestRoutes(e)  // ui_requests.go
 	u.e = e
 	return u, nil
 }

@@ -24,6 +24,7 @@ import (
 	"github.com/wharfhq/wharf/internal/core/store"
 	"github.com/wharfhq/wharf/internal/server/approvals"
 	"github.com/wharfhq/wharf/internal/server/audit"
+	"github.com/wharfhq/wharf/internal/server/requests"
 	"github.com/wharfhq/wharf/internal/server/tokens"
 	"github.com/wharfhq/wharf/internal/server/toolpins"
 )
@@ -214,10 +215,11 @@ func CanonicalJSON(raw json.RawMessage) (json.RawMessage, error) {
 }
 
 // AdvanceHead writes the policy head that follows the stored one: the next
-// revision, with the version of layers, revs and the approvals stored in
-// tx. Every policy change (a layer, a revocation, an approval) goes
-// through it, in the transaction of the change, so revisions only move
-// forward.
+// revision, with the version of layers, revs, the approvals and the
+// waivers in force (requests.InForce) stored in tx. Every policy change
+// (a layer, a revocation, an approval, an answer that changes the
+// waivers) goes through it, in the transaction of the change, so
+// revisions only move forward.
 func AdvanceHead(tx store.Tx, layers []Layer, revs policy.Revocations) (Head, error) {
 	old, err := ReadHead(tx)
 	if err != nil {
@@ -227,13 +229,17 @@ func AdvanceHead(tx store.Tx, layers []Layer, revs policy.Revocations) (Head, er
 	if err != nil {
 		return Head{}, err
 	}
+	ws, err := requests.InForce(tx)
+	if err != nil {
+		return Head{}, err
+	}
 	pins, err := toolpins.All(tx)
 	if err != nil {
 		return Head{}, err
 	}
 	// Tool pins are policy too: they fold into the version (unchanged
 	// while there is none).
-	head := Head{Revision: old.Revision + 1, Version: toolpins.Version(FullVersionWith(layers, revs, adm), pins)}
+	head := Head{Revision: old.Revision + 1, Version: toolpins.Version(requests.Version(FullVersionWith(layers, revs, adm), ws), pins)}
 	raw, err := json.Marshal(head)
 	if err != nil {
 		return head, err

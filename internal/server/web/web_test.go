@@ -123,6 +123,7 @@ func TestRenderEveryPage(t *testing.T) {
 		PageChannels:    ChannelsView{Channels: []ChannelRow{{Name: "approved", Page: "/ui/channels/approved"}}},
 		PageChannel: ChannelView{ChannelRow: ChannelRow{Name: "approved"}, Entries: []ChannelEntryRow{{Name: "lint"}},
 			LeftOut: []LeftOutRow{{Plugin: "risky@corp", Kind: "denied"}}},
+		PageRequests: RequestsView{Requests: []RequestRow{{ID: "q-1", Status: "pending", ApproveURL: "/a", DenyURL: "/d"}}},
 	}
 	for _, p := range pages {
 		var buf bytes.Buffer

@@ -163,13 +163,17 @@ blocked_message("path", pattern) := sprintf("marketplace %s (%s) is blocked by p
 
 outcome contains ["forced", "on"] if input.facts.enabled[0][1] == true
 
-outcome contains ["forced", "off"] if input.facts.enabled[0][1] == false
+outcome contains ["forced", "off"] if {
+	input.facts.enabled[0][1] == false
+	not waived(input.facts.enabled[0][0])
+}
 
 outcome contains ["forced", "off"] if input.facts.enabled[0][1] == "invalid"
 
 outcome contains ["deny", r(input.facts.enabled[0][0], "enabledPlugins", off_message)] if {
 	input.action in {"install", "enable", "load", "load_component", "run_hook", "sideload"}
 	input.facts.enabled[0][1] == false
+	not waived(input.facts.enabled[0][0])
 }
 
 off_message := sprintf("%s is forbidden: managed enabledPlugins sets %s to false, and marketplace %s (%s) is the one managed settings declare as %s", [input.plugin, input.facts.enabled[0][2], input.plugin_marketplace, input.marketplace.display, split(input.facts.enabled[0][2], "@")[1]]) if {
@@ -365,12 +369,37 @@ signature_message(false, keys, mkt) := sprintf("%s needs a valid signature by on
 
 signature_message(true, _, mkt) := sprintf("requireSignatures for %s is invalid, so its installs are refused (fail closed); %s refused", [mkt, input.plugin])
 
+# ---- requests and waivers: an approved request (a waiver) travels in the
+# signed bundle of the server that approved it. For its plugin it lifts the
+# enabledPlugins false and the admin denials of that bundle's layers whose
+# settings say allowWaivers: true, and nothing else (see policy/waiver.go).
+# data.wharf_waivers[plugin] = {"layers": [layer index, ...], "waivers":
+# [{"request", "by", "until", "note"}, ...]}, built when the policy is
+# loaded from the waivers in force then.
+
+waived(i) if i in data.wharf_waivers[input.plugin].layers
+
+outcome contains ["warning", msg] if {
+	input.action in {"install", "enable", "load"}
+	some w in data.wharf_waivers[input.plugin].waivers
+	msg := sprintf("%s: request %s approved by %s%s%s (it lifts what layers with allowWaivers deny)", [input.plugin, w.request, w.by, waiver_until(w.until), waiver_note(w.note)])
+}
+
+waiver_until("") := ""
+
+waiver_until(t) := sprintf(" until %s", [t]) if t != ""
+
+waiver_note("") := ""
+
+waiver_note(n) := sprintf(": %s", [n]) if n != ""
+
 # ---- admin rules: package wharf.admin.<layer>, `deny contains msg if ...`,
 # on every action. For each layer that has admin modules the engine adds
 #
 #   outcome contains ["deny", r(i, "admin", admin_message(msg))] if {
 #   	input.action in {"install"}    # the comparisons every deny rule of
 #   	                               # the layer makes, if any
+#   	not waived(i)                  # see requests and waivers
 #   	some msg in data.wharf.admin["<layer>"].deny
 #   }
 #
