@@ -145,15 +145,16 @@ const TypeCollision = "component-collision"
 
 // loadInput is what one load reads besides the filesystem.
 type loadInput struct {
-	snap    *settings.Snapshot
-	recs    []cache.Record
-	broken  []cache.BrokenRecord
-	inline  []string
-	dec     *load.Decider
-	index   *componentIndex
-	mode    Mode
-	o       *config
-	workers int
+	snap     *settings.Snapshot
+	recs     []cache.Record
+	broken   []cache.BrokenRecord
+	inline   []string
+	dec      *load.Decider
+	index    *componentIndex
+	contents *load.Contents
+	mode     Mode
+	o        *config
+	workers  int
 
 	// project is the project folder's trust; projectOnly the plugins
 	// that only project-folder settings enable (their code needs it).
@@ -219,7 +220,7 @@ func build(ctx context.Context, in *loadInput) (*Set, error) {
 	// reading of each admitted plugin's components (index or tree).
 	extra := make([]*unit, len(in.recs))
 	lo := load.Options{Decider: in.dec, Revocations: o.Revocations, Mode: in.mode.trust(),
-		MarketplaceSource: o.MarketplaceSource, Entries: o.Entries, Workers: in.workers}
+		MarketplaceSource: o.MarketplaceSource, Entries: o.Entries, Workers: in.workers, Contents: in.contents}
 	lunits, err := load.Pass(ctx, lo, load.Input{Records: in.recs, Broken: in.broken, Enabled: enabled, Docs: in.snap.Docs},
 		func(ctx context.Context, i int, r cache.Record, entry *plugin.Entry, lu *load.Unit) {
 			u := &unit{Unit: lu, source: "installed"}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 
+	"github.com/wharfhq/wharf/internal/client/load"
 	"github.com/wharfhq/wharf/internal/core/policy"
 	"github.com/wharfhq/wharf/plugin"
 )
@@ -65,6 +66,12 @@ func (g *managedGuard) Decide(ctx context.Context, req policy.Request) (policy.D
 	d.Warnings = append(append([]string(nil), m.Warnings...), d.Warnings...)
 	d.PolicyVersion = g.Version()
 	return d, nil
+}
+
+// ReadsContent reports whether either policy's decisions can depend on a
+// request's capability set (see load.ReadsContent).
+func (g *managedGuard) ReadsContent() bool {
+	return g.managed.ReadsContent() || load.ReadsContent(g.inner)
 }
 
 // Version changes when either policy does.

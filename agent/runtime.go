@@ -128,7 +128,10 @@ type Runtime struct {
 	o     config
 	dec   *load.Decider
 	index *componentIndex
-	cur   atomic.Pointer[Set]
+	// contents keeps the capability sets policy decides on, by content
+	// digest (under the home when there is one).
+	contents *load.Contents
+	cur      atomic.Pointer[Set]
 
 	mu      sync.Mutex
 	inline  []string
@@ -207,6 +210,11 @@ func newRuntime(o config) (*Runtime, error) {
 		o.Workers = defaultWorkers()
 	}
 	r := &Runtime{o: o, dec: load.NewDecider(o.Policy), index: &componentIndex{}, dataDir: map[string]bool{}}
+	if o.Home != "" {
+		r.contents = load.NewContents(layout.New(o.Home).Capabilities())
+	} else {
+		r.contents = load.NewContents("")
+	}
 	if o.Home != "" && !o.NoMemo {
 		r.index.file, r.index.legacy = layout.New(o.Home).AgentIndex(), layout.New(o.Home).AgentLegacyIndex()
 	}
@@ -322,7 +330,7 @@ func (r *Runtime) Load(ctx context.Context, mode Mode) (*Set, error) {
 	if err != nil {
 		return nil, err
 	}
-	in := &loadInput{snap: snap, recs: recs, broken: broken, inline: r.inline, dec: r.dec, index: r.index, mode: mode, o: &r.o, workers: r.o.Workers}
+	in := &loadInput{snap: snap, recs: recs, broken: broken, inline: r.inline, dec: r.dec, index: r.index, contents: r.contents, mode: mode, o: &r.o, workers: r.o.Workers}
 	set, err := build(ctx, in)
 	if err != nil {
 		return nil, err

@@ -136,6 +136,17 @@ const manifestRel = ".claude-plugin/plugin.json"
 // are *Error (Layer LayerMaterialization) wrapping a *FieldError, with Type
 // TypeManifestParse, TypeManifestInvalid, TypeConflict or TypeComponentLoad.
 func Load(dir string, entry *Entry) (*Plugin, []Diagnostic, error) {
+	return LoadFiles(dir, entry, nil)
+}
+
+// LoadFiles is Load for a caller that has already read some of the files
+// under dir: files maps a file's path, filepath.Join(dir, rel), to its
+// contents, which must be what the file holds now. Load takes a file's
+// contents from there instead of reading it again (the manifests, the
+// hooks, MCP and LSP files, the front matter of Markdown files); every
+// other file, and everything about the tree's layout, is read from disk
+// as Load reads it.
+func LoadFiles(dir string, entry *Entry, files map[string][]byte) (*Plugin, []Diagnostic, error) {
 	fi, err := os.Stat(dir)
 	if err != nil {
 		return nil, nil, &Error{Layer: LayerMaterialization, Type: TypeNotFound, Object: dir, Err: err,
@@ -151,13 +162,13 @@ func Load(dir string, entry *Entry) (*Plugin, []Diagnostic, error) {
 	if err != nil {
 		return nil, nil, &Error{Layer: LayerMaterialization, Type: TypeComponentLoad, Object: dir, Err: err}
 	}
-	l := &loader{root: dir, real: real}
+	l := &loader{root: dir, real: real, files: files}
 
 	var pm *Manifest
 	mfile := filepath.Join(dir, filepath.FromSlash(manifestRel))
 	if _, err := os.Lstat(mfile); err == nil {
 		if l.inside(mfile, manifestRel, "plugin.json") {
-			m, diags, err := readDocument(mfile, ParseManifest)
+			m, diags, err := l.readDocument(mfile)
 			l.diags = append(l.diags, diags...)
 			if err != nil {
 				return nil, l.diags, err
@@ -263,6 +274,27 @@ type loader struct {
 	// skillsAddDefault: declared skills add to skills/ instead of replacing it.
 	skillsAddDefault bool
 	hasManifest      bool // .claude-plugin/plugin.json exists
+	// files are contents the caller already read (LoadFiles).
+	files map[string][]byte
+}
+
+// readFile is readManifestFile, from the caller's copy when it has one
+// within the size limit (a larger one is read, and refused, as usual).
+func (l *loader) readFile(abs string) ([]byte, error) {
+	if data, ok := l.files[abs]; ok && int64(len(data)) <= MaxManifestSize {
+		return data, nil
+	}
+	return readManifestFile(abs)
+}
+
+// readDocument reads and parses plugin.json (readDocument through
+// readFile).
+func (l *loader) readDocument(path string) (*Manifest, []Diagnostic, error) {
+	data, err := l.readFile(path)
+	if err != nil {
+		return nil, nil, err
+	}
+	return ParseManifest(data, path)
 }
 
 func isMarkdownKind(k ComponentKind) bool {
@@ -789,14 +821,19 @@ const maxNamedFile = 1 << 20
 // (Claude Code then keeps only a name derived from the file), or the name
 // is not a usable component name (with a warning).
 func (l *loader) frontMatterName(abs, fallback, field string) string {
-	f, err := os.Open(abs)
-	if err != nil {
-		return fallback
-	}
-	data, err := io.ReadAll(io.LimitReader(f, maxNamedFile))
-	f.Close()
-	if err != nil {
-		return fallback
+	data, ok := l.files[abs]
+	if ok {
+		data = data[:min(len(data), maxNamedFile)]
+	} else {
+		f, err := os.Open(abs)
+		if err != nil {
+			return fallback
+		}
+		data, err = io.ReadAll(io.LimitReader(f, maxNamedFile))
+		f.Close()
+		if err != nil {
+			return fallback
+		}
 	}
 	meta, _, lenient, err := parseFrontMatter(data)
 	if err != nil || lenient {
@@ -872,7 +909,7 @@ func (l *loader) jsonComponents(kind ComponentKind, field string, spec Component
 			l.fail(TypeComponentLoad, l.root, s.f, "%s: expected a JSON file, found a directory", s.rel)
 			continue
 		}
-		data, err := readManifestFile(abs)
+		data, err := l.readFile(abs)
 		if err != nil {
 			l.fail(TypeComponentLoad, abs, s.f, "%v", err)
 			continue
@@ -984,7 +1021,7 @@ func (l *loader) rootManifestVersion(dir string) *Manifest {
 	if err != nil || !fi.Mode().IsRegular() {
 		return nil
 	}
-	data, err := readManifestFile(abs)
+	data, err := l.readFile(abs)
 	if err != nil {
 		l.warn(abs, "", "%v; its version is not used", err)
 		return nil

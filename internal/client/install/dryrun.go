@@ -19,7 +19,7 @@ func (in *Installer) PlanInstall(ctx context.Context, req Request) (*resolver.Pl
 	if err != nil {
 		return nil, err
 	}
-	if err := in.checkPolicy(ctx, g, plan.Steps, nil); err != nil {
+	if err := in.checkPolicy(ctx, g, plan.Steps, nil, nil); err != nil {
 		return nil, err
 	}
 	return plan, nil

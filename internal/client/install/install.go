@@ -137,7 +137,7 @@ func (in *Installer) Install(ctx context.Context, req Request) (*Result, error) 
 			return nil, err
 		}
 		todo := plan.ToInstall()
-		if err := in.checkPolicy(ctx, g, todo, nil); err != nil {
+		if err := in.checkPolicy(ctx, g, todo, nil, nil); err != nil {
 			return nil, err
 		}
 		var need []plugin.ID
@@ -165,8 +165,10 @@ func (in *Installer) Install(ctx context.Context, req Request) (*Result, error) 
 	res.Plan = plan
 	res.Warnings = append(res.Warnings, plan.Warnings...)
 	todo := plan.ToInstall()
-	// Policy again, now with the signatures that verified over the fetched content.
+	// Policy again, now with the signatures that verified over the fetched
+	// content and what that content can do (its capability set).
 	verified, policyKeys := map[plugin.ID][]string{}, map[plugin.ID][]string{}
+	contents := map[plugin.ID]*policy.Content{}
 	for _, st := range todo {
 		ids, keys, warns, err := in.verifiedSignatures(g, st.ID, done[st.ID].v)
 		if err != nil {
@@ -174,8 +176,11 @@ func (in *Installer) Install(ctx context.Context, req Request) (*Result, error) 
 		}
 		verified[st.ID], policyKeys[st.ID] = ids, keys
 		res.Warnings = append(res.Warnings, warns...)
+		if contents[st.ID], err = in.contentOf(g, st.ID, done[st.ID].v); err != nil {
+			return nil, err
+		}
 	}
-	if err := in.checkPolicy(ctx, g, todo, policyKeys); err != nil {
+	if err := in.checkPolicy(ctx, g, todo, policyKeys, contents); err != nil {
 		return nil, err
 	}
 	for _, st := range todo {
@@ -302,8 +307,10 @@ func entrySource(g *graph, id plugin.ID) *plugin.Source {
 // checkPolicy asks policy about every plugin of an install closure. verified
 // (Request.Signatures per plugin) is nil before fetching: then every trusted
 // key stands in for the verified ones, so a plugin that no trusted key can
-// make satisfy requireSignatures is refused before any download.
-func (in *Installer) checkPolicy(ctx context.Context, g *graph, steps []resolver.Step, verified map[plugin.ID][]string) error {
+// make satisfy requireSignatures is refused before any download. contents
+// (each fetched tree's capability set, Request.Content) is nil before
+// fetching too.
+func (in *Installer) checkPolicy(ctx context.Context, g *graph, steps []resolver.Step, verified map[plugin.ID][]string, contents map[plugin.ID]*policy.Content) error {
 	if in.o.Policy == nil {
 		return nil
 	}
@@ -321,6 +328,7 @@ func (in *Installer) checkPolicy(ctx context.Context, g *graph, steps []resolver
 			// plugin no trusted key could sign well enough is refused now.
 			it.Signatures = in.o.Keys.IDs()
 		}
+		it.Content = contents[st.ID]
 		items = append(items, it)
 	}
 	errs := []error{in.o.Policy.AllowInstall(ctx, items)}
@@ -331,6 +339,31 @@ func (in *Installer) checkPolicy(ctx context.Context, g *graph, steps []resolver
 		errs = append(errs, load.CheckSource(ctx, dec, st.ID, entrySource(g, st.ID)))
 	}
 	return errors.Join(errs...)
+}
+
+// contentOf is the capability set and findings of v, fetched for id and
+// verified against its digest, as policy reads them; it is kept by
+// digest, so the next load reads it back instead of the tree. Without a
+// policy that reads content nothing is computed.
+func (in *Installer) contentOf(g *graph, id plugin.ID, v *cache.Version) (*policy.Content, error) {
+	if in.o.Policy == nil || !load.ReadsContent(in.o.Policy) {
+		return nil, nil
+	}
+	e, _ := g.entry(id)
+	c, err := in.contents.Of(cache.Record{ID: id, Version: v.Version, Digest: v.Digest, InstallPath: v.Path}, e)
+	if err != nil {
+		return nil, load.ContentError(id, v.Version, err)
+	}
+	return c, nil
+}
+
+// contentsOf is contentOf as the contents argument of checkPolicy.
+func (in *Installer) contentsOf(g *graph, id plugin.ID, v *cache.Version) (map[plugin.ID]*policy.Content, error) {
+	c, err := in.contentOf(g, id, v)
+	if err != nil {
+		return nil, err
+	}
+	return map[plugin.ID]*policy.Content{id: c}, nil
 }
 
 // revocationSource is a Policy that carries the revocations of the policy

@@ -10,6 +10,7 @@ import (
 	"github.com/wharfhq/wharf/internal/client/cache"
 	"github.com/wharfhq/wharf/internal/client/load"
 	"github.com/wharfhq/wharf/internal/core/fetch"
+	"github.com/wharfhq/wharf/internal/core/layout"
 	"github.com/wharfhq/wharf/internal/core/marketplace"
 	"github.com/wharfhq/wharf/internal/core/policy"
 	"github.com/wharfhq/wharf/internal/core/settings"
@@ -65,6 +66,9 @@ type Options struct {
 // command at a time; across processes the home's lock serializes writes.
 type Installer struct {
 	o Options
+	// contents keeps the capability sets of the trees installed, by
+	// content digest, for policy here and at every later load.
+	contents *load.Contents
 }
 
 // New returns an Installer.
@@ -83,7 +87,7 @@ func New(o Options) (*Installer, error) {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
-	return &Installer{o: o}, nil
+	return &Installer{o: o, contents: load.NewContents(layout.New(o.Cache.Home()).Capabilities())}, nil
 }
 
 func (in *Installer) progress(format string, args ...any) {

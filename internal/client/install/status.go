@@ -56,6 +56,7 @@ func (in *Installer) List(ctx context.Context, opts StatusOptions) ([]load.Row, 
 		Mode:              mode,
 		MarketplaceSource: func(mkt string) *plugin.MarketplaceSource { return marketSourceOf(g, mkt) },
 		Entries:           func(id plugin.ID) *plugin.Entry { e, _ := g.entry(id); return e },
+		Contents:          in.contents,
 	}
 	rows, err := load.List(ctx, lo, load.Input{Records: recs, Broken: broken, Enabled: snap.Merged.EnabledPlugins, Docs: snap.Docs})
 	if err != nil {

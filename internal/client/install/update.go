@@ -82,7 +82,7 @@ func (in *Installer) Update(ctx context.Context, ids []plugin.ID, opts UpdateOpt
 		if err != nil {
 			return out, err
 		}
-		if err := in.checkPolicy(ctx, g, plan.ToInstall()[len(plan.ToInstall())-1:], nil); err != nil {
+		if err := in.checkPolicy(ctx, g, plan.ToInstall()[len(plan.ToInstall())-1:], nil, nil); err != nil {
 			return out, err
 		}
 		sv, err := in.materialize(ctx, g, id, true)
@@ -113,7 +113,12 @@ func (in *Installer) Update(ctx context.Context, ids []plugin.ID, opts UpdateOpt
 			return out, err
 		}
 		u.Warnings = warns
-		if err := in.checkPolicy(ctx, g, plan.ToInstall()[len(plan.ToInstall())-1:], map[plugin.ID][]string{id: keys}); err != nil {
+		contents, err := in.contentsOf(g, id, sv.v)
+		if err != nil {
+			sv.cleanup()
+			return out, err
+		}
+		if err := in.checkPolicy(ctx, g, plan.ToInstall()[len(plan.ToInstall())-1:], map[plugin.ID][]string{id: keys}, contents); err != nil {
 			sv.cleanup()
 			return out, err
 		}

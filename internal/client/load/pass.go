@@ -2,6 +2,7 @@ package load
 
 import (
 	"context"
+	"errors"
 	"runtime"
 	"slices"
 	"sort"
@@ -48,6 +49,9 @@ type Options struct {
 	Entries func(plugin.ID) *plugin.Entry
 	// Workers bounds the plugins read in parallel (default GOMAXPROCS).
 	Workers int
+	// Contents keeps the capability sets of trees policy decides on
+	// (see Contents); nil computes each set from its tree at every pass.
+	Contents *Contents
 }
 
 // TypeNotInstalled is the *plugin.Error type (layer intent) of a plugin
@@ -277,6 +281,27 @@ func (o *Options) admit(ctx context.Context, r cache.Record, enabled bool, st *R
 		// A tree trust refuses is not read either.
 		st.AddError(err)
 		return false
+	}
+	if ReadsContent(o.Decider.Policy()) {
+		// Policy again, now with what the checked tree can do: its
+		// capability set and findings (deniedCapabilities, Rego rules
+		// on input.capabilities).
+		content, err := o.Contents.Of(r, entry)
+		if err != nil {
+			if pe := (*plugin.Error)(nil); errors.As(err, &pe) {
+				// The tree does not load as a plugin (an invalid
+				// manifest): the read fails it with that error, from
+				// the same files, and nothing of it becomes active.
+				return true
+			}
+			st.AddError(ContentError(r.ID, r.Version, err))
+			return false
+		}
+		req.Content = content
+		if err := o.Decider.Check(ctx, req); err != nil {
+			st.AddError(err)
+			return false
+		}
 	}
 	return true
 }

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path"
@@ -127,6 +128,13 @@ type Report struct {
 	Findings     []Finding `json:"findings"`
 }
 
+// Version names the rules that compute a Set and its findings from a tree.
+// A cache of sets keyed by content digest (package load) keys by it too:
+// raise it whenever a change of this package can change the Report of an
+// unchanged tree, so that a set computed by an older wharf is computed
+// again.
+const Version = 1
+
 // Bounds on what a hostile tree can make the reader do.
 const (
 	maxFiles    = 20000
@@ -141,26 +149,42 @@ var ErrTooManyFiles = errors.New("too many files")
 // could not be walked; files that cannot be read are findings
 // ("unreadable"), so one bad file does not hide the others.
 func Of(p *plugin.Plugin) (*Report, error) {
-	r := &reader{p: p, execs: map[string]map[string]bool{}, hosts: map[string]map[string]bool{}, scripts: map[string][]byte{}}
+	r := newReader(p.Root)
 	if err := r.walk(); err != nil {
 		return nil, err
 	}
+	r.p = p
 	r.components()
 	r.finish()
 	return &Report{Capabilities: r.set, Findings: r.findings}, nil
 }
 
 // Read loads the plugin in dir (entry is its marketplace entry, or nil)
-// and computes its report.
+// and computes its report. The tree is read once: the walk reads every
+// text file, and plugin.LoadFiles takes the manifests and front matter
+// from that copy.
 func Read(dir string, entry *plugin.Entry) (*Report, error) {
-	p, _, err := plugin.Load(dir, entry)
+	r := newReader(dir)
+	r.byPath = map[string][]byte{}
+	if err := r.walk(); err != nil {
+		return nil, err
+	}
+	p, _, err := plugin.LoadFiles(dir, entry, r.byPath)
 	if err != nil {
 		return nil, err
 	}
-	return Of(p)
+	r.p = p
+	r.components()
+	r.finish()
+	return &Report{Capabilities: r.set, Findings: r.findings}, nil
+}
+
+func newReader(root string) *reader {
+	return &reader{root: root, execs: map[string]map[string]bool{}, hosts: map[string]map[string]bool{}, scripts: map[string][]byte{}}
 }
 
 type reader struct {
+	root     string
 	p        *plugin.Plugin
 	set      Set
 	findings []Finding
@@ -168,13 +192,16 @@ type reader struct {
 	hosts    map[string]map[string]bool // host -> from
 	scripts  map[string][]byte          // text files read by walk, for hooks, servers and prompts
 	md       []string                   // Markdown files, scanned in walk
+	// byPath, when set, keeps what walk read by the path it read it at,
+	// for plugin.LoadFiles.
+	byPath map[string][]byte
 }
 
 // walk visits every file once: it records executables and scans text for
 // the findings that concern any file (Unicode in Markdown, hidden
 // comments, encoded scripts), keeping script text for the hooks.
 func (r *reader) walk() error {
-	root := r.p.Root
+	root := r.root
 	n := 0
 	return filepath.WalkDir(root, func(abs string, d fs.DirEntry, err error) error {
 		if err != nil {
@@ -198,33 +225,71 @@ func (r *reader) walk() error {
 			return nil
 		}
 		rel := r.rel(abs)
+		if strings.HasPrefix(rel, "bin/") {
+			r.exec(rel, "bin")
+		}
+		if textExt(rel) {
+			// Open, stat and read on one descriptor: what reading the
+			// file costs anyway.
+			return r.readText(abs, rel)
+		}
 		fi, err := d.Info()
 		if err != nil {
 			r.find(KindUnreadable, rel, 0, "cannot be read: %v", err)
 			return nil
 		}
-		if fi.Mode()&0o111 != 0 {
-			r.exec(rel, "exec-bit")
-		}
-		if strings.HasPrefix(rel, "bin/") {
-			r.exec(rel, "bin")
-		}
-		if fi.Size() > maxScanSize || !textLike(rel, fi.Mode()) {
+		if fi.Mode()&0o111 == 0 {
 			return nil
 		}
-		data, err := os.ReadFile(abs)
-		if err != nil {
-			r.find(KindUnreadable, rel, 0, "cannot be read: %v", err)
+		r.exec(rel, "exec-bit")
+		if fi.Size() > maxScanSize {
 			return nil
 		}
-		r.scanText(rel, data)
-		r.scripts[rel] = data
-		return nil
+		return r.readText(abs, rel)
 	})
 }
 
+// readText reads a text file, records its execute bit, scans it and keeps
+// it. A file it cannot read is a finding.
+func (r *reader) readText(abs, rel string) error {
+	f, err := os.Open(abs)
+	if err != nil {
+		if fi, serr := os.Lstat(abs); serr == nil && fi.Mode()&0o111 != 0 {
+			r.exec(rel, "exec-bit")
+		}
+		r.find(KindUnreadable, rel, 0, "cannot be read: %v", err)
+		return nil
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		r.find(KindUnreadable, rel, 0, "cannot be read: %v", err)
+		return nil
+	}
+	if !fi.Mode().IsRegular() {
+		return nil // replaced since the listing
+	}
+	if fi.Mode()&0o111 != 0 {
+		r.exec(rel, "exec-bit")
+	}
+	if fi.Size() > maxScanSize {
+		return nil
+	}
+	data := make([]byte, fi.Size())
+	if _, err := io.ReadFull(f, data); err != nil {
+		r.find(KindUnreadable, rel, 0, "cannot be read: %v", err)
+		return nil
+	}
+	r.scanText(rel, data)
+	r.scripts[rel] = data
+	if r.byPath != nil {
+		r.byPath[abs] = data
+	}
+	return nil
+}
+
 func (r *reader) rel(abs string) string {
-	rel, err := filepath.Rel(r.p.Root, abs)
+	rel, err := filepath.Rel(r.root, abs)
 	if err != nil {
 		return filepath.ToSlash(abs)
 	}
@@ -252,12 +317,10 @@ func (r *reader) host(h, from string) {
 	m[from] = true
 }
 
-// textLike reports files worth scanning: Markdown, JSON, YAML, scripts by
-// extension, and any executable file.
-func textLike(rel string, mode fs.FileMode) bool {
-	if mode&0o111 != 0 {
-		return true
-	}
+// textExt reports files worth scanning by their name: Markdown, JSON,
+// YAML, scripts, and files without an extension. Any executable file is
+// scanned too.
+func textExt(rel string) bool {
 	switch strings.ToLower(path.Ext(rel)) {
 	case ".md", ".markdown", ".mdx", ".txt", ".json", ".yaml", ".yml", ".toml",
 		".sh", ".bash", ".zsh", ".fish", ".ps1", ".bat", ".cmd", ".py", ".js", ".mjs", ".cjs", ".ts", ".rb", ".pl", ".php", ".lua":
@@ -565,6 +628,11 @@ func (s *Set) Undeclared() []string {
 	}
 	return out
 }
+
+// HostMatches reports whether host h matches one of patterns, read as
+// network.hosts is: an exact name, "*.d" for any name under d, and a port
+// only when the pattern names one.
+func HostMatches(h string, patterns []string) bool { return hostDeclared(h, patterns) }
 
 // hostDeclared matches h against network.hosts: an exact name, "*.d"
 // for any name under d, and a port only when the entry names one.

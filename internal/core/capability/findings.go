@@ -241,32 +241,59 @@ func (r *reader) scanEncoded(rel string, data []byte) {
 		return lines.at(off)
 	}
 	found := 0
-	start := -1
-	for i := 0; i <= len(data) && found < 200; i++ {
-		if i < len(data) && isBase64Byte(data[i]) {
-			if start < 0 {
-				start = i
-			}
-			continue
+	for start, end := 0, 0; found < 200; start = end + 1 {
+		if start, end = nextRun(data, start); start < 0 {
+			break
 		}
-		if start >= 0 && i-start >= 40 {
-			found++
-			blob := string(data[start:i])
-			if isHex(blob) {
-				if len(blob) >= 48 {
-					if dec, err := hex.DecodeString(blob[:len(blob)/2*2]); err == nil && looksLikeScript(dec) {
-						r.find(KindEncodedScript, rel, at(start), "hex text decodes to a script: %q", clip(string(dec)))
-					}
+		found++
+		blob := string(data[start:end])
+		if isHex(blob) {
+			if len(blob) >= 48 {
+				if dec, err := hex.DecodeString(blob[:len(blob)/2*2]); err == nil && looksLikeScript(dec) {
+					r.find(KindEncodedScript, rel, at(start), "hex text decodes to a script: %q", clip(string(dec)))
 				}
-			} else if dec, ok := decodeBase64(blob); ok && looksLikeScript(dec) {
-				r.find(KindEncodedScript, rel, at(start), "base64 text decodes to a script: %q", clip(string(dec)))
 			}
+		} else if dec, ok := decodeBase64(blob); ok && looksLikeScript(dec) {
+			r.find(KindEncodedScript, rel, at(start), "base64 text decodes to a script: %q", clip(string(dec)))
 		}
-		start = -1
 	}
 	if bytes.Contains(data, []byte(`\x`)) {
 		r.scanHexEscapes(rel, data, at)
 	}
+}
+
+// minRun is the shortest run of base64 (or hex) bytes scanEncoded decodes.
+const minRun = 40
+
+// nextRun returns the first run [start, end) of at least minRun base64
+// bytes at or after from, which must be 0 or follow a byte that is not
+// base64; start is -1 when there is none. It looks at the last byte of
+// each window of minRun bytes first: when that byte is not base64 no run
+// that long starts in the window, so most of the text is skipped without
+// being looked at, and no byte is looked at more than twice.
+func nextRun(data []byte, from int) (start, end int) {
+	i := from
+	for i+minRun <= len(data) {
+		j := i + minRun - 1
+		if !base64Bytes[data[j]] {
+			i = j + 1
+			continue
+		}
+		k := j
+		for k > i && base64Bytes[data[k-1]] {
+			k--
+		}
+		if k > i {
+			i = k // data[k-1] is not base64: a run may start at k
+			continue
+		}
+		end = j + 1
+		for end < len(data) && base64Bytes[data[end]] {
+			end++
+		}
+		return i, end
+	}
+	return -1, -1
 }
 
 // scanHexEscapes finds runs of \xNN escapes that decode to a script.

@@ -19,6 +19,7 @@
 //	  agent/components.idx        the runtime's component index
 //	  agent/components.gob        the index of earlier versions (removed on save)
 //	  policy-decisions.memo       the commands' policy decision memo
+//	  capabilities/<key>.json     capability sets of installed trees, by content digest
 //	  policy/<host>[_<port>]/     cached policy bundles, one per server
 //	  keys/*.pub                  trusted signing keys
 //	  trusted-folders.json[.lock] folders the user trusted for project settings
@@ -47,6 +48,7 @@ const (
 	agentIndexFile     = "components.idx"
 	agentLegacyIndex   = "components.gob"
 	policyMemoFile     = "policy-decisions.memo"
+	capabilitiesDir    = "capabilities"
 	policyDir          = "policy"
 	keysDir            = "keys"
 	trustedFoldersFile = "trusted-folders.json"
@@ -140,6 +142,10 @@ func (p Paths) AgentLegacyIndex() string { return p.join(agentDir, agentLegacyIn
 // between commands, so a command whose every decision is known compiles no
 // Rego.
 func (p Paths) PolicyMemo() string { return p.join(policyMemoFile) }
+
+// Capabilities holds the capability sets and findings of installed plugin
+// trees, one file per content digest (package load's Contents).
+func (p Paths) Capabilities() string { return p.join(capabilitiesDir) }
 
 // Accepted is the file of the plugin versions a user accepted with the
 // capabilities they add (wharf update --accept, without a policy server).

@@ -26,6 +26,7 @@ func TestNamesOnDisk(t *testing.T) {
 		{p.AgentIndex(), j("agent", "components.idx")},
 		{p.AgentLegacyIndex(), j("agent", "components.gob")},
 		{p.PolicyMemo(), j("policy-decisions.memo")},
+		{p.Capabilities(), j("capabilities")},
 		{p.PolicyBundles(), j("policy")},
 		{p.PolicyBundle("wharf.corp_8443"), j("policy", "wharf.corp_8443")},
 		{p.Keys(), j("keys")},

@@ -17,14 +17,21 @@ import (
 type Content struct {
 	Capabilities capability.Set       `json:"capabilities"`
 	Findings     []capability.Finding `json:"findings"`
+	// key is memoKey computed once, by ContentOf: a load pass asks
+	// about the same content at every start.
+	key []byte
 }
 
-// ContentOf is the Content of a capability report (nil for nil).
+// ContentOf is the Content of a capability report (nil for nil). Do not
+// change the report's lists afterwards: the content's identity is taken
+// now.
 func ContentOf(r *capability.Report) *Content {
 	if r == nil {
 		return nil
 	}
-	return &Content{Capabilities: r.Capabilities, Findings: r.Findings}
+	c := &Content{Capabilities: r.Capabilities, Findings: r.Findings}
+	c.key = c.hash()
+	return c
 }
 
 var (
@@ -75,6 +82,13 @@ func (c *Content) memoKey() []byte {
 	if c == nil {
 		return nil
 	}
+	if c.key != nil {
+		return c.key
+	}
+	return c.hash()
+}
+
+func (c *Content) hash() []byte {
 	b, _ := json.Marshal(c)
 	sum := sha256.Sum256(b)
 	return hex.AppendEncode(nil, sum[:])

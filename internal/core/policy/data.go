@@ -107,6 +107,13 @@ type factIndex struct {
 	// from it; nLayers: how many layers there are.
 	origins map[string]int
 	nLayers int
+	// caps: the layers with capability keys (capdeny.go), in layer order.
+	caps []layerCaps
+}
+
+type layerCaps struct {
+	layer int
+	rules *capabilityRules
 }
 
 // binding is one layer's extraKnownMarketplaces entry: the marketplace
@@ -151,6 +158,11 @@ func buildFacts(layers []compiledLayer, githubHost string) *factIndex {
 		blockedRepo: map[string][]blockEntry{}, blockedLocal: map[string][]int{},
 		bindings: map[string][]binding{}, boundNames: map[string][]string{},
 		origins: map[string]int{}, nLayers: len(layers),
+	}
+	for i := range layers {
+		if !layers[i].Caps.empty() {
+			x.caps = append(x.caps, layerCaps{layer: i, rules: &layers[i].Caps})
+		}
 	}
 	for i, cl := range layers {
 		if o := filepath.Clean(cl.Origin); cl.Origin != "" {
@@ -386,6 +398,15 @@ func entryLayer(e *ast.Term) int {
 //	managed_layer   for a component from managed settings
 //	                (load_component, run_hook) of a layer below the
 //	                highest: that layer's index (see managedLayer)
+//	capabilities_invalid
+//	                for install and load: [[layer, field], ...] whose
+//	                deniedCapabilities cannot be read (every plugin is
+//	                refused)
+//	capabilities_denied
+//	                for install and load with the plugin's content:
+//	                [[layer, rule, message], ...], one per capability or
+//	                finding a layer's deniedCapabilities,
+//	                requireDeclaredHosts or deniedFindings denies
 //	cross           for a dependency on another marketplace's plugin:
 //	                {"unlisted": [layer, ...] whose
 //	                allowCrossMarketplaceDependenciesOn is set and does not
@@ -510,6 +531,27 @@ func (x *factIndex) facts(r *Request, f *requestFacets) *ast.Term {
 		}
 		add(keyCross, cross)
 	}
+	if (r.Action == ActionInstall || r.Action == ActionLoad) && len(x.caps) > 0 {
+		var invalid, denied []*ast.Term
+		for _, lc := range x.caps {
+			if lc.rules.invalid {
+				invalid = append(invalid, ast.ArrayTerm(ast.InternedTerm(lc.layer), ast.StringTerm(lc.rules.invalidWhy)))
+				continue
+			}
+			if r.Content == nil {
+				continue
+			}
+			for _, h := range lc.rules.hits(f.plugin, r.Content) {
+				denied = append(denied, ast.ArrayTerm(ast.InternedTerm(lc.layer), ast.StringTerm(h.rule), ast.StringTerm(h.message)))
+			}
+		}
+		if len(invalid) > 0 {
+			add(keyCapsInvalid, ast.ArrayTerm(invalid...))
+		}
+		if len(denied) > 0 {
+			add(keyCapsDenied, ast.ArrayTerm(denied...))
+		}
+	}
 	if f.plugin != "" {
 		l := x.enabled[f.plugin]
 		if len(x.bindings) > 0 {
@@ -578,4 +620,6 @@ var (
 	keyEnabled        = ast.StringTerm("enabled")
 	keyUnbound        = ast.StringTerm("unbound")
 	keyManagedLayer   = ast.StringTerm("managed_layer")
+	keyCapsInvalid    = ast.StringTerm("capabilities_invalid")
+	keyCapsDenied     = ast.StringTerm("capabilities_denied")
 )

@@ -97,6 +97,11 @@ func (d Decision) Err(req Request) error {
 		if req.Action == ActionAddMarketplace || req.Action == ActionUpdateMarketplace || req.Action == ActionSideload || req.Action == ActionFetchSource {
 			hint = fmt.Sprintf("this is an administrator's decision: ask %s about %s", who, ruleWords(r.Rule))
 		}
+		if r.Rule == KeyDeniedCapabilities || r.Rule == KeyRequireDeclaredHosts || r.Rule == KeyDeniedFindings {
+			// Decided on the tree's content, which wharf policy check
+			// does not read: wharf show lists it.
+			hint = fmt.Sprintf("this is an administrator's decision: ask %s about %s; to see what the plugin's tree does run: wharf show %s", who, ruleWords(r.Rule), req.target())
+		}
 	}
 	return &plugin.Error{Layer: plugin.LayerPolicy, Type: plugin.TypePolicyDenied, Object: req.target(),
 		Err: &Denial{Request: req, Decision: d}, Hint: hint}
@@ -164,6 +169,9 @@ type compiledLayer struct {
 	Lockdown bool
 	// HasModules: the layer has admin Rego modules.
 	HasModules bool
+	// Caps are the layer's deniedCapabilities, requireDeclaredHosts and
+	// deniedFindings (capdeny.go).
+	Caps capabilityRules
 }
 
 type state struct {
@@ -229,6 +237,20 @@ func (e *Engine) Evaluations() int64 { return e.evals.Load() }
 // Version identifies the compiled policy: a hash over every input document
 // and module.
 func (e *Engine) Version() string { return e.cur.Load().version }
+
+// ReadsContent reports whether a decision of the policy in force can
+// depend on a request's Content: a layer sets deniedCapabilities,
+// requireDeclaredHosts or deniedFindings, or has admin Rego rules (which
+// may read input.capabilities and input.findings). When it cannot, a
+// caller may leave Content out and decide the same.
+func (e *Engine) ReadsContent() bool {
+	for _, l := range e.cur.Load().layers {
+		if l.HasModules || !l.Caps.empty() {
+			return true
+		}
+	}
+	return false
+}
 
 // Warnings are the problems found in the layers' documents (unknown keys,
 // invalid values that fail closed, unknown surfaces).
@@ -408,9 +430,15 @@ func (e *Engine) compile(layers []Layer) (*state, error) {
 		l := &st.layers[i]
 		var merged *settings.Settings
 		for _, d := range docs[i] {
-			if _, err := settings.Parse(d.Name, d.Data); err != nil {
+			s, err := settings.Parse(d.Name, d.Data)
+			if err != nil {
 				l.Lockdown = true
+				l.Caps.fail(d.Name)
 				st.warnings = append(st.warnings, fmt.Sprintf("policy layer %s: %v; every restriction is assumed until it is fixed (fail closed)", l.Name, err))
+				continue
+			}
+			for _, msg := range l.Caps.parse(d.Name, s.Unknown) {
+				st.warnings = append(st.warnings, fmt.Sprintf("policy layer %s: %s", l.Name, msg))
 			}
 		}
 		merged = settings.Merge(docs[i])

@@ -41,6 +41,7 @@ func (e *Engine) ExportClaude() Export {
 		x.warn("requireSignatures for %s is set by more than one layer; exported the keys all of them accept", mkt)
 	}
 	x.adminRules(st)
+	x.capabilityKeys(st)
 	sort.Strings(x.warns)
 	return Export{Settings: x.out, Warnings: append([]string{}, x.warns...)}
 }
@@ -153,6 +154,17 @@ func (x *exporter) adminRules(st *state) {
 			if rest, ok := strings.CutPrefix(k, l.Name+"/"); ok && rest != "" {
 				x.warn("layer %s has admin Rego rules (%s); Claude Code cannot enforce them, only wharf does", l.Name, rest)
 			}
+		}
+	}
+}
+
+// capabilityKeys warns about each layer's capability keys: Claude Code
+// reads no capability set, so it cannot deny by one.
+func (x *exporter) capabilityKeys(st *state) {
+	for _, l := range st.layers {
+		if !l.Caps.empty() && !l.Lockdown {
+			x.warn("layer %s sets %s, %s or %s; Claude Code cannot enforce them, only wharf does", l.Name,
+				KeyDeniedCapabilities, KeyRequireDeclaredHosts, KeyDeniedFindings)
 		}
 	}
 }

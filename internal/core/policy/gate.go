@@ -45,6 +45,9 @@ type InstallItem struct {
 	DeclaredCross []string
 	// Signatures are the key ids whose signatures verified.
 	Signatures []string
+	// Content is the fetched tree's capability set and findings; nil
+	// before the fetch.
+	Content *Content
 }
 
 // AllowInstall checks every plugin of an install closure (dependencies
@@ -53,7 +56,7 @@ func (e *Engine) AllowInstall(ctx context.Context, closure []InstallItem) error 
 	var errs []error
 	for _, it := range closure {
 		req := Request{Action: ActionInstall, Plugin: it.Plugin, Marketplace: Marketplace{Name: it.Plugin.Source, Source: it.Source},
-			RequiredBy: it.RequiredBy, DeclaredCross: it.DeclaredCross, Signatures: it.Signatures}
+			RequiredBy: it.RequiredBy, DeclaredCross: it.DeclaredCross, Signatures: it.Signatures, Content: it.Content}
 		if err := e.Check(ctx, req); err != nil {
 			errs = append(errs, err)
 		}

@@ -110,6 +110,13 @@ func Merge(docs []Document) *Settings {
 					clearKey(s, k)
 				}
 			}
+			for _, k := range CapabilityKeys {
+				if _, ok := s.Unknown[k]; ok {
+					s.Issues = append(s.Issues, Issue{Severity: SeverityWarning, File: d.Name, Field: k,
+						Message: fmt.Sprintf("only honoured in managed settings; ignored in %s scope", d.Scope)})
+					delete(s.Unknown, k)
+				}
+			}
 		}
 		out.mergeFrom(s)
 	}

@@ -213,6 +213,7 @@ var securityKeys = map[string]bool{
 	"strictKnownMarketplaces": true, "blockedMarketplaces": true, "strictPluginOnlyCustomization": true,
 	"allowCrossMarketplaceDependenciesOn": true, "allowManagedHooksOnly": true, "disableSideloadFlags": true,
 	"requireSignatures": true, "legacySignatureKeys": true,
+	"deniedCapabilities": true, "requireDeclaredHosts": true, "deniedFindings": true,
 }
 
 // claudeKeys are Claude Code settings keys that are not wharf's business but
@@ -233,6 +234,11 @@ var claudeKeys = map[string]bool{
 // definitions (mcpToolPins); the policy package reads and checks them
 // (policy.ManagedServers, policy.Waiver, Engine.ToolPins).
 var serverKeys = map[string]bool{"policyUrl": true, "policyKey": true, "maxAge": true, "allowWaivers": true, "mcpToolPins": true}
+
+// CapabilityKeys deny plugins by what their trees can do; the policy
+// package reads and checks them (see policy.KeyDeniedCapabilities). They
+// are kept as written, in Unknown, and honoured in managed settings only.
+var CapabilityKeys = []string{"deniedCapabilities", "requireDeclaredHosts", "deniedFindings"}
 
 type decoder struct {
 	file  string
@@ -446,7 +452,7 @@ func (d *decoder) key(off int64, key string, raw json.RawMessage) {
 			s.Unknown = map[string]json.RawMessage{}
 		}
 		s.Unknown[key] = append(json.RawMessage(nil), raw...)
-		if claudeKeys[key] || serverKeys[key] {
+		if claudeKeys[key] || serverKeys[key] || contains(CapabilityKeys, key) {
 			return
 		}
 		if near := nearKey(key); near != "" {
@@ -648,7 +654,7 @@ func dedup(in []string) []string {
 // nearKey returns the wharf key within edit distance 3 of k (case-insensitive), or "".
 func nearKey(k string) string {
 	best, bestD := "", 4
-	for _, known := range knownKeys {
+	for _, known := range append(knownKeys[:len(knownKeys):len(knownKeys)], CapabilityKeys...) {
 		if d := editDistance(strings.ToLower(k), strings.ToLower(known)); d < bestD {
 			best, bestD = known, d
 		}

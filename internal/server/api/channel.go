@@ -88,7 +88,7 @@ func (s *Server) channelDecider(ctx context.Context) (channel.Decider, source.Ga
 	}
 	gate, _ := d.(source.Gate)
 	return func(ctx context.Context, c channel.Candidate) (channel.Verdict, error) {
-		in := DecisionInput{Plugin: c.ID, MarketplaceSource: c.MarketplaceSource, Dependencies: c.Dependencies, RequiredBy: c.RequiredBy}
+		in := DecisionInput{Plugin: c.ID, MarketplaceSource: c.MarketplaceSource, Dependencies: c.Dependencies, RequiredBy: c.RequiredBy, Content: c.Content}
 		if det, err := s.deps.Catalog.Plugin(ctx, c.ID); err == nil {
 			in.Components = det.Components
 		}

@@ -135,6 +135,9 @@ type DecisionInput struct {
 	// RequiredBy is the plugin that brought this one into a closure (zero
 	// for a plugin asked for by name).
 	RequiredBy plugin.ID
+	// Content is the plugin tree's capability set and findings, when the
+	// caller has the tree (a channel build); nil otherwise.
+	Content *policy.Content
 }
 
 // Decision is a policy verdict with the reasons that decided it.

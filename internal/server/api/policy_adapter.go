@@ -75,7 +75,7 @@ func fromPolicy(pd policy.Decision) Decision {
 // dependency of RequiredBy when set).
 func (d policyDecider) Decide(ctx context.Context, in DecisionInput) (Decision, error) {
 	req := policy.Request{Action: policy.ActionInstall, Plugin: in.Plugin, RequiredBy: in.RequiredBy,
-		Marketplace: policy.Marketplace{Name: in.Plugin.Source}}
+		Marketplace: policy.Marketplace{Name: in.Plugin.Source}, Content: in.Content}
 	if len(in.MarketplaceSource) > 0 {
 		req.Marketplace.Source = decisionSource(in.MarketplaceSource)
 	}

@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/wharfhq/wharf/internal/core/capability"
 	"github.com/wharfhq/wharf/internal/core/marketplace"
 	"github.com/wharfhq/wharf/internal/core/policy"
 	"github.com/wharfhq/wharf/internal/core/resolver"
@@ -24,6 +25,11 @@ type Candidate struct {
 	// RequiredBy is the channel plugin that brought this one in as a
 	// dependency (zero for a plugin the definition names or covers).
 	RequiredBy plugin.ID
+	// Content is the vendored tree's capability set and findings: a
+	// plugin is asked about once without it, before its tree is fetched,
+	// and once with it (deniedCapabilities, Rego rules on
+	// input.capabilities).
+	Content *policy.Content
 }
 
 // Verdict is the policy's answer about a Candidate.
@@ -238,14 +244,7 @@ func (st *planState) one(ctx context.Context, id plugin.ID, requiredBy plugin.ID
 		return nil, fmt.Errorf("policy decision for %s: %w", id, err)
 	}
 	if !v.Allowed || v.Forced == "off" {
-		var msgs []string
-		for _, r := range v.Reasons {
-			msgs = append(msgs, fmt.Sprintf("%s (policy layer %s, rule %s)", r.Message, r.Layer, r.Rule))
-		}
-		if len(msgs) == 0 {
-			msgs = append(msgs, "the policy does not allow it")
-		}
-		st.left[id] = &LeftOut{Plugin: id.String(), Kind: LeftDenied, Reason: strings.Join(msgs, "; "), Reasons: v.Reasons, Forced: v.Forced}
+		st.left[id] = deniedOut(id, v)
 		return nil, nil
 	}
 	// The plugin's own source: an allowed marketplace does not carry a
@@ -303,6 +302,21 @@ func (st *planState) one(ctx context.Context, id plugin.ID, requiredBy plugin.ID
 			return nil, nil
 		}
 	}
+	// Policy again, on what the vendored tree can do.
+	rep, err := capability.Read(vd.Dir, h.Entry)
+	if err != nil {
+		st.left[id] = &LeftOut{Plugin: id.String(), Kind: LeftDenied,
+			Reason: fmt.Sprintf("the capability set policy decides on cannot be computed: %v", err)}
+		return nil, nil
+	}
+	c.Content = policy.ContentOf(rep)
+	if v, err = st.in.Decide(ctx, c); err != nil {
+		return nil, fmt.Errorf("policy decision for %s: %w", id, err)
+	}
+	if !v.Allowed || v.Forced == "off" {
+		st.left[id] = deniedOut(id, v)
+		return nil, nil
+	}
 	deps := entryDeps
 	if p, _, err := plugin.Load(vd.Dir, h.Entry); err == nil && len(p.Manifest.Dependencies) > 0 {
 		deps = resolveDeps(id, p.Manifest.Dependencies)
@@ -319,6 +333,18 @@ func (st *planState) one(ctx context.Context, id plugin.ID, requiredBy plugin.ID
 		Description: h.Entry.Description, Category: h.Entry.Category, Held: held, id: id, hit: h, vendored: vd, deps: deps}
 	st.kept[id] = e
 	return deps, nil
+}
+
+// deniedOut is the left-out record of a plugin the policy refuses.
+func deniedOut(id plugin.ID, v Verdict) *LeftOut {
+	var msgs []string
+	for _, r := range v.Reasons {
+		msgs = append(msgs, fmt.Sprintf("%s (policy layer %s, rule %s)", r.Message, r.Layer, r.Rule))
+	}
+	if len(msgs) == 0 {
+		msgs = append(msgs, "the policy does not allow it")
+	}
+	return &LeftOut{Plugin: id.String(), Kind: LeftDenied, Reason: strings.Join(msgs, "; "), Reasons: v.Reasons, Forced: v.Forced}
 }
 
 // sourceDenied is the left-out record of a plugin whose source policy

@@ -34,6 +34,15 @@
 #                   below the highest (load_component, run_hook): that
 #                   layer's index; past the last layer when none was read
 #                   from its directory
+#   capabilities_invalid
+#                   [[layer index, field], ...] whose deniedCapabilities
+#                   cannot be read (install, load)
+#   capabilities_denied
+#                   [[layer index, rule, message], ...]: the capabilities
+#                   and findings of the plugin's tree (input.capabilities,
+#                   input.findings) that a layer's deniedCapabilities,
+#                   requireDeclaredHosts or deniedFindings denies (install,
+#                   load)
 #   cross           present for a dependency on another marketplace's
 #                   plugin (install, cross_dependency): {"unlisted": [layer
 #                   index, ...] whose allowCrossMarketplaceDependenciesOn is
@@ -85,6 +94,8 @@ decision := {
 #   extraKnownMarketplaces       install enable load (a marketplace under a
 #                                declared name with another source)
 #   requireSignatures            install
+#   deniedCapabilities, requireDeclaredHosts, deniedFindings
+#                                install load (with the tree's content)
 #   cross-marketplace dependencies  install cross_dependency
 #   locked surfaces              load_component run_hook
 #   allowManagedHooksOnly        run_hook
@@ -368,6 +379,24 @@ outcome contains ["deny", r(e[0], "requireSignatures", signature_message(e[2], e
 signature_message(false, keys, mkt) := sprintf("%s needs a valid signature by one of the keys %v (requireSignatures for %s)", [input.plugin, keys, mkt])
 
 signature_message(true, _, mkt) := sprintf("requireSignatures for %s is invalid, so its installs are refused (fail closed); %s refused", [mkt, input.plugin])
+
+# ---- deniedCapabilities, requireDeclaredHosts, deniedFindings (wharf):
+# what a plugin's tree can do, matched in Go (policy/capdeny.go) against
+# input.capabilities and input.findings; every layer's entries add
+# reasons. A deniedCapabilities that cannot be read refuses every plugin.
+
+outcome contains ["deny", r(e[0], e[1], e[2])] if {
+	input.action in {"install", "load"}
+	input.facts.capabilities_denied
+	some e in input.facts.capabilities_denied
+}
+
+outcome contains ["deny", r(e[0], "deniedCapabilities", msg)] if {
+	input.action in {"install", "load"}
+	input.facts.capabilities_invalid
+	some e in input.facts.capabilities_invalid
+	msg := sprintf("deniedCapabilities cannot be read (%s), so every plugin is refused (fail closed); %s refused", [e[1], input.plugin])
+}
 
 # ---- requests and waivers: an approved request (a waiver) travels in the
 # signed bundle of the server that approved it. For its plugin it lifts the
