@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/wharfhq/wharf/agent"
+	"github.com/wharfhq/wharf/internal/core/toolpin"
 	"github.com/wharfhq/wharf/plugin"
 )
 
@@ -28,7 +29,8 @@ func TestEverythingServer(t *testing.T) {
 	if err != nil {
 		t.Fatalf("WHARF_MCP_EVERYTHING is set but node is not installed: %v", err)
 	}
-	sup := New(Options{StartTimeout: 60 * time.Second, StopGrace: 2 * time.Second})
+	var pins pinBox
+	sup := New(Options{StartTimeout: 60 * time.Second, StopGrace: 2 * time.Second, Pins: pins.get})
 	defer sup.Close()
 	comp := agent.Component{Kind: plugin.KindMCPServer, Name: "plugin:everything:everything", Local: "everything",
 		Plugin: plugin.MustParseID("everything@ref"), Source: agent.SourcePlugin,
@@ -47,10 +49,20 @@ func TestEverythingServer(t *testing.T) {
 	if err != nil || !strings.Contains(text(t, res), "hello") {
 		t.Fatalf("echo: %v %+v", err, res)
 	}
+	// Its definitions hash the same at every start: pinned to what it
+	// listed, a new process of it is approved.
+	if !toolpin.ValidHash(st.ToolsHash) {
+		t.Fatalf("tools hash %q", st.ToolsHash)
+	}
+	pins.set(toolpin.Pin{Plugin: "everything@ref", Server: "everything", Hash: st.ToolsHash})
+	st2, err := sup.Restart(context.Background(), comp.Name)
+	if err != nil || st2.State != StateRunning || st2.Drift || st2.ToolsHash != st.ToolsHash {
+		t.Fatalf("restart under its own pin: %v %+v", err, st2)
+	}
 	if err := undo(); err != nil {
 		t.Fatal(err)
 	}
-	if alive(st.PID) {
+	if alive(st.PID) || alive(st2.PID) {
 		t.Fatalf("server process %d still running after undo", st.PID)
 	}
 }

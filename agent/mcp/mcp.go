@@ -23,10 +23,20 @@
 // process exits (with its exit status and the tail of its stderr) and a stop
 // can end the whole group: stdin is closed first (the MCP shutdown), then
 // SIGTERM, then SIGKILL.
+//
+// Tool definitions can be pinned (Options.Pins): after every tools/list,
+// at start and at each notifications/tools/list_changed, the Supervisor
+// hashes what a plugin's server lists (names, descriptions, input schemas;
+// package toolpin) and compares it with the pins of that plugin and
+// server. A server whose definitions drifted exposes none of its tools: it
+// is stopped and failed, with a *toolpin.DriftError ("tool definitions
+// changed since approval") in its Status, and it is not restarted until
+// the pins change (Recheck). A server nothing pins works as it always did.
 package mcp
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -45,6 +55,7 @@ import (
 
 	"github.com/wharfhq/wharf/agent"
 	"github.com/wharfhq/wharf/agent/internal/proctree"
+	"github.com/wharfhq/wharf/internal/core/toolpin"
 	"github.com/wharfhq/wharf/plugin"
 )
 
@@ -98,6 +109,10 @@ type Options struct {
 	// kept in memory only, for the life of the Supervisor (a restart of the
 	// server reuses them; a new agent signs in again).
 	Authorize func(ctx context.Context, server, authURL string) error
+	// Pins returns the tool pins in force (a policy engine's ToolPins,
+	// read at each check so a policy reload takes effect at the next
+	// Recheck). Nil pins nothing.
+	Pins func() toolpin.Set
 }
 
 // maxBackoff caps the wait between restarts.
@@ -137,6 +152,16 @@ type Status struct {
 	// LastCrash says why the server last crashed, with the tail of its
 	// stderr; it stays after a restart clears Error.
 	LastCrash string `json:"lastCrash,omitempty"`
+	// Name is the server's name in its plugin's .mcp.json (what tool pins
+	// name); empty for servers of no plugin.
+	Name string `json:"name,omitempty"`
+	// ToolsHash is the hash of the tool definitions the server last
+	// listed (toolpin.Hash).
+	ToolsHash string `json:"toolsHash,omitempty"`
+	// Drift: the definitions differ from a pin (Pinned is that pin's
+	// hash); the server exposes no tools and Error says why.
+	Drift  bool   `json:"drift,omitempty"`
+	Pinned string `json:"pinned,omitempty"`
 }
 
 // StartError is a server that could not be started, or failed its
@@ -219,6 +244,9 @@ type run struct {
 
 	mu       sync.Mutex
 	stopping bool
+	// held: the server was stopped because its definitions drifted; its
+	// exit is not a crash and it is not restarted.
+	held bool
 	// starting is closed when a start in progress (the first, a restart,
 	// or a Restart's) is over; nil when none is. The fields above belong to
 	// that start until then, so stop waits for it.
@@ -328,6 +356,7 @@ func newRun(c agent.Component) *run {
 	r.status = Status{Server: c.Name, Source: c.Source, State: StateFailed}
 	if !c.Plugin.IsZero() {
 		r.status.Plugin = c.Plugin.String()
+		r.status.Name = c.Local
 	}
 	return r
 }
@@ -440,7 +469,9 @@ func (s *Supervisor) start(ctx context.Context, r *run) error {
 	ctx, cancel := context.WithTimeout(ctx, s.o.StartTimeout)
 	defer cancel()
 
-	client := sdk.NewClient(&sdk.Implementation{Name: s.o.ClientName, Version: s.o.ClientVersion}, nil)
+	client := sdk.NewClient(&sdk.Implementation{Name: s.o.ClientName, Version: s.o.ClientVersion}, &sdk.ClientOptions{
+		ToolListChangedHandler: func(context.Context, *sdk.ToolListChangedRequest) { go s.toolsChanged(r) },
+	})
 	var transport sdk.Transport
 	kind := strings.ToLower(cfg.Type)
 	switch kind {
@@ -521,22 +552,19 @@ func (s *Supervisor) start(ctx context.Context, r *run) error {
 	s.mu.Lock()
 	r.session = session
 	s.mu.Unlock()
-	var tools []Tool
-	for t, err := range session.Tools(ctx, nil) {
-		if err != nil {
-			session.Close()
-			return s.failStart(r, "tools/list failed", err)
-		}
-		tools = append(tools, Tool{
-			Name:        r.comp.ToolName(t.Name),
-			Tool:        t.Name,
-			Server:      r.comp.Name,
-			Plugin:      r.status.Plugin,
-			Description: t.Description,
-			InputSchema: t.InputSchema,
-		})
+	tools, hash, err := s.listTools(ctx, r, session)
+	if err != nil {
+		session.Close()
+		return s.failStart(r, "tools/list failed", err)
 	}
-	sort.Slice(tools, func(i, j int) bool { return tools[i].Name < tools[j].Name })
+	s.setStatus(r, func(st *Status) { st.ToolsHash = hash })
+	if err := s.checkPins(r, hash); err != nil {
+		// Nothing of an unapproved server stays up: not its tools, not
+		// its process.
+		session.Close()
+		s.endProcess(r)
+		return err
+	}
 	init := session.InitializeResult()
 	s.mu.Lock()
 	r.tools = tools
@@ -552,6 +580,166 @@ func (s *Supervisor) start(ctx context.Context, r *run) error {
 	r.mu.Unlock()
 	go s.watch(r)
 	return nil
+}
+
+// listTools lists a server's tools under their namespaced names, with the
+// hash of their definitions.
+func (s *Supervisor) listTools(ctx context.Context, r *run, session *sdk.ClientSession) ([]Tool, string, error) {
+	var tools []Tool
+	var defs []toolpin.Tool
+	for t, err := range session.Tools(ctx, nil) {
+		if err != nil {
+			return nil, "", err
+		}
+		schema, err := json.Marshal(t.InputSchema)
+		if err != nil {
+			return nil, "", fmt.Errorf("tool %q: inputSchema: %w", t.Name, err)
+		}
+		defs = append(defs, toolpin.Tool{Name: t.Name, Description: t.Description, InputSchema: schema})
+		tools = append(tools, Tool{
+			Name:        r.comp.ToolName(t.Name),
+			Tool:        t.Name,
+			Server:      r.comp.Name,
+			Plugin:      r.status.Plugin,
+			Description: t.Description,
+			InputSchema: t.InputSchema,
+		})
+	}
+	sort.Slice(tools, func(i, j int) bool { return tools[i].Name < tools[j].Name })
+	hash, err := toolpin.Hash(defs)
+	if err != nil {
+		return nil, "", fmt.Errorf("the tool definitions cannot be hashed: %w", err)
+	}
+	return tools, hash, nil
+}
+
+// pins returns the pins in force.
+func (s *Supervisor) pins() toolpin.Set {
+	if s.o.Pins == nil {
+		return toolpin.Set{}
+	}
+	return s.o.Pins()
+}
+
+// pinned reports whether a pin names r's server.
+func (s *Supervisor) pinned(r *run) bool {
+	return r.status.Plugin != "" && s.pins().Pinned(r.status.Plugin, r.comp.Local)
+}
+
+// checkPins compares the hash of r's definitions with the pins of its
+// plugin and server, and records the outcome in its Status.
+func (s *Supervisor) checkPins(r *run, hash string) error {
+	if r.status.Plugin == "" {
+		return nil // only plugins' servers are pinned
+	}
+	err := s.pins().Check(r.status.Plugin, r.comp.Local, hash)
+	var d *toolpin.DriftError
+	errors.As(err, &d)
+	s.setStatus(r, func(st *Status) {
+		st.Drift, st.Pinned = d != nil, ""
+		if d != nil {
+			st.Pinned = d.Pinned
+		}
+	})
+	return err
+}
+
+// endProcess ends a stdio server's process group and waits for it.
+func (s *Supervisor) endProcess(r *run) {
+	if r.cmd == nil || r.tree == nil {
+		return
+	}
+	r.tree.Kill()
+	<-r.exited
+}
+
+// toolsChanged handles a server's notifications/tools/list_changed: a
+// pinned server's definitions are listed and checked again; on drift its
+// tools are withdrawn and it is stopped. Servers nothing pins are left as
+// they are.
+func (s *Supervisor) toolsChanged(r *run) {
+	s.mu.Lock()
+	session, state := r.session, r.status.State
+	s.mu.Unlock()
+	if session == nil || state != StateRunning || !s.pinned(r) {
+		return
+	}
+	ctx, cancel := context.WithTimeout(r.life, s.o.StartTimeout)
+	defer cancel()
+	tools, hash, err := s.listTools(ctx, r, session)
+	if err != nil {
+		if r.life.Err() == nil {
+			s.hold(r, fmt.Errorf("tools/list after notifications/tools/list_changed failed: %w", err))
+		}
+		return
+	}
+	s.setStatus(r, func(st *Status) { st.ToolsHash = hash })
+	if err := s.checkPins(r, hash); err != nil {
+		s.hold(r, err)
+		return
+	}
+	s.mu.Lock()
+	r.tools = tools
+	r.status.Tools = len(tools)
+	s.mu.Unlock()
+}
+
+// hold withdraws a running server's tools, fails it with err and stops its
+// process; its exit is not a crash, and it is not restarted.
+func (s *Supervisor) hold(r *run, err error) {
+	r.mu.Lock()
+	if r.stopping || r.held {
+		r.mu.Unlock()
+		return
+	}
+	r.held = true
+	r.mu.Unlock()
+	se := &StartError{Server: r.comp.Name, Plugin: r.status.Plugin, Err: err}
+	s.mu.Lock()
+	r.tools = nil
+	r.status.State, r.status.Error, r.status.Tools, r.status.PID = StateFailed, se.Error(), 0, 0
+	session := r.session
+	s.mu.Unlock()
+	if session != nil {
+		session.Close()
+	}
+	s.endProcess(r)
+}
+
+// Recheck compares every plugin server with the pins in force now (call it
+// after a policy reload): a running server whose definitions no longer
+// match is held (no tools, stopped); a server held for drift whose last
+// definitions the pins now accept is started again, listing and checking
+// its definitions anew. It returns the errors of those starts.
+func (s *Supervisor) Recheck(ctx context.Context) error {
+	type cand struct {
+		r      *run
+		status Status
+	}
+	s.mu.Lock()
+	var all []cand
+	for _, runs := range s.runs {
+		r := runs[len(runs)-1]
+		if r.status.Plugin != "" && r.status.ToolsHash != "" {
+			all = append(all, cand{r, r.status})
+		}
+	}
+	s.mu.Unlock()
+	pins := s.pins()
+	var errs []error
+	for _, c := range all {
+		err := pins.Check(c.status.Plugin, c.r.comp.Local, c.status.ToolsHash)
+		switch {
+		case c.status.State == StateRunning && err != nil:
+			s.checkPins(c.r, c.status.ToolsHash)
+			s.hold(c.r, err)
+		case c.status.Drift && c.status.State == StateFailed && err == nil:
+			if _, err := s.Restart(ctx, c.status.Server); err != nil {
+				errs = append(errs, err)
+			}
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // failStart ends a start that got as far as the transport: for a stdio
@@ -642,7 +830,7 @@ func (s *Supervisor) watch(r *run) {
 		}
 	}
 	r.mu.Lock()
-	stopping := r.stopping
+	stopping := r.stopping || r.held
 	stable := time.Since(r.started) >= s.o.StableAfter
 	r.mu.Unlock()
 	if stopping {
@@ -709,6 +897,12 @@ func (s *Supervisor) restart(r *run) {
 		r.mu.Unlock()
 		close(done)
 		if err == nil {
+			return
+		}
+		if errors.As(err, new(*toolpin.DriftError)) {
+			// Starting it again lists the same definitions: wait for
+			// the pins to change (Recheck).
+			s.failed(r, StateFailed, err)
 			return
 		}
 		s.failed(r, StateCrashed, fmt.Errorf("restart failed: %w", err))

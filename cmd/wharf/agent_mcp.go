@@ -30,7 +30,7 @@ func newAgentMCPListCmd(a *app, opts *agentOptions) *cobra.Command {
 		Short: "Start the active set's MCP servers, list their tools under the names the model sees, and stop them",
 		Args:  exactArgs(0, "no arguments"),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			sup := mcp.New(mcp.Options{ProjectDir: a.agentProject(opts), Authorize: a.mcpSignIn})
+			sup := mcp.New(mcp.Options{ProjectDir: a.agentProject(opts), Authorize: a.mcpSignIn, Pins: a.toolPins()})
 			defer sup.Close()
 			r, err := a.agentRuntime(cmd.Context(), opts, agent.Options{Activator: sup.Activator(nil)})
 			if err != nil {
@@ -40,6 +40,7 @@ func newAgentMCPListCmd(a *app, opts *agentOptions) *cobra.Command {
 			if _, err := r.Load(cmd.Context(), opts.mode()); err != nil {
 				return err
 			}
+			a.recordMCP(sup.Status())
 			out := protocol.MCPListToolsResponse{Tools: sup.Tools(), Servers: sup.Status()}
 			if out.Tools == nil {
 				out.Tools = []mcp.Tool{}

@@ -38,9 +38,15 @@ docs/protocol.schema.json.`,
 			var sup *mcp.Supervisor
 			// Each load that made a set current may start a background
 			// inventory report (at most once per inventory.interval).
-			o := agent.Options{AfterLoad: func(*agent.Set) { a.maybeReport(opts.pluginDirs, true) }}
+			o := agent.Options{AfterLoad: func(*agent.Set) {
+				if sup != nil {
+					// A reload may have pulled new tool pins.
+					a.afterMCPLoad(cmd.Context(), sup)
+				}
+				a.maybeReport(opts.pluginDirs, true)
+			}}
 			if !noMCP {
-				sup = mcp.New(mcp.Options{ProjectDir: project, Stderr: a.stderr, Authorize: a.mcpSignIn})
+				sup = mcp.New(mcp.Options{ProjectDir: project, Stderr: a.stderr, Authorize: a.mcpSignIn, Pins: a.toolPins()})
 				defer sup.Close()
 				o.Activator = sup.Activator(nil)
 			}

@@ -228,7 +228,9 @@ func (a *app) wharfReport(ctx context.Context, o *reportOptions) (inventory.Repo
 		kind = inventory.KindWharfAgent
 	}
 	plugins = append(plugins, collect.FromSideloaded(sideloaded(o.sessionPlugins))...)
-	return collect.New(collect.Machine(id), kind, plugins, time.Now()), nil
+	rep := collect.New(collect.Machine(id), kind, plugins, time.Now())
+	rep.MCPServers = a.reportedMCP()
+	return rep, nil
 }
 
 // sideloaded describes session plugin dirs by their manifest and digest.

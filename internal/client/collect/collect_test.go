@@ -464,3 +464,25 @@ func TestFromStatusReportsEnabledButNotInstalled(t *testing.T) {
 		t.Fatalf("the report of a home with plugins enabled but not installed is refused: %v", err)
 	}
 }
+
+func TestMCPRecordReadsBack(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "state", "mcp-tools.json")
+	if got, err := ReadMCP(path); err != nil || got != nil {
+		t.Fatalf("nothing recorded: %v %v", got, err)
+	}
+	h := "mcp1:" + strings.Repeat("0", 64)
+	in := []inventory.MCPServer{{Plugin: "b@corp", Server: "s", ToolsHash: h}, {Plugin: "a@corp", Server: "t", ToolsHash: h}}
+	if err := WriteMCP(path, in); err != nil {
+		t.Fatal(err)
+	}
+	got, err := ReadMCP(path)
+	if err != nil || len(got) != 2 || got[0].Plugin != "a@corp" {
+		t.Fatalf("read back %+v, %v", got, err)
+	}
+	if err := os.WriteFile(path, []byte(`{"servers": [{"plugin": "x", "server": "s", "toolsHash": "`+h+`"}]}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ReadMCP(path); err == nil || !strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), "mcpServers[0].plugin") {
+		t.Fatalf("a bad record: %v", err)
+	}
+}

@@ -17,6 +17,7 @@ import (
 	"github.com/wharfhq/wharf/internal/core/marketplace"
 	"github.com/wharfhq/wharf/internal/core/policy"
 	"github.com/wharfhq/wharf/internal/core/store"
+	"github.com/wharfhq/wharf/internal/core/toolpin"
 	"github.com/wharfhq/wharf/plugin"
 )
 
@@ -72,7 +73,10 @@ type Home struct {
 	hasPolicyServer bool
 	// admissions are those of the policy bundles LoadPolicy last pulled,
 	// one per server that carries some.
-	admissions  []*policy.Admissions
+	admissions []*policy.Admissions
+	// bundlePins are the tool pins of the policy bundles LoadPolicy last
+	// pulled; the engine holds them.
+	bundlePins  []toolpin.Pin
 	usedPlugins bool
 }
 

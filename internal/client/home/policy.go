@@ -14,6 +14,7 @@ import (
 	"github.com/wharfhq/wharf/internal/client/policyremote"
 	"github.com/wharfhq/wharf/internal/core/policy"
 	"github.com/wharfhq/wharf/internal/core/settings"
+	"github.com/wharfhq/wharf/internal/core/toolpin"
 	"github.com/wharfhq/wharf/plugin"
 )
 
@@ -79,10 +80,11 @@ func (h *Home) OpenPolicy(src policy.Sources) (*policy.Engine, error) {
 		if err == nil && e != nil {
 			e.SetRevocations(revs)
 			e.SetAdmissions(h.admissions)
+			e.SetToolPins(h.bundlePins)
 		}
 		return layers, err
 	}
-	opts := []policy.Option{policy.WithLoader(load), policy.WithRevocations(revs), policy.WithAdmissions(h.admissions), policy.WithGitHubHost(h.cfg.GitHubHost)}
+	opts := []policy.Option{policy.WithLoader(load), policy.WithRevocations(revs), policy.WithToolPins(h.bundlePins), policy.WithAdmissions(h.admissions), policy.WithGitHubHost(h.cfg.GitHubHost)}
 	opts = append(opts, policy.WithMemoFile(h.paths.PolicyMemo()))
 	if h.clock != nil {
 		opts = append(opts, policy.WithClock(h.clock))
@@ -264,6 +266,7 @@ func (h *Home) LoadPolicy(ctx context.Context, src policy.Sources) ([]policy.Lay
 	pulled := make([][]policy.Layer, len(servers))
 	var revs policy.Revocations
 	var adms []*policy.Admissions
+	var pins []toolpin.Pin
 	for i, srv := range servers {
 		res, err := h.PullPolicy(ctx, srv)
 		if err != nil {
@@ -274,8 +277,13 @@ func (h *Home) LoadPolicy(ctx context.Context, src policy.Sources) ([]policy.Lay
 		if res.Info.Admissions != nil {
 			adms = append(adms, res.Info.Admissions)
 		}
+		for _, p := range res.Info.ToolPins {
+			p.Origin = "the policy server " + srv.URL
+			pins = append(pins, p)
+		}
 	}
 	h.admissions = adms
+	h.bundlePins = pins
 	// Server layers keep their names unless two servers share one; the
 	// --policy layers give way to them.
 	addServers := func(system bool) {

@@ -41,10 +41,29 @@ const (
 // A Report is one machine's whole current inventory; it replaces the
 // previous one. It is sent as JSON to PUT /v1/inventory/machines/{id}.
 type Report struct {
-	Machine Machine   `json:"machine"`
-	Client  Client    `json:"client"`
-	Plugins []Plugin  `json:"plugins"`
-	Created time.Time `json:"created"` // when the client built it
+	Machine Machine  `json:"machine"`
+	Client  Client   `json:"client"`
+	Plugins []Plugin `json:"plugins"`
+	// MCPServers are the plugin MCP servers whose tool definitions the
+	// client last listed, with the pin they were checked against.
+	MCPServers []MCPServer `json:"mcpServers,omitempty"`
+	Created    time.Time   `json:"created"` // when the client built it
+}
+
+// MaxMCPServers bounds a report's mcpServers.
+const MaxMCPServers = 2000
+
+// MCPServer is what a client observed of one plugin MCP server's tool
+// definitions (package toolpin).
+type MCPServer struct {
+	Plugin    string `json:"plugin"`    // name@marketplace
+	Server    string `json:"server"`    // its name in the plugin's .mcp.json
+	ToolsHash string `json:"toolsHash"` // toolpin.Hash of what it listed
+	// Pinned is the pin the definitions differ from, when Drift.
+	Pinned string `json:"pinned,omitempty"`
+	// Drift: the definitions differ from a pin; the server exposed no
+	// tools ("tool definitions changed since approval").
+	Drift bool `json:"drift,omitempty"`
 }
 
 // Machine identifies the reporting machine. ID is random, created once per

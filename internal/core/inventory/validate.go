@@ -16,6 +16,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/wharfhq/wharf/internal/core/lazyre"
+	"github.com/wharfhq/wharf/internal/core/toolpin"
 	"github.com/wharfhq/wharf/plugin"
 )
 
@@ -203,6 +204,45 @@ func Validate(r *Report) error {
 	}
 	if r.Plugins == nil {
 		r.Plugins = []Plugin{}
+	}
+	return ValidateMCP(r)
+}
+
+// ValidateMCP checks (and sorts) a report's mcpServers, as Validate does.
+func ValidateMCP(r *Report) error {
+	if len(r.MCPServers) > MaxMCPServers {
+		return reportErr("mcpServers", "", "%d servers, more than the limit of %d", len(r.MCPServers), MaxMCPServers)
+	}
+	for i := range r.MCPServers {
+		m := &r.MCPServers[i]
+		f := func(name string) string { return fmt.Sprintf("mcpServers[%d].%s", i, name) }
+		id, err := plugin.ParseID(m.Plugin)
+		if err != nil || id.String() != m.Plugin {
+			return reportErr(f("plugin"), "write it as name@marketplace", "%q is not a plugin id", trunc(m.Plugin))
+		}
+		if err := toolpin.ValidServer(m.Server); err != nil {
+			return reportErr(f("server"), "the server's name in the plugin's .mcp.json", "%v", err)
+		}
+		if !toolpin.ValidHash(m.ToolsHash) {
+			return reportErr(f("toolsHash"), toolpin.Prefix+" and 64 lowercase hex digits", "%q is not a hash of tool definitions", trunc(m.ToolsHash))
+		}
+		if m.Pinned != "" && !toolpin.ValidHash(m.Pinned) {
+			return reportErr(f("pinned"), toolpin.Prefix+" and 64 lowercase hex digits", "%q is not a hash of tool definitions", trunc(m.Pinned))
+		}
+		if m.Drift != (m.Pinned != "" && m.Pinned != m.ToolsHash) {
+			return reportErr(f("drift"), "drift is true exactly when pinned is set and differs from toolsHash", "drift %v with toolsHash %s and pinned %q", m.Drift, trunc(m.ToolsHash), trunc(m.Pinned))
+		}
+	}
+	slices.SortFunc(r.MCPServers, func(a, b MCPServer) int {
+		if c := strings.Compare(a.Plugin, b.Plugin); c != 0 {
+			return c
+		}
+		return strings.Compare(a.Server, b.Server)
+	})
+	for i := 1; i < len(r.MCPServers); i++ {
+		if p, q := r.MCPServers[i-1], r.MCPServers[i]; p.Plugin == q.Plugin && p.Server == q.Server {
+			return reportErr("mcpServers", "list each plugin server once", "server %q of %s is listed twice", p.Server, p.Plugin)
+		}
 	}
 	return nil
 }

@@ -19,6 +19,23 @@ func validJSON(t testing.TB) []byte {
 	return raw
 }
 
+var toolsHash = "mcp1:" + strings.Repeat("ab", 32)
+
+// A server's drift reads back as sent.
+func TestDecodeMCPServers(t *testing.T) {
+	r := report(1, pl("a@corp", "1.0.0"))
+	pinned := "mcp1:" + strings.Repeat("cd", 32)
+	r.MCPServers = []inventory.MCPServer{{Plugin: "a@corp", Server: "tools", ToolsHash: toolsHash, Pinned: pinned, Drift: true}}
+	raw, _ := json.Marshal(r)
+	got, err := inventory.DecodeBytes(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got.MCPServers) != 1 || !got.MCPServers[0].Drift || got.MCPServers[0].Pinned != pinned {
+		t.Fatalf("mcpServers = %+v", got.MCPServers)
+	}
+}
+
 func TestDecodeValid(t *testing.T) {
 	r, err := inventory.DecodeBytes(validJSON(t))
 	if err != nil {
@@ -80,6 +97,24 @@ func TestDecodeRefusals(t *testing.T) {
 		{"state", "plugins[1].state", mut(func(r *inventory.Report) { r.Plugins[1].State = "happy" })},
 		{"reason", "plugins[0].reason", mut(func(r *inventory.Report) { r.Plugins[0].Reason = strings.Repeat("r", 2000) })},
 		{"duplicate", "plugins", mut(func(r *inventory.Report) { r.Plugins[1] = r.Plugins[0] })},
+		{"mcp plugin", "mcpServers[0].plugin", mut(func(r *inventory.Report) {
+			r.MCPServers = []inventory.MCPServer{{Plugin: "x", Server: "s", ToolsHash: toolsHash}}
+		})},
+		{"mcp server", "mcpServers[0].server", mut(func(r *inventory.Report) {
+			r.MCPServers = []inventory.MCPServer{{Plugin: "a@corp", Server: "", ToolsHash: toolsHash}}
+		})},
+		{"mcp hash", "mcpServers[0].toolsHash", mut(func(r *inventory.Report) {
+			r.MCPServers = []inventory.MCPServer{{Plugin: "a@corp", Server: "s", ToolsHash: "sha256:00"}}
+		})},
+		{"mcp pinned", "mcpServers[0].pinned", mut(func(r *inventory.Report) {
+			r.MCPServers = []inventory.MCPServer{{Plugin: "a@corp", Server: "s", ToolsHash: toolsHash, Pinned: "x", Drift: true}}
+		})},
+		{"mcp drift without pin", "mcpServers[0].drift", mut(func(r *inventory.Report) {
+			r.MCPServers = []inventory.MCPServer{{Plugin: "a@corp", Server: "s", ToolsHash: toolsHash, Drift: true}}
+		})},
+		{"mcp duplicate", "mcpServers", mut(func(r *inventory.Report) {
+			r.MCPServers = []inventory.MCPServer{{Plugin: "a@corp", Server: "s", ToolsHash: toolsHash}, {Plugin: "a@corp", Server: "s", ToolsHash: toolsHash}}
+		})},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -117,6 +152,7 @@ func FuzzDecode(f *testing.F) {
 	f.Add([]byte(`{"machine":{"id":"m-00000000000000000000000000000001"},"client":{"kind":"claude-code","version":"2.1.0"},"plugins":[{"id":"a@b","version":"","digest":"","scope":"project","install":"sideloaded","enabled":false,"state":"failed","reason":"x"}]}`))
 	f.Add([]byte(`{"plugins":[{"id":"a@b"},{"id":"a@b"}]}`))
 	f.Add([]byte(`[]`))
+	f.Add([]byte(`{"machine":{"id":"m-00000000000000000000000000000001"},"client":{"kind":"wharf","version":"1"},"plugins":[],"mcpServers":[{"plugin":"a@b","server":"s","toolsHash":"mcp1:0000000000000000000000000000000000000000000000000000000000000000","pinned":"mcp1:1111111111111111111111111111111111111111111111111111111111111111","drift":true}]}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		r, err := inventory.DecodeBytes(data)
 		if err != nil {

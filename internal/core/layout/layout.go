@@ -56,6 +56,7 @@ const (
 	hooksOnceDir       = "hooks-once"
 	machineIDFile      = "machine-id"
 	inventoryState     = "inventory-report.json"
+	mcpToolsFile       = "mcp-tools.json"
 	inventoryLock      = "inventory-report.lock"
 	serverDir          = "server"
 )
@@ -175,6 +176,10 @@ func (p Paths) MachineID() string { return p.join(machineIDFile) }
 // InventoryState is what background inventory reports remember: the hash
 // of the last report sent and a pending one that failed.
 func (p Paths) InventoryState() string { return p.join(inventoryState) }
+
+// MCPTools is what the last agent session observed of its plugin MCP
+// servers' tool definitions (hashes, pins, drift), for inventory reports.
+func (p Paths) MCPTools() string { return p.join(stateDir, mcpToolsFile) }
 
 // InventoryLock is held by the one inventory report running at a time.
 func (p Paths) InventoryLock() string { return p.join(inventoryLock) }

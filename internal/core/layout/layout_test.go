@@ -36,6 +36,7 @@ func TestNamesOnDisk(t *testing.T) {
 		{p.MachineID(), j("machine-id")},
 		{p.InventoryState(), j("inventory-report.json")},
 		{p.InventoryLock(), j("inventory-report.lock")},
+		{p.MCPTools(), j("state", "mcp-tools.json")},
 		{p.Server(), j("server")},
 	} {
 		if c.got != c.want {

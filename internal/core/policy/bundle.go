@@ -21,6 +21,7 @@ import (
 	"github.com/open-policy-agent/opa/v1/bundle"
 
 	"github.com/wharfhq/wharf/internal/core/lazyre"
+	"github.com/wharfhq/wharf/internal/core/toolpin"
 	"github.com/wharfhq/wharf/plugin"
 )
 
@@ -29,8 +30,9 @@ import (
 //
 //   - data.json: {"wharf": {"policy": {"version", "revision", "layers":
 //     [{"name", "rank", "version", "settings"}]}, "revocations": [Revocation...],
-//     "admissions": Admissions, "waivers": [Waiver...]}}, layers in
-//     authority order, revocations, admissions and waivers only when there
+//     "toolPins": [toolpin.Pin...], "admissions": Admissions, "waivers":
+//     [Waiver...]}}, layers in authority order, revocations, tool pins,
+//     admissions and waivers only when there
 //     are some;
 //   - /wharf/layers/<layer>/<module>.rego: each layer's admin modules;
 //   - .manifest: revision = the policy version;
@@ -76,6 +78,9 @@ type BundleInfo struct {
 	// Revocations are the plugin versions and digests withdrawn everywhere
 	// (data.json: wharf.revocations); they are part of the policy version.
 	Revocations Revocations `json:"revocations,omitempty"`
+	// ToolPins are the approved tool definitions of plugin MCP servers
+	// (data.json: wharf.toolPins); they are part of the policy version.
+	ToolPins []toolpin.Pin `json:"toolPins,omitempty"`
 	// Admissions are the server's approvals of plugin versions
 	// (data.json: wharf.admissions); nil when it has none. They are part
 	// of the policy version.
@@ -244,6 +249,7 @@ func ReadBundle(r io.Reader, publicKeyPEM []byte) ([]Layer, BundleInfo, error) {
 				} `json:"layers"`
 			} `json:"policy"`
 			Revocations Revocations     `json:"revocations"`
+			ToolPins    []toolpin.Pin   `json:"toolPins"`
 			Admissions  json.RawMessage `json:"admissions"`
 			Waivers     Waivers         `json:"waivers"`
 		} `json:"wharf"`
@@ -266,6 +272,13 @@ func ReadBundle(r io.Reader, publicKeyPEM []byte) ([]Layer, BundleInfo, error) {
 		}
 	}
 	info.Revocations = doc.Wharf.Revocations
+	for i, p := range doc.Wharf.ToolPins {
+		if err := p.Validate(); err != nil {
+			return nil, BundleInfo{}, bundleInvalid("policy bundle data.json: toolPins[%d]: %v", i, err)
+		}
+		doc.Wharf.ToolPins[i].Origin = "the policy server (bundle " + info.Version + ")"
+	}
+	info.ToolPins = doc.Wharf.ToolPins
 	if t := bytes.TrimSpace(doc.Wharf.Admissions); len(t) > 0 && string(t) != "null" {
 		a, err := ParseAdmissions(t)
 		if err != nil {

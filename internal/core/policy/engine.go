@@ -24,6 +24,7 @@ import (
 	"github.com/open-policy-agent/opa/v1/storage/inmem"
 
 	"github.com/wharfhq/wharf/internal/core/settings"
+	"github.com/wharfhq/wharf/internal/core/toolpin"
 	"github.com/wharfhq/wharf/plugin"
 )
 
@@ -153,6 +154,7 @@ type Engine struct {
 	evals atomic.Int64
 	memo  *memo // the decision memo; nil only under WithCache
 	revs  atomic.Pointer[Revocations]
+	pins  atomic.Pointer[[]toolpin.Pin] // the bundles' (SetToolPins)
 	adms  atomic.Pointer[[]*Admissions]
 	// githubHost is where owner/repo requests are fetched from
 	// (WithGitHubHost); nil reads WHARF_GITHUB_HOST when the engine is built.
@@ -182,6 +184,8 @@ type state struct {
 	data      ast.Object
 	facts     *factIndex
 	warnings  []string
+	// pins are the layers' mcpToolPins (see ToolPins).
+	pins toolpin.Set
 	// unreadable: a managed file of a layer cannot be read; every
 	// decision denies with these reasons.
 	unreadable []Reason
@@ -401,6 +405,7 @@ func (e *Engine) compile(layers []Layer) (*state, error) {
 			st.warnings = append(st.warnings, fmt.Sprintf("policy layer %s: %s; every request is refused until it is fixed (fail closed)", st.layers[in.layer].Name, in.name))
 		case "settings":
 			docs[in.layer] = append(docs[in.layer], settings.Document{Scope: settings.ScopeManaged, Name: in.name, Data: in.data})
+			st.warnings = append(st.warnings, st.addPins(in.name, in.data)...)
 		case "waivers":
 			var ws Waivers
 			if err := json.Unmarshal(in.data, &ws); err != nil {

@@ -229,10 +229,11 @@ var claudeKeys = map[string]bool{
 	"trustedProjectFolders": true, "disableProjectCode": true,
 }
 
-// serverKeys name the policy server in managed settings, or say whether a
-// server layer's denials are waivable (allowWaivers); the policy package
-// reads and checks them (policy.ManagedServers, policy.Waiver).
-var serverKeys = map[string]bool{"policyUrl": true, "policyKey": true, "maxAge": true, "allowWaivers": true}
+// serverKeys name the policy server in managed settings, say whether a
+// server layer's denials are waivable (allowWaivers), or pin MCP tool
+// definitions (mcpToolPins); the policy package reads and checks them
+// (policy.ManagedServers, policy.Waiver, Engine.ToolPins).
+var serverKeys = map[string]bool{"policyUrl": true, "policyKey": true, "maxAge": true, "allowWaivers": true, "mcpToolPins": true}
 
 // CapabilityKeys deny plugins by what their trees can do; the policy
 // package reads and checks them (see policy.KeyDeniedCapabilities). They

@@ -10,6 +10,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/wharfhq/wharf/internal/core/policy"
+	"github.com/wharfhq/wharf/internal/core/toolpin"
 )
 
 // BundleAlgorithm is the JWS algorithm of the bundle signature.
@@ -112,6 +113,7 @@ type BundlePolicy struct {
 	Revision    uint64
 	Layers      []PolicyLayer
 	Revocations policy.Revocations
+	ToolPins    []toolpin.Pin
 	Admissions  *policy.Admissions
 }
 
@@ -127,7 +129,7 @@ func ReadBundle(r io.Reader, key BundleKey) (BundlePolicy, error) {
 	if err != nil {
 		return BundlePolicy{}, err
 	}
-	out := BundlePolicy{Version: info.Version, Revision: info.Revision, Revocations: info.Revocations, Admissions: info.Admissions}
+	out := BundlePolicy{Version: info.Version, Revision: info.Revision, Revocations: info.Revocations, ToolPins: info.ToolPins, Admissions: info.Admissions}
 	for _, l := range layers {
 		m := l.Modules
 		if m == nil {

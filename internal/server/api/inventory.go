@@ -178,6 +178,9 @@ func (s *Server) putInventory(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	if err := s.observeTools(rep); err != nil {
+		return err
+	}
 	return c.JSON(http.StatusOK, ReportResult{Changed: changed})
 }
 

@@ -98,6 +98,7 @@ func newConsole(s *Server) (*console, error) {
 	e.GET("/ui/admin/audit", u.auditPage, admin)
 	u.fleetRoutes(e)    // ui_fleet.go
 	u.approvalRoutes(e) // ui_approvals.go
+	u.toolPinRoutes(e)  // ui_toolpins.go
 	u.requestRoutes(e)  // ui_requests.go
 	u.e = e
 	return u, nil

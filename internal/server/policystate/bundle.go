@@ -19,15 +19,18 @@ import (
 
 	"github.com/wharfhq/wharf/internal/core/policy"
 	"github.com/wharfhq/wharf/internal/core/store"
+	"github.com/wharfhq/wharf/internal/core/toolpin"
 	"github.com/wharfhq/wharf/internal/server/approvals"
 	"github.com/wharfhq/wharf/internal/server/requests"
 	"github.com/wharfhq/wharf/internal/server/revocations"
+	"github.com/wharfhq/wharf/internal/server/toolpins"
 )
 
 // The bundle's layout: data.json holds {"wharf": {"policy": {"version",
 // "revision", "layers": [{"name", "rank", "version", "settings"}]},
-// "revocations": [policy.Revocation...], "waivers": [policy.Waiver...]}}
-// with the layers in authority order (revocations and waivers only when
+// "revocations": [policy.Revocation...], "toolPins": [toolpin.Pin...],
+// "waivers": [policy.Waiver...]}} with the layers in authority order
+// (revocations, tool pins and waivers only when
 // there are some), and each layer's Rego
 // module is the file /wharf/layers/<layer>/<module>.rego. The manifest's
 // revision is the policy version. .signatures.json is an ES256 JWS
@@ -139,6 +142,7 @@ func (s *State[D]) Bundle(ctx context.Context) (*Bundle, error) {
 	var head Head
 	var layers []Layer
 	var revs policy.Revocations
+	var pins []toolpin.Pin
 	var adm *policy.Admissions
 	var ws policy.Waivers
 	if err := s.st.View(func(r store.Reader) (err error) {
@@ -148,6 +152,11 @@ func (s *State[D]) Bundle(ctx context.Context) (*Bundle, error) {
 		if layers, err = ReadLayers(r); err != nil {
 			return err
 		}
+		recs, err := toolpins.All(r)
+		if err != nil {
+			return err
+		}
+		pins = toolpins.Pins(recs)
 		if adm, err = approvals.Admissions(r); err != nil {
 			return err
 		}
@@ -167,7 +176,7 @@ func (s *State[D]) Bundle(ctx context.Context) (*Bundle, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	body, err := s.bundleBytes(head, layers, revs, adm, ws) // the same bytes on every replica
+	body, err := s.bundleBytes(head, layers, revs, pins, adm, ws) // the same bytes on every replica
 	if err != nil {
 		return nil, fmt.Errorf("build policy bundle %s: %w", head.Version, err)
 	}
@@ -197,7 +206,7 @@ var errStaleBundle = errors.New("stored policy bundle has an older revision")
 // bundleBytes returns the signed bundle for head: the stored one for head's
 // version, else a new build that it stores unless another replica stored
 // one first (then that one is returned).
-func (s *State[D]) bundleBytes(head Head, layers []Layer, revs policy.Revocations, adm *policy.Admissions, ws policy.Waivers) ([]byte, error) {
+func (s *State[D]) bundleBytes(head Head, layers []Layer, revs policy.Revocations, pins []toolpin.Pin, adm *policy.Admissions, ws policy.Waivers) ([]byte, error) {
 	stored := func(r store.Reader) ([]byte, error) {
 		raw, err := r.Get(BundleBucket, head.Version)
 		if err != nil {
@@ -224,7 +233,7 @@ func (s *State[D]) bundleBytes(head Head, layers []Layer, revs policy.Revocation
 	if !errors.Is(err, store.ErrNotFound) && !errors.Is(err, errStaleBundle) {
 		return nil, err
 	}
-	built, err := buildBundle(head, layers, revs, adm, ws, s.signer)
+	built, err := buildBundle(head, layers, revs, pins, adm, ws, s.signer)
 	if err != nil {
 		return nil, err
 	}
@@ -273,7 +282,7 @@ type bundleLayer struct {
 	Settings json.RawMessage `json:"settings"`
 }
 
-func buildBundle(head Head, layers []Layer, revs policy.Revocations, adm *policy.Admissions, ws policy.Waivers, sg *signer) ([]byte, error) {
+func buildBundle(head Head, layers []Layer, revs policy.Revocations, pins []toolpin.Pin, adm *policy.Admissions, ws policy.Waivers, sg *signer) ([]byte, error) {
 	bl := make([]bundleLayer, len(layers))
 	var modules []bundle.ModuleFile
 	for i, l := range layers {
@@ -297,6 +306,9 @@ func buildBundle(head Head, layers []Layer, revs policy.Revocations, adm *policy
 	}}
 	if len(revs) > 0 {
 		doc["revocations"] = revs // changing them changed head.Version
+	}
+	if len(pins) > 0 {
+		doc["toolPins"] = pins // changing them changed head.Version
 	}
 	if !adm.Empty() {
 		doc["admissions"] = adm // so did changing these

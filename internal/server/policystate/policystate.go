@@ -26,6 +26,7 @@ import (
 	"github.com/wharfhq/wharf/internal/server/audit"
 	"github.com/wharfhq/wharf/internal/server/requests"
 	"github.com/wharfhq/wharf/internal/server/tokens"
+	"github.com/wharfhq/wharf/internal/server/toolpins"
 )
 
 // Buckets and keys.
@@ -232,7 +233,13 @@ func AdvanceHead(tx store.Tx, layers []Layer, revs policy.Revocations) (Head, er
 	if err != nil {
 		return Head{}, err
 	}
-	head := Head{Revision: old.Revision + 1, Version: requests.Version(FullVersionWith(layers, revs, adm), ws)}
+	pins, err := toolpins.All(tx)
+	if err != nil {
+		return Head{}, err
+	}
+	// Tool pins are policy too: they fold into the version (unchanged
+	// while there is none).
+	head := Head{Revision: old.Revision + 1, Version: toolpins.Version(requests.Version(FullVersionWith(layers, revs, adm), ws), pins)}
 	raw, err := json.Marshal(head)
 	if err != nil {
 		return head, err

@@ -11,6 +11,12 @@
 //	                                (creating it), serve normally when it does
 //	TESTSERVER_THEN_FAIL=FILE       crash-later when FILE does not exist
 //	                                (creating it), crash-at-start when it does
+//	TESTSERVER_DESCRIPTION_FILE=F   the echo tool's description is F's content
+//	                                (read at start)
+//	TESTSERVER_WATCH_DESCRIPTION=1  with the above: F is read again every
+//	                                20 ms; when it changes the echo tool is
+//	                                replaced, which sends
+//	                                notifications/tools/list_changed
 //
 // Tools: echo (returns its text), env (returns an environment variable).
 package main
@@ -77,9 +83,35 @@ func main() {
 		name = "testserver"
 	}
 	s := mcp.NewServer(&mcp.Implementation{Name: name, Version: "1.2.3"}, nil)
-	mcp.AddTool(s, &mcp.Tool{Name: "echo", Description: "Echo the text back"}, func(ctx context.Context, req *mcp.CallToolRequest, in echoIn) (*mcp.CallToolResult, any, error) {
-		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: in.Text}}}, nil, nil
-	})
+	descFile := os.Getenv("TESTSERVER_DESCRIPTION_FILE")
+	description := func() string {
+		if descFile == "" {
+			return "Echo the text back"
+		}
+		b, err := os.ReadFile(descFile)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "testserver:", err)
+			os.Exit(5)
+		}
+		return string(b)
+	}
+	addEcho := func(d string) {
+		mcp.AddTool(s, &mcp.Tool{Name: "echo", Description: d}, func(ctx context.Context, req *mcp.CallToolRequest, in echoIn) (*mcp.CallToolResult, any, error) {
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: in.Text}}}, nil, nil
+		})
+	}
+	cur := description()
+	addEcho(cur)
+	if descFile != "" && os.Getenv("TESTSERVER_WATCH_DESCRIPTION") == "1" {
+		go func() {
+			for range time.Tick(20 * time.Millisecond) {
+				if d := description(); d != cur {
+					cur = d
+					addEcho(d) // replaces the tool and notifies the client
+				}
+			}
+		}()
+	}
 	mcp.AddTool(s, &mcp.Tool{Name: "env", Description: "Read an environment variable"}, func(ctx context.Context, req *mcp.CallToolRequest, in envIn) (*mcp.CallToolResult, any, error) {
 		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: os.Getenv(in.Name)}}}, nil, nil
 	})

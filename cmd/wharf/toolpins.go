@@ -1,0 +1,65 @@
+package main
+
+import (
+	"context"
+
+	"github.com/wharfhq/wharf/agent/mcp"
+	"github.com/wharfhq/wharf/internal/client/collect"
+	"github.com/wharfhq/wharf/internal/core/inventory"
+	"github.com/wharfhq/wharf/internal/core/toolpin"
+)
+
+// toolPins returns the pins in force for the MCP supervisor: the policy
+// engine's, read at every check so a reload's pins apply.
+func (a *app) toolPins() func() toolpin.Set {
+	return func() toolpin.Set {
+		pol, err := a.Policy()
+		if err != nil {
+			// No policy, no session: the runtime refuses to load first.
+			return toolpin.Set{}
+		}
+		return pol.ToolPins()
+	}
+}
+
+// afterMCPLoad applies the pins in force to the servers already running
+// (a reload may have pulled new ones) and records what the servers listed
+// for the next inventory report.
+func (a *app) afterMCPLoad(ctx context.Context, sup *mcp.Supervisor) {
+	if err := sup.Recheck(ctx); err != nil {
+		a.warnf("%v", err)
+	}
+	a.recordMCP(sup.Status())
+}
+
+// recordMCP writes what the plugin servers listed (hash, pin, drift) to
+// the home, where wharf inventory report reads it.
+func (a *app) recordMCP(sts []mcp.Status) {
+	if a.env.Home() == "" || a.readOnlyHome() {
+		return
+	}
+	var out []inventory.MCPServer
+	for _, st := range sts {
+		if st.Plugin == "" || st.ToolsHash == "" {
+			continue
+		}
+		m := inventory.MCPServer{Plugin: st.Plugin, Server: st.Name, ToolsHash: st.ToolsHash}
+		if st.Drift {
+			m.Drift, m.Pinned = true, st.Pinned
+		}
+		out = append(out, m)
+	}
+	if err := collect.WriteMCP(a.env.MCPTools(), out); err != nil {
+		a.warnf("MCP tool definitions not recorded for the inventory: %v", err)
+	}
+}
+
+// reportedMCP is what the last agent session recorded, for a report.
+func (a *app) reportedMCP() []inventory.MCPServer {
+	ms, err := collect.ReadMCP(a.env.MCPTools())
+	if err != nil {
+		a.warnf("%v", err)
+		return nil
+	}
+	return ms
+}
