@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/wharfhq/wharf/internal/client/cache"
+	"github.com/wharfhq/wharf/internal/client/home"
 	"github.com/wharfhq/wharf/internal/core/marketplace"
 	"github.com/wharfhq/wharf/plugin"
 )
@@ -31,14 +32,17 @@ func newMarketplaceCmd(a *app) *cobra.Command {
 	return cmd
 }
 
-// marketplaceAddOptions are the parsed arguments of `wharf marketplace add`.
-type marketplaceAddOptions struct {
+// MarketplaceAddOptions are wharf marketplace add's inputs.
+type MarketplaceAddOptions struct {
+	IO   streams
+	Home *home.Home
+	// Source is the argument, parsed, with a local path made absolute.
 	Source plugin.MarketplaceSource
 	Name   string
 }
 
-func newMarketplaceAddCmd(a *app, runF func(*marketplaceAddOptions) error) *cobra.Command {
-	opts := &marketplaceAddOptions{}
+func newMarketplaceAddCmd(a *app, runF func(*MarketplaceAddOptions) error) *cobra.Command {
+	opts := &MarketplaceAddOptions{}
 	cmd := &cobra.Command{
 		Use:   "add <source>",
 		Short: "Add a marketplace from GitHub, a git URL, a directory, a file or a URL",
@@ -72,45 +76,49 @@ step times out after WHARF_GIT_TIMEOUT (default 120s).`,
 			}
 			userHome, _ := os.UserHomeDir()
 			opts.Source = src.Abs(wd, userHome)
+			opts.IO, opts.Home = a.io(), a.h
 			if runF != nil {
 				return runF(opts)
 			}
-			return runMarketplaceAdd(cmd, a, opts)
+			return runMarketplaceAdd(cmd.Context(), opts)
 		},
 	}
 	cmd.Flags().StringVar(&opts.Name, "name", "", "register the marketplace under this name instead of the one its marketplace.json declares")
 	return cmd
 }
 
-func runMarketplaceAdd(cmd *cobra.Command, a *app, opts *marketplaceAddOptions) error {
-	mgr, err := a.marketplaceWriter()
+// runMarketplaceAdd registers opts.Source (under opts.Name when set) and
+// prints what it added and what to do next.
+func runMarketplaceAdd(ctx context.Context, opts *MarketplaceAddOptions) error {
+	io := opts.IO
+	mgr, err := opts.Home.MarketplaceWriter()
 	if err != nil {
 		return err
 	}
 	var k marketplace.Known
-	err = a.withMarketplaceLock(cmd.Context(), func(ctx context.Context) error {
+	err = opts.Home.WithMarketplaceLock(ctx, func(ctx context.Context) error {
 		k, err = mgr.Add(ctx, opts.Source, opts.Name)
 		return err
 	})
 	if err != nil {
 		return err
 	}
-	if a.cfg.JSON {
-		return a.printJSON(k)
+	if io.JSON {
+		return io.printJSON(k)
 	}
 	n := 0
 	c := marketplace.LoadCatalog([]marketplace.Known{k})
 	if l := c.Marketplaces(); len(l) == 1 && l[0].Marketplace != nil {
 		n = len(l[0].Marketplace.Plugins)
 		if l[0].Marketplace.Name != k.Name {
-			fmt.Fprintf(a.stderr, "wharf: note: the marketplace calls itself %q; its plugins are known here as <plugin>@%s\n", l[0].Marketplace.Name, k.Name)
+			fmt.Fprintf(io.Err, "wharf: note: the marketplace calls itself %q; its plugins are known here as <plugin>@%s\n", l[0].Marketplace.Name, k.Name)
 		}
 	}
-	a.printf("Added marketplace %s (%d plugins) from %s\n", k.Name, n, k.Source)
+	io.printf("Added marketplace %s (%d plugins) from %s\n", k.Name, n, k.Source)
 	if k.Commit != "" {
-		a.printf("  at commit %s\n", short(k.Commit))
+		io.printf("  at commit %s\n", short(k.Commit))
 	}
-	a.printf("Next: wharf search --marketplace %s\n", k.Name)
+	io.printf("Next: wharf search --marketplace %s\n", k.Name)
 	return nil
 }
 

@@ -78,9 +78,9 @@ func TestEnvPaths(t *testing.T) {
 
 // TestMarketplaceAddFlags checks argument parsing apart from the run.
 func TestMarketplaceAddFlags(t *testing.T) {
-	var got *marketplaceAddOptions
+	var got *MarketplaceAddOptions
 	a := &app{stdout: &bytes.Buffer{}, stderr: &bytes.Buffer{}}
-	cmd := newMarketplaceAddCmd(a, func(o *marketplaceAddOptions) error { got = o; return nil })
+	cmd := newMarketplaceAddCmd(a, func(o *MarketplaceAddOptions) error { got = o; return nil })
 	cmd.SetArgs([]string{"corp/plugins@v2", "--name", "corp"})
 	if err := cmd.Execute(); err != nil {
 		t.Fatal(err)
@@ -88,7 +88,7 @@ func TestMarketplaceAddFlags(t *testing.T) {
 	if got == nil || got.Name != "corp" || !got.Source.Equal(plugin.MarketplaceSource{Kind: plugin.MktGitHub, Repo: "corp/plugins", Ref: "v2"}) {
 		t.Fatalf("options = %+v", got)
 	}
-	cmd = newMarketplaceAddCmd(a, func(o *marketplaceAddOptions) error { got = o; return nil })
+	cmd = newMarketplaceAddCmd(a, func(o *MarketplaceAddOptions) error { got = o; return nil })
 	cmd.SetArgs([]string{"./local"})
 	if err := cmd.Execute(); err != nil {
 		t.Fatal(err)

@@ -210,3 +210,42 @@ func TestVerbsRunWithoutCobra(t *testing.T) {
 		}
 	}
 }
+
+// marketplaceSource parses a marketplace source as the add command does
+// (the test's paths are already absolute).
+func marketplaceSource(t *testing.T, s string) plugin.MarketplaceSource {
+	t.Helper()
+	src, err := plugin.ParseMarketplaceSource(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return src
+}
+
+// The marketplace verbs run as functions over a home, with no cobra
+// command: add a directory marketplace, update it, remove it, and each
+// refuses what it cannot do with the exit code the command has.
+func TestMarketplaceVerbsRunWithoutCobra(t *testing.T) {
+	w := newVerbWorld(t)
+	ctx := context.Background()
+	other := t.TempDir()
+	testworld.Marketplace(t, other, "tools", map[string]map[string]string{
+		"fmt": {".claude-plugin/plugin.json": testworld.Manifest("fmt", "1.0.0"), "commands/fmt.md": "# fmt\n"},
+	})
+
+	missing := filepath.Join(t.TempDir(), "missing-dir")
+	if _, err := w.do(func(io streams, h *home.Home) error {
+		return runMarketplaceAdd(ctx, &MarketplaceAddOptions{IO: io, Home: h, Source: marketplaceSource(t, missing)})
+	}); exitCode(err) != 1 || !strings.Contains(err.Error(), "no marketplace.json at") {
+		t.Fatalf("marketplace add of a missing directory: exit %d, %v", exitCode(err), err)
+	}
+	out := w.must(func(io streams, h *home.Home) error {
+		return runMarketplaceAdd(ctx, &MarketplaceAddOptions{IO: io, Home: h, Source: marketplaceSource(t, other), Name: "dev"})
+	})
+	if want := "Added marketplace dev (1 plugins) from " + other + "\nNext: wharf search --marketplace dev\n"; out != want {
+		t.Fatalf("marketplace add printed\n%s\nwant\n%s", out, want)
+	}
+	if want := "wharf: note: the marketplace calls itself \"tools\"; its plugins are known here as <plugin>@dev\n"; w.err.String() != want {
+		t.Fatalf("marketplace add --name noted\n%s\nwant\n%s", w.err.String(), want)
+	}
+}
