@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/wharfhq/wharf/internal/cli/shell"
 	"github.com/wharfhq/wharf/internal/client/cache"
 	"github.com/wharfhq/wharf/internal/client/home"
 	"github.com/wharfhq/wharf/internal/core/marketplace"
@@ -157,76 +158,93 @@ func newMarketplaceListCmd(a *app) *cobra.Command {
 	}
 }
 
+// MarketplaceUpdateOptions are wharf marketplace update's inputs.
+type MarketplaceUpdateOptions struct {
+	IO   streams
+	Home *home.Home
+	// Names are the marketplaces to update (the command takes at most
+	// one); none means all known ones.
+	Names []string
+}
+
 func newMarketplaceUpdateCmd(a *app) *cobra.Command {
+	opts := &MarketplaceUpdateOptions{}
 	return &cobra.Command{
 		Use:   "update [name]",
 		Short: "Fetch the latest catalog of one or all marketplaces",
 		Long:  "Fetch and hard-reset each git marketplace to its remote ref (or pinned commit), download URL marketplaces again, and re-read local ones. If anything fails, the previous copy stays as it was.",
 		Args:  maxArgs(1, "one marketplace name"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			mgr, err := a.marketplaceWriter()
-			if err != nil {
-				return err
-			}
-			var names []string
-			if len(args) == 1 {
-				names = args
-			} else {
-				known, err := mgr.List()
-				if err != nil {
-					return err
-				}
-				for _, k := range known {
-					names = append(names, k.Name)
-				}
-			}
-			updated := []marketplace.Known{}
-			var errs []error
-			for _, name := range names {
-				var before, k marketplace.Known
-				err := a.withMarketplaceLock(cmd.Context(), func(ctx context.Context) error {
-					before, _ = mgr.Get(name)
-					var err error
-					k, err = mgr.Update(ctx, name)
-					return err
-				})
-				if err != nil {
-					if len(names) > 1 {
-						a.printError(err)
-					}
-					errs = append(errs, err)
-					continue
-				}
-				updated = append(updated, k)
-				if a.cfg.JSON {
-					continue
-				}
-				switch {
-				case k.Commit != "" && before.Commit != k.Commit:
-					a.printf("Updated %s: %s -> %s\n", name, short(before.Commit), short(k.Commit))
-				case k.Commit != "":
-					a.printf("%s is up to date (%s)\n", name, short(k.Commit))
-				default:
-					a.printf("Updated %s from %s\n", name, k.Source)
-				}
-			}
-			if a.cfg.JSON {
-				if err := a.printJSON(updated); err != nil {
-					return err
-				}
-			}
-			if len(errs) == 1 {
-				return errs[0]
-			}
-			if len(errs) > 1 {
-				return fmt.Errorf("%d of %d marketplaces failed to update: %w", len(errs), len(names), errors.Join(errs...))
-			}
-			if len(names) == 0 && !a.cfg.JSON {
-				a.printf("No marketplaces. Add one with: wharf marketplace add <source>\n")
-			}
-			return nil
+			opts.IO, opts.Home, opts.Names = a.io(), a.h, args
+			return runMarketplaceUpdate(cmd.Context(), opts)
 		},
 	}
+}
+
+// runMarketplaceUpdate updates opts.Names, or every known marketplace,
+// each under the marketplace lock; one that fails leaves the others
+// updated, and its previous copy as it was.
+func runMarketplaceUpdate(ctx context.Context, opts *MarketplaceUpdateOptions) error {
+	io := opts.IO
+	mgr, err := opts.Home.MarketplaceWriter()
+	if err != nil {
+		return err
+	}
+	names := opts.Names
+	if len(names) == 0 {
+		known, err := mgr.List()
+		if err != nil {
+			return err
+		}
+		for _, k := range known {
+			names = append(names, k.Name)
+		}
+	}
+	updated := []marketplace.Known{}
+	var errs []error
+	for _, name := range names {
+		var before, k marketplace.Known
+		err := opts.Home.WithMarketplaceLock(ctx, func(ctx context.Context) error {
+			before, _ = mgr.Get(name)
+			var err error
+			k, err = mgr.Update(ctx, name)
+			return err
+		})
+		if err != nil {
+			if len(names) > 1 {
+				shell.PrintError(io.Err, "wharf", io.JSON, err)
+			}
+			errs = append(errs, err)
+			continue
+		}
+		updated = append(updated, k)
+		if io.JSON {
+			continue
+		}
+		switch {
+		case k.Commit != "" && before.Commit != k.Commit:
+			io.printf("Updated %s: %s -> %s\n", name, short(before.Commit), short(k.Commit))
+		case k.Commit != "":
+			io.printf("%s is up to date (%s)\n", name, short(k.Commit))
+		default:
+			io.printf("Updated %s from %s\n", name, k.Source)
+		}
+	}
+	if io.JSON {
+		if err := io.printJSON(updated); err != nil {
+			return err
+		}
+	}
+	if len(errs) == 1 {
+		return errs[0]
+	}
+	if len(errs) > 1 {
+		return fmt.Errorf("%d of %d marketplaces failed to update: %w", len(errs), len(names), errors.Join(errs...))
+	}
+	if len(names) == 0 && !io.JSON {
+		io.printf("No marketplaces. Add one with: wharf marketplace add <source>\n")
+	}
+	return nil
 }
 
 func newMarketplaceRemoveCmd(a *app) *cobra.Command {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -247,5 +248,30 @@ func TestMarketplaceVerbsRunWithoutCobra(t *testing.T) {
 	}
 	if want := "wharf: note: the marketplace calls itself \"tools\"; its plugins are known here as <plugin>@dev\n"; w.err.String() != want {
 		t.Fatalf("marketplace add --name noted\n%s\nwant\n%s", w.err.String(), want)
+	}
+
+	out = w.must(func(io streams, h *home.Home) error {
+		return runMarketplaceUpdate(ctx, &MarketplaceUpdateOptions{IO: io, Home: h})
+	})
+	if want := "Updated corp from " + w.mkt + "\nUpdated dev from " + other + "\n"; out != want {
+		t.Fatalf("marketplace update printed\n%s\nwant\n%s", out, want)
+	}
+	out, err := w.do(func(io streams, h *home.Home) error {
+		return runMarketplaceUpdate(ctx, &MarketplaceUpdateOptions{IO: io, Home: h, Names: []string{"nope"}})
+	})
+	if exitCode(err) != 2 || !strings.Contains(err.Error(), "unknown marketplace") || out != "" {
+		t.Fatalf("marketplace update of an unknown name: exit %d, %v, printed %q", exitCode(err), err, out)
+	}
+
+	// One marketplace that fails does not stop the others; its error goes
+	// to stderr as well, since more than one was updated.
+	if err := os.Remove(plugin.MarketplaceFile(other)); err != nil {
+		t.Fatal(err)
+	}
+	out, err = w.do(func(io streams, h *home.Home) error {
+		return runMarketplaceUpdate(ctx, &MarketplaceUpdateOptions{IO: io, Home: h})
+	})
+	if exitCode(err) != 1 || out != "Updated corp from "+w.mkt+"\n" || !strings.HasPrefix(w.err.String(), "wharf: ") || !strings.Contains(w.err.String(), other) {
+		t.Fatalf("marketplace update with dev broken: exit %d, %v\nstdout:\n%s\nstderr:\n%s", exitCode(err), err, out, w.err.String())
 	}
 }
