@@ -247,7 +247,16 @@ func runMarketplaceUpdate(ctx context.Context, opts *MarketplaceUpdateOptions) e
 	return nil
 }
 
+// MarketplaceRemoveOptions are wharf marketplace remove's inputs.
+type MarketplaceRemoveOptions struct {
+	IO   streams
+	Home *home.Home
+	// Name is the marketplace to forget.
+	Name string
+}
+
 func newMarketplaceRemoveCmd(a *app) *cobra.Command {
+	opts := &MarketplaceRemoveOptions{}
 	return &cobra.Command{
 		Use:     "remove <name>",
 		Aliases: []string{"rm"},
@@ -255,34 +264,42 @@ func newMarketplaceRemoveCmd(a *app) *cobra.Command {
 		Long:    "Forget a marketplace and delete wharf's clone of it. A local directory or file source is never deleted.",
 		Args:    exactArgs(1, "one marketplace name"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			mgr, err := a.marketplaceWriter()
-			if err != nil {
-				return err
-			}
-			var k marketplace.Known
-			err = a.withMarketplaceLock(cmd.Context(), func(ctx context.Context) error {
-				k, err = mgr.Remove(ctx, args[0])
-				return err
-			})
-			if err != nil {
-				return err
-			}
-			left := a.installedFrom(k.Name)
-			if a.cfg.JSON {
-				return a.printJSON(removedMarketplace{Known: k, StillInstalled: nonNil(left)})
-			}
-			a.printf("Removed marketplace %s (%s)\n", k.Name, k.Source)
-			if len(left) > 0 {
-				names := make([]string, len(left))
-				for i, id := range left {
-					names[i] = id.String()
-				}
-				a.printf("Its plugins stay installed and enabled, but can no longer be updated: %s\n", strings.Join(names, ", "))
-				a.printf("Remove them with: wharf uninstall <name@%s>, or add the marketplace back: wharf marketplace add %s\n", k.Name, k.Source)
-			}
-			return nil
+			opts.IO, opts.Home, opts.Name = a.io(), a.h, args[0]
+			return runMarketplaceRemove(cmd.Context(), opts)
 		},
 	}
+}
+
+// runMarketplaceRemove forgets opts.Name under the marketplace lock and
+// names the plugins from it that stay installed.
+func runMarketplaceRemove(ctx context.Context, opts *MarketplaceRemoveOptions) error {
+	io := opts.IO
+	mgr, err := opts.Home.MarketplaceWriter()
+	if err != nil {
+		return err
+	}
+	var k marketplace.Known
+	err = opts.Home.WithMarketplaceLock(ctx, func(ctx context.Context) error {
+		k, err = mgr.Remove(ctx, opts.Name)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	left := installedFrom(opts.Home, k.Name)
+	if io.JSON {
+		return io.printJSON(removedMarketplace{Known: k, StillInstalled: nonNil(left)})
+	}
+	io.printf("Removed marketplace %s (%s)\n", k.Name, k.Source)
+	if len(left) > 0 {
+		names := make([]string, len(left))
+		for i, id := range left {
+			names[i] = id.String()
+		}
+		io.printf("Its plugins stay installed and enabled, but can no longer be updated: %s\n", strings.Join(names, ", "))
+		io.printf("Remove them with: wharf uninstall <name@%s>, or add the marketplace back: wharf marketplace add %s\n", k.Name, k.Source)
+	}
+	return nil
 }
 
 // removedMarketplace is marketplace remove's --json output: the marketplace
@@ -294,12 +311,12 @@ type removedMarketplace struct {
 
 // installedFrom lists the installed plugins that come from marketplace name
 // (nil when the registry cannot be read: this only feeds a notice).
-func (a *app) installedFrom(name string) []plugin.ID {
-	st, err := a.Store()
+func installedFrom(h *home.Home, name string) []plugin.ID {
+	st, err := h.Store()
 	if err != nil {
 		return nil
 	}
-	c, err := cache.New(cache.Options{Home: a.env.Home(), Store: st})
+	c, err := cache.New(cache.Options{Home: h.Paths().Home(), Store: st})
 	if err != nil {
 		return nil
 	}

@@ -274,4 +274,41 @@ func TestMarketplaceVerbsRunWithoutCobra(t *testing.T) {
 	if exitCode(err) != 1 || out != "Updated corp from "+w.mkt+"\n" || !strings.HasPrefix(w.err.String(), "wharf: ") || !strings.Contains(w.err.String(), other) {
 		t.Fatalf("marketplace update with dev broken: exit %d, %v\nstdout:\n%s\nstderr:\n%s", exitCode(err), err, out, w.err.String())
 	}
+
+	out = w.must(func(io streams, h *home.Home) error {
+		return runMarketplaceRemove(ctx, &MarketplaceRemoveOptions{IO: io, Home: h, Name: "dev"})
+	})
+	if want := "Removed marketplace dev (" + other + ")\n"; out != want {
+		t.Fatalf("marketplace remove printed\n%s\nwant\n%s", out, want)
+	}
+	if _, err := os.Stat(other); err != nil {
+		t.Fatalf("marketplace remove deleted the local directory it read: %v", err)
+	}
+	out, err = w.do(func(io streams, h *home.Home) error {
+		return runMarketplaceRemove(ctx, &MarketplaceRemoveOptions{IO: io, Home: h, Name: "dev"})
+	})
+	if exitCode(err) != 2 || !strings.Contains(err.Error(), "unknown marketplace") || out != "" {
+		t.Fatalf("second marketplace remove: exit %d, %v, printed %q", exitCode(err), err, out)
+	}
+
+	// Plugins from a removed marketplace stay installed, and remove says so.
+	w.must(func(io streams, h *home.Home) error {
+		return runInstall(ctx, &InstallOptions{IO: io, Home: h, Plugin: "app@corp", Scope: "user"})
+	})
+	out = w.must(func(io streams, h *home.Home) error {
+		return runMarketplaceRemove(ctx, &MarketplaceRemoveOptions{IO: io, Home: h, Name: "corp"})
+	})
+	if want := "Removed marketplace corp (" + w.mkt + ")\n" +
+		"Its plugins stay installed and enabled, but can no longer be updated: app@corp, lib@corp\n" +
+		"Remove them with: wharf uninstall <name@corp>, or add the marketplace back: wharf marketplace add " + w.mkt + "\n"; out != want {
+		t.Fatalf("marketplace remove with plugins installed printed\n%s\nwant\n%s", out, want)
+	}
+	w.json = true
+	out = w.must(func(io streams, h *home.Home) error {
+		return runMarketplaceUpdate(ctx, &MarketplaceUpdateOptions{IO: io, Home: h})
+	})
+	w.json = false
+	if out != "[]\n" {
+		t.Fatalf("marketplace update --json with no marketplaces printed %q", out)
+	}
 }
