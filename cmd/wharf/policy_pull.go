@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"strings"
 	"time"
@@ -8,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/wharfhq/wharf/internal/cli/shell"
+	"github.com/wharfhq/wharf/internal/client/home"
 	"github.com/wharfhq/wharf/internal/client/policyremote"
 	"github.com/wharfhq/wharf/internal/core/apiclient"
 	"github.com/wharfhq/wharf/internal/core/policy"
@@ -34,7 +36,15 @@ type pullResult struct {
 	Others []pullResult `json:"others,omitempty"`
 }
 
+// PolicyPullOptions are wharf policy pull's inputs: the servers come from
+// the home's managed settings and policy configuration.
+type PolicyPullOptions struct {
+	IO   streams
+	Home *home.Home
+}
+
 func newPolicyPullCmd(a *app) *cobra.Command {
+	opts := &PolicyPullOptions{}
 	return &cobra.Command{
 		Use:   "pull",
 		Short: "Fetch the policy server's signed bundle into the cache and show what is enforced",
@@ -44,49 +54,58 @@ func newPolicyPullCmd(a *app) *cobra.Command {
 			"with no cache and no server, every command that consults policy fails closed.",
 		Args: exactArgs(0, "no arguments"),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			servers, err := a.managedPolicyServers()
-			if err != nil {
-				return err
-			}
-			if len(servers) == 0 {
-				return noPolicyServer()
-			}
-			var all []pullResult
-			for _, srv := range servers {
-				res, err := a.pullPolicy(cmd.Context(), srv)
-				if ue, ok := errors.AsType[*apiclient.UnreachableError](err); ok && shell.ErrorType(err) == policyremote.TypeUnavailable {
-					// Pulling is what failed: the server did not answer,
-					// as any command that talks to it reports.
-					return ue
-				}
-				if err != nil {
-					return err
-				}
-				r := pullResult{Server: srv.URL, Version: res.Info.Version, Revision: res.Info.Revision, ETag: res.ETag, From: res.From,
-					Status: res.Status, Confirmed: res.Confirmed, KeyID: res.KeyID, KeySource: res.KeySource, CacheDir: res.CacheDir,
-					Layers: res.Info.Layers, Warnings: res.Warnings, Managed: srv.Managed}
-				if r.Layers == nil {
-					r.Layers = []policy.BundleLayer{}
-				}
-				all = append(all, r)
-			}
-			out := all[0]
-			out.Others = all[1:]
-			if a.cfg.JSON {
-				return a.printJSON(out)
-			}
-			for i, r := range all {
-				if i > 0 {
-					a.printf("\n")
-				}
-				printPull(a, r)
-			}
-			return nil
+			opts.IO, opts.Home = a.io(), a.h
+			return runPolicyPull(cmd.Context(), opts)
 		},
 	}
 }
 
-func printPull(a *app, out pullResult) {
+// runPolicyPull pulls the bundle of every policy server that applies (or
+// keeps the cached one when a server is unreachable) and prints what each
+// enforces.
+func runPolicyPull(ctx context.Context, opts *PolicyPullOptions) error {
+	io := opts.IO
+	servers, err := opts.Home.ManagedPolicyServers()
+	if err != nil {
+		return err
+	}
+	if len(servers) == 0 {
+		return noPolicyServer()
+	}
+	var all []pullResult
+	for _, srv := range servers {
+		res, err := opts.Home.PullPolicy(ctx, srv)
+		if ue, ok := errors.AsType[*apiclient.UnreachableError](err); ok && shell.ErrorType(err) == policyremote.TypeUnavailable {
+			// Pulling is what failed: the server did not answer,
+			// as any command that talks to it reports.
+			return ue
+		}
+		if err != nil {
+			return err
+		}
+		r := pullResult{Server: srv.URL, Version: res.Info.Version, Revision: res.Info.Revision, ETag: res.ETag, From: res.From,
+			Status: res.Status, Confirmed: res.Confirmed, KeyID: res.KeyID, KeySource: res.KeySource, CacheDir: res.CacheDir,
+			Layers: res.Info.Layers, Warnings: res.Warnings, Managed: srv.Managed}
+		if r.Layers == nil {
+			r.Layers = []policy.BundleLayer{}
+		}
+		all = append(all, r)
+	}
+	out := all[0]
+	out.Others = all[1:]
+	if io.JSON {
+		return io.printJSON(out)
+	}
+	for i, r := range all {
+		if i > 0 {
+			io.printf("\n")
+		}
+		printPull(io, r)
+	}
+	return nil
+}
+
+func printPull(io streams, out pullResult) {
 	from := "the network"
 	if out.From == "cache" {
 		from = "the cache"
@@ -96,22 +115,22 @@ func printPull(a *app, out pullResult) {
 			from += " (server unreachable)"
 		}
 	}
-	a.printf("policy %s (revision %d) from %s\n", shortVersion(out.Version), out.Revision, from)
-	a.printf("server:    %s\n", out.Server)
+	io.printf("policy %s (revision %d) from %s\n", shortVersion(out.Version), out.Revision, from)
+	io.printf("server:    %s\n", out.Server)
 	if out.Managed != "" {
-		a.printf("named by:  %s\n", out.Managed)
+		io.printf("named by:  %s\n", out.Managed)
 	}
-	a.printf("etag:      %s\n", out.ETag)
-	a.printf("confirmed: %s\n", out.Confirmed.Format(time.RFC3339))
-	a.printf("key:       %s (%s)\n", out.KeyID, out.KeySource)
-	a.printf("cache:     %s\n", out.CacheDir)
+	io.printf("etag:      %s\n", out.ETag)
+	io.printf("confirmed: %s\n", out.Confirmed.Format(time.RFC3339))
+	io.printf("key:       %s (%s)\n", out.KeyID, out.KeySource)
+	io.printf("cache:     %s\n", out.CacheDir)
 	var names []string
 	for _, l := range out.Layers {
 		names = append(names, l.Name)
 	}
 	if len(names) == 0 {
-		a.printf("layers:    none\n")
+		io.printf("layers:    none\n")
 	} else {
-		a.printf("layers:    %s\n", strings.Join(names, ", "))
+		io.printf("layers:    %s\n", strings.Join(names, ", "))
 	}
 }

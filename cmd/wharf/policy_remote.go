@@ -7,7 +7,6 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/wharfhq/wharf/internal/client/home"
-	"github.com/wharfhq/wharf/internal/client/policyremote"
 	"github.com/wharfhq/wharf/internal/core/policy"
 	"github.com/wharfhq/wharf/plugin"
 )
@@ -42,12 +41,6 @@ func keyFileError(flag, file string, err error, hint string) error {
 
 // managedPolicyServers reads the managed layers for `wharf policy pull`.
 func (a *app) managedPolicyServers() ([]policyServer, error) { return a.h.ManagedPolicyServers() }
-
-// pullPolicy pulls (or reads from the cache) one server's bundle and
-// prints its warnings.
-func (a *app) pullPolicy(ctx context.Context, srv policyServer) (*policyremote.Result, error) {
-	return a.h.PullPolicy(ctx, srv)
-}
 
 // noPolicyServer is the error of `wharf policy pull` with no server.
 func noPolicyServer() error {

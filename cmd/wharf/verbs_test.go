@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -25,6 +26,9 @@ type verbWorld struct {
 	dir, mkt string
 	out, err bytes.Buffer
 	json     bool
+	// policy is what the flags and environment would add to the policy
+	// layers: a policy server, its token.
+	policy home.PolicyConfig
 }
 
 func newVerbWorld(t *testing.T) *verbWorld {
@@ -66,7 +70,9 @@ func (w *verbWorld) home() *home.Home {
 		w.t.Fatal(err)
 	}
 	cfg.JSON = w.json
-	h, err := home.Open(home.Options{Paths: layout.New(w.dir), Config: cfg, Project: w.dir})
+	cfg.Policy = w.policy
+	h, err := home.Open(home.Options{Paths: layout.New(w.dir), Config: cfg, Project: w.dir,
+		Warn: func(msg string) { fmt.Fprintf(&w.err, "warning: %s\n", msg) }})
 	if err != nil {
 		w.t.Fatal(err)
 	}
@@ -310,5 +316,56 @@ func TestMarketplaceVerbsRunWithoutCobra(t *testing.T) {
 	w.json = false
 	if out != "[]\n" {
 		t.Fatalf("marketplace update --json with no marketplaces printed %q", out)
+	}
+}
+
+// policy pull runs as a function over a home, with no cobra command,
+// against a real wharf server: without a server it is a usage error, a
+// refused token exits 6, and a pull prints the bundle it verified.
+func TestPolicyPullRunsWithoutCobra(t *testing.T) {
+	srv := newPolicyAPI(t)
+	srv.setLayer("org", 0, `{"blockedMarketplaces":[{"source":"pathPattern","pathPattern":".*/corp$"}]}`)
+	w := &verbWorld{t: t, dir: t.TempDir()}
+	w.policy.ExtraManagedDir = filepath.Join(w.dir, "no-managed")
+	ctx := context.Background()
+	pull := func(io streams, h *home.Home) error { return runPolicyPull(ctx, &PolicyPullOptions{IO: io, Home: h}) }
+
+	if out, err := w.do(pull); exitCode(err) != 2 || !strings.Contains(err.Error(), "no policy server") || out != "" {
+		t.Fatalf("policy pull without a server: exit %d, %v, printed %q", exitCode(err), err, out)
+	}
+	w.policy.URL, w.policy.Token = srv.hs.URL, "not-a-token"
+	if out, err := w.do(pull); exitCode(err) != 6 || !strings.Contains(err.Error(), "refused the credentials") || out != "" {
+		t.Fatalf("policy pull with a bad token: exit %d, %v, printed %q", exitCode(err), err, out)
+	}
+
+	w.policy.Token = srv.agent
+	w.json = true
+	out := w.must(pull)
+	w.json = false
+	var first pullResult
+	if err := json.Unmarshal([]byte(out), &first); err != nil {
+		t.Fatalf("policy pull --json: %v\n%s", err, out)
+	}
+	if first.Server != srv.hs.URL || first.From != "network" || first.KeyID != srv.key.KeyID || len(first.Layers) != 1 || first.Layers[0].Name != "org" || first.ETag == "" || first.KeySource != "first-use" {
+		t.Fatalf("policy pull --json: %s", out)
+	}
+	if !strings.Contains(w.err.String(), srv.key.KeyID) {
+		t.Fatalf("the first pull must name the key it trusts (%s): %s", srv.key.KeyID, w.err.String())
+	}
+
+	out = w.must(pull)
+	confirmed, _, _ := strings.Cut(out[strings.Index(out, "confirmed: ")+len("confirmed: "):], "\n")
+	if _, err := time.Parse(time.RFC3339, confirmed); err != nil {
+		t.Fatalf("policy pull printed a confirmed time that is not RFC 3339: %v\n%s", err, out)
+	}
+	want := "policy " + shortVersion(first.Version) + fmt.Sprintf(" (revision %d)", first.Revision) + " from the cache (unchanged on the server)\n" +
+		"server:    " + srv.hs.URL + "\n" +
+		"etag:      " + first.ETag + "\n" +
+		"confirmed: " + confirmed + "\n" +
+		"key:       " + first.KeyID + " (stored)\n" +
+		"cache:     " + first.CacheDir + "\n" +
+		"layers:    org\n"
+	if out != want {
+		t.Fatalf("second policy pull printed\n%s\nwant\n%s", out, want)
 	}
 }
