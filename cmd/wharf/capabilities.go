@@ -19,7 +19,7 @@ func pluginDirOf(path string) string {
 }
 
 // printCapabilities lists a plugin's capability set and findings.
-func printCapabilities(a *app, r *capability.Report) {
+func printCapabilities(io streams, r *capability.Report) {
 	s := r.Capabilities
 	var lines []string
 	add := func(format string, args ...any) { lines = append(lines, fmt.Sprintf(format, args...)) }
@@ -92,15 +92,15 @@ func printCapabilities(a *app, r *capability.Report) {
 	}
 	// A plugin with none (only prompts without tools) prints nothing.
 	if len(lines) > 0 {
-		a.printf("capabilities:\n")
+		io.printf("capabilities:\n")
 		for _, l := range lines {
-			a.printf("  %s\n", l)
+			io.printf("  %s\n", l)
 		}
 	}
 	if len(r.Findings) > 0 {
-		a.printf("findings (advisory):\n")
+		io.printf("findings (advisory):\n")
 		for _, f := range r.Findings {
-			a.printf("  %s\n", f)
+			io.printf("  %s\n", f)
 		}
 	}
 }

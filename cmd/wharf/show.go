@@ -1,11 +1,13 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"strings"
 
 	"github.com/spf13/cobra"
 
+	"github.com/wharfhq/wharf/internal/client/home"
 	"github.com/wharfhq/wharf/internal/core/capability"
 	"github.com/wharfhq/wharf/internal/core/marketplace"
 	"github.com/wharfhq/wharf/plugin"
@@ -39,80 +41,98 @@ type showComponent struct {
 	Path string `json:"path,omitempty"`
 }
 
+// ShowOptions are wharf show's inputs.
+type ShowOptions struct {
+	IO   streams
+	Home *home.Home
+	// Plugin is the argument: name@marketplace, or a name one known
+	// marketplace lists.
+	Plugin string
+}
+
 func newShowCmd(a *app) *cobra.Command {
+	opts := &ShowOptions{}
 	return &cobra.Command{
 		Use:   "show <plugin@marketplace>",
 		Short: "Show a plugin's entry, where it comes from and its components",
 		Long:  "Show a plugin's marketplace entry and its resolved source. For plugins stored inside the marketplace (relative sources) the components are listed too; other sources are fetched only at install.",
 		Args:  exactArgs(1, "one plugin@marketplace"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			mgr, err := a.Marketplaces()
-			if err != nil {
-				return err
-			}
-			cat, err := mgr.Catalog()
-			if err != nil {
-				return err
-			}
-			id, err := resolveInCatalog(cat, args[0])
-			if err != nil {
-				return err
-			}
-			hit, err := cat.Lookup(id)
-			if err != nil {
-				return err
-			}
-			rs, err := hit.Resolve(a.getenv)
-			if err != nil {
-				return err
-			}
-			res := showResult{ID: id.String(), Marketplace: id.Source, Entry: hit.Entry, ResolvedSource: rs,
-				Components: []showComponent{}, Dependencies: []string{}}
-			manifest := hit.Entry.Manifest
-			if rs.Dir != "" {
-				p, diags, err := plugin.Load(rs.Dir, hit.Entry)
-				if err != nil {
-					return err
-				}
-				manifest = p.Manifest
-				res.Diagnostics = diags
-				caps, err := capability.Of(p)
-				if err != nil {
-					return err
-				}
-				res.Capabilities, res.Findings = &caps.Capabilities, caps.Findings
-				cost := p.AlwaysOnTokens()
-				res.AlwaysOnTokens = &cost
-				for _, c := range p.Components {
-					res.Components = append(res.Components, showComponent{Kind: string(c.Kind), Name: c.Name, Path: c.Path})
-				}
-			}
-			res.manifest = manifest
-			res.Version = manifest.Version
-			if res.Version == "" {
-				res.Version = "unknown"
-			}
-			for _, d := range manifest.Dependencies {
-				res.Dependencies = append(res.Dependencies, d.Resolve(id.Source).String())
-			}
-			if a.cfg.JSON {
-				return a.printJSON(res)
-			}
-			printShow(a, res)
-			return nil
+			opts.IO, opts.Home, opts.Plugin = a.io(), a.h, args[0]
+			return runShow(cmd.Context(), opts)
 		},
 	}
 }
 
-func printShow(a *app, r showResult) {
+// runShow prints opts.Plugin's catalog entry, its resolved source and,
+// when its files are at hand, its components and capabilities.
+func runShow(_ context.Context, opts *ShowOptions) error {
+	io := opts.IO
+	mgr, err := opts.Home.Marketplaces()
+	if err != nil {
+		return err
+	}
+	cat, err := mgr.Catalog()
+	if err != nil {
+		return err
+	}
+	id, err := resolveInCatalog(cat, opts.Plugin)
+	if err != nil {
+		return err
+	}
+	hit, err := cat.Lookup(id)
+	if err != nil {
+		return err
+	}
+	rs, err := hit.Resolve(opts.Home.Getenv)
+	if err != nil {
+		return err
+	}
+	res := showResult{ID: id.String(), Marketplace: id.Source, Entry: hit.Entry, ResolvedSource: rs,
+		Components: []showComponent{}, Dependencies: []string{}}
+	manifest := hit.Entry.Manifest
+	if rs.Dir != "" {
+		p, diags, err := plugin.Load(rs.Dir, hit.Entry)
+		if err != nil {
+			return err
+		}
+		manifest = p.Manifest
+		res.Diagnostics = diags
+		caps, err := capability.Of(p)
+		if err != nil {
+			return err
+		}
+		res.Capabilities, res.Findings = &caps.Capabilities, caps.Findings
+		cost := p.AlwaysOnTokens()
+		res.AlwaysOnTokens = &cost
+		for _, c := range p.Components {
+			res.Components = append(res.Components, showComponent{Kind: string(c.Kind), Name: c.Name, Path: c.Path})
+		}
+	}
+	res.manifest = manifest
+	res.Version = manifest.Version
+	if res.Version == "" {
+		res.Version = "unknown"
+	}
+	for _, d := range manifest.Dependencies {
+		res.Dependencies = append(res.Dependencies, d.Resolve(id.Source).String())
+	}
+	if io.JSON {
+		return io.printJSON(res)
+	}
+	printShow(io, res)
+	return nil
+}
+
+func printShow(io streams, r showResult) {
 	e, m := r.Entry, r.manifest
-	a.printf("%s  %s\n", r.ID, r.Version)
+	io.printf("%s  %s\n", r.ID, r.Version)
 	if m.Description != "" {
-		a.printf("  %s\n", strings.Join(strings.Fields(m.Description), " "))
+		io.printf("  %s\n", strings.Join(strings.Fields(m.Description), " "))
 	}
 	field := func(k, v string) {
 		if v != "" {
-			a.printf("  %-13s %s\n", k+":", v)
+			io.printf("  %-13s %s\n", k+":", v)
 		}
 	}
 	if m.Author != nil {
@@ -148,20 +168,20 @@ func printShow(a *app, r showResult) {
 		field("source", strings.TrimSpace(fmt.Sprintf("npm %s %s %s", rs.Package, rs.Version, rs.Registry)))
 	}
 	if len(r.Components) > 0 {
-		a.printf("  components:\n")
+		io.printf("  components:\n")
 		for _, c := range r.Components {
-			a.printf("    %-12s %s\n", c.Kind, c.Name)
+			io.printf("    %-12s %s\n", c.Kind, c.Name)
 		}
 	} else if rs.Dir == "" {
-		a.printf("  components:   listed once installed (source is fetched at install)\n")
+		io.printf("  components:   listed once installed (source is fetched at install)\n")
 	}
 	for _, d := range r.Diagnostics {
-		a.printf("  %s\n", d)
+		io.printf("  %s\n", d)
 	}
 	if r.Capabilities != nil {
-		printCapabilities(a, &capability.Report{Capabilities: *r.Capabilities, Findings: r.Findings})
+		printCapabilities(io, &capability.Report{Capabilities: *r.Capabilities, Findings: r.Findings})
 	}
-	a.printf("Install with: wharf install %s\n", r.ID)
+	io.printf("Install with: wharf install %s\n", r.ID)
 }
 
 func firstNonEmpty(s ...string) string {

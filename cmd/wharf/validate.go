@@ -75,7 +75,7 @@ func newValidateCmd(a *app) *cobra.Command {
 				printProvides(a, res.Provides)
 			}
 			if res.Capabilities != nil {
-				printCapabilities(a, &capability.Report{Capabilities: *res.Capabilities, Findings: res.Findings})
+				printCapabilities(a.io(), &capability.Report{Capabilities: *res.Capabilities, Findings: res.Findings})
 			}
 			if verr == nil {
 				printValidateSummary(a, args[0])

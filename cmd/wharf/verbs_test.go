@@ -369,3 +369,49 @@ func TestPolicyPullRunsWithoutCobra(t *testing.T) {
 		t.Fatalf("second policy pull printed\n%s\nwant\n%s", out, want)
 	}
 }
+
+// show, search and verify run as functions over a home, with no cobra
+// command.
+func TestReadVerbsRunWithoutCobra(t *testing.T) {
+	w := newVerbWorld(t)
+	ctx := context.Background()
+	app := filepath.Join(w.mkt, "plugins", "app")
+
+	out := w.must(func(io streams, h *home.Home) error {
+		return runShow(ctx, &ShowOptions{IO: io, Home: h, Plugin: "app"})
+	})
+	if want := "app@corp  1.0.0\n" +
+		"  depends on:   lib@corp\n" +
+		"  always-on:    ~3 tokens added to every session\n" +
+		"  source:       relative " + app + "\n" +
+		"  components:\n" +
+		"    command      app\n" +
+		"Install with: wharf install app@corp\n"; out != want {
+		t.Fatalf("show printed\n%s\nwant\n%s", out, want)
+	}
+	out, err := w.do(func(io streams, h *home.Home) error {
+		return runShow(ctx, &ShowOptions{IO: io, Home: h, Plugin: "nope@corp"})
+	})
+	if exitCode(err) != 2 || err.Error() != `nope@corp: marketplace "corp" has no plugin "nope"` || out != "" {
+		t.Fatalf("show of an unknown plugin: exit %d, %v, printed %q", exitCode(err), err, out)
+	}
+
+	out = w.must(func(io streams, h *home.Home) error {
+		return runSearch(ctx, &SearchOptions{IO: io, Home: h, Query: []string{"LIB"}})
+	})
+	if want := "PLUGIN    VERSION  CATEGORY  DESCRIPTION\nlib@corp  1.0.0    -         \n"; out != want {
+		t.Fatalf("search printed\n%q\nwant\n%q", out, want)
+	}
+	out = w.must(func(io streams, h *home.Home) error {
+		return runSearch(ctx, &SearchOptions{IO: io, Home: h, Query: []string{"app", "lib"}})
+	})
+	if want := "No plugins match \"app lib\".\n"; out != want {
+		t.Fatalf("search of two words no plugin has printed %q, want %q", out, want)
+	}
+	out, err = w.do(func(io streams, h *home.Home) error {
+		return runSearch(ctx, &SearchOptions{IO: io, Home: h, Marketplace: "nope"})
+	})
+	if exitCode(err) != 2 || !strings.Contains(err.Error(), "unknown marketplace") || out != "" {
+		t.Fatalf("search --marketplace nope: exit %d, %v, printed %q", exitCode(err), err, out)
+	}
+}
