@@ -15,7 +15,6 @@ import (
 	"github.com/wharfhq/wharf/internal/client/load"
 	"github.com/wharfhq/wharf/internal/core/resolver"
 	"github.com/wharfhq/wharf/internal/core/settings"
-	"github.com/wharfhq/wharf/internal/core/trust"
 	"github.com/wharfhq/wharf/plugin"
 )
 
@@ -26,9 +25,6 @@ func (a *app) Installer() (*install.Installer, error) { return a.h.Installer() }
 // settingsPaths says where each scope's settings file is
 // (home.Home.SettingsPaths).
 func (a *app) settingsPaths() settings.Paths { return a.h.SettingsPaths() }
-
-// trustedKeys reads the public keys in $WHARF_HOME/keys/*.pub.
-func (a *app) trustedKeys() (trust.Keyring, error) { return a.h.TrustedKeys() }
 
 // installerDo runs fn with h's installer, then prints its result on io:
 // as JSON under --json, else with human.

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"github.com/wharfhq/wharf/internal/client/home"
 	"github.com/wharfhq/wharf/internal/core/policy"
 	"github.com/wharfhq/wharf/plugin"
 )
@@ -16,8 +17,8 @@ func (a *app) warnf(format string, args ...any) { a.io().warnf(format, args...) 
 
 // knownMarketSource returns a known marketplace's source, for policy
 // requests; nil when the marketplace is not known.
-func (a *app) knownMarketSource(name string) *plugin.MarketplaceSource {
-	mgr, err := a.Marketplaces()
+func knownMarketSource(h *home.Home, name string) *plugin.MarketplaceSource {
+	mgr, err := h.Marketplaces()
 	if err != nil {
 		return nil
 	}

@@ -414,4 +414,24 @@ func TestReadVerbsRunWithoutCobra(t *testing.T) {
 	if exitCode(err) != 2 || !strings.Contains(err.Error(), "unknown marketplace") || out != "" {
 		t.Fatalf("search --marketplace nope: exit %d, %v, printed %q", exitCode(err), err, out)
 	}
+
+	w.must(func(io streams, h *home.Home) error {
+		return runInstall(ctx, &InstallOptions{IO: io, Home: h, Plugin: "app@corp", Scope: "user"})
+	})
+	verify := func(io streams, h *home.Home) error { return runVerify(ctx, &VerifyOptions{IO: io, Home: h, Target: "app@corp"}) }
+	out = w.must(verify)
+	digest, _, _ := strings.Cut(strings.TrimPrefix(out, "app@corp\n  digest   "), "\n")
+	if want := "app@corp\n  digest   " + digest + "\n  expected " + digest + " (pin, matches)\nOK\n"; !strings.HasPrefix(digest, "w1:") || out != want {
+		t.Fatalf("verify printed\n%s\nwant\n%s", out, want)
+	}
+	testworld.WriteTree(t, filepath.Join(w.dir, "cache", "corp", "app", "1.0.0"), map[string]string{"commands/app.md": "# changed\n"})
+	out, err = w.do(verify)
+	if exitCode(err) != 4 || !strings.Contains(out, "(pin, MISMATCH)") || !strings.Contains(out, "  changed  commands/app.md\n") || strings.Contains(out, "OK") {
+		t.Fatalf("verify of a changed install: exit %d, %v\n%s", exitCode(err), err, out)
+	}
+	if _, err := w.do(func(io streams, h *home.Home) error {
+		return runVerify(ctx, &VerifyOptions{IO: io, Home: h, Target: app, Expect: "sha256:abc"})
+	}); exitCode(err) != 2 || !strings.Contains(err.Error(), "is not a w1: digest") {
+		t.Fatalf("verify --expect sha256:abc: exit %d, %v", exitCode(err), err)
+	}
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/wharfhq/wharf/internal/client/cache"
+	"github.com/wharfhq/wharf/internal/client/home"
 	"github.com/wharfhq/wharf/internal/core/policy"
 	"github.com/wharfhq/wharf/internal/core/trust"
 	"github.com/wharfhq/wharf/plugin"
@@ -35,10 +36,26 @@ type verifyTarget struct {
 	named plugin.ID
 }
 
+// VerifyOptions are wharf verify's inputs.
+type VerifyOptions struct {
+	IO   streams
+	Home *home.Home
+	// Target is the argument: a plugin directory, or plugin@marketplace.
+	Target string
+	// KeyFiles are the --key public keys; any of them requires a valid
+	// signature by one.
+	KeyFiles []string
+	// Expect is the w1: digest the plugin must have; "" for the pin's or
+	// the entry's.
+	Expect string
+	// Marketplace and Name say what a directory is published as.
+	Marketplace, Name string
+	// RequireSignature requires a valid signature by a trusted key.
+	RequireSignature bool
+}
+
 func newVerifyCmd(a *app) *cobra.Command {
-	var keyFiles []string
-	var expect, market, name string
-	var requireSig bool
+	opts := &VerifyOptions{}
 	cmd := &cobra.Command{
 		Use:   "verify <plugin-dir | plugin@marketplace> [--key pub.pem ...] [--expect w1:...]",
 		Short: "Re-hash a plugin and check its digest and signatures",
@@ -54,61 +71,70 @@ func newVerifyCmd(a *app) *cobra.Command {
 			"Exit 0 when everything required holds, 4 (trust rejected) otherwise, with the reason.",
 		Args: exactArgs(1, "one plugin directory or plugin@marketplace"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if expect != "" && !trust.ValidDigest(expect) {
-				return &plugin.Error{Layer: plugin.LayerIntent, Type: typeUsage, Object: "--expect",
-					Err: fmt.Errorf("%q is not a w1: digest", expect), Hint: "pass the digest as printed by wharf verify, e.g. w1:47DEQpj8...="}
-			}
-			keys := trust.Keyring{}
-			for _, f := range keyFiles {
-				b, err := os.ReadFile(f)
-				if err != nil {
-					return &plugin.Error{Layer: plugin.LayerIntent, Type: typeUsage, Object: f, Err: err, Hint: "pass a public key PEM made by: wharf keygen"}
-				}
-				if err := keys.AddPEM(b); err != nil {
-					return keyFileError("--key", f, err, "pass a public key PEM made by: wharf keygen")
-				}
-			}
-			required := requireSig || len(keyFiles) > 0
-			if len(keyFiles) == 0 {
-				home, err := a.trustedKeys()
-				if err != nil {
-					return err
-				}
-				keys = home
-			}
-			t, err := a.verifyTarget(args[0])
-			if err != nil {
-				return err
-			}
-			if expect != "" {
-				t.expected, t.source = expect, "expected"
-			}
-			if t.id.IsZero() && market != "" {
-				if name == "" {
-					if name, err = manifestName(t.dir); err != nil {
-						return err
-					}
-				}
-				t.named = plugin.ID{Name: name, Source: market}
-				if err := t.named.Validate(); err != nil {
-					return &plugin.Error{Layer: plugin.LayerIntent, Type: typeUsage, Object: t.named.String(), Err: err,
-						Hint: "plugin and marketplace names are lowercase letters, digits and dashes"}
-				}
-			}
-			return a.runVerify(args[0], t, keys, required)
+			opts.IO, opts.Home, opts.Target = a.io(), a.h, args[0]
+			return runVerify(cmd.Context(), opts)
 		},
 	}
-	cmd.Flags().StringArrayVar(&keyFiles, "key", nil, "trusted public key PEM; repeatable; requires a valid signature by one of them")
-	cmd.Flags().StringVar(&expect, "expect", "", "the w1: digest the plugin must have")
-	cmd.Flags().StringVar(&market, "marketplace", "", "for a directory: the marketplace it is published in (signatures bind it)")
-	cmd.Flags().StringVar(&name, "name", "", "for a directory: the plugin's name in its marketplace (default plugin.json's)")
-	cmd.Flags().BoolVar(&requireSig, "require-signature", false, "require a valid signature by a trusted key ($WHARF_HOME/keys/*.pub when no --key)")
+	cmd.Flags().StringArrayVar(&opts.KeyFiles, "key", nil, "trusted public key PEM; repeatable; requires a valid signature by one of them")
+	cmd.Flags().StringVar(&opts.Expect, "expect", "", "the w1: digest the plugin must have")
+	cmd.Flags().StringVar(&opts.Marketplace, "marketplace", "", "for a directory: the marketplace it is published in (signatures bind it)")
+	cmd.Flags().StringVar(&opts.Name, "name", "", "for a directory: the plugin's name in its marketplace (default plugin.json's)")
+	cmd.Flags().BoolVar(&opts.RequireSignature, "require-signature", false, "require a valid signature by a trusted key ($WHARF_HOME/keys/*.pub when no --key)")
 	return cmd
+}
+
+// runVerify re-hashes opts.Target and checks its digest, its signatures,
+// the revocations and the policy's signature rules; any problem is a
+// trust rejection (exit 4) after the report is printed.
+func runVerify(ctx context.Context, opts *VerifyOptions) error {
+	expect, market, name := opts.Expect, opts.Marketplace, opts.Name
+	if expect != "" && !trust.ValidDigest(expect) {
+		return &plugin.Error{Layer: plugin.LayerIntent, Type: typeUsage, Object: "--expect",
+			Err: fmt.Errorf("%q is not a w1: digest", expect), Hint: "pass the digest as printed by wharf verify, e.g. w1:47DEQpj8...="}
+	}
+	keys := trust.Keyring{}
+	for _, f := range opts.KeyFiles {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			return &plugin.Error{Layer: plugin.LayerIntent, Type: typeUsage, Object: f, Err: err, Hint: "pass a public key PEM made by: wharf keygen"}
+		}
+		if err := keys.AddPEM(b); err != nil {
+			return keyFileError("--key", f, err, "pass a public key PEM made by: wharf keygen")
+		}
+	}
+	required := opts.RequireSignature || len(opts.KeyFiles) > 0
+	if len(opts.KeyFiles) == 0 {
+		trusted, err := opts.Home.TrustedKeys()
+		if err != nil {
+			return err
+		}
+		keys = trusted
+	}
+	t, err := verifyTargetOf(opts.Home, opts.Target)
+	if err != nil {
+		return err
+	}
+	if expect != "" {
+		t.expected, t.source = expect, "expected"
+	}
+	if t.id.IsZero() && market != "" {
+		if name == "" {
+			if name, err = manifestName(t.dir); err != nil {
+				return err
+			}
+		}
+		t.named = plugin.ID{Name: name, Source: market}
+		if err := t.named.Validate(); err != nil {
+			return &plugin.Error{Layer: plugin.LayerIntent, Type: typeUsage, Object: t.named.String(), Err: err,
+				Hint: "plugin and marketplace names are lowercase letters, digits and dashes"}
+		}
+	}
+	return verifyCheck(ctx, opts.IO, opts.Home, opts.Target, t, keys, required)
 }
 
 // verifyTarget resolves the argument: an existing directory, or an
 // installed plugin (falling back to a catalog entry with a local source).
-func (a *app) verifyTarget(arg string) (*verifyTarget, error) {
+func verifyTargetOf(h *home.Home, arg string) (*verifyTarget, error) {
 	if fi, err := os.Stat(arg); err == nil && fi.IsDir() {
 		return &verifyTarget{dir: arg}, nil
 	}
@@ -120,7 +146,7 @@ func (a *app) verifyTarget(arg string) (*verifyTarget, error) {
 	if err != nil {
 		return nil, err
 	}
-	st, err := a.Store()
+	st, err := h.Store()
 	if err != nil {
 		return nil, err
 	}
@@ -128,11 +154,11 @@ func (a *app) verifyTarget(arg string) (*verifyTarget, error) {
 	// The catalog entry supplies signatures (and integrity when not installed).
 	var entry *plugin.Entry
 	var entryDir string
-	if mgr, err := a.Marketplaces(); err == nil {
+	if mgr, err := h.Marketplaces(); err == nil {
 		if cat, err := mgr.Catalog(); err == nil {
 			if hit, err := cat.Lookup(id); err == nil {
 				entry = hit.Entry
-				if rs, err := hit.Resolve(a.getenv); err == nil {
+				if rs, err := hit.Resolve(h.Getenv); err == nil {
 					entryDir = rs.Dir
 				}
 			}
@@ -142,7 +168,7 @@ func (a *app) verifyTarget(arg string) (*verifyTarget, error) {
 		t.entrySigs = entry.Signatures
 		t.entryVersion = entry.Version
 	}
-	c, err := cache.New(cache.Options{Home: a.env.Home(), Store: st})
+	c, err := cache.New(cache.Options{Home: h.Paths().Home(), Store: st})
 	if err != nil {
 		return nil, err
 	}
@@ -162,7 +188,7 @@ func (a *app) verifyTarget(arg string) (*verifyTarget, error) {
 		Hint: "install it first: wharf install " + id.String() + "; or verify a directory: wharf verify <plugin-dir> --expect w1:..."}
 }
 
-func (a *app) runVerify(arg string, t *verifyTarget, keys trust.Keyring, required bool) error {
+func verifyCheck(ctx context.Context, io streams, h *home.Home, arg string, t *verifyTarget, keys trust.Keyring, required bool) error {
 	tree, err := trust.Digest(t.dir)
 	if err != nil {
 		return err
@@ -222,7 +248,7 @@ func (a *app) runVerify(arg string, t *verifyTarget, keys trust.Keyring, require
 		problems = append(problems, fmt.Sprintf("no valid signature by a trusted key (trusted: %s): %s",
 			strings.Join(orNoneList(keys.IDs()), ", "), strings.Join(why, "; ")))
 	}
-	if msg, err := a.revokedProblem(subject, t, tree.Digest); err != nil {
+	if msg, err := revokedProblem(h, subject, t, tree.Digest); err != nil {
 		return err
 	} else if msg != "" {
 		problems = append(problems, msg)
@@ -230,7 +256,7 @@ func (a *app) runVerify(arg string, t *verifyTarget, keys trust.Keyring, require
 	if !t.id.IsZero() {
 		// Managed policy may demand signatures by named keys for this
 		// plugin's marketplace (requireSignatures).
-		if msg, err := a.policySignatureProblem(t.id, check); err != nil {
+		if msg, err := policySignatureProblem(ctx, h, t.id, check); err != nil {
 			return err
 		} else if msg != "" {
 			problems = append(problems, msg)
@@ -239,12 +265,12 @@ func (a *app) runVerify(arg string, t *verifyTarget, keys trust.Keyring, require
 	rep := trust.NewReport(arg, tree, t.expected, changed, results)
 	rep.OK = len(problems) == 0
 	rep.Checked = t.expected != "" || check.Checked() || required || len(problems) > 0
-	if a.cfg.JSON {
-		if err := a.printJSON(rep); err != nil {
+	if io.JSON {
+		if err := io.printJSON(rep); err != nil {
 			return err
 		}
 	} else {
-		printVerify(a, rep, results, t)
+		printVerify(io, rep, results, t)
 	}
 	if rep.OK {
 		return nil
@@ -278,54 +304,54 @@ func orNoneList(ids []string) []string {
 	return ids
 }
 
-func printVerify(a *app, rep trust.VerifyReport, results []trust.SigResult, t *verifyTarget) {
-	a.printf("%s\n  digest   %s\n", rep.Target, rep.Digest)
+func printVerify(io streams, rep trust.VerifyReport, results []trust.SigResult, t *verifyTarget) {
+	io.printf("%s\n  digest   %s\n", rep.Target, rep.Digest)
 	if rep.Expected != "" {
 		mark := "matches"
 		if rep.Expected != rep.Digest {
 			mark = "MISMATCH"
 		}
-		a.printf("  expected %s (%s, %s)\n", rep.Expected, t.source, mark)
+		io.printf("  expected %s (%s, %s)\n", rep.Expected, t.source, mark)
 	}
 	for _, c := range rep.Changed {
-		a.printf("  changed  %s\n", c)
+		io.printf("  changed  %s\n", c)
 	}
 	for _, r := range results {
 		switch {
 		case r.Valid && r.Legacy:
-			a.printf("  signature %s: valid, trusted, old form (weaker: it does not bind the plugin's name, marketplace or version)\n", r.KeyID)
+			io.printf("  signature %s: valid, trusted, old form (weaker: it does not bind the plugin's name, marketplace or version)\n", r.KeyID)
 		case r.Valid && r.SignedAs != "":
-			a.printf("  signature %s: valid, trusted, signed as %s\n", r.KeyID, r.SignedAs)
+			io.printf("  signature %s: valid, trusted, signed as %s\n", r.KeyID, r.SignedAs)
 		case r.Valid:
-			a.printf("  signature %s: valid, trusted\n", r.KeyID)
+			io.printf("  signature %s: valid, trusted\n", r.KeyID)
 		default:
-			a.printf("  signature %s: %s\n", r.KeyID, r.Reason)
+			io.printf("  signature %s: %s\n", r.KeyID, r.Reason)
 		}
 	}
 	for _, w := range rep.Warnings {
-		fmt.Fprintf(a.stderr, "wharf: warning: %s\n", w)
+		fmt.Fprintf(io.Err, "wharf: warning: %s\n", w)
 	}
 	switch {
 	case rep.OK && rep.Checked:
-		a.printf("OK\n")
+		io.printf("OK\n")
 	case rep.OK && len(results) > 0:
-		a.printf("nothing to check against: no pinned, published or --expect digest, and no trusted key to check the signatures with (pass --key <pub.pem>)\n")
-		a.printf("pin the digest above: wharf verify %s --expect %s\n", rep.Target, rep.Digest)
+		io.printf("nothing to check against: no pinned, published or --expect digest, and no trusted key to check the signatures with (pass --key <pub.pem>)\n")
+		io.printf("pin the digest above: wharf verify %s --expect %s\n", rep.Target, rep.Digest)
 	case rep.OK:
-		a.printf("nothing to check against: no pinned, published or --expect digest and no signature\n")
-		a.printf("pin the digest above: wharf verify %s --expect %s\n", rep.Target, rep.Digest)
+		io.printf("nothing to check against: no pinned, published or --expect digest and no signature\n")
+		io.printf("pin the digest above: wharf verify %s --expect %s\n", rep.Target, rep.Digest)
 	}
 }
 
 // policySignatureProblem asks policy whether the verified signatures satisfy
 // requireSignatures for id's marketplace, and returns the reason if not.
-func (a *app) policySignatureProblem(id plugin.ID, check trust.SignatureCheck) (string, error) {
-	e, err := a.Policy()
+func policySignatureProblem(ctx context.Context, h *home.Home, id plugin.ID, check trust.SignatureCheck) (string, error) {
+	e, err := h.Policy()
 	if err != nil {
 		return "", err
 	}
-	d, err := e.Decide(context.Background(), policy.Request{Action: policy.ActionInstall, Plugin: id,
-		Marketplace: policy.Marketplace{Name: id.Source, Source: a.knownMarketSource(id.Source)},
+	d, err := e.Decide(ctx, policy.Request{Action: policy.ActionInstall, Plugin: id,
+		Marketplace: policy.Marketplace{Name: id.Source, Source: knownMarketSource(h, id.Source)},
 		Signatures:  policy.SignatureKeys(check.Keys, check.LegacyKeys, check.LegacyFingerprints)})
 	if err != nil {
 		return "", err
@@ -342,8 +368,8 @@ func (a *app) policySignatureProblem(id plugin.ID, check trust.SignatureCheck) (
 // revokedProblem says why the verified content is revoked: its plugin
 // version, or its digest under any name, withdrawn by a revocation of the
 // policy bundle in force; "" when none matches.
-func (a *app) revokedProblem(id plugin.ID, t *verifyTarget, digest string) (string, error) {
-	e, err := a.Policy()
+func revokedProblem(h *home.Home, id plugin.ID, t *verifyTarget, digest string) (string, error) {
+	e, err := h.Policy()
 	if err != nil {
 		return "", err
 	}
