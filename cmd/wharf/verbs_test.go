@@ -418,7 +418,9 @@ func TestReadVerbsRunWithoutCobra(t *testing.T) {
 	w.must(func(io streams, h *home.Home) error {
 		return runInstall(ctx, &InstallOptions{IO: io, Home: h, Plugin: "app@corp", Scope: "user"})
 	})
-	verify := func(io streams, h *home.Home) error { return runVerify(ctx, &VerifyOptions{IO: io, Home: h, Target: "app@corp"}) }
+	verify := func(io streams, h *home.Home) error {
+		return runVerify(ctx, &VerifyOptions{IO: io, Home: h, Target: "app@corp"})
+	}
 	out = w.must(verify)
 	digest, _, _ := strings.Cut(strings.TrimPrefix(out, "app@corp\n  digest   "), "\n")
 	if want := "app@corp\n  digest   " + digest + "\n  expected " + digest + " (pin, matches)\nOK\n"; !strings.HasPrefix(digest, "w1:") || out != want {
