@@ -31,7 +31,6 @@ import (
 	"github.com/wharfhq/wharf/internal/cli/shell"
 	"github.com/wharfhq/wharf/internal/core/layout"
 	"github.com/wharfhq/wharf/internal/core/marketplace"
-	"github.com/wharfhq/wharf/internal/core/trust"
 	"github.com/wharfhq/wharf/plugin"
 )
 
@@ -205,21 +204,6 @@ func (a *app) load(cmd *cobra.Command) error {
 		return err
 	}
 	return a.cfg.parse(v)
-}
-
-// getenv is the environment as the marketplace package sees it, with
-// configured values (github-host) in place of the raw variables.
-func (a *app) getenv(k string) string {
-	if k == "WHARF_GITHUB_HOST" {
-		return a.cfg.GitHubHost
-	}
-	return os.Getenv(k)
-}
-
-// trustedKeys reads $WHARF_HOME/keys/*.pub, the keys trusted for plugin
-// signatures.
-func (a *app) trustedKeys() (trust.Keyring, error) {
-	return shell.TrustedKeys(layout.New(a.cfg.Home).Keys())
 }
 
 // printJSON writes v to stdout as indented JSON.

@@ -12,8 +12,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/wharfhq/wharf/internal/core/layout"
 	"github.com/wharfhq/wharf/internal/core/store"
+	"github.com/wharfhq/wharf/internal/server/serverhome"
 	"github.com/wharfhq/wharf/plugin"
 )
 
@@ -21,7 +21,7 @@ import (
 // on the file while no server has it open: bbolt's lock keeps them apart.
 
 // typeStoreDamaged is a damaged server.db.
-const typeStoreDamaged = "store-damaged"
+const typeStoreDamaged = serverhome.TypeStoreDamaged
 
 // storeReport is what check and repair print (--json).
 type storeReport struct {
@@ -44,10 +44,7 @@ func dataFlag(cmd *cobra.Command, data *string) {
 }
 
 func (a *app) dataDir(data string) (string, error) {
-	if data == "" {
-		data = layout.New(a.cfg.Home).Server()
-	}
-	return filepath.Abs(data)
+	return serverhome.DataDir(a.cfg.Home, data)
 }
 
 func newCheckCmd(a *app) *cobra.Command {
@@ -116,14 +113,12 @@ func newRepairCmd(a *app) *cobra.Command {
 	return cmd
 }
 
-func repairHint(dir string) string {
-	return "stop wharf-server, then run: wharf-server repair --data " + dir + " (it keeps the damaged file aside and rebuilds server.db from what can be read)"
-}
+func repairHint(dir string) string { return serverhome.RepairHint(dir) }
 
 // examineStore reads what it can of <dir>/server.db. sv is nil when there
 // is none.
 func (a *app) examineStore(dir string) (*storeReport, *store.Salvaged, error) {
-	path := filepath.Join(dir, "server.db")
+	path := serverhome.BoltPath(dir)
 	rep := &storeReport{Store: path, Status: "ok", Buckets: map[string]int{}}
 	if _, err := os.Lstat(path); errors.Is(err, fs.ErrNotExist) {
 		rep.Status = "missing"

@@ -17,11 +17,8 @@ import (
 	"github.com/spf13/pflag"
 
 	wharf "github.com/wharfhq/wharf"
-	"github.com/wharfhq/wharf/internal/core/fetch"
-	"github.com/wharfhq/wharf/internal/core/layout"
-	"github.com/wharfhq/wharf/internal/core/marketplace"
-	"github.com/wharfhq/wharf/internal/core/source"
 	"github.com/wharfhq/wharf/internal/server/api"
+	"github.com/wharfhq/wharf/internal/server/serverhome"
 	"github.com/wharfhq/wharf/plugin"
 )
 
@@ -39,7 +36,7 @@ type serveOptions struct {
 	TrustedKeys []string
 	// TrustedProxies are reverse proxies whose X-Forwarded-For is believed.
 	TrustedProxies []string
-	Store          storeFlags // serve_store.go
+	Store          storeFlags // store_flags.go
 }
 
 // addServeFlags declares the server's flags on f.
@@ -74,75 +71,28 @@ func (a *app) runServe(ctx context.Context, o *serveOptions) error {
 		return &plugin.Error{Layer: plugin.LayerIntent, Type: typeUsage, Object: "--log-level",
 			Err: fmt.Errorf("unknown log level %q", o.LogLevel), Hint: "use debug, info, warn or error"}
 	}
-	if o.BodyLimit <= 0 {
-		return &plugin.Error{Layer: plugin.LayerIntent, Type: typeUsage, Object: "--body-limit",
-			Err: fmt.Errorf("--body-limit must be positive"), Hint: "e.g. --body-limit 1048576"}
-	}
-	proxies, err := api.ParseTrustedProxies(o.TrustedProxies)
-	if err != nil {
-		return &plugin.Error{Layer: plugin.LayerIntent, Type: typeUsage, Object: "--trusted-proxy", Err: err,
-			Hint: "pass the proxy's range, e.g. --trusted-proxy 10.0.0.0/8, or its address"}
-	}
 	logger := slog.New(slog.NewJSONHandler(a.stderr, &slog.HandlerOptions{Level: level}))
-	data := o.Data
-	if data == "" {
-		data = layout.New(a.cfg.Home).Server()
-	}
-	data, err = filepath.Abs(data)
-	if err != nil {
-		return err
-	}
-	st, where, err := a.openServeStore(o.Store, data)
-	if err != nil {
-		return err
-	}
-	defer st.Close()
-
-	kr, err := a.trustedKeys()
-	if err != nil {
-		return err
-	}
-	for _, f := range o.TrustedKeys {
-		b, err := os.ReadFile(f)
-		if err != nil {
-			return &plugin.Error{Layer: plugin.LayerIntent, Type: typeUsage, Object: f, Err: err, Hint: "pass a PEM public key file made by wharf keygen"}
-		}
-		if err := kr.AddPEM(b); err != nil {
-			return &plugin.Error{Layer: plugin.LayerTrust, Type: plugin.TypeTrustRejected, Object: f, Err: err, Hint: "pass a PEM public key file made by wharf keygen"}
-		}
-	}
-
-	secret, firstStart, err := api.EnsureAdminToken(st, os.Getenv("WHARF_BOOTSTRAP_TOKEN"), time.Now())
-	if err != nil {
-		return &plugin.Error{Layer: plugin.LayerIntent, Type: typeUsage, Object: "WHARF_BOOTSTRAP_TOKEN", Err: err,
-			Hint: "set WHARF_BOOTSTRAP_TOKEN to a long random string, or unset it to have one made"}
-	}
-	// One fetch configuration for the server's marketplace clones and the
-	// plugin trees its channels vendor.
-	fc, err := fetch.FromEnv(a.getenv)
-	if err != nil {
-		return err
-	}
-	fc.Timeout, fc.IdleTimeout = a.cfg.GitTimeout, a.cfg.NetIdle
-	mgr := marketplace.NewManager(st, marketplace.Options{Dir: filepath.Join(data, "marketplaces"), Fetch: fc})
-	catalog := api.NewMarketplaceCatalog(mgr)
-	srv, err := api.New(api.Deps{
-		Store: st, Catalog: catalog, Policy: api.PolicyEngineOn(a.cfg.GitHubHost), Verifier: api.TrustVerifier{Keyring: kr}, Logger: logger,
+	bootstrap := os.Getenv("WHARF_BOOTSTRAP_TOKEN")
+	s, err := serverhome.Open(serverhome.Config{
+		Home: a.cfg.Home, Data: o.Data, Store: serverhome.StoreConfig(o.Store),
+		LockTimeout: a.cfg.LockTimeout, GitTimeout: a.cfg.GitTimeout, NetIdle: a.cfg.NetIdle, GitHubHost: a.cfg.GitHubHost,
+		TrustedKeys: o.TrustedKeys, BootstrapToken: bootstrap, Logger: logger,
 		BodyLimit: o.BodyLimit, RequestTimeout: o.Timeout, RateLimit: o.RateLimit, RateBurst: o.RateBurst,
-		TrustedProxies: proxies, ChannelDir: filepath.Join(data, "channels"), Fetcher: source.NewFetcher(fc),
-		DataDir: data,
+		TrustedProxies: o.TrustedProxies,
 	})
 	if err != nil {
 		return err
 	}
-	info := serveInfo{Data: data, Store: where, BundleKeyID: srv.BundleKeyID()}
-	if firstStart {
-		if os.Getenv("WHARF_BOOTSTRAP_TOKEN") == "" {
-			info.AdminToken = secret
-			fmt.Fprintf(a.stderr, "wharf-server: first start: created an admin token; it is shown only now:\n\n    %s\n\n", secret)
+	defer s.Close()
+	data, where := s.Data, s.Where
+	info := serveInfo{Data: data, Store: where, BundleKeyID: s.API.BundleKeyID()}
+	if s.FirstStart {
+		if s.AdminToken != "" {
+			info.AdminToken = s.AdminToken
+			fmt.Fprintf(a.stderr, "wharf-server: first start: created an admin token; it is shown only now:\n\n    %s\n\n", s.AdminToken)
 		}
 		if o.Demo != "" {
-			name, err := registerDemo(ctx, catalog, demoDir(o.Demo, data))
+			name, err := registerDemo(ctx, s.Catalog, demoDir(o.Demo, data))
 			if err != nil {
 				fmt.Fprintf(a.stderr, "wharf-server: warning: demo marketplace not registered: %v\n", err)
 			} else {
@@ -167,7 +117,7 @@ func (a *app) runServe(ctx context.Context, o *serveOptions) error {
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	logger.Info("serving", "url", info.URL, "data", data, "store", where)
-	return srv.Serve(ctx, ln, o.Grace)
+	return s.API.Serve(ctx, ln, o.Grace)
 }
 
 // demoDir is the demo marketplace to register: dir when it exists; else, for

@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -18,7 +19,40 @@ import (
 type servedWharf struct {
 	cmd    *exec.Cmd
 	info   serveInfo
-	stderr *bytes.Buffer
+	stderr *lockedBuffer
+}
+
+// lockedBuffer is the server's stderr as exec copies it, in a goroutine of
+// its own, while the test reads it.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// stderrHas reports whether the server wrote sub on stderr. The server
+// writes stderr before the line on stdout that launch waits for, but the
+// two pipes are copied apart, so the text may still be on its way.
+func (s *servedWharf) stderrHas(sub string) bool {
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		if strings.Contains(s.stderr.String(), sub) {
+			return true
+		}
+		if time.Now().After(deadline) {
+			return false
+		}
+	}
 }
 
 // startServe runs wharf-server as a real process on a free loopback port
@@ -42,7 +76,7 @@ func launch(t *testing.T, home string, args, env []string) *servedWharf {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := &servedWharf{cmd: cmd, stderr: &bytes.Buffer{}}
+	s := &servedWharf{cmd: cmd, stderr: &lockedBuffer{}}
 	cmd.Stderr = s.stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -126,7 +160,7 @@ func TestServeFirstStartTokensAndRestart(t *testing.T) {
 	home := t.TempDir()
 	s := startServe(t, home)
 	admin := s.info.AdminToken
-	if admin == "" || !strings.Contains(s.stderr.String(), admin) {
+	if admin == "" || !s.stderrHas(admin) {
 		t.Fatalf("first start must show the admin token once: %+v\n%s", s.info, s.stderr)
 	}
 	if s.info.Demo != "demo" {

@@ -1,4 +1,4 @@
-package main
+package serverhome
 
 import (
 	"crypto/tls"
@@ -6,53 +6,46 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strings"
 	"time"
-
-	"github.com/spf13/pflag"
 
 	"github.com/wharfhq/wharf/internal/core/store"
 	"github.com/wharfhq/wharf/internal/server/etcdstore"
 	"github.com/wharfhq/wharf/plugin"
 )
 
-// storeFlags choose the server's store: bbolt in the data directory (one
-// server), or an etcd cluster shared by any number of replicas.
-type storeFlags struct {
-	URL         string
+// StoreConfig chooses the server's store: bbolt in the data directory
+// (one server), or an etcd cluster shared by any number of replicas.
+type StoreConfig struct {
+	// URL is etcd://host:2379,host2:2379[/prefix]; "" is bbolt in the data
+	// directory.
+	URL string
+	// DialTimeout is how long to wait for the etcd cluster at start.
 	DialTimeout time.Duration
-	CACert      string
-	Cert        string
-	Key         string
+	// CACert, Cert and Key are PEM files for TLS to etcd.
+	CACert string
+	Cert   string
+	Key    string
 }
 
-func addStoreFlags(f *pflag.FlagSet, o *storeFlags) {
-	f.StringVar(&o.URL, "store", "", "shared store for several replicas: etcd://host:2379,host2:2379[/prefix] (default: bbolt in --data)")
-	f.DurationVar(&o.DialTimeout, "store-timeout", 5*time.Second, "how long to wait for the etcd cluster to answer at start")
-	f.StringVar(&o.CACert, "etcd-cacert", "", "CA certificate (PEM) that signed the etcd servers' certificates; turns on TLS")
-	f.StringVar(&o.Cert, "etcd-cert", "", "client certificate (PEM) for etcd client-certificate authentication")
-	f.StringVar(&o.Key, "etcd-key", "", "private key (PEM) of --etcd-cert")
-}
-
-// openServeStore opens the store the flags name. where describes it for
+// openStore opens the store o names. where describes it for
 // the log and the start-up line. Credentials for etcd's own authentication
 // come from WHARF_ETCD_USERNAME and WHARF_ETCD_PASSWORD, never from flags
 // (which other users can read in the process list).
-func (a *app) openServeStore(o storeFlags, data string) (st store.Store, where string, err error) {
+func openStore(o StoreConfig, data string, lockTimeout time.Duration, getenv func(string) string) (st store.Store, where string, err error) {
 	if o.URL == "" {
 		if o.CACert != "" || o.Cert != "" || o.Key != "" {
 			return nil, "", &plugin.Error{Layer: plugin.LayerIntent, Type: typeUsage, Object: "--etcd-cacert",
 				Err: errors.New("the --etcd-* flags apply only to an etcd store"), Hint: "add --store etcd://host:2379 or drop the --etcd-* flags"}
 		}
-		path := filepath.Join(data, "server.db")
-		b, err := store.OpenBolt(path, store.Options{LockTimeout: a.cfg.LockTimeout})
+		path := BoltPath(data)
+		b, err := store.OpenBolt(path, store.Options{LockTimeout: lockTimeout})
 		if err != nil {
 			var ce *store.CorruptError
 			if errors.As(err, &ce) {
 				// The store's own message names the client's repair.
-				return nil, "", &plugin.Error{Layer: plugin.LayerMaterialization, Type: typeStoreDamaged, Object: path,
-					Err: fmt.Errorf("%s is damaged: %s (%w)", path, ce.Reason, store.ErrCorrupt), Hint: repairHint(data)}
+				return nil, "", &plugin.Error{Layer: plugin.LayerMaterialization, Type: TypeStoreDamaged, Object: path,
+					Err: fmt.Errorf("%s is damaged: %s (%w)", path, ce.Reason, store.ErrCorrupt), Hint: RepairHint(data)}
 			}
 			hint := "check that " + data + " is writable"
 			if errors.Is(err, store.ErrLocked) {
@@ -76,7 +69,7 @@ func (a *app) openServeStore(o storeFlags, data string) (st store.Store, where s
 		return nil, "", err
 	}
 	opts := etcdstore.Options{Prefix: prefix, DialTimeout: o.DialTimeout, TLS: tlsCfg,
-		Username: a.getenv("WHARF_ETCD_USERNAME"), Password: a.getenv("WHARF_ETCD_PASSWORD")}
+		Username: getenv("WHARF_ETCD_USERNAME"), Password: getenv("WHARF_ETCD_PASSWORD")}
 	e, err := etcdstore.Open(endpoints, opts)
 	if err != nil {
 		return nil, "", &plugin.Error{Layer: plugin.LayerMaterialization, Type: "store-unreachable", Object: o.URL, Err: err,
@@ -88,7 +81,7 @@ func (a *app) openServeStore(o storeFlags, data string) (st store.Store, where s
 
 // etcdTLS builds the client TLS configuration from the --etcd-* flags; nil
 // when none is given.
-func etcdTLS(o storeFlags) (*tls.Config, error) {
+func etcdTLS(o StoreConfig) (*tls.Config, error) {
 	if o.CACert == "" && o.Cert == "" && o.Key == "" {
 		return nil, nil
 	}
