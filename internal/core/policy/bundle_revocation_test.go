@@ -16,10 +16,17 @@ import (
 // wharf.revocations.
 func signedWithRevocations(t *testing.T, s *testSigner, revs any) []byte {
 	t.Helper()
-	raw, err := json.Marshal(map[string]any{"wharf": map[string]any{
+	return signedWharfData(t, s, map[string]any{
 		"policy":      map[string]any{"version": "sha256:r", "revision": 2, "layers": []any{}},
 		"revocations": revs,
-	}})
+	})
+}
+
+// signedWharfData is a signed bundle whose data.json is {"wharf": wharf},
+// its revision wharf.policy.version.
+func signedWharfData(t *testing.T, s *testSigner, wharf map[string]any) []byte {
+	t.Helper()
+	raw, err := json.Marshal(map[string]any{"wharf": wharf})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -27,7 +34,8 @@ func signedWithRevocations(t *testing.T, s *testSigner, revs any) []byte {
 	if err := util.UnmarshalJSON(raw, &data); err != nil {
 		t.Fatal(err)
 	}
-	b := bundle.Bundle{Manifest: bundle.Manifest{Revision: "sha256:r"}, Data: data}
+	rev, _ := wharf["policy"].(map[string]any)["version"].(string)
+	b := bundle.Bundle{Manifest: bundle.Manifest{Revision: rev}, Data: data}
 	b.Manifest.Init()
 	b.Manifest.SetRegoVersion(ast.RegoV1)
 	if err := b.GenerateSignature(bundle.NewSigningConfig(s.privPEM, BundleAlgorithm, ""), s.keyID, false); err != nil {

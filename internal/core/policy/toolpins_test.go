@@ -2,14 +2,9 @@ package policy
 
 import (
 	"bytes"
-	"encoding/json"
 	"errors"
 	"strings"
 	"testing"
-
-	"github.com/open-policy-agent/opa/v1/ast"
-	"github.com/open-policy-agent/opa/v1/bundle"
-	"github.com/open-policy-agent/opa/v1/util"
 
 	"github.com/wharfhq/wharf/internal/core/toolpin"
 	"github.com/wharfhq/wharf/plugin"
@@ -24,28 +19,10 @@ var (
 // wharf.toolPins.
 func signedWithPins(t *testing.T, s *testSigner, pins any) []byte {
 	t.Helper()
-	raw, err := json.Marshal(map[string]any{"wharf": map[string]any{
+	return signedWharfData(t, s, map[string]any{
 		"policy":   map[string]any{"version": "sha256:p", "revision": 3, "layers": []any{}},
 		"toolPins": pins,
-	}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var data map[string]any
-	if err := util.UnmarshalJSON(raw, &data); err != nil {
-		t.Fatal(err)
-	}
-	b := bundle.Bundle{Manifest: bundle.Manifest{Revision: "sha256:p"}, Data: data}
-	b.Manifest.Init()
-	b.Manifest.SetRegoVersion(ast.RegoV1)
-	if err := b.GenerateSignature(bundle.NewSigningConfig(s.privPEM, BundleAlgorithm, ""), s.keyID, false); err != nil {
-		t.Fatal(err)
-	}
-	var buf bytes.Buffer
-	if err := bundle.NewWriter(&buf).DisableFormat(true).Write(b); err != nil {
-		t.Fatal(err)
-	}
-	return buf.Bytes()
+	})
 }
 
 func TestReadBundleToolPins(t *testing.T) {

@@ -3,14 +3,9 @@ package policy
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/open-policy-agent/opa/v1/ast"
-	"github.com/open-policy-agent/opa/v1/bundle"
-	"github.com/open-policy-agent/opa/v1/util"
 
 	"github.com/wharfhq/wharf/plugin"
 )
@@ -185,28 +180,10 @@ func TestWaiverExpiresAtTheNextLoad(t *testing.T) {
 
 func signedWithWaivers(t *testing.T, s *testSigner, ws any) []byte {
 	t.Helper()
-	raw, err := json.Marshal(map[string]any{"wharf": map[string]any{
+	return signedWharfData(t, s, map[string]any{
 		"policy":  map[string]any{"version": "sha256:w", "revision": 3, "layers": []any{map[string]any{"name": "org", "rank": 0, "version": 1, "settings": map[string]any{"allowWaivers": true}}}},
 		"waivers": ws,
-	}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var data map[string]any
-	if err := util.UnmarshalJSON(raw, &data); err != nil {
-		t.Fatal(err)
-	}
-	b := bundle.Bundle{Manifest: bundle.Manifest{Revision: "sha256:w"}, Data: data}
-	b.Manifest.Init()
-	b.Manifest.SetRegoVersion(ast.RegoV1)
-	if err := b.GenerateSignature(bundle.NewSigningConfig(s.privPEM, BundleAlgorithm, ""), s.keyID, false); err != nil {
-		t.Fatal(err)
-	}
-	var buf bytes.Buffer
-	if err := bundle.NewWriter(&buf).DisableFormat(true).Write(b); err != nil {
-		t.Fatal(err)
-	}
-	return buf.Bytes()
+	})
 }
 
 // ReadBundle attaches the bundle's waivers to each of its layers, and
