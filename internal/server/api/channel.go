@@ -531,7 +531,7 @@ func (s *Server) serveGit(c echo.Context) error {
 			return refuse(tok.Rec.ID, tok.Rec.Role, "expired token", "the token is unknown, revoked or expired; ask an admin for a new one")
 		}
 		if rq, ok := c.(*request); ok {
-			rq.caller, rq.authed = principal{TokenID: tok.Rec.ID, Role: tok.Rec.Role}, true
+			rq.caller, rq.authed = principal{TokenID: tok.Rec.ID, Role: tok.Rec.Role, Who: tok.Rec.Identity}, true
 		}
 		if err := s.take(tok.Val, tok.Rec.ID, now); err != nil {
 			return gitErr(c, err)

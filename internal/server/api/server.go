@@ -66,7 +66,8 @@ type Server struct {
 type principal struct {
 	TokenID string
 	Role    Role
-	Quota   fleet.Quota // the token's inventory quota
+	Quota   fleet.Quota     // the token's inventory quota
+	Who     tokens.Identity // the person, groups and labels the token speaks for
 }
 
 const principalKey = "wharf.principal"
@@ -335,7 +336,7 @@ func (s *Server) authorize(ri RouteInfo) echo.MiddlewareFunc {
 				s.auditRefusal(c, http.StatusUnauthorized, tok.Rec.ID, tok.Rec.Role, "expired token")
 				return withHint(apiErr(http.StatusUnauthorized, CodeUnauthorized, "Authorization", "%s", tok.Rec.ExpiredMessage()), hintToken)
 			}
-			p := principal{TokenID: tok.Rec.ID, Role: tok.Rec.Role, Quota: tok.Rec.Quota()}
+			p := principal{TokenID: tok.Rec.ID, Role: tok.Rec.Role, Quota: tok.Rec.Quota(), Who: tok.Rec.Identity}
 			if r != nil {
 				r.caller, r.authed = p, true
 			} else {

@@ -235,7 +235,7 @@ func (u *console) session(roles []Role) echo.MiddlewareFunc {
 				u.s.auditRefusal(c, http.StatusUnauthorized, "", "", "unknown or ended session")
 				return apiErr(http.StatusUnauthorized, CodeUnauthorized, "", "your session has ended (it expired, you signed out, or the token was revoked); sign in again")
 			}
-			c.Set(principalKey, principal{TokenID: tok.ID, Role: tok.Role})
+			c.Set(principalKey, principal{TokenID: tok.ID, Role: tok.Role, Who: tok.Identity})
 			c.Set(uiSecretKey, secret)
 			if err := u.s.allow(tok.ID); err != nil {
 				return err

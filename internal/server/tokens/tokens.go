@@ -64,10 +64,22 @@ const (
 	MaxQuotaPlugins  = 100_000_000
 )
 
+// Identity is who a token speaks for and what targets it: the person an
+// OpenID Connect sign-in named (Subject, Email), the groups from the
+// identity provider's claims or given by an admin, and a machine's labels.
+// Groups and labels select the policy layers and channels that apply.
+type Identity struct {
+	Subject string   `json:"subject,omitempty"`
+	Email   string   `json:"email,omitempty"`
+	Groups  []string `json:"groups,omitempty"`
+	Labels  []string `json:"labels,omitempty"`
+}
+
 // Record is a token as stored.
 type Record struct {
-	ID        string     `json:"id"`
-	Role      Role       `json:"role"`
+	ID   string `json:"id"`
+	Role Role   `json:"role"`
+	Identity
 	Hash      string     `json:"hash"` // hex sha256 of the secret
 	CreatedAt time.Time  `json:"createdAt"`
 	CreatedBy string     `json:"createdBy"`
@@ -81,8 +93,9 @@ type Record struct {
 // Token is a token as the API shows it: never the secret nor its hash,
 // with its quota in force.
 type Token struct {
-	ID        string    `json:"id"`
-	Role      Role      `json:"role"`
+	ID   string `json:"id"`
+	Role Role   `json:"role"`
+	Identity
 	CreatedAt time.Time `json:"createdAt"`
 	CreatedBy string    `json:"createdBy"`
 	Note      string    `json:"note,omitempty"`
@@ -126,7 +139,7 @@ func (t *Record) ExpiredMessage() string {
 // Public is the record as the API shows it.
 func (t Record) Public() Token {
 	q := t.Quota()
-	return Token{ID: t.ID, Role: t.Role, CreatedAt: t.CreatedAt, CreatedBy: t.CreatedBy, Note: t.Note, ExpiresAt: t.ExpiresAt,
+	return Token{ID: t.ID, Role: t.Role, Identity: t.Identity, CreatedAt: t.CreatedAt, CreatedBy: t.CreatedBy, Note: t.Note, ExpiresAt: t.ExpiresAt,
 		MaxMachines: q.Machines, MaxPlugins: q.Plugins}
 }
 
