@@ -96,7 +96,7 @@ func newRequestCmd(a *app) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			qs = expireAt(qs, waiverNow())
+			qs = expireAt(qs, a.waiverNow())
 			if a.cfg.JSON {
 				return a.printJSON(nonNil(qs))
 			}
@@ -167,13 +167,13 @@ func (a *app) myRequests(ctx context.Context) map[string]apiclient.PluginRequest
 	if err != nil {
 		return nil
 	}
-	return apiclient.LatestByPlugin(expireAt(qs, waiverNow()))
+	return apiclient.LatestByPlugin(expireAt(qs, a.waiverNow()))
 }
 
 // waiverNow is the time policy decides waivers' expiry with.
-func waiverNow() time.Time {
-	if testClock != nil {
-		return testClock()
+func (a *app) waiverNow() time.Time {
+	if a.proc.now != nil {
+		return a.proc.now()
 	}
 	return time.Now()
 }
@@ -242,7 +242,3 @@ func (a *app) printRequestAnswers(ctx context.Context) {
 	}
 	tw.Flush()
 }
-
-// testClock, set in builds with the wharf_testhooks tag, is the clock
-// that decides which waivers have expired.
-var testClock func() time.Time

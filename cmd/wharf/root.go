@@ -3,11 +3,13 @@ package main
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"os/signal"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/viper"
@@ -59,6 +61,9 @@ type process struct {
 	// noBackgroundReports keeps the process from starting itself as a
 	// background inventory report (a test binary must never do that).
 	noBackgroundReports bool
+	// now, when set, is the clock that decides which waivers have expired
+	// (home.Options.Clock); nil means the real one.
+	now func() time.Time
 }
 
 // config is the resolved configuration (home.Config). Precedence: flags >
@@ -137,7 +142,12 @@ func newServeMovedCmd() *cobra.Command {
 
 // run executes one wharf invocation and returns its exit code.
 func run(args []string, stdout, stderr io.Writer) int {
-	return runIn(process{}, args, stdout, stderr)
+	now, err := testClock()
+	if err != nil {
+		fmt.Fprintf(stderr, "wharf: %v\n", err)
+		return 2
+	}
+	return runIn(process{now: now}, args, stdout, stderr)
 }
 
 // runIn is run in the process p.
@@ -233,7 +243,7 @@ func (a *app) load(cmd *cobra.Command) error {
 		return err
 	}
 	a.cfg.Policy = a.policyConfig()
-	h, err := home.Open(home.Options{Paths: a.env, Config: a.cfg, Progress: a.progress(), Warn: func(msg string) { a.warnf("%s", msg) }, Clock: testClock})
+	h, err := home.Open(home.Options{Paths: a.env, Config: a.cfg, Progress: a.progress(), Warn: func(msg string) { a.warnf("%s", msg) }, Clock: a.proc.now})
 	if err != nil {
 		return err
 	}
