@@ -7,9 +7,9 @@ import (
 	"errors"
 	"net/http"
 	"net/url"
-	"os"
 	"time"
 
+	"github.com/wharfhq/wharf/internal/client/home"
 	"github.com/wharfhq/wharf/internal/client/policyremote"
 	"github.com/wharfhq/wharf/internal/core/apiclient"
 	"github.com/wharfhq/wharf/plugin"
@@ -20,12 +20,13 @@ const maxChannelSettings = 1 << 20
 
 // channelSettings fetches GET /v1/channels/{name}/claude-managed-settings
 // from the policy server (--policy-url, else WHARF_POLICY_URL) with the
-// token (--token, else WHARF_TOKEN), and returns it as a JSON document.
-func (a *app) channelSettings(ctx context.Context, name string) ([]byte, error) {
+// token (--token, else WHARF_TOKEN), as the home's configuration holds
+// them, and returns it as a JSON document.
+func channelSettings(ctx context.Context, h *home.Home, name string) ([]byte, error) {
 	if err := plugin.ValidateName(name); err != nil {
 		return nil, &plugin.Error{Layer: plugin.LayerIntent, Type: typeUsage, Object: "--channel", Err: err, Hint: "name a channel listed by GET /v1/channels, e.g. --channel approved"}
 	}
-	raw := a.policyURL()
+	raw := h.Config().Policy.URL
 	if raw == "" {
 		return nil, &plugin.Error{Layer: plugin.LayerIntent, Type: typeUsage, Object: "--channel", Err: errors.New("no wharf server to ask for the channel"),
 			Hint: "pass --policy-url https://wharf.example.com (or set WHARF_POLICY_URL)"}
@@ -34,10 +35,7 @@ func (a *app) channelSettings(ctx context.Context, name string) ([]byte, error) 
 	if err != nil {
 		return nil, usageError(err)
 	}
-	token := a.remote.token
-	if token == "" {
-		token = os.Getenv("WHARF_TOKEN")
-	}
+	token := h.Config().Policy.Token
 	if ctx == nil {
 		ctx = context.Background()
 	}

@@ -1,13 +1,11 @@
 package main
 
 import (
-	"context"
 	"errors"
 
 	"github.com/spf13/pflag"
 
 	"github.com/wharfhq/wharf/internal/client/home"
-	"github.com/wharfhq/wharf/internal/core/policy"
 	"github.com/wharfhq/wharf/plugin"
 )
 
@@ -46,9 +44,4 @@ func (a *app) managedPolicyServers() ([]policyServer, error) { return a.h.Manage
 func noPolicyServer() error {
 	return &plugin.Error{Layer: plugin.LayerIntent, Type: typeUsage, Err: errors.New("no policy server"),
 		Hint: "pass --policy-url URL or set WHARF_POLICY_URL (or name one with policyUrl in the managed settings)"}
-}
-
-// loadPolicy reads src's layers with the policy servers' (home.Home.LoadPolicy).
-func (a *app) loadPolicy(ctx context.Context, src policy.Sources) ([]policy.Layer, policy.Revocations, error) {
-	return a.h.LoadPolicy(ctx, src)
 }
