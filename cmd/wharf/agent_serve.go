@@ -34,7 +34,8 @@ docs/protocol.schema.json.`,
 			if _, err := a.Policy(); err != nil {
 				return err
 			}
-			project := a.agentProject(opts)
+			aopts := a.agentOpts(opts)
+			project := aopts.projectDir()
 			var sup *mcp.Supervisor
 			// Each load that made a set current may start a background
 			// inventory report (at most once per inventory.interval).
@@ -46,7 +47,7 @@ docs/protocol.schema.json.`,
 				a.maybeReport(opts.pluginDirs, true)
 			}}
 			if !noMCP {
-				sup = mcp.New(mcp.Options{ProjectDir: project, Stderr: a.stderr, Authorize: a.mcpSignIn, Pins: a.toolPins()})
+				sup = mcp.New(mcp.Options{ProjectDir: project, Stderr: a.stderr, Authorize: mcpSignIn(a.stderr), Pins: toolPins(a.h)})
 				defer sup.Close()
 				o.Activator = sup.Activator(nil)
 			}
@@ -85,7 +86,7 @@ func buildVersion() string {
 	return "dev"
 }
 
-// agentSessionRuntime is agentRuntime for a long-lived session: its
+// agentSessionRuntime is AgentOptions.openRuntime for a long-lived session: its
 // registry opens state.db for each read and closes it after (see
 // home.RuntimeOptions.Session).
 func (a *app) agentSessionRuntime(ctx context.Context, opts *agentOptions, o agent.Options) (*agent.Runtime, error) {

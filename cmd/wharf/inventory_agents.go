@@ -32,7 +32,7 @@ func checkAgentReportFlags(o *reportOptions) error {
 
 // agentReport is the report of a Copilot CLI or Codex home, under the
 // machine id kept in that home.
-func (a *app) agentReport(o *reportOptions) (inventory.Report, error) {
+func agentReport(io streams, o *reportOptions) (inventory.Report, error) {
 	dir, envVar, dot, flag, kind := o.copilotHome, "COPILOT_HOME", ".copilot", "--copilot-home", inventory.KindCopilot
 	if o.from == "codex" {
 		dir, envVar, dot, flag, kind = o.codexHome, "CODEX_HOME", ".codex", "--codex-home", inventory.KindCodex
@@ -59,7 +59,7 @@ func (a *app) agentReport(o *reportOptions) (inventory.Report, error) {
 		return inventory.Report{}, err
 	}
 	for _, w := range warns {
-		a.warnf("%s: %s", o.from, w)
+		io.warnf("%s: %s", o.from, w)
 	}
 	id, err := collect.MachineID(filepath.Join(abs, collect.ClaudeMachineIDFile))
 	if err != nil {

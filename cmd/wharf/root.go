@@ -275,10 +275,6 @@ func (a *app) readConfigFile(v *viper.Viper) error {
 
 func configError(key string, err error) error { return cliconfig.Error(key, err) }
 
-// getenv is the environment as the marketplace package sees it, with
-// configured values (github-host) in place of the raw variables.
-func (a *app) getenv(k string) string { return a.h.Getenv(k) }
-
 // Store opens state.db on first use (home.Home.Store).
 func (a *app) Store() (store.Store, error) { return a.h.Store() }
 
@@ -288,17 +284,6 @@ func (a *app) close() error {
 	}
 	return a.h.Close()
 }
-
-// withMarketplaceLock runs fn holding the marketplace lock exclusively.
-// Only commands that started with marketplaceWriter may call it.
-func (a *app) withMarketplaceLock(ctx context.Context, fn func(context.Context) error) error {
-	return a.h.WithMarketplaceLock(ctx, fn)
-}
-
-// marketplaceWriter returns the Manager for a command that changes
-// marketplaces: it takes the marketplace lock exclusively per change
-// (withMarketplaceLock), never shared.
-func (a *app) marketplaceWriter() (*marketplace.Manager, error) { return a.h.MarketplaceWriter() }
 
 // readOnlyHome reports whether this process cannot write WHARF_HOME (or
 // its state.db); false before the home is known.
