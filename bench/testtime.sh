@@ -19,12 +19,14 @@
 # `go test -list .` at each commit names every test, benchmark, fuzz test
 # and example per package; packages are matched by their last path element
 # (by their path under cmd/, and "." for the module's root package), tests
-# by name; then each package common to both runs alone, in turn, as
-# `go test -count=1 -run '^(A|B|...)$' PKG`, both commits side by side. It
-# prints per package the seconds `go test` reports for the test binary at
-# each commit and their ratio, the totals, and the same table as Markdown;
-# packages or tests found at one commit only are counted and listed in
-# the logs (common.only).
+# by name. Each package common to both is compiled first (`go test -c`, so
+# that neither compiling nor linking is timed), then its test binary runs
+# alone, in turn, in the package's directory, with
+# -test.run '^(A|B|...)$', both commits side by side. It prints per
+# package the wall and CPU seconds (user+sys of the test binary and every
+# process it starts) at each commit and the ratios, the totals, and the
+# same table as Markdown; tests found at one commit only are listed in the
+# logs (common.only).
 #
 # TESTTIME_PKGS (default ./...) narrows the packages, for a quick look.
 #
@@ -95,6 +97,12 @@ if [ "$mode" = common ]; then
 			keep[$1 "/" $3] { if (!($1 in pkg)) { pkg[$1] = $2; order[++n] = $1 }; re[$1] = re[$1] (re[$1] == "" ? "" : "|") $3 }
 			END { for (i = 1; i <= n; i++) { k = order[i]; print k, pkg[k], "^(" re[k] ")$" } }' \
 			"$logs/common" "$logs/$rev.tests" | sort >"$logs/$rev.plan"
+		# Each package's test binary, and the directory it runs in.
+		mkdir -p "$work/bin-$rev"
+		while read -r key pkg re; do
+			bin="$work/bin-$rev/$(echo "$key" | tr / _).test"
+			(cd "$work/$rev" && go test -c -o "$bin" "$pkg" </dev/null && echo "$key $bin $(go list -f '{{.Dir}}' "$pkg")") >>"$logs/$rev.bins"
+		done <"$logs/$rev.plan"
 	done
 fi
 
@@ -106,9 +114,14 @@ run() { # rev: runs the suite, writes wall, user and sys seconds and the exit co
 		rc=0
 		if [ "$mode" = common ]; then
 			: >"$logs/$rev.log"
+			: >"$logs/$rev.ptimes"
 			while read -r key pkg re; do
-				go test -count=1 -run "$re" "$pkg" >>"$logs/$rev.log" 2>&1 || rc=$?
+				read -r _ bin dir < <(awk -v k="$key" '$1 == k' "$logs/$rev.bins")
+				echo "=== $key" >>"$logs/$rev.log"
+				TIMEFORMAT="$key %R %U %S"
+				{ time (cd "$dir" && "$bin" -test.count=1 -test.timeout=30m -test.run "$re" </dev/null >>"$logs/$rev.log" 2>&1) || rc=$?; } 2>>"$logs/$rev.ptimes"
 			done <"$logs/$rev.plan"
+			TIMEFORMAT="%R %U %S"
 		else
 			go test -count=1 $pkgs >"$logs/$rev.log" 2>&1 || rc=$?
 		fi
@@ -139,20 +152,20 @@ pkgtimes() {
 	awk '$1 == "ok" || $1 == "FAIL" { if ($3 ~ /s$/) { t = $3; sub(/s$/, "", t); n = split($2, p, "/"); print p[n], t } }' "$1"
 }
 if [ "$mode" = common ]; then
-	# Keyed as the plan is (key pkg regex), so cmd/wharf and the root
-	# package stay apart.
-	plantimes() {
-		awk 'NR == FNR { key[$2] = $1; next }
-			($1 == "ok" || $1 == "FAIL") && ($2 in key) && $3 ~ /s$/ { t = $3; sub(/s$/, "", t); print key[$2], t }' "$1" "$2" | sort
-	}
 	echo "--- tests at both commits: $(wc -l <"$logs/common") in $(wc -l <"$logs/$new.plan") packages (at one commit only: see $logs/common.only)"
-	join -a1 -a2 -e 0 -o 0,1.2,2.2 <(plantimes "$logs/$old.plan" "$logs/$old.log") <(plantimes "$logs/$new.plan" "$logs/$new.log") >"$logs/common.times"
+	# key old_wall old_cpu new_wall new_cpu
+	join -a1 -a2 -e 0 -o 0,1.2,1.3,2.2,2.3 \
+		<(awk '{ print $1, $2, $3 + $4 }' "$logs/$old.ptimes" | sort) \
+		<(awk '{ print $1, $2, $3 + $4 }' "$logs/$new.ptimes" | sort) >"$logs/common.times"
 	awk -v o="$old" -v n="$new" '
-		BEGIN { printf "%-16s %9s %9s %7s\n", "package", o "_s", n "_s", "ratio"; md = "| package | " o " (s) | " n " (s) | new/old |\n|---|---:|---:|---:|\n" }
-		{ r = ($2 > 0) ? sprintf("%.2fx", $3 / $2) : "-"; printf "%-16s %9.2f %9.2f %7s\n", $1, $2, $3, r
-		  md = md sprintf("| %s | %.2f | %.2f | %s |\n", $1, $2, $3, r); so += $2; sn += $3 }
-		END { r = sprintf("%.2fx", sn / so); printf "%-16s %9.2f %9.2f %7s\n", "total", so, sn, r
-		      md = md sprintf("| **total** | %.2f | %.2f | %s |\n", so, sn, r); printf "--- as Markdown\n%s", md }' "$logs/common.times"
+		function ratio(a, b) { return (a > 0) ? sprintf("%.2fx", b / a) : "-" }
+		BEGIN { printf "%-16s %9s %9s %7s %9s %9s %7s\n", "package", "wall_" o, "wall_" n, "ratio", "cpu_" o, "cpu_" n, "ratio"
+			md = "| package | wall " o " (s) | wall " n " (s) | new/old | CPU " o " (s) | CPU " n " (s) | new/old |\n|---|---:|---:|---:|---:|---:|---:|\n" }
+		{ printf "%-16s %9.2f %9.2f %7s %9.2f %9.2f %7s\n", $1, $2, $4, ratio($2, $4), $3, $5, ratio($3, $5)
+		  md = md sprintf("| %s | %.2f | %.2f | %s | %.2f | %.2f | %s |\n", $1, $2, $4, ratio($2, $4), $3, $5, ratio($3, $5))
+		  ow += $2; oc += $3; nw += $4; nc += $5 }
+		END { printf "%-16s %9.2f %9.2f %7s %9.2f %9.2f %7s\n", "total", ow, nw, ratio(ow, nw), oc, nc, ratio(oc, nc)
+		      md = md sprintf("| **total** | %.2f | %.2f | %s | %.2f | %.2f | %s |\n", ow, nw, ratio(ow, nw), oc, nc, ratio(oc, nc)); printf "--- as Markdown\n%s", md }' "$logs/common.times"
 	echo "logs: $logs"
 	exit 0
 fi
