@@ -27,11 +27,11 @@ func toolPins(h *home.Home) func() toolpin.Set {
 // afterMCPLoad applies the pins in force to the servers already running
 // (a reload may have pulled new ones) and records what the servers listed
 // for the next inventory report.
-func (a *app) afterMCPLoad(ctx context.Context, sup *mcp.Supervisor) {
+func afterMCPLoad(ctx context.Context, io streams, h *home.Home, sup *mcp.Supervisor) {
 	if err := sup.Recheck(ctx); err != nil {
-		a.warnf("%v", err)
+		io.warnf("%v", err)
 	}
-	recordMCP(a.io(), a.h, sup.Status())
+	recordMCP(io, h, sup.Status())
 }
 
 // recordMCP writes what the plugin servers listed (hash, pin, drift) to

@@ -288,7 +288,9 @@ func TestDoctorRunsWithoutCobra(t *testing.T) {
 	ctx := context.Background()
 	db := layout.New(w.dir).StateDB()
 	doctor := func(repair bool) func(streams, *home.Home) error {
-		return func(io streams, h *home.Home) error { return runDoctor(ctx, &DoctorOptions{IO: io, Home: h, Repair: repair}) }
+		return func(io streams, h *home.Home) error {
+			return runDoctor(ctx, &DoctorOptions{IO: io, Home: h, Repair: repair})
+		}
 	}
 	if out := w.must(doctor(false)); out != db+": does not exist (nothing installed yet)\nnothing to repair\n" {
 		t.Fatalf("doctor on a new home printed\n%s", out)
@@ -336,7 +338,9 @@ func TestDoctorRunsWithoutCobra(t *testing.T) {
 // marketplace list runs as a function over a home, with no cobra command.
 func TestMarketplaceListRunsWithoutCobra(t *testing.T) {
 	ctx := context.Background()
-	list := func(io streams, h *home.Home) error { return runMarketplaceList(ctx, &MarketplaceListOptions{IO: io, Home: h}) }
+	list := func(io streams, h *home.Home) error {
+		return runMarketplaceList(ctx, &MarketplaceListOptions{IO: io, Home: h})
+	}
 	empty := &verbWorld{t: t, dir: t.TempDir()}
 	if out := empty.must(list); out != "No marketplaces. Add one with: wharf marketplace add <source>\n" {
 		t.Fatalf("marketplace list of a new home printed %q", out)
@@ -557,5 +561,54 @@ func TestAgentVerbsRunWithoutCobra(t *testing.T) {
 	}
 	if out := w.must(trust(AgentTrustOptions{Folder: folder, Revoke: true})); out != canon+" was not trusted itself (a trusted parent folder still trusts it; see wharf agent trust --list)\n" {
 		t.Fatalf("second agent trust --revoke printed %q", out)
+	}
+}
+
+// agent serve runs as a function over a home, with no cobra command: it
+// needs --stdio, answers one request per line on its stdout, and tells the
+// command after each load (which starts the background report from it).
+func TestAgentServeRunsWithoutCobra(t *testing.T) {
+	w := newVerbWorld(t)
+	ctx := context.Background()
+	w.must(func(io streams, h *home.Home) error {
+		return runInstall(ctx, &InstallOptions{IO: io, Home: h, Plugin: "app@corp", Scope: "user"})
+	})
+	loads := 0
+	serve := func(o AgentServeOptions, stdin string) func(streams, *home.Home) error {
+		return func(io streams, h *home.Home) error {
+			o.AgentOptions = AgentOptions{IO: io, Home: h, agentOptions: agentOptions{project: w.dir}}
+			o.Stdin, o.MaxLine, o.AfterLoad = strings.NewReader(stdin), 1<<16, func() { loads++ }
+			return runAgentServe(ctx, &o)
+		}
+	}
+	if out, err := w.do(serve(AgentServeOptions{}, "")); exitCode(err) != 2 || !strings.Contains(err.Error(), "needs --stdio") || out != "" || loads != 0 {
+		t.Fatalf("agent serve without --stdio: exit %d, %v, printed %q, %d loads", exitCode(err), err, out, loads)
+	}
+	out := w.must(serve(AgentServeOptions{Stdio: true, NoMCP: true},
+		`{"type":"control_request","request_id":"r1","request":{"subtype":"list_components","kind":"command"}}`+"\n"))
+	var res struct {
+		Type     string `json:"type"`
+		Response struct {
+			Subtype   string `json:"subtype"`
+			RequestID string `json:"request_id"`
+			Response  struct {
+				Mode       string `json:"mode"`
+				Components []struct {
+					Name   string `json:"name"`
+					Plugin string `json:"plugin"`
+				} `json:"components"`
+			} `json:"response"`
+		} `json:"response"`
+	}
+	if strings.Count(out, "\n") != 1 || json.Unmarshal([]byte(out), &res) != nil {
+		t.Fatalf("agent serve answered one request with\n%s", out)
+	}
+	r := res.Response
+	if res.Type != "control_response" || r.Subtype != "success" || r.RequestID != "r1" || r.Response.Mode != "cache-only" ||
+		len(r.Response.Components) != 2 || r.Response.Components[0].Name != "app:app" || r.Response.Components[1].Plugin != "lib@corp" {
+		t.Fatalf("agent serve answered list_components with\n%s", out)
+	}
+	if loads != 1 {
+		t.Fatalf("the command was told of %d loads, want the startup load", loads)
 	}
 }
