@@ -81,7 +81,7 @@ var table = []unit{
 	{"internal/client/policyremote", 3, []string{"internal/core/apiclient", "internal/core/atomicfile", "internal/core/layout", "internal/core/policy", "plugin"}, []string{"internal/testutil/testapi"}},
 	{"internal/server/catalog", 3, []string{"internal/core/marketplace", "plugin"}, []string{"internal/core/store"}},
 	{"internal/server/fleet", 3, []string{"internal/core/inventory", "internal/core/store"}, []string{"internal/testutil/storeharness"}},
-	{"internal/server/toolpins", 3, []string{"internal/core/inventory", "internal/core/store", "internal/core/toolpin"}, []string{"internal/testutil/storeharness"}},
+	{"internal/server/toolpins", 3, []string{"internal/core/inventory", "internal/core/store", "internal/core/toolpin", "plugin"}, []string{"internal/testutil/storeharness"}},
 	{"internal/testutil/storeharness", 3, []string{"internal/core/store", "internal/server/etcdstore", "internal/testutil/etcdtest"}, nil},
 	{"internal/testutil/testworld", 3, []string{"internal/client/cache", "internal/core/layout", "internal/core/policy", "internal/core/settings", "internal/core/store", "plugin"}, nil},
 	{"agent", 4, []string{"agent/internal/proctree", "internal/client/agentlink", "internal/client/cache", "internal/client/diskrec", "internal/client/load", "internal/client/userconfig", "internal/core/atomicfile", "internal/core/layout", "internal/core/lazyre", "internal/core/policy", "internal/core/settings", "internal/core/store", "internal/core/toolpin", "plugin"}, []string{"agent/internal/worldtest", "internal/core/marketplace", "internal/core/trust", "internal/testutil/processtest", "internal/testutil/sharedtest", "internal/testutil/testworld"}},
