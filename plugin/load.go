@@ -147,6 +147,13 @@ func Load(dir string, entry *Entry) (*Plugin, []Diagnostic, error) {
 // other file, and everything about the tree's layout, is read from disk
 // as Load reads it.
 func LoadFiles(dir string, entry *Entry, files map[string][]byte) (*Plugin, []Diagnostic, error) {
+	if files == nil {
+		return loadWith(dir, entry, nil)
+	}
+	return loadWith(dir, entry, &Tree{Files: files})
+}
+
+func loadWith(dir string, entry *Entry, tree *Tree) (*Plugin, []Diagnostic, error) {
 	fi, err := os.Stat(dir)
 	if err != nil {
 		return nil, nil, &Error{Layer: LayerMaterialization, Type: TypeNotFound, Object: dir, Err: err,
@@ -162,11 +169,14 @@ func LoadFiles(dir string, entry *Entry, files map[string][]byte) (*Plugin, []Di
 	if err != nil {
 		return nil, nil, &Error{Layer: LayerMaterialization, Type: TypeComponentLoad, Object: dir, Err: err}
 	}
-	l := &loader{root: dir, real: real, files: files}
+	l := &loader{root: dir, real: real, tree: tree}
+	if tree != nil {
+		l.files = tree.Files
+	}
 
 	var pm *Manifest
 	mfile := filepath.Join(dir, filepath.FromSlash(manifestRel))
-	if _, err := os.Lstat(mfile); err == nil {
+	if _, err := l.lstat(mfile); err == nil {
 		if l.inside(mfile, manifestRel, "plugin.json") {
 			m, diags, err := l.readDocument(mfile)
 			l.diags = append(l.diags, diags...)
@@ -274,8 +284,10 @@ type loader struct {
 	// skillsAddDefault: declared skills add to skills/ instead of replacing it.
 	skillsAddDefault bool
 	hasManifest      bool // .claude-plugin/plugin.json exists
-	// files are contents the caller already read (LoadFiles).
+	// files are contents the caller already read (LoadFiles), tree what
+	// it listed (LoadTree).
 	files map[string][]byte
+	tree  *Tree
 }
 
 // readFile is readManifestFile, from the caller's copy when it has one
@@ -458,7 +470,7 @@ func (l *loader) linkFree(rel string) bool {
 			return false
 		}
 		p = filepath.Join(p, seg)
-		fi, err := os.Lstat(p)
+		fi, err := l.lstat(p)
 		if err != nil || fi.Mode()&fs.ModeSymlink != 0 {
 			return false
 		}
@@ -474,7 +486,7 @@ func (l *loader) stat(rel, field string, declared bool) (string, fs.FileInfo, bo
 		return "", nil, false
 	}
 	abs := filepath.Join(l.root, filepath.FromSlash(cleanRel(rel)))
-	if _, err := os.Lstat(abs); err != nil {
+	if _, err := l.lstat(abs); err != nil {
 		if declared {
 			l.missing(rel, field)
 		}
@@ -483,7 +495,7 @@ func (l *loader) stat(rel, field string, declared bool) (string, fs.FileInfo, bo
 	if !l.inside(abs, rel, field) {
 		return "", nil, false
 	}
-	fi, err := os.Stat(abs)
+	fi, err := l.statPath(abs)
 	if err != nil {
 		l.fail(TypeComponentLoad, l.root, field, "%s: %v", rel, err)
 		return "", nil, false
@@ -657,7 +669,7 @@ func (l *loader) walkMarkdown(kind ComponentKind, dir, field string) {
 		l.fail(TypeComponentLoad, l.root, field, "%s: %v", base, err)
 		return
 	}
-	err = filepath.WalkDir(walkRoot, func(p string, de fs.DirEntry, err error) error {
+	err = l.walkDir(walkRoot, func(p string, de fs.DirEntry, err error) error {
 		sub, _ := filepath.Rel(walkRoot, p)
 		rel := path.Join(base, filepath.ToSlash(sub))
 		if err != nil {
@@ -680,7 +692,7 @@ func (l *loader) walkMarkdown(kind ComponentKind, dir, field string) {
 			if !l.inside(p, rel, field) {
 				return nil
 			}
-			if fi, err := os.Stat(p); err != nil || !fi.Mode().IsRegular() {
+			if fi, err := l.statPath(p); err != nil || !fi.Mode().IsRegular() {
 				l.warn(l.root, field, "%s: symlink to something other than a file; skipped", rel)
 				return nil
 			}
@@ -740,7 +752,7 @@ func (l *loader) skills(m *Manifest) {
 			l.addSkill(abs, m.Name, f, s.declared)
 			continue
 		}
-		entries, err := os.ReadDir(abs)
+		entries, err := l.readDir(abs)
 		if err != nil {
 			l.fail(TypeComponentLoad, l.root, f, "%s: %v", rel, err)
 			continue
@@ -754,7 +766,7 @@ func (l *loader) skills(m *Manifest) {
 			if de.Type()&fs.ModeSymlink != 0 && !l.inside(sub, l.relOf(sub), f) {
 				continue
 			}
-			if fi, err := os.Stat(sub); err != nil || !fi.IsDir() {
+			if fi, err := l.statPath(sub); err != nil || !fi.IsDir() {
 				continue
 			}
 			if l.isSkillDir(filepath.Join(sub, "SKILL.md"), f) {
@@ -768,7 +780,7 @@ func (l *loader) skills(m *Manifest) {
 	}
 	if !declared && len(l.comps) == before {
 		abs := filepath.Join(l.root, "SKILL.md")
-		if _, err := os.Lstat(filepath.Join(l.root, "skills")); errors.Is(err, fs.ErrNotExist) && l.isSkillDir(abs, "skills") {
+		if _, err := l.lstat(filepath.Join(l.root, "skills")); errors.Is(err, fs.ErrNotExist) && l.isSkillDir(abs, "skills") {
 			l.add(KindSkill, m.Name, "SKILL.md")
 		}
 	}
@@ -776,7 +788,7 @@ func (l *loader) skills(m *Manifest) {
 
 // isSkillDir reports whether skillMD exists as a regular file inside the root.
 func (l *loader) isSkillDir(skillMD, field string) bool {
-	fi, err := os.Lstat(skillMD)
+	fi, err := l.lstat(skillMD)
 	if err != nil {
 		return false
 	}
@@ -784,7 +796,7 @@ func (l *loader) isSkillDir(skillMD, field string) bool {
 		if !l.inside(skillMD, l.relOf(skillMD), field) {
 			return false
 		}
-		fi, err = os.Stat(skillMD)
+		fi, err = l.statPath(skillMD)
 		if err != nil {
 			return false
 		}
@@ -836,6 +848,9 @@ func (l *loader) frontMatterName(abs, fallback, field string) string {
 		}
 	}
 	meta, _, lenient, err := parseFrontMatter(data)
+	if l.tree != nil && l.tree.FrontMatter != nil && len(data) < maxNamedFile {
+		l.tree.FrontMatter[abs] = FrontMatter{Meta: meta, Lenient: lenient, Err: err}
+	}
 	if err != nil || lenient {
 		return fallback
 	}
@@ -1017,7 +1032,7 @@ func (l *loader) addFailed(failed []FailedComponent, rel, field string) {
 func (l *loader) rootManifestVersion(dir string) *Manifest {
 	const rel = "plugin.json"
 	abs := filepath.Join(dir, rel)
-	fi, err := os.Lstat(abs)
+	fi, err := l.lstat(abs)
 	if err != nil || !fi.Mode().IsRegular() {
 		return nil
 	}
