@@ -2,6 +2,7 @@ package capability
 
 import (
 	"bytes"
+	"encoding/binary"
 	"encoding/base64"
 	"encoding/hex"
 	"fmt"
@@ -114,21 +115,39 @@ func bidi(c rune) bool { return c >= 0x202A && c <= 0x202E || c >= 0x2066 && c <
 
 func (r *reader) scanUnicode(rel string, data []byte) {
 	var lines lineIdx
-	reported := map[[2]int]bool{} // (bidi 0 / invisible 1, line) already reported
-	// Every character looked for starts with one of these bytes (UTF-8
-	// of U+00AD, U+180E, U+2000-U+2FFF, U+FEFF, U+E0000-U+EFFFF): jump
-	// from one to the next instead of decoding every rune.
-	for _, lead := range []byte{0xC2, 0xE1, 0xE2, 0xEF, 0xF3} {
-		for off := 0; off < len(data); {
-			i := bytes.IndexByte(data[off:], lead)
-			if i < 0 {
-				break
+	var reported map[[2]int]bool // (bidi 0 / invisible 1, line) already reported
+	// Every character looked for starts with one of the bytes 0xC2, 0xE1,
+	// 0xE2, 0xEF or 0xF3 (UTF-8 of U+00AD, U+180E, U+2000-U+2FFF, U+FEFF,
+	// U+E0000-U+EFFFF): skip ASCII eight bytes at a time, and decode only
+	// at those.
+	for off := 0; off < len(data); {
+		off = nextHigh(data, off)
+		if off >= len(data) {
+			break
+		}
+		switch data[off] {
+		case 0xC2, 0xE1, 0xE2, 0xEF, 0xF3:
+			if reported == nil {
+				reported = map[[2]int]bool{}
 			}
-			off += i
-			size := r.unicodeAt(rel, data, off, &lines, reported)
-			off += size
+			off += r.unicodeAt(rel, data, off, &lines, reported)
+		default:
+			off++
 		}
 	}
+}
+
+// nextHigh is the offset of the first byte at or after off that is not
+// ASCII, len(data) when there is none.
+func nextHigh(data []byte, off int) int {
+	for ; off+8 <= len(data); off += 8 {
+		if binary.LittleEndian.Uint64(data[off:])&0x8080808080808080 != 0 {
+			break
+		}
+	}
+	for ; off < len(data) && data[off] < 0x80; off++ {
+	}
+	return off
 }
 
 // unicodeAt checks the rune at data[off] and returns its size.
