@@ -133,7 +133,7 @@ type Report struct {
 // raise it whenever a change of this package can change the Report of an
 // unchanged tree, so that a set computed by an older wharf is computed
 // again.
-const Version = 1
+const Version = 2
 
 // Bounds on what a hostile tree can make the reader do.
 const (
