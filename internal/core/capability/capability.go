@@ -185,18 +185,21 @@ func Read(dir string, entry *plugin.Entry) (*Report, error) {
 }
 
 func newReader(root string) *reader {
-	return &reader{root: root, execs: map[string]map[string]bool{}, hosts: map[string]map[string]bool{}, scripts: map[string][]byte{}}
+	return &reader{root: root, cleanRoot: filepath.Clean(root) == root, execs: map[string]map[string]bool{}, hosts: map[string]map[string]bool{}, scripts: map[string][]byte{}}
 }
 
 type reader struct {
-	root     string
-	p        *plugin.Plugin
-	set      Set
-	findings []Finding
-	execs    map[string]map[string]bool // path -> reasons
-	hosts    map[string]map[string]bool // host -> from
-	scripts  map[string][]byte          // text files read by walk, for hooks, servers and prompts
-	md       []string                   // Markdown files, scanned in walk
+	root string
+	// cleanRoot: root is clean, so WalkDir's paths under it are root +
+	// separator + the relative path.
+	cleanRoot bool
+	p         *plugin.Plugin
+	set       Set
+	findings  []Finding
+	execs     map[string]map[string]bool // path -> reasons
+	hosts     map[string]map[string]bool // host -> from
+	scripts   map[string][]byte          // text files read by walk, for hooks, servers and prompts
+	md        []string                   // Markdown files, scanned in walk
 	// byPath, when set, keeps what walk read by the path it read it at,
 	// and dirs every directory listing walk made (by its clean path),
 	// for plugin.LoadTree; frontMatter is what the loader parsed.
@@ -327,6 +330,9 @@ func (r *reader) exists(abs string) bool {
 }
 
 func (r *reader) rel(abs string) string {
+	if len(abs) > len(r.root)+1 && abs[len(r.root)] == filepath.Separator && abs[:len(r.root)] == r.root && r.cleanRoot {
+		return filepath.ToSlash(abs[len(r.root)+1:]) // what WalkDir joined
+	}
 	rel, err := filepath.Rel(r.root, abs)
 	if err != nil {
 		return filepath.ToSlash(abs)

@@ -194,38 +194,37 @@ var instructionRe = lazyre.New(`(?i)\b(ignore (all|any|the|previous)|disregard|y
 
 // scanComments finds HTML comments in Markdown (outside code fences) that
 // address the model.
-func (r *reader) scanComments(rel string, data []byte) {
-	if !bytes.Contains(data, []byte("<!--")) {
+func (r *reader) scanComments(rel string, text []byte) {
+	if !bytes.Contains(text, []byte("<!--")) {
 		return
 	}
-	text := string(data)
 	inFence := false
 	lineStart := 0
 	line := 1
 	for lineStart < len(text) {
-		end := strings.IndexByte(text[lineStart:], '\n')
+		end := bytes.IndexByte(text[lineStart:], '\n')
 		if end < 0 {
 			end = len(text) - lineStart
 		}
 		l := text[lineStart : lineStart+end]
-		if t := strings.TrimSpace(l); strings.HasPrefix(t, "```") || strings.HasPrefix(t, "~~~") {
+		if t := bytes.TrimSpace(l); bytes.HasPrefix(t, []byte("```")) || bytes.HasPrefix(t, []byte("~~~")) {
 			inFence = !inFence
 		} else if !inFence {
-			if i := strings.Index(l, "<!--"); i >= 0 {
+			if i := bytes.Index(l, []byte("<!--")); i >= 0 {
 				start := lineStart + i
-				closeAt := strings.Index(text[start+4:], "-->")
+				closeAt := bytes.Index(text[start+4:], []byte("-->"))
 				body := text[start+4:]
 				if closeAt >= 0 {
 					body = body[:closeAt]
 				}
-				if instructionRe.MatchString(body) && len(strings.Fields(body)) >= 4 {
-					r.find(KindHiddenComment, rel, line, "HTML comment, hidden when rendered, addresses the model: %q", clip(strings.Join(strings.Fields(body), " ")))
+				if instructionRe.Regexp().Match(body) && len(bytes.Fields(body)) >= 4 {
+					r.find(KindHiddenComment, rel, line, "HTML comment, hidden when rendered, addresses the model: %q", clip(strings.Join(strings.Fields(string(body)), " ")))
 				}
 				if closeAt >= 0 {
 					skip := start + 4 + closeAt + 3
-					line += strings.Count(text[lineStart:skip], "\n")
+					line += bytes.Count(text[lineStart:skip], []byte("\n"))
 					lineStart = skip
-					if nl := strings.IndexByte(text[lineStart:], '\n'); nl >= 0 && !strings.Contains(text[lineStart:lineStart+nl], "<!--") {
+					if nl := bytes.IndexByte(text[lineStart:], '\n'); nl >= 0 && !bytes.Contains(text[lineStart:lineStart+nl], []byte("<!--")) {
 						lineStart += nl + 1
 						line++
 					}
