@@ -87,8 +87,8 @@ func TestReadEqualsPlainRealWorld(t *testing.T) {
 // its listing: symlinked directories and files (inside and outside the
 // root), declared paths that do not exist, nested commands, agents named
 // and given tools by front matter (valid, lenient and broken), declared
-// skill directories, a root SKILL.md, executables without an extension,
-// and a tree that changes between two reads.
+// skill directories, a root SKILL.md, a plugin.json at the root, and
+// executables with and without an extension.
 func TestReadEqualsPlainCrafted(t *testing.T) {
 	err := filepath.WalkDir("testdata", func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
