@@ -154,24 +154,25 @@ func LoadFiles(dir string, entry *Entry, files map[string][]byte) (*Plugin, []Di
 }
 
 func loadWith(dir string, entry *Entry, tree *Tree) (*Plugin, []Diagnostic, error) {
-	fi, err := os.Stat(dir)
-	if err != nil {
-		return nil, nil, &Error{Layer: LayerMaterialization, Type: TypeNotFound, Object: dir, Err: err,
-			Hint: "check the plugin's source path in the marketplace"}
-	}
-	if !fi.IsDir() {
-		return nil, nil, Errorf(LayerMaterialization, TypeComponentLoad, dir, "", "plugin root %s is not a directory", dir)
-	}
-	real, err := filepath.EvalSymlinks(dir)
-	if err == nil {
-		real, err = filepath.Abs(real)
-	}
-	if err != nil {
-		return nil, nil, &Error{Layer: LayerMaterialization, Type: TypeComponentLoad, Object: dir, Err: err}
-	}
-	l := &loader{root: dir, real: real, tree: tree}
+	l := &loader{root: dir, tree: tree}
 	if tree != nil {
 		l.files = tree.Files
+	}
+	// A tree with the root's listing says the root is a directory; its
+	// real path is then resolved only if a path must be checked against
+	// it (a symlink, a plugin without a name).
+	if _, listed := tree.dirs()[filepath.Clean(dir)]; !listed {
+		fi, err := os.Stat(dir)
+		if err != nil {
+			return nil, nil, &Error{Layer: LayerMaterialization, Type: TypeNotFound, Object: dir, Err: err,
+				Hint: "check the plugin's source path in the marketplace"}
+		}
+		if !fi.IsDir() {
+			return nil, nil, Errorf(LayerMaterialization, TypeComponentLoad, dir, "", "plugin root %s is not a directory", dir)
+		}
+		if _, err := l.realRoot(); err != nil {
+			return nil, nil, &Error{Layer: LayerMaterialization, Type: TypeComponentLoad, Object: dir, Err: err}
+		}
 	}
 
 	var pm *Manifest
@@ -230,6 +231,10 @@ func loadWith(dir string, entry *Entry, tree *Tree) (*Plugin, []Diagnostic, erro
 		p.Manifest = l.merge(entry.Manifest, *pm, mfile)
 	}
 	if p.Manifest.Name == "" {
+		real, err := l.realRoot()
+		if err != nil {
+			return nil, l.diags, &Error{Layer: LayerMaterialization, Type: TypeComponentLoad, Object: dir, Err: err}
+		}
 		p.Manifest.Name = filepath.Base(real)
 	}
 	if err := ValidateName(p.Manifest.Name); err != nil {
@@ -272,8 +277,12 @@ func kindOrder(k ComponentKind) int {
 }
 
 type loader struct {
-	root       string // as given
-	real       string // absolute, symlinks resolved
+	root string // as given
+	// real is the root, absolute, symlinks resolved (realRoot), once
+	// resolved (realDone), or the error resolving it.
+	real       string
+	realErr    error
+	realDone   bool
 	diags      []Diagnostic
 	firstType  string
 	comps      []Component
@@ -435,6 +444,18 @@ const symlinkOutAdvice = "wharf does not follow a link out of the plugin folder,
 	"the plugin's digest, signatures and approval cover its folder only. To publish it, replace the link with a copy of its target " +
 	"in the marketplace repository (for example: cp -RL), or ask the plugin's authors to"
 
+// realRoot resolves the root's real path, once.
+func (l *loader) realRoot() (string, error) {
+	if !l.realDone {
+		l.realDone = true
+		l.real, l.realErr = filepath.EvalSymlinks(l.root)
+		if l.realErr == nil {
+			l.real, l.realErr = filepath.Abs(l.real)
+		}
+	}
+	return l.real, l.realErr
+}
+
 // inside reports whether the file at abs (rel from the root) stays inside
 // the root once symlinks are resolved; it records an error when it does not.
 func (l *loader) inside(abs, rel, field string) bool {
@@ -447,7 +468,12 @@ func (l *loader) inside(abs, rel, field string) bool {
 		return false
 	}
 	real, _ = filepath.Abs(real)
-	r, err := filepath.Rel(l.real, real)
+	root, err := l.realRoot()
+	if err != nil {
+		l.fail(TypeComponentLoad, abs, field, "%s: the plugin root: %v", rel, err)
+		return false
+	}
+	r, err := filepath.Rel(root, real)
 	if err != nil || r == ".." || strings.HasPrefix(r, ".."+string(filepath.Separator)) {
 		l.fail(TypeComponentLoad, abs, field, "%s resolves to %s, outside the plugin root; %s", rel, real, symlinkOutAdvice)
 		return false

@@ -19,7 +19,8 @@ type Tree struct {
 	// Dirs are complete directory listings, each in name order as
 	// os.ReadDir returns them. A path in a listed directory that the
 	// listing does not name does not exist. A symlink in a listing is
-	// followed on disk.
+	// followed on disk. The root's listing (filepath.Clean(dir)) also
+	// says that the root is a directory.
 	Dirs map[string][]fs.DirEntry
 	// FrontMatter, when not nil, receives the front matter the loader
 	// parses (the YAML header of agents and of skills named by it), so
@@ -41,6 +42,14 @@ type FrontMatter struct {
 // when t is what the tree holds now (a test keeps the two in step).
 func LoadTree(dir string, entry *Entry, t *Tree) (*Plugin, []Diagnostic, error) {
 	return loadWith(dir, entry, t)
+}
+
+// dirs is t.Dirs, nil for a nil tree.
+func (t *Tree) dirs() map[string][]fs.DirEntry {
+	if t == nil {
+		return nil
+	}
+	return t.Dirs
 }
 
 // entryInfo is the fs.FileInfo of a listed entry: its name and type
