@@ -3,6 +3,7 @@ package capability
 import (
 	"bytes"
 	"encoding/base64"
+	"encoding/binary"
 	"encoding/hex"
 	"fmt"
 	"sort"
@@ -114,21 +115,39 @@ func bidi(c rune) bool { return c >= 0x202A && c <= 0x202E || c >= 0x2066 && c <
 
 func (r *reader) scanUnicode(rel string, data []byte) {
 	var lines lineIdx
-	reported := map[[2]int]bool{} // (bidi 0 / invisible 1, line) already reported
-	// Every character looked for starts with one of these bytes (UTF-8
-	// of U+00AD, U+180E, U+2000-U+2FFF, U+FEFF, U+E0000-U+EFFFF): jump
-	// from one to the next instead of decoding every rune.
-	for _, lead := range []byte{0xC2, 0xE1, 0xE2, 0xEF, 0xF3} {
-		for off := 0; off < len(data); {
-			i := bytes.IndexByte(data[off:], lead)
-			if i < 0 {
-				break
+	var reported map[[2]int]bool // (bidi 0 / invisible 1, line) already reported
+	// Every character looked for starts with one of the bytes 0xC2, 0xE1,
+	// 0xE2, 0xEF or 0xF3 (UTF-8 of U+00AD, U+180E, U+2000-U+2FFF, U+FEFF,
+	// U+E0000-U+EFFFF): skip ASCII eight bytes at a time, and decode only
+	// at those.
+	for off := 0; off < len(data); {
+		off = nextHigh(data, off)
+		if off >= len(data) {
+			break
+		}
+		switch data[off] {
+		case 0xC2, 0xE1, 0xE2, 0xEF, 0xF3:
+			if reported == nil {
+				reported = map[[2]int]bool{}
 			}
-			off += i
-			size := r.unicodeAt(rel, data, off, &lines, reported)
-			off += size
+			off += r.unicodeAt(rel, data, off, &lines, reported)
+		default:
+			off++
 		}
 	}
+}
+
+// nextHigh is the offset of the first byte at or after off that is not
+// ASCII, len(data) when there is none.
+func nextHigh(data []byte, off int) int {
+	for ; off+8 <= len(data); off += 8 {
+		if binary.LittleEndian.Uint64(data[off:])&0x8080808080808080 != 0 {
+			break
+		}
+	}
+	for ; off < len(data) && data[off] < 0x80; off++ {
+	}
+	return off
 }
 
 // unicodeAt checks the rune at data[off] and returns its size.
@@ -175,38 +194,37 @@ var instructionRe = lazyre.New(`(?i)\b(ignore (all|any|the|previous)|disregard|y
 
 // scanComments finds HTML comments in Markdown (outside code fences) that
 // address the model.
-func (r *reader) scanComments(rel string, data []byte) {
-	if !bytes.Contains(data, []byte("<!--")) {
+func (r *reader) scanComments(rel string, text []byte) {
+	if !bytes.Contains(text, []byte("<!--")) {
 		return
 	}
-	text := string(data)
 	inFence := false
 	lineStart := 0
 	line := 1
 	for lineStart < len(text) {
-		end := strings.IndexByte(text[lineStart:], '\n')
+		end := bytes.IndexByte(text[lineStart:], '\n')
 		if end < 0 {
 			end = len(text) - lineStart
 		}
 		l := text[lineStart : lineStart+end]
-		if t := strings.TrimSpace(l); strings.HasPrefix(t, "```") || strings.HasPrefix(t, "~~~") {
+		if t := bytes.TrimSpace(l); bytes.HasPrefix(t, []byte("```")) || bytes.HasPrefix(t, []byte("~~~")) {
 			inFence = !inFence
 		} else if !inFence {
-			if i := strings.Index(l, "<!--"); i >= 0 {
+			if i := bytes.Index(l, []byte("<!--")); i >= 0 {
 				start := lineStart + i
-				closeAt := strings.Index(text[start+4:], "-->")
+				closeAt := bytes.Index(text[start+4:], []byte("-->"))
 				body := text[start+4:]
 				if closeAt >= 0 {
 					body = body[:closeAt]
 				}
-				if instructionRe.MatchString(body) && len(strings.Fields(body)) >= 4 {
-					r.find(KindHiddenComment, rel, line, "HTML comment, hidden when rendered, addresses the model: %q", clip(strings.Join(strings.Fields(body), " ")))
+				if instructionRe.Regexp().Match(body) && len(bytes.Fields(body)) >= 4 {
+					r.find(KindHiddenComment, rel, line, "HTML comment, hidden when rendered, addresses the model: %q", clip(strings.Join(strings.Fields(string(body)), " ")))
 				}
 				if closeAt >= 0 {
 					skip := start + 4 + closeAt + 3
-					line += strings.Count(text[lineStart:skip], "\n")
+					line += bytes.Count(text[lineStart:skip], []byte("\n"))
 					lineStart = skip
-					if nl := strings.IndexByte(text[lineStart:], '\n'); nl >= 0 && !strings.Contains(text[lineStart:lineStart+nl], "<!--") {
+					if nl := bytes.IndexByte(text[lineStart:], '\n'); nl >= 0 && !bytes.Contains(text[lineStart:lineStart+nl], []byte("<!--")) {
 						lineStart += nl + 1
 						line++
 					}

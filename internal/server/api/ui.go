@@ -19,6 +19,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/wharfhq/wharf/internal/core/capability"
 	"github.com/wharfhq/wharf/internal/core/trust"
 	"github.com/wharfhq/wharf/internal/server/policystate"
 	"github.com/wharfhq/wharf/internal/server/sessions"
@@ -580,7 +581,47 @@ func (u *console) pluginPage(c echo.Context) error {
 	if v.Fleet, err = u.fleetSummary(ctx, c, id); err != nil {
 		return err
 	}
+	if cr, ok := cat.(capabilityReader); ok {
+		switch rep, err := cr.Capabilities(ctx, id); {
+		case err != nil:
+			v.CapabilitiesError = err.Error()
+		case rep != nil:
+			v.Capabilities = capabilitiesView(rep)
+		}
+	}
 	return u.render(c, http.StatusOK, web.PagePlugin, v)
+}
+
+// capabilityReader is a catalog that can read a plugin's capability set
+// from its files.
+type capabilityReader interface {
+	// Capabilities returns the report of the plugin's tree as the
+	// catalog holds it now; nil when it does not hold the files.
+	Capabilities(ctx context.Context, id plugin.ID) (*capability.Report, error)
+}
+
+// Capabilities implements capabilityReader: the report of a plugin the
+// marketplace holds in its own tree (a relative source), read from the
+// same checkout as its components; nil for one whose files live
+// elsewhere. It is computed at each call (one walk of the plugin's
+// files), never kept.
+func (mc *MarketplaceCatalog) Capabilities(_ context.Context, id plugin.ID) (*capability.Report, error) {
+	s, err := mc.snapshot()
+	if err != nil {
+		return nil, err
+	}
+	h, err := s.cat.Lookup(id)
+	if err != nil {
+		return nil, err
+	}
+	if h.Root == "" || h.Entry.Source.Kind != plugin.SourceRelative {
+		return nil, nil
+	}
+	dir, err := h.Entry.LocalDir(h.Root)
+	if err != nil {
+		return nil, err
+	}
+	return capability.Read(dir, h.Entry)
 }
 
 // dependencyGraph walks the dependency closure of root breadth first and

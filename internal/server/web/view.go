@@ -152,6 +152,11 @@ type PluginView struct {
 	PolicyVersion   string
 	// Fleet is shown to admin and ci: how many machines have the plugin.
 	Fleet *FleetSummary
+	// Capabilities is the capability set and findings of the version
+	// shown; nil when the marketplace does not hold its files
+	// (CapabilitiesError says why when they could not be read).
+	Capabilities      *CapabilitiesView
+	CapabilitiesError string
 }
 
 // LayerRow is one policy layer in the list.
