@@ -926,7 +926,10 @@ func (u *console) auditPage(c echo.Context) error {
 		return fmt.Errorf("audit page: %w", err)
 	}
 	for _, e := range page.Entries {
-		row := web.AuditRow{Seq: e.Seq, Time: e.Time.UTC(), Action: e.Action, Actor: e.Actor, Role: string(e.Role), Object: e.Object}
+		row := web.AuditRow{Seq: e.Seq, Time: e.Time.UTC(), Action: e.Action, Actor: e.Actor, Role: string(e.Role), User: e.Email, Object: e.Object}
+		if row.User == "" {
+			row.User = e.Subject
+		}
 		if len(e.Detail) > 0 {
 			raw, _ := json.Marshal(e.Detail)
 			row.Detail = string(raw)

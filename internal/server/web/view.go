@@ -227,6 +227,9 @@ type AuditRow struct {
 	Action string
 	Actor  string
 	Role   string
+	// User is the person the actor's token speaks for: email, else
+	// subject; empty for machine tokens.
+	User   string
 	Object string
 	Detail string
 }
