@@ -82,6 +82,8 @@ func newConsole(s *Server) (*console, error) {
 	e.GET("/ui/static/*", echo.WrapHandler(web.StaticHandler("/ui/static/")))
 	e.GET("/ui/signin", u.signinForm)
 	e.POST("/ui/signin", u.signin)
+	e.GET("/ui/oidc/start", u.oidcStart)       // ui_signin.go
+	e.GET("/ui/oidc/callback", u.oidcCallback) // ui_signin.go
 
 	anyRole := u.session(nil)
 	admin := u.session(adminOnly)
@@ -291,7 +293,11 @@ func (u *console) renderSignin(c echo.Context, status int, msgs []web.Message) e
 	if c.Request().Method == http.MethodPost {
 		next = c.FormValue("next")
 	}
-	return u.render(c, status, web.PageSignIn, web.SignInView{Layout: l, Next: safeNext(next), FormCSRF: formCSRF})
+	v := web.SignInView{Layout: l, Next: safeNext(next), FormCSRF: formCSRF}
+	if id := u.s.deps.Identity; id != nil {
+		v.SSOName = id.Config().Name
+	}
+	return u.render(c, status, web.PageSignIn, v)
 }
 
 func (u *console) signin(c echo.Context) error {
@@ -340,6 +346,9 @@ func (u *console) signout(c echo.Context) error {
 		if err := sessions.End(u.s.deps.Store, id); err != nil {
 			return err
 		}
+	}
+	if err := u.endSignedIn(c); err != nil { // ui_signin.go
+		return err
 	}
 	u.cookie(c, sessionCookie, "", "/ui", -1)
 	return c.Redirect(http.StatusSeeOther, "/ui/signin")

@@ -32,21 +32,25 @@ const (
 	// ActionAuthRefused is a request refused with 401 or 403 (the server
 	// writes them rate-limited per client address and route).
 	ActionAuthRefused = "auth.refused"
+	// ActionAuthLogin is a sign-in through the identity provider (console
+	// or wharf login) that issued a token; ActionAuthLogout its end.
+	ActionAuthLogin  = "auth.login"
+	ActionAuthLogout = "auth.logout"
 )
 
 // Entry is one line of the audit log.
 type Entry struct {
-	Seq    uint64         `json:"seq"`
-	Time   time.Time      `json:"time"`
-	Action string         `json:"action"`
-	Actor  string         `json:"actor"` // token id, or "bootstrap"
-	Role   tokens.Role    `json:"role,omitempty"`
+	Seq    uint64      `json:"seq"`
+	Time   time.Time   `json:"time"`
+	Action string      `json:"action"`
+	Actor  string      `json:"actor"` // token id, or "bootstrap"
+	Role   tokens.Role `json:"role,omitempty"`
 	// Subject and Email name the person the actor's token speaks for (an
 	// OpenID Connect sign-in or login); absent for machine tokens.
-	Subject string `json:"subject,omitempty"`
-	Email   string `json:"email,omitempty"`
-	Object string         `json:"object"`
-	Detail map[string]any `json:"detail,omitempty"`
+	Subject string         `json:"subject,omitempty"`
+	Email   string         `json:"email,omitempty"`
+	Object  string         `json:"object"`
+	Detail  map[string]any `json:"detail,omitempty"`
 }
 
 // SeqKey is the key of sequence number n in an append-only log: keys sort

@@ -31,6 +31,9 @@ type SignInView struct {
 	Next string
 	// FormCSRF guards the sign-in form itself (double-submit cookie).
 	FormCSRF string
+	// SSOName names the identity provider of "Sign in with ..."; empty
+	// when the server has no single sign-on.
+	SSOName string
 }
 
 // Option is one choice of a select.
