@@ -249,10 +249,26 @@ func (a *app) policyConfig() home.PolicyConfig {
 	pc := home.PolicyConfig{Paths: a.policyPaths, ExtraManagedDir: os.Getenv("WHARF_MANAGED_DIR"),
 		URL: a.remote.url, Token: a.remote.token, KeyFile: a.remote.keyFile}
 	if pc.URL == "" {
-		pc.URL = strings.TrimSpace(os.Getenv("WHARF_POLICY_URL"))
+		// The server setting (login.go): WHARF_SERVER, the deprecated
+		// WHARF_POLICY_URL, else the server recorded in the home. It adds
+		// a policy server; the managed settings' servers stay in force.
+		u, err := configuredServer(a.io(), "", a.cfg.Home)
+		if err != nil {
+			a.warnf("%v", err)
+		}
+		pc.URL = u
 	}
 	if pc.Token == "" {
 		pc.Token = os.Getenv("WHARF_TOKEN")
+	}
+	if pc.Token == "" && pc.URL != "" {
+		if src := loginSource(a.cfg.Home, pc.URL); src != nil {
+			tok, err := src.Token(context.Background())
+			if err != nil {
+				a.warnf("%v", err)
+			}
+			pc.Token = tok
+		}
 	}
 	if pc.KeyFile == "" {
 		pc.KeyFile = os.Getenv("WHARF_POLICY_KEY")

@@ -19,10 +19,13 @@ type tokenClient struct {
 	Server string
 	Token  string
 	HTTP   *http.Client
+	// a gives the home (the recorded server and login, login.go) and
+	// the streams for warnings; nil: neither.
+	a *app
 }
 
 func newTokenCmd(a *app) *cobra.Command {
-	c := &tokenClient{}
+	c := &tokenClient{a: a}
 	cmd := &cobra.Command{
 		Use:   "token",
 		Short: "Manage bearer tokens of a wharf server",
@@ -131,9 +134,13 @@ func newTokenCmd(a *app) *cobra.Command {
 // into out; a refusal is the server's *apiclient.APIError and no answer an
 // *apiclient.UnreachableError, as every client of the server reports them.
 func (c *tokenClient) do(ctx context.Context, method, path string, body, out any) error {
-	server := c.Server
-	if server == "" {
-		server = os.Getenv("WHARF_SERVER")
+	io, home := streams{Out: os.Stdout, Err: os.Stderr}, ""
+	if c.a != nil {
+		io, home = c.a.io(), c.a.cfg.Home
+	}
+	server, err := configuredServer(io, c.Server, home)
+	if err != nil {
+		return err
 	}
 	if server == "" {
 		server = "http://127.0.0.1:7070"
@@ -142,9 +149,13 @@ func (c *tokenClient) do(ctx context.Context, method, path string, body, out any
 	if token == "" {
 		token = os.Getenv("WHARF_TOKEN")
 	}
+	var src apiclient.TokenSource
 	if token == "" {
+		src = loginSource(home, server)
+	}
+	if token == "" && src == nil {
 		return &plugin.Error{Layer: plugin.LayerIntent, Type: typeUsage, Object: "--token",
-			Err: errors.New("no admin token"), Hint: "pass --token or set WHARF_TOKEN (wharf-server printed one on its first start)"}
+			Err: errors.New("no admin token"), Hint: "pass --token or set WHARF_TOKEN (wharf-server printed one on its first start), or sign in as an admin: wharf login"}
 	}
 	hc := c.HTTP
 	if hc == nil {
@@ -154,5 +165,6 @@ func (c *tokenClient) do(ctx context.Context, method, path string, body, out any
 	if err != nil {
 		return &plugin.Error{Layer: plugin.LayerIntent, Type: typeUsage, Object: "--server", Err: err, Hint: "pass --server http://host:port"}
 	}
+	cl.Source = src
 	return cl.Do(ctx, method, path, body, out)
 }
