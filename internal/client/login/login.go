@@ -69,7 +69,9 @@ func (e *CorruptError) Error() string {
 func (e *CorruptError) Unwrap() error { return e.Err }
 
 // Hint is the next step.
-func (e *CorruptError) Hint() string { return "run wharf logout (it removes the file), then wharf login" }
+func (e *CorruptError) Hint() string {
+	return "run wharf logout (it removes the file), then wharf login"
+}
 
 // Load reads home's login state; nil (no error) when the user is not
 // signed in. hc is the HTTP client of refreshes (nil: a 30 s timeout).
