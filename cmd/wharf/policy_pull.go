@@ -84,6 +84,7 @@ func runPolicyPull(ctx context.Context, opts *PolicyPullOptions) error {
 		return noPolicyServer()
 	}
 	var all []pullResult
+	var offline []string // servers not reached: their cached bundles stay in force
 	for _, srv := range servers {
 		res, err := opts.Home.PullPolicy(ctx, srv)
 		if ue, ok := errors.AsType[*apiclient.UnreachableError](err); ok && shell.ErrorType(err) == policyremote.TypeUnavailable {
@@ -100,6 +101,9 @@ func runPolicyPull(ctx context.Context, opts *PolicyPullOptions) error {
 		if r.Layers == nil {
 			r.Layers = []policy.BundleLayer{}
 		}
+		if r.From == "cache" && r.Status == 0 {
+			offline = append(offline, srv.URL)
+		}
 		all = append(all, r)
 	}
 	if opts.Record != "" {
@@ -110,13 +114,23 @@ func runPolicyPull(ctx context.Context, opts *PolicyPullOptions) error {
 	out := all[0]
 	out.Others = all[1:]
 	if io.JSON {
-		return io.printJSON(out)
-	}
-	for i, r := range all {
-		if i > 0 {
-			io.printf("\n")
+		if err := io.printJSON(out); err != nil {
+			return err
 		}
-		printPull(io, r)
+	} else {
+		for i, r := range all {
+			if i > 0 {
+				io.printf("\n")
+			}
+			printPull(io, r)
+		}
+	}
+	if len(offline) > 0 {
+		// Pulling is what was asked, and it failed: exit non-zero, as any
+		// command that cannot reach the server does. The cached bundle
+		// stays in force for every command (the warning says how old).
+		return &apiclient.UnreachableError{Server: strings.Join(offline, ", "),
+			Err: errors.New("nothing was pulled; the cached policy bundle stays in force")}
 	}
 	return nil
 }
