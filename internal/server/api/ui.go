@@ -190,6 +190,10 @@ func (u *console) layout(c echo.Context, title, nav string) web.Layout {
 	l := web.Layout{Title: title, Nav: nav}
 	if p, ok := c.Get(principalKey).(principal); ok && p.TokenID != "" {
 		l.SignedIn, l.Role, l.TokenID, l.IsAdmin = true, string(p.Role), p.TokenID, p.Role == RoleAdmin
+		l.User = p.Who.Email
+		if l.User == "" {
+			l.User = p.Who.Subject
+		}
 		if secret, ok := c.Get(uiSecretKey).(string); ok {
 			l.CSRF = csrfToken(secret)
 		}

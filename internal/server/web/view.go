@@ -12,6 +12,9 @@ type Layout struct {
 	Role     string
 	TokenID  string
 	IsAdmin  bool
+	// User is the signed-in person (email, else subject) when the
+	// session came from single sign-on; empty for a pasted token.
+	User string
 	// CSRF is the per-session token the POST forms send back in the
 	// hidden field "csrf".
 	CSRF     string
