@@ -18,13 +18,17 @@ import (
 )
 
 // policyServers are the scripts' running wharf servers (policyserver),
-// for stoppolicyserver.
+// for stoppolicyserver: the last one started.
 var policyServers sync.Map // *testscript.TestScript → *httptest.Server
+
+// scriptServerToken is the admin token of every policyserver, so that one
+// WHARF_TOKEN reaches them all.
+const scriptServerToken = "wharf_script_admin_0123456789abcdef"
 
 // cmdPolicyServer starts a real wharf API server on 127.0.0.1 over a
 // bbolt file in the script's work dir, with layer "org" holding the
-// settings in <file>, and sets $WHARF_URL and $AGENT_TOKEN (an agent
-// token of it).
+// settings in <file>, and sets $WHARF_URL and $SERVER_TOKEN (its admin
+// token, the same for every policyserver of the script).
 //
 //	policyserver <settings.json>
 func cmdPolicyServer(ts *testscript.TestScript, neg bool, args []string) {
@@ -33,14 +37,15 @@ func cmdPolicyServer(ts *testscript.TestScript, neg bool, args []string) {
 	}
 	settings, err := os.ReadFile(ts.MkAbs(args[0]))
 	ts.Check(err)
-	dir := ts.MkAbs("policyserver-state")
-	ts.Check(os.MkdirAll(dir, 0o755))
+	dir, err := os.MkdirTemp(ts.MkAbs("."), "policyserver-")
+	ts.Check(err)
 	st, err := store.OpenBolt(filepath.Join(dir, "state.db"), store.Options{})
 	ts.Check(err)
 	ts.Defer(func() { st.Close() })
 	srv, err := api.New(api.Deps{Store: st, Policy: api.PolicyEngine, RateLimit: -1})
 	ts.Check(err)
-	admin, _, err := api.EnsureAdminToken(st, "", time.Now())
+	admin := scriptServerToken
+	_, _, err = api.EnsureAdminToken(st, admin, time.Now())
 	ts.Check(err)
 	hs := httptest.NewServer(srv.Handler())
 	ts.Defer(hs.Close)
@@ -65,12 +70,8 @@ func cmdPolicyServer(ts *testscript.TestScript, neg bool, args []string) {
 	}
 	call(http.MethodPut, "/v1/policy/layers/org", http.Header{"If-None-Match": {"*"}},
 		map[string]any{"rank": 10, "settings": json.RawMessage(settings)}, http.StatusCreated, nil)
-	var tok struct {
-		Token string `json:"token"`
-	}
-	call(http.MethodPost, "/v1/tokens", http.Header{}, map[string]string{"role": "agent"}, http.StatusCreated, &tok)
 	ts.Setenv("WHARF_URL", hs.URL)
-	ts.Setenv("AGENT_TOKEN", tok.Token)
+	ts.Setenv("SERVER_TOKEN", admin)
 }
 
 // cmdStopPolicyServer stops the script's policyserver: it no longer

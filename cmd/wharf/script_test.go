@@ -68,7 +68,7 @@ func (c cleanupRun) Run() int {
 //	stallserver              an HTTP server on 127.0.0.1 that sends headers, then stalls; sets $STALL_URL
 //	sshkey                   a throwaway ssh key in $HOME/.ssh/id_ed25519 and an empty $HOME/.ssh/known_hosts
 //	html404server            an HTTP server on 127.0.0.1 that answers every request with a 404 HTML page; sets $HTML404_URL
-//	policyserver <file>      a wharf server on 127.0.0.1 whose layer "org" holds the settings in <file>; sets $WHARF_URL, $AGENT_TOKEN
+//	policyserver <file>      a wharf server on 127.0.0.1 whose layer "org" holds the settings in <file>; sets $WHARF_URL, $SERVER_TOKEN
 //	stoppolicyserver         stop it: it no longer answers
 //
 // Scripts see $DEMO, the repository's demo marketplace.
