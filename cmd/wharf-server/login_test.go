@@ -118,6 +118,12 @@ func TestWharfLoginWhoamiRefreshLogout(t *testing.T) {
 	if code != 0 || !strings.Contains(out, first.TokenID) {
 		t.Fatalf("token list with the login's token: exit %d\n%s%s", code, out, stderr)
 	}
+	// The login recorded the server: policy pull needs no flag and no
+	// token (the login's goes to its server).
+	code, out, stderr = runWharf(t, home, "policy", "pull")
+	if code != 0 || !strings.Contains(out, "server:    "+s.info.URL) {
+		t.Fatalf("policy pull after login: exit %d\n%s%s", code, out, stderr)
+	}
 	code, out, stderr = runWharf(t, home, "whoami", "--json")
 	var who struct {
 		Subject, Email, Role, Server, TokenID string

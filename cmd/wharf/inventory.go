@@ -118,7 +118,7 @@ func (a *app) reportNow(ctx context.Context, o *reportOptions) error {
 	if err != nil {
 		return err
 	}
-	token := a.reportToken()
+	token := a.reportToken(server)
 	if token == "" {
 		return &plugin.Error{Layer: plugin.LayerIntent, Type: typeUsage, Object: server, Err: errors.New("no token for the inventory report"),
 			Hint: "pass --token or set WHARF_TOKEN (any token of the server: wharf token create --role agent)"}
@@ -189,11 +189,14 @@ func (a *app) reportServer(flag string) (string, error) {
 	return servers[0].URL, nil
 }
 
-func (a *app) reportToken() string {
+func (a *app) reportToken(server string) string {
 	if a.remote.token != "" {
 		return a.remote.token
 	}
-	return strings.TrimSpace(os.Getenv("WHARF_TOKEN"))
+	if t := strings.TrimSpace(os.Getenv("WHARF_TOKEN")); t != "" {
+		return t
+	}
+	return a.cfg.Policy.TokenFor(server) // the login's, for its server
 }
 
 // inventoryRows are the installed plugins with their state at load, as the
@@ -327,7 +330,7 @@ func (a *app) backgroundReport(o *reportOptions) error {
 	if st.Unchanged(server, hash, now) {
 		return nil
 	}
-	if _, err := collect.Send(ctx, http.DefaultClient, server, a.reportToken(), rep); err != nil {
+	if _, err := collect.Send(ctx, http.DefaultClient, server, a.reportToken(server), rep); err != nil {
 		st.Failed(hash, time.Now(), err)
 	} else {
 		st.Sent(server, hash, time.Now())

@@ -229,6 +229,25 @@ func runWhoAmI(ctx context.Context, io streams, home string, hc *http.Client) er
 	return nil
 }
 
+// loginToken is the signed-in user's server and token, renewed when it
+// expired ("" when not signed in; a renewal that fails is warned).
+func (a *app) loginToken() (string, string) {
+	st, err := login.Load(a.cfg.Home, nil)
+	if err != nil {
+		a.warnf("%v", err)
+		return "", ""
+	}
+	if st == nil {
+		return "", ""
+	}
+	tok, err := st.Source().Token(context.Background())
+	if err != nil {
+		a.warnf("%v", err)
+		return "", ""
+	}
+	return st.Server, tok
+}
+
 // loginSource is the signed-in user's token source for server, nil when
 // the login is of another server or there is none.
 func loginSource(home, server string) apiclient.TokenSource {

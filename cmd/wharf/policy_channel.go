@@ -38,6 +38,9 @@ func (a *app) channelSettings(ctx context.Context, name string) ([]byte, error) 
 	if token == "" {
 		token = os.Getenv("WHARF_TOKEN")
 	}
+	if token == "" {
+		token = a.cfg.Policy.TokenFor(base) // the login's, for its server
+	}
 	if ctx == nil {
 		ctx = context.Background()
 	}

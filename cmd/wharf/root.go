@@ -261,14 +261,9 @@ func (a *app) policyConfig() home.PolicyConfig {
 	if pc.Token == "" {
 		pc.Token = os.Getenv("WHARF_TOKEN")
 	}
-	if pc.Token == "" && pc.URL != "" {
-		if src := loginSource(a.cfg.Home, pc.URL); src != nil {
-			tok, err := src.Token(context.Background())
-			if err != nil {
-				a.warnf("%v", err)
-			}
-			pc.Token = tok
-		}
+	if pc.Token == "" {
+		// The signed-in user's token goes to its server only (TokenFor).
+		pc.LoginServer, pc.LoginToken = a.loginToken()
 	}
 	if pc.KeyFile == "" {
 		pc.KeyFile = os.Getenv("WHARF_POLICY_KEY")
