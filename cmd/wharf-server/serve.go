@@ -37,6 +37,7 @@ type serveOptions struct {
 	// TrustedProxies are reverse proxies whose X-Forwarded-For is believed.
 	TrustedProxies []string
 	Store          storeFlags // store_flags.go
+	OIDC           oidcFlags  // oidc_flags.go
 }
 
 // addServeFlags declares the server's flags on f.
@@ -51,6 +52,7 @@ func addServeFlags(f *pflag.FlagSet, o *serveOptions) {
 	f.DurationVar(&o.Grace, "shutdown-grace", 10*time.Second, "how long in-flight requests may finish at shutdown")
 	f.StringVar(&o.LogLevel, "log-level", "info", "debug, info, warn or error")
 	addStoreFlags(f, &o.Store)
+	addOIDCFlags(f, &o.OIDC)
 	f.StringArrayVar(&o.TrustedProxies, "trusted-proxy", nil, "CIDR range (or address) of a reverse proxy whose X-Forwarded-For gives the client's address; repeatable (default: none, the connection's address is the client's)")
 	f.StringArrayVar(&o.TrustedKeys, "trusted-key", nil, "public key file (PEM) trusted for plugin signatures, in addition to $WHARF_HOME/keys/*.pub; repeatable")
 }
@@ -73,12 +75,16 @@ func (a *app) runServe(ctx context.Context, o *serveOptions) error {
 	}
 	logger := slog.New(slog.NewJSONHandler(a.stderr, &slog.HandlerOptions{Level: level}))
 	bootstrap := os.Getenv("WHARF_BOOTSTRAP_TOKEN")
+	sso, err := o.OIDC.config(os.Getenv)
+	if err != nil {
+		return err
+	}
 	s, err := serverhome.Open(serverhome.Config{
 		Home: a.cfg.Home, Data: o.Data, Store: serverhome.StoreConfig(o.Store),
 		LockTimeout: a.cfg.LockTimeout, GitTimeout: a.cfg.GitTimeout, NetIdle: a.cfg.NetIdle, GitHubHost: a.cfg.GitHubHost,
 		TrustedKeys: o.TrustedKeys, BootstrapToken: bootstrap, Logger: logger,
 		BodyLimit: o.BodyLimit, RequestTimeout: o.Timeout, RateLimit: o.RateLimit, RateBurst: o.RateBurst,
-		TrustedProxies: o.TrustedProxies,
+		TrustedProxies: o.TrustedProxies, Identity: sso,
 	})
 	if err != nil {
 		return err

@@ -87,7 +87,7 @@ func newInventoryReportCmd(a *app) *cobra.Command {
 			if o.background {
 				return a.backgroundReport(o)
 			}
-			opts.IO, opts.Home, opts.Token = a.io(), a.h, a.reportToken()
+			opts.IO, opts.Home, opts.Token = a.io(), a.h, a.givenToken()
 			return runInventoryReport(cmd.Context(), opts)
 		},
 	}
@@ -131,6 +131,9 @@ func runInventoryReport(ctx context.Context, opts *InventoryReportOptions) error
 		return err
 	}
 	token := opts.Token
+	if token == "" {
+		token = h.Config().Policy.TokenFor(server) // the login's, for its server
+	}
 	if token == "" {
 		return &plugin.Error{Layer: plugin.LayerIntent, Type: typeUsage, Object: server, Err: errors.New("no token for the inventory report"),
 			Hint: "pass --token or set WHARF_TOKEN (any token of the server: wharf token create --role agent)"}
@@ -203,11 +206,22 @@ func reportServer(h *home.Home, flag string) (string, error) {
 	return servers[0].URL, nil
 }
 
-func (a *app) reportToken() string {
+// givenToken is the token given to this process: --token, else
+// WHARF_TOKEN.
+func (a *app) givenToken() string {
 	if a.remote.token != "" {
 		return a.remote.token
 	}
 	return strings.TrimSpace(os.Getenv("WHARF_TOKEN"))
+}
+
+// reportToken is the token for server: the given one, else the login's
+// when server is the one signed in to.
+func (a *app) reportToken(server string) string {
+	if t := a.givenToken(); t != "" {
+		return t
+	}
+	return a.cfg.Policy.TokenFor(server) // the login's, for its server
 }
 
 // inventoryRows are the installed plugins with their state at load, as the
@@ -341,7 +355,7 @@ func (a *app) backgroundReport(o *reportOptions) error {
 	if st.Unchanged(server, hash, now) {
 		return nil
 	}
-	if _, err := collect.Send(ctx, http.DefaultClient, server, a.reportToken(), rep); err != nil {
+	if _, err := collect.Send(ctx, http.DefaultClient, server, a.reportToken(server), rep); err != nil {
 		st.Failed(hash, time.Now(), err)
 	} else {
 		st.Sent(server, hash, time.Now())

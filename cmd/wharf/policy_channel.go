@@ -35,7 +35,7 @@ func channelSettings(ctx context.Context, h *home.Home, name string) ([]byte, er
 	if err != nil {
 		return nil, usageError(err)
 	}
-	token := h.Config().Policy.Token
+	token := h.Config().Policy.TokenFor(base) // the given token, else the login's for its server
 	if ctx == nil {
 		ctx = context.Background()
 	}

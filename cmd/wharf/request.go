@@ -133,7 +133,7 @@ func (a *app) requestClient(flag string) (*apiclient.Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	token := a.reportToken()
+	token := a.reportToken(server)
 	if token == "" {
 		return nil, &plugin.Error{Layer: plugin.LayerIntent, Type: typeUsage, Object: server, Err: errors.New("no token for the request"),
 			Hint: "pass --token or set WHARF_TOKEN (your token of the server)"}
@@ -150,14 +150,11 @@ func (a *app) requestClient(flag string) (*apiclient.Client, error) {
 // or when the server does not answer (the answers are a convenience here,
 // never a reason for a command to fail).
 func (a *app) myRequests(ctx context.Context) map[string]apiclient.PluginRequest {
-	if a.reportToken() == "" {
-		return nil
-	}
 	servers, err := a.managedPolicyServers()
-	if err != nil || len(servers) == 0 {
+	if err != nil || len(servers) == 0 || a.reportToken(servers[0].URL) == "" {
 		return nil
 	}
-	cl, err := apiclient.New(servers[0].URL, a.reportToken(), &http.Client{Timeout: 5 * time.Second})
+	cl, err := apiclient.New(servers[0].URL, a.reportToken(servers[0].URL), &http.Client{Timeout: 5 * time.Second})
 	if err != nil {
 		return nil
 	}

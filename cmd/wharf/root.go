@@ -116,6 +116,7 @@ func newRootCmd(a *app) *cobra.Command {
 	root.AddCommand(newAgentCmd(a))
 	root.AddCommand(newServeMovedCmd())
 	root.AddCommand(newTokenCmd(a))
+	root.AddCommand(newLoginCmd(a), newLogoutCmd(a), newWhoAmICmd(a)) // login.go
 	root.AddCommand(newPolicyCmd(a))
 	root.AddCommand(newDoctorCmd(a))
 	root.AddCommand(newConfigCmd(a))
@@ -258,10 +259,21 @@ func (a *app) policyConfig() home.PolicyConfig {
 	pc := home.PolicyConfig{Paths: a.policyPaths, ExtraManagedDir: os.Getenv("WHARF_MANAGED_DIR"),
 		URL: a.remote.url, Token: a.remote.token, KeyFile: a.remote.keyFile}
 	if pc.URL == "" {
-		pc.URL = strings.TrimSpace(os.Getenv("WHARF_POLICY_URL"))
+		// The server setting (login.go): WHARF_SERVER, the deprecated
+		// WHARF_POLICY_URL, else the server recorded in the home. It adds
+		// a policy server; the managed settings' servers stay in force.
+		u, err := configuredServer(a.io(), "", a.cfg.Home)
+		if err != nil {
+			a.warnf("%v", err)
+		}
+		pc.URL = u
 	}
 	if pc.Token == "" {
 		pc.Token = os.Getenv("WHARF_TOKEN")
+	}
+	if pc.Token == "" {
+		// The signed-in user's token goes to its server only (TokenFor).
+		pc.LoginServer, pc.LoginToken = a.loginToken()
 	}
 	if pc.KeyFile == "" {
 		pc.KeyFile = os.Getenv("WHARF_POLICY_KEY")

@@ -24,8 +24,11 @@ type TokenOptions struct {
 	IO streams
 	// Server is the server's URL; "" means defaultServer.
 	Server string
-	// Token is an admin token; "" is a usage error.
+	// Token is an admin token; "" means Source, and without either the
+	// verb is a usage error.
 	Token string
+	// Source gives the token of a sign-in (wharf login) to the server.
+	Source apiclient.TokenSource
 	// HTTP is the client the requests go through; nil means one with a
 	// 30 s timeout.
 	HTTP *http.Client
@@ -77,16 +80,24 @@ func newTokenCmd(a *app) *cobra.Command {
 	pf.StringVar(&opts.Server, "server", "", "server URL (env WHARF_SERVER, default "+defaultServer+")")
 	pf.StringVar(&opts.Token, "token", "", "an admin token (env WHARF_TOKEN)")
 	// resolve fills in what the flags leave to the environment.
-	resolve := func() TokenOptions {
+	resolve := func() (TokenOptions, error) {
 		o := *opts
 		o.IO = a.io()
+		server, err := configuredServer(o.IO, o.Server, a.cfg.Home)
+		if err != nil {
+			return o, err
+		}
+		o.Server = server
 		if o.Server == "" {
-			o.Server = os.Getenv("WHARF_SERVER")
+			o.Server = defaultServer
 		}
 		if o.Token == "" {
 			o.Token = os.Getenv("WHARF_TOKEN")
 		}
-		return o
+		if o.Token == "" {
+			o.Source = loginSource(a.cfg.Home, o.Server)
+		}
+		return o, nil
 	}
 
 	createOpts := &TokenCreateOptions{}
@@ -95,7 +106,11 @@ func newTokenCmd(a *app) *cobra.Command {
 		Short: "Create a token; its secret is printed once",
 		Args:  exactArgs(0, "no arguments"),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			createOpts.TokenOptions = resolve()
+			o, err := resolve()
+			if err != nil {
+				return err
+			}
+			createOpts.TokenOptions = o
 			return runTokenCreate(cmd.Context(), createOpts)
 		},
 	}
@@ -108,7 +123,10 @@ func newTokenCmd(a *app) *cobra.Command {
 		Short: "List tokens (never their secrets)",
 		Args:  exactArgs(0, "no arguments"),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			o := resolve()
+			o, err := resolve()
+			if err != nil {
+				return err
+			}
 			return runTokenList(cmd.Context(), &o)
 		},
 	}
@@ -117,7 +135,11 @@ func newTokenCmd(a *app) *cobra.Command {
 		Short: "Revoke a token",
 		Args:  exactArgs(1, "one token id"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return runTokenRevoke(cmd.Context(), &TokenRevokeOptions{TokenOptions: resolve(), ID: args[0]})
+			o, err := resolve()
+			if err != nil {
+				return err
+			}
+			return runTokenRevoke(cmd.Context(), &TokenRevokeOptions{TokenOptions: o, ID: args[0]})
 		},
 	}
 	cmd.AddCommand(create, list, revoke)
@@ -198,9 +220,9 @@ func (o *TokenOptions) do(ctx context.Context, method, path string, body, out an
 	if server == "" {
 		server = defaultServer
 	}
-	if o.Token == "" {
+	if o.Token == "" && o.Source == nil {
 		return &plugin.Error{Layer: plugin.LayerIntent, Type: typeUsage, Object: "--token",
-			Err: errors.New("no admin token"), Hint: "pass --token or set WHARF_TOKEN (wharf-server printed one on its first start)"}
+			Err: errors.New("no admin token"), Hint: "pass --token or set WHARF_TOKEN (wharf-server printed one on its first start), or sign in as an admin: wharf login"}
 	}
 	hc := o.HTTP
 	if hc == nil {
@@ -210,5 +232,6 @@ func (o *TokenOptions) do(ctx context.Context, method, path string, body, out an
 	if err != nil {
 		return &plugin.Error{Layer: plugin.LayerIntent, Type: typeUsage, Object: "--server", Err: err, Hint: "pass --server http://host:port"}
 	}
+	cl.Source = o.Source
 	return cl.Do(ctx, method, path, body, out)
 }

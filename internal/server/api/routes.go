@@ -58,6 +58,11 @@ func (s *Server) routes() []route {
 		r(http.MethodGet, "/readyz", nil, s.readyz),
 		r(http.MethodGet, "/metrics", adminOnly, s.metricsHandler),
 
+		r(http.MethodGet, "/v1/auth/config", nil, s.authConfig),
+		r(http.MethodPost, "/v1/auth/login", nil, s.authLogin),
+		r(http.MethodPost, "/v1/auth/logout", all, s.authLogout),
+		r(http.MethodGet, "/v1/auth/whoami", all, s.whoami),
+
 		r(http.MethodGet, "/v1/marketplaces", all, s.listMarketplaces),
 		r(http.MethodPost, "/v1/marketplaces", adminOnly, s.addMarketplace),
 		r(http.MethodPost, "/v1/marketplaces/:name/update", adminOnly, s.updateMarketplace),

@@ -83,6 +83,8 @@ func newConsole(s *Server) (*console, error) {
 	e.GET("/ui/static/*", echo.WrapHandler(web.StaticHandler("/ui/static/")))
 	e.GET("/ui/signin", u.signinForm)
 	e.POST("/ui/signin", u.signin)
+	e.GET("/ui/oidc/start", u.oidcStart)       // ui_signin.go
+	e.GET("/ui/oidc/callback", u.oidcCallback) // ui_signin.go
 
 	anyRole := u.session(nil)
 	admin := u.session(adminOnly)
@@ -189,6 +191,10 @@ func (u *console) layout(c echo.Context, title, nav string) web.Layout {
 	l := web.Layout{Title: title, Nav: nav}
 	if p, ok := c.Get(principalKey).(principal); ok && p.TokenID != "" {
 		l.SignedIn, l.Role, l.TokenID, l.IsAdmin = true, string(p.Role), p.TokenID, p.Role == RoleAdmin
+		l.User = p.Who.Email
+		if l.User == "" {
+			l.User = p.Who.Subject
+		}
 		if secret, ok := c.Get(uiSecretKey).(string); ok {
 			l.CSRF = csrfToken(secret)
 		}
@@ -292,7 +298,11 @@ func (u *console) renderSignin(c echo.Context, status int, msgs []web.Message) e
 	if c.Request().Method == http.MethodPost {
 		next = c.FormValue("next")
 	}
-	return u.render(c, status, web.PageSignIn, web.SignInView{Layout: l, Next: safeNext(next), FormCSRF: formCSRF})
+	v := web.SignInView{Layout: l, Next: safeNext(next), FormCSRF: formCSRF}
+	if id := u.s.deps.Identity; id != nil {
+		v.SSOName = id.Config().Name
+	}
+	return u.render(c, status, web.PageSignIn, v)
 }
 
 func (u *console) signin(c echo.Context) error {
@@ -341,6 +351,9 @@ func (u *console) signout(c echo.Context) error {
 		if err := sessions.End(u.s.deps.Store, id); err != nil {
 			return err
 		}
+	}
+	if err := u.endSignedIn(c); err != nil { // ui_signin.go
+		return err
 	}
 	u.cookie(c, sessionCookie, "", "/ui", -1)
 	return c.Redirect(http.StatusSeeOther, "/ui/signin")
@@ -598,30 +611,6 @@ type capabilityReader interface {
 	// Capabilities returns the report of the plugin's tree as the
 	// catalog holds it now; nil when it does not hold the files.
 	Capabilities(ctx context.Context, id plugin.ID) (*capability.Report, error)
-}
-
-// Capabilities implements capabilityReader: the report of a plugin the
-// marketplace holds in its own tree (a relative source), read from the
-// same checkout as its components; nil for one whose files live
-// elsewhere. It is computed at each call (one walk of the plugin's
-// files), never kept.
-func (mc *MarketplaceCatalog) Capabilities(_ context.Context, id plugin.ID) (*capability.Report, error) {
-	s, err := mc.snapshot()
-	if err != nil {
-		return nil, err
-	}
-	h, err := s.cat.Lookup(id)
-	if err != nil {
-		return nil, err
-	}
-	if h.Root == "" || h.Entry.Source.Kind != plugin.SourceRelative {
-		return nil, nil
-	}
-	dir, err := h.Entry.LocalDir(h.Root)
-	if err != nil {
-		return nil, err
-	}
-	return capability.Read(dir, h.Entry)
 }
 
 // dependencyGraph walks the dependency closure of root breadth first and
@@ -967,7 +956,10 @@ func (u *console) auditPage(c echo.Context) error {
 		return fmt.Errorf("audit page: %w", err)
 	}
 	for _, e := range page.Entries {
-		row := web.AuditRow{Seq: e.Seq, Time: e.Time.UTC(), Action: e.Action, Actor: e.Actor, Role: string(e.Role), Object: e.Object}
+		row := web.AuditRow{Seq: e.Seq, Time: e.Time.UTC(), Action: e.Action, Actor: e.Actor, Role: string(e.Role), User: e.Email, Object: e.Object}
+		if row.User == "" {
+			row.User = e.Subject
+		}
 		if len(e.Detail) > 0 {
 			raw, _ := json.Marshal(e.Detail)
 			row.Detail = string(raw)

@@ -12,6 +12,9 @@ type Layout struct {
 	Role     string
 	TokenID  string
 	IsAdmin  bool
+	// User is the signed-in person (email, else subject) when the
+	// session came from single sign-on; empty for a pasted token.
+	User string
 	// CSRF is the per-session token the POST forms send back in the
 	// hidden field "csrf".
 	CSRF     string
@@ -31,6 +34,9 @@ type SignInView struct {
 	Next string
 	// FormCSRF guards the sign-in form itself (double-submit cookie).
 	FormCSRF string
+	// SSOName names the identity provider of "Sign in with ..."; empty
+	// when the server has no single sign-on.
+	SSOName string
 }
 
 // Option is one choice of a select.
@@ -232,6 +238,9 @@ type AuditRow struct {
 	Action string
 	Actor  string
 	Role   string
+	// User is the person the actor's token speaks for: email, else
+	// subject; empty for machine tokens.
+	User   string
 	Object string
 	Detail string
 }
