@@ -18,6 +18,7 @@ import (
 	"github.com/wharfhq/wharf/internal/server/audit"
 	"github.com/wharfhq/wharf/internal/server/policystate"
 	"github.com/wharfhq/wharf/internal/server/revocations"
+	"github.com/wharfhq/wharf/internal/server/tokens"
 	"github.com/wharfhq/wharf/plugin"
 )
 
@@ -172,7 +173,10 @@ func (s *Server) getLayer(c echo.Context) error {
 }
 
 type layerBody struct {
-	Rank     *int              `json:"rank"`
+	Rank *int `json:"rank"`
+	// Target is who the layer applies to; absent: unchanged (the
+	// organization for a new layer); {}: the organization.
+	Target   *tokens.Target    `json:"target,omitempty"`
 	Settings json.RawMessage   `json:"settings"`
 	Modules  map[string]string `json:"modules"`
 }
@@ -188,6 +192,11 @@ type LayerWriteResult struct {
 func validateLayerBody(b *layerBody) error {
 	if b.Rank != nil && (*b.Rank < 0 || *b.Rank > 1000000) {
 		return badField("rank", "rank %d must be between 0 and 1000000 (lower = higher authority)", *b.Rank)
+	}
+	if b.Target != nil {
+		if err := b.Target.Validate("target"); err != nil {
+			return targetErr(err)
+		}
 	}
 	if len(b.Settings) == 0 || string(b.Settings) == "null" {
 		b.Settings = json.RawMessage(`{}`)
@@ -249,7 +258,7 @@ func (s *Server) putLayer(c echo.Context) error {
 
 // change is the write of body to layer name.
 func (b layerBody) change(name string) policystate.Change {
-	return policystate.Change{Name: name, Rank: b.Rank, Settings: b.Settings, Modules: b.Modules}
+	return policystate.Change{Name: name, Rank: b.Rank, Target: b.Target, Settings: b.Settings, Modules: b.Modules}
 }
 
 func layerWriteResult(r policystate.Result) LayerWriteResult {
@@ -279,6 +288,16 @@ func (s *Server) deleteLayer(c echo.Context) error {
 		return policyError(err)
 	}
 	return c.JSON(http.StatusOK, layerWriteResult(res))
+}
+
+// targetErr is a target or a token's groups or labels that are not
+// acceptable, as a 400 naming the field.
+func targetErr(err error) error {
+	var te *tokens.TargetError
+	if errors.As(err, &te) {
+		return badField(te.Field, "%s", te.Msg)
+	}
+	return err
 }
 
 // policyError maps the policy state's errors to the API's.

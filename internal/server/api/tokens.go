@@ -97,6 +97,10 @@ type createTokenRequest struct {
 	// role's default.
 	MaxMachines int `json:"maxMachines,omitempty"`
 	MaxPlugins  int `json:"maxPlugins,omitempty"`
+	// Groups and Labels (key=value) select the policy layers and channels
+	// targeted to them (tokens.Target).
+	Groups []string `json:"groups,omitempty"`
+	Labels []string `json:"labels,omitempty"`
 }
 
 type createTokenResponse struct {
@@ -124,6 +128,14 @@ func (s *Server) createToken(c echo.Context) error {
 		return badField("maxPlugins", "maxPlugins %d must be from 1 to %d (leave it out for the default: %d per machine, at least %d)",
 			req.MaxPlugins, tokens.MaxQuotaPlugins, tokens.DefaultPluginsPerMachine, inventory.MaxPlugins)
 	}
+	groups, err := tokens.ValidateGroups("groups", req.Groups)
+	if err != nil {
+		return targetErr(err)
+	}
+	labels, err := tokens.ValidateLabels("labels", req.Labels)
+	if err != nil {
+		return targetErr(err)
+	}
 	var lifetime time.Duration
 	if req.Expires != "" {
 		d, err := ParseExpiry(req.Expires)
@@ -142,9 +154,15 @@ func (s *Server) createToken(c echo.Context) error {
 	}
 	p := s.caller(c)
 	rec := tokenRecord{ID: id, Role: Role(req.Role), Hash: tokens.HashSecret(secret), CreatedAt: s.now().UTC(), CreatedBy: p.TokenID, Note: req.Note,
-		MaxMachines: req.MaxMachines, MaxPlugins: req.MaxPlugins}
+		MaxMachines: req.MaxMachines, MaxPlugins: req.MaxPlugins, Identity: tokens.Identity{Groups: groups, Labels: labels}}
 	q := rec.Quota()
 	detail := map[string]any{"role": req.Role, "maxMachines": q.Machines, "maxPlugins": q.Plugins}
+	if len(groups) > 0 {
+		detail["groups"] = groups
+	}
+	if len(labels) > 0 {
+		detail["labels"] = labels
+	}
 	if lifetime > 0 {
 		exp := rec.CreatedAt.Add(lifetime)
 		rec.ExpiresAt = &exp
