@@ -56,18 +56,18 @@ const (
 // Layer is a stored policy layer. Layers apply in (Rank, Name) order, lowest
 // rank first = highest authority (org 10, department 20, project 30...).
 type Layer struct {
-	Name      string            `json:"name"`
-	Rank      int               `json:"rank"`
-	Version   uint64            `json:"version"`
-	Settings  json.RawMessage   `json:"settings"`
-	Modules   map[string]string `json:"modules"`
+	Name     string            `json:"name"`
+	Rank     int               `json:"rank"`
+	Version  uint64            `json:"version"`
+	Settings json.RawMessage   `json:"settings"`
+	Modules  map[string]string `json:"modules"`
 	// Target is who the layer applies to: absent, everyone (an
 	// organization layer); else the tokens with one of its groups or
 	// labels (a targeted layer). A targeted layer always comes after
 	// every organization layer, whatever its rank: it can only tighten.
-	Target    *tokens.Target    `json:"target,omitempty"`
-	UpdatedAt time.Time         `json:"updatedAt"`
-	UpdatedBy string            `json:"updatedBy"`
+	Target    *tokens.Target `json:"target,omitempty"`
+	UpdatedAt time.Time      `json:"updatedAt"`
+	UpdatedBy string         `json:"updatedBy"`
 }
 
 // Head is the current effective policy's identity: its version (a hash of
