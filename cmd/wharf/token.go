@@ -34,8 +34,9 @@ func newTokenCmd(a *app) *cobra.Command {
 	pf.StringVar(&c.Token, "token", "", "an admin token (env WHARF_TOKEN)")
 
 	var role, note, expires string
+	var groups, labels []string
 	create := &cobra.Command{
-		Use:   "create --role admin|developer|ci|agent [--note TEXT] [--expires 30d]",
+		Use:   "create --role admin|developer|ci|agent [--note TEXT] [--expires 30d] [--group G]... [--label K=V]...",
 		Short: "Create a token; its secret is printed once",
 		Args:  exactArgs(0, "no arguments"),
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -55,10 +56,18 @@ func newTokenCmd(a *app) *cobra.Command {
 				Token     string     `json:"token"`
 				Note      string     `json:"note,omitempty"`
 				ExpiresAt *time.Time `json:"expiresAt,omitempty"`
+				Groups    []string   `json:"groups,omitempty"`
+				Labels    []string   `json:"labels,omitempty"`
 			}
-			body := map[string]string{"role": role, "note": note}
+			body := map[string]any{"role": role, "note": note}
 			if expires != "" {
 				body["expires"] = expires
+			}
+			if len(groups) > 0 {
+				body["groups"] = groups
+			}
+			if len(labels) > 0 {
+				body["labels"] = labels
 			}
 			if err := c.do(cmd.Context(), "POST", "/v1/tokens", body, &out); err != nil {
 				return err
@@ -78,6 +87,8 @@ func newTokenCmd(a *app) *cobra.Command {
 	create.Flags().StringVar(&role, "role", "", "admin, developer, ci or agent")
 	create.Flags().StringVar(&note, "note", "", "what the token is for")
 	create.Flags().StringVar(&expires, "expires", "", "lifetime, e.g. 30d or 12h (default: never expires)")
+	create.Flags().StringArrayVar(&groups, "group", nil, "a group of the token: the policy layers and channels targeted to it apply; repeatable")
+	create.Flags().StringArrayVar(&labels, "label", nil, "a machine label of the token, key=value (e.g. os=linux); repeatable")
 
 	list := &cobra.Command{
 		Use:   "list",

@@ -88,6 +88,38 @@ func EnsureAdminToken(st store.Store, secret string, now time.Time) (string, boo
 	return secret, true, nil
 }
 
+// IssueToken creates a token of role with note in st, as actor by (e.g.
+// "wharf-server admin token create", run beside the store), with its audit
+// entry, and returns its secret, shown once. Nothing else is changed.
+func IssueToken(st store.Store, role Role, note, by string, now time.Time) (string, Token, error) {
+	if !ValidRole(string(role)) {
+		return "", Token{}, fmt.Errorf("role %q is not one of: %s", role, joinRoles(Roles))
+	}
+	if len(note) > 200 {
+		return "", Token{}, fmt.Errorf("note is %d bytes; the limit is 200", len(note))
+	}
+	secret, err := tokens.NewSecret()
+	if err != nil {
+		return "", Token{}, err
+	}
+	id, err := tokens.NewID()
+	if err != nil {
+		return "", Token{}, err
+	}
+	rec := tokenRecord{ID: id, Role: role, Hash: tokens.HashSecret(secret), CreatedAt: now.UTC(), CreatedBy: by, Note: note}
+	err = st.Update(func(tx store.Tx) error {
+		if err := tokens.Put(tx, rec); err != nil {
+			return err
+		}
+		return audit.Append(tx, AuditEntry{Time: rec.CreatedAt, Action: ActionTokenCreate, Actor: by, Object: id,
+			Detail: map[string]any{"role": role}})
+	})
+	if err != nil {
+		return "", Token{}, err
+	}
+	return secret, rec.Public(), nil
+}
+
 type createTokenRequest struct {
 	Role string `json:"role"`
 	Note string `json:"note,omitempty"`
