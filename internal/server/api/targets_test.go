@@ -3,6 +3,7 @@ package api
 import (
 	"bytes"
 	"net/http"
+	"net/url"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -220,5 +221,83 @@ func TestTargetedChannelVisibleToItsGroupOnly(t *testing.T) {
 	mustGit(t, "", "clone", "-q", e.channelURL("data-tools", data), filepath.Join(dir, "data"))
 	if out, err := git(t, "", "clone", "-q", e.channelURL("data-tools", web), filepath.Join(dir, "web")); err == nil {
 		t.Fatalf("web cloned data-team's channel: %s", out)
+	}
+}
+
+// The fleet pages filtered by group show the machines whose token is in
+// the group, with their counts; a bad group is a 400 naming the field.
+func TestFleetFilteredByGroup(t *testing.T) {
+	e, f := newCatalogEnv(t)
+	token := func(groups ...string) string {
+		res := e.do("POST", "/v1/tokens", e.tokens[RoleAdmin], map[string]any{"role": "agent", "groups": groups})
+		mustStatus(t, res, http.StatusCreated)
+		var out struct {
+			Token string `json:"token"`
+		}
+		res.json(t, &out)
+		return out.Token
+	}
+	data, web := token("data-team"), token("web")
+	mustStatus(t, e.report(data, invReport(1, invPlugin("deploy@corp", "1.2.0", f.deployW1), invPlugin("lint@corp", "0.3.0", fakeDigest("lint")))), 200)
+	mustStatus(t, e.report(web, invReport(2, invPlugin("deploy@corp", "1.1.0", fakeDigest("old")))), 200)
+
+	var pm PluginMachines
+	res := e.do("GET", "/v1/inventory/plugins/corp/deploy?group=data-team", e.tokens[RoleAdmin], nil)
+	mustStatus(t, res, 200)
+	res.json(t, &pm)
+	if len(pm.Machines) != 1 || pm.Machines[0].Machine != machineN(1) || pm.Plugin.Machines != 1 || pm.Plugin.Versions["1.2.0"] != 1 || pm.Plugin.Versions["1.1.0"] != 0 {
+		t.Fatalf("who has deploy@corp in data-team: %+v", pm)
+	}
+	pm = PluginMachines{}
+	e.do("GET", "/v1/inventory/plugins/corp/deploy", e.tokens[RoleAdmin], nil).json(t, &pm)
+	if len(pm.Machines) != 2 || pm.Plugin.Machines != 2 {
+		t.Fatalf("who has deploy@corp, unfiltered: %+v", pm)
+	}
+	var list PluginInventoryList
+	res = e.do("GET", "/v1/inventory/plugins?group=web", e.tokens[RoleCI], nil)
+	mustStatus(t, res, 200)
+	res.json(t, &list)
+	if len(list.Plugins) != 1 || list.Plugins[0].Plugin != "deploy@corp" || list.Plugins[0].Machines != 1 || list.Plugins[0].Versions["1.1.0"] != 1 {
+		t.Fatalf("web's plugins: %+v", list.Plugins)
+	}
+	res = e.do("GET", "/v1/inventory/plugins?group=nobody", e.tokens[RoleCI], nil)
+	list = PluginInventoryList{}
+	res.json(t, &list)
+	if len(list.Plugins) != 0 {
+		t.Fatalf("a group without machines: %+v", list.Plugins)
+	}
+	res = e.do("GET", "/v1/inventory/plugins?group=a%20b", e.tokens[RoleCI], nil)
+	if res.status != http.StatusBadRequest || res.apiError(t).Field != "group" {
+		t.Fatalf("a bad group: %d %s", res.status, res.body)
+	}
+}
+
+// The console's impact preview of a layer targeted to data-team shows its
+// effect for that group (?group=data-team) and none for the organization.
+func TestImpactPreviewByGroup(t *testing.T) {
+	e := newDemoEnv(t)
+	res := e.putLayer("data", "*new", map[string]any{"rank": 10, "target": map[string]any{"groups": []string{"data-team"}}, "settings": map[string]any{}})
+	mustStatus(t, res, http.StatusCreated)
+	u := signedIn(t, e, RoleAdmin)
+	u.get("/ui/admin/policy/layers/data")
+	form := url.Values{"version": {"1"}, "rank": {"10"}, "settings": {blockDemo}}
+	p := u.post("/ui/admin/policy/layers/data/preview", form)
+	if p.status != http.StatusOK || strings.Contains(p.body, "6 of 6 catalog plugins would change decision") {
+		t.Fatalf("preview for the organization of a layer targeted to data-team: %d\n%s", p.status, p.body)
+	}
+	form.Set("group", "data-team")
+	p = u.post("/ui/admin/policy/layers/data/preview", form)
+	if p.status != http.StatusOK {
+		t.Fatalf("preview for data-team: %d %s", p.status, p.body)
+	}
+	mustContain(t, "preview for data-team", p.body, "6 of 6 catalog plugins would change decision")
+	// Saving from the console (whose form has no target) keeps the target.
+	if p = u.post("/ui/admin/policy/layers/data/save", form); p.status != http.StatusSeeOther {
+		t.Fatalf("save: %d %s", p.status, p.body)
+	}
+	var l Layer
+	e.do("GET", "/v1/policy/layers/data", e.tokens[RoleAdmin], nil).json(t, &l)
+	if l.Version != 2 || l.Target == nil || l.Target.Groups[0] != "data-team" {
+		t.Fatalf("the layer lost its target: %+v", l)
 	}
 }
