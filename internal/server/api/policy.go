@@ -125,18 +125,37 @@ func (p precondition) check(current uint64) error {
 
 func layerETag(v uint64) string { return `"` + strconv.FormatUint(v, 10) + `"` }
 
+// getPolicy is the policy as the caller sees it: an admin every layer,
+// under the policy version; anyone else the layers that apply to their
+// token (the organization's and those targeted to them), under the
+// version of their bundle.
 func (s *Server) getPolicy(c echo.Context) error {
 	h, ls, err := s.pol.Current()
 	if err != nil {
 		return err
 	}
-	ep := EffectivePolicy{Version: h.Version, Revision: h.Revision, Layers: ls, BundleKeyID: s.pol.KeyID(), Warnings: []string{}}
+	p := s.caller(c)
+	version := h.Version
+	if p.Role != RoleAdmin {
+		mine := policystate.Applying(ls, p.Who)
+		version, ls = policystate.AppliedVersion(h.Version, ls, mine), mine
+	}
+	ep := EffectivePolicy{Version: version, Revision: h.Revision, Layers: ls, BundleKeyID: s.pol.KeyID(), Warnings: []string{}}
 	if s.deps.Policy != nil {
-		d, version, err := s.decider(c.Request().Context())
+		ctx := c.Request().Context()
+		d, _, applied, err := s.pol.DeciderFor(ctx, p.Who)
 		if err != nil {
-			return err
+			return policyError(err)
 		}
-		if w, ok := d.(interface{ Warnings() []string }); ok && version == ep.Version {
+		if applied != ep.Version {
+			// An admin with targeted layers that do not all apply to the
+			// admin's own token: the warnings of the whole set.
+			w, err := s.checkCompiles(ctx, ls)
+			if err != nil {
+				return err
+			}
+			ep.Warnings = append(ep.Warnings, w...)
+		} else if w, ok := d.(interface{ Warnings() []string }); ok {
 			ep.Warnings = append(ep.Warnings, w.Warnings()...)
 		}
 	}
@@ -164,6 +183,9 @@ func (s *Server) getLayer(c echo.Context) error {
 	l, err := s.pol.Layer(name)
 	if err != nil {
 		return err
+	}
+	if p := s.caller(c); l != nil && p.Role != RoleAdmin && !l.Target.Matches(p.Who) {
+		l = nil // another group's layer: as if there were none
 	}
 	if l == nil {
 		return apiErr(http.StatusNotFound, CodeNotFound, "layer", "no policy layer %q; create it with PUT and If-None-Match: *", name)

@@ -127,6 +127,34 @@ func TestTargetedLayerAppliesToItsGroupOnly(t *testing.T) {
 	if r := e.do("GET", "/v1/policy/bundle", data, nil, "If-None-Match: "+wtag); r.status != http.StatusOK {
 		t.Fatalf("data-team's poll with web's ETag: %d, want its own bundle", r.status)
 	}
+	// GET /v1/policy and the layer: an admin sees every layer; others the
+	// layers that apply to them, under their bundle's version.
+	layerNames := func(token string) ([]string, string) {
+		t.Helper()
+		var ep EffectivePolicy
+		r := e.do("GET", "/v1/policy", token, nil)
+		r.json(t, &ep)
+		var n []string
+		for _, l := range ep.Layers {
+			n = append(n, l.Name)
+		}
+		return n, r.header.Get("ETag")
+	}
+	if n, tag := layerNames(web); !slices.Equal(n, []string{"org"}) || tag != wtag {
+		t.Fatalf("web's GET /v1/policy: %v under %s (its bundle: %s)", n, tag, wtag)
+	}
+	if n, tag := layerNames(data); !slices.Equal(n, []string{"org", "data"}) || tag != dtag {
+		t.Fatalf("data-team's GET /v1/policy: %v under %s (its bundle: %s)", n, tag, dtag)
+	}
+	if n, _ := layerNames(e.tokens[RoleAdmin]); !slices.Equal(n, []string{"org", "data"}) {
+		t.Fatalf("the admin's GET /v1/policy: %v", n)
+	}
+	if r := e.do("GET", "/v1/policy/layers/data", web, nil); r.status != http.StatusNotFound {
+		t.Fatalf("web reads data-team's layer: %d %s", r.status, r.body)
+	}
+	if r := e.do("GET", "/v1/policy/layers/data", data, nil); r.status != http.StatusOK {
+		t.Fatalf("data-team reads its layer: %d %s", r.status, r.body)
+	}
 	// The target is in the layer's history.
 	res = e.do("GET", "/v1/policy/history?layer=data", e.tokens[RoleAdmin], nil)
 	var hp HistoryPage
