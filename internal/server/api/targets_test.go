@@ -179,7 +179,7 @@ func TestTargetsRefused(t *testing.T) {
 		{"layer group with a space", "/v1/policy/layers/data", "PUT", "target.groups[0]", map[string]any{"target": map[string]any{"groups": []string{"data team"}}}},
 		{"layer label without =", "/v1/policy/layers/data", "PUT", "target.labels[0]", map[string]any{"target": map[string]any{"labels": []string{"linux"}}}},
 		{"layer too many groups", "/v1/policy/layers/data", "PUT", "target.groups", map[string]any{"target": map[string]any{"groups": many}}},
-		{"token group with a slash", "/v1/tokens", "POST", "groups[1]", map[string]any{"role": "developer", "groups": []string{"ok", "../x"}}},
+		{"token group starting with a dot", "/v1/tokens", "POST", "groups[1]", map[string]any{"role": "developer", "groups": []string{"ok", "../x"}}},
 		{"token label key upper-case", "/v1/tokens", "POST", "labels[0]", map[string]any{"role": "developer", "labels": []string{"OS=linux"}}},
 	} {
 		t.Run(c.name, func(t *testing.T) {

@@ -23,9 +23,10 @@ const (
 )
 
 var (
-	// groupRE: an identity provider's group name or an admin's, as a
-	// plain token: letters, digits and . _ - @ (no spaces, no slashes).
-	groupRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._@-]{0,127}$`)
+	// groupRE: an identity provider's group name or an admin's: letters,
+	// digits and . _ - @ : / (Keycloak's group paths start with /), no
+	// spaces or control characters.
+	groupRE = regexp.MustCompile(`^[A-Za-z0-9/][A-Za-z0-9._@:/-]{0,127}$`)
 	// labelKeyRE and labelValueRE: a machine label key=value.
 	labelKeyRE   = regexp.MustCompile(`^[a-z0-9][a-z0-9._/-]{0,62}$`)
 	labelValueRE = regexp.MustCompile(`^[A-Za-z0-9._-]{0,63}$`)
@@ -49,7 +50,7 @@ func ValidateGroups(field string, gs []string) ([]string, error) {
 	for i, g := range gs {
 		if !groupRE.MatchString(g) {
 			return nil, &TargetError{Field: fmt.Sprintf("%s[%d]", field, i),
-				Msg: fmt.Sprintf("group %q must be 1 to 128 letters, digits, '.', '_', '-' or '@', starting with a letter or digit", trim(g))}
+				Msg: fmt.Sprintf("group %q must be 1 to 128 letters, digits, '.', '_', '-', '@', ':' or '/', starting with a letter, digit or '/'", trim(g))}
 		}
 	}
 	return sortedUnique(gs), nil

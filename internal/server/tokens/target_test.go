@@ -36,6 +36,10 @@ func TestTargetValidateAndMatch(t *testing.T) {
 	if err := tg.Validate("target"); err != nil {
 		t.Fatal(err)
 	}
+	kc := tokens.Target{Groups: []string{"/corp/data-team", "team:ml", "a@corp.example"}}
+	if err := kc.Validate("target"); err != nil {
+		t.Fatalf("identity providers' group names: %v", err)
+	}
 	if !reflect.DeepEqual(tg.Groups, []string{"data-team", "web"}) {
 		t.Fatalf("groups not sorted and unique: %v", tg.Groups)
 	}
@@ -66,6 +70,8 @@ func TestTargetValidateAndMatch(t *testing.T) {
 		{tokens.Target{Groups: []string{"ok", "has space"}}, "target.groups[1]"},
 		{tokens.Target{Groups: []string{""}}, "target.groups[0]"},
 		{tokens.Target{Groups: []string{"-lead"}}, "target.groups[0]"},
+		{tokens.Target{Groups: []string{"../x"}}, "target.groups[0]"},
+		{tokens.Target{Groups: []string{"a\nb"}}, "target.groups[0]"},
 		{tokens.Target{Labels: []string{"os"}}, "target.labels[0]"},
 		{tokens.Target{Labels: []string{"os=li nux"}}, "target.labels[0]"},
 		{tokens.Target{Groups: make([]string, 33)}, "target.groups"},
@@ -80,7 +86,7 @@ func TestTargetValidateAndMatch(t *testing.T) {
 }
 
 var (
-	groupOK = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._@-]{0,127}$`)
+	groupOK = regexp.MustCompile(`^[A-Za-z0-9/][A-Za-z0-9._@:/-]{0,127}$`)
 	labelOK = regexp.MustCompile(`^[a-z0-9][a-z0-9._/-]{0,62}=[A-Za-z0-9._-]{0,63}$`)
 )
 
