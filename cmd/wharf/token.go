@@ -40,6 +40,9 @@ type TokenCreateOptions struct {
 	Role, Note string
 	// Expires is the lifetime as given (30d, 12h); "" never expires.
 	Expires string
+	// Groups and Labels target the token: the policy layers and channels
+	// targeted to one of them apply to it. Labels are key=value.
+	Groups, Labels []string
 }
 
 // TokenRevokeOptions are wharf token revoke's inputs.
@@ -56,6 +59,8 @@ type createdToken struct {
 	Token     string     `json:"token"`
 	Note      string     `json:"note,omitempty"`
 	ExpiresAt *time.Time `json:"expiresAt,omitempty"`
+	Groups    []string   `json:"groups,omitempty"`
+	Labels    []string   `json:"labels,omitempty"`
 }
 
 // listedToken is one token of the server's list (never its secret).
@@ -102,7 +107,7 @@ func newTokenCmd(a *app) *cobra.Command {
 
 	createOpts := &TokenCreateOptions{}
 	create := &cobra.Command{
-		Use:   "create --role admin|developer|ci|agent [--note TEXT] [--expires 30d]",
+		Use:   "create --role admin|developer|ci|agent [--note TEXT] [--expires 30d] [--group G]... [--label K=V]...",
 		Short: "Create a token; its secret is printed once",
 		Args:  exactArgs(0, "no arguments"),
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -117,6 +122,8 @@ func newTokenCmd(a *app) *cobra.Command {
 	create.Flags().StringVar(&createOpts.Role, "role", "", "admin, developer, ci or agent")
 	create.Flags().StringVar(&createOpts.Note, "note", "", "what the token is for")
 	create.Flags().StringVar(&createOpts.Expires, "expires", "", "lifetime, e.g. 30d or 12h (default: never expires)")
+	create.Flags().StringArrayVar(&createOpts.Groups, "group", nil, "a group of the token: the policy layers and channels targeted to it apply; repeatable")
+	create.Flags().StringArrayVar(&createOpts.Labels, "label", nil, "a machine label of the token, key=value (e.g. os=linux); repeatable")
 
 	list := &cobra.Command{
 		Use:   "list",
@@ -159,9 +166,15 @@ func runTokenCreate(ctx context.Context, opts *TokenCreateOptions) error {
 				Hint: "give a number of days (--expires 30d) or a duration (--expires 12h)"}
 		}
 	}
-	body := map[string]string{"role": opts.Role, "note": opts.Note}
+	body := map[string]any{"role": opts.Role, "note": opts.Note}
 	if opts.Expires != "" {
 		body["expires"] = opts.Expires
+	}
+	if len(opts.Groups) > 0 {
+		body["groups"] = opts.Groups
+	}
+	if len(opts.Labels) > 0 {
+		body["labels"] = opts.Labels
 	}
 	var out createdToken
 	if err := opts.do(ctx, "POST", "/v1/tokens", body, &out); err != nil {

@@ -275,13 +275,27 @@ func trimForMessage(s string) string {
 
 // pluginsPage is one page of the fleet's plugins with what the catalog
 // says of each.
-func (s *Server) pluginsPage(ctx context.Context, after string, limit int) (PluginInventoryList, error) {
+// With a group, the counts are of the group's machines and plugins none
+// of them has are left out (a page may then hold fewer than limit).
+func (s *Server) pluginsPage(ctx context.Context, after string, limit int, group ...string) (PluginInventoryList, error) {
 	page, next, err := s.inv.PluginsPage(after, limit)
 	if err != nil {
 		return PluginInventoryList{}, err
 	}
+	var g *groupMembers
+	if len(group) > 0 && group[0] != "" {
+		g = s.groupMembers(group[0])
+	}
 	out := PluginInventoryList{Plugins: make([]PluginInventory, 0, len(page)), Next: next}
 	for _, p := range page {
+		if g != nil {
+			if p, err = s.groupCounts(ctx, g, p); err != nil {
+				return PluginInventoryList{}, err
+			}
+			if p.Machines == 0 {
+				continue
+			}
+		}
 		pi, _ := s.pluginInventory(ctx, p)
 		out.Plugins = append(out.Plugins, pi)
 	}
@@ -297,7 +311,11 @@ func (s *Server) inventoryPlugins(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	out, err := s.pluginsPage(c.Request().Context(), after, limit)
+	group, err := groupParam(c.QueryParam("group"))
+	if err != nil {
+		return err
+	}
+	out, err := s.pluginsPage(c.Request().Context(), after, limit, group)
 	if err != nil {
 		return err
 	}
@@ -313,11 +331,19 @@ func pluginParam(c echo.Context) (string, error) {
 	return id, nil
 }
 
-// pluginMachines is one page of a plugin's machines with its counts.
-func (s *Server) pluginMachines(ctx context.Context, id, after string, limit int) (PluginMachines, error) {
+// With a group, the counts and machines are the group's machines' only
+// (a page may then hold fewer than limit: follow next).
+func (s *Server) pluginMachines(ctx context.Context, id, after string, limit int, group ...string) (PluginMachines, error) {
 	counts, err := s.inv.Plugin(id)
 	if err != nil {
 		return PluginMachines{}, err
+	}
+	var g *groupMembers
+	if len(group) > 0 && group[0] != "" {
+		g = s.groupMembers(group[0])
+		if counts, err = s.groupCounts(ctx, g, counts); err != nil {
+			return PluginMachines{}, err
+		}
 	}
 	pi, known := s.pluginInventory(ctx, counts)
 	hs, next, err := s.inv.Holders(id, after, limit)
@@ -326,6 +352,15 @@ func (s *Server) pluginMachines(ctx context.Context, id, after string, limit int
 	}
 	out := PluginMachines{Plugin: pi, Machines: make([]PluginHolder, 0, len(hs)), Next: next}
 	for _, h := range hs {
+		if g != nil {
+			in, err := g.has(h.Machine)
+			if err != nil {
+				return PluginMachines{}, err
+			}
+			if !in {
+				continue
+			}
+		}
 		ph := PluginHolder{Machine: h.Machine, ClientKind: h.ClientKind, LastSeen: h.LastSeen}
 		for _, in := range h.Installs {
 			_, ok := known[in.Digest]
@@ -350,7 +385,11 @@ func (s *Server) inventoryPlugin(c echo.Context) error {
 	if after != "" && !inventory.ValidMachineID(after) {
 		return badField("cursor", "cursor %q is not one this server returned; start again without it", after)
 	}
-	out, err := s.pluginMachines(c.Request().Context(), id, after, limit)
+	group, err := groupParam(c.QueryParam("group"))
+	if err != nil {
+		return err
+	}
+	out, err := s.pluginMachines(c.Request().Context(), id, after, limit, group)
 	if err != nil {
 		return err
 	}

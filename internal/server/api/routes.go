@@ -112,11 +112,11 @@ func (s *Server) routes() []route {
 
 		r(http.MethodGet, "/v1/channels", all, s.listChannels),
 		r(http.MethodPost, "/v1/channels", adminOnly, s.createChannel),
-		r(http.MethodGet, "/v1/channels/:name", all, s.getChannel),
+		r(http.MethodGet, "/v1/channels/:name", all, s.forChannel(s.getChannel)),
 		r(http.MethodPut, "/v1/channels/:name", adminOnly, s.editChannel),
 		r(http.MethodDelete, "/v1/channels/:name", adminOnly, s.deleteChannel),
-		r(http.MethodGet, "/v1/channels/:name/history", readers, s.channelHistory),
-		r(http.MethodGet, "/v1/channels/:name/claude-managed-settings", all, s.channelSettings),
+		r(http.MethodGet, "/v1/channels/:name/history", readers, s.forChannel(s.channelHistory)),
+		r(http.MethodGet, "/v1/channels/:name/claude-managed-settings", all, s.forChannel(s.channelSettings)),
 
 		r(http.MethodGet, "/v1/audit", adminOnly, s.audit),
 

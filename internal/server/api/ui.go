@@ -836,7 +836,12 @@ func (u *console) layerPreview(c echo.Context) error {
 		return u.render(c, http.StatusUnprocessableEntity, web.PageLayer, v)
 	}
 	v.Warnings = warnings
-	changes, checked, err := u.s.impact(ctx, proposed)
+	who, err := groupFilter(c.FormValue("group"))
+	if err != nil {
+		v.Errors = append(v.Errors, toAPIError(err).Message)
+		return u.render(c, http.StatusUnprocessableEntity, web.PageLayer, v)
+	}
+	changes, checked, err := u.s.impact(ctx, proposed, who)
 	if err != nil {
 		return err
 	}
