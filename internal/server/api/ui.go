@@ -96,10 +96,11 @@ func newConsole(s *Server) (*console, error) {
 	e.POST("/ui/admin/policy/layers/:layer/preview", u.layerPreview, admin)
 	e.POST("/ui/admin/policy/layers/:layer/save", u.layerSave, admin)
 	e.GET("/ui/admin/audit", u.auditPage, admin)
-	u.fleetRoutes(e)    // ui_fleet.go
-	u.approvalRoutes(e) // ui_approvals.go
-	u.toolPinRoutes(e)  // ui_toolpins.go
-	u.requestRoutes(e)  // ui_requests.go
+	u.fleetRoutes(e)       // ui_fleet.go
+	u.approvalRoutes(e)    // ui_approvals.go
+	u.toolPinRoutes(e)     // ui_toolpins.go
+	u.requestRoutes(e)     // ui_requests.go
+	u.marketplaceRoutes(e) // ui_marketplaces.go
 	u.e = e
 	return u, nil
 }
