@@ -111,6 +111,7 @@ func newRootCmd(a *app) *cobra.Command {
 	root.AddCommand(newAgentCmd(a))
 	root.AddCommand(newServeMovedCmd())
 	root.AddCommand(newTokenCmd(a))
+	root.AddCommand(newServerCmd(a))
 	root.AddCommand(newPolicyCmd(a))
 	root.AddCommand(newDoctorCmd(a))
 	root.AddCommand(newConfigCmd(a))

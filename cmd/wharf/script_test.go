@@ -68,6 +68,7 @@ func (c cleanupRun) Run() int {
 //	stallserver              an HTTP server on 127.0.0.1 that sends headers, then stalls; sets $STALL_URL
 //	sshkey                   a throwaway ssh key in $HOME/.ssh/id_ed25519 and an empty $HOME/.ssh/known_hosts
 //	html404server            an HTTP server on 127.0.0.1 that answers every request with a 404 HTML page; sets $HTML404_URL
+//	wharfserver              a real wharf server on 127.0.0.1 with no marketplace (GitHub host: $GIT_URL); sets $WHARF_SERVER_URL and $ADMIN_TOKEN
 //
 // Scripts see $DEMO, the repository's demo marketplace.
 func TestScripts(t *testing.T) {
@@ -105,6 +106,7 @@ func TestScripts(t *testing.T) {
 			"gitserver":     cmdGitServer,
 			"bareclone":     cmdBareClone,
 			"expandenv":     cmdExpandEnv,
+			"wharfserver":   cmdWharfServer,
 		},
 	})
 }
