@@ -101,6 +101,7 @@ func newConsole(s *Server) (*console, error) {
 	u.toolPinRoutes(e)     // ui_toolpins.go
 	u.requestRoutes(e)     // ui_requests.go
 	u.marketplaceRoutes(e) // ui_marketplaces.go
+	u.tokenRoutes(e)       // ui_tokens.go
 	u.e = e
 	return u, nil
 }
@@ -241,6 +242,7 @@ func (u *console) session(roles []Role) echo.MiddlewareFunc {
 			if err := u.s.allow(tok.ID); err != nil {
 				return err
 			}
+			u.s.noteUse(tok.ID)
 			if req.Method == http.MethodPost {
 				got := c.FormValue(csrfField)
 				if subtle.ConstantTimeCompare([]byte(got), []byte(csrfToken(secret))) != 1 {
