@@ -102,6 +102,7 @@ func newConsole(s *Server) (*console, error) {
 	u.requestRoutes(e)     // ui_requests.go
 	u.marketplaceRoutes(e) // ui_marketplaces.go
 	u.tokenRoutes(e)       // ui_tokens.go
+	u.layerRoutes(e)       // ui_layers.go
 	u.e = e
 	return u, nil
 }
@@ -673,6 +674,9 @@ func (u *console) policyPage(c echo.Context) error {
 		return err
 	}
 	v := web.PolicyView{Layout: u.layout(c, "Policy", "policy"), Version: head.Version, Revision: head.Revision}
+	if d := c.QueryParam("deleted"); d != "" && layerNameRE.MatchString(d) {
+		v.Messages = append(v.Messages, web.Message{Kind: "ok", Text: "Deleted layer " + d + "; restore it from its history at /ui/admin/policy/layers/" + d + "."})
+	}
 	for _, l := range layers {
 		v.Layers = append(v.Layers, web.LayerRow{Name: l.Name, Rank: l.Rank, Version: l.Version, Keys: settingsKeys(l.Settings),
 			Modules: len(l.Modules), UpdatedAt: l.UpdatedAt, UpdatedBy: l.UpdatedBy, URL: "/ui/admin/policy/layers/" + l.Name})
@@ -727,6 +731,12 @@ func (u *console) layerView(c echo.Context, name string) (web.LayerView, *Layer,
 		}
 		sort.Strings(v.Modules)
 	}
+	if v.RankHelp, err = u.rankHelp(); err != nil {
+		return web.LayerView{}, nil, err
+	}
+	if v.History, err = u.layerHistory(name, l); err != nil {
+		return web.LayerView{}, nil, err
+	}
 	return v, l, nil
 }
 
@@ -736,6 +746,7 @@ func (u *console) layerPage(c echo.Context) error {
 		return err
 	}
 	v.Saved = c.QueryParam("saved") != ""
+	v.Restored, _ = strconv.ParseUint(c.QueryParam("restored"), 10, 64)
 	return u.render(c, http.StatusOK, web.PageLayer, v)
 }
 
@@ -818,6 +829,7 @@ func (u *console) layerPreview(c echo.Context) error {
 		iv.Changes = append(iv.Changes, web.ImpactRow{ID: ch.ID.String(), URL: pluginURL(ch.ID),
 			Before: decisionView(ch.Before), After: decisionView(ch.After)})
 	}
+	iv.Groups = web.GroupImpact(iv.Changes)
 	v.Impact = iv
 	return u.render(c, http.StatusOK, web.PageLayer, v)
 }

@@ -29,7 +29,7 @@ const (
 )
 
 var pages = []string{PageSignIn, PageCatalog, PagePlugin, PagePolicy, PageLayer, PageAudit, PageError,
-	PageInventory, PageFleetPlugin, PageMarketplaces, PageMarketplaceRemove, PageTokens, PageTokenRevoke, PageMachine, PageRevocations, PageRevocation, PageChannels, PageChannel, PageApprovals, PageRequests, PageToolPins}
+	PageInventory, PageFleetPlugin, PageMarketplaces, PageMarketplaceRemove, PageTokens, PageTokenRevoke, PageLayerDelete, PageMachine, PageRevocations, PageRevocation, PageChannels, PageChannel, PageApprovals, PageRequests, PageToolPins}
 
 // Renderer renders the console's pages. It is immutable after NewRenderer
 // and safe for concurrent use.

@@ -2,6 +2,7 @@ package web
 
 import (
 	"bytes"
+	"fmt"
 	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
@@ -188,5 +189,36 @@ func TestStaticHandler(t *testing.T) {
 		if rec.Code != http.StatusNotFound {
 			t.Errorf("%s: %d", p, rec.Code)
 		}
+	}
+}
+
+// The impact preview groups plugins by change and reasons, largest group
+// first, and folds large groups.
+func TestGroupImpact(t *testing.T) {
+	blocked := func(msg string) DecisionView {
+		return DecisionView{Label: "blocked", Reasons: []ReasonView{{Layer: "org", Rule: "blockedPlugins", Message: msg}}}
+	}
+	allowed := DecisionView{Allowed: true, Label: "allowed"}
+	var rows []ImpactRow
+	for i := 0; i < 92; i++ {
+		rows = append(rows, ImpactRow{ID: fmt.Sprintf("p%02d@m", i), Before: allowed, After: blocked("marketplace m is blocked")})
+	}
+	rows = append(rows[:3], append([]ImpactRow{{ID: "odd@m", Before: allowed, After: blocked("odd is blocked")}}, rows[3:]...)...)
+	rows = append(rows, ImpactRow{ID: "back@m", Before: blocked("was blocked"), After: allowed})
+	g := GroupImpact(rows)
+	if len(g) != 3 {
+		t.Fatalf("%d groups, want 3", len(g))
+	}
+	if len(g[0].Rows) != 92 || g[0].Reasons[0].Message != "marketplace m is blocked" || g[0].Open {
+		t.Errorf("first group: %d rows, %v, open %v", len(g[0].Rows), g[0].Reasons, g[0].Open)
+	}
+	if g[0].Rows[0].ID != "p00@m" || g[0].Rows[3].ID != "p03@m" {
+		t.Errorf("rows out of order: %s %s", g[0].Rows[0].ID, g[0].Rows[3].ID)
+	}
+	if len(g[1].Rows) != 1 || g[1].Rows[0].ID != "odd@m" || !g[1].Open {
+		t.Errorf("second group %+v", g[1])
+	}
+	if g[2].Rows[0].ID != "back@m" || g[2].After.Label != "allowed" {
+		t.Errorf("third group %+v", g[2])
 	}
 }
