@@ -437,10 +437,18 @@ func (u *console) catalogPage(c echo.Context) error {
 	}
 	v := web.CatalogView{Layout: u.layout(c, "Catalog", "catalog"), Query: q, Total: len(all), PolicyVersion: version}
 	// A page of the matches: the cursor counts the matches before it.
+	// Without a decision filter the matches are counted without deciding
+	// them; with one, every hit is decided (the filter needs it).
 	matched := 0
 	for _, h := range hits {
 		if q.Tag != "" && !containsString(h.Tags, q.Tag) {
 			continue
+		}
+		if q.Decision == "" {
+			matched++
+			if matched <= offset || len(v.Plugins) == catalogPageSize {
+				continue
+			}
 		}
 		id := plugin.ID{Name: h.Name, Source: h.Marketplace}
 		d, err := cat.Plugin(ctx, id)
@@ -451,21 +459,38 @@ func (u *console) catalogPage(c echo.Context) error {
 		if err != nil {
 			return err
 		}
-		if (q.Decision == "allowed" && !dec.Allowed) || (q.Decision == "blocked" && dec.Allowed) {
-			continue
-		}
-		matched++
-		if matched <= offset {
-			continue
-		}
-		if len(v.Plugins) == catalogPageSize {
-			next := c.Request().URL.Query()
-			next.Set("cursor", strconv.Itoa(offset+catalogPageSize))
-			v.NextURL = "/ui/?" + next.Encode()
-			break
+		if q.Decision != "" {
+			if (q.Decision == "allowed" && !dec.Allowed) || (q.Decision == "blocked" && dec.Allowed) {
+				continue
+			}
+			matched++
+			if matched <= offset || len(v.Plugins) == catalogPageSize {
+				continue
+			}
 		}
 		// The detail's summary has the manifest's version when the entry has none.
 		v.Plugins = append(v.Plugins, pluginRow(d.PluginSummary, dec))
+	}
+	v.Matched = matched
+	if len(v.Plugins) > 0 {
+		v.First, v.Last = offset+1, offset+len(v.Plugins)
+	}
+	page := func(at int) string {
+		next := c.Request().URL.Query()
+		next.Del("cursor")
+		if at > 0 {
+			next.Set("cursor", strconv.Itoa(at))
+		}
+		if len(next) == 0 {
+			return "/ui/"
+		}
+		return "/ui/?" + next.Encode()
+	}
+	if offset+len(v.Plugins) < matched {
+		v.NextURL = page(offset + catalogPageSize)
+	}
+	if offset > 0 {
+		v.PrevURL = page(max(0, offset-catalogPageSize))
 	}
 	var names, cats, tags []string
 	for _, m := range mkts {

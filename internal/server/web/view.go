@@ -65,8 +65,12 @@ type CatalogView struct {
 	// Total is the number of catalog entries before filtering.
 	Total         int
 	PolicyVersion string
+	// Matched is how many plugins match the filters; First and Last
+	// number this page's (from 1; zero when the page is empty).
+	Matched, First, Last int
 	// NextURL is the following page of matches; empty on the last.
-	NextURL string
+	// PrevURL is the page before; empty on the first.
+	NextURL, PrevURL string
 }
 
 // PluginRow is one plugin in a list.
