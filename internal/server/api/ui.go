@@ -20,6 +20,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/wharfhq/wharf/internal/core/trust"
+	"github.com/wharfhq/wharf/internal/server/audit"
 	"github.com/wharfhq/wharf/internal/server/policystate"
 	"github.com/wharfhq/wharf/internal/server/sessions"
 	"github.com/wharfhq/wharf/internal/server/web"
@@ -939,44 +940,8 @@ func (u *console) call(c echo.Context, h echo.HandlerFunc, method, target string
 	return w, nil
 }
 
-var auditActions = []string{ActionPolicyPut, ActionPolicyDelete, ActionDecisionDeny, ActionTokenCreate, ActionTokenDelete,
+var auditActions = []string{ActionPolicyPut, ActionPolicyDelete, ActionPolicyRestore, ActionDecisionDeny, ActionTokenCreate, ActionTokenDelete,
 	ActionMarketplaceAdd, ActionMarketplaceUpdate, ActionMarketplaceRemove,
-	ActionChannelCreate, ActionChannelEdit, ActionChannelDelete, ActionChannelRebuild}
-
-func (u *console) auditPage(c echo.Context) error {
-	f := web.AuditFilter{Action: c.QueryParam("action"), Actor: strings.TrimSpace(c.QueryParam("actor")), Since: strings.TrimSpace(c.QueryParam("since"))}
-	q := url.Values{"limit": {strconv.Itoa(auditPageSize)}}
-	for k, val := range map[string]string{"action": f.Action, "actor": f.Actor, "since": f.Since, "cursor": c.QueryParam("cursor")} {
-		if val != "" {
-			q.Set(k, val)
-		}
-	}
-	v := web.AuditView{Layout: u.layout(c, "Audit log", "audit"), Filter: f, Actions: options(auditActions, f.Action)}
-	res, err := u.call(c, u.s.audit, http.MethodGet, "/v1/audit?"+q.Encode(), nil, nil, nil)
-	var ae *APIError
-	if errors.As(err, &ae) && ae.Status == http.StatusBadRequest {
-		v.Messages = append(v.Messages, web.Message{Kind: "error", Text: ae.Message})
-		return u.render(c, http.StatusBadRequest, web.PageAudit, v)
-	}
-	if err != nil {
-		return err
-	}
-	var page AuditPage
-	if err := json.Unmarshal(res.body.Bytes(), &page); err != nil {
-		return fmt.Errorf("audit page: %w", err)
-	}
-	for _, e := range page.Entries {
-		row := web.AuditRow{Seq: e.Seq, Time: e.Time.UTC(), Action: e.Action, Actor: e.Actor, Role: string(e.Role), Object: e.Object}
-		if len(e.Detail) > 0 {
-			raw, _ := json.Marshal(e.Detail)
-			row.Detail = string(raw)
-		}
-		v.Entries = append(v.Entries, row)
-	}
-	if page.Next != "" {
-		q.Set("cursor", page.Next)
-		q.Del("limit")
-		v.NextURL = "/ui/admin/audit?" + q.Encode()
-	}
-	return u.render(c, http.StatusOK, web.PageAudit, v)
-}
+	ActionChannelCreate, ActionChannelEdit, ActionChannelDelete, ActionChannelRebuild,
+	ActionApprovalHeld, ActionApprovalAuto, ActionApprovalApprove, ActionApprovalDeny, ActionApprovalMode,
+	ActionRequestCreate, ActionRequestApprove, ActionRequestDeny, audit.ActionAuthRefused}

@@ -524,7 +524,7 @@ func TestConsoleAuditFilters(t *testing.T) {
 	e := newDemoEnv(t)
 	u := signedIn(t, e, RoleAdmin)
 	p := u.get("/ui/admin/audit?since=yesterday")
-	if p.status != http.StatusBadRequest || !strings.Contains(p.body, "not an RFC 3339 time") {
+	if p.status != http.StatusBadRequest || !strings.Contains(p.body, "is not a date (2026-12-03)") {
 		t.Errorf("bad since: %d", p.status)
 	}
 	for i := 0; i < auditPageSize+5; i++ {

@@ -272,22 +272,34 @@ type ImpactRow struct {
 	After  DecisionView
 }
 
-// AuditFilter is the audit page's filter form.
+// AuditFilter is the audit page's filter form, as typed.
 type AuditFilter struct {
 	Action string
+	// Actor and Object match as case-insensitive substrings.
 	Actor  string
-	Since  string
+	Object string
+	// Since and Until bound the time (Until exclusive; a date includes
+	// its whole day).
+	Since string
+	Until string
+}
+
+// DetailItem is one detail of an audit entry: a value or a list.
+type DetailItem struct {
+	Key   string
+	Value string
+	List  []string
 }
 
 // AuditRow is one audit entry.
 type AuditRow struct {
-	Seq    uint64
-	Time   time.Time
-	Action string
-	Actor  string
-	Role   string
-	Object string
-	Detail string
+	Seq     uint64
+	Time    time.Time
+	Action  string
+	Actor   string
+	Role    string
+	Object  string
+	Details []DetailItem
 }
 
 // AuditView is the audit log page.
