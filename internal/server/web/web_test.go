@@ -222,3 +222,44 @@ func TestGroupImpact(t *testing.T) {
 		t.Errorf("third group %+v", g[2])
 	}
 }
+
+// Charts are laid out on the server: points inside the plot area, y
+// growing down as values grow up, ticks on round numbers up to the top.
+func TestLineChart(t *testing.T) {
+	c := LineChart("c", "t", "d", []string{"d1", "d2", "d3"}, []ChartSeries{{Name: "a", Values: []int{0, 4, 7}}, {Name: "b", Values: []int{7, 3, 0}}}, 1, "revoked")
+	if len(c.Lines) != 2 || c.Lines[0].Class == c.Lines[1].Class {
+		t.Fatalf("lines %+v", c.Lines)
+	}
+	a := c.Lines[0].Dots
+	if a[0].Y != c.Bottom || !(a[1].Y < a[0].Y && a[2].Y < a[1].Y) || a[0].X != c.Left || a[2].X != c.Right {
+		t.Errorf("points of a: %+v (plot %v..%v × %v..%v)", a, c.Left, c.Right, c.Top, c.Bottom)
+	}
+	var ticks []string
+	for _, tk := range c.YTicks {
+		ticks = append(ticks, tk.Label)
+	}
+	if strings.Join(ticks, ",") != "0,2,4,6,8" {
+		t.Errorf("y ticks %v", ticks)
+	}
+	if c.MarkerLabel != "revoked" || c.Marker != a[1].X {
+		t.Errorf("marker at %v, want %v", c.Marker, a[1].X)
+	}
+	if !strings.HasPrefix(c.Lines[0].Points, "48.0,236.0 ") {
+		t.Errorf("points %q", c.Lines[0].Points)
+	}
+	one := LineChart("o", "t", "d", []string{"d1"}, []ChartSeries{{Name: "a", Values: []int{0}}}, -1, "")
+	if one.Lines[0].Dots[0].X != (one.Left+one.Right)/2 || one.MarkerLabel != "" || len(one.YTicks) < 2 {
+		t.Errorf("one point: %+v", one)
+	}
+	var buf bytes.Buffer
+	r, err := NewRenderer()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Render(&buf, PageRevocation, RevocationView{Convergence: &c}); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(buf.String(), `<polyline points="48.0,236.0`) || !strings.Contains(buf.String(), `class="marker"`) {
+		t.Errorf("rendered chart:\n%s", buf.String())
+	}
+}
