@@ -1,6 +1,7 @@
 package api
 
 import (
+	"errors"
 	"fmt"
 	"path/filepath"
 	"reflect"
@@ -107,4 +108,23 @@ func TestAuditDetails(t *testing.T) {
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("details:\n%q\nwant\n%q", got, want)
 	}
+}
+
+func FuzzAuditTime(f *testing.F) {
+	for _, s := range []string{"", "2026-12-03", "2026-12-03T15:04", "2026-12-03T15:04:05Z", "yesterday", "2026-13-45", "\x00"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, v string) {
+		tm, err := parseAuditTime("since", v)
+		if err != nil {
+			var ae *APIError
+			if !errors.As(err, &ae) || ae.Field != "since" || ae.Status != 400 {
+				t.Fatalf("%q: %v is not a 400 naming the field", v, err)
+			}
+			return
+		}
+		if strings.TrimSpace(v) == "" && !tm.IsZero() {
+			t.Fatalf("empty %q gave %v", v, tm)
+		}
+	})
 }
