@@ -117,6 +117,7 @@ func newRootCmd(a *app) *cobra.Command {
 	root.AddCommand(newServeMovedCmd())
 	root.AddCommand(newTokenCmd(a))
 	root.AddCommand(newLoginCmd(a), newLogoutCmd(a), newWhoAmICmd(a)) // login.go
+	root.AddCommand(newServerCmd(a))
 	root.AddCommand(newPolicyCmd(a))
 	root.AddCommand(newDoctorCmd(a))
 	root.AddCommand(newConfigCmd(a))

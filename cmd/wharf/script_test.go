@@ -70,6 +70,7 @@ func (c cleanupRun) Run() int {
 //	html404server            an HTTP server on 127.0.0.1 that answers every request with a 404 HTML page; sets $HTML404_URL
 //	policyserver <file>      a wharf server on 127.0.0.1 whose layer "org" holds the settings in <file>; sets $WHARF_URL, $SERVER_TOKEN
 //	stoppolicyserver         stop it: it no longer answers
+//	wharfserver              a real wharf server on 127.0.0.1 with no marketplace (GitHub host: $GIT_URL); sets $WHARF_SERVER_URL and $ADMIN_TOKEN
 //
 // Scripts see $DEMO, the repository's demo marketplace.
 func TestScripts(t *testing.T) {
@@ -109,6 +110,7 @@ func TestScripts(t *testing.T) {
 			"expandenv":        cmdExpandEnv,
 			"policyserver":     cmdPolicyServer,     // policyserver_script_test.go
 			"stoppolicyserver": cmdStopPolicyServer, // policyserver_script_test.go
+			"wharfserver":      cmdWharfServer,
 		},
 	})
 }

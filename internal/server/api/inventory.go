@@ -182,6 +182,9 @@ func (s *Server) putInventory(c echo.Context) error {
 		return err
 	}
 	s.pinFromReport(rep, p)
+	if changed {
+		s.recordHistory(rep) // ui_fleet_history.go
+	}
 	return c.JSON(http.StatusOK, ReportResult{Changed: changed})
 }
 
@@ -217,34 +220,35 @@ func (s *Server) getMachine(c echo.Context) error {
 	return c.JSON(http.StatusOK, mi)
 }
 
-// knownDigests returns the digests the catalog publishes for plugin id,
-// with the version of each. Without a catalog, or for a plugin it does not
-// have, none is known.
-func (s *Server) knownDigests(ctx context.Context, id string) (map[string]string, string) {
+// knownDigests returns the digests the server knows for plugin id, with
+// the version of each: the one the catalog publishes and those its
+// channels serve or served (ui_fleet_known.go); and the catalog's version
+// and digest.
+func (s *Server) knownDigests(ctx context.Context, id string) (map[string]string, string, string) {
 	known := map[string]string{}
+	if err := s.servedDigests(id, known); err != nil {
+		s.log.Warn("read the channels' digests", "plugin", id, "err", err)
+	}
 	if s.deps.Catalog == nil {
-		return known, ""
+		return known, "", ""
 	}
 	pid, err := plugin.ParseID(id)
 	if err != nil {
-		return known, ""
+		return known, "", ""
 	}
 	d, err := s.deps.Catalog.Plugin(ctx, pid)
 	if err != nil {
-		return known, ""
+		return known, "", ""
 	}
 	if d.Digest != "" {
 		known[d.Digest] = d.Version
 	}
-	return known, d.Version
+	return known, d.Version, d.Digest
 }
 
 func (s *Server) pluginInventory(ctx context.Context, c fleet.Counts) (PluginInventory, map[string]string) {
-	known, version := s.knownDigests(ctx, c.Plugin)
-	pi := PluginInventory{Counts: c, CatalogVersion: version}
-	for d := range known {
-		pi.CatalogDigest = d
-	}
+	known, version, digest := s.knownDigests(ctx, c.Plugin)
+	pi := PluginInventory{Counts: c, CatalogVersion: version, CatalogDigest: digest}
 	for d, n := range c.Digests {
 		if _, ok := known[d]; d != "" && !ok {
 			pi.UnknownDigests += n

@@ -260,6 +260,9 @@ func (s *Server) deleteToken(c echo.Context) error {
 			return err
 		}
 		hash = t.Hash
+		if err := tokens.ForgetLastUse(tx, id); err != nil {
+			return err
+		}
 		return audit.Append(tx, AuditEntry{Time: s.now().UTC(), Action: ActionTokenDelete, Actor: p.TokenID, Role: p.Role,
 			Object: id, Detail: map[string]any{"role": t.Role}})
 	})
