@@ -72,10 +72,41 @@ var Codex = Agent{Name: "codex", Package: "@openai/codex", Version: "0.171.0", E
 // CodexQuietConfig is what Home writes into a throwaway ~/.codex/config.toml.
 const CodexQuietConfig = "check_for_update_on_startup = false\n\n[analytics]\nenabled = false\n\n[feedback]\nenabled = false\n\n[otel]\nexporter = \"none\"\nlog_user_prompt = false\n"
 
+// Gemini is Google Gemini CLI. Its usage statistics and update checks are
+// settings: Home writes them off into the throwaway ~/.gemini/settings.json
+// (GeminiQuietSettings). GEMINI_CLI_TRUST_WORKSPACE=true answers its
+// workspace-trust question, which `extensions install` otherwise waits on.
+// Its system settings file is the one override a test may point
+// elsewhere: GEMINI_CLI_SYSTEM_SETTINGS_PATH (see CLI.SystemSettings).
+var Gemini = Agent{Name: "gemini", Package: "@google/gemini-cli", Version: "0.61.0", EnvVar: "WHARF_GEMINI",
+	ManagedFile: "/etc/gemini-cli/settings.json",
+	env: func(home string) []string {
+		return append(baseEnv(home), "GEMINI_CLI_TRUST_WORKSPACE=true", "GEMINI_API_KEY=wharf-test-no-model",
+			"GOOGLE_GEMINI_BASE_URL="+closedProxy, "npm_config_registry="+closedProxy)
+	}}
+
+// GeminiQuietSettings is what Home writes into a throwaway
+// ~/.gemini/settings.json: no usage statistics, telemetry or update check.
+const GeminiQuietSettings = `{"privacy": {"usageStatisticsEnabled": false}, "telemetry": {"enabled": false}, "general": {"enableAutoUpdate": false, "enableAutoUpdateNotification": false}}` + "\n"
+
+// OpenCode is OpenCode. OPENCODE_DISABLE_AUTOUPDATE and
+// OPENCODE_DISABLE_MODELS_FETCH turn off its update check and model list
+// download; it asks the npm registry for its default plugins at every
+// start, so npm_config_registry points at the closed loopback port.
+var OpenCode = Agent{Name: "opencode", Package: "opencode-ai", Version: "1.18.33", EnvVar: "WHARF_OPENCODE",
+	ManagedFile: "/etc/opencode/opencode.json",
+	env: func(home string) []string {
+		return append(baseEnv(home), "OPENCODE_DISABLE_AUTOUPDATE=1", "OPENCODE_DISABLE_MODELS_FETCH=1",
+			"OPENCODE_DISABLE_SHARE=1", "npm_config_registry="+closedProxy, "NPM_CONFIG_REGISTRY="+closedProxy)
+	}}
+
 // CLI is one found agent CLI.
 type CLI struct {
 	Agent
 	Bin string
+	// Extra is appended to the environment of every run (an override
+	// path a test sets, such as GEMINI_CLI_SYSTEM_SETTINGS_PATH).
+	Extra []string
 }
 
 // Find returns the agent's CLI: $<EnvVar>, else the copy .ci/run installs
@@ -116,11 +147,19 @@ func (c *CLI) Home(t testing.TB) string {
 			t.Fatal(err)
 		}
 	}
+	if c.Name == "gemini" {
+		if err := os.MkdirAll(filepath.Join(home, ".gemini"), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(home, ".gemini", "settings.json"), []byte(GeminiQuietSettings), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
 	return home
 }
 
 // Env is the environment every run of the CLI gets, with home as HOME.
-func (c *CLI) Env(home string) []string { return c.env(home) }
+func (c *CLI) Env(home string) []string { return append(c.env(home), c.Extra...) }
 
 // Run runs the CLI with args in dir and returns its combined output and
 // exit code. A run that cannot start, or outlives five minutes, fails the
