@@ -399,17 +399,17 @@ func newPolicyTestCmd(a *app) *cobra.Command {
 func newPolicyExportCmd(a *app, o *policyOptions) *cobra.Command {
 	var format, output, channelName string
 	cmd := &cobra.Command{
-		Use:   "export --format claude|copilot|codex",
+		Use:   "export --format claude|copilot|codex|gemini|opencode",
 		Short: "Write the effective policy as a managed-settings.json a Claude Code client honours",
 		Long: "Merges the layers the way wharf enforces them (allowlists intersect, blocklists union, the highest forced state wins) into the standard keys. " +
 			"What the format cannot carry (admin Rego rules, an intersection of patterns) is reported as a warning.",
 		Args: exactArgs(0, "no arguments"),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if format == "copilot" || format == "codex" {
-				return a.exportAgent(o, format, output, channelName)
+			if _, ok := agentExportFormats[format]; ok {
+				return a.exportAgent(cmd.Context(), o, format, output, channelName)
 			}
 			if format != "claude" {
-				return &plugin.Error{Layer: plugin.LayerIntent, Type: typeUsage, Err: fmt.Errorf("unknown export format %q", format), Hint: "use --format claude, copilot or codex"}
+				return &plugin.Error{Layer: plugin.LayerIntent, Type: typeUsage, Err: fmt.Errorf("unknown export format %q", format), Hint: "use --format claude, copilot, codex, gemini or opencode"}
 			}
 			if channelName != "" {
 				doc, err := a.channelSettings(cmd.Context(), channelName)
@@ -455,8 +455,8 @@ func newPolicyExportCmd(a *app, o *policyOptions) *cobra.Command {
 			return nil
 		},
 	}
-	cmd.Flags().StringVar(&format, "format", "claude", "output format: claude (managed-settings.json), copilot (GitHub Copilot CLI's managed-settings.json) or codex (Codex's requirements.toml)")
+	cmd.Flags().StringVar(&format, "format", "claude", "output format: claude (managed-settings.json), copilot (GitHub Copilot CLI's managed-settings.json), codex (Codex's requirements.toml), gemini (Gemini CLI's system settings.json) or opencode (OpenCode's managed opencode.json)")
 	cmd.Flags().StringVarP(&output, "output", "o", "", "write to this file (crash-safe) instead of stdout")
-	cmd.Flags().StringVar(&channelName, "channel", "", "instead, fetch from the wharf server (--policy-url, --token) the managed settings that allow only this channel as a marketplace")
+	cmd.Flags().StringVar(&channelName, "channel", "", "instead, fetch from the wharf server (--policy-url, --token) the managed settings, in --format, that allow only this channel as a marketplace")
 	return cmd
 }
