@@ -58,7 +58,9 @@ type GeminiMCP struct {
 // settings. Gemini CLI has no marketplaces: it installs an extension from
 // a git URL or a directory, and security.allowedExtensions restricts those
 // sources. strictKnownMarketplaces becomes one anchored pattern per git,
-// github or directory entry, blockedMarketplaces a negative lookahead in
+// github or directory entry (a git URL ending in .git also admits the
+// extension repositories a wharf channel serves beside it,
+// <url without .git>/gemini/<plugin>.git), blockedMarketplaces a negative lookahead in
 // front of each; allowedMcpServers and deniedMcpServers become mcp.allowed
 // and mcp.excluded by server name. What cannot be expressed exactly is
 // left out so that the export is never wider than the layers where that
@@ -174,6 +176,10 @@ func enabledPluginsGemini(x *exporter, s *settings.Settings) {
 	}
 }
 
+// geminiExtensionPath is the pattern of the extension repositories a wharf
+// channel at <base>.git serves: <base>/gemini/<plugin>.git.
+const geminiExtensionPath = `/gemini/[A-Za-z0-9][A-Za-z0-9._-]*\.git`
+
 // geminiSource is the regular expression (without anchors) matching the
 // extension source an allowlist entry names, or why there is none.
 func geminiSource(s settings.PolicySource) (string, string) {
@@ -188,13 +194,31 @@ func geminiSource(s settings.PolicySource) (string, string) {
 	}
 	switch s.Kind {
 	case plugin.MktGit:
-		return regexp.QuoteMeta(s.URL), ""
+		if base, ok := strings.CutSuffix(s.URL, ".git"); ok {
+			// A wharf channel serves each of its plugins as an extension
+			// beside its marketplace repository.
+			return geminiURL(s.URL) + "|" + geminiURL(base) + geminiExtensionPath, ""
+		}
+		return geminiURL(s.URL), ""
 	case plugin.MktGitHub:
-		return regexp.QuoteMeta("https://github.com/"+s.Repo) + `(?:\.git)?`, ""
+		return geminiURL("https://github.com/"+s.Repo) + `(?:\.git)?`, ""
 	case plugin.MktDirectory:
 		return regexp.QuoteMeta(strings.TrimRight(s.Path, "/")) + "/?", ""
 	}
 	return "", fmt.Sprintf("Gemini CLI installs extensions from git or a directory, not from a %s source", s.Kind)
+}
+
+// geminiURL is the pattern of a git URL as Gemini CLI matches it: it runs
+// allowedExtensions over the source resolved as a local path
+// (path.resolve), which puts the working directory in front of a URL and
+// folds its "//" into "/". So the URL is matched after any leading
+// directory, with one slash after its scheme.
+func geminiURL(u string) string {
+	u = strings.TrimRight(u, "/")
+	if i := strings.Index(u, "://"); i > 0 {
+		u = u[:i] + ":/" + strings.TrimLeft(u[i+3:], "/")
+	}
+	return "(?:.*/)?" + regexp.QuoteMeta(u)
 }
 
 // mcpServerName is the serverName of a Claude-format MCP allow/deny entry

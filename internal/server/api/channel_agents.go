@@ -1,13 +1,19 @@
 package api
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"net/http"
+	"strings"
 
+	"github.com/go-git/go-git/v5/storage"
 	"github.com/labstack/echo/v4"
 
 	"github.com/wharfhq/wharf/internal/core/policy"
 	"github.com/wharfhq/wharf/internal/server/channel"
+	"github.com/wharfhq/wharf/internal/server/gitserver"
 )
 
 // AgentSettings is a channel's managed configuration for one agent other
@@ -84,4 +90,36 @@ func agentSettings(format string, ms channel.ManagedSettings) (AgentSettings, er
 	}
 	out.Document = string(doc)
 	return out, err
+}
+
+// serveGeminiExtension serves /git/{channel}/gemini/{plugin}.git: the
+// channel's plugin as a Gemini CLI extension repository
+// (channel.GeminiExtension), after serveGit let the caller in to the
+// channel.
+func (s *Server) serveGeminiExtension(w http.ResponseWriter, r *http.Request, name string) {
+	gs := &gitserver.Server{
+		Timeout:         s.deps.RequestTimeout,
+		MaxRequestBytes: s.deps.BodyLimit,
+		Open: func(ctx context.Context, repo string) (storage.Storer, error) {
+			ctx, cancel := context.WithTimeout(ctx, s.deps.RequestTimeout)
+			defer cancel()
+			if _, _, err := s.ensureChannel(ctx, name); err != nil {
+				if errors.Is(err, channel.ErrNotFound) {
+					return nil, fmt.Errorf("%w: %v", gitserver.ErrNotFound, err)
+				}
+				s.log.Error("channel build failed", "channel", name, "err", err)
+				return nil, err
+			}
+			st, err := s.chans.Storer(name)
+			if err != nil {
+				return nil, err
+			}
+			ext, err := channel.GeminiExtension(st, strings.TrimSuffix(repo, ".git"))
+			if errors.Is(err, channel.ErrNoPlugin) {
+				return nil, fmt.Errorf("%w: %v", gitserver.ErrNotFound, err)
+			}
+			return ext, err
+		},
+	}
+	http.StripPrefix("/git/"+name+"/gemini", gs).ServeHTTP(w, r)
 }

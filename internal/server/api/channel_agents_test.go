@@ -60,8 +60,13 @@ func TestChannelAgentSettings(t *testing.T) {
 		t.Fatalf("gemini document (%v):\n%s", err, gm.Document)
 	}
 	// No blocklist, so the pattern has no lookahead and Go can run it.
+	// Gemini CLI matches it against the source resolved as a local path:
+	// the working directory, then the URL with one slash after "http:".
 	re := regexp.MustCompile(gs.Security.AllowedExtensions[0])
-	if !re.MatchString(url) || re.MatchString(e.channelURL("approved", dev)) || re.MatchString(url+"x") {
+	resolved := func(u string) string { return "/home/dev/" + strings.Replace(u, "://", ":/", 1) }
+	ext := strings.TrimSuffix(url, ".git") + "/gemini/deploy.git"
+	if !re.MatchString(resolved(url)) || !re.MatchString(resolved(ext)) || re.MatchString(resolved(e.channelURL("approved", dev))) ||
+		re.MatchString(resolved(url+"x")) || re.MatchString(resolved(strings.TrimSuffix(url, ".git")+"/other.git")) {
 		t.Fatalf("gemini pattern %s against %s", re, url)
 	}
 

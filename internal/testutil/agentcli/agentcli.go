@@ -242,3 +242,60 @@ func PutManaged(t testing.TB, file string, b []byte) {
 		}
 	})
 }
+
+// ManagedOverride puts b where this CLI reads its managed configuration
+// through the override the CLI itself offers, for this CLI value's runs
+// only, and says why not when it cannot: Gemini CLI reads
+// GEMINI_CLI_SYSTEM_SETTINGS_PATH only when the file and every directory
+// above it are owned by root and writable by nobody else, so the file goes
+// under a fresh directory in root's home (removed when the test ends), and
+// only a test running as root can use it; OpenCode reads opencode.json in
+// OPENCODE_TEST_MANAGED_CONFIG_DIR. Copilot CLI and Codex have no
+// override (use PutManaged).
+func (c *CLI) ManagedOverride(t testing.TB, b []byte) (bool, string) {
+	t.Helper()
+	switch c.Name {
+	case "gemini":
+		if os.Geteuid() != 0 {
+			return false, "Gemini CLI reads system settings only from a root-owned path; not running as root"
+		}
+		home, err := os.UserHomeDir()
+		if err != nil {
+			return false, "no home directory for a root-owned settings path: " + err.Error()
+		}
+		for d := home; ; d = filepath.Dir(d) {
+			fi, err := os.Stat(d)
+			if err != nil {
+				return false, err.Error()
+			}
+			if fi.Mode().Perm()&0o022 != 0 {
+				return false, d + " is writable by group or others, which Gemini CLI refuses above its system settings"
+			}
+			if d == filepath.Dir(d) {
+				break
+			}
+		}
+		dir, err := os.MkdirTemp(home, ".wharf-gemini-system-")
+		if err != nil {
+			return false, err.Error()
+		}
+		t.Cleanup(func() { os.RemoveAll(dir) })
+		if err := os.Chmod(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		f := filepath.Join(dir, "settings.json")
+		if err := os.WriteFile(f, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		c.Extra = append(c.Extra, "GEMINI_CLI_SYSTEM_SETTINGS_PATH="+f)
+		return true, ""
+	case "opencode":
+		dir := t.TempDir()
+		if err := os.WriteFile(filepath.Join(dir, "opencode.json"), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		c.Extra = append(c.Extra, "OPENCODE_TEST_MANAGED_CONFIG_DIR="+dir)
+		return true, ""
+	}
+	return false, c.Name + " reads its managed file only from " + c.ManagedFile
+}
