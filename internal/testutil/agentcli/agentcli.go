@@ -1,12 +1,14 @@
-// Package agentcli finds and runs the real GitHub Copilot CLI and OpenAI
-// Codex CLI the way wharf's tests run agent CLIs: a throwaway HOME, their
+// Package agentcli finds and runs the real GitHub Copilot CLI, OpenAI
+// Codex CLI, Gemini CLI and OpenCode the way wharf's tests run agent CLIs: a throwaway HOME, their
 // telemetry and update checks off, and their outbound HTTP(S) sent to a
 // closed loopback port, so that only loopback servers the test starts are
 // reachable.
 //
-// The machine-wide managed files these CLIs read (/etc/github-copilot,
-// /etc/codex) are written only by tests running as root with CI=true,
-// under the lock of package claudetest, which every agent CLI test takes.
+// The machine-wide managed files Copilot CLI and Codex read
+// (/etc/github-copilot, /etc/codex) are written only by tests running as
+// root with CI=true, under the lock of package claudetest, which every
+// agent CLI test takes. Gemini CLI and OpenCode read theirs from a path a
+// variable names (CLI.ManagedOverride), which touches nothing machine-wide.
 package agentcli
 
 import (
@@ -23,7 +25,7 @@ import (
 
 // An Agent is one of the CLIs this package runs.
 type Agent struct {
-	// Name is the CLI's command name: copilot or codex.
+	// Name is the CLI's command name: copilot, codex, gemini or opencode.
 	Name string
 	// Package and Version are the npm package and the version .ci/run
 	// installs.
