@@ -82,3 +82,41 @@ func TestChannelAgentSettings(t *testing.T) {
 		t.Fatalf("no token: %d %s", r.status, r.body)
 	}
 }
+
+// TestGeminiExtensionRoute: a channel's Gemini CLI extension repositories
+// need the channel's token like the channel itself, serve only plugins
+// the channel holds, and never another channel's.
+func TestGeminiExtensionRoute(t *testing.T) {
+	e, _ := newCatalogEnv(t)
+	dev := e.tokens[RoleDeveloper]
+	get := func(path, token string) int {
+		t.Helper()
+		req, err := http.NewRequest("GET", e.hs.URL+path+"/info/refs?service=git-upload-pack", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if token != "" {
+			req.SetBasicAuth("wharf", token)
+		}
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Body.Close()
+		return res.StatusCode
+	}
+	if code := get("/git/approved/gemini/deploy.git", dev); code != http.StatusOK {
+		t.Fatalf("with a token: %d", code)
+	}
+	if code := get("/git/approved/gemini/deploy.git", ""); code != http.StatusUnauthorized {
+		t.Fatalf("without a token: %d", code)
+	}
+	if code := get("/git/approved/gemini/deploy.git", "not-a-token"); code != http.StatusUnauthorized {
+		t.Fatalf("with a wrong token: %d", code)
+	}
+	for _, p := range []string{"/git/approved/gemini/nosuch.git", "/git/nosuch/gemini/deploy.git", "/git/approved/gemini/..%2fapproved.git"} {
+		if code := get(p, dev); code != http.StatusNotFound {
+			t.Fatalf("%s: %d", p, code)
+		}
+	}
+}
