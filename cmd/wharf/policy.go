@@ -413,7 +413,7 @@ type PolicyExportOptions struct {
 	Home *home.Home
 	// ManagedDir is --managed-dir: a further managed policy directory.
 	ManagedDir string
-	// Format is claude here; copilot and codex are exportAgent's.
+	// Format is claude here; the other agents' are exportAgent's.
 	Format string
 	// Output is the file to write (crash-safe); "" writes to stdout.
 	Output string
@@ -425,22 +425,22 @@ type PolicyExportOptions struct {
 func newPolicyExportCmd(a *app, o *policyOptions) *cobra.Command {
 	opts := &PolicyExportOptions{}
 	cmd := &cobra.Command{
-		Use:   "export --format claude|copilot|codex",
+		Use:   "export --format claude|copilot|codex|gemini|opencode",
 		Short: "Write the effective policy as a managed-settings.json a Claude Code client honours",
 		Long: "Merges the layers the way wharf enforces them (allowlists intersect, blocklists union, the highest forced state wins) into the standard keys. " +
 			"What the format cannot carry (admin Rego rules, an intersection of patterns) is reported as a warning.",
 		Args: exactArgs(0, "no arguments"),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if opts.Format == "copilot" || opts.Format == "codex" {
-				return a.exportAgent(o, opts.Format, opts.Output, opts.Channel)
+			if _, ok := agentExportFormats[opts.Format]; ok {
+				return a.exportAgent(cmd.Context(), o, opts.Format, opts.Output, opts.Channel)
 			}
 			opts.IO, opts.Home, opts.ManagedDir = a.io(), a.h, o.managedDir
 			return runPolicyExport(cmd.Context(), opts)
 		},
 	}
-	cmd.Flags().StringVar(&opts.Format, "format", "claude", "output format: claude (managed-settings.json), copilot (GitHub Copilot CLI's managed-settings.json) or codex (Codex's requirements.toml)")
+	cmd.Flags().StringVar(&opts.Format, "format", "claude", "output format: claude (managed-settings.json), copilot (GitHub Copilot CLI's managed-settings.json), codex (Codex's requirements.toml), gemini (Gemini CLI's system settings.json) or opencode (OpenCode's managed opencode.json)")
 	cmd.Flags().StringVarP(&opts.Output, "output", "o", "", "write to this file (crash-safe) instead of stdout")
-	cmd.Flags().StringVar(&opts.Channel, "channel", "", "instead, fetch from the wharf server (--policy-url, --token) the managed settings that allow only this channel as a marketplace")
+	cmd.Flags().StringVar(&opts.Channel, "channel", "", "instead, fetch from the wharf server (--policy-url, --token) the managed settings, in --format, that allow only this channel as a marketplace")
 	return cmd
 }
 
@@ -450,7 +450,7 @@ func newPolicyExportCmd(a *app, o *policyOptions) *cobra.Command {
 func runPolicyExport(ctx context.Context, opts *PolicyExportOptions) error {
 	io, output := opts.IO, opts.Output
 	if opts.Format != "claude" {
-		return &plugin.Error{Layer: plugin.LayerIntent, Type: typeUsage, Err: fmt.Errorf("unknown export format %q", opts.Format), Hint: "use --format claude, copilot or codex"}
+		return &plugin.Error{Layer: plugin.LayerIntent, Type: typeUsage, Err: fmt.Errorf("unknown export format %q", opts.Format), Hint: "use --format claude, copilot, codex, gemini or opencode"}
 	}
 	if opts.Channel != "" {
 		doc, err := channelSettings(ctx, opts.Home, opts.Channel)

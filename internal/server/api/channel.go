@@ -511,6 +511,10 @@ func (s *Server) serveGit(c echo.Context) error {
 			return gitErr(c, err)
 		}
 	}
+	if _, after, _ := strings.Cut(rest, "/"); !strings.HasSuffix(first, ".git") && strings.HasPrefix(after, "gemini/") {
+		s.serveGeminiExtension(w, r, name)
+		return nil
+	}
 	gs := &gitserver.Server{
 		Timeout:         s.deps.RequestTimeout,
 		MaxRequestBytes: s.deps.BodyLimit,

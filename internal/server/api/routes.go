@@ -117,6 +117,10 @@ func (s *Server) routes() []route {
 		r(http.MethodDelete, "/v1/channels/:name", adminOnly, s.deleteChannel),
 		r(http.MethodGet, "/v1/channels/:name/history", readers, s.forChannel(s.channelHistory)),
 		r(http.MethodGet, "/v1/channels/:name/claude-managed-settings", all, s.forChannel(s.channelSettings)),
+		r(http.MethodGet, "/v1/channels/:name/copilot-managed-settings", all, s.forChannel(s.channelAgentSettings("copilot"))),
+		r(http.MethodGet, "/v1/channels/:name/codex-managed-settings", all, s.forChannel(s.channelAgentSettings("codex"))),
+		r(http.MethodGet, "/v1/channels/:name/gemini-managed-settings", all, s.forChannel(s.channelAgentSettings("gemini"))),
+		r(http.MethodGet, "/v1/channels/:name/opencode-managed-settings", all, s.forChannel(s.channelAgentSettings("opencode"))),
 
 		r(http.MethodGet, "/v1/audit", adminOnly, s.audit),
 
