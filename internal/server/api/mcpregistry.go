@@ -316,13 +316,9 @@ func registryResponse(e mcpregistry.Entry) RegistryServerResponse {
 }
 
 // serverNameParam reads the URL-encoded serverName of a registry path
-// (com.example%2Fserver; the two parts of an unencoded one).
+// (com.example%2Fserver).
 func serverNameParam(c echo.Context) (string, error) {
-	raw := c.Param("serverName")
-	if ns := c.Param("namespace"); ns != "" {
-		raw = ns + "/" + c.Param("name")
-	}
-	name, err := url.PathUnescape(raw)
+	name, err := url.PathUnescape(c.Param("serverName"))
 	if err != nil {
 		return "", &mcpregistry.FieldError{Field: "serverName", Msg: "not URL-encoded: " + err.Error()}
 	}

@@ -117,8 +117,6 @@ func (s *Server) routes() []route {
 		r(http.MethodGet, "/v0.1/servers", nil, s.registryList),
 		r(http.MethodGet, "/v0.1/servers/:serverName/versions", nil, s.registryVersions),
 		r(http.MethodGet, "/v0.1/servers/:serverName/versions/:version", nil, s.registryGet),
-		r(http.MethodGet, "/v0.1/servers/:namespace/:name/versions", nil, s.registryVersions),
-		r(http.MethodGet, "/v0.1/servers/:namespace/:name/versions/:version", nil, s.registryGet),
 		r(http.MethodGet, "/v1/mcp-registry", adminOnly, s.listRegistryAdded),
 		r(http.MethodPost, "/v1/mcp-registry", adminOnly, s.addRegistryServer),
 		r(http.MethodDelete, "/v1/mcp-registry/:serverName/versions/:version", adminOnly, s.deleteRegistryServer),

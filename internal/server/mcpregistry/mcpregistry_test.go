@@ -82,7 +82,9 @@ func TestFullRegistryIsRefused(t *testing.T) {
 		}); err != nil {
 			t.Fatal(err)
 		}
-		err := st.Update(func(tx store.Tx) error { return mcpregistry.Add(tx, mcpregistry.Record{Server: srv("com.example/x", "1.0.0")}) })
+		err := st.Update(func(tx store.Tx) error {
+			return mcpregistry.Add(tx, mcpregistry.Record{Server: srv("com.example/x", "1.0.0")})
+		})
 		var full mcpregistry.FullError
 		if !errors.As(err, &full) || !strings.Contains(err.Error(), "delete some") {
 			t.Fatalf("a full registry: %v", err)

@@ -2,8 +2,8 @@ package mcpregistry
 
 import (
 	"encoding/json"
-	"strings"
 	"slices"
+	"strings"
 )
 
 // Lists are the policy's MCP server lists as the managed settings write
