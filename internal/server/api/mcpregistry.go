@@ -85,9 +85,14 @@ type pluginServers struct {
 	mu      sync.Mutex
 	commit  string
 	entries []registryCandidate
+
+	// The MCP server lists of one policy version.
+	listsMu      sync.Mutex
+	listsVersion string
+	lists        mcpregistry.Lists
 }
 
-var mcpRegCache sync.Map // *Server → *pluginServers
+func (s *Server) registryCache() *pluginServers { return &s.mcpReg }
 
 type registryCandidate struct {
 	entry mcpregistry.Entry
@@ -115,9 +120,15 @@ func (s *Server) registryFail(c echo.Context, err error) error {
 // export merges them (allowlists intersect, denylists unite, an
 // unreadable list allows nothing).
 func (s *Server) mcpLists() (mcpregistry.Lists, error) {
-	_, layers, err := s.pol.Current()
+	head, layers, err := s.pol.Current()
 	if err != nil {
 		return mcpregistry.Lists{}, err
+	}
+	rc := s.registryCache()
+	rc.listsMu.Lock()
+	defer rc.listsMu.Unlock()
+	if head.Version != "" && rc.listsVersion == head.Version {
+		return rc.lists, nil
 	}
 	pl := make([]policy.Layer, len(layers))
 	for i, l := range layers {
@@ -145,7 +156,8 @@ func (s *Server) mcpLists() (mcpregistry.Lists, error) {
 	if _, ok := probe["allowedMcpServers"]; ok && doc.Allowed == nil {
 		doc.Allowed = []json.RawMessage{}
 	}
-	return mcpregistry.Lists{Allowed: doc.Allowed, Denied: doc.Denied}, nil
+	rc.listsVersion, rc.lists = head.Version, mcpregistry.Lists{Allowed: doc.Allowed, Denied: doc.Denied}
+	return rc.lists, nil
 }
 
 // registryEntries is what the registry lists now.
@@ -204,8 +216,7 @@ func (s *Server) pluginRegistryServers(ctx context.Context, req *http.Request) (
 	if err != nil {
 		return nil, err
 	}
-	v, _ := mcpRegCache.LoadOrStore(s, &pluginServers{})
-	ps := v.(*pluginServers)
+	ps := s.registryCache()
 	ps.mu.Lock()
 	defer ps.mu.Unlock()
 	if ps.commit == h.Commit && h.Commit != "" {
