@@ -219,8 +219,25 @@ func (s *Server) pluginRegistryServers(ctx context.Context, req *http.Request) (
 	ps := s.registryCache()
 	ps.mu.Lock()
 	defer ps.mu.Unlock()
+	// The repository URL is the one this request reaches the channel by
+	// (as for the channel's managed settings); the cache holds none, so
+	// one request's Host never shows in another's answer.
+	withRepo := func(cs []registryCandidate) []registryCandidate {
+		out := make([]registryCandidate, len(cs))
+		cloneURL := s.cloneURL(req, def.Name)
+		for i, c := range cs {
+			if c.entry.Plugin != nil {
+				c.entry.Server.Repository = &mcpregistry.Repository{URL: cloneURL, Source: "wharf", Subfolder: "plugins/" + strings.TrimSuffix(c.entry.Plugin.Plugin, "@"+def.Name)}
+				if c.entry.Server.Validate() != nil {
+					c.entry.Server.Repository = nil
+				}
+			}
+			out[i] = c
+		}
+		return out
+	}
 	if ps.commit == h.Commit && h.Commit != "" {
-		return append([]registryCandidate(nil), ps.entries...), nil
+		return withRepo(ps.entries), nil
 	}
 	st, err := s.chans.Storer(def.Name)
 	if err != nil {
@@ -234,7 +251,6 @@ func (s *Server) pluginRegistryServers(ctx context.Context, req *http.Request) (
 	if err != nil {
 		return nil, err
 	}
-	cloneURL := s.cloneURL(req, def.Name)
 	var out []registryCandidate
 	for _, e := range h.Plan.Entries {
 		servers, err := treeMCPServers(root, "plugins/"+e.Name)
@@ -243,7 +259,7 @@ func (s *Server) pluginRegistryServers(ctx context.Context, req *http.Request) (
 			continue
 		}
 		info := mcpregistry.PluginInfo{Channel: def.Name, Name: e.Name, Origin: e.Origin, Version: e.Version,
-			Description: e.Description, Digest: e.Digest, CloneURL: cloneURL, Built: h.Built}
+			Description: e.Description, Digest: e.Digest, Built: h.Built}
 		for _, sv := range servers {
 			en, err := mcpregistry.FromPlugin(info, sv)
 			if err != nil {
@@ -261,7 +277,7 @@ func (s *Server) pluginRegistryServers(ctx context.Context, req *http.Request) (
 		}
 	}
 	ps.commit, ps.entries = h.Commit, out
-	return append([]registryCandidate(nil), out...), nil
+	return withRepo(out), nil
 }
 
 // treeMCPServers writes the plugin under dir of a channel tree to a

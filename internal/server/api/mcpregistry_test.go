@@ -143,6 +143,18 @@ func TestMCPRegistry(t *testing.T) {
 	if one.Server.Repository == nil || !strings.HasSuffix(one.Server.Repository.URL, "/git/approved.git") || one.Server.Repository.Subfolder != "plugins/dbtools" {
 		t.Fatalf("pg's repository: %+v", one.Server.Repository)
 	}
+	// Another Host's answer does not stay for the next client.
+	hreq, _ := http.NewRequest("GET", e.hs.URL+"/v0.1/servers/"+enc(pg)+"/versions/latest", nil)
+	hreq.Host = "evil.example"
+	if hres, err := http.DefaultClient.Do(hreq); err != nil {
+		t.Fatal(err)
+	} else {
+		hres.Body.Close()
+	}
+	e.registryGet(t, "/v0.1/servers/"+enc(pg)+"/versions/latest", 200).json(t, &one)
+	if strings.Contains(one.Server.Repository.URL, "evil.example") {
+		t.Fatalf("one request's Host shows in another's answer: %s", one.Server.Repository.URL)
+	}
 	e.registryGet(t, "/v0.1/servers/"+enc(web)+"/versions/2.1.0", 200).json(t, &one)
 	if len(one.Server.Remotes) != 1 || one.Server.Remotes[0].URL != "https://mcp.corp.example/{TENANT}/mcp" || one.Server.Remotes[0].Variables["TENANT"].IsRequired != true {
 		t.Fatalf("web's remote: %+v", one.Server.Remotes)
