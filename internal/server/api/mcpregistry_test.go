@@ -129,6 +129,20 @@ func TestMCPRegistry(t *testing.T) {
 	e := newRegistryEnv(t)
 	const pg, web, local = "io.wharf.corp/dbtools-pg", "io.wharf.corp/dbtools-web", "io.wharf.corp/dbtools-local"
 
+	// The first request names another Host: its answer does not stay
+	// for the next client.
+	hreq, _ := http.NewRequest("GET", e.hs.URL+"/v0.1/servers/"+enc(pg)+"/versions/latest", nil)
+	hreq.Host = "evil.example"
+	if hres, err := http.DefaultClient.Do(hreq); err != nil {
+		t.Fatal(err)
+	} else {
+		hres.Body.Close()
+	}
+	var first RegistryServerResponse
+	e.registryGet(t, "/v0.1/servers/"+enc(pg)+"/versions/latest", 200).json(t, &first)
+	if first.Server.Repository == nil || strings.Contains(first.Server.Repository.URL, "evil.example") {
+		t.Fatalf("one request's Host shows in another's answer: %+v", first.Server.Repository)
+	}
 	// The approved plugin's servers, listed without a token.
 	got := registryNames(t, e.registryGet(t, "/v0.1/servers", 200))
 	want := []string{local + "@2.1.0", pg + "@2.1.0", web + "@2.1.0"}
@@ -142,18 +156,6 @@ func TestMCPRegistry(t *testing.T) {
 	}
 	if one.Server.Repository == nil || !strings.HasSuffix(one.Server.Repository.URL, "/git/approved.git") || one.Server.Repository.Subfolder != "plugins/dbtools" {
 		t.Fatalf("pg's repository: %+v", one.Server.Repository)
-	}
-	// Another Host's answer does not stay for the next client.
-	hreq, _ := http.NewRequest("GET", e.hs.URL+"/v0.1/servers/"+enc(pg)+"/versions/latest", nil)
-	hreq.Host = "evil.example"
-	if hres, err := http.DefaultClient.Do(hreq); err != nil {
-		t.Fatal(err)
-	} else {
-		hres.Body.Close()
-	}
-	e.registryGet(t, "/v0.1/servers/"+enc(pg)+"/versions/latest", 200).json(t, &one)
-	if strings.Contains(one.Server.Repository.URL, "evil.example") {
-		t.Fatalf("one request's Host shows in another's answer: %s", one.Server.Repository.URL)
 	}
 	e.registryGet(t, "/v0.1/servers/"+enc(web)+"/versions/2.1.0", 200).json(t, &one)
 	if len(one.Server.Remotes) != 1 || one.Server.Remotes[0].URL != "https://mcp.corp.example/{TENANT}/mcp" || one.Server.Remotes[0].Variables["TENANT"].IsRequired != true {
