@@ -8,9 +8,7 @@ import (
 	"testing"
 
 	"github.com/wharfhq/wharf/internal/core/trust"
-	"github.com/wharfhq/wharf/internal/server/channel"
 	"github.com/wharfhq/wharf/internal/testutil/agentcli"
-	"github.com/wharfhq/wharf/plugin"
 )
 
 // newClosureEnv is a catalog env whose marketplace also has app, which
@@ -46,60 +44,82 @@ func newClosureEnv(t *testing.T) *env {
 	return e
 }
 
-// TestCopilotGetsFlattenedClosure drives the real GitHub Copilot CLI
-// against a channel on loopback: Copilot CLI reads the channel's
-// .github/plugin/marketplace.json, where app is flattened with its
-// closure (base, and base's dependency lint), so installing app alone
+// TestAgentsGetFlattenedClosure drives the real GitHub Copilot CLI and
+// OpenAI Codex against a channel on loopback: each reads the channel's
+// second marketplace (.github/plugin/marketplace.json, and
+// .agents/plugins/marketplace.json for Codex), where app is flattened with
+// its closure (base, and base's dependency lint), so installing app alone
 // makes the skills and the MCP server of its dependencies usable, from a
-// copy whose digest the channel pins in .github/plugin/wharf.json.
-func TestCopilotGetsFlattenedClosure(t *testing.T) {
-	cli := agentcli.Find(t, agentcli.Copilot)
-	needGit(t)
-	e := newClosureEnv(t)
-	dev := e.tokens[RoleDeveloper]
-	home, cwd := cli.Home(t), t.TempDir()
-	writeGitCredentials(t, home, e.channelURL("approved", dev))
-	cli.Must(t, home, cwd, "plugin", "marketplace", "add", e.channelURL("approved", ""))
-	cli.Must(t, home, cwd, "plugin", "install", "app@approved")
+// copy whose digest the channel pins beside that marketplace.
+func TestAgentsGetFlattenedClosure(t *testing.T) {
+	for _, a := range []agentcli.Agent{agentcli.Copilot, agentcli.Codex} {
+		t.Run(a.Name, func(t *testing.T) {
+			cli := agentcli.Find(t, a)
+			needGit(t)
+			e := newClosureEnv(t)
+			dev := e.tokens[RoleDeveloper]
+			home, cwd := cli.Home(t), t.TempDir()
+			writeGitCredentials(t, home, e.channelURL("approved", dev))
+			cli.Must(t, home, cwd, "plugin", "marketplace", "add", e.channelURL("approved", ""))
+			var copyDir string
+			var omit []string
+			switch a.Name {
+			case "copilot":
+				cli.Must(t, home, cwd, "plugin", "install", "app@approved")
+				skills, code := cli.Stdout(t, home, cwd, "skill", "list")
+				if code != 0 {
+					t.Fatalf("skill list: exit %d\n%s", code, skills)
+				}
+				for _, s := range []string{"app-release", "base-guide", "lint"} {
+					if !strings.Contains(skills, "  "+s+" ") {
+						t.Errorf("after installing app, Copilot CLI has no skill %s (from app's closure):\n%s", s, skills)
+					}
+				}
+				mcp, code := cli.Stdout(t, home, cwd, "mcp", "get", "basesrv")
+				if code != 0 || !strings.Contains(mcp, "Source: Plugin") || !strings.Contains(mcp, "${CLAUDE_PLUGIN_ROOT}/deps/base/bin/srv --stdio") {
+					t.Fatalf("base's MCP server as Copilot CLI has it (exit %d):\n%s", code, mcp)
+				}
+				copyDir = filepath.Join(home, ".copilot/installed-plugins/approved/app")
+			case "codex":
+				cli.Must(t, home, cwd, "plugin", "add", "app@approved")
+				// The skills Codex gives the model, as it renders them.
+				prompt, code := cli.Stdout(t, home, cwd, "debug", "prompt-input")
+				if code != 0 {
+					t.Fatalf("debug prompt-input: exit %d\n%.2000s", code, prompt)
+				}
+				for _, s := range []string{"app:app-release", "app:base-guide"} {
+					if !strings.Contains(prompt, s+":") {
+						t.Errorf("after installing app, Codex gives the model no skill %s (from app's closure)", s)
+					}
+				}
+				mcp, code := cli.Stdout(t, home, cwd, "mcp", "list")
+				if code != 0 || !strings.Contains(mcp, "basesrv") || !strings.Contains(mcp, "${CLAUDE_PLUGIN_ROOT}/deps/base/bin/srv") {
+					t.Fatalf("base's MCP server as Codex has it (exit %d):\n%s", code, mcp)
+				}
+				vs, _ := filepath.Glob(filepath.Join(home, ".codex/plugins/cache/approved/app/*"))
+				if len(vs) != 1 {
+					t.Fatalf("Codex's copies of app: %v", vs)
+				}
+				copyDir, omit = vs[0], []string{".codex-plugin"}
+			}
 
-	skills, code := cli.Stdout(t, home, cwd, "skill", "list")
-	if code != 0 {
-		t.Fatalf("skill list: exit %d\n%s", code, skills)
-	}
-	for _, s := range []string{"app-release", "base-guide", "lint"} {
-		if !strings.Contains(skills, "  "+s+" ") {
-			t.Errorf("after installing app, Copilot CLI has no skill %s (from app's closure):\n%s", s, skills)
-		}
-	}
-	mcp, code := cli.Stdout(t, home, cwd, "mcp", "get", "basesrv")
-	if code != 0 || !strings.Contains(mcp, "Source: Plugin") || !strings.Contains(mcp, "${CLAUDE_PLUGIN_ROOT}/deps/base/bin/srv --stdio") {
-		t.Fatalf("base's MCP server as Copilot CLI has it (exit %d):\n%s", code, mcp)
-	}
-
-	// The copy is the flattened one the channel pins.
-	clone := filepath.Join(t.TempDir(), "approved")
-	mustGit(t, "", "clone", "-q", e.channelURL("approved", dev), clone)
-	raw, err := os.ReadFile(filepath.Join(clone, channel.FlatPinsFile))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var pins plugin.Pins
-	if err := json.Unmarshal(raw, &pins); err != nil {
-		t.Fatal(err)
-	}
-	tree, err := trust.Digest(filepath.Join(home, ".copilot/installed-plugins/approved/app"))
-	if err != nil {
-		t.Fatalf("Copilot CLI installed no copy of app: %v", err)
-	}
-	if tree.Digest != pins.Plugins["app"].Integrity {
-		t.Fatalf("Copilot's copy of app has digest %s; the channel pins the flattened app at %s", tree.Digest, pins.Plugins["app"].Integrity)
-	}
-	// lint has no dependency: the second marketplace serves the same copy.
-	var view ChannelView
-	e.do("GET", "/v1/channels/approved", dev, nil).json(t, &view)
-	for _, en := range view.Entries {
-		if en.Name == "lint" && pins.Plugins["lint"].Integrity != en.Digest {
-			t.Fatalf("lint is pinned at %s for Copilot and %s for Claude Code", pins.Plugins["lint"].Integrity, en.Digest)
-		}
+			// The copy is the flattened one the channel pins.
+			pins := flatPins(t, e, dev)
+			tree, err := trust.DigestOmitting(copyDir, omit...)
+			if err != nil {
+				t.Fatalf("%s installed no copy of app: %v", a.Name, err)
+			}
+			if tree.Digest != pins["app"] {
+				t.Fatalf("%s's copy of app has digest %s; the channel pins the flattened app at %s", a.Name, tree.Digest, pins["app"])
+			}
+			// lint has no dependency: the second marketplace serves the same copy.
+			var view ChannelView
+			e.do("GET", "/v1/channels/approved", dev, nil).json(t, &view)
+			for _, en := range view.Entries {
+				if en.Name == "lint" && pins["lint"] != en.Digest {
+					t.Fatalf("lint is pinned at %s for %s and %s for Claude Code", pins["lint"], a.Name, en.Digest)
+				}
+			}
+		})
 	}
 }

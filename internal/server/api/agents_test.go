@@ -41,12 +41,10 @@ func TestAgentsUseChannel(t *testing.T) {
 			for _, en := range view.Entries {
 				pins[en.Name] = en.Digest
 			}
-			if a.Name == "copilot" {
-				// Copilot CLI reads the channel's second marketplace, where a
-				// plugin with dependencies is flattened with its closure
-				// (TestCopilotGetsFlattenedClosure), pinned beside it.
-				pins = flatPins(t, e, dev)
-			}
+			// Both agents read the channel's second marketplace, where a
+			// plugin with dependencies is flattened with its closure
+			// (TestAgentsGetFlattenedClosure), pinned beside it.
+			pins = flatPins(t, e, dev)
 
 			var dirOf func(name string) string
 			switch a.Name {
@@ -95,7 +93,7 @@ func TestAgentsUseChannel(t *testing.T) {
 			}
 			// deploy depends on lint: Claude Code installs both from the
 			// channel (TestClaudeUsesChannel); these agents install deploy
-			// alone (Copilot CLI's deploy carries lint inside it).
+			// alone (their deploy carries lint inside it).
 			if _, err := os.Stat(dirOf("lint")); !os.IsNotExist(err) {
 				t.Fatalf("%s installed deploy's dependency lint (%v): the docs say it does not resolve dependencies", a.Name, err)
 			}

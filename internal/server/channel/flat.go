@@ -12,20 +12,23 @@ import (
 )
 
 // Agents that install a plugin without its dependencies (GitHub Copilot
-// CLI, docs/agents.md) get a second marketplace in the channel's
-// repository: .github/plugin/marketplace.json, which Copilot CLI reads in
-// preference to .claude-plugin/marketplace.json (Claude Code reads only
-// the latter). In it, a plugin with dependencies is a flattened copy,
+// CLI, OpenAI Codex; docs/agents.md) get a second marketplace in the
+// channel's repository, at the path each reads in preference to
+// .claude-plugin/marketplace.json (which Claude Code reads, alone):
+// .github/plugin/marketplace.json for Copilot CLI,
+// .agents/plugins/marketplace.json for Codex; the two are the same file. In it, a plugin with dependencies is a flattened copy,
 // flat/<name>/: the plugin's own files, each plugin of its dependency
 // closure under deps/<dependency>/, and a plugin.json that lists every
 // one's commands, agents and skills folders, and their hooks and MCP
 // servers inline, with ${CLAUDE_PLUGIN_ROOT} pointed at the dependency's
 // folder. A plugin without dependencies is the same entry as in the
 // Claude Code marketplace. The flattened copies' digests are pinned in
-// .github/plugin/wharf.json.
+// .github/plugin/wharf.json (and .agents/plugins/wharf.json).
 const (
-	FlatMarketplaceFile = ".github/plugin/marketplace.json"
-	FlatPinsFile        = ".github/plugin/" + plugin.PinsFileName
+	FlatMarketplaceFile      = ".github/plugin/marketplace.json"
+	FlatPinsFile             = ".github/plugin/" + plugin.PinsFileName
+	CodexFlatMarketplaceFile = ".agents/plugins/marketplace.json"
+	CodexFlatPinsFile        = ".agents/plugins/" + plugin.PinsFileName
 	flatDir             = "flat/"
 	pluginRootVar       = "${CLAUDE_PLUGIN_ROOT}"
 )
@@ -326,7 +329,10 @@ func flatFiles(d Definition, entries []Entry, trees map[string][]file) ([]file, 
 	if err != nil {
 		return nil, err
 	}
-	out = append(out, file{path: FlatMarketplaceFile, mode: filemode.Regular, data: append(mj, '\n')},
-		file{path: FlatPinsFile, mode: filemode.Regular, data: pj})
+	mj = append(mj, '\n')
+	out = append(out, file{path: FlatMarketplaceFile, mode: filemode.Regular, data: mj},
+		file{path: FlatPinsFile, mode: filemode.Regular, data: pj},
+		file{path: CodexFlatMarketplaceFile, mode: filemode.Regular, data: mj},
+		file{path: CodexFlatPinsFile, mode: filemode.Regular, data: pj})
 	return out, nil
 }

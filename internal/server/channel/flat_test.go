@@ -38,6 +38,9 @@ func TestFlatFiles(t *testing.T) {
 	for _, x := range out {
 		byPath[x.path] = string(x.data)
 	}
+	if byPath[CodexFlatMarketplaceFile] != byPath[FlatMarketplaceFile] || byPath[CodexFlatPinsFile] != byPath[FlatPinsFile] {
+		t.Fatal("Codex's flat marketplace differs from Copilot's")
+	}
 	var m struct {
 		Plugins []struct {
 			Name, Source string
