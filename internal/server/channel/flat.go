@@ -29,8 +29,8 @@ const (
 	FlatPinsFile             = ".github/plugin/" + plugin.PinsFileName
 	CodexFlatMarketplaceFile = ".agents/plugins/marketplace.json"
 	CodexFlatPinsFile        = ".agents/plugins/" + plugin.PinsFileName
-	flatDir             = "flat/"
-	pluginRootVar       = "${CLAUDE_PLUGIN_ROOT}"
+	flatDir                  = "flat/"
+	pluginRootVar            = "${CLAUDE_PLUGIN_ROOT}"
 )
 
 // closure is every plugin name reachable from name's dependencies, sorted
