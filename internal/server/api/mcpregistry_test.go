@@ -358,3 +358,19 @@ func TestRegistrySpecRefusesBadDocument(t *testing.T) {
 		}
 	}
 }
+
+// A revoked plugin's servers leave the registry with it.
+func TestMCPRegistryDropsRevokedPlugin(t *testing.T) {
+	needGit(t)
+	e := newRegistryEnv(t)
+	if got := registryNames(t, e.registryGet(t, "/v0.1/servers", 200)); len(got) != 3 {
+		t.Fatalf("before: %v", got)
+	}
+	if res := e.do("POST", "/v1/revocations", e.tokens[RoleAdmin], map[string]string{"plugin": "dbtools@corp", "version": "2.1.0", "reason": "leaks tokens"}); res.status != 201 {
+		t.Fatalf("revoke: %d %s", res.status, res.body)
+	}
+	if got := registryNames(t, e.registryGet(t, "/v0.1/servers", 200)); len(got) != 0 {
+		t.Fatalf("a revoked plugin's servers are listed: %v", got)
+	}
+	e.registryGet(t, "/v0.1/servers/"+enc("io.wharf.corp/dbtools-pg")+"/versions/latest", 404)
+}
