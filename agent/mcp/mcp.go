@@ -162,6 +162,9 @@ type Status struct {
 	// hash); the server exposes no tools and Error says why.
 	Drift  bool   `json:"drift,omitempty"`
 	Pinned string `json:"pinned,omitempty"`
+	// Definitions are the tool definitions ToolsHash is the hash of, as
+	// the server listed them, for the inventory report.
+	Definitions []toolpin.Tool `json:"-"`
 }
 
 // StartError is a server that could not be started, or failed its
@@ -552,12 +555,12 @@ func (s *Supervisor) start(ctx context.Context, r *run) error {
 	s.mu.Lock()
 	r.session = session
 	s.mu.Unlock()
-	tools, hash, err := s.listTools(ctx, r, session)
+	tools, defs, hash, err := s.listTools(ctx, r, session)
 	if err != nil {
 		session.Close()
 		return s.failStart(r, "tools/list failed", err)
 	}
-	s.setStatus(r, func(st *Status) { st.ToolsHash = hash })
+	s.setStatus(r, func(st *Status) { st.ToolsHash, st.Definitions = hash, defs })
 	if err := s.checkPins(r, hash); err != nil {
 		// Nothing of an unapproved server stays up: not its tools, not
 		// its process.
@@ -584,16 +587,16 @@ func (s *Supervisor) start(ctx context.Context, r *run) error {
 
 // listTools lists a server's tools under their namespaced names, with the
 // hash of their definitions.
-func (s *Supervisor) listTools(ctx context.Context, r *run, session *sdk.ClientSession) ([]Tool, string, error) {
+func (s *Supervisor) listTools(ctx context.Context, r *run, session *sdk.ClientSession) ([]Tool, []toolpin.Tool, string, error) {
 	var tools []Tool
 	var defs []toolpin.Tool
 	for t, err := range session.Tools(ctx, nil) {
 		if err != nil {
-			return nil, "", err
+			return nil, nil, "", err
 		}
 		schema, err := json.Marshal(t.InputSchema)
 		if err != nil {
-			return nil, "", fmt.Errorf("tool %q: inputSchema: %w", t.Name, err)
+			return nil, nil, "", fmt.Errorf("tool %q: inputSchema: %w", t.Name, err)
 		}
 		defs = append(defs, toolpin.Tool{Name: t.Name, Description: t.Description, InputSchema: schema})
 		tools = append(tools, Tool{
@@ -608,9 +611,9 @@ func (s *Supervisor) listTools(ctx context.Context, r *run, session *sdk.ClientS
 	sort.Slice(tools, func(i, j int) bool { return tools[i].Name < tools[j].Name })
 	hash, err := toolpin.Hash(defs)
 	if err != nil {
-		return nil, "", fmt.Errorf("the tool definitions cannot be hashed: %w", err)
+		return nil, nil, "", fmt.Errorf("the tool definitions cannot be hashed: %w", err)
 	}
-	return tools, hash, nil
+	return tools, defs, hash, nil
 }
 
 // pins returns the pins in force.
@@ -666,14 +669,14 @@ func (s *Supervisor) toolsChanged(r *run) {
 	}
 	ctx, cancel := context.WithTimeout(r.life, s.o.StartTimeout)
 	defer cancel()
-	tools, hash, err := s.listTools(ctx, r, session)
+	tools, defs, hash, err := s.listTools(ctx, r, session)
 	if err != nil {
 		if r.life.Err() == nil {
 			s.hold(r, fmt.Errorf("tools/list after notifications/tools/list_changed failed: %w", err))
 		}
 		return
 	}
-	s.setStatus(r, func(st *Status) { st.ToolsHash = hash })
+	s.setStatus(r, func(st *Status) { st.ToolsHash, st.Definitions = hash, defs })
 	if err := s.checkPins(r, hash); err != nil {
 		s.hold(r, err)
 		return

@@ -162,3 +162,41 @@ func TestRecheckHoldsRunningServer(t *testing.T) {
 		t.Fatalf("after a pin it does not match: %+v", st)
 	}
 }
+
+// The status carries the definitions a server listed, which hash to its
+// ToolsHash: what the inventory report shows an administrator. After the
+// description changes, so do they.
+func TestStatusCarriesDefinitions(t *testing.T) {
+	w, desc := describedServer(t, false)
+	sup, rt := newSupervisor(t, w)
+	w.Load(rt, agent.CacheOnly)
+	st, _ := status(sup, "plugin:db:pg")
+	h, err := toolpin.Hash(st.Definitions)
+	if err != nil || h != st.ToolsHash || len(st.Definitions) == 0 {
+		t.Fatalf("definitions %+v hash to %s (%v); ToolsHash %s", st.Definitions, h, err, st.ToolsHash)
+	}
+	found := false
+	for _, d := range st.Definitions {
+		found = found || d.Description == "Echo the text back"
+	}
+	if !found {
+		t.Fatalf("no tool is described as the server describes echo: %+v", st.Definitions)
+	}
+	if err := os.WriteFile(desc, []byte(rugPull), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	st, err = sup.Restart(context.Background(), "plugin:db:pg")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h, _ := toolpin.Hash(st.Definitions); h != st.ToolsHash {
+		t.Fatalf("after a restart the definitions hash to %s, ToolsHash %s", h, st.ToolsHash)
+	}
+	changed := false
+	for _, d := range st.Definitions {
+		changed = changed || d.Description == rugPull
+	}
+	if !changed {
+		t.Fatalf("the definitions do not show the new description: %+v", st.Definitions)
+	}
+}

@@ -32,18 +32,25 @@ func (a *app) afterMCPLoad(ctx context.Context, sup *mcp.Supervisor) {
 	a.recordMCP(sup.Status())
 }
 
-// recordMCP writes what the plugin servers listed (hash, pin, drift) to
-// the home, where wharf inventory report reads it.
+// recordMCP writes what the plugin servers listed (hash, definitions, pin,
+// drift) to the home, where wharf inventory report reads it.
 func (a *app) recordMCP(sts []mcp.Status) {
 	if a.env.Home() == "" || a.readOnlyHome() {
 		return
 	}
 	var out []inventory.MCPServer
+	budget := inventory.MaxToolDefinitionsIn
 	for _, st := range sts {
 		if st.Plugin == "" || st.ToolsHash == "" {
 			continue
 		}
 		m := inventory.MCPServer{Plugin: st.Plugin, Server: st.Name, ToolsHash: st.ToolsHash}
+		// The definitions go along while they fit; past the bounds the
+		// hash alone is reported.
+		if ts := inventory.ToolsOf(st.Definitions); st.Definitions != nil && inventory.FitTools(ts) && inventory.DefinitionBytes(ts) <= budget {
+			m.Tools = ts
+			budget -= inventory.DefinitionBytes(ts)
+		}
 		if st.Drift {
 			m.Drift, m.Pinned = true, st.Pinned
 		}

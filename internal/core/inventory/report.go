@@ -4,7 +4,12 @@
 // the fleet.
 package inventory
 
-import "time"
+import (
+	"encoding/json"
+	"time"
+
+	"github.com/wharfhq/wharf/internal/core/toolpin"
+)
 
 // Client kinds.
 const (
@@ -64,6 +69,69 @@ type MCPServer struct {
 	// Drift: the definitions differ from a pin; the server exposed no
 	// tools ("tool definitions changed since approval").
 	Drift bool `json:"drift,omitempty"`
+	// Tools are the definitions ToolsHash is the hash of, so that an
+	// administrator can read what is approved and what changed; absent
+	// when they exceed the bounds below (the hash alone is reported).
+	Tools []Tool `json:"tools,omitempty"`
+}
+
+// Tool is one tool definition as a server listed it.
+type Tool struct {
+	Name        string          `json:"name"`
+	Description string          `json:"description,omitempty"`
+	InputSchema json.RawMessage `json:"inputSchema,omitempty"`
+}
+
+// Bounds on the tool definitions a report carries.
+const (
+	MaxToolsPerServer    = 256       // tools of one server
+	MaxToolNameBytes     = 128       // a tool's name
+	MaxToolDescription   = 8 << 10   // bytes of a tool's description
+	MaxToolSchemaBytes   = 32 << 10  // bytes of a tool's input schema
+	MaxToolDefinitionsIn = 512 << 10 // bytes of every server's definitions in one report
+)
+
+// ToolDefinitions are ts as package toolpin hashes them.
+func ToolDefinitions(ts []Tool) []toolpin.Tool {
+	out := make([]toolpin.Tool, len(ts))
+	for i, t := range ts {
+		out[i] = toolpin.Tool{Name: t.Name, Description: t.Description, InputSchema: t.InputSchema}
+	}
+	return out
+}
+
+// ToolsOf is defs as a report carries them.
+func ToolsOf(defs []toolpin.Tool) []Tool {
+	out := make([]Tool, len(defs))
+	for i, d := range defs {
+		out[i] = Tool{Name: d.Name, Description: d.Description, InputSchema: d.InputSchema}
+	}
+	return out
+}
+
+// DefinitionBytes is what ts count against MaxToolDefinitionsIn.
+func DefinitionBytes(ts []Tool) int {
+	n := 0
+	for _, t := range ts {
+		n += len(t.Name) + len(t.Description) + len(t.InputSchema)
+	}
+	return n
+}
+
+// FitTools reports whether ts may be carried in a report: within the
+// bounds on one server's definitions (MaxToolsPerServer and the bounds of
+// each tool). A client reports the hash alone for a server whose
+// definitions do not fit.
+func FitTools(ts []Tool) bool {
+	if len(ts) > MaxToolsPerServer {
+		return false
+	}
+	for _, t := range ts {
+		if len(t.Name) > MaxToolNameBytes || len(t.Description) > MaxToolDescription || len(t.InputSchema) > MaxToolSchemaBytes {
+			return false
+		}
+	}
+	return true
 }
 
 // Machine identifies the reporting machine. ID is random, created once per

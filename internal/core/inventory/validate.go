@@ -213,6 +213,7 @@ func ValidateMCP(r *Report) error {
 	if len(r.MCPServers) > MaxMCPServers {
 		return reportErr("mcpServers", "", "%d servers, more than the limit of %d", len(r.MCPServers), MaxMCPServers)
 	}
+	defBytes := 0
 	for i := range r.MCPServers {
 		m := &r.MCPServers[i]
 		f := func(name string) string { return fmt.Sprintf("mcpServers[%d].%s", i, name) }
@@ -231,6 +232,13 @@ func ValidateMCP(r *Report) error {
 		}
 		if m.Drift != (m.Pinned != "" && m.Pinned != m.ToolsHash) {
 			return reportErr(f("drift"), "drift is true exactly when pinned is set and differs from toolsHash", "drift %v with toolsHash %s and pinned %q", m.Drift, trunc(m.ToolsHash), trunc(m.Pinned))
+		}
+		if err := validateTools(i, m); err != nil {
+			return err
+		}
+		defBytes += DefinitionBytes(m.Tools)
+		if defBytes > MaxToolDefinitionsIn {
+			return reportErr(f("tools"), "report the hash alone for the servers past the limit", "the tool definitions of the report's servers exceed %d bytes", MaxToolDefinitionsIn)
 		}
 	}
 	slices.SortFunc(r.MCPServers, func(a, b MCPServer) int {
@@ -285,4 +293,42 @@ func Hash(r Report) string {
 	raw, _ := json.Marshal(r) // a Report always marshals
 	sum := sha256.Sum256(raw)
 	return hex.EncodeToString(sum[:])
+}
+
+// validateTools checks the definitions a server's entry carries: within
+// the bounds, each tool's name printable and unique, its schema JSON, and
+// the whole hashing to the entry's toolsHash (a report cannot show
+// definitions other than the ones its hash approves).
+func validateTools(i int, m *MCPServer) error {
+	if m.Tools == nil {
+		return nil
+	}
+	f := func(j int, name string) string { return fmt.Sprintf("mcpServers[%d].tools[%d].%s", i, j, name) }
+	if len(m.Tools) > MaxToolsPerServer {
+		return reportErr(fmt.Sprintf("mcpServers[%d].tools", i), "report the hash alone for a server with more tools", "%d tools, more than the limit of %d", len(m.Tools), MaxToolsPerServer)
+	}
+	seen := make(map[string]bool, len(m.Tools))
+	for j, t := range m.Tools {
+		switch {
+		case t.Name == "" || len(t.Name) > MaxToolNameBytes || !utf8.ValidString(t.Name):
+			return reportErr(f(j, "name"), fmt.Sprintf("a tool's name is 1 to %d bytes of UTF-8", MaxToolNameBytes), "%q is not a tool name", trunc(t.Name))
+		case strings.IndexFunc(t.Name, func(r rune) bool { return !unicode.IsPrint(r) || unicode.IsSpace(r) }) >= 0:
+			return reportErr(f(j, "name"), "a tool's name has no spaces or control characters", "%q is not a tool name", trunc(t.Name))
+		case seen[t.Name]:
+			return reportErr(f(j, "name"), "list each tool once", "tool %q is listed twice", trunc(t.Name))
+		case len(t.Description) > MaxToolDescription || !utf8.ValidString(t.Description):
+			return reportErr(f(j, "description"), fmt.Sprintf("at most %d bytes of UTF-8", MaxToolDescription), "the description of %q is not valid UTF-8 or is longer than %d bytes", trunc(t.Name), MaxToolDescription)
+		case len(t.InputSchema) > MaxToolSchemaBytes:
+			return reportErr(f(j, "inputSchema"), "report the hash alone for a server whose schemas are larger", "the schema of %q is %d bytes, more than %d", trunc(t.Name), len(t.InputSchema), MaxToolSchemaBytes)
+		}
+		seen[t.Name] = true
+	}
+	h, err := toolpin.Hash(ToolDefinitions(m.Tools))
+	if err != nil {
+		return reportErr(fmt.Sprintf("mcpServers[%d].tools", i), "the definitions exactly as the server listed them", "%v", err)
+	}
+	if h != m.ToolsHash {
+		return reportErr(fmt.Sprintf("mcpServers[%d].tools", i), "the definitions exactly as the server listed them", "the definitions hash to %s, not toolsHash %s", h, trunc(m.ToolsHash))
+	}
+	return nil
 }

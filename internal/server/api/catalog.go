@@ -19,6 +19,7 @@ import (
 	"github.com/wharfhq/wharf/internal/core/store"
 	"github.com/wharfhq/wharf/internal/core/trust"
 	"github.com/wharfhq/wharf/internal/server/audit"
+	"github.com/wharfhq/wharf/internal/server/catalog"
 	"github.com/wharfhq/wharf/plugin"
 )
 
@@ -80,6 +81,10 @@ func (s *Server) addMarketplace(c echo.Context) error {
 	}
 	ctx, audit := s.auditWithChange(c, ActionMarketplaceAdd, req.Name, map[string]any{"source": json.RawMessage(req.Source)})
 	m, err := cat.AddMarketplace(ctx, req.Name, req.Source)
+	var fe *catalog.FieldError
+	if errors.As(err, &fe) {
+		return badField(fe.Field, "%v", fe)
+	}
 	if err != nil {
 		return err
 	}

@@ -2,9 +2,6 @@ package api
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -30,22 +27,13 @@ const (
 	ActionChannelCreate  = "channel.create"
 	ActionChannelEdit    = "channel.edit"
 	ActionChannelDelete  = "channel.delete"
-	ActionChannelRebuild = "channel.rebuild"
+	ActionChannelRebuild = channel.ActionRebuild
 )
 
 // loadedCatalog is a Catalog that can hand out the parsed marketplaces
 // (with their local roots) that channels are built from.
 type loadedCatalog interface {
 	Loaded() (*marketplace.Catalog, error)
-}
-
-// Loaded returns the current snapshot of every marketplace, parsed.
-func (mc *MarketplaceCatalog) Loaded() (*marketplace.Catalog, error) {
-	s, err := mc.snapshot()
-	if err != nil {
-		return nil, err
-	}
-	return s.cat, nil
 }
 
 func (s *Server) channels() (*channel.Builder, loadedCatalog, error) {
@@ -105,64 +93,36 @@ func (s *Server) channelDecider(ctx context.Context) (channel.Decider, source.Ga
 }
 
 // ensureChannel brings a channel's build up to date with the current
-// definition, policy, revocations and marketplaces (rebuilding and auditing
-// when they changed since its last build) and returns its head.
+// definition, policy, revocations and marketplaces (channel.Builder.Refresh
+// rebuilds and audits when they changed since its last build) and returns
+// its head.
 func (s *Server) ensureChannel(ctx context.Context, name string) (channel.Definition, channel.Head, error) {
 	b, lc, err := s.channels()
 	if err != nil {
 		return channel.Definition{}, channel.Head{}, err
 	}
-	var def channel.Definition
-	if err := s.deps.Store.View(func(r store.Reader) (err error) {
-		def, err = channel.Get(r, name)
-		return err
-	}); err != nil {
-		return def, channel.Head{}, err
-	}
-	decide, gate, pol, err := s.channelDecider(ctx)
-	if err != nil {
-		return def, channel.Head{}, err
-	}
-	revs, err := s.revocations(ctx)
-	if err != nil {
-		return def, channel.Head{}, fmt.Errorf("read revocations: %w", err)
-	}
-	cat, err := lc.Loaded()
-	if err != nil {
-		return def, channel.Head{}, err
-	}
-	fp := sha256.New()
-	defJSON, _ := json.Marshal(struct {
-		Name, Description     string
-		Marketplaces, Plugins []string
-		Revision              int
-	}{def.Name, def.Description, def.Marketplaces, def.Plugins, def.Revision})
-	revJSON, _ := json.Marshal(revs)
-	fmt.Fprintf(fp, "%s\x00%s\x00%s\x00", defJSON, pol.Version, revJSON)
-	for _, l := range cat.Marketplaces() {
-		fmt.Fprintf(fp, "%s %s %s %v\x00", l.Known.Name, l.Known.Commit, l.Known.LastUpdated.UTC().Format(time.RFC3339Nano), l.Err)
-	}
-	res, err := b.Ensure(ctx, channel.Input{Definition: def, Catalog: cat, Decide: decide, Sources: gate, Revocations: revs, Admit: s.admitter(), Vendor: b.Vendor, PolicyRevision: pol.Revision},
-		hex.EncodeToString(fp.Sum(nil)))
-	if err != nil {
-		return def, channel.Head{}, err
-	}
+	def, res, err := b.Refresh(ctx, name, func(ctx context.Context) (channel.Env, error) {
+		decide, gate, pol, err := s.channelDecider(ctx)
+		if err != nil {
+			return channel.Env{}, err
+		}
+		revs, err := s.revocations(ctx)
+		if err != nil {
+			return channel.Env{}, fmt.Errorf("read revocations: %w", err)
+		}
+		cat, err := lc.Loaded()
+		if err != nil {
+			return channel.Env{}, err
+		}
+		return channel.Env{Catalog: cat, Decide: decide, Sources: gate, Revocations: revs, Admit: s.admitter(),
+			PolicyVersion: pol.Version, PolicyRevision: pol.Revision}, nil
+	}, s.now())
 	if res.PruneErr != nil {
 		s.log.Warn("channel: removing unused vendored copies", slog.String("channel", name), slog.String("error", res.PruneErr.Error()))
 	} else if res.Pruned > 0 {
 		s.log.Info("channel: removed unused vendored copies", slog.String("channel", name), slog.Int("removed", res.Pruned))
 	}
-	if res.Rebuilt {
-		h := res.Head
-		if err := s.deps.Store.Update(func(tx store.Tx) error {
-			return audit.Append(tx, AuditEntry{Time: s.now().UTC(), Action: ActionChannelRebuild, Actor: "wharf", Object: "channel " + name,
-				Detail: map[string]any{"commit": h.Commit, "parent": h.Parent, "generation": h.Generation, "policyVersion": pol.Version,
-					"plugins": len(h.Plan.Entries), "changes": h.Changes}})
-		}); err != nil {
-			return def, h, err
-		}
-	}
-	return def, res.Head, nil
+	return def, res.Head, err
 }
 
 // ChannelSummary is one row of GET /v1/channels.

@@ -158,7 +158,7 @@ func (s *Server) putInventory(c echo.Context) error {
 	if rep.Machine.ID != id {
 		return badField("machine.id", "the report is for machine %s but was sent to %s; PUT it to /v1/inventory/machines/%s", rep.Machine.ID, id, rep.Machine.ID)
 	}
-	changed, err := s.inv.PutWithin(p.TokenID, p.Quota, rep)
+	changed, err := s.inv.PutWithin(p.TokenID, p.Quota, withoutDefinitions(rep))
 	var oe *fleet.OwnerError
 	if errors.As(err, &oe) {
 		s.auditRefusal(c, http.StatusForbidden, p.TokenID, p.Role, "machine bound to another token")
@@ -181,6 +181,7 @@ func (s *Server) putInventory(c echo.Context) error {
 	if err := s.observeTools(rep); err != nil {
 		return err
 	}
+	s.pinFromReport(rep, p)
 	return c.JSON(http.StatusOK, ReportResult{Changed: changed})
 }
 

@@ -61,7 +61,7 @@ func (s *Server) apply(ev store.Event) {
 	switch ev.Bucket {
 	case marketplace.Bucket:
 		if mc, ok := s.deps.Catalog.(*MarketplaceCatalog); ok {
-			mc.invalidate()
+			mc.Invalidate()
 		}
 	}
 }
@@ -70,6 +70,6 @@ func (s *Server) invalidateAll() {
 	s.toks.DropAll()
 	s.pol.DropHead()
 	if mc, ok := s.deps.Catalog.(*MarketplaceCatalog); ok {
-		mc.invalidate()
+		mc.Invalidate()
 	}
 }

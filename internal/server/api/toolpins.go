@@ -2,16 +2,22 @@ package api
 
 import (
 	"errors"
+	"fmt"
+	"log/slog"
 	"net/http"
 	"strings"
 
 	"github.com/labstack/echo/v4"
 
 	"github.com/wharfhq/wharf/internal/core/inventory"
+	"github.com/wharfhq/wharf/internal/core/policy"
 	"github.com/wharfhq/wharf/internal/core/store"
 	"github.com/wharfhq/wharf/internal/core/toolpin"
+	"github.com/wharfhq/wharf/internal/server/approvals"
+	"github.com/wharfhq/wharf/internal/server/audit"
 	"github.com/wharfhq/wharf/internal/server/policystate"
 	"github.com/wharfhq/wharf/internal/server/toolpins"
+	"github.com/wharfhq/wharf/plugin"
 )
 
 // Tool pins approve the tool definitions (names, descriptions, input
@@ -49,6 +55,22 @@ type toolPinBody struct {
 	Server string `json:"server"`
 	Hash   string `json:"hash"`
 	Note   string `json:"note"`
+}
+
+// withoutDefinitions is rep as the fleet keeps it: the tool definitions
+// are kept once per server and hash by toolpins, not in every machine's
+// report.
+func withoutDefinitions(rep inventory.Report) inventory.Report {
+	if len(rep.MCPServers) == 0 {
+		return rep
+	}
+	ms := make([]inventory.MCPServer, len(rep.MCPServers))
+	for i, m := range rep.MCPServers {
+		m.Tools = nil
+		ms[i] = m
+	}
+	rep.MCPServers = ms
+	return rep
 }
 
 // observeTools keeps what a report says its machine's plugin servers list.
@@ -144,4 +166,156 @@ func (s *Server) approveToolPin(c echo.Context) error {
 		return err
 	}
 	return c.JSON(http.StatusCreated, ToolPinWriteResult{Pin: rec, Previous: previous, PolicyVersion: head.Version, Revision: head.Revision})
+}
+
+// ActionToolPinAuto is the audit action of a change to the pin-from-first-
+// report setting.
+const ActionToolPinAuto = "toolpin.auto"
+
+// pinFromReport pins, on the report's behalf, the definitions of every
+// server the report lists that nothing pins yet, whose plugin has pin from
+// first report on, and whose plugin version the report carries is one the
+// server's approvals record as approved. Each pin is audited as
+// toolpin.approve by "wharf", its note naming the version, the machine and
+// the token. A report is never refused for what this does: failures are
+// logged.
+func (s *Server) pinFromReport(rep inventory.Report, p principal) {
+	if len(rep.MCPServers) == 0 {
+		return
+	}
+	versions := make(map[string]inventory.Plugin, len(rep.Plugins))
+	for _, pl := range rep.Plugins {
+		versions[pl.ID] = pl
+	}
+	now := s.now().UTC()
+	var first []toolpins.Record
+	err := s.deps.Store.View(func(r store.Reader) error {
+		auto, err := toolpins.ReadAuto(r)
+		if err != nil {
+			return err
+		}
+		for _, m := range rep.MCPServers {
+			id, err := plugin.ParseID(m.Plugin)
+			pl, reported := versions[m.Plugin]
+			if err != nil || !reported || m.Drift || !auto.On(id) {
+				continue
+			}
+			if _, pinned, err := toolpins.Get(r, m.Plugin, m.Server); err != nil || pinned {
+				if err != nil {
+					return err
+				}
+				continue
+			}
+			rec, err := approvals.Get(r, m.Plugin, pl.Version, pl.Digest)
+			var nf *approvals.NotFoundError
+			if errors.As(err, &nf) {
+				continue
+			}
+			if err != nil {
+				return err
+			}
+			if rec.State != policy.StateApproved {
+				continue
+			}
+			first = append(first, toolpins.Record{Plugin: m.Plugin, Server: m.Server, Hash: m.ToolsHash, By: approvals.AutoActor, Approved: now,
+				Note: fmt.Sprintf("pinned from the first report of %s %s, by machine %s (token %s)", m.Plugin, pl.Version, rep.Machine.ID, p.TokenID)})
+		}
+		return nil
+	})
+	if err != nil {
+		s.log.Error("tool pins: pin from first report", slog.String("machine", rep.Machine.ID), slog.String("error", err.Error()))
+		return
+	}
+	for _, rec := range first {
+		_, err := s.pol.PinFirst(rec, policystate.Actor{ID: approvals.AutoActor})
+		var ap *policystate.AlreadyPinnedError
+		if err != nil && !errors.As(err, &ap) {
+			s.log.Error("tool pins: pin from first report", slog.String("plugin", rec.Plugin), slog.String("server", rec.Server), slog.String("error", err.Error()))
+		}
+	}
+}
+
+// ToolPinAuto is GET and PUT /v1/toolpins/auto: where pin from first
+// report is on or off.
+type ToolPinAuto = toolpins.Auto
+
+type toolPinAutoBody struct {
+	Marketplace string `json:"marketplace"`
+	Plugin      string `json:"plugin"`
+	// PinFromFirstReport is "on", "off", or "" to clear.
+	PinFromFirstReport string `json:"pinFromFirstReport"`
+}
+
+func (s *Server) getToolPinAuto(c echo.Context) error {
+	var a toolpins.Auto
+	if err := s.deps.Store.View(func(r store.Reader) (err error) { a, err = toolpins.ReadAuto(r); return err }); err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, a)
+}
+
+func (s *Server) putToolPinAuto(c echo.Context) error {
+	var b toolPinAutoBody
+	if err := decodeBody(c, &b); err != nil {
+		return err
+	}
+	scope, name := toolpins.ScopeMarketplace, strings.TrimSpace(b.Marketplace)
+	field := "marketplace"
+	switch {
+	case name != "" && b.Plugin != "":
+		return badField("plugin", "set pin from first report for a marketplace or for a plugin, not both")
+	case b.Plugin != "":
+		scope, name, field = toolpins.ScopePlugin, strings.TrimSpace(b.Plugin), "plugin"
+	case name == "":
+		return badField("marketplace", "name the marketplace (or the plugin) whose setting to change")
+	}
+	p := s.caller(c)
+	var a toolpins.Auto
+	err := s.deps.Store.Update(func(tx store.Tx) error {
+		if err := toolpins.SetAuto(tx, scope, name, b.PinFromFirstReport); err != nil {
+			var se *toolpins.SettingError
+			if errors.As(err, &se) {
+				if se.Field == "name" {
+					return badField(field, "%s", se.Error())
+				}
+				return badField("pinFromFirstReport", "%s", se.Error())
+			}
+			return err
+		}
+		value := b.PinFromFirstReport
+		if value == "" {
+			value = "(cleared)"
+		}
+		var err error
+		if a, err = toolpins.ReadAuto(tx); err != nil {
+			return err
+		}
+		return audit.Append(tx, AuditEntry{Time: s.now().UTC(), Action: ActionToolPinAuto, Actor: p.TokenID, Role: p.Role, Object: scope + " " + name,
+			Detail: map[string]any{"pinFromFirstReport": value}})
+	})
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, a)
+}
+
+// toolPinDefinitions is GET /v1/toolpins/definitions: one set of a
+// server's definitions as a report carried them.
+func (s *Server) toolPinDefinitions(c echo.Context) error {
+	b := toolPinBody{Plugin: c.QueryParam("plugin"), Server: c.QueryParam("server"), Hash: c.QueryParam("hash")}
+	if err := validateToolPin(&b); err != nil {
+		return err
+	}
+	var d toolpins.Definitions
+	var ok bool
+	if err := s.deps.Store.View(func(r store.Reader) (err error) {
+		d, ok, err = toolpins.GetDefinitions(r, b.Plugin, b.Server, b.Hash)
+		return err
+	}); err != nil {
+		return err
+	}
+	if !ok {
+		return apiErr(http.StatusNotFound, CodeNotFound, "hash", "no report carried the definitions %s of server %q of %s; a client reports them with its next inventory report", b.Hash, b.Server, b.Plugin)
+	}
+	return c.JSON(http.StatusOK, d)
 }

@@ -42,6 +42,19 @@ func (e *TooManyPinsError) Error() string {
 // machine actually listed can be approved. It returns the new head and the
 // hash the pin replaced ("" for a first pin).
 func (s *State[D]) ApproveToolPin(rec toolpins.Record, by Actor) (Head, string, error) {
+	return s.approveToolPin(rec, by, false)
+}
+
+// PinFirst pins rec's server as ApproveToolPin does, only when nothing
+// pins it yet (checked in the same transaction): the pin from the first
+// report of an approved version. A server already pinned is left as it is
+// (*AlreadyPinnedError, with the pin's hash).
+func (s *State[D]) PinFirst(rec toolpins.Record, by Actor) (Head, error) {
+	head, _, err := s.approveToolPin(rec, by, true)
+	return head, err
+}
+
+func (s *State[D]) approveToolPin(rec toolpins.Record, by Actor, firstOnly bool) (Head, string, error) {
 	var head Head
 	var previous string
 	err := s.st.Update(func(tx store.Tx) error {
@@ -56,8 +69,8 @@ func (s *State[D]) ApproveToolPin(rec toolpins.Record, by Actor) (Head, string, 
 		if err != nil {
 			return err
 		}
-		if had && old.Hash == rec.Hash {
-			return &AlreadyPinnedError{Plugin: rec.Plugin, Server: rec.Server, Hash: rec.Hash}
+		if had && (old.Hash == rec.Hash || firstOnly) {
+			return &AlreadyPinnedError{Plugin: rec.Plugin, Server: rec.Server, Hash: old.Hash}
 		}
 		previous = ""
 		if had {

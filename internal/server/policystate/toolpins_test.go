@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -83,4 +84,41 @@ func TestToolPinApprovals(t *testing.T) {
 			t.Fatalf("refusals moved the head: %+v, want %+v", h, h2)
 		}
 	})
+}
+
+// PinFirst pins a server nothing pins, and leaves an existing pin as it is
+// (AlreadyPinnedError naming the pin's hash), moving no head.
+func TestPinFirstNeverReplaces(t *testing.T) {
+	st, err := store.OpenBolt(filepath.Join(t.TempDir(), "s.db"), store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	var compiles atomic.Int64
+	s := newState(t, st, &compiles, policystate.Options[*engine]{TTL: time.Hour})
+	h1 := "mcp1:" + strings.Repeat("a", 64)
+	h2 := "mcp1:" + strings.Repeat("b", 64)
+	for m, h := range map[string]string{"m-1": h1, "m-2": h2} {
+		if err := st.Update(func(tx store.Tx) error {
+			return toolpins.Observe(tx, m, []inventory.MCPServer{{Plugin: "db@corp", Server: "pg", ToolsHash: h}}, time.Now())
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	wharf := policystate.Actor{ID: "wharf"}
+	head, err := s.PinFirst(toolpins.Record{Plugin: "db@corp", Server: "pg", Hash: h1, By: "wharf"}, wharf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ap *policystate.AlreadyPinnedError
+	if _, err := s.PinFirst(toolpins.Record{Plugin: "db@corp", Server: "pg", Hash: h2, By: "wharf"}, wharf); !errors.As(err, &ap) || ap.Hash != h1 {
+		t.Fatalf("a second first pin: %v", err)
+	}
+	var rec toolpins.Record
+	if err := st.View(func(r store.Reader) (err error) { rec, _, err = toolpins.Get(r, "db@corp", "pg"); return err }); err != nil || rec.Hash != h1 {
+		t.Fatalf("pin = %+v %v; want %s kept", rec, err, h1)
+	}
+	if h, _ := s.Head(time.Now()); h != head {
+		t.Fatalf("the refused pin moved the head: %+v, want %+v", h, head)
+	}
 }

@@ -70,6 +70,11 @@ type Drift struct {
 	Pinned   string    `json:"pinned,omitempty"`
 	Machines int       `json:"machines"`
 	LastSeen time.Time `json:"lastSeen"`
+	// Changes say how the observed definitions differ from the pinned
+	// ones (from no tools when nothing is pinned), when reports carried
+	// both; Known says they did.
+	Changes []toolpin.Change `json:"changes,omitempty"`
+	Known   bool             `json:"known"`
 }
 
 // CorruptError is a stored record that cannot be read.
@@ -163,7 +168,8 @@ func Version(base string, recs []Record) string {
 }
 
 // Observe replaces what machine last reported of its plugin servers'
-// definitions (a report without any removes it).
+// definitions (a report without any removes it), and keeps the
+// definitions the report carries (GetDefinitions).
 func Observe(tx store.Tx, machine string, servers []inventory.MCPServer, now time.Time) error {
 	if len(servers) == 0 {
 		return tx.Delete(ObservedBucket, machine)
@@ -171,6 +177,9 @@ func Observe(tx store.Tx, machine string, servers []inventory.MCPServer, now tim
 	obs := make([]Observation, len(servers))
 	for i, s := range servers {
 		obs[i] = Observation{Plugin: s.Plugin, Server: s.Server, ToolsHash: s.ToolsHash, Seen: now}
+		if err := keepDefinitions(tx, s, now); err != nil {
+			return err
+		}
 	}
 	raw, err := json.Marshal(obs)
 	if err != nil {
@@ -242,6 +251,9 @@ func Drifts(r store.Reader) ([]Drift, error) {
 	}
 	out := make([]Drift, 0, len(agg))
 	for _, d := range agg {
+		if err := diffDrift(r, d); err != nil {
+			return nil, err
+		}
 		out = append(out, *d)
 	}
 	sort.Slice(out, func(i, j int) bool {
@@ -255,4 +267,23 @@ func Drifts(r store.Reader) ([]Drift, error) {
 		return a.Observed < b.Observed
 	})
 	return out, nil
+}
+
+// diffDrift fills d's changes from the definitions reports carried.
+func diffDrift(r store.Reader, d *Drift) error {
+	obs, ok, err := GetDefinitions(r, d.Plugin, d.Server, d.Observed)
+	if err != nil || !ok {
+		return err
+	}
+	var base []inventory.Tool
+	if d.Pinned != "" {
+		pinned, ok, err := GetDefinitions(r, d.Plugin, d.Server, d.Pinned)
+		if err != nil || !ok {
+			return err
+		}
+		base = pinned.Tools
+	}
+	d.Known = true
+	d.Changes = toolpin.Diff(inventory.ToolDefinitions(base), inventory.ToolDefinitions(obs.Tools))
+	return nil
 }
