@@ -124,6 +124,15 @@ func (s *Server) routes() []route {
 
 		r(http.MethodGet, "/v1/audit", adminOnly, s.audit),
 
+		// The MCP registry API v0.1 (docs/mcp.md): public, as Copilot and
+		// VS Code read it without credentials.
+		r(http.MethodGet, "/v0.1/servers", nil, s.registryList),
+		r(http.MethodGet, "/v0.1/servers/:serverName/versions", nil, s.registryVersions),
+		r(http.MethodGet, "/v0.1/servers/:serverName/versions/:version", nil, s.registryGet),
+		r(http.MethodGet, "/v1/mcp-registry", adminOnly, s.listRegistryAdded),
+		r(http.MethodPost, "/v1/mcp-registry", adminOnly, s.addRegistryServer),
+		r(http.MethodDelete, "/v1/mcp-registry/:serverName/versions/:version", adminOnly, s.deleteRegistryServer),
+
 		r(http.MethodGet, "/v1/tokens", adminOnly, s.listTokens),
 		r(http.MethodPost, "/v1/tokens", adminOnly, s.createToken),
 		r(http.MethodDelete, "/v1/tokens/:id", adminOnly, s.deleteToken),

@@ -62,6 +62,8 @@ type Server struct {
 	inv      *fleet.Store     // the fleet inventory (inventory.go)
 	machines *clientLimiters  // per-machine report rate
 	chans    *channel.Builder // nil without Deps.ChannelDir (channel.go)
+
+	mcpReg pluginServers // the MCP registry's caches (mcpregistry.go)
 }
 
 type principal struct {
