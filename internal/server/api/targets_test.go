@@ -4,11 +4,13 @@ import (
 	"bytes"
 	"net/http"
 	"net/url"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 
+	"github.com/wharfhq/wharf/internal/server/channel"
 	"github.com/wharfhq/wharf/plugin"
 )
 
@@ -235,7 +237,11 @@ func TestTargetedChannelVisibleToItsGroupOnly(t *testing.T) {
 	if got := names(web); !slices.Equal(got, []string{"approved"}) {
 		t.Fatalf("web lists %v", got)
 	}
-	for _, path := range []string{"/v1/channels/data-tools", "/v1/channels/data-tools/claude-managed-settings"} {
+	paths := []string{"/v1/channels/data-tools", "/v1/channels/data-tools/claude-managed-settings"}
+	for _, agent := range []string{"copilot", "codex", "gemini", "opencode"} {
+		paths = append(paths, "/v1/channels/data-tools/"+agent+"-managed-settings")
+	}
+	for _, path := range paths {
 		if r := e.do("GET", path, data, nil); r.status != http.StatusOK {
 			t.Fatalf("data-team GET %s: %d %s", path, r.status, r.body)
 		}
@@ -249,6 +255,26 @@ func TestTargetedChannelVisibleToItsGroupOnly(t *testing.T) {
 	mustGit(t, "", "clone", "-q", e.channelURL("data-tools", data), filepath.Join(dir, "data"))
 	if out, err := git(t, "", "clone", "-q", e.channelURL("data-tools", web), filepath.Join(dir, "web")); err == nil {
 		t.Fatalf("web cloned data-team's channel: %s", out)
+	}
+	// The channel's Gemini CLI extension repositories follow the channel:
+	// data-team clones deploy's; web is refused as for a channel that does
+	// not exist.
+	ext := func(token string) string {
+		return strings.Replace(e.hs.URL+"/git/"+channel.GeminiPath("data-tools", "deploy"), "http://", "http://wharf:"+token+"@", 1)
+	}
+	mustGit(t, "", "clone", "-q", ext(data), filepath.Join(dir, "data-gemini"))
+	if _, err := os.Stat(filepath.Join(dir, "data-gemini", channel.GeminiManifestFile)); err != nil {
+		t.Fatalf("data-team's clone of the channel's deploy extension: %v", err)
+	}
+	out, err := git(t, "", "clone", "-q", ext(web), filepath.Join(dir, "web-gemini"))
+	if err == nil {
+		t.Fatalf("web cloned the Gemini CLI extension of data-team's channel: %s", out)
+	}
+	if !strings.Contains(out, "not found") && !strings.Contains(out, "404") {
+		t.Fatalf("web's clone of data-team's Gemini CLI extension was refused for another reason: %s", out)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "web-gemini", channel.GeminiManifestFile)); err == nil {
+		t.Fatal("web got a copy of data-team's Gemini CLI extension")
 	}
 }
 
