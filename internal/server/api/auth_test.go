@@ -29,6 +29,7 @@ type ssoEnv struct {
 	srv   *Server
 	url   string
 	admin string
+	fx    *fixture // the corp marketplace's files (not added to the server)
 }
 
 func newSSOEnv(t *testing.T) *ssoEnv {
@@ -58,7 +59,8 @@ func newSSOEnv(t *testing.T) *ssoEnv {
 		t.Fatal(err)
 	}
 	d := Deps{Store: st, Policy: PolicyEngine, RateLimit: -1, Identity: prov}
-	withCatalog(newFixture(t), t.TempDir())(&d)
+	fx := newFixture(t)
+	withCatalog(fx, t.TempDir())(&d)
 	srv, err := New(d)
 	if err != nil {
 		t.Fatal(err)
@@ -72,7 +74,7 @@ func newSSOEnv(t *testing.T) *ssoEnv {
 	hs.Listener = ln
 	hs.Start()
 	t.Cleanup(hs.Close)
-	return &ssoEnv{idp: idp, srv: srv, url: base, admin: admin}
+	return &ssoEnv{idp: idp, srv: srv, url: base, admin: admin, fx: fx}
 }
 
 // jarClient is a cookie-keeping client that follows redirects.
@@ -245,4 +247,65 @@ func call(t *testing.T, method, u, bearer, body string, want int, out any) {
 			t.Fatalf("%s %s: %v: %s", method, u, err, b)
 		}
 	}
+}
+
+// deviceLogin plays `wharf login` for user against e's provider: the
+// device flow as the server's public auth config names it, then POST
+// /v1/auth/login with the ID token it gave.
+func (e *ssoEnv) deviceLogin(t *testing.T, user string) LoginResponse {
+	t.Helper()
+	ctx := context.Background()
+	var pub struct {
+		Issuer         string `json:"issuer"`
+		DeviceClientID string `json:"deviceClientId"`
+	}
+	call(t, http.MethodGet, e.url+"/v1/auth/config", "", "", http.StatusOK, &pub)
+	prov, err := oidc.NewProvider(ctx, pub.Issuer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := &oauth2.Config{ClientID: pub.DeviceClientID, Endpoint: prov.Endpoint(), Scopes: []string{oidc.ScopeOpenID, "email", oidc.ScopeOfflineAccess}}
+	da, err := cfg.DeviceAuth(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.idp.ApproveDevice(ctx, da.UserCode, user); err != nil {
+		t.Fatal(err)
+	}
+	tok, err := cfg.DeviceAccessToken(ctx, da)
+	if err != nil {
+		t.Fatal(err)
+	}
+	idt, _ := tok.Extra("id_token").(string)
+	body, _ := json.Marshal(map[string]string{"idToken": idt})
+	var lr LoginResponse
+	call(t, http.MethodPost, e.url+"/v1/auth/login", "", string(body), http.StatusCreated, &lr)
+	return lr
+}
+
+// bundleOver pulls the bundle with token over HTTP and verifies it with
+// the server's key, as a client does.
+func (e *ssoEnv) bundleOver(t *testing.T, token string) BundlePolicy {
+	t.Helper()
+	var key BundleKey
+	call(t, http.MethodGet, e.url+"/v1/policy/bundle/key", token, "", http.StatusOK, &key)
+	req, err := http.NewRequest(http.MethodGet, e.url+"/v1/policy/bundle", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+token)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		b, _ := io.ReadAll(resp.Body)
+		t.Fatalf("bundle: %d %s", resp.StatusCode, b)
+	}
+	p, err := ReadBundle(resp.Body, key)
+	if err != nil {
+		t.Fatalf("read bundle: %v", err)
+	}
+	return p
 }

@@ -297,7 +297,7 @@ func (s *Server) getPlugin(c echo.Context) error {
 		d.Signatures = []Signature{}
 	}
 	view := PluginView{PluginDetail: d}
-	eng, version, err := s.decider(ctx)
+	eng, version, err := s.deciderFor(ctx, s.caller(c))
 	if err != nil {
 		return err
 	}
@@ -434,7 +434,7 @@ func (s *Server) resolve(c echo.Context) error {
 			order = append(order, st)
 		}
 	}
-	eng, version, err := s.decider(ctx)
+	eng, version, err := s.deciderFor(ctx, s.caller(c))
 	if err != nil {
 		return err
 	}

@@ -386,6 +386,15 @@ func (s *Server) decider(ctx context.Context) (Decider, string, error) {
 	return d, head.Version, err
 }
 
+// deciderFor returns the engine of the policy that applies to p's token
+// (the organization's layers and those targeted to its groups or labels:
+// the policy of p's bundle) with that policy's version. The decisions a
+// caller is shown about plugins are its own, the ones its clients enforce.
+func (s *Server) deciderFor(ctx context.Context, p principal) (Decider, string, error) {
+	d, _, applied, err := s.pol.DeciderFor(ctx, p.Who)
+	return d, applied, policyError(err)
+}
+
 // deciderHead is decider with the whole policy head it compiled (its
 // revision orders policies in time; the version only tells them apart).
 func (s *Server) deciderHead(ctx context.Context) (Decider, policyHead, error) {

@@ -442,7 +442,7 @@ func (u *console) catalogPage(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	eng, version, err := u.s.decider(ctx)
+	eng, version, err := u.s.deciderFor(ctx, u.s.caller(c))
 	if err != nil {
 		return err
 	}
@@ -592,7 +592,7 @@ func (u *console) pluginPage(c echo.Context) error {
 		return err
 	}
 	ctx := c.Request().Context()
-	eng, version, err := u.s.decider(ctx)
+	eng, version, err := u.s.deciderFor(ctx, u.s.caller(c))
 	if err != nil {
 		return err
 	}
