@@ -77,3 +77,59 @@ func TestTargetedLayerThroughTheClient(t *testing.T) {
 	}
 	s.stop(t)
 }
+
+// The same layer with the groups coming from the identity provider: bo
+// (data-team at the provider) runs wharf login, then wharf policy pull and
+// wharf policy check with no server flag and no token (the login recorded
+// both); the plugin is refused for bo (exit 3, naming the layer) and
+// allowed for ada (platform-admins), who went through the same steps.
+func TestTargetedLayerThroughLogin(t *testing.T) {
+	idp, s := startSSO(t, t.TempDir())
+	defer s.stop(t)
+	body := `{"rank": 1, "target": {"groups": ["data-team"]}, "settings": {"enabledPlugins": {"lint-kit@demo": false}}}`
+	req, _ := http.NewRequest("PUT", s.info.URL+"/v1/policy/layers/data", strings.NewReader(body))
+	req.Header.Set("Authorization", "Bearer "+s.info.AdminToken)
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("If-None-Match", "*")
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	if res.StatusCode != http.StatusCreated {
+		t.Fatalf("put the targeted layer: %d", res.StatusCode)
+	}
+	check := func(user string) (int, string) {
+		t.Helper()
+		home := t.TempDir()
+		if out, errOut := wharfLogin(t, idp, home, s.info.URL, user); !strings.Contains(out, "signed in to "+s.info.URL) {
+			t.Fatalf("wharf login as %s:\n%s%s", user, out, errOut)
+		}
+		env := append(os.Environ(), "WHARF_HOME="+home, "HOME="+filepath.Join(home, "userhome"),
+			"WHARF_MANAGED_DIR="+filepath.Join(home, "no-managed"), "WHARF_TOKEN=", "WHARF_POLICY_URL=", "WHARF_POLICY_KEY=",
+			"WHARF_INVENTORY_INTERVAL=off", "WHARF_SERVER=")
+		run := func(args ...string) (int, string) {
+			cmd := exec.Command(clientBinary(t), args...)
+			cmd.Env = env
+			var out bytes.Buffer
+			cmd.Stdout, cmd.Stderr = &out, &out
+			err := cmd.Run()
+			if ee, ok := err.(*exec.ExitError); ok {
+				return ee.ExitCode(), out.String()
+			} else if err != nil {
+				t.Fatal(err)
+			}
+			return 0, out.String()
+		}
+		if code, out := run("policy", "pull"); code != 0 || !strings.Contains(out, s.info.URL) {
+			t.Fatalf("%s's policy pull: exit %d %s", user, code, out)
+		}
+		return run("policy", "check", "--source", `{"source":"directory","path":"/srv/demo"}`, "lint-kit@demo")
+	}
+	if code, out := check("bo"); code != 3 || !strings.Contains(out, "data") || !strings.Contains(out, "DENIED") {
+		t.Fatalf("bo (data-team)'s wharf policy check lint-kit@demo: exit %d, want 3 (denied by layer data)\n%s", code, out)
+	}
+	if code, out := check("ada"); code != 0 || strings.Contains(out, "DENIED") {
+		t.Fatalf("ada (platform-admins)'s wharf policy check lint-kit@demo: exit %d, want 0\n%s", code, out)
+	}
+}
