@@ -324,6 +324,29 @@ func TestFleetFilteredByGroup(t *testing.T) {
 	if res.status != http.StatusBadRequest || res.apiError(t).Field != "group" {
 		t.Fatalf("a bad group: %d %s", res.status, res.body)
 	}
+
+	// The console's fleet pages take the same filter.
+	u := signedIn(t, e, RoleAdmin)
+	p := u.get("/ui/fleet?group=web")
+	if p.status != http.StatusOK || !strings.Contains(p.body, `data-plugin="deploy@corp"`) || strings.Contains(p.body, `data-plugin="lint@corp"`) ||
+		!strings.Contains(p.body, `id="group-shown">web<`) || !strings.Contains(p.body, `href="/ui/fleet/plugins/corp/deploy?group=web"`) {
+		t.Fatalf("the fleet page for web: %d\n%s", p.status, p.body)
+	}
+	if p := u.get("/ui/fleet"); !strings.Contains(p.body, `data-plugin="lint@corp"`) || strings.Contains(p.body, "group-shown") {
+		t.Fatalf("the whole fleet's page: %d\n%s", p.status, p.body)
+	}
+	p = u.get("/ui/fleet/plugins/corp/deploy?group=data-team")
+	if p.status != http.StatusOK || !strings.Contains(p.body, `data-machine="`+machineN(1)+`"`) || strings.Contains(p.body, `data-machine="`+machineN(2)+`"`) ||
+		!strings.Contains(p.body, "on 1 machine,") {
+		t.Fatalf("who has deploy@corp in data-team, in the console: %d\n%s", p.status, p.body)
+	}
+	p = u.get("/ui/fleet/plugins/corp/deploy")
+	if !strings.Contains(p.body, `data-machine="`+machineN(2)+`"`) || !strings.Contains(p.body, "on 2 machines,") {
+		t.Fatalf("who has deploy@corp, in the console: %d\n%s", p.status, p.body)
+	}
+	if p := u.get("/ui/fleet?group=a%20b"); p.status != http.StatusBadRequest || !strings.Contains(p.body, "group") {
+		t.Fatalf("the fleet page for a bad group: %d\n%s", p.status, p.body)
+	}
 }
 
 // The console's impact preview of a layer targeted to data-team shows its

@@ -58,21 +58,43 @@ func fleetRow(pi PluginInventory) web.FleetPluginRow {
 		Versions: countRows(pi.Versions, nil), States: countRows(pi.States, nil), Installs: countRows(pi.Installs, nil)}
 }
 
+// withGroup points r's link at the plugin's page filtered to group.
+func withGroup(r web.FleetPluginRow, group string) web.FleetPluginRow {
+	if group != "" {
+		r.URL += "?group=" + url.QueryEscape(group)
+	}
+	return r
+}
+
+// pageQuery is the query of a fleet page's next page: its cursor, and
+// the group filter when there is one.
+func pageQuery(cursor, group string) string {
+	q := url.Values{"cursor": {cursor}}
+	if group != "" {
+		q.Set("group", group)
+	}
+	return q.Encode()
+}
+
 func (u *console) inventoryPage(c echo.Context) error {
 	after, err := pluginCursor(c)
 	if err != nil {
 		return err
 	}
-	page, err := u.s.pluginsPage(c.Request().Context(), after, defaultPageSize)
+	group, err := groupParam(c.QueryParam("group"))
 	if err != nil {
 		return err
 	}
-	v := web.InventoryView{Layout: u.layout(c, "Fleet", "fleet")}
+	page, err := u.s.pluginsPage(c.Request().Context(), after, defaultPageSize, group)
+	if err != nil {
+		return err
+	}
+	v := web.InventoryView{Layout: u.layout(c, "Fleet", "fleet"), Group: group}
 	for _, pi := range page.Plugins {
-		v.Plugins = append(v.Plugins, fleetRow(pi))
+		v.Plugins = append(v.Plugins, withGroup(fleetRow(pi), group))
 	}
 	if page.Next != "" {
-		v.NextURL = "/ui/fleet?cursor=" + url.QueryEscape(page.Next)
+		v.NextURL = "/ui/fleet?" + pageQuery(page.Next, group)
 	}
 	return u.render(c, http.StatusOK, web.PageInventory, v)
 }
@@ -95,13 +117,17 @@ func (u *console) fleetPluginPage(c echo.Context) error {
 	if after != "" && !inventory.ValidMachineID(after) {
 		return badField("cursor", "cursor %q is not one this server returned; start again without it", after)
 	}
-	pm, err := u.s.pluginMachines(c.Request().Context(), id, after, defaultPageSize)
+	group, err := groupParam(c.QueryParam("group"))
+	if err != nil {
+		return err
+	}
+	pm, err := u.s.pluginMachines(c.Request().Context(), id, after, defaultPageSize, group)
 	if err != nil {
 		return err
 	}
 	known, _, _ := u.s.knownDigests(c.Request().Context(), id)
 	unknown := func(d string) bool { _, ok := known[d]; return d != "" && !ok }
-	v := web.FleetPluginView{Layout: u.layout(c, id+" in the fleet", "fleet"), Plugin: fleetRow(pm.Plugin),
+	v := web.FleetPluginView{Layout: u.layout(c, id+" in the fleet", "fleet"), Plugin: fleetRow(pm.Plugin), Group: group,
 		CatalogVersion: pm.Plugin.CatalogVersion, CatalogDigest: pm.Plugin.CatalogDigest, Digests: countRows(pm.Plugin.Digests, unknown)}
 	if pm.Plugin.CatalogVersion != "" || pm.Plugin.CatalogDigest != "" {
 		pid, _ := plugin.ParseID(id)
@@ -114,7 +140,7 @@ func (u *console) fleetPluginPage(c echo.Context) error {
 		return err
 	}
 	if pm.Next != "" {
-		v.NextURL = fleetPluginURL(id) + "?cursor=" + url.QueryEscape(pm.Next)
+		v.NextURL = fleetPluginURL(id) + "?" + pageQuery(pm.Next, group)
 	}
 	return u.render(c, http.StatusOK, web.PageFleetPlugin, v)
 }

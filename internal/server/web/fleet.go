@@ -36,6 +36,9 @@ type FleetPluginRow struct {
 // InventoryView is the inventory by plugin.
 type InventoryView struct {
 	Layout
+	// Group filters the counts to machines whose token is in it ("" for
+	// the whole fleet).
+	Group   string
 	Plugins []FleetPluginRow
 	// NextURL is the following page; empty on the last.
 	NextURL string
@@ -66,6 +69,9 @@ type FleetMachineRow struct {
 // FleetPluginView is one plugin's machines.
 type FleetPluginView struct {
 	Layout
+	// Group filters the counts and machines to those whose token is in
+	// it ("" for the whole fleet); the adoption chart is the whole fleet's.
+	Group          string
 	Plugin         FleetPluginRow
 	CatalogURL     string // the plugin's catalog page, when the catalog knows it
 	CatalogVersion string
