@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -376,5 +377,38 @@ func TestImpactPreviewByGroup(t *testing.T) {
 	e.do("GET", "/v1/policy/layers/data", e.tokens[RoleAdmin], nil).json(t, &l)
 	if l.Version != 2 || l.Target == nil || l.Target.Groups[0] != "data-team" {
 		t.Fatalf("the layer lost its target: %+v", l)
+	}
+}
+
+// Restoring a revision of a layer in the console brings back its target
+// with its settings: the layer was data-team's, was widened to everyone,
+// and the restore of the first revision makes it data-team's again; the
+// history shows the target in its diffs.
+func TestRestoreBringsBackTheTarget(t *testing.T) {
+	e := newDemoEnv(t)
+	mustStatus(t, e.putLayer("data", "*new", map[string]any{"rank": 10, "target": map[string]any{"groups": []string{"data-team"}},
+		"settings": map[string]any{"blockedPlugins": []string{"app-deploy@demo"}}}), http.StatusCreated)
+	mustStatus(t, e.putLayer("data", layerETag(1), map[string]any{"target": map[string]any{},
+		"settings": map[string]any{"blockedPlugins": []string{"ci-runner@demo"}}}), http.StatusOK)
+	entries, _, err := e.srv.pol.History("data", 0, 10)
+	if err != nil || len(entries) != 2 {
+		t.Fatalf("history: %v %+v", err, entries)
+	}
+	u := signedIn(t, e, RoleAdmin)
+	if p := u.get("/ui/admin/policy/layers/data"); strings.Count(p.body, "groups data-team") < 2 {
+		t.Fatalf("the layer's history does not show the target's change:\n%s", p.body)
+	}
+	seq := strconv.FormatUint(entries[0].Seq, 10)
+	if p := u.post("/ui/admin/policy/layers/data/restore", url.Values{"seq": {seq}, "version": {"2"}}); p.status != http.StatusSeeOther {
+		t.Fatalf("restore: %d %s", p.status, p.body)
+	}
+	var l Layer
+	e.do("GET", "/v1/policy/layers/data", e.tokens[RoleAdmin], nil).json(t, &l)
+	if l.Version != 3 || l.Target == nil || !slices.Equal(l.Target.Groups, []string{"data-team"}) || !strings.Contains(string(l.Settings), "app-deploy@demo") {
+		t.Fatalf("the restored layer: %+v %s", l, l.Settings)
+	}
+	other := e.groupToken([]string{"web"}, nil)
+	if d := offline(t, func() BundlePolicy { p, _ := e.bundleFor(other); return p }(), "app-deploy@demo"); !d.Allowed {
+		t.Fatalf("after the restore, web's bundle still refuses app-deploy@demo: %+v", d)
 	}
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/wharfhq/wharf/internal/core/store"
 	"github.com/wharfhq/wharf/internal/server/audit"
+	"github.com/wharfhq/wharf/internal/server/tokens"
 	"github.com/wharfhq/wharf/internal/server/web"
 )
 
@@ -133,6 +134,17 @@ func layerDiff(a, b *Layer) []web.SettingChange {
 	if ch, ok := change("rank", rank(a), rank(b)); ok {
 		out = append(out, ch)
 	}
+	// A target shows as added when a layer is narrowed to groups or
+	// labels, removed when it is widened to everyone.
+	target := func(l *Layer) string {
+		if l == nil || l.Target.Empty() {
+			return ""
+		}
+		return l.Target.String()
+	}
+	if ch, ok := change("target", target(a), target(b)); ok {
+		out = append(out, ch)
+	}
 	mods := map[string]bool{}
 	modOf := func(l *Layer, m string) string {
 		if l == nil {
@@ -184,8 +196,8 @@ func pretty(raw json.RawMessage) string {
 	return b.String()
 }
 
-// layerRestore writes a past revision's document (settings, rank and
-// modules) as the layer's next version, through the API's PUT (validated,
+// layerRestore writes a past revision's document (settings, rank,
+// target and modules) as the layer's next version, through the API's PUT (validated,
 // with If-Match, in the history and the audit log), and notes the restore
 // in the audit log.
 func (u *console) layerRestore(c echo.Context) error {
@@ -210,7 +222,13 @@ func (u *console) layerRestore(c echo.Context) error {
 	}
 	doc := entries[0].Document
 	rank := doc.Rank
-	body, err := json.Marshal(layerBody{Rank: &rank, Settings: doc.Settings, Modules: doc.Modules})
+	// The revision's target comes back with it ({} for a revision that
+	// applied to everyone), as its settings do.
+	target := tokens.Target{}
+	if doc.Target != nil {
+		target = *doc.Target
+	}
+	body, err := json.Marshal(layerBody{Rank: &rank, Target: &target, Settings: doc.Settings, Modules: doc.Modules})
 	if err != nil {
 		return err
 	}
