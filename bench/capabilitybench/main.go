@@ -14,7 +14,6 @@ import (
 	"runtime"
 	"runtime/pprof"
 	"sort"
-	"syscall"
 	"time"
 
 	"github.com/wharfhq/wharf/internal/core/capability"
@@ -26,6 +25,7 @@ func main() {
 	n := flag.Int("plugins", 295, "plugins in the marketplace built")
 	runs := flag.Int("runs", 15, "timed runs of each")
 	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of the capability runs to this file")
+	readprofile := flag.String("readprofile", "", "write a CPU profile of the floor's runs to this file")
 	flag.Parse()
 	tmp, err := os.MkdirTemp("", "capabilitybench")
 	if err != nil {
@@ -73,24 +73,31 @@ func main() {
 	fmt.Printf("capability set + findings:  median %v (min %v)  (%d hooks seen)\n", mc, minOf(caps), hooks)
 	fmt.Printf("ratio (median): %.2fx   ratio (min): %.2fx   target <= 1.2x\n", float64(mc)/float64(mr), float64(minOf(caps))/float64(minOf(read)))
 	fmt.Printf("CPU (user+sys, median): read %v, capability set %v: %.2fx\n", median(readCPU), median(capsCPU), float64(median(capsCPU))/float64(median(readCPU)))
-	if *cpuprofile != "" {
-		// Profile the capability pass alone, after the timed runs.
-		f, err := os.Create(*cpuprofile)
-		if err != nil {
+	profile(*cpuprofile, *runs, func() error { _, err := capabilities(tmp); return err })
+	profile(*readprofile, *runs, func() error { _, err := readAll(tmp); return err })
+}
+
+// profile writes a CPU profile of runs calls of f to file, after the
+// timed runs; nothing when file is "".
+func profile(file string, runs int, f func() error) {
+	if file == "" {
+		return
+	}
+	out, err := os.Create(file)
+	if err != nil {
+		fail(err)
+	}
+	if err := pprof.StartCPUProfile(out); err != nil {
+		fail(err)
+	}
+	for i := 0; i < runs; i++ {
+		if err := f(); err != nil {
 			fail(err)
 		}
-		if err := pprof.StartCPUProfile(f); err != nil {
-			fail(err)
-		}
-		for i := 0; i < *runs; i++ {
-			if _, err := capabilities(tmp); err != nil {
-				fail(err)
-			}
-		}
-		pprof.StopCPUProfile()
-		if err := f.Close(); err != nil {
-			fail(err)
-		}
+	}
+	pprof.StopCPUProfile()
+	if err := out.Close(); err != nil {
+		fail(err)
 	}
 }
 
@@ -187,15 +194,6 @@ func copyTree(from, to string) error {
 		fi, _ := d.Info()
 		return os.WriteFile(filepath.Join(to, rel), data, fi.Mode().Perm())
 	})
-}
-
-// cpu is the process's user and system time so far.
-func cpu() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		fail(err)
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // readAll reads every file of the tree: the floor. It walks the tree with

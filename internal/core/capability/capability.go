@@ -206,6 +206,7 @@ type reader struct {
 	byPath      map[string][]byte
 	dirs        map[string][]fs.DirEntry
 	frontMatter map[string]plugin.FrontMatter
+	dec         []byte // decode buffer of scanEncoded
 }
 
 // walk visits every file once: it records executables and scans text for
