@@ -63,3 +63,17 @@ func BenchmarkScanText(b *testing.B) {
 		b.ReportMetric(float64(c)/float64(b.N), "cpu-ns/op")
 	}
 }
+
+// BenchmarkReadRealWorld computes the report of every plugin of
+// ../shared/realworld, reading the trees (warm page cache).
+func BenchmarkReadRealWorld(b *testing.B) {
+	readRealWorld(b)
+	b.ReportAllocs()
+	c0 := cpuTime()
+	for b.Loop() {
+		readRealWorld(b)
+	}
+	if c := cpuTime() - c0; c > 0 {
+		b.ReportMetric(float64(c)/float64(b.N), "cpu-ns/op")
+	}
+}
