@@ -20,6 +20,25 @@ func scanBoth(t *testing.T, rel string, data []byte) {
 	if !reflect.DeepEqual(got.findings, want.findings) {
 		t.Fatalf("%s: findings differ from the reference scan:\n got  %v\n want %v", rel, got.findings, want.findings)
 	}
+	// Most runs decode to no script and make no finding: compare the
+	// runs themselves too.
+	if g, w := runs(data, nextRun), runs(data, refNextRun); !reflect.DeepEqual(g, w) {
+		t.Fatalf("%s: base64 runs differ from the reference scan:\n got  %v\n want %v", rel, g, w)
+	}
+	if g, w := nextHigh(data, 0), refNextHigh(data, 0); g != w {
+		t.Fatalf("%s: first byte past ASCII at %d, reference %d", rel, g, w)
+	}
+}
+
+// runs lists every run next finds in data, as scanEncoded walks them.
+func runs(data []byte, next func([]byte, int) (int, int)) [][2]int {
+	var out [][2]int
+	for start, end := 0, 0; ; start = end + 1 {
+		if start, end = next(data, start); start < 0 {
+			return out
+		}
+		out = append(out, [2]int{start, end})
+	}
 }
 
 // craftedTexts are texts made to hit each edge of the scans: runs at the
