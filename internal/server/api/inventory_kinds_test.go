@@ -49,7 +49,7 @@ func TestInventoryClientKinds(t *testing.T) {
 	if !slices.Equal(got, want) {
 		t.Fatalf("holders' client kinds %v, want %v", got, want)
 	}
-	r := invReport(len(kinds)+1)
+	r := invReport(len(kinds) + 1)
 	r.Client.Kind = "vim"
 	if res := e.report(e.createToken(RoleAgent), r); res.status != 400 {
 		t.Fatalf("a kind the spec does not list: %d %s", res.status, res.body)
