@@ -44,6 +44,7 @@ type reportOptions struct {
 	copilotHome    string
 	codexHome      string
 	geminiHome     string
+	openCodeHome   string
 	server         string
 	background     bool
 	sessionPlugins []string
@@ -77,8 +78,10 @@ func newInventoryReportCmd(a *app) *cobra.Command {
 			"it is reported as client kind claude-code, under its own machine id (kept in <claude home>/wharf-machine-id).\n\n" +
 			"--from copilot reads an unmodified GitHub Copilot CLI home ($COPILOT_HOME or ~/.copilot, or --copilot-home): installedPlugins of config.json " +
 			"and the copies in installed-plugins/; --from codex an unmodified Codex home ($CODEX_HOME or ~/.codex, or --codex-home): the [plugins] tables of " +
-			"config.toml and the copies in plugins/cache/; --from gemini an unmodified Gemini CLI home (~/.gemini, or --gemini-home): the extension copies in extensions/. " +
-			"They are reported as client kinds copilot, codex and gemini.\n\n" +
+			"config.toml and the copies in plugins/cache/; --from gemini an unmodified Gemini CLI home (~/.gemini, or --gemini-home): the extension copies in extensions/; " +
+			"--from opencode the skills an unmodified OpenCode loads from its own directories (of the user whose home is $HOME, or --opencode-home): " +
+			"the entries it fetched from skills URLs into ~/.cache/opencode/skills/ (a wharf channel's as <plugin>@<channel>) and ~/.config/opencode/skill(s)/. " +
+			"They are reported as client kinds copilot, codex, gemini and opencode.\n\n" +
 			"The CLI also reports on its own, in the background, when the inventory changed (or a day after the last report) and at most every " +
 			"inventory.interval (default 60m; \"off\" turns it off).",
 		Example: "  wharf inventory report\n  wharf inventory report --from claude --json\n  wharf inventory report --server https://wharf.example.com",
@@ -94,7 +97,7 @@ func newInventoryReportCmd(a *app) *cobra.Command {
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&o.from, "from", "wharf", "what to report: wharf (this wharf home), or an unmodified agent home: claude, copilot, codex or gemini")
+	f.StringVar(&o.from, "from", "wharf", "what to report: wharf (this wharf home), or an unmodified agent home: claude, copilot, codex, gemini or opencode")
 	addAgentReportFlags(f, o)
 	f.StringVar(&o.claudeHome, "claude-home", "", "with --from claude: Claude Code's directory (default $CLAUDE_CONFIG_DIR, else ~/.claude)")
 	f.StringVar(&o.claudeManaged, "claude-managed-settings", collect.DefaultClaudeManagedFile(), "with --from claude: Claude Code's managed-settings.json (\"\" for none)")
@@ -120,7 +123,7 @@ func runInventoryReport(ctx context.Context, opts *InventoryReportOptions) error
 	io, h, o := opts.IO, opts.Home, &opts.reportOptions
 	if o.from != "wharf" && o.from != "claude" && !agentFrom[o.from] {
 		return &plugin.Error{Layer: plugin.LayerIntent, Type: typeUsage, Object: "--from", Err: fmt.Errorf("unknown source %q", o.from),
-			Hint: "use --from wharf (this home), or --from claude, copilot, codex or gemini (that agent's home)"}
+			Hint: "use --from wharf (this home), or --from claude, copilot, codex, gemini or opencode (that agent's home)"}
 	}
 	if err := checkAgentReportFlags(o); err != nil {
 		return err

@@ -14,14 +14,15 @@ import (
 )
 
 // agentFrom are the --from values agentReport reads.
-var agentFrom = map[string]bool{"copilot": true, "codex": true, "gemini": true}
+var agentFrom = map[string]bool{"copilot": true, "codex": true, "gemini": true, "opencode": true}
 
 // addAgentReportFlags adds the flags of `wharf inventory report --from
-// copilot|codex|gemini`.
+// copilot|codex|gemini|opencode`.
 func addAgentReportFlags(f *pflag.FlagSet, o *reportOptions) {
 	f.StringVar(&o.copilotHome, "copilot-home", "", "with --from copilot: Copilot CLI's directory (default $COPILOT_HOME, else ~/.copilot)")
 	f.StringVar(&o.codexHome, "codex-home", "", "with --from codex: Codex's directory (default $CODEX_HOME, else ~/.codex)")
 	f.StringVar(&o.geminiHome, "gemini-home", "", "with --from gemini: Gemini CLI's directory (default ~/.gemini)")
+	f.StringVar(&o.openCodeHome, "opencode-home", "", "with --from opencode: the home directory OpenCode runs under, holding .config/opencode and .cache/opencode (default $HOME, with $XDG_CONFIG_HOME and $XDG_CACHE_HOME as OpenCode reads them)")
 }
 
 func checkAgentReportFlags(o *reportOptions) error {
@@ -34,12 +35,19 @@ func checkAgentReportFlags(o *reportOptions) error {
 	if o.geminiHome != "" && o.from != "gemini" {
 		return usageError(errors.New("--gemini-home needs --from gemini"))
 	}
+	if o.openCodeHome != "" && o.from != "opencode" {
+		return usageError(errors.New("--opencode-home needs --from opencode"))
+	}
 	return nil
 }
 
-// agentReport is the report of a Copilot CLI, Codex or Gemini CLI home, under the
-// machine id kept in that home.
+// agentReport is the report of a Copilot CLI, Codex, Gemini CLI or OpenCode
+// home, under the machine id kept in that home (OpenCode's: in its
+// configuration directory).
 func agentReport(io streams, o *reportOptions) (inventory.Report, error) {
+	if o.from == "opencode" {
+		return openCodeReport(io, o)
+	}
 	dir, envVar, dot, flag, kind := o.copilotHome, "COPILOT_HOME", ".copilot", "--copilot-home", inventory.KindCopilot
 	switch o.from {
 	case "codex":
@@ -80,4 +88,35 @@ func agentReport(io streams, o *reportOptions) (inventory.Report, error) {
 		return inventory.Report{}, err
 	}
 	return collect.New(collect.Machine(id), kind, plugins, time.Now()), nil
+}
+
+// openCodeReport is the report of the OpenCode of the user whose home is
+// --opencode-home (else $HOME, with OpenCode's XDG variables).
+func openCodeReport(io streams, o *reportOptions) (inventory.Report, error) {
+	var oc collect.OpenCode
+	if o.openCodeHome != "" {
+		abs, err := filepath.Abs(o.openCodeHome)
+		if err != nil {
+			return inventory.Report{}, usageError(err)
+		}
+		oc = collect.DefaultOpenCodeDirs(nil, abs)
+	} else {
+		home, err := os.UserHomeDir()
+		if err != nil {
+			return inventory.Report{}, usageError(fmt.Errorf("cannot find the home directory: %w; pass --opencode-home", err))
+		}
+		oc = collect.DefaultOpenCodeDirs(os.Getenv, home)
+	}
+	plugins, warns, err := oc.Read()
+	if err != nil {
+		return inventory.Report{}, err
+	}
+	for _, w := range warns {
+		io.warnf("opencode: %s", w)
+	}
+	id, err := collect.MachineID(filepath.Join(oc.ConfigDir, collect.ClaudeMachineIDFile))
+	if err != nil {
+		return inventory.Report{}, err
+	}
+	return collect.New(collect.Machine(id), inventory.KindOpenCode, plugins, time.Now()), nil
 }

@@ -20,13 +20,15 @@ import (
 	"github.com/wharfhq/wharf/internal/testutil/claudetest"
 )
 
-// TestInventoryReportFromAgents has the real Copilot CLI and Codex install
-// a plugin from a wharf channel on loopback (added by its token-less URL,
-// the token in git's credential store), then reports their homes as they
-// left them: the plugin is listed under client kind copilot or codex with
-// the digest the channel pins.
+// TestInventoryReportFromAgents has the real Copilot CLI, Codex and Gemini
+// CLI install a plugin from a wharf channel on loopback (added by its
+// token-less URL, the token in git's credential store or GIT_ASKPASS), and
+// the real OpenCode fetch it from a public channel's skill index listed
+// in its configuration, then reports their homes as they left them: the
+// plugin is listed under the agent's client kind with the digest the
+// channel pins.
 func TestInventoryReportFromAgents(t *testing.T) {
-	for _, a := range []agentcli.Agent{agentcli.Copilot, agentcli.Codex, agentcli.Gemini} {
+	for _, a := range []agentcli.Agent{agentcli.Copilot, agentcli.Codex, agentcli.Gemini, agentcli.OpenCode} {
 		t.Run(a.Name, func(t *testing.T) {
 			cli := agentcli.Find(t, a)
 			claudetest.Lock(t, false)
@@ -54,7 +56,21 @@ func TestInventoryReportFromAgents(t *testing.T) {
 			if _, err := api.NewMarketplaceCatalog(mgr).AddMarketplace(t.Context(), "corp", json.RawMessage(`{"source":"directory","path":"`+mkt+`"}`)); err != nil {
 				t.Fatal(err)
 			}
-			req, _ := http.NewRequest("GET", hs.URL+"/v1/channels/approved", nil)
+			chName := "approved"
+			if a.Name == "opencode" {
+				// OpenCode sends no credentials for a skills URL: the
+				// channel is public.
+				chName = "open"
+				req, _ := http.NewRequest("POST", hs.URL+"/v1/channels", strings.NewReader(`{"name": "open", "plugins": ["tool@corp"], "public": true}`))
+				req.Header.Set("Authorization", "Bearer "+admin)
+				req.Header.Set("Content-Type", "application/json")
+				res, err := http.DefaultClient.Do(req)
+				if err != nil || res.StatusCode != 201 {
+					t.Fatalf("create a public channel: %v %v", res, err)
+				}
+				res.Body.Close()
+			}
+			req, _ := http.NewRequest("GET", hs.URL+"/v1/channels/"+chName, nil)
 			req.Header.Set("Authorization", "Bearer "+admin)
 			res, err := http.DefaultClient.Do(req)
 			if err != nil {
@@ -101,6 +117,14 @@ func TestInventoryReportFromAgents(t *testing.T) {
 				cli.Extra = append(cli.Extra, "GIT_ASKPASS="+askpass, "WHARF_TEST_TOKEN="+admin)
 				cli.Must(t, home, t.TempDir(), "extensions", "install", hs.URL+"/git/approved/gemini/tool.git", "--consent")
 				agentHome, flag = filepath.Join(home, ".gemini"), "--gemini-home"
+			case "opencode":
+				writeFile(t, filepath.Join(home, ".config/opencode/opencode.json"), `{"$schema": "https://opencode.ai/config.json", "skills": {"urls": ["`+hs.URL+`/git/open/opencode/skills/"]}}`)
+				if out := cli.Must(t, home, t.TempDir(), "debug", "skill"); !strings.Contains(out, filepath.Join(home, ".cache/opencode/skills/tool/SKILL.md")) {
+					t.Fatalf("opencode did not load tool from the channel:\n%s", out)
+				}
+				// The report reads both OpenCode directories; the home
+				// compared is the whole of the user's.
+				agentHome, flag = home, "--opencode-home"
 			}
 
 			rec := newReportRecorder(t, nil)
@@ -111,14 +135,15 @@ func TestInventoryReportFromAgents(t *testing.T) {
 				t.Fatalf("exit %d\n%s%s", code, out, stderr)
 			}
 			rep := rec.last(t)
-			p, ok := pluginIn(rep, "tool@approved")
+			p, ok := pluginIn(rep, "tool@"+chName)
 			if !ok || p.Digest != pin || p.Version != "1.0.0" || p.State != inventory.StateActive || rep.Client.Kind != a.Name {
-				t.Fatalf("report %+v, want tool@approved with the channel's pin %s", rep, pin)
+				t.Fatalf("report %+v, want tool@%s with the channel's pin %s", rep, chName, pin)
 			}
 			// The agent's home is read, not changed (but for wharf's
 			// machine id beside it).
 			after := agentFiles(t, agentHome)
 			delete(after, "wharf-machine-id")
+			delete(after, filepath.Join(".config", "opencode", "wharf-machine-id"))
 			for k, v := range before {
 				if after[k] != v {
 					t.Fatalf("the report changed %s", k)

@@ -113,9 +113,11 @@ func TestPolicyExportAgentChannel(t *testing.T) {
 	c := newPolicyClient(t, admin)
 	want := hs.URL + "/git/approved.git"
 	for format, check := range map[string]string{
-		"copilot":  `"url": "` + want + `"`,
-		"codex":    "url = '" + want + "'",
-		"gemini":   strings.ReplaceAll(regexp.QuoteMeta(want), `\`, `\\`),
+		"copilot": `"url": "` + want + `"`,
+		"codex":   "url = '" + want + "'",
+		// Gemini CLI folds http:// into http:/ (docs/agents.md): the
+		// pattern names the channel's host and path after it.
+		"gemini":   `http:/` + strings.ReplaceAll(regexp.QuoteMeta(strings.TrimPrefix(want, "http://")), `\`, `\\`),
 		"opencode": `"$schema"`,
 	} {
 		file := filepath.Join(t.TempDir(), "out")

@@ -515,6 +515,9 @@ func (s *Server) serveGit(c echo.Context) error {
 		s.serveGeminiExtension(w, r, name)
 		return nil
 	}
+	if _, after, _ := strings.Cut(rest, "/"); !strings.HasSuffix(first, ".git") && strings.HasPrefix(after, "opencode/") {
+		return s.serveOpenCodeSkills(c, name, strings.TrimPrefix(after, "opencode/"))
+	}
 	gs := &gitserver.Server{
 		Timeout:         s.deps.RequestTimeout,
 		MaxRequestBytes: s.deps.BodyLimit,

@@ -83,7 +83,7 @@ type HolderInstall struct {
 type PluginHolder struct {
 	Machine string `json:"machine"`
 	// ClientKind is the kind of client whose report the machine sent last
-	// (inventory.KindWharf, KindWharfAgent, KindClaudeCode).
+	// (inventory.KindWharf, KindWharfAgent, KindClaudeCode, KindCopilot, ...).
 	ClientKind string          `json:"clientKind"`
 	LastSeen   time.Time       `json:"lastSeen"`
 	Installs   []HolderInstall `json:"installs"`

@@ -80,54 +80,13 @@ func GeminiExtension(src storage.Storer, pluginName string) (storage.Storer, err
 	if err := plugin.ValidateName(pluginName); err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrNoPlugin, err)
 	}
-	ref, err := src.Reference(Branch)
-	if err != nil {
-		return nil, fmt.Errorf("channel repository has no %s: %w", Branch, err)
-	}
-	commit, err := object.GetCommit(src, ref.Hash())
+	commit, root, err := channelHead(src)
 	if err != nil {
 		return nil, err
 	}
-	root, err := commit.Tree()
+	files, err := pluginFiles(src, root, pluginName)
 	if err != nil {
 		return nil, err
-	}
-	sub, err := root.Tree("plugins/" + pluginName)
-	if err != nil {
-		return nil, fmt.Errorf("%w: %s", ErrNoPlugin, pluginName)
-	}
-	var files []file
-	var total int64
-	w := object.NewTreeWalker(sub, true, nil)
-	defer w.Close()
-	for {
-		name, entry, err := w.Next()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			return nil, err
-		}
-		if entry.Mode == filemode.Dir || entry.Mode == filemode.Submodule {
-			continue
-		}
-		blob, err := object.GetBlob(src, entry.Hash)
-		if err != nil {
-			return nil, err
-		}
-		if total += blob.Size; total > maxTreeBytes {
-			return nil, fmt.Errorf("plugin %s is larger than %d bytes", pluginName, maxTreeBytes)
-		}
-		rd, err := blob.Reader()
-		if err != nil {
-			return nil, err
-		}
-		data, err := io.ReadAll(rd)
-		rd.Close()
-		if err != nil {
-			return nil, err
-		}
-		files = append(files, file{path: name, mode: entry.Mode, data: data})
 	}
 	man, err := geminiManifest(pluginName, files)
 	if err != nil {
@@ -249,4 +208,66 @@ func geminiManifest(name string, files []file) (GeminiManifest, error) {
 // root rewrites Claude Code's plugin root variable as Gemini CLI's.
 func root(s string) string {
 	return strings.ReplaceAll(s, "${CLAUDE_PLUGIN_ROOT}", "${extensionPath}")
+}
+
+// channelHead is the commit and tree of the channel repository src at its
+// Branch.
+func channelHead(src storage.Storer) (*object.Commit, *object.Tree, error) {
+	ref, err := src.Reference(Branch)
+	if err != nil {
+		return nil, nil, fmt.Errorf("channel repository has no %s: %w", Branch, err)
+	}
+	commit, err := object.GetCommit(src, ref.Hash())
+	if err != nil {
+		return nil, nil, err
+	}
+	root, err := commit.Tree()
+	if err != nil {
+		return nil, nil, err
+	}
+	return commit, root, nil
+}
+
+// pluginFiles reads the tree of the plugin named pluginName in the channel
+// tree root (plugins/<name>/): every file, its mode and content, at most
+// maxTreeBytes in all. A plugin the channel does not hold is ErrNoPlugin.
+func pluginFiles(src storage.Storer, root *object.Tree, pluginName string) ([]file, error) {
+	sub, err := root.Tree("plugins/" + pluginName)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s", ErrNoPlugin, pluginName)
+	}
+	var files []file
+	var total int64
+	w := object.NewTreeWalker(sub, true, nil)
+	defer w.Close()
+	for {
+		name, entry, err := w.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return nil, err
+		}
+		if entry.Mode == filemode.Dir || entry.Mode == filemode.Submodule {
+			continue
+		}
+		blob, err := object.GetBlob(src, entry.Hash)
+		if err != nil {
+			return nil, err
+		}
+		if total += blob.Size; total > maxTreeBytes {
+			return nil, fmt.Errorf("plugin %s is larger than %d bytes", pluginName, maxTreeBytes)
+		}
+		rd, err := blob.Reader()
+		if err != nil {
+			return nil, err
+		}
+		data, err := io.ReadAll(rd)
+		rd.Close()
+		if err != nil {
+			return nil, err
+		}
+		files = append(files, file{path: name, mode: entry.Mode, data: data})
+	}
+	return files, nil
 }
