@@ -113,6 +113,95 @@ func cutLine(data []byte, want string) ([]byte, bool) {
 }
 
 func decodeFrontMatter(header []byte) (m map[string]any, err error) {
+	if m, ok := simpleFrontMatter(header); ok {
+		return m, nil
+	}
+	return yamlFrontMatter(header)
+}
+
+// simpleFrontMatter reads the headers most Markdown components have
+// without the YAML parser, which costs more than reading the file: one
+// "key: value" per line, where the key is a plain name and the value a
+// one-line plain scalar that YAML can only read as that string (ASCII,
+// starting with a letter, no '#', ": ", brackets or braces, not a
+// boolean or null word, no key twice or longer than 128 bytes). ok is false for anything else,
+// which the YAML parser reads; a test checks that the two agree on every
+// header this accepts.
+func simpleFrontMatter(header []byte) (map[string]any, bool) {
+	var out map[string]any
+	for len(header) > 0 {
+		line := header
+		if i := bytes.IndexByte(header, '\n'); i >= 0 {
+			line, header = header[:i], header[i+1:]
+		} else {
+			header = nil
+		}
+		line = bytes.TrimSuffix(line, []byte("\r"))
+		if len(line) == 0 {
+			continue
+		}
+		k, v, ok := simpleLine(line)
+		if !ok {
+			return nil, false
+		}
+		if out == nil {
+			out = make(map[string]any, 4)
+		}
+		if _, dup := out[k]; dup {
+			return nil, false
+		}
+		out[k] = v
+	}
+	return out, out != nil
+}
+
+// simpleLine splits "key: value" as simpleFrontMatter accepts it.
+func simpleLine(line []byte) (string, string, bool) {
+	i := bytes.IndexByte(line, ':')
+	if i <= 0 || i+1 >= len(line) || line[i+1] != ' ' {
+		return "", "", false
+	}
+	key := line[:i]
+	if len(key) > 128 || !isLetter(key[0]) { // YAML bounds an implicit key at 1024
+		return "", "", false
+	}
+	for _, c := range key {
+		if !(isAlnum(c) || c == '_' || c == '-') {
+			return "", "", false
+		}
+	}
+	val := bytes.Trim(line[i+1:], " ")
+	if len(val) == 0 || !isLetter(val[0]) || val[len(val)-1] == ':' {
+		return "", "", false
+	}
+	for j, c := range val {
+		if c < 0x20 || c > 0x7e || c == '#' || c == '[' || c == ']' || c == '{' || c == '}' || c == ':' && j+1 < len(val) && val[j+1] == ' ' {
+			return "", "", false
+		}
+	}
+	if yamlWord(key) || yamlWord(val) {
+		return "", "", false
+	}
+	return string(key), string(val), true
+}
+
+func isLetter(c byte) bool { return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' }
+
+// yamlWord reports the words YAML (1.1 or 1.2) may read as a boolean or
+// null instead of a string.
+func yamlWord(b []byte) bool {
+	if len(b) > 5 {
+		return false
+	}
+	switch strings.ToLower(string(b)) {
+	case "y", "n", "yes", "no", "on", "off", "true", "false", "null":
+		return true
+	}
+	return false
+}
+
+// yamlFrontMatter decodes a header with the YAML parser.
+func yamlFrontMatter(header []byte) (m map[string]any, err error) {
 	// yaml.v3 has panicked on hostile input in the past; a panic here must
 	// not take down a process that is listing plugins.
 	defer func() {

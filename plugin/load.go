@@ -147,26 +147,37 @@ func Load(dir string, entry *Entry) (*Plugin, []Diagnostic, error) {
 // other file, and everything about the tree's layout, is read from disk
 // as Load reads it.
 func LoadFiles(dir string, entry *Entry, files map[string][]byte) (*Plugin, []Diagnostic, error) {
-	fi, err := os.Stat(dir)
-	if err != nil {
-		return nil, nil, &Error{Layer: LayerMaterialization, Type: TypeNotFound, Object: dir, Err: err,
-			Hint: "check the plugin's source path in the marketplace"}
+	if files == nil {
+		return loadWith(dir, entry, nil)
 	}
-	if !fi.IsDir() {
-		return nil, nil, Errorf(LayerMaterialization, TypeComponentLoad, dir, "", "plugin root %s is not a directory", dir)
+	return loadWith(dir, entry, &Tree{Files: files})
+}
+
+func loadWith(dir string, entry *Entry, tree *Tree) (*Plugin, []Diagnostic, error) {
+	l := &loader{root: dir, tree: tree}
+	if tree != nil {
+		l.files = tree.Files
 	}
-	real, err := filepath.EvalSymlinks(dir)
-	if err == nil {
-		real, err = filepath.Abs(real)
+	// A tree with the root's listing says the root is a directory; its
+	// real path is then resolved only if a path must be checked against
+	// it (a symlink, a plugin without a name).
+	if _, listed := tree.dirs()[filepath.Clean(dir)]; !listed {
+		fi, err := os.Stat(dir)
+		if err != nil {
+			return nil, nil, &Error{Layer: LayerMaterialization, Type: TypeNotFound, Object: dir, Err: err,
+				Hint: "check the plugin's source path in the marketplace"}
+		}
+		if !fi.IsDir() {
+			return nil, nil, Errorf(LayerMaterialization, TypeComponentLoad, dir, "", "plugin root %s is not a directory", dir)
+		}
+		if _, err := l.realRoot(); err != nil {
+			return nil, nil, &Error{Layer: LayerMaterialization, Type: TypeComponentLoad, Object: dir, Err: err}
+		}
 	}
-	if err != nil {
-		return nil, nil, &Error{Layer: LayerMaterialization, Type: TypeComponentLoad, Object: dir, Err: err}
-	}
-	l := &loader{root: dir, real: real, files: files}
 
 	var pm *Manifest
 	mfile := filepath.Join(dir, filepath.FromSlash(manifestRel))
-	if _, err := os.Lstat(mfile); err == nil {
+	if _, err := l.lstat(mfile); err == nil {
 		if l.inside(mfile, manifestRel, "plugin.json") {
 			m, diags, err := l.readDocument(mfile)
 			l.diags = append(l.diags, diags...)
@@ -220,6 +231,10 @@ func LoadFiles(dir string, entry *Entry, files map[string][]byte) (*Plugin, []Di
 		p.Manifest = l.merge(entry.Manifest, *pm, mfile)
 	}
 	if p.Manifest.Name == "" {
+		real, err := l.realRoot()
+		if err != nil {
+			return nil, l.diags, &Error{Layer: LayerMaterialization, Type: TypeComponentLoad, Object: dir, Err: err}
+		}
 		p.Manifest.Name = filepath.Base(real)
 	}
 	if err := ValidateName(p.Manifest.Name); err != nil {
@@ -262,8 +277,12 @@ func kindOrder(k ComponentKind) int {
 }
 
 type loader struct {
-	root       string // as given
-	real       string // absolute, symlinks resolved
+	root string // as given
+	// real is the root, absolute, symlinks resolved (realRoot), once
+	// resolved (realDone), or the error resolving it.
+	real       string
+	realErr    error
+	realDone   bool
 	diags      []Diagnostic
 	firstType  string
 	comps      []Component
@@ -274,8 +293,10 @@ type loader struct {
 	// skillsAddDefault: declared skills add to skills/ instead of replacing it.
 	skillsAddDefault bool
 	hasManifest      bool // .claude-plugin/plugin.json exists
-	// files are contents the caller already read (LoadFiles).
+	// files are contents the caller already read (LoadFiles), tree what
+	// it listed (LoadTree).
 	files map[string][]byte
+	tree  *Tree
 }
 
 // readFile is readManifestFile, from the caller's copy when it has one
@@ -423,6 +444,18 @@ const symlinkOutAdvice = "wharf does not follow a link out of the plugin folder,
 	"the plugin's digest, signatures and approval cover its folder only. To publish it, replace the link with a copy of its target " +
 	"in the marketplace repository (for example: cp -RL), or ask the plugin's authors to"
 
+// realRoot resolves the root's real path, once.
+func (l *loader) realRoot() (string, error) {
+	if !l.realDone {
+		l.realDone = true
+		l.real, l.realErr = filepath.EvalSymlinks(l.root)
+		if l.realErr == nil {
+			l.real, l.realErr = filepath.Abs(l.real)
+		}
+	}
+	return l.real, l.realErr
+}
+
 // inside reports whether the file at abs (rel from the root) stays inside
 // the root once symlinks are resolved; it records an error when it does not.
 func (l *loader) inside(abs, rel, field string) bool {
@@ -435,7 +468,12 @@ func (l *loader) inside(abs, rel, field string) bool {
 		return false
 	}
 	real, _ = filepath.Abs(real)
-	r, err := filepath.Rel(l.real, real)
+	root, err := l.realRoot()
+	if err != nil {
+		l.fail(TypeComponentLoad, abs, field, "%s: the plugin root: %v", rel, err)
+		return false
+	}
+	r, err := filepath.Rel(root, real)
 	if err != nil || r == ".." || strings.HasPrefix(r, ".."+string(filepath.Separator)) {
 		l.fail(TypeComponentLoad, abs, field, "%s resolves to %s, outside the plugin root; %s", rel, real, symlinkOutAdvice)
 		return false
@@ -458,7 +496,7 @@ func (l *loader) linkFree(rel string) bool {
 			return false
 		}
 		p = filepath.Join(p, seg)
-		fi, err := os.Lstat(p)
+		fi, err := l.lstat(p)
 		if err != nil || fi.Mode()&fs.ModeSymlink != 0 {
 			return false
 		}
@@ -474,7 +512,7 @@ func (l *loader) stat(rel, field string, declared bool) (string, fs.FileInfo, bo
 		return "", nil, false
 	}
 	abs := filepath.Join(l.root, filepath.FromSlash(cleanRel(rel)))
-	if _, err := os.Lstat(abs); err != nil {
+	if _, err := l.lstat(abs); err != nil {
 		if declared {
 			l.missing(rel, field)
 		}
@@ -483,7 +521,7 @@ func (l *loader) stat(rel, field string, declared bool) (string, fs.FileInfo, bo
 	if !l.inside(abs, rel, field) {
 		return "", nil, false
 	}
-	fi, err := os.Stat(abs)
+	fi, err := l.statPath(abs)
 	if err != nil {
 		l.fail(TypeComponentLoad, l.root, field, "%s: %v", rel, err)
 		return "", nil, false
@@ -657,7 +695,7 @@ func (l *loader) walkMarkdown(kind ComponentKind, dir, field string) {
 		l.fail(TypeComponentLoad, l.root, field, "%s: %v", base, err)
 		return
 	}
-	err = filepath.WalkDir(walkRoot, func(p string, de fs.DirEntry, err error) error {
+	err = l.walkDir(walkRoot, func(p string, de fs.DirEntry, err error) error {
 		sub, _ := filepath.Rel(walkRoot, p)
 		rel := path.Join(base, filepath.ToSlash(sub))
 		if err != nil {
@@ -680,7 +718,7 @@ func (l *loader) walkMarkdown(kind ComponentKind, dir, field string) {
 			if !l.inside(p, rel, field) {
 				return nil
 			}
-			if fi, err := os.Stat(p); err != nil || !fi.Mode().IsRegular() {
+			if fi, err := l.statPath(p); err != nil || !fi.Mode().IsRegular() {
 				l.warn(l.root, field, "%s: symlink to something other than a file; skipped", rel)
 				return nil
 			}
@@ -740,7 +778,7 @@ func (l *loader) skills(m *Manifest) {
 			l.addSkill(abs, m.Name, f, s.declared)
 			continue
 		}
-		entries, err := os.ReadDir(abs)
+		entries, err := l.readDir(abs)
 		if err != nil {
 			l.fail(TypeComponentLoad, l.root, f, "%s: %v", rel, err)
 			continue
@@ -754,7 +792,7 @@ func (l *loader) skills(m *Manifest) {
 			if de.Type()&fs.ModeSymlink != 0 && !l.inside(sub, l.relOf(sub), f) {
 				continue
 			}
-			if fi, err := os.Stat(sub); err != nil || !fi.IsDir() {
+			if fi, err := l.statPath(sub); err != nil || !fi.IsDir() {
 				continue
 			}
 			if l.isSkillDir(filepath.Join(sub, "SKILL.md"), f) {
@@ -768,7 +806,7 @@ func (l *loader) skills(m *Manifest) {
 	}
 	if !declared && len(l.comps) == before {
 		abs := filepath.Join(l.root, "SKILL.md")
-		if _, err := os.Lstat(filepath.Join(l.root, "skills")); errors.Is(err, fs.ErrNotExist) && l.isSkillDir(abs, "skills") {
+		if _, err := l.lstat(filepath.Join(l.root, "skills")); errors.Is(err, fs.ErrNotExist) && l.isSkillDir(abs, "skills") {
 			l.add(KindSkill, m.Name, "SKILL.md")
 		}
 	}
@@ -776,7 +814,7 @@ func (l *loader) skills(m *Manifest) {
 
 // isSkillDir reports whether skillMD exists as a regular file inside the root.
 func (l *loader) isSkillDir(skillMD, field string) bool {
-	fi, err := os.Lstat(skillMD)
+	fi, err := l.lstat(skillMD)
 	if err != nil {
 		return false
 	}
@@ -784,7 +822,7 @@ func (l *loader) isSkillDir(skillMD, field string) bool {
 		if !l.inside(skillMD, l.relOf(skillMD), field) {
 			return false
 		}
-		fi, err = os.Stat(skillMD)
+		fi, err = l.statPath(skillMD)
 		if err != nil {
 			return false
 		}
@@ -836,6 +874,9 @@ func (l *loader) frontMatterName(abs, fallback, field string) string {
 		}
 	}
 	meta, _, lenient, err := parseFrontMatter(data)
+	if l.tree != nil && l.tree.FrontMatter != nil && len(data) < maxNamedFile {
+		l.tree.FrontMatter[abs] = FrontMatter{Meta: meta, Lenient: lenient, Err: err}
+	}
 	if err != nil || lenient {
 		return fallback
 	}
@@ -1017,7 +1058,7 @@ func (l *loader) addFailed(failed []FailedComponent, rel, field string) {
 func (l *loader) rootManifestVersion(dir string) *Manifest {
 	const rel = "plugin.json"
 	abs := filepath.Join(dir, rel)
-	fi, err := os.Lstat(abs)
+	fi, err := l.lstat(abs)
 	if err != nil || !fi.Mode().IsRegular() {
 		return nil
 	}

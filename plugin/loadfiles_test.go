@@ -78,3 +78,73 @@ func TestLoadFilesEqualsLoad(t *testing.T) {
 		t.Fatalf("LoadFiles did not read the copy: %+v, %v", p, err)
 	}
 }
+
+// listTree lists every directory under root as LoadTree takes it.
+func listTree(t *testing.T, root string) map[string][]fs.DirEntry {
+	t.Helper()
+	dirs := map[string][]fs.DirEntry{}
+	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if p != root {
+			dirs[filepath.Dir(p)] = append(dirs[filepath.Dir(p)], d)
+		}
+		if d.IsDir() && dirs[filepath.Clean(p)] == nil {
+			dirs[filepath.Clean(p)] = []fs.DirEntry{}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dirs
+}
+
+// LoadTree with the tree's own listing and contents loads what Load
+// loads, for every plugin of the corp fixture marketplace; it hands back
+// the front matter it parsed; and it does take the layout from the
+// listing it is given: a listing without commands/ has no commands.
+func TestLoadTreeEqualsLoad(t *testing.T) {
+	root := filepath.Join("testdata", "corp")
+	m, _, err := ReadMarketplace(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, parsed := 0, 0
+	for i := range m.Plugins {
+		e := &m.Plugins[i]
+		dir, err := e.LocalDir(root)
+		if err != nil {
+			continue
+		}
+		n++
+		p, d, err := Load(dir, e)
+		want := loadJSON(t, p, d, err)
+		tree := &Tree{Files: readTree(t, dir), Dirs: listTree(t, dir), FrontMatter: map[string]FrontMatter{}}
+		p, d, err = LoadTree(dir, e, tree)
+		if got := loadJSON(t, p, d, err); got != want {
+			t.Fatalf("%s: LoadTree\n%s\nLoad\n%s", e.Name, got, want)
+		}
+		parsed += len(tree.FrontMatter)
+	}
+	if n < 2 || parsed == 0 {
+		t.Fatalf("compared %d plugins of %s, %d front matters handed back", n, root, parsed)
+	}
+	dir := t.TempDir()
+	for _, rel := range []string{".claude-plugin/plugin.json", "commands/a.md"} {
+		p := filepath.Join(dir, filepath.FromSlash(rel))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(`{"name": "a"}`), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	dirs := listTree(t, dir)
+	dirs[filepath.Clean(dir)] = []fs.DirEntry{dirs[filepath.Clean(dir)][0]} // .claude-plugin only
+	p, _, err := LoadTree(dir, nil, &Tree{Dirs: dirs})
+	if err != nil || len(p.Components) != 0 {
+		t.Fatalf("LoadTree did not take the listing: %+v, %v", p, err)
+	}
+}

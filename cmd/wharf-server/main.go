@@ -125,7 +125,7 @@ func newRootCmd(a *app) *cobra.Command {
 	pf.String("home", "", "wharf's state directory (env WHARF_HOME, default ~/.wharf); the server keeps its data in <home>/server unless --data says otherwise")
 	pf.Bool("json", false, "print the start-up line as JSON (errors go to stderr as JSON)")
 	addServeFlags(root.Flags(), o)
-	root.AddCommand(newCheckCmd(a), newRepairCmd(a))
+	root.AddCommand(newCheckCmd(a), newRepairCmd(a), newAdminCmd(a))
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError(err) })
 	cliusage.Apply(root)
 	root.SetOut(a.stdout)

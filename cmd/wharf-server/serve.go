@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -37,6 +38,10 @@ type serveOptions struct {
 	// TrustedProxies are reverse proxies whose X-Forwarded-For is believed.
 	TrustedProxies []string
 	Store          storeFlags // store_flags.go
+	OIDC           oidcFlags  // oidc_flags.go
+	// TLSCert and TLSKey are PEM files: the server serves HTTPS itself.
+	TLSCert string
+	TLSKey  string
 }
 
 // addServeFlags declares the server's flags on f.
@@ -51,7 +56,10 @@ func addServeFlags(f *pflag.FlagSet, o *serveOptions) {
 	f.DurationVar(&o.Grace, "shutdown-grace", 10*time.Second, "how long in-flight requests may finish at shutdown")
 	f.StringVar(&o.LogLevel, "log-level", "info", "debug, info, warn or error")
 	addStoreFlags(f, &o.Store)
+	addOIDCFlags(f, &o.OIDC)
 	f.StringArrayVar(&o.TrustedProxies, "trusted-proxy", nil, "CIDR range (or address) of a reverse proxy whose X-Forwarded-For gives the client's address; repeatable (default: none, the connection's address is the client's)")
+	f.StringVar(&o.TLSCert, "tls-cert", "", "certificate chain (PEM) to serve HTTPS with; needs --tls-key")
+	f.StringVar(&o.TLSKey, "tls-key", "", "private key (PEM) of --tls-cert")
 	f.StringArrayVar(&o.TrustedKeys, "trusted-key", nil, "public key file (PEM) trusted for plugin signatures, in addition to $WHARF_HOME/keys/*.pub; repeatable")
 }
 
@@ -72,13 +80,29 @@ func (a *app) runServe(ctx context.Context, o *serveOptions) error {
 			Err: fmt.Errorf("unknown log level %q", o.LogLevel), Hint: "use debug, info, warn or error"}
 	}
 	logger := slog.New(slog.NewJSONHandler(a.stderr, &slog.HandlerOptions{Level: level}))
+	tlsCfg, err := serverTLS(o.TLSCert, o.TLSKey)
+	if err != nil {
+		return err
+	}
+	// The port first: a server that cannot listen creates nothing (on a
+	// first start, no admin token that nobody would see work).
+	ln, err := net.Listen("tcp", o.Addr)
+	if err != nil {
+		return &plugin.Error{Layer: plugin.LayerIntent, Type: typeUsage, Object: o.Addr, Err: err,
+			Hint: "pick another --addr, or stop what listens there"}
+	}
+	defer ln.Close()
 	bootstrap := os.Getenv("WHARF_BOOTSTRAP_TOKEN")
+	sso, err := o.OIDC.config(os.Getenv)
+	if err != nil {
+		return err
+	}
 	s, err := serverhome.Open(serverhome.Config{
 		Home: a.cfg.Home, Data: o.Data, Store: serverhome.StoreConfig(o.Store),
 		LockTimeout: a.cfg.LockTimeout, GitTimeout: a.cfg.GitTimeout, NetIdle: a.cfg.NetIdle, GitHubHost: a.cfg.GitHubHost,
 		TrustedKeys: o.TrustedKeys, BootstrapToken: bootstrap, Logger: logger,
 		BodyLimit: o.BodyLimit, RequestTimeout: o.Timeout, RateLimit: o.RateLimit, RateBurst: o.RateBurst,
-		TrustedProxies: o.TrustedProxies,
+		TrustedProxies: o.TrustedProxies, Identity: sso,
 	})
 	if err != nil {
 		return err
@@ -89,7 +113,7 @@ func (a *app) runServe(ctx context.Context, o *serveOptions) error {
 	if s.FirstStart {
 		if s.AdminToken != "" {
 			info.AdminToken = s.AdminToken
-			fmt.Fprintf(a.stderr, "wharf-server: first start: created an admin token; it is shown only now:\n\n    %s\n\n", s.AdminToken)
+			fmt.Fprintf(a.stderr, "wharf-server: first start: created an admin token; it is shown only now (a lost one: wharf-server admin token create):\n\n    %s\n\n", s.AdminToken)
 		}
 		if o.Demo != "" {
 			name, err := registerDemo(ctx, s.Catalog, demoDir(o.Demo, data))
@@ -101,12 +125,14 @@ func (a *app) runServe(ctx context.Context, o *serveOptions) error {
 		}
 	}
 
-	ln, err := net.Listen("tcp", o.Addr)
-	if err != nil {
-		return &plugin.Error{Layer: plugin.LayerIntent, Type: typeUsage, Object: o.Addr, Err: err,
-			Hint: "pick another --addr, or stop what listens there"}
+	scheme := "http://"
+	if tlsCfg != nil {
+		scheme = "https://"
+		ln = tls.NewListener(ln, tlsCfg)
+	} else if !loopback(ln.Addr()) {
+		fmt.Fprintf(a.stderr, "wharf-server: warning: serving plain HTTP on %s (--addr %s), which is not a loopback address: tokens and policy cross the network unencrypted; serve HTTPS with --tls-cert and --tls-key, or put a TLS proxy in front and listen on 127.0.0.1\n", ln.Addr(), o.Addr)
 	}
-	info.URL = "http://" + ln.Addr().String()
+	info.URL = scheme + ln.Addr().String()
 	if a.cfg.JSON {
 		if err := a.printJSON(info); err != nil {
 			return err
@@ -118,6 +144,31 @@ func (a *app) runServe(ctx context.Context, o *serveOptions) error {
 	defer stop()
 	logger.Info("serving", "url", info.URL, "data", data, "store", where)
 	return s.API.Serve(ctx, ln, o.Grace)
+}
+
+// serverTLS is the TLS configuration of --tls-cert and --tls-key; nil
+// when neither is given.
+func serverTLS(cert, key string) (*tls.Config, error) {
+	if cert == "" && key == "" {
+		return nil, nil
+	}
+	if cert == "" || key == "" {
+		return nil, &plugin.Error{Layer: plugin.LayerIntent, Type: typeUsage, Object: "--tls-cert",
+			Err: errors.New("--tls-cert and --tls-key go together"), Hint: "pass the certificate chain and its private key (PEM files), or neither"}
+	}
+	pair, err := tls.LoadX509KeyPair(cert, key)
+	if err != nil {
+		return nil, &plugin.Error{Layer: plugin.LayerIntent, Type: typeUsage, Object: cert + ", " + key, Err: err,
+			Hint: "pass PEM files: the certificate chain (--tls-cert) and the matching private key (--tls-key)"}
+	}
+	return &tls.Config{Certificates: []tls.Certificate{pair}, MinVersion: tls.VersionTLS12}, nil
+}
+
+// loopback reports whether addr only accepts connections from this
+// machine (127.0.0.0/8, ::1).
+func loopback(addr net.Addr) bool {
+	ta, ok := addr.(*net.TCPAddr)
+	return ok && ta.IP.IsLoopback()
 }
 
 // demoDir is the demo marketplace to register: dir when it exists; else, for

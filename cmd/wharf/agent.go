@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"path/filepath"
 	"strings"
 	"text/tabwriter"
 
@@ -14,7 +15,16 @@ import (
 	"github.com/wharfhq/wharf/plugin"
 )
 
-// agentOptions are the flags every `wharf agent` subcommand shares.
+// AgentOptions are what every `wharf agent` verb takes: the home, its
+// output, and the flags the verbs share.
+type AgentOptions struct {
+	IO   streams
+	Home *home.Home
+	agentOptions
+}
+
+// agentOptions are the flags every `wharf agent` subcommand shares:
+// --plugin-dir, --full, --project.
 type agentOptions struct {
 	pluginDirs []string
 	full       bool
@@ -42,10 +52,28 @@ func newAgentCmd(a *app) *cobra.Command {
 	return cmd
 }
 
-// agentRuntime builds the runtime of this home (home.Home.Runtime): the
+// agentOpts are the AgentOptions of one `wharf agent` invocation.
+func (a *app) agentOpts(flags *agentOptions) AgentOptions {
+	return AgentOptions{IO: a.io(), Home: a.h, agentOptions: *flags}
+}
+
+// openRuntime builds the runtime of the home (home.Home.Runtime): the
 // caller closes it.
-func (a *app) agentRuntime(ctx context.Context, opts *agentOptions, o agent.Options) (*agent.Runtime, error) {
-	return a.h.Runtime(ctx, opts.runtime(o, false))
+func (opts *AgentOptions) openRuntime(ctx context.Context, o agent.Options) (*agent.Runtime, error) {
+	return opts.Home.Runtime(ctx, opts.runtime(o, false))
+}
+
+// projectDir is CLAUDE_PROJECT_DIR for hooks and servers: the project
+// directory the runtime loads from (--project, else the nearest directory
+// with .wharf or .git).
+func (opts *AgentOptions) projectDir() string {
+	if opts.project != "" {
+		if abs, err := filepath.Abs(opts.project); err == nil {
+			return abs
+		}
+		return opts.project
+	}
+	return opts.Home.SettingsPaths().Project
 }
 
 // runtime is the home's RuntimeOptions for these flags.
@@ -60,14 +88,14 @@ func (o *agentOptions) mode() agent.Mode {
 	return agent.CacheOnly
 }
 
-// loadAgentSet loads the set once, as a session start would.
-func (a *app) loadAgentSet(cmd *cobra.Command, opts *agentOptions) (*agent.Set, error) {
-	r, err := a.agentRuntime(cmd.Context(), opts, agent.Options{})
+// loadSet loads the set once, as a session start would.
+func (opts *AgentOptions) loadSet(ctx context.Context) (*agent.Set, error) {
+	r, err := opts.openRuntime(ctx, agent.Options{})
 	if err != nil {
 		return nil, err
 	}
 	defer r.Close()
-	return r.Load(cmd.Context(), opts.mode())
+	return r.Load(ctx, opts.mode())
 }
 
 // componentJSON is one row of `wharf agent components --json` (FORMATS.md).
@@ -87,35 +115,43 @@ func componentRow(c agent.Component) componentJSON {
 	return row
 }
 
-func newAgentComponentsCmd(a *app, opts *agentOptions) *cobra.Command {
+func newAgentComponentsCmd(a *app, flags *agentOptions) *cobra.Command {
 	return &cobra.Command{
 		Use:   "components",
 		Short: "List the live components of the approved plugin set, namespaced as an agent registers them",
 		Args:  exactArgs(0, "no arguments"),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			set, err := a.loadAgentSet(cmd, opts)
-			if err != nil {
-				return err
-			}
-			rows := []componentJSON{}
-			for _, c := range set.Components() {
-				rows = append(rows, componentRow(c))
-			}
-			if a.cfg.JSON {
-				return a.printJSON(rows)
-			}
-			if len(rows) == 0 {
-				a.printf("no components; see why with: wharf agent status\n")
-				return nil
-			}
-			tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "KIND\tNAME\tSOURCE\tPLUGIN")
-			for _, r := range rows {
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", r.Kind, r.Name, r.Source, r.Plugin)
-			}
-			return tw.Flush()
+			opts := a.agentOpts(flags)
+			return runAgentComponents(cmd.Context(), &opts)
 		},
 	}
+}
+
+// runAgentComponents prints the live components of the set a session
+// started now would load.
+func runAgentComponents(ctx context.Context, opts *AgentOptions) error {
+	io := opts.IO
+	set, err := opts.loadSet(ctx)
+	if err != nil {
+		return err
+	}
+	rows := []componentJSON{}
+	for _, c := range set.Components() {
+		rows = append(rows, componentRow(c))
+	}
+	if io.JSON {
+		return io.printJSON(rows)
+	}
+	if len(rows) == 0 {
+		io.printf("no components; see why with: wharf agent status\n")
+		return nil
+	}
+	tw := tabwriter.NewWriter(io.Out, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "KIND\tNAME\tSOURCE\tPLUGIN")
+	for _, r := range rows {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", r.Kind, r.Name, r.Source, r.Plugin)
+	}
+	return tw.Flush()
 }
 
 // statusJSON is `wharf agent status --json`.
@@ -132,68 +168,76 @@ type skippedJSON struct {
 	Error load.ErrorDetail `json:"error"`
 }
 
-func newAgentStatusCmd(a *app, opts *agentOptions) *cobra.Command {
+func newAgentStatusCmd(a *app, flags *agentOptions) *cobra.Command {
 	return &cobra.Command{
 		Use:   "status",
 		Short: "Show every plugin's state for a session started now (active, demoted, failed, disabled) and why",
 		Args:  exactArgs(0, "no arguments"),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			set, err := a.loadAgentSet(cmd, opts)
-			if err != nil {
-				return err
-			}
-			out := statusJSON{Mode: set.Mode().String(), Plugins: set.Plugins(), Skipped: []skippedJSON{}, Warnings: set.Warnings()}
-			if pt := set.ProjectTrust(); pt.Folder != "" {
-				out.Project = &pt
-			}
-			if out.Warnings == nil {
-				out.Warnings = []string{}
-			}
-			for _, s := range set.Skipped() {
-				out.Skipped = append(out.Skipped, skippedJSON{componentRow(s.Component), load.Detail(s.Err)})
-			}
-			if a.cfg.JSON {
-				return a.printJSON(out)
-			}
-			if len(out.Plugins) == 0 {
-				a.printf("no plugins installed or loaded (%s load)\n", out.Mode)
-			}
-			tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
-			if len(out.Plugins) > 0 {
-				fmt.Fprintln(tw, "PLUGIN\tVERSION\tSOURCE\tSTATUS\tCOMPONENTS\tWHY")
-			}
-			for _, p := range out.Plugins {
-				var why []string
-				if p.Forced != "" {
-					why = append(why, "forced "+p.Forced+" by policy")
-				}
-				if p.Chain != "" {
-					why = append(why, p.Chain)
-				} else {
-					for _, d := range p.ErrorDetails {
-						why = append(why, rowNote(load.ErrorDetail(d)))
-					}
-				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\n", p.ID, p.Version, p.Source, p.Status, p.Components, strings.Join(why, "; "))
-			}
-			if err := tw.Flush(); err != nil {
-				return err
-			}
-			if out.Project != nil {
-				a.printf("project folder %s: %s\n", out.Project.Folder, out.Project.Why)
-			}
-			for _, s := range out.Skipped {
-				a.printf("not loaded: %s %s (%s): %s\n", s.Kind, s.Name, s.Source, s.Error.Message)
-			}
-			for _, p := range out.Plugins {
-				for _, f := range p.Failed {
-					a.printf("failed: %s: %s\n", p.ID, f)
-				}
-			}
-			for _, w := range out.Warnings {
-				a.warnf("%s", w)
-			}
-			return nil
+			opts := a.agentOpts(flags)
+			return runAgentStatus(cmd.Context(), &opts)
 		},
 	}
+}
+
+// runAgentStatus prints every plugin's state for a session started now,
+// and why.
+func runAgentStatus(ctx context.Context, opts *AgentOptions) error {
+	io := opts.IO
+	set, err := opts.loadSet(ctx)
+	if err != nil {
+		return err
+	}
+	out := statusJSON{Mode: set.Mode().String(), Plugins: set.Plugins(), Skipped: []skippedJSON{}, Warnings: set.Warnings()}
+	if pt := set.ProjectTrust(); pt.Folder != "" {
+		out.Project = &pt
+	}
+	if out.Warnings == nil {
+		out.Warnings = []string{}
+	}
+	for _, s := range set.Skipped() {
+		out.Skipped = append(out.Skipped, skippedJSON{componentRow(s.Component), load.Detail(s.Err)})
+	}
+	if io.JSON {
+		return io.printJSON(out)
+	}
+	if len(out.Plugins) == 0 {
+		io.printf("no plugins installed or loaded (%s load)\n", out.Mode)
+	}
+	tw := tabwriter.NewWriter(io.Out, 0, 4, 2, ' ', 0)
+	if len(out.Plugins) > 0 {
+		fmt.Fprintln(tw, "PLUGIN\tVERSION\tSOURCE\tSTATUS\tCOMPONENTS\tWHY")
+	}
+	for _, p := range out.Plugins {
+		var why []string
+		if p.Forced != "" {
+			why = append(why, "forced "+p.Forced+" by policy")
+		}
+		if p.Chain != "" {
+			why = append(why, p.Chain)
+		} else {
+			for _, d := range p.ErrorDetails {
+				why = append(why, rowNote(load.ErrorDetail(d)))
+			}
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\n", p.ID, p.Version, p.Source, p.Status, p.Components, strings.Join(why, "; "))
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if out.Project != nil {
+		io.printf("project folder %s: %s\n", out.Project.Folder, out.Project.Why)
+	}
+	for _, s := range out.Skipped {
+		io.printf("not loaded: %s %s (%s): %s\n", s.Kind, s.Name, s.Source, s.Error.Message)
+	}
+	for _, p := range out.Plugins {
+		for _, f := range p.Failed {
+			io.printf("failed: %s: %s\n", p.ID, f)
+		}
+	}
+	for _, w := range out.Warnings {
+		io.warnf("%s", w)
+	}
+	return nil
 }

@@ -1,10 +1,11 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"path/filepath"
+	"io"
 	"sort"
 
 	"github.com/spf13/cobra"
@@ -17,8 +18,8 @@ import (
 // typeHookBlocked is the error type of a blocking hook decision (exit 2).
 const typeHookBlocked = "hook-blocked"
 
-func newAgentHookCmd(a *app, opts *agentOptions) *cobra.Command {
-	var parallel int
+func newAgentHookCmd(a *app, flags *agentOptions) *cobra.Command {
+	opts := &AgentHookOptions{}
 	cmd := &cobra.Command{
 		Use:   "hook <Event>",
 		Short: "Run the active set's hooks for one event (event JSON on stdin) and print the combined decision",
@@ -35,46 +36,65 @@ block. Hooks of an untrusted project folder do not run (see wharf agent
 trust). Events: ` + fmt.Sprint(plugin.HookEvents),
 		Args: exactArgs(1, "an event name"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			ev, err := hooks.ReadEvent(args[0], cmd.InOrStdin(), 0)
-			if err != nil {
-				// Exit 1, never 2: a malformed event must not read as a block.
-				return fmt.Errorf("%w; send the event object on stdin, e.g. echo '{\"tool_name\":\"Bash\"}' | wharf agent hook PreToolUse", err)
-			}
-			r, err := a.agentRuntime(cmd.Context(), opts, agent.Options{})
-			if err != nil {
-				return err
-			}
-			defer r.Close()
-			set, err := r.Load(cmd.Context(), opts.mode())
-			if err != nil {
-				return err
-			}
-			cmds := hooks.FromSet(set, ev.Name, a.agentProject(opts))
-			// Each invocation is a new runner: once hooks are remembered per
-			// session under WHARF_HOME.
-			res := (&hooks.Runner{Parallel: parallel, OnceDir: a.env.HooksOnce()}).Run(cmd.Context(), ev, cmds)
-			if a.cfg.JSON {
-				if err := a.printJSON(res); err != nil {
-					return err
-				}
-			} else {
-				a.printHookResult(res)
-			}
-			if res.Blocked() {
-				return &plugin.Error{Layer: plugin.LayerIntent, Type: typeHookBlocked, Object: string(ev.Name),
-					Err: errors.New(res.Reason), Hint: "blocked by hook " + res.BlockedBy}
-			}
-			return nil
+			opts.AgentOptions, opts.Event, opts.Stdin = a.agentOpts(flags), args[0], cmd.InOrStdin()
+			return runAgentHook(cmd.Context(), opts)
 		},
 	}
-	cmd.Flags().IntVar(&parallel, "parallel", 8, "hooks run at once at most")
+	cmd.Flags().IntVar(&opts.Parallel, "parallel", 8, "hooks run at once at most")
 	return cmd
+}
+
+// AgentHookOptions are wharf agent hook's inputs.
+type AgentHookOptions struct {
+	AgentOptions
+	// Event is the event's name (PreToolUse, ...).
+	Event string
+	// Stdin holds the event's JSON object.
+	Stdin io.Reader
+	// Parallel is how many hooks run at once at most.
+	Parallel int
+}
+
+// runAgentHook runs the active set's hooks for one event and prints the
+// combined decision; a block is an error of type hook-blocked (exit 2).
+func runAgentHook(ctx context.Context, opts *AgentHookOptions) error {
+	out := opts.IO
+	ev, err := hooks.ReadEvent(opts.Event, opts.Stdin, 0)
+	if err != nil {
+		// Exit 1, never 2: a malformed event must not read as a block.
+		return fmt.Errorf("%w; send the event object on stdin, e.g. echo '{\"tool_name\":\"Bash\"}' | wharf agent hook PreToolUse", err)
+	}
+	r, err := opts.openRuntime(ctx, agent.Options{})
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	set, err := r.Load(ctx, opts.mode())
+	if err != nil {
+		return err
+	}
+	cmds := hooks.FromSet(set, ev.Name, opts.projectDir())
+	// Each invocation is a new runner: once hooks are remembered per
+	// session under WHARF_HOME.
+	res := (&hooks.Runner{Parallel: opts.Parallel, OnceDir: opts.Home.Paths().HooksOnce()}).Run(ctx, ev, cmds)
+	if out.JSON {
+		if err := out.printJSON(res); err != nil {
+			return err
+		}
+	} else {
+		printHookResult(out, res)
+	}
+	if res.Blocked() {
+		return &plugin.Error{Layer: plugin.LayerIntent, Type: typeHookBlocked, Object: string(ev.Name),
+			Err: errors.New(res.Reason), Hint: "blocked by hook " + res.BlockedBy}
+	}
+	return nil
 }
 
 // printHookResult writes the combined decision for a person: the decision
 // and its reason, what the hooks asked of the agent, and the hooks that
 // failed or did not run (as warnings). --json prints the whole result.
-func (a *app) printHookResult(res *hooks.Result) {
+func printHookResult(a streams, res *hooks.Result) {
 	ran := 0
 	for _, o := range res.Hooks {
 		if o.Ran {
@@ -121,17 +141,4 @@ func (a *app) printHookResult(res *hooks.Result) {
 	for _, n := range res.NotRun {
 		a.warnf("hook not run: %s", n)
 	}
-}
-
-// agentProject is CLAUDE_PROJECT_DIR for hooks and servers: the project
-// directory the runtime loads from (--project, else the nearest directory
-// with .wharf or .git).
-func (a *app) agentProject(opts *agentOptions) string {
-	if opts.project != "" {
-		if abs, err := filepath.Abs(opts.project); err == nil {
-			return abs
-		}
-		return opts.project
-	}
-	return a.settingsPaths().Project
 }

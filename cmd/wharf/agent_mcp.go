@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	stdio "io"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
@@ -24,56 +25,65 @@ func newAgentMCPCmd(a *app, opts *agentOptions) *cobra.Command {
 	return cmd
 }
 
-func newAgentMCPListCmd(a *app, opts *agentOptions) *cobra.Command {
+func newAgentMCPListCmd(a *app, flags *agentOptions) *cobra.Command {
 	return &cobra.Command{
 		Use:   "list",
 		Short: "Start the active set's MCP servers, list their tools under the names the model sees, and stop them",
 		Args:  exactArgs(0, "no arguments"),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			sup := mcp.New(mcp.Options{ProjectDir: a.agentProject(opts), Authorize: a.mcpSignIn, Pins: a.toolPins()})
-			defer sup.Close()
-			r, err := a.agentRuntime(cmd.Context(), opts, agent.Options{Activator: sup.Activator(nil)})
-			if err != nil {
-				return err
-			}
-			defer r.Close()
-			if _, err := r.Load(cmd.Context(), opts.mode()); err != nil {
-				return err
-			}
-			a.recordMCP(sup.Status())
-			out := protocol.MCPListToolsResponse{Tools: sup.Tools(), Servers: sup.Status()}
-			if out.Tools == nil {
-				out.Tools = []mcp.Tool{}
-			}
-			if out.Servers == nil {
-				out.Servers = []mcp.Status{}
-			}
-			if a.cfg.JSON {
-				if err := a.printJSON(out); err != nil {
-					return err
-				}
-			} else {
-				if len(out.Servers) == 0 {
-					a.printf("no MCP servers in the active set; see why with: wharf agent status\n")
-					return nil
-				}
-				tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
-				fmt.Fprintln(tw, "TOOL\tSERVER\tDESCRIPTION")
-				for _, t := range out.Tools {
-					fmt.Fprintf(tw, "%s\t%s\t%s\n", t.Name, t.Server, firstLine(t.Description))
-				}
-				if err := tw.Flush(); err != nil {
-					return err
-				}
-			}
-			for _, s := range out.Servers {
-				if s.State != mcp.StateRunning {
-					a.warnf("%s", s.Error)
-				}
-			}
-			return nil
+			opts := a.agentOpts(flags)
+			return runAgentMCPList(cmd.Context(), &opts)
 		},
 	}
+}
+
+// runAgentMCPList starts the active set's MCP servers, prints their tools
+// under the names the model sees (warnings for the servers that did not
+// start), records what they listed for the inventory, and stops them.
+func runAgentMCPList(ctx context.Context, opts *AgentOptions) error {
+	io := opts.IO
+	sup := mcp.New(mcp.Options{ProjectDir: opts.projectDir(), Authorize: mcpSignIn(io.Err), Pins: toolPins(opts.Home)})
+	defer sup.Close()
+	r, err := opts.openRuntime(ctx, agent.Options{Activator: sup.Activator(nil)})
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	if _, err := r.Load(ctx, opts.mode()); err != nil {
+		return err
+	}
+	recordMCP(io, opts.Home, sup.Status())
+	out := protocol.MCPListToolsResponse{Tools: sup.Tools(), Servers: sup.Status()}
+	if out.Tools == nil {
+		out.Tools = []mcp.Tool{}
+	}
+	if out.Servers == nil {
+		out.Servers = []mcp.Status{}
+	}
+	if io.JSON {
+		if err := io.printJSON(out); err != nil {
+			return err
+		}
+	} else {
+		if len(out.Servers) == 0 {
+			io.printf("no MCP servers in the active set; see why with: wharf agent status\n")
+			return nil
+		}
+		tw := tabwriter.NewWriter(io.Out, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "TOOL\tSERVER\tDESCRIPTION")
+		for _, t := range out.Tools {
+			fmt.Fprintf(tw, "%s\t%s\t%s\n", t.Name, t.Server, firstLine(t.Description))
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+	}
+	for _, s := range out.Servers {
+		if s.State != mcp.StateRunning {
+			io.warnf("%s", s.Error)
+		}
+	}
+	return nil
 }
 
 func firstLine(s string) string {
@@ -92,7 +102,9 @@ func firstLine(s string) string {
 // pre-registered OAuth client: it prints the page to open on stderr (never
 // stdout, which carries --json output and the stdio protocol). The browser's
 // redirect returns to the supervisor's loopback listener.
-func (a *app) mcpSignIn(_ context.Context, server, authURL string) error {
-	fmt.Fprintf(a.stderr, "wharf: MCP server %s needs you to sign in; open this page in a browser:\n  %s\n", server, authURL)
-	return nil
+func mcpSignIn(stderr stdio.Writer) func(_ context.Context, server, authURL string) error {
+	return func(_ context.Context, server, authURL string) error {
+		fmt.Fprintf(stderr, "wharf: MCP server %s needs you to sign in; open this page in a browser:\n  %s\n", server, authURL)
+		return nil
+	}
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"io"
 	"runtime/debug"
 
 	"github.com/spf13/cobra"
@@ -13,9 +14,25 @@ import (
 	"github.com/wharfhq/wharf/agent/protocol"
 )
 
-func newAgentServeCmd(a *app, opts *agentOptions) *cobra.Command {
-	var stdio, noMCP bool
-	var maxLine int
+// AgentServeOptions are wharf agent serve's inputs.
+type AgentServeOptions struct {
+	AgentOptions
+	// Stdio must be set: stdin and stdout are the only transport.
+	Stdio bool
+	// NoMCP keeps the set's MCP servers from starting.
+	NoMCP bool
+	// MaxLine is the longest request line accepted, in bytes.
+	MaxLine int
+	// Stdin carries the requests, one JSON object a line; the responses go
+	// to IO.Out, logs to IO.Err.
+	Stdin io.Reader
+	// AfterLoad, when set, runs after each load that made a set current
+	// (the command starts a background inventory report from it).
+	AfterLoad func()
+}
+
+func newAgentServeCmd(a *app, flags *agentOptions) *cobra.Command {
+	opts := &AgentServeOptions{}
 	cmd := &cobra.Command{
 		Use:   "serve --stdio",
 		Short: "Serve the agent runtime over newline-delimited JSON on stdin/stdout (see docs/protocol.md)",
@@ -26,54 +43,67 @@ after stopping every MCP server. The protocol is in docs/protocol.md and
 docs/protocol.schema.json.`,
 		Args: exactArgs(0, "no arguments"),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if !stdio {
-				return usageError(errors.New("wharf agent serve needs --stdio (the only transport)"))
-			}
-			// The policy is opened (and its warnings printed) before
-			// anything starts; policy_check asks the session's runtime.
-			if _, err := a.Policy(); err != nil {
-				return err
-			}
-			project := a.agentProject(opts)
-			var sup *mcp.Supervisor
+			opts.AgentOptions, opts.Stdin = a.agentOpts(flags), cmd.InOrStdin()
 			// Each load that made a set current may start a background
 			// inventory report (at most once per inventory.interval).
-			o := agent.Options{AfterLoad: func(*agent.Set) {
-				if sup != nil {
-					// A reload may have pulled new tool pins.
-					a.afterMCPLoad(cmd.Context(), sup)
-				}
-				a.maybeReport(opts.pluginDirs, true)
-			}}
-			if !noMCP {
-				sup = mcp.New(mcp.Options{ProjectDir: project, Stderr: a.stderr, Authorize: a.mcpSignIn, Pins: a.toolPins()})
-				defer sup.Close()
-				o.Activator = sup.Activator(nil)
-			}
-			r, err := a.agentSessionRuntime(cmd.Context(), opts, o)
-			if err != nil {
-				return err
-			}
-			defer r.Close()
-			// The startup load; if it fails the session still starts, and
-			// a reload request can load once the problem is fixed.
-			if _, err := r.Load(cmd.Context(), opts.mode()); err != nil {
-				a.warnf("startup load failed: %v; requests that need the set fail until a reload succeeds", err)
-			}
-			srv := &protocol.Server{
-				Backend: &protocol.Runtime{Runtime: r, Project: project, Hooks: &hooks.Runner{}, MCP: sup},
-				MaxLine: maxLine,
-				Log:     a.stderr,
-				Info:    protocol.Implementation{Name: "wharf", Version: buildVersion()},
-			}
-			return srv.Serve(cmd.Context(), cmd.InOrStdin(), a.stdout)
+			opts.AfterLoad = func() { a.maybeReport(flags.pluginDirs, true) }
+			return runAgentServe(cmd.Context(), opts)
 		},
 	}
 	f := cmd.Flags()
-	f.BoolVar(&stdio, "stdio", false, "serve on stdin/stdout (required)")
-	f.BoolVar(&noMCP, "no-mcp", false, "do not start the set's MCP servers")
-	f.IntVar(&maxLine, "max-line", protocol.DefaultMaxLine, "longest request line accepted, in bytes")
+	f.BoolVar(&opts.Stdio, "stdio", false, "serve on stdin/stdout (required)")
+	f.BoolVar(&opts.NoMCP, "no-mcp", false, "do not start the set's MCP servers")
+	f.IntVar(&opts.MaxLine, "max-line", protocol.DefaultMaxLine, "longest request line accepted, in bytes")
 	return cmd
+}
+
+// runAgentServe serves the agent runtime over opts.Stdin and opts.IO.Out
+// until stdin closes, then stops every MCP server.
+func runAgentServe(ctx context.Context, opts *AgentServeOptions) error {
+	io := opts.IO
+	if !opts.Stdio {
+		return usageError(errors.New("wharf agent serve needs --stdio (the only transport)"))
+	}
+	// The policy is opened (and its warnings printed) before anything
+	// starts; policy_check asks the session's runtime.
+	if _, err := opts.Home.Policy(); err != nil {
+		return err
+	}
+	project := opts.projectDir()
+	var sup *mcp.Supervisor
+	o := agent.Options{AfterLoad: func(*agent.Set) {
+		if sup != nil {
+			// A reload may have pulled new tool pins.
+			afterMCPLoad(ctx, io, opts.Home, sup)
+		}
+		if opts.AfterLoad != nil {
+			opts.AfterLoad()
+		}
+	}}
+	if !opts.NoMCP {
+		sup = mcp.New(mcp.Options{ProjectDir: project, Stderr: io.Err, Authorize: mcpSignIn(io.Err), Pins: toolPins(opts.Home)})
+		defer sup.Close()
+		o.Activator = sup.Activator(nil)
+	}
+	// A long-lived session: its registry opens state.db for each read and
+	// closes it after (see home.RuntimeOptions.Session).
+	r, err := opts.Home.Runtime(ctx, opts.runtime(o, true))
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	// The startup load; if it fails the session still starts, and a
+	// reload request can load once the problem is fixed.
+	if _, err := r.Load(ctx, opts.mode()); err != nil {
+		io.warnf("startup load failed: %v; requests that need the set fail until a reload succeeds", err)
+	}
+	srv := &protocol.Server{
+		Backend: &protocol.Runtime{Runtime: r, Project: project, Hooks: &hooks.Runner{}, MCP: sup},
+		MaxLine: opts.MaxLine,
+		Log:     io.Err,
+		Info:    protocol.Implementation{Name: "wharf", Version: buildVersion()},
+	}
+	return srv.Serve(ctx, opts.Stdin, io.Out)
 }
 
 // buildVersion is the main module's version from the build info ("dev" for
@@ -83,11 +113,4 @@ func buildVersion() string {
 		return bi.Main.Version
 	}
 	return "dev"
-}
-
-// agentSessionRuntime is agentRuntime for a long-lived session: its
-// registry opens state.db for each read and closes it after (see
-// home.RuntimeOptions.Session).
-func (a *app) agentSessionRuntime(ctx context.Context, opts *agentOptions, o agent.Options) (*agent.Runtime, error) {
-	return a.h.Runtime(ctx, opts.runtime(o, true))
 }

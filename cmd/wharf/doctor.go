@@ -58,8 +58,16 @@ type doctorBroken struct {
 	Hint  string `json:"hint"`
 }
 
+// DoctorOptions are wharf doctor's inputs.
+type DoctorOptions struct {
+	IO   streams
+	Home *home.Home
+	// Repair rebuilds state.db when it is damaged (--repair).
+	Repair bool
+}
+
 func newDoctorCmd(a *app) *cobra.Command {
-	var repair bool
+	opts := &DoctorOptions{}
 	cmd := &cobra.Command{
 		Use:   "doctor [--repair]",
 		Short: "Check wharf's state file and installed registry; --repair rebuilds them from the plugin cache",
@@ -76,70 +84,85 @@ new one replaces it only once complete. A permission problem is reported as
 such and nothing is moved.`,
 		Args: exactArgs(0, "no arguments"),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			rep, err := a.doctor(cmd.Context(), repair)
-			if err != nil {
-				return err
-			}
-			if a.cfg.JSON {
-				if err := a.printJSON(rep); err != nil {
-					return err
-				}
-			} else {
-				a.printDoctor(rep)
-			}
-			if rep.Status == "damaged" && !rep.Repaired {
-				return &plugin.Error{Layer: plugin.LayerMaterialization, Type: typeStoreDamaged, Object: rep.StateDB,
-					Err: errors.New("wharf's state is damaged (see above)"), Hint: "run: wharf doctor --repair"}
-			}
-			return nil
+			opts.IO, opts.Home = a.io(), a.h
+			return runDoctor(cmd.Context(), opts)
 		},
 	}
-	cmd.Flags().BoolVar(&repair, "repair", false, "rebuild state.db from what can be read of it and from the plugin cache, keeping the damaged file aside")
+	cmd.Flags().BoolVar(&opts.Repair, "repair", false, "rebuild state.db from what can be read of it and from the plugin cache, keeping the damaged file aside")
 	return cmd
 }
 
-// doctor examines the state and, with repair, rebuilds it under the home's
+// runDoctor checks the state and, with Repair, rebuilds it; it prints what
+// it found and did, and a damage left unrepaired is an error (exit 1).
+func runDoctor(ctx context.Context, opts *DoctorOptions) error {
+	d := doctor{env: opts.Home.Paths(), lockTimeout: opts.Home.Config().LockTimeout}
+	rep, err := d.run(ctx, opts.Repair)
+	if err != nil {
+		return err
+	}
+	if opts.IO.JSON {
+		if err := opts.IO.printJSON(rep); err != nil {
+			return err
+		}
+	} else {
+		printDoctor(opts.IO, rep)
+	}
+	if rep.Status == "damaged" && !rep.Repaired {
+		return &plugin.Error{Layer: plugin.LayerMaterialization, Type: typeStoreDamaged, Object: rep.StateDB,
+			Err: errors.New("wharf's state is damaged (see above)"), Hint: "run: wharf doctor --repair"}
+	}
+	return nil
+}
+
+// doctor is what wharf doctor reads and writes: the home's paths and how
+// long to wait for state.db's lock.
+type doctor struct {
+	env         Env
+	lockTimeout time.Duration
+}
+
+// run examines the state and, with repair, rebuilds it under the home's
 // lock (no install or GC runs meanwhile).
-func (a *app) doctor(ctx context.Context, repair bool) (*doctorReport, error) {
-	c, err := cache.New(cache.Options{Home: a.env.Home()})
+func (d doctor) run(ctx context.Context, repair bool) (*doctorReport, error) {
+	c, err := cache.New(cache.Options{Home: d.env.Home()})
 	if err != nil {
 		return nil, err
 	}
 	if !repair {
-		rep, _, err := a.examine()
+		rep, _, err := d.examine()
 		return rep, err
 	}
 	var rep *doctorReport
 	err = c.WithLock(ctx, func(ctx context.Context) error {
 		var sv *store.Salvaged
 		var err error
-		rep, sv, err = a.examine()
+		rep, sv, err = d.examine()
 		if err != nil {
 			return err
 		}
 		if rep.Status == "ok" {
 			return nil
 		}
-		if rep.Status == "missing" && !hasCachedPlugins(a.env.Cache()) {
+		if rep.Status == "missing" && !hasCachedPlugins(d.env.Cache()) {
 			return nil
 		}
-		return a.rebuild(ctx, rep, sv)
+		return d.rebuild(ctx, rep, sv)
 	})
 	return rep, err
 }
 
 // examine reads what it can of state.db and checks the registry records.
 // sv is nil when there is no state.db.
-func (a *app) examine() (*doctorReport, *store.Salvaged, error) {
-	path := a.env.StateDB()
+func (d doctor) examine() (*doctorReport, *store.Salvaged, error) {
+	path := d.env.StateDB()
 	rep := &doctorReport{StateDB: path, Status: "ok", Problems: []string{}, Broken: []doctorBroken{}}
 	if _, err := os.Lstat(path); errors.Is(err, fs.ErrNotExist) {
 		rep.Status = "missing"
 		return rep, nil, nil
 	}
-	sv, err := store.Salvage(path, a.cfg.LockTimeout)
+	sv, err := store.Salvage(path, d.lockTimeout)
 	if err != nil {
-		return nil, nil, storeOpenError(a.env, err)
+		return nil, nil, storeOpenError(d.env, err)
 	}
 	if sv.Damage != nil {
 		rep.Damage = sv.Damage.Error()
@@ -148,7 +171,7 @@ func (a *app) examine() (*doctorReport, *store.Salvaged, error) {
 	if len(sv.Lost) > 0 {
 		rep.Lost = sv.Lost
 	}
-	c, err := cache.New(cache.Options{Home: a.env.Home()})
+	c, err := cache.New(cache.Options{Home: d.env.Home()})
 	if err != nil {
 		return nil, nil, err
 	}
@@ -167,9 +190,9 @@ func (a *app) examine() (*doctorReport, *store.Salvaged, error) {
 
 // rebuild writes a new state.db from sv (nil: none) and the cache, then
 // puts it in place of the old one, which it keeps aside.
-func (a *app) rebuild(ctx context.Context, rep *doctorReport, sv *store.Salvaged) error {
-	path := a.env.StateDB()
-	c, err := cache.New(cache.Options{Home: a.env.Home()})
+func (d doctor) rebuild(ctx context.Context, rep *doctorReport, sv *store.Salvaged) error {
+	path := d.env.StateDB()
+	c, err := cache.New(cache.Options{Home: d.env.Home()})
 	if err != nil {
 		return err
 	}
@@ -184,9 +207,9 @@ func (a *app) rebuild(ctx context.Context, rep *doctorReport, sv *store.Salvaged
 	fresh := path + ".rebuild-" + strconv.Itoa(os.Getpid())
 	os.Remove(fresh)
 	defer os.Remove(fresh)
-	nb, err := store.OpenBolt(fresh, store.Options{LockTimeout: a.cfg.LockTimeout})
+	nb, err := store.OpenBolt(fresh, store.Options{LockTimeout: d.lockTimeout})
 	if err != nil {
-		return storeOpenError(a.env, err)
+		return storeOpenError(d.env, err)
 	}
 	keep := map[string]bool{}
 	var derived []cache.Record
@@ -214,7 +237,7 @@ func (a *app) rebuild(ctx context.Context, rep *doctorReport, sv *store.Salvaged
 		return nil
 	})
 	if err == nil && len(derived) > 0 {
-		nc, cerr := cache.New(cache.Options{Home: a.env.Home(), Store: nb})
+		nc, cerr := cache.New(cache.Options{Home: d.env.Home(), Store: nb})
 		if cerr != nil {
 			err = cerr
 		} else {
@@ -226,13 +249,13 @@ func (a *app) rebuild(ctx context.Context, rep *doctorReport, sv *store.Salvaged
 	}
 	if err != nil {
 		return &plugin.Error{Layer: plugin.LayerMaterialization, Type: typeStoreDamaged, Object: path,
-			Err: fmt.Errorf("writing the rebuilt state: %w", err), Hint: "nothing was replaced; check free space and permissions of " + a.env.Home()}
+			Err: fmt.Errorf("writing the rebuilt state: %w", err), Hint: "nothing was replaced; check free space and permissions of " + d.env.Home()}
 	}
 	if sv != nil {
 		rep.KeptAside = asideName(path)
 	}
-	if err := store.ReplaceFile(path, fresh, rep.KeptAside, a.cfg.LockTimeout); err != nil {
-		return storeOpenError(a.env, err)
+	if err := store.ReplaceFile(path, fresh, rep.KeptAside, d.lockTimeout); err != nil {
+		return storeOpenError(d.env, err)
 	}
 	rep.Repaired = true
 	rep.Restored = restored
@@ -246,8 +269,8 @@ func (a *app) rebuild(ctx context.Context, rep *doctorReport, sv *store.Salvaged
 	}
 	if sv == nil || sv.Lost[""] != "" || sv.Lost[marketplace.Bucket] != "" {
 		msg := "the known marketplaces could not be recovered; add them again: wharf marketplace add <source>"
-		if names := dirNames(a.env.Marketplaces()); len(names) > 0 {
-			msg += fmt.Sprintf(" (clones of %v are under %s)", names, a.env.Marketplaces())
+		if names := dirNames(d.env.Marketplaces()); len(names) > 0 {
+			msg += fmt.Sprintf(" (clones of %v are under %s)", names, d.env.Marketplaces())
 		}
 		rep.Unrestored = append(rep.Unrestored, msg)
 	}
@@ -285,39 +308,39 @@ func hasCachedPlugins(root string) bool {
 	return len(m) > 0
 }
 
-func (a *app) printDoctor(rep *doctorReport) {
+func printDoctor(out streams, rep *doctorReport) {
 	switch rep.Status {
 	case "missing":
-		a.printf("%s: does not exist (nothing installed yet)\n", rep.StateDB)
+		out.printf("%s: does not exist (nothing installed yet)\n", rep.StateDB)
 	case "ok":
-		a.printf("%s: ok, %d installed plugin record(s)\n", rep.StateDB, rep.Records)
+		out.printf("%s: ok, %d installed plugin record(s)\n", rep.StateDB, rep.Records)
 	default:
-		a.printf("%s: damaged\n", rep.StateDB)
+		out.printf("%s: damaged\n", rep.StateDB)
 	}
 	if rep.Damage != "" {
-		a.printf("  %s\n", rep.Damage)
+		out.printf("  %s\n", rep.Damage)
 	}
 	for _, p := range rep.Problems {
-		a.printf("  check: %s\n", p)
+		out.printf("  check: %s\n", p)
 	}
 	for _, l := range store.LostLines(rep.Lost) {
-		a.printf("  unreadable: %s\n", l)
+		out.printf("  unreadable: %s\n", l)
 	}
 	for _, b := range rep.Broken {
-		a.printf("  damaged record %s: %s\n    try: %s\n", b.Key, b.Error, b.Hint)
+		out.printf("  damaged record %s: %s\n    try: %s\n", b.Key, b.Error, b.Hint)
 	}
 	if rep.KeptAside != "" {
-		a.printf("kept the old file as %s\n", rep.KeptAside)
+		out.printf("kept the old file as %s\n", rep.KeptAside)
 	}
 	for _, r := range rep.Restored {
-		a.printf("restored %s %s (from the %s)\n", r.Record.ID, r.Record.Version, r.From)
+		out.printf("restored %s %s (from the %s)\n", r.Record.ID, r.Record.Version, r.From)
 	}
 	for _, u := range rep.Unrestored {
-		a.printf("not restored: %s\n", u)
+		out.printf("not restored: %s\n", u)
 	}
 	if rep.Repaired {
-		a.printf("rebuilt %s; check it with: wharf list\n", rep.StateDB)
+		out.printf("rebuilt %s; check it with: wharf list\n", rep.StateDB)
 	} else if rep.Status == "ok" || rep.Status == "missing" {
-		a.printf("nothing to repair\n")
+		out.printf("nothing to repair\n")
 	}
 }

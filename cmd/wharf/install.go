@@ -22,10 +22,6 @@ import (
 // (home.Home.Installer).
 func (a *app) Installer() (*install.Installer, error) { return a.h.Installer() }
 
-// settingsPaths says where each scope's settings file is
-// (home.Home.SettingsPaths).
-func (a *app) settingsPaths() settings.Paths { return a.h.SettingsPaths() }
-
 // installerDo runs fn with h's installer, then prints its result on io:
 // as JSON under --json, else with human.
 func installerDo[T any](ctx context.Context, io streams, h *home.Home, fn func(context.Context, *install.Installer) (T, error), human func(T) error) error {

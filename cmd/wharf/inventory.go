@@ -27,6 +27,15 @@ import (
 // defaultInventoryInterval is inventory.interval when nothing sets it.
 const defaultInventoryInterval = home.DefaultInventoryInterval
 
+// InventoryReportOptions are wharf inventory report's inputs.
+type InventoryReportOptions struct {
+	IO   streams
+	Home *home.Home
+	reportOptions
+	// Token is what the report is sent with (--token, WHARF_TOKEN).
+	Token string
+}
+
 // reportOptions are the flags of `wharf inventory report`.
 type reportOptions struct {
 	from           string
@@ -34,6 +43,7 @@ type reportOptions struct {
 	claudeManaged  string
 	copilotHome    string
 	codexHome      string
+	geminiHome     string
 	server         string
 	background     bool
 	sessionPlugins []string
@@ -53,20 +63,22 @@ func newInventoryCmd(a *app) *cobra.Command {
 }
 
 func newInventoryReportCmd(a *app) *cobra.Command {
-	o := &reportOptions{}
+	opts := &InventoryReportOptions{}
+	o := &opts.reportOptions
 	cmd := &cobra.Command{
 		Use:   "report [--from claude] [--claude-home DIR] [--server URL]",
 		Short: "Send this machine's plugin inventory to the server now",
 		Long: "Builds the inventory of this home (each installed plugin with its version, w1: digest, scope, how it got there, " +
 			"whether it is enabled and its state at load) and sends it to the server the client takes policy from " +
-			"(policyUrl of the managed settings, else --policy-url / WHARF_POLICY_URL), with --token / WHARF_TOKEN. " +
+			"(policyUrl of the managed settings, else --policy-url / WHARF_SERVER), with --token / WHARF_TOKEN. " +
 			"--server sends it elsewhere.\n\n" +
 			"--from claude reads an unmodified Claude Code home instead ($CLAUDE_CONFIG_DIR or ~/.claude, or --claude-home): " +
 			"plugins/installed_plugins.json, enabledPlugins of its settings files, and the digest of each cached tree; " +
 			"it is reported as client kind claude-code, under its own machine id (kept in <claude home>/wharf-machine-id).\n\n" +
 			"--from copilot reads an unmodified GitHub Copilot CLI home ($COPILOT_HOME or ~/.copilot, or --copilot-home): installedPlugins of config.json " +
 			"and the copies in installed-plugins/; --from codex an unmodified Codex home ($CODEX_HOME or ~/.codex, or --codex-home): the [plugins] tables of " +
-			"config.toml and the copies in plugins/cache/. They are reported as client kinds copilot and codex.\n\n" +
+			"config.toml and the copies in plugins/cache/; --from gemini an unmodified Gemini CLI home (~/.gemini, or --gemini-home): the extension copies in extensions/. " +
+			"They are reported as client kinds copilot, codex and gemini.\n\n" +
 			"The CLI also reports on its own, in the background, when the inventory changed (or a day after the last report) and at most every " +
 			"inventory.interval (default 60m; \"off\" turns it off).",
 		Example: "  wharf inventory report\n  wharf inventory report --from claude --json\n  wharf inventory report --server https://wharf.example.com",
@@ -77,11 +89,12 @@ func newInventoryReportCmd(a *app) *cobra.Command {
 			if o.background {
 				return a.backgroundReport(o)
 			}
-			return a.reportNow(cmd.Context(), o)
+			opts.IO, opts.Home, opts.Token = a.io(), a.h, a.givenToken()
+			return runInventoryReport(cmd.Context(), opts)
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&o.from, "from", "wharf", "what to report: wharf (this wharf home), or an unmodified agent home: claude, copilot or codex")
+	f.StringVar(&o.from, "from", "wharf", "what to report: wharf (this wharf home), or an unmodified agent home: claude, copilot, codex or gemini")
 	addAgentReportFlags(f, o)
 	f.StringVar(&o.claudeHome, "claude-home", "", "with --from claude: Claude Code's directory (default $CLAUDE_CONFIG_DIR, else ~/.claude)")
 	f.StringVar(&o.claudeManaged, "claude-managed-settings", collect.DefaultClaudeManagedFile(), "with --from claude: Claude Code's managed-settings.json (\"\" for none)")
@@ -102,11 +115,12 @@ type reportResult struct {
 	Report  inventory.Report `json:"report"`
 }
 
-// reportNow builds the report and sends it, with clear errors.
-func (a *app) reportNow(ctx context.Context, o *reportOptions) error {
-	if o.from != "wharf" && o.from != "claude" && o.from != "copilot" && o.from != "codex" {
+// runInventoryReport builds the report and sends it, with clear errors.
+func runInventoryReport(ctx context.Context, opts *InventoryReportOptions) error {
+	io, h, o := opts.IO, opts.Home, &opts.reportOptions
+	if o.from != "wharf" && o.from != "claude" && !agentFrom[o.from] {
 		return &plugin.Error{Layer: plugin.LayerIntent, Type: typeUsage, Object: "--from", Err: fmt.Errorf("unknown source %q", o.from),
-			Hint: "use --from wharf (this home), or --from claude, --from copilot or --from codex (that agent's home)"}
+			Hint: "use --from wharf (this home), or --from claude, copilot, codex or gemini (that agent's home)"}
 	}
 	if err := checkAgentReportFlags(o); err != nil {
 		return err
@@ -114,51 +128,54 @@ func (a *app) reportNow(ctx context.Context, o *reportOptions) error {
 	if o.claudeHome != "" && o.from != "claude" {
 		return usageError(errors.New("--claude-home needs --from claude"))
 	}
-	server, err := a.reportServer(o.server)
+	server, err := reportServer(h, o.server)
 	if err != nil {
 		return err
 	}
-	token := a.reportToken()
+	token := opts.Token
+	if token == "" {
+		token = h.Config().Policy.TokenFor(server) // the login's, for its server
+	}
 	if token == "" {
 		return &plugin.Error{Layer: plugin.LayerIntent, Type: typeUsage, Object: server, Err: errors.New("no token for the inventory report"),
 			Hint: "pass --token or set WHARF_TOKEN (any token of the server: wharf token create --role agent)"}
 	}
-	ctx, cancel := context.WithTimeout(ctx, a.cfg.InventoryTimeout)
+	ctx, cancel := context.WithTimeout(ctx, h.Config().InventoryTimeout)
 	defer cancel()
 	var rep inventory.Report
 	if o.from == "claude" {
-		if rep, err = a.claudeReport(o); err != nil {
+		if rep, err = claudeHomeReport(io, o); err != nil {
 			return err
 		}
-	} else if o.from == "copilot" || o.from == "codex" {
-		if rep, err = a.agentReport(o); err != nil {
+	} else if agentFrom[o.from] {
+		if rep, err = agentReport(io, o); err != nil {
 			return err
 		}
-	} else if rep, err = a.wharfReport(ctx, o); err != nil {
+	} else if rep, err = wharfReport(ctx, io, h, o); err != nil {
 		return err
 	}
 	changed, err := collect.Send(ctx, http.DefaultClient, server, token, rep)
-	if o.from == "wharf" && !a.readOnlyHome() {
-		a.recordReport(server, collect.Hash(rep), err)
+	if o.from == "wharf" && !h.ReadOnly() {
+		recordReport(io, h.Paths(), server, collect.Hash(rep), err)
 	}
 	if err != nil {
 		return err
 	}
-	if a.cfg.JSON {
-		return a.printJSON(reportResult{Server: server, Changed: changed, Report: rep})
+	if io.JSON {
+		return io.printJSON(reportResult{Server: server, Changed: changed, Report: rep})
 	}
 	what := "unchanged"
 	if changed {
 		what = "updated"
 	}
-	a.printf("reported %d plugin(s) of machine %s (%s, %s) to %s: %s\n", len(rep.Plugins), rep.Machine.ID, rep.Machine.Hostname, rep.Client.Kind, server, what)
+	io.printf("reported %d plugin(s) of machine %s (%s, %s) to %s: %s\n", len(rep.Plugins), rep.Machine.ID, rep.Machine.Hostname, rep.Client.Kind, server, what)
 	return nil
 }
 
 // recordReport keeps the outcome of a report for the background reports:
 // a report sent needs no resend; one that failed is pending.
-func (a *app) recordReport(server, hash string, sendErr error) {
-	path := a.env.InventoryState()
+func recordReport(io streams, paths layout.Paths, server, hash string, sendErr error) {
+	path := paths.InventoryState()
 	st := collect.ReadState(path)
 	now := time.Now()
 	if sendErr != nil {
@@ -167,18 +184,20 @@ func (a *app) recordReport(server, hash string, sendErr error) {
 		st.Sent(server, hash, now)
 	}
 	st.Checked = now
-	if err := st.Write(path); err != nil && !a.cfg.JSON {
-		a.warnf("inventory: %v", err)
+	if err := st.Write(path); err != nil && !io.JSON {
+		io.warnf("inventory: %v", err)
 	}
 }
 
 // reportServer is --server, else the first policy server: one the managed
-// settings name, else --policy-url / WHARF_POLICY_URL.
-func (a *app) reportServer(flag string) (string, error) {
+// settings name, else --policy-url / WHARF_SERVER.
+func (a *app) reportServer(flag string) (string, error) { return reportServer(a.h, flag) }
+
+func reportServer(h *home.Home, flag string) (string, error) {
 	if flag != "" {
 		return policyremote.BaseURL(flag)
 	}
-	servers, err := a.managedPolicyServers()
+	servers, err := h.ManagedPolicyServers()
 	if err != nil {
 		return "", err
 	}
@@ -189,36 +208,47 @@ func (a *app) reportServer(flag string) (string, error) {
 	return servers[0].URL, nil
 }
 
-func (a *app) reportToken() string {
+// givenToken is the token given to this process: --token, else
+// WHARF_TOKEN.
+func (a *app) givenToken() string {
 	if a.remote.token != "" {
 		return a.remote.token
 	}
 	return strings.TrimSpace(os.Getenv("WHARF_TOKEN"))
 }
 
+// reportToken is the token for server: the given one, else the login's
+// when server is the one signed in to.
+func (a *app) reportToken(server string) string {
+	if t := a.givenToken(); t != "" {
+		return t
+	}
+	return a.cfg.Policy.TokenFor(server) // the login's, for its server
+}
+
 // inventoryRows are the installed plugins with their state at load, as the
 // loader computes them (the rows of wharf list).
-func (a *app) inventoryRows(ctx context.Context) ([]load.Row, error) {
-	in, err := a.Installer()
+func inventoryRows(ctx context.Context, h *home.Home) ([]load.Row, error) {
+	in, err := h.Installer()
 	if err != nil {
 		return nil, err
 	}
-	return in.List(ctx, install.StatusOptions{Revocations: a.revocations()})
+	return in.List(ctx, install.StatusOptions{Revocations: revocations(h)})
 }
 
 // wharfReport is this home's report: the loader's rows, marked revoked by
 // the revocations of the policy bundle in force, and the session plugin
 // dirs of an agent as sideloaded.
-func (a *app) wharfReport(ctx context.Context, o *reportOptions) (inventory.Report, error) {
-	id, err := collect.MachineID(a.env.MachineID())
+func wharfReport(ctx context.Context, io streams, h *home.Home, o *reportOptions) (inventory.Report, error) {
+	id, err := collect.MachineID(h.Paths().MachineID())
 	if err != nil {
 		return inventory.Report{}, err
 	}
-	rows, err := a.inventoryRows(ctx)
+	rows, err := inventoryRows(ctx, h)
 	if err != nil {
 		return inventory.Report{}, err
 	}
-	pol, err := a.Policy()
+	pol, err := h.Policy()
 	if err != nil {
 		return inventory.Report{}, err
 	}
@@ -229,7 +259,7 @@ func (a *app) wharfReport(ctx context.Context, o *reportOptions) (inventory.Repo
 	}
 	plugins = append(plugins, collect.FromSideloaded(sideloaded(o.sessionPlugins))...)
 	rep := collect.New(collect.Machine(id), kind, plugins, time.Now())
-	rep.MCPServers = a.reportedMCP()
+	rep.MCPServers = reportedMCP(io, h.Paths())
 	return rep, nil
 }
 
@@ -255,8 +285,8 @@ func sideloaded(dirs []string) []collect.Sideloaded {
 	return out
 }
 
-// claudeReport is the report of a Claude Code home.
-func (a *app) claudeReport(o *reportOptions) (inventory.Report, error) {
+// claudeHomeReport is the report of a Claude Code home.
+func claudeHomeReport(io streams, o *reportOptions) (inventory.Report, error) {
 	dir := o.claudeHome
 	if dir == "" {
 		d, err := collect.DefaultClaudeDir(os.Getenv)
@@ -275,7 +305,7 @@ func (a *app) claudeReport(o *reportOptions) (inventory.Report, error) {
 		return inventory.Report{}, err
 	}
 	for _, w := range warns {
-		a.warnf("claude: %s", w)
+		io.warnf("claude: %s", w)
 	}
 	id, err := collect.MachineID(filepath.Join(abs, collect.ClaudeMachineIDFile))
 	if err != nil {
@@ -317,7 +347,7 @@ func (a *app) backgroundReport(o *reportOptions) error {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), a.cfg.InventoryTimeout)
 	defer cancel()
-	rep, err := a.wharfReport(ctx, o)
+	rep, err := wharfReport(ctx, a.io(), a.h, o)
 	if err != nil {
 		st.Failed("", now, err)
 		_ = st.Write(path)
@@ -327,7 +357,7 @@ func (a *app) backgroundReport(o *reportOptions) error {
 	if st.Unchanged(server, hash, now) {
 		return nil
 	}
-	if _, err := collect.Send(ctx, http.DefaultClient, server, a.reportToken(), rep); err != nil {
+	if _, err := collect.Send(ctx, http.DefaultClient, server, a.reportToken(server), rep); err != nil {
 		st.Failed(hash, time.Now(), err)
 	} else {
 		st.Sent(server, hash, time.Now())
@@ -365,7 +395,7 @@ func (a *app) maybeReport(sessionDirs []string, agentSession bool) {
 	}
 	cmd := exec.Command(exe, args...)
 	cmd.Env = os.Environ()
-	for k, v := range map[string]string{"WHARF_POLICY_URL": a.remote.url, "WHARF_TOKEN": a.remote.token, "WHARF_POLICY_KEY": a.remote.keyFile} {
+	for k, v := range map[string]string{"WHARF_SERVER": a.remote.url, "WHARF_TOKEN": a.remote.token, "WHARF_POLICY_KEY": a.remote.keyFile} {
 		if v != "" {
 			cmd.Env = append(cmd.Env, k+"="+v)
 		}

@@ -13,11 +13,15 @@ import (
 	"github.com/wharfhq/wharf/internal/core/inventory"
 )
 
+// agentFrom are the --from values agentReport reads.
+var agentFrom = map[string]bool{"copilot": true, "codex": true, "gemini": true}
+
 // addAgentReportFlags adds the flags of `wharf inventory report --from
-// copilot|codex`.
+// copilot|codex|gemini`.
 func addAgentReportFlags(f *pflag.FlagSet, o *reportOptions) {
 	f.StringVar(&o.copilotHome, "copilot-home", "", "with --from copilot: Copilot CLI's directory (default $COPILOT_HOME, else ~/.copilot)")
 	f.StringVar(&o.codexHome, "codex-home", "", "with --from codex: Codex's directory (default $CODEX_HOME, else ~/.codex)")
+	f.StringVar(&o.geminiHome, "gemini-home", "", "with --from gemini: Gemini CLI's directory (default ~/.gemini)")
 }
 
 func checkAgentReportFlags(o *reportOptions) error {
@@ -27,15 +31,22 @@ func checkAgentReportFlags(o *reportOptions) error {
 	if o.codexHome != "" && o.from != "codex" {
 		return usageError(errors.New("--codex-home needs --from codex"))
 	}
+	if o.geminiHome != "" && o.from != "gemini" {
+		return usageError(errors.New("--gemini-home needs --from gemini"))
+	}
 	return nil
 }
 
-// agentReport is the report of a Copilot CLI or Codex home, under the
+// agentReport is the report of a Copilot CLI, Codex or Gemini CLI home, under the
 // machine id kept in that home.
-func (a *app) agentReport(o *reportOptions) (inventory.Report, error) {
+func agentReport(io streams, o *reportOptions) (inventory.Report, error) {
 	dir, envVar, dot, flag, kind := o.copilotHome, "COPILOT_HOME", ".copilot", "--copilot-home", inventory.KindCopilot
-	if o.from == "codex" {
+	switch o.from {
+	case "codex":
 		dir, envVar, dot, flag, kind = o.codexHome, "CODEX_HOME", ".codex", "--codex-home", inventory.KindCodex
+	case "gemini":
+		// Gemini CLI has no variable for its directory: ~/.gemini.
+		dir, envVar, dot, flag, kind = o.geminiHome, "", ".gemini", "--gemini-home", inventory.KindGemini
 	}
 	if dir == "" {
 		d, err := collect.DefaultAgentDir(os.Getenv, envVar, dot)
@@ -50,16 +61,19 @@ func (a *app) agentReport(o *reportOptions) (inventory.Report, error) {
 	}
 	var plugins []inventory.Plugin
 	var warns []string
-	if kind == inventory.KindCopilot {
+	switch kind {
+	case inventory.KindCopilot:
 		plugins, warns, err = collect.Copilot{Dir: abs}.Read()
-	} else {
+	case inventory.KindCodex:
 		plugins, warns, err = collect.Codex{Dir: abs}.Read()
+	default:
+		plugins, warns, err = collect.Gemini{Dir: abs}.Read()
 	}
 	if err != nil {
 		return inventory.Report{}, err
 	}
 	for _, w := range warns {
-		a.warnf("%s: %s", o.from, w)
+		io.warnf("%s: %s", o.from, w)
 	}
 	id, err := collect.MachineID(filepath.Join(abs, collect.ClaudeMachineIDFile))
 	if err != nil {

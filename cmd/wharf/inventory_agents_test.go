@@ -26,7 +26,7 @@ import (
 // left them: the plugin is listed under client kind copilot or codex with
 // the digest the channel pins.
 func TestInventoryReportFromAgents(t *testing.T) {
-	for _, a := range []agentcli.Agent{agentcli.Copilot, agentcli.Codex} {
+	for _, a := range []agentcli.Agent{agentcli.Copilot, agentcli.Codex, agentcli.Gemini} {
 		t.Run(a.Name, func(t *testing.T) {
 			cli := agentcli.Find(t, a)
 			claudetest.Lock(t, false)
@@ -81,13 +81,26 @@ func TestInventoryReportFromAgents(t *testing.T) {
 			u, _ := url.Parse(chURL)
 			writeFile(t, filepath.Join(home, ".git-credentials"), u.Scheme+"://wharf:"+admin+"@"+u.Host+"\n")
 			writeFile(t, filepath.Join(home, ".gitconfig"), "[credential]\n\thelper = store\n")
-			cli.Must(t, home, t.TempDir(), "plugin", "marketplace", "add", chURL)
 			agentHome, flag := filepath.Join(home, ".copilot"), "--copilot-home"
-			if a.Name == "copilot" {
+			switch a.Name {
+			case "copilot":
+				cli.Must(t, home, t.TempDir(), "plugin", "marketplace", "add", chURL)
 				cli.Must(t, home, t.TempDir(), "plugin", "install", "tool@approved")
-			} else {
+			case "codex":
+				cli.Must(t, home, t.TempDir(), "plugin", "marketplace", "add", chURL)
 				cli.Must(t, home, t.TempDir(), "plugin", "add", "tool@approved")
 				agentHome, flag = filepath.Join(home, ".codex"), "--codex-home"
+			case "gemini":
+				// Gemini CLI runs git without credential helpers: the
+				// token comes from GIT_ASKPASS.
+				askpass := filepath.Join(t.TempDir(), "askpass")
+				writeFile(t, askpass, "#!/bin/sh\necho \"$WHARF_TEST_TOKEN\"\n")
+				if err := os.Chmod(askpass, 0o700); err != nil {
+					t.Fatal(err)
+				}
+				cli.Extra = append(cli.Extra, "GIT_ASKPASS="+askpass, "WHARF_TEST_TOKEN="+admin)
+				cli.Must(t, home, t.TempDir(), "extensions", "install", hs.URL+"/git/approved/gemini/tool.git", "--consent")
+				agentHome, flag = filepath.Join(home, ".gemini"), "--gemini-home"
 			}
 
 			rec := newReportRecorder(t, nil)

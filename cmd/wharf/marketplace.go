@@ -123,6 +123,12 @@ func runMarketplaceAdd(ctx context.Context, opts *MarketplaceAddOptions) error {
 	return nil
 }
 
+// MarketplaceListOptions are wharf marketplace list's inputs.
+type MarketplaceListOptions struct {
+	IO   streams
+	Home *home.Home
+}
+
 func newMarketplaceListCmd(a *app) *cobra.Command {
 	return &cobra.Command{
 		Use:     "list",
@@ -130,32 +136,39 @@ func newMarketplaceListCmd(a *app) *cobra.Command {
 		Short:   "List known marketplaces",
 		Args:    exactArgs(0, "no arguments"),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			mgr, err := a.Marketplaces()
-			if err != nil {
-				return err
-			}
-			known, err := mgr.List()
-			if err != nil {
-				return err
-			}
-			if a.cfg.JSON {
-				if known == nil {
-					known = []marketplace.Known{}
-				}
-				return a.printJSON(known)
-			}
-			if len(known) == 0 {
-				a.printf("No marketplaces. Add one with: wharf marketplace add <source>\n")
-				return nil
-			}
-			tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "NAME\tSOURCE\tKIND\tUPDATED")
-			for _, k := range known {
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", k.Name, k.Source, k.Source.Kind, k.LastUpdated.Local().Format(time.DateTime))
-			}
-			return tw.Flush()
+			return runMarketplaceList(cmd.Context(), &MarketplaceListOptions{IO: a.io(), Home: a.h})
 		},
 	}
+}
+
+// runMarketplaceList prints the known marketplaces: name, source, kind
+// and when each was last updated.
+func runMarketplaceList(_ context.Context, opts *MarketplaceListOptions) error {
+	io := opts.IO
+	mgr, err := opts.Home.Marketplaces()
+	if err != nil {
+		return err
+	}
+	known, err := mgr.List()
+	if err != nil {
+		return err
+	}
+	if io.JSON {
+		if known == nil {
+			known = []marketplace.Known{}
+		}
+		return io.printJSON(known)
+	}
+	if len(known) == 0 {
+		io.printf("No marketplaces. Add one with: wharf marketplace add <source>\n")
+		return nil
+	}
+	tw := tabwriter.NewWriter(io.Out, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "NAME\tSOURCE\tKIND\tUPDATED")
+	for _, k := range known {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", k.Name, k.Source, k.Source.Kind, k.LastUpdated.Local().Format(time.DateTime))
+	}
+	return tw.Flush()
 }
 
 // MarketplaceUpdateOptions are wharf marketplace update's inputs.

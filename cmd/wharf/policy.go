@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/wharfhq/wharf/internal/client/home"
 	"github.com/wharfhq/wharf/internal/core/atomicfile"
 	"github.com/wharfhq/wharf/internal/core/policy"
 	"github.com/wharfhq/wharf/internal/core/settings"
@@ -36,25 +37,35 @@ func newPolicyCmd(a *app) *cobra.Command {
 	return cmd
 }
 
-func (o *policyOptions) sources(a *app) policy.Sources {
-	src := a.policySources()
-	if o.managedDir != "" {
-		src.ExtraManagedDir = settings.ExtraManagedDir(o.managedDir)
+func (o *policyOptions) sources(a *app) policy.Sources { return policySources(a.h, o.managedDir) }
+
+// policySources are the home's policy layers, with managedDir (when set)
+// as the further managed directory.
+func policySources(h *home.Home, managedDir string) policy.Sources {
+	src := h.PolicySources()
+	if managedDir != "" {
+		src.ExtraManagedDir = settings.ExtraManagedDir(managedDir)
 	}
 	return src
 }
 
 func (o *policyOptions) engine(a *app) (*policy.Engine, []policy.Layer, error) {
-	layers, revs, err := a.loadPolicy(context.Background(), o.sources(a))
+	return policyEngine(a.io(), a.h, o.managedDir)
+}
+
+// policyEngine compiles the home's policy layers (managedDir as the
+// further managed directory) and prints the engine's warnings.
+func policyEngine(io streams, h *home.Home, managedDir string) (*policy.Engine, []policy.Layer, error) {
+	layers, revs, err := h.LoadPolicy(context.Background(), policySources(h, managedDir))
 	if err != nil {
 		return nil, nil, err
 	}
-	e, err := policy.NewEngine(layers, policy.WithRevocations(revs), policy.WithGitHubHost(a.cfg.GitHubHost))
+	e, err := policy.NewEngine(layers, policy.WithRevocations(revs), policy.WithGitHubHost(h.Config().GitHubHost))
 	if err != nil {
 		return nil, nil, err
 	}
 	for _, w := range e.Warnings() {
-		a.warnf("policy: %s", w)
+		io.warnf("policy: %s", w)
 	}
 	return e, layers, nil
 }
@@ -396,67 +407,91 @@ func newPolicyTestCmd(a *app) *cobra.Command {
 	}
 }
 
+// PolicyExportOptions are wharf policy export's inputs.
+type PolicyExportOptions struct {
+	IO   streams
+	Home *home.Home
+	// ManagedDir is --managed-dir: a further managed policy directory.
+	ManagedDir string
+	// Format is claude here; the other agents' are exportAgent's.
+	Format string
+	// Output is the file to write (crash-safe); "" writes to stdout.
+	Output string
+	// Channel, when set, fetches the channel's managed settings from the
+	// policy server instead of merging the layers.
+	Channel string
+}
+
 func newPolicyExportCmd(a *app, o *policyOptions) *cobra.Command {
-	var format, output, channelName string
+	opts := &PolicyExportOptions{}
 	cmd := &cobra.Command{
-		Use:   "export --format claude|copilot|codex",
+		Use:   "export --format claude|copilot|codex|gemini|opencode",
 		Short: "Write the effective policy as a managed-settings.json a Claude Code client honours",
 		Long: "Merges the layers the way wharf enforces them (allowlists intersect, blocklists union, the highest forced state wins) into the standard keys. " +
 			"What the format cannot carry (admin Rego rules, an intersection of patterns) is reported as a warning.",
 		Args: exactArgs(0, "no arguments"),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if format == "copilot" || format == "codex" {
-				return a.exportAgent(o, format, output, channelName)
+			if _, ok := agentExportFormats[opts.Format]; ok {
+				return a.exportAgent(cmd.Context(), o, opts.Format, opts.Output, opts.Channel)
 			}
-			if format != "claude" {
-				return &plugin.Error{Layer: plugin.LayerIntent, Type: typeUsage, Err: fmt.Errorf("unknown export format %q", format), Hint: "use --format claude, copilot or codex"}
-			}
-			if channelName != "" {
-				doc, err := a.channelSettings(cmd.Context(), channelName)
-				if err != nil {
-					return err
-				}
-				if output != "" {
-					if err := atomicfile.WriteFile(output, doc, 0o644); err != nil {
-						return &plugin.Error{Layer: plugin.LayerMaterialization, Type: "write-failed", Object: output, Err: err, Hint: "check that the directory is writable"}
-					}
-					a.printf("wrote %s\n", output)
-					return nil
-				}
-				_, err = a.stdout.Write(doc)
-				return err
-			}
-			e, _, err := o.engine(a)
-			if err != nil {
-				return err
-			}
-			x := e.ExportClaude()
-			forceRevokedOff(&x, e.Revocations())
-			for _, w := range x.Warnings {
-				a.warnf("export: %s", w)
-			}
-			doc, err := x.JSON()
-			if err != nil {
-				return err
-			}
-			if output != "" {
-				if err := atomicfile.WriteFile(output, doc, 0o644); err != nil {
-					return &plugin.Error{Layer: plugin.LayerMaterialization, Type: "write-failed", Object: output, Err: err, Hint: "check that the directory is writable"}
-				}
-			}
-			if a.cfg.JSON {
-				return a.printJSON(x)
-			}
-			if output == "" {
-				_, err = a.stdout.Write(doc)
-				return err
-			}
-			a.printf("wrote %s\n", output)
-			return nil
+			opts.IO, opts.Home, opts.ManagedDir = a.io(), a.h, o.managedDir
+			return runPolicyExport(cmd.Context(), opts)
 		},
 	}
-	cmd.Flags().StringVar(&format, "format", "claude", "output format: claude (managed-settings.json), copilot (GitHub Copilot CLI's managed-settings.json) or codex (Codex's requirements.toml)")
-	cmd.Flags().StringVarP(&output, "output", "o", "", "write to this file (crash-safe) instead of stdout")
-	cmd.Flags().StringVar(&channelName, "channel", "", "instead, fetch from the wharf server (--policy-url, --token) the managed settings that allow only this channel as a marketplace")
+	cmd.Flags().StringVar(&opts.Format, "format", "claude", "output format: claude (managed-settings.json), copilot (GitHub Copilot CLI's managed-settings.json), codex (Codex's requirements.toml), gemini (Gemini CLI's system settings.json) or opencode (OpenCode's managed opencode.json)")
+	cmd.Flags().StringVarP(&opts.Output, "output", "o", "", "write to this file (crash-safe) instead of stdout")
+	cmd.Flags().StringVar(&opts.Channel, "channel", "", "instead, fetch from the wharf server (--policy-url, --token) the managed settings, in --format, that allow only this channel as a marketplace")
 	return cmd
+}
+
+// runPolicyExport writes the effective policy as Claude Code's
+// managed-settings.json (or the channel's, from the server), to Output or
+// stdout; what the format cannot carry is a warning.
+func runPolicyExport(ctx context.Context, opts *PolicyExportOptions) error {
+	io, output := opts.IO, opts.Output
+	if opts.Format != "claude" {
+		return &plugin.Error{Layer: plugin.LayerIntent, Type: typeUsage, Err: fmt.Errorf("unknown export format %q", opts.Format), Hint: "use --format claude, copilot, codex, gemini or opencode"}
+	}
+	if opts.Channel != "" {
+		doc, err := channelSettings(ctx, opts.Home, opts.Channel)
+		if err != nil {
+			return err
+		}
+		if output != "" {
+			if err := atomicfile.WriteFile(output, doc, 0o644); err != nil {
+				return &plugin.Error{Layer: plugin.LayerMaterialization, Type: "write-failed", Object: output, Err: err, Hint: "check that the directory is writable"}
+			}
+			io.printf("wrote %s\n", output)
+			return nil
+		}
+		_, err = io.Out.Write(doc)
+		return err
+	}
+	e, _, err := policyEngine(io, opts.Home, opts.ManagedDir)
+	if err != nil {
+		return err
+	}
+	x := e.ExportClaude()
+	forceRevokedOff(&x, e.Revocations())
+	for _, w := range x.Warnings {
+		io.warnf("export: %s", w)
+	}
+	doc, err := x.JSON()
+	if err != nil {
+		return err
+	}
+	if output != "" {
+		if err := atomicfile.WriteFile(output, doc, 0o644); err != nil {
+			return &plugin.Error{Layer: plugin.LayerMaterialization, Type: "write-failed", Object: output, Err: err, Hint: "check that the directory is writable"}
+		}
+	}
+	if io.JSON {
+		return io.printJSON(x)
+	}
+	if output == "" {
+		_, err = io.Out.Write(doc)
+		return err
+	}
+	io.printf("wrote %s\n", output)
+	return nil
 }

@@ -1,18 +1,26 @@
 package main
 
 import (
+	"encoding/json"
+	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/pelletier/go-toml/v2"
+
+	"github.com/wharfhq/wharf/internal/core/marketplace"
+	"github.com/wharfhq/wharf/internal/core/store"
+	"github.com/wharfhq/wharf/internal/server/api"
 )
 
-// wharf policy export --format copilot|codex writes the layers of a
-// managed directory as the agent's managed file, warns about what the
-// format cannot carry, and refuses --channel, which the server serves for
-// Claude Code only.
+// wharf policy export --format copilot|codex|gemini|opencode writes the
+// layers of a managed directory as the agent's managed file and warns
+// about what the format cannot carry.
 func TestPolicyExportAgentFormats(t *testing.T) {
 	managed := t.TempDir()
 	writeFile(t, filepath.Join(managed, "managed-settings.json"), `{
@@ -53,12 +61,75 @@ func TestPolicyExportAgentFormats(t *testing.T) {
 		t.Fatalf("codex export does not warn about enabledPlugins: %s", stderr)
 	}
 
-	code, _, stderr = c.run("policy", "export", "--format", "codex", "--channel", "approved")
-	if code != 2 || !strings.Contains(stderr, "Claude Code only") {
-		t.Fatalf("--channel with codex: exit %d %s", code, stderr)
+	code, out, stderr = c.run("policy", "export", "--format", "gemini")
+	if code != 0 || !strings.Contains(out, `"allowedExtensions"`) || !strings.Contains(out, `approved\\.git`) {
+		t.Fatalf("gemini: exit %d\n%s%s", code, out, stderr)
 	}
-	code, _, stderr = c.run("policy", "export", "--format", "gemini")
-	if code != 2 || !strings.Contains(stderr, "copilot or codex") {
+	if !strings.Contains(stderr, "enabledPlugins forces deploy@approved on: not exported") {
+		t.Fatalf("gemini export does not warn about enabledPlugins: %s", stderr)
+	}
+	code, out, stderr = c.run("policy", "export", "--format", "opencode", "--json")
+	var oc struct {
+		Format, File, Document string
+		Warnings               []string
+	}
+	if err := json.Unmarshal([]byte(out), &oc); code != 0 || err != nil || oc.File != "/etc/opencode/opencode.json" || !strings.Contains(strings.Join(oc.Warnings, "\n"), "strictKnownMarketplaces is not exported") {
+		t.Fatalf("opencode: exit %d (%v)\n%s%s", code, err, out, stderr)
+	}
+	code, _, stderr = c.run("policy", "export", "--format", "cursor")
+	if code != 2 || !strings.Contains(stderr, "gemini or opencode") {
 		t.Fatalf("unknown format: exit %d %s", code, stderr)
+	}
+}
+
+// TestPolicyExportAgentChannel fetches a channel's managed settings in
+// each agent's format from a real server: the document allows the
+// channel's URL, and -o writes it.
+func TestPolicyExportAgentChannel(t *testing.T) {
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("git is not installed")
+	}
+	data := t.TempDir()
+	st, err := store.OpenBolt(filepath.Join(data, "state.db"), store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	mgr := marketplace.NewManager(st, marketplace.Options{Dir: filepath.Join(data, "marketplaces")})
+	srv, err := api.New(api.Deps{Store: st, Policy: api.PolicyEngine, RateLimit: -1, Catalog: api.NewMarketplaceCatalog(mgr), ChannelDir: filepath.Join(data, "channels")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	admin, _, err := api.EnsureAdminToken(st, "", time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := httptest.NewServer(srv.Handler())
+	t.Cleanup(hs.Close)
+	mkt := localMarketplace(t, t.TempDir(), "corp")
+	if _, err := api.NewMarketplaceCatalog(mgr).AddMarketplace(t.Context(), "corp", json.RawMessage(`{"source":"directory","path":"`+mkt+`"}`)); err != nil {
+		t.Fatal(err)
+	}
+	c := newPolicyClient(t, admin)
+	want := hs.URL + "/git/approved.git"
+	for format, check := range map[string]string{
+		"copilot":  `"url": "` + want + `"`,
+		"codex":    "url = '" + want + "'",
+		"gemini":   strings.ReplaceAll(regexp.QuoteMeta(want), `\`, `\\`),
+		"opencode": `"$schema"`,
+	} {
+		file := filepath.Join(t.TempDir(), "out")
+		code, out, stderr := c.run("--policy-url", hs.URL, "policy", "export", "--format", format, "--channel", "approved", "-o", file)
+		if code != 0 || !strings.Contains(out, "install it as") {
+			t.Fatalf("%s: exit %d\n%s%s", format, code, out, stderr)
+		}
+		b, err := os.ReadFile(file)
+		if err != nil || !strings.Contains(string(b), check) {
+			t.Fatalf("%s: wrote (%v)\n%s\nwant %s", format, err, b, check)
+		}
+	}
+	code, _, stderr := c.run("--policy-url", hs.URL, "policy", "export", "--format", "gemini", "--channel", "nosuch")
+	if code != 2 || !strings.Contains(stderr, "nosuch") {
+		t.Fatalf("unknown channel: exit %d %s", code, stderr)
 	}
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/wharfhq/wharf/internal/cli/shell"
 	"github.com/wharfhq/wharf/internal/client/home"
+	"github.com/wharfhq/wharf/internal/client/login"
 	"github.com/wharfhq/wharf/internal/client/policyremote"
 	"github.com/wharfhq/wharf/internal/core/apiclient"
 	"github.com/wharfhq/wharf/internal/core/policy"
@@ -41,23 +42,33 @@ type pullResult struct {
 type PolicyPullOptions struct {
 	IO   streams
 	Home *home.Home
+	// Record is the server --server named: recorded in the home once its
+	// bundle is pulled, so later commands enforce it without flags.
+	Record string
 }
 
 func newPolicyPullCmd(a *app) *cobra.Command {
 	opts := &PolicyPullOptions{}
-	return &cobra.Command{
+	cmd := &cobra.Command{
 		Use:   "pull",
 		Short: "Fetch the policy server's signed bundle into the cache and show what is enforced",
-		Long: "Fetches the bundle of every policy server that applies (those the managed settings name with policyUrl, then --policy-url, env WHARF_POLICY_URL) with --token (env WHARF_TOKEN), sending the cached ETag: " +
+		Long: "Fetches the bundle of every policy server that applies (those the managed settings name with policyUrl, then --policy-url, env WHARF_SERVER) with --token (env WHARF_TOKEN), sending the cached ETag: " +
 			"an unchanged policy costs a 304. The bundle is verified with --policy-key, or with the server's key trusted on first use and kept in " +
 			"$WHARF_HOME/policy/<host>/key.pem. When the server cannot be reached the cached bundle stays in force, with a warning saying how old it is; " +
 			"with no cache and no server, every command that consults policy fails closed.",
 		Args: exactArgs(0, "no arguments"),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			opts.IO, opts.Home = a.io(), a.h
+			if f := cmd.Flags().Lookup("server"); f != nil && f.Changed {
+				opts.Record = a.remote.url
+			}
 			return runPolicyPull(cmd.Context(), opts)
 		},
 	}
+	// --server is the one name of the server setting; it sets what
+	// --policy-url sets, and is recorded in the home.
+	cmd.Flags().StringVar(&a.remote.url, "server", "", "the wharf server whose policy to pull and keep in force for later commands (recorded in $WHARF_HOME/server.json; env WHARF_SERVER)")
+	return cmd
 }
 
 // runPolicyPull pulls the bundle of every policy server that applies (or
@@ -73,6 +84,7 @@ func runPolicyPull(ctx context.Context, opts *PolicyPullOptions) error {
 		return noPolicyServer()
 	}
 	var all []pullResult
+	var offline []string // servers not reached: their cached bundles stay in force
 	for _, srv := range servers {
 		res, err := opts.Home.PullPolicy(ctx, srv)
 		if ue, ok := errors.AsType[*apiclient.UnreachableError](err); ok && shell.ErrorType(err) == policyremote.TypeUnavailable {
@@ -89,18 +101,36 @@ func runPolicyPull(ctx context.Context, opts *PolicyPullOptions) error {
 		if r.Layers == nil {
 			r.Layers = []policy.BundleLayer{}
 		}
+		if r.From == "cache" && r.Status == 0 {
+			offline = append(offline, srv.URL)
+		}
 		all = append(all, r)
+	}
+	if opts.Record != "" {
+		if err := login.RecordServer(opts.Home.Paths().Home(), opts.Record); err != nil {
+			return err
+		}
 	}
 	out := all[0]
 	out.Others = all[1:]
 	if io.JSON {
-		return io.printJSON(out)
-	}
-	for i, r := range all {
-		if i > 0 {
-			io.printf("\n")
+		if err := io.printJSON(out); err != nil {
+			return err
 		}
-		printPull(io, r)
+	} else {
+		for i, r := range all {
+			if i > 0 {
+				io.printf("\n")
+			}
+			printPull(io, r)
+		}
+	}
+	if len(offline) > 0 {
+		// Pulling is what was asked, and it failed: exit non-zero, as any
+		// command that cannot reach the server does. The cached bundle
+		// stays in force for every command (the warning says how old).
+		return &apiclient.UnreachableError{Server: strings.Join(offline, ", "),
+			Err: errors.New("nothing was pulled; the cached policy bundle stays in force")}
 	}
 	return nil
 }

@@ -178,7 +178,13 @@ func TestServerPolicyBlocksThenAllowsThenHoldsOffline(t *testing.T) {
 	if code != 3 || !strings.Contains(stderr, "org") || !strings.Contains(stderr, "unreachable") || !strings.Contains(stderr, "last confirmed") {
 		t.Fatalf("offline: exit %d\n%s%s", code, out, stderr)
 	}
-	r = c.pull(url)
+	// Pulling offline fails (exit 1, the server is unreachable) and says
+	// what stays in force: the cached bundle.
+	code, out, stderr = c.run("--policy-url", url, "policy", "pull", "--json")
+	r = pullResult{}
+	if code != 1 || json.Unmarshal([]byte(out), &r) != nil || !strings.Contains(stderr, "unreachable") {
+		t.Fatalf("offline pull: exit %d\n%s%s", code, out, stderr)
+	}
 	if r.From != "cache" || r.Status != 0 || len(r.Warnings) != 1 {
 		t.Fatalf("offline pull: %+v", r)
 	}

@@ -6,9 +6,6 @@ import (
 	"github.com/wharfhq/wharf/plugin"
 )
 
-// policySources are the managed directories and the --policy paths.
-func (a *app) policySources() policy.Sources { return a.h.PolicySources() }
-
 // Policy compiles the managed layers and the --policy layers on first use.
 func (a *app) Policy() (*policy.Engine, error) { return a.h.Policy() }
 

@@ -37,7 +37,7 @@ func newRequestCmd(a *app) *cobra.Command {
 		Use:   "request <name@marketplace> --reason TEXT",
 		Short: "Ask the policy server's administrators for a plugin that policy denies",
 		Long: "Sends a request for the plugin, with your reason, to the server the client takes policy from " +
-			"(policyUrl of the managed settings, else --policy-url / WHARF_POLICY_URL; --server sends it elsewhere), " +
+			"(policyUrl of the managed settings, else --policy-url / WHARF_SERVER; --server sends it elsewhere), " +
 			"with --token / WHARF_TOKEN. An administrator approves it (optionally until a date) or denies it, with a note. " +
 			"An approval reaches this machine with the next policy pull, and only lifts what the server's layers marked " +
 			"allowWaivers deny; see docs/admission.md. wharf request list, wharf list and wharf install show the answer.",
@@ -96,7 +96,7 @@ func newRequestCmd(a *app) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			qs = expireAt(qs, waiverNow())
+			qs = expireAt(qs, a.waiverNow())
 			if a.cfg.JSON {
 				return a.printJSON(nonNil(qs))
 			}
@@ -126,14 +126,14 @@ func (a *app) requestClient(flag string) (*apiclient.Client, error) {
 		}
 		if len(servers) == 0 {
 			return nil, &plugin.Error{Layer: plugin.LayerIntent, Type: typeUsage, Err: errors.New("no policy server to ask"),
-				Hint: "requests go to the server your policy comes from: name it with --policy-url, WHARF_POLICY_URL or policyUrl in the managed settings, or pass --server URL"}
+				Hint: "requests go to the server your policy comes from: name it with --policy-url, WHARF_SERVER or policyUrl in the managed settings, or pass --server URL"}
 		}
 	}
 	server, err := a.reportServer(flag)
 	if err != nil {
 		return nil, err
 	}
-	token := a.reportToken()
+	token := a.reportToken(server)
 	if token == "" {
 		return nil, &plugin.Error{Layer: plugin.LayerIntent, Type: typeUsage, Object: server, Err: errors.New("no token for the request"),
 			Hint: "pass --token or set WHARF_TOKEN (your token of the server)"}
@@ -150,14 +150,11 @@ func (a *app) requestClient(flag string) (*apiclient.Client, error) {
 // or when the server does not answer (the answers are a convenience here,
 // never a reason for a command to fail).
 func (a *app) myRequests(ctx context.Context) map[string]apiclient.PluginRequest {
-	if a.reportToken() == "" {
-		return nil
-	}
 	servers, err := a.managedPolicyServers()
-	if err != nil || len(servers) == 0 {
+	if err != nil || len(servers) == 0 || a.reportToken(servers[0].URL) == "" {
 		return nil
 	}
-	cl, err := apiclient.New(servers[0].URL, a.reportToken(), &http.Client{Timeout: 5 * time.Second})
+	cl, err := apiclient.New(servers[0].URL, a.reportToken(servers[0].URL), &http.Client{Timeout: 5 * time.Second})
 	if err != nil {
 		return nil
 	}
@@ -167,13 +164,13 @@ func (a *app) myRequests(ctx context.Context) map[string]apiclient.PluginRequest
 	if err != nil {
 		return nil
 	}
-	return apiclient.LatestByPlugin(expireAt(qs, waiverNow()))
+	return apiclient.LatestByPlugin(expireAt(qs, a.waiverNow()))
 }
 
 // waiverNow is the time policy decides waivers' expiry with.
-func waiverNow() time.Time {
-	if testClock != nil {
-		return testClock()
+func (a *app) waiverNow() time.Time {
+	if a.proc.now != nil {
+		return a.proc.now()
 	}
 	return time.Now()
 }
@@ -242,7 +239,3 @@ func (a *app) printRequestAnswers(ctx context.Context) {
 	}
 	tw.Flush()
 }
-
-// testClock, set in builds with the wharf_testhooks tag, is the clock
-// that decides which waivers have expired.
-var testClock func() time.Time

@@ -3,11 +3,13 @@ package main
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"os/signal"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/viper"
@@ -59,6 +61,9 @@ type process struct {
 	// noBackgroundReports keeps the process from starting itself as a
 	// background inventory report (a test binary must never do that).
 	noBackgroundReports bool
+	// now, when set, is the clock that decides which waivers have expired
+	// (home.Options.Clock); nil means the real one.
+	now func() time.Time
 }
 
 // config is the resolved configuration (home.Config). Precedence: flags >
@@ -111,6 +116,8 @@ func newRootCmd(a *app) *cobra.Command {
 	root.AddCommand(newAgentCmd(a))
 	root.AddCommand(newServeMovedCmd())
 	root.AddCommand(newTokenCmd(a))
+	root.AddCommand(newLoginCmd(a), newLogoutCmd(a), newWhoAmICmd(a)) // login.go
+	root.AddCommand(newServerCmd(a))
 	root.AddCommand(newPolicyCmd(a))
 	root.AddCommand(newDoctorCmd(a))
 	root.AddCommand(newConfigCmd(a))
@@ -137,7 +144,12 @@ func newServeMovedCmd() *cobra.Command {
 
 // run executes one wharf invocation and returns its exit code.
 func run(args []string, stdout, stderr io.Writer) int {
-	return runIn(process{}, args, stdout, stderr)
+	now, err := testClock()
+	if err != nil {
+		fmt.Fprintf(stderr, "wharf: %v\n", err)
+		return 2
+	}
+	return runIn(process{now: now}, args, stdout, stderr)
 }
 
 // runIn is run in the process p.
@@ -233,7 +245,7 @@ func (a *app) load(cmd *cobra.Command) error {
 		return err
 	}
 	a.cfg.Policy = a.policyConfig()
-	h, err := home.Open(home.Options{Paths: a.env, Config: a.cfg, Progress: a.progress(), Warn: func(msg string) { a.warnf("%s", msg) }, Clock: testClock})
+	h, err := home.Open(home.Options{Paths: a.env, Config: a.cfg, Progress: a.progress(), Warn: func(msg string) { a.warnf("%s", msg) }, Clock: a.proc.now})
 	if err != nil {
 		return err
 	}
@@ -242,16 +254,27 @@ func (a *app) load(cmd *cobra.Command) error {
 }
 
 // policyConfig is what the flags and the environment add to the managed
-// policy layers: --policy, --policy-url (WHARF_POLICY_URL), --token
+// policy layers: --policy, --policy-url (WHARF_SERVER), --token
 // (WHARF_TOKEN), --policy-key (WHARF_POLICY_KEY) and WHARF_MANAGED_DIR.
 func (a *app) policyConfig() home.PolicyConfig {
 	pc := home.PolicyConfig{Paths: a.policyPaths, ExtraManagedDir: os.Getenv("WHARF_MANAGED_DIR"),
 		URL: a.remote.url, Token: a.remote.token, KeyFile: a.remote.keyFile}
 	if pc.URL == "" {
-		pc.URL = strings.TrimSpace(os.Getenv("WHARF_POLICY_URL"))
+		// The server setting (login.go): WHARF_SERVER, the deprecated
+		// WHARF_POLICY_URL, else the server recorded in the home. It adds
+		// a policy server; the managed settings' servers stay in force.
+		u, err := configuredServer(a.io(), "", a.cfg.Home)
+		if err != nil {
+			a.warnf("%v", err)
+		}
+		pc.URL = u
 	}
 	if pc.Token == "" {
 		pc.Token = os.Getenv("WHARF_TOKEN")
+	}
+	if pc.Token == "" {
+		// The signed-in user's token goes to its server only (TokenFor).
+		pc.LoginServer, pc.LoginToken = a.loginToken()
 	}
 	if pc.KeyFile == "" {
 		pc.KeyFile = os.Getenv("WHARF_POLICY_KEY")
@@ -265,10 +288,6 @@ func (a *app) readConfigFile(v *viper.Viper) error {
 
 func configError(key string, err error) error { return cliconfig.Error(key, err) }
 
-// getenv is the environment as the marketplace package sees it, with
-// configured values (github-host) in place of the raw variables.
-func (a *app) getenv(k string) string { return a.h.Getenv(k) }
-
 // Store opens state.db on first use (home.Home.Store).
 func (a *app) Store() (store.Store, error) { return a.h.Store() }
 
@@ -278,17 +297,6 @@ func (a *app) close() error {
 	}
 	return a.h.Close()
 }
-
-// withMarketplaceLock runs fn holding the marketplace lock exclusively.
-// Only commands that started with marketplaceWriter may call it.
-func (a *app) withMarketplaceLock(ctx context.Context, fn func(context.Context) error) error {
-	return a.h.WithMarketplaceLock(ctx, fn)
-}
-
-// marketplaceWriter returns the Manager for a command that changes
-// marketplaces: it takes the marketplace lock exclusively per change
-// (withMarketplaceLock), never shared.
-func (a *app) marketplaceWriter() (*marketplace.Manager, error) { return a.h.MarketplaceWriter() }
 
 // readOnlyHome reports whether this process cannot write WHARF_HOME (or
 // its state.db); false before the home is known.

@@ -231,8 +231,7 @@ func TestPlainMessage(t *testing.T) {
 // stdout (JSON, the stdio protocol) stays clean.
 func TestMCPSignInPrintsThePageOnStderr(t *testing.T) {
 	var out, errb strings.Builder
-	a := &app{stdout: &out, stderr: &errb}
-	if err := a.mcpSignIn(context.Background(), "plugin:slack:slack", "https://auth.example/authorize?client_id=1"); err != nil {
+	if err := mcpSignIn(&errb)(context.Background(), "plugin:slack:slack", "https://auth.example/authorize?client_id=1"); err != nil {
 		t.Fatal(err)
 	}
 	if out.Len() != 0 || !strings.Contains(errb.String(), "plugin:slack:slack needs you to sign in") ||

@@ -5,15 +5,17 @@ import (
 
 	"github.com/wharfhq/wharf/agent/mcp"
 	"github.com/wharfhq/wharf/internal/client/collect"
+	"github.com/wharfhq/wharf/internal/client/home"
 	"github.com/wharfhq/wharf/internal/core/inventory"
+	"github.com/wharfhq/wharf/internal/core/layout"
 	"github.com/wharfhq/wharf/internal/core/toolpin"
 )
 
 // toolPins returns the pins in force for the MCP supervisor: the policy
 // engine's, read at every check so a reload's pins apply.
-func (a *app) toolPins() func() toolpin.Set {
+func toolPins(h *home.Home) func() toolpin.Set {
 	return func() toolpin.Set {
-		pol, err := a.Policy()
+		pol, err := h.Policy()
 		if err != nil {
 			// No policy, no session: the runtime refuses to load first.
 			return toolpin.Set{}
@@ -25,17 +27,17 @@ func (a *app) toolPins() func() toolpin.Set {
 // afterMCPLoad applies the pins in force to the servers already running
 // (a reload may have pulled new ones) and records what the servers listed
 // for the next inventory report.
-func (a *app) afterMCPLoad(ctx context.Context, sup *mcp.Supervisor) {
+func afterMCPLoad(ctx context.Context, io streams, h *home.Home, sup *mcp.Supervisor) {
 	if err := sup.Recheck(ctx); err != nil {
-		a.warnf("%v", err)
+		io.warnf("%v", err)
 	}
-	a.recordMCP(sup.Status())
+	recordMCP(io, h, sup.Status())
 }
 
 // recordMCP writes what the plugin servers listed (hash, definitions, pin,
 // drift) to the home, where wharf inventory report reads it.
-func (a *app) recordMCP(sts []mcp.Status) {
-	if a.env.Home() == "" || a.readOnlyHome() {
+func recordMCP(io streams, h *home.Home, sts []mcp.Status) {
+	if h.Paths().Home() == "" || h.ReadOnly() {
 		return
 	}
 	var out []inventory.MCPServer
@@ -56,16 +58,16 @@ func (a *app) recordMCP(sts []mcp.Status) {
 		}
 		out = append(out, m)
 	}
-	if err := collect.WriteMCP(a.env.MCPTools(), out); err != nil {
-		a.warnf("MCP tool definitions not recorded for the inventory: %v", err)
+	if err := collect.WriteMCP(h.Paths().MCPTools(), out); err != nil {
+		io.warnf("MCP tool definitions not recorded for the inventory: %v", err)
 	}
 }
 
 // reportedMCP is what the last agent session recorded, for a report.
-func (a *app) reportedMCP() []inventory.MCPServer {
-	ms, err := collect.ReadMCP(a.env.MCPTools())
+func reportedMCP(io streams, paths layout.Paths) []inventory.MCPServer {
+	ms, err := collect.ReadMCP(paths.MCPTools())
 	if err != nil {
-		a.warnf("%v", err)
+		io.warnf("%v", err)
 		return nil
 	}
 	return ms

@@ -35,13 +35,23 @@ type validateResult struct {
 	Findings     []capability.Finding `json:"findings,omitempty"`
 }
 
+// ValidateOptions are wharf validate's inputs.
+type ValidateOptions struct {
+	IO streams
+	// Path is the marketplace or plugin directory, or the manifest file.
+	Path string
+	validateOptions
+}
+
+// validateOptions are the flags of wharf validate.
 type validateOptions struct {
 	strict, verbose bool
 	profile         string
 }
 
 func newValidateCmd(a *app) *cobra.Command {
-	var o validateOptions
+	opts := &ValidateOptions{}
+	o := &opts.validateOptions
 	cmd := &cobra.Command{
 		Use:   "validate <path>",
 		Short: "Check a marketplace or plugin directory, or a manifest file",
@@ -58,36 +68,45 @@ func newValidateCmd(a *app) *cobra.Command {
 			"Exits 1 when there are errors (with --strict, warnings count as errors).",
 		Args: exactArgs(1, "one <path>"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			res, verr := validatePath(cmd.Context(), args[0], o)
-			if res == nil {
-				return verr // the path could not be read at all
-			}
-			if a.cfg.JSON {
-				if err := a.printJSON(res); err != nil {
-					return err
-				}
-				return verr
-			}
-			for _, d := range res.Diagnostics {
-				a.printf("%s\n", d)
-			}
-			if res.Provides != nil {
-				printProvides(a, res.Provides)
-			}
-			if res.Capabilities != nil {
-				printCapabilities(a.io(), &capability.Report{Capabilities: *res.Capabilities, Findings: res.Findings})
-			}
-			if verr == nil {
-				printValidateSummary(a, args[0])
-				a.printf("%s: ok (%d warnings)\n", args[0], res.Warnings)
-			}
-			return verr
+			opts.IO, opts.Path = a.io(), args[0]
+			return runValidate(cmd.Context(), opts)
 		},
 	}
 	cmd.Flags().BoolVar(&o.strict, "strict", false, "treat warnings (unknown keys, missing metadata) as errors")
 	cmd.Flags().BoolVar(&o.verbose, "verbose", false, "also warn about what rarely helps (no version on an entry fetched from elsewhere)")
 	cmd.Flags().StringVar(&o.profile, "profile", "", `also fail on what the plugin directory refuses a submission for (no README of 40 words, no license): "directory"`)
 	return cmd
+}
+
+// runValidate prints every problem of opts.Path and, for a plugin
+// directory, what it provides and its capabilities; errors (warnings too,
+// with --strict) are an error of type manifest-invalid (exit 1).
+func runValidate(ctx context.Context, opts *ValidateOptions) error {
+	io, path := opts.IO, opts.Path
+	res, verr := validatePath(ctx, path, opts.validateOptions)
+	if res == nil {
+		return verr // the path could not be read at all
+	}
+	if io.JSON {
+		if err := io.printJSON(res); err != nil {
+			return err
+		}
+		return verr
+	}
+	for _, d := range res.Diagnostics {
+		io.printf("%s\n", d)
+	}
+	if res.Provides != nil {
+		printProvides(io, res.Provides)
+	}
+	if res.Capabilities != nil {
+		printCapabilities(io, &capability.Report{Capabilities: *res.Capabilities, Findings: res.Findings})
+	}
+	if verr == nil {
+		printValidateSummary(io, path)
+		io.printf("%s: ok (%d warnings)\n", path, res.Warnings)
+	}
+	return verr
 }
 
 // validatePath is `wharf validate`: the result, and the error to exit
@@ -147,7 +166,7 @@ func nonEmpty(s ...string) []string {
 }
 
 // printProvides lists what a plugin provides and the hosts it names.
-func printProvides(a *app, p *plugin.Provides) {
+func printProvides(a streams, p *plugin.Provides) {
 	var lines []string
 	for _, h := range p.Hooks {
 		what := h.Command
@@ -330,7 +349,7 @@ func fileExists(p string) bool {
 
 // printValidateSummary lists what a valid marketplace holds: each plugin
 // with its version and component counts.
-func printValidateSummary(a *app, path string) {
+func printValidateSummary(a streams, path string) {
 	file := path
 	if fi, err := os.Stat(path); err == nil && fi.IsDir() {
 		file = plugin.MarketplaceFile(path)

@@ -99,3 +99,19 @@ func TestBadValuesNameTheKey(t *testing.T) {
 		})
 	}
 }
+
+// The login's token goes to the login's server only; a --token or
+// WHARF_TOKEN goes to every policy server.
+func TestPolicyTokenFor(t *testing.T) {
+	c := PolicyConfig{LoginServer: "https://wharf.example.com", LoginToken: "wharf_login"}
+	if got := c.TokenFor("https://wharf.example.com/"); got != "wharf_login" {
+		t.Fatalf("the login's server gets %q", got)
+	}
+	if got := c.TokenFor("https://other.example.com"); got != "" {
+		t.Fatalf("another server gets the login's token: %q", got)
+	}
+	c.Token = "wharf_given"
+	if got := c.TokenFor("https://wharf.example.com"); got != "wharf_given" {
+		t.Fatalf("with a given token, the login's server gets %q", got)
+	}
+}

@@ -37,10 +37,23 @@ type PolicyConfig struct {
 	// Token is the bearer token for the policy server (--token,
 	// WHARF_TOKEN).
 	Token string
+	// LoginServer and LoginToken are the signed-in user's server and
+	// token (wharf login): sent to that server only, when Token is "".
+	LoginServer string
+	LoginToken  string
 	// KeyFile is the PEM public key the bundle of URL must be signed
 	// with (--policy-key, WHARF_POLICY_KEY); "" trusts the server's key
 	// on first use.
 	KeyFile string
+}
+
+// TokenFor is the bearer token for server: Token, else the login's
+// token when server is the login's.
+func (c PolicyConfig) TokenFor(server string) string {
+	if c.Token == "" && c.LoginToken != "" && strings.TrimRight(server, "/") == strings.TrimRight(c.LoginServer, "/") {
+		return c.LoginToken
+	}
+	return c.Token
 }
 
 // PolicySources are the managed directories and the --policy paths: the
@@ -211,7 +224,7 @@ func (h *Home) PullPolicy(ctx context.Context, srv PolicyServer) (*policyremote.
 	if err != nil {
 		return nil, shell.UsageError("wharf", err)
 	}
-	res, err := policyremote.Options{URL: srv.URL, Token: h.cfg.Policy.Token, CacheDir: dir, Key: srv.KeyPEM, KeyID: srv.KeyID, MaxAge: srv.MaxAge}.Fetch(ctx)
+	res, err := policyremote.Options{URL: srv.URL, Token: h.cfg.Policy.TokenFor(srv.URL), CacheDir: dir, Key: srv.KeyPEM, KeyID: srv.KeyID, MaxAge: srv.MaxAge}.Fetch(ctx)
 	if err != nil {
 		return nil, err
 	}

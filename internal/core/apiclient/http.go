@@ -271,10 +271,19 @@ func defaultHint(e *APIError) string {
 type Client struct {
 	// Base is the server's base URL, without a trailing slash.
 	Base string
-	// Token is sent as Authorization: Bearer; "" sends none.
+	// Token is sent as Authorization: Bearer; "" sends Source's token,
+	// else none.
 	Token string
+	// Source gives the token when Token is "" (a signed-in user's,
+	// refreshed when it expires); nil: none.
+	Source TokenSource
 	// HTTP is the client used; nil is http.DefaultClient.
 	HTTP *http.Client
+}
+
+// TokenSource gives a bearer token for each request.
+type TokenSource interface {
+	Token(ctx context.Context) (string, error)
 }
 
 // New returns a Client of the server at base: an http(s) URL with a host
@@ -331,8 +340,14 @@ func (c *Client) Send(ctx context.Context, req Request) (*Response, error) {
 	if hr.Header.Get("Accept") == "" {
 		hr.Header.Set("Accept", "application/json")
 	}
-	if c.Token != "" {
-		hr.Header.Set("Authorization", "Bearer "+c.Token)
+	token := c.Token
+	if token == "" && c.Source != nil {
+		if token, err = c.Source.Token(ctx); err != nil {
+			return nil, err
+		}
+	}
+	if token != "" {
+		hr.Header.Set("Authorization", "Bearer "+token)
 	}
 	hc := c.HTTP
 	if hc == nil {

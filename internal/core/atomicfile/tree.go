@@ -7,16 +7,38 @@ import (
 	"path/filepath"
 )
 
-// syncFile makes one file's or directory's content and entries durable.
-// The package's tests count the calls through it.
-var syncFile = func(f *os.File) error { return f.Sync() }
+// Option changes how SyncTree, SealTree, RenameDir and CommitDir make a
+// tree durable.
+type Option func(*options)
 
-func syncPath(p string) error {
+type options struct {
+	// sync makes one file's or directory's content and entries durable.
+	sync func(*os.File) error
+}
+
+// WithSync has fn make each file and directory durable in place of
+// (*os.File).Sync; fn is called once per regular file and directory, in
+// the order the pipeline needs (a directory after what it holds, the
+// parent of a renamed tree after the rename). fn must sync f itself (or
+// return an error), or the tree is not made durable.
+func WithSync(fn func(f *os.File) error) Option {
+	return func(o *options) { o.sync = fn }
+}
+
+func newOptions(opts []Option) options {
+	o := options{sync: (*os.File).Sync}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	return o
+}
+
+func (o options) syncPath(p string) error {
 	f, err := os.Open(p)
 	if err != nil {
 		return err
 	}
-	err = syncFile(f)
+	err = o.sync(f)
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
@@ -28,13 +50,13 @@ func syncPath(p string) error {
 // the tree survives a crash as it is. Symlinks have nothing of their own to
 // sync (their directory's sync keeps them); anything else (a named pipe, a
 // device, a socket) is refused with an error naming it.
-func SyncTree(root string) error { return syncTree(root, false) }
+func SyncTree(root string, opts ...Option) error { return newOptions(opts).syncTree(root, false) }
 
 // SealTree is SyncTree that also makes the tree read-only: files 0444
 // (0555 when the owner-execute bit was set), directories 0555.
-func SealTree(root string) error { return syncTree(root, true) }
+func SealTree(root string, opts ...Option) error { return newOptions(opts).syncTree(root, true) }
 
-func syncTree(root string, seal bool) error {
+func (o options) syncTree(root string, seal bool) error {
 	var dirs []string
 	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
@@ -44,7 +66,7 @@ func syncTree(root string, seal bool) error {
 		case t.IsDir():
 			dirs = append(dirs, p)
 		case t.IsRegular():
-			if err := syncPath(p); err != nil {
+			if err := o.syncPath(p); err != nil {
 				return err
 			}
 			if !seal {
@@ -71,7 +93,7 @@ func syncTree(root string, seal bool) error {
 	// Deepest first: a directory's own sync (and seal) comes after its
 	// children's.
 	for i := len(dirs) - 1; i >= 0; i-- {
-		if err := SyncDir(dirs[i]); err != nil {
+		if err := o.syncDir(dirs[i]); err != nil {
 			return err
 		}
 		if seal {
@@ -88,18 +110,23 @@ func syncTree(root string, seal bool) error {
 // either absent (or what it was) or the whole tree, never part of it. tmp
 // and final must be on one file system; final must not be a non-empty
 // directory.
-func RenameDir(tmp, final string) error {
+func RenameDir(tmp, final string, opts ...Option) error {
+	return newOptions(opts).renameDir(tmp, final)
+}
+
+func (o options) renameDir(tmp, final string) error {
 	if err := os.Rename(tmp, final); err != nil {
 		return err
 	}
-	return SyncDir(filepath.Dir(final))
+	return o.syncDir(filepath.Dir(final))
 }
 
 // CommitDir is the whole pipeline for a tree filled and verified in tmp:
 // SyncTree, then RenameDir.
-func CommitDir(tmp, final string) error {
-	if err := SyncTree(tmp); err != nil {
+func CommitDir(tmp, final string, opts ...Option) error {
+	o := newOptions(opts)
+	if err := o.syncTree(tmp, false); err != nil {
 		return fmt.Errorf("sync %s: %w", tmp, err)
 	}
-	return RenameDir(tmp, final)
+	return o.renameDir(tmp, final)
 }

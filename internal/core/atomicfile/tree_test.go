@@ -66,23 +66,20 @@ func listTree(t *testing.T, root string) []string {
 	return out
 }
 
-// recordSyncs replaces the fsync with one that records each synced path
-// and, when at is not nil, runs it first.
-func recordSyncs(t *testing.T, at func(name string)) *[]string {
+// recordSyncs is an fsync that records each synced path and, when at is
+// not nil, runs it first.
+func recordSyncs(at func(name string)) (Option, *[]string) {
 	var mu sync.Mutex
 	var got []string
-	old := syncFile
-	syncFile = func(f *os.File) error {
+	return WithSync(func(f *os.File) error {
 		if at != nil {
 			at(f.Name())
 		}
 		mu.Lock()
 		got = append(got, f.Name())
 		mu.Unlock()
-		return old(f)
-	}
-	t.Cleanup(func() { syncFile = old })
-	return &got
+		return f.Sync()
+	}), &got
 }
 
 func TestCommitDirSyncsEveryFileAndDirectoryThenRenames(t *testing.T) {
@@ -101,13 +98,13 @@ func TestCommitDirSyncsEveryFileAndDirectoryThenRenames(t *testing.T) {
 		return nil
 	})
 	parentSyncedAfterRename := false
-	synced := recordSyncs(t, func(name string) {
+	record, synced := recordSyncs(func(name string) {
 		if name == parent {
 			_, err := os.Lstat(final)
 			parentSyncedAfterRename = err == nil
 		}
 	})
-	if err := CommitDir(tmp, final); err != nil {
+	if err := CommitDir(tmp, final, record); err != nil {
 		t.Fatal(err)
 	}
 	for _, p := range mustSync {
@@ -152,8 +149,8 @@ func TestCommitDirOntoNonEmptyDirFailsAndKeepsIt(t *testing.T) {
 func TestSealTreeMakesTreeReadOnly(t *testing.T) {
 	root := t.TempDir()
 	makeTree(t, root)
-	synced := recordSyncs(t, nil)
-	if err := SealTree(root); err != nil {
+	record, synced := recordSyncs(nil)
+	if err := SealTree(root, record); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
@@ -187,7 +184,7 @@ func TestCommitDirCrashChild(t *testing.T) {
 	n, _ := strconv.Atoi(at)
 	parent := os.Getenv(crashEnv + "_DIR")
 	calls := 0
-	recordSyncs(t, func(string) {
+	record, _ := recordSyncs(func(string) {
 		calls++
 		if calls == n {
 			p, _ := os.FindProcess(os.Getpid())
@@ -195,7 +192,7 @@ func TestCommitDirCrashChild(t *testing.T) {
 			select {}
 		}
 	})
-	if err := CommitDir(filepath.Join(parent, ".stage"), filepath.Join(parent, "tree")); err != nil {
+	if err := CommitDir(filepath.Join(parent, ".stage"), filepath.Join(parent, "tree"), record); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -206,8 +203,8 @@ func TestCommitDirCrashLeavesOldOrNewTree(t *testing.T) {
 	probe := t.TempDir()
 	makeTree(t, filepath.Join(probe, ".stage"))
 	want := listTree(t, filepath.Join(probe, ".stage"))
-	syncs := recordSyncs(t, nil)
-	if err := CommitDir(filepath.Join(probe, ".stage"), filepath.Join(probe, "tree")); err != nil {
+	record, syncs := recordSyncs(nil)
+	if err := CommitDir(filepath.Join(probe, ".stage"), filepath.Join(probe, "tree"), record); err != nil {
 		t.Fatal(err)
 	}
 	total := len(*syncs)

@@ -133,7 +133,7 @@ type Report struct {
 // raise it whenever a change of this package can change the Report of an
 // unchanged tree, so that a set computed by an older wharf is computed
 // again.
-const Version = 1
+const Version = 2
 
 // Bounds on what a hostile tree can make the reader do.
 const (
@@ -150,6 +150,7 @@ var ErrTooManyFiles = errors.New("too many files")
 // ("unreadable"), so one bad file does not hide the others.
 func Of(p *plugin.Plugin) (*Report, error) {
 	r := newReader(p.Root)
+	defer r.text.release()
 	if err := r.walk(); err != nil {
 		return nil, err
 	}
@@ -160,16 +161,22 @@ func Of(p *plugin.Plugin) (*Report, error) {
 }
 
 // Read loads the plugin in dir (entry is its marketplace entry, or nil)
-// and computes its report. The tree is read once: the walk reads every
-// text file, and plugin.LoadFiles takes the manifests and front matter
-// from that copy.
+// and computes its report. The tree is walked and read once: the walk
+// lists every directory and reads every text file, plugin.LoadTree takes
+// the layout, the manifests and the Markdown from that copy instead of
+// listing and reading the tree again, and the front matter it parses is
+// not parsed a second time here. Of(plugin.Load(dir, entry)) computes the
+// same report (a test keeps the two in step).
 func Read(dir string, entry *plugin.Entry) (*Report, error) {
 	r := newReader(dir)
+	defer r.text.release()
 	r.byPath = map[string][]byte{}
+	r.dirs = map[string][]fs.DirEntry{}
 	if err := r.walk(); err != nil {
 		return nil, err
 	}
-	p, _, err := plugin.LoadFiles(dir, entry, r.byPath)
+	r.frontMatter = map[string]plugin.FrontMatter{}
+	p, _, err := plugin.LoadTree(dir, entry, &plugin.Tree{Files: r.byPath, Dirs: r.dirs, FrontMatter: r.frontMatter})
 	if err != nil {
 		return nil, err
 	}
@@ -180,21 +187,29 @@ func Read(dir string, entry *plugin.Entry) (*Report, error) {
 }
 
 func newReader(root string) *reader {
-	return &reader{root: root, execs: map[string]map[string]bool{}, hosts: map[string]map[string]bool{}, scripts: map[string][]byte{}}
+	return &reader{root: root, cleanRoot: filepath.Clean(root) == root, execs: map[string]map[string]bool{}, hosts: map[string]map[string]bool{}, scripts: map[string][]byte{}}
 }
 
 type reader struct {
-	root     string
-	p        *plugin.Plugin
-	set      Set
-	findings []Finding
-	execs    map[string]map[string]bool // path -> reasons
-	hosts    map[string]map[string]bool // host -> from
-	scripts  map[string][]byte          // text files read by walk, for hooks, servers and prompts
-	md       []string                   // Markdown files, scanned in walk
+	root string
+	// cleanRoot: root is clean, so WalkDir's paths under it are root +
+	// separator + the relative path.
+	cleanRoot bool
+	p         *plugin.Plugin
+	set       Set
+	findings  []Finding
+	execs     map[string]map[string]bool // path -> reasons
+	hosts     map[string]map[string]bool // host -> from
+	scripts   map[string][]byte          // text files read by walk, for hooks, servers and prompts
+	md        []string                   // Markdown files, scanned in walk
 	// byPath, when set, keeps what walk read by the path it read it at,
-	// for plugin.LoadFiles.
-	byPath map[string][]byte
+	// and dirs every directory listing walk made (by its clean path),
+	// for plugin.LoadTree; frontMatter is what the loader parsed.
+	byPath      map[string][]byte
+	dirs        map[string][]fs.DirEntry
+	frontMatter map[string]plugin.FrontMatter
+	dec         []byte // decode buffer of scanEncoded
+	text        textArena
 }
 
 // walk visits every file once: it records executables and scans text for
@@ -203,18 +218,36 @@ type reader struct {
 func (r *reader) walk() error {
 	root := r.root
 	n := 0
+	var broken []string // directories whose listing failed
+	defer func() {
+		for _, d := range broken {
+			delete(r.dirs, d)
+		}
+	}()
 	return filepath.WalkDir(root, func(abs string, d fs.DirEntry, err error) error {
 		if err != nil {
 			if abs == root {
 				return err
 			}
+			if r.dirs != nil {
+				broken = append(broken, filepath.Clean(abs))
+			}
 			rel := r.rel(abs)
 			r.find(KindUnreadable, rel, 0, "cannot be read: %v", err)
 			return nil
 		}
+		if r.dirs != nil && abs != root {
+			parent := filepath.Dir(abs)
+			r.dirs[parent] = append(r.dirs[parent], d)
+		}
 		if d.IsDir() {
 			if d.Name() == ".git" && abs != root {
 				return filepath.SkipDir
+			}
+			if r.dirs != nil {
+				if c := filepath.Clean(abs); r.dirs[c] == nil {
+					r.dirs[c] = []fs.DirEntry{}
+				}
 			}
 			return nil
 		}
@@ -275,7 +308,7 @@ func (r *reader) readText(abs, rel string) error {
 	if fi.Size() > maxScanSize {
 		return nil
 	}
-	data := make([]byte, fi.Size())
+	data := r.text.alloc(int(fi.Size()))
 	if _, err := io.ReadFull(f, data); err != nil {
 		r.find(KindUnreadable, rel, 0, "cannot be read: %v", err)
 		return nil
@@ -288,7 +321,22 @@ func (r *reader) readText(abs, rel string) error {
 	return nil
 }
 
+// exists reports whether abs exists (os.Lstat), from walk's listing of
+// its directory when there is one.
+func (r *reader) exists(abs string) bool {
+	if ents, ok := r.dirs[filepath.Dir(abs)]; ok {
+		name := filepath.Base(abs)
+		i := sort.Search(len(ents), func(i int) bool { return ents[i].Name() >= name })
+		return i < len(ents) && ents[i].Name() == name
+	}
+	_, err := os.Lstat(abs)
+	return err == nil
+}
+
 func (r *reader) rel(abs string) string {
+	if len(abs) > len(r.root)+1 && abs[len(r.root)] == filepath.Separator && abs[:len(r.root)] == r.root && r.cleanRoot {
+		return filepath.ToSlash(abs[len(r.root)+1:]) // what WalkDir joined
+	}
 	rel, err := filepath.Rel(r.root, abs)
 	if err != nil {
 		return filepath.ToSlash(abs)
@@ -393,10 +441,18 @@ func (r *reader) prompt(c plugin.Component) {
 				data = nil
 			}
 		}
-		// Only a header that names tools is parsed: YAML costs more than
-		// reading the file.
+		// Only a header that names tools is parsed, and only when the
+		// loader has not parsed it already: YAML costs more than reading
+		// the file.
 		if data != nil && bytes.HasPrefix(data, []byte("---")) && bytes.Contains(frontMatterHead(data), []byte("tools")) {
-			if meta, _, err := plugin.ParseFrontMatter(data); err == nil {
+			var meta map[string]any
+			var err error
+			if fm, ok := r.frontMatter[filepath.Join(r.p.Root, filepath.FromSlash(c.Path))]; ok {
+				meta, err = fm.Meta, fm.Err
+			} else {
+				meta, _, err = plugin.ParseFrontMatter(data)
+			}
+			if err == nil {
 				key := "allowed-tools"
 				if c.Kind == plugin.KindAgent {
 					key = "tools"
@@ -579,7 +635,7 @@ func (r *reader) server(sv *Server, env map[string]string, from string) {
 func (r *reader) finish() {
 	s := &r.set
 	for p, why := range r.execs {
-		if _, err := os.Lstat(filepath.Join(r.p.Root, filepath.FromSlash(p))); err != nil {
+		if !r.exists(filepath.Join(r.p.Root, filepath.FromSlash(p))) {
 			continue // a hook names a file the plugin does not ship
 		}
 		s.Executables = append(s.Executables, Executable{Path: p, Why: sortedSet(why)})

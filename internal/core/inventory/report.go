@@ -18,6 +18,8 @@ const (
 	KindClaudeCode = "claude-code" // an unmodified Claude Code, read by wharf inventory report --from claude
 	KindCopilot    = "copilot"     // an unmodified GitHub Copilot CLI, read by wharf inventory report --from copilot
 	KindCodex      = "codex"       // an unmodified OpenAI Codex, read by wharf inventory report --from codex
+	KindGemini     = "gemini"      // an unmodified Gemini CLI, read by wharf inventory report --from gemini
+	KindOpenCode   = "opencode"    // an unmodified OpenCode
 )
 
 // How a plugin got onto the machine.

@@ -68,7 +68,7 @@ var (
 var scopes = []string{"user", "project", "local", "managed"}
 
 var (
-	kinds    = []string{KindWharf, KindWharfAgent, KindClaudeCode, KindCopilot, KindCodex}
+	kinds    = []string{KindWharf, KindWharfAgent, KindClaudeCode, KindCopilot, KindCodex, KindGemini, KindOpenCode}
 	installs = []string{InstallUser, InstallDependency, InstallManaged, InstallSideloaded}
 	states   = []string{StateActive, StateDisabled, StateDemoted, StateFailed, StateRevoked}
 )

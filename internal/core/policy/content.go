@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 
 	"github.com/open-policy-agent/opa/v1/ast"
 
@@ -92,4 +93,55 @@ func (c *Content) hash() []byte {
 	b, _ := json.Marshal(c)
 	sum := sha256.Sum256(b)
 	return hex.AppendEncode(nil, sum[:])
+}
+
+// The capability set and findings are also reachable as
+// input.plugin.capabilities and input.plugin.findings, the names the
+// admission documents use. input.plugin stays the plugin's name (a
+// string: every existing rule compares it), so the two are an alias
+// resolved when a module is read: a reference input.plugin.capabilities...
+// (or input.plugin.findings..., or an import of either) is rewritten to
+// input.capabilities... (input.findings...). Any other reference into
+// input.plugin, and an import of input.plugin itself, is refused: in
+// Rego it would be undefined, and a deny rule that reads an undefined
+// value never fires.
+var (
+	inputVar      = ast.VarTerm("input")
+	inputPluginKw = ast.StringTerm("plugin")
+)
+
+// aliasPluginContent rewrites the input.plugin.capabilities and
+// input.plugin.findings references of m in place. It returns an error
+// naming the location of a reference into input.plugin it cannot give a
+// meaning to.
+func aliasPluginContent(m *ast.Module) error {
+	var bad error
+	for _, imp := range m.Imports {
+		if r, ok := imp.Path.Value.(ast.Ref); ok && len(r) == 2 && r[0].Equal(inputVar) && r[1].Equal(inputPluginKw) && bad == nil {
+			bad = fmt.Errorf("%v: import input.plugin: input.plugin is the plugin's name (a string); import input.plugin.capabilities or input.plugin.findings", imp.Location)
+		}
+	}
+	// Every term, those of `some x in ...` declarations too (which
+	// ast.TransformRefs does not reach).
+	ast.NewGenericVisitor(func(x any) bool {
+		t, ok := x.(*ast.Term)
+		if !ok {
+			return false
+		}
+		r, ok := t.Value.(ast.Ref)
+		if !ok || len(r) < 3 || !r[0].Equal(inputVar) || !r[1].Equal(inputPluginKw) {
+			return false
+		}
+		if r[2].Equal(keyCapabilities) || r[2].Equal(keyFindings) {
+			out := make(ast.Ref, 0, len(r)-1)
+			out = append(out, r[0])
+			t.Value = append(out, r[2:]...)
+			return false
+		}
+		if bad == nil {
+			bad = fmt.Errorf("%v: %v: input.plugin is the plugin's name (a string); under it only input.plugin.capabilities and input.plugin.findings are defined", t.Location, r)
+		}
+		return false
+	}).Walk(m)
+	return bad
 }

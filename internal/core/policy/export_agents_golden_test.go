@@ -13,9 +13,10 @@ import (
 )
 
 // TestExportAgentsGolden exports the layers of every file in
-// testdata/agents for Copilot CLI and Codex and compares the results with
-// its "copilot.json" (settings and warnings) and "codex.toml" and
-// "codex-warnings" sections, byte for byte (go test -run
+// testdata/agents for Copilot CLI, Codex, Gemini CLI and OpenCode and
+// compares the results with its "copilot.json" (settings and warnings),
+// "codex.toml" and "codex-warnings", "gemini.json" and "opencode.json"
+// (settings or config, and warnings) sections, byte for byte (go test -run
 // TestExportAgentsGolden -update writes them).
 func TestExportAgentsGolden(t *testing.T) {
 	paths, err := filepath.Glob("testdata/agents/*.txtar")
@@ -63,12 +64,22 @@ func TestExportAgentsGolden(t *testing.T) {
 			if err := toml.Unmarshal(doc, &back); err != nil {
 				t.Fatalf("the codex export is not TOML: %v\n%s", err, doc)
 			}
+			gm, err := json.MarshalIndent(e.ExportGemini(), "", "  ")
+			if err != nil {
+				t.Fatal(err)
+			}
+			oc, err := json.MarshalIndent(e.ExportOpenCode(), "", "  ")
+			if err != nil {
+				t.Fatal(err)
+			}
 			got := map[string][]byte{
 				"copilot.json":   append(cp, '\n'),
 				"codex.toml":     doc,
 				"codex-warnings": []byte(strings.Join(cx.Warnings, "\n") + "\n"),
+				"gemini.json":    append(gm, '\n'),
+				"opencode.json":  append(oc, '\n'),
 			}
-			for _, name := range []string{"copilot.json", "codex.toml", "codex-warnings"} {
+			for _, name := range []string{"copilot.json", "codex.toml", "codex-warnings", "gemini.json", "opencode.json"} {
 				idx := -1
 				for i, f := range ar.Files {
 					if f.Name == name {

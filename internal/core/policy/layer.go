@@ -240,6 +240,9 @@ func checkModule(layer, file, text string) (*ast.Module, error) {
 	if err != nil {
 		return fail("%v", err)
 	}
+	if err := aliasPluginContent(m); err != nil {
+		return fail("%v", err)
+	}
 	want := ast.MustParseRef("data.wharf.admin." + layer)
 	if !m.Package.Path.HasPrefix(want) {
 		return fail("package %s is outside layer %s's package wharf.admin.%s", strings.TrimPrefix(m.Package.Path.String(), "data."), layer, layer)

@@ -52,6 +52,9 @@ func RunTests(ctx context.Context, dir string) ([]TestResult, error) {
 		if err != nil {
 			return nil, plugin.Errorf(plugin.LayerPolicy, TypeLayerInvalid, f, "fix the Rego syntax (Rego v1: `deny contains msg if { ... }`)", "%v", err)
 		}
+		if err := aliasPluginContent(m); err != nil {
+			return nil, plugin.Errorf(plugin.LayerPolicy, TypeLayerInvalid, f, "read the capability set as input.plugin.capabilities (or input.capabilities)", "%v", err)
+		}
 		if !strings.HasSuffix(f, "_test.rego") {
 			// The same check as when the policy loads: tests would pass
 			// on a module the engine then refuses.

@@ -18,7 +18,8 @@ import (
 // layer of that bundle (Layer.Waivers).
 //
 // The rule: a waiver lifts, for its plugin only, the enabledPlugins
-// (forced off) and admin Rego denials of the layers of the bundle that
+// (forced off), capability (deniedCapabilities, requireDeclaredHosts,
+// deniedFindings) and admin Rego denials of the layers of the bundle that
 // carries it, and only of those layers whose settings say
 // "allowWaivers": true. It never lifts a denial of any other layer (the
 // managed directories, another server's bundle, a --policy path), nor one

@@ -210,3 +210,52 @@ func TestReadBundleWaivers(t *testing.T) {
 		}
 	}
 }
+
+// A waiver lifts the capability denials (deniedCapabilities,
+// requireDeclaredHosts, deniedFindings) of its own bundle's layers that
+// allow waivers, for its plugin only, as it lifts their enabledPlugins
+// false and admin denials; never those of a managed directory, of a
+// layer that does not allow waivers, or an unreadable deniedCapabilities
+// (fail closed).
+func TestWaiverLiftsCapabilityDenials(t *testing.T) {
+	v2 := contentOf(t, "update/v2") // an MCP server that runs npx -y at each start
+	dl := contentOf(t, "malicious/download-and-run")
+	ws := Waivers{{Request: "q-0000000000000009", Plugin: "sync@corp", By: "tok_admin", Note: "reviewed", Approved: time.Date(2026, 12, 3, 0, 0, 0, 0, time.UTC)}}
+	fetch := `"deniedCapabilities": [{"kind": "mcp-runtime-fetch"}]`
+	waivable := func(rest string) Layer {
+		return Layer{Name: "org", Waivers: ws, Settings: []byte(`{"allowWaivers": true, ` + rest + `}`)}
+	}
+	for _, c := range []struct {
+		name    string
+		layers  []Layer
+		id      string
+		content *Content
+		want    string // the reasons; "" allowed
+	}{
+		{"the server's waivable layer", []Layer{waivable(fetch)}, "sync@corp", v2, ""},
+		{"deniedFindings of the waivable layer", []Layer{waivable(`"deniedFindings": ["download-and-run"]`)}, "sync@corp", dl, ""},
+		{"another plugin", []Layer{waivable(fetch)}, "other@corp", v2, "org/deniedCapabilities"},
+		{"a layer without allowWaivers", []Layer{{Name: "org", Waivers: ws, Settings: []byte(`{` + fetch + `}`)}}, "sync@corp", v2, "org/deniedCapabilities"},
+		{"a managed directory", []Layer{{Name: "managed", Managed: true, Settings: []byte(`{` + fetch + `}`)}, waivable(fetch)}, "sync@corp", v2, "managed/deniedCapabilities"},
+		{"an unreadable deniedCapabilities", []Layer{waivable(`"deniedCapabilities": [{"kind": "no-such-kind"}]`)}, "sync@corp", v2, "org/deniedCapabilities"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			e, err := NewEngine(c.layers)
+			if err != nil {
+				t.Fatal(err)
+			}
+			d, err := e.Decide(context.Background(), Request{Action: ActionInstall, Plugin: plugin.MustParseID(c.id),
+				Marketplace: Marketplace{Name: "corp", Source: ghSource("corp/plugins")}, Content: c.content})
+			if err != nil && d.Allowed {
+				t.Fatal(err)
+			}
+			got := reasonsOf(d)
+			switch {
+			case c.want == "" && !d.Allowed:
+				t.Fatalf("denied: %s", got)
+			case c.want != "" && (d.Allowed || !strings.HasPrefix(got, c.want) || len(d.Reasons) != 1):
+				t.Fatalf("reasons %q; want only %s", got, c.want)
+			}
+		})
+	}
+}

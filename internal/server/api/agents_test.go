@@ -41,6 +41,10 @@ func TestAgentsUseChannel(t *testing.T) {
 			for _, en := range view.Entries {
 				pins[en.Name] = en.Digest
 			}
+			// Both agents read the channel's second marketplace, where a
+			// plugin with dependencies is flattened with its closure
+			// (TestAgentsGetFlattenedClosure), pinned beside it.
+			pins = flatPins(t, e, dev)
 
 			var dirOf func(name string) string
 			switch a.Name {
@@ -88,7 +92,8 @@ func TestAgentsUseChannel(t *testing.T) {
 				}
 			}
 			// deploy depends on lint: Claude Code installs both from the
-			// channel (TestClaudeUsesChannel); these agents install deploy alone.
+			// channel (TestClaudeUsesChannel); these agents install deploy
+			// alone (their deploy carries lint inside it).
 			if _, err := os.Stat(dirOf("lint")); !os.IsNotExist(err) {
 				t.Fatalf("%s installed deploy's dependency lint (%v): the docs say it does not resolve dependencies", a.Name, err)
 			}
@@ -148,6 +153,31 @@ func TestAgentsUseChannel(t *testing.T) {
 			cli.Must(t, h2, cwd, "plugin", "marketplace", "add", e.channelURL("approved", ""))
 		})
 	}
+}
+
+// flatPins reads the pins of the channel's marketplace for agents without
+// dependency resolution (.github/plugin/wharf.json) from a clone.
+func flatPins(t *testing.T, e *env, token string) map[string]string {
+	t.Helper()
+	clone := filepath.Join(t.TempDir(), "approved")
+	mustGit(t, "", "clone", "-q", e.channelURL("approved", token), clone)
+	raw, err := os.ReadFile(filepath.Join(clone, ".github/plugin/wharf.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pins struct {
+		Plugins map[string]struct {
+			Integrity string `json:"integrity"`
+		} `json:"plugins"`
+	}
+	if err := json.Unmarshal(raw, &pins); err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]string{}
+	for n, p := range pins.Plugins {
+		out[n] = p.Integrity
+	}
+	return out
 }
 
 // agentState is the text of the agent's own state files in home.

@@ -167,7 +167,7 @@ func (s *Server) admitVersion(ctx context.Context, h marketplace.Hit, vd *channe
 	now := s.now().UTC()
 	last := approvals.LastApproved(recs)
 	mode := modes.Mode(h.ID)
-	rec := approvals.Record{Plugin: id, Version: vd.Version, Digest: vd.Digest, Capabilities: rep.Capabilities, Seen: now}
+	rec := approvals.Record{Plugin: id, Version: vd.Version, Digest: vd.Digest, Capabilities: rep.Capabilities, Findings: rep.Findings, Seen: now}
 	rec.State, rec.Adds = approvals.Judge(mode, last, rep.Capabilities)
 	if rec.Adds == nil {
 		rec.Adds = []capability.Change{}

@@ -247,6 +247,14 @@ func TestBrowserConsoleFlows(t *testing.T) {
 			t.Errorf("impact row %q", row)
 		}
 	}
+	// One reason, one group, counted; Save comes before the list.
+	groups := evalJS[[]string](b, `[...document.querySelectorAll("#impact .impact-group")].map(g => g.dataset.count + " " + g.querySelector("summary").innerText.replace(/\s+/g, " ").trim().toLowerCase())`)
+	if len(groups) != 1 || !strings.HasPrefix(groups[0], "6 6 plugins: allowed → blocked") || !strings.Contains(groups[0], "blockedmarketplaces") {
+		t.Errorf("impact groups %q", groups)
+	}
+	if above := evalJS[bool](b, `document.querySelector("#save").getBoundingClientRect().bottom <= document.querySelector("#impact table").getBoundingClientRect().top`); !above {
+		t.Error("the Save button is not above the impact list")
+	}
 	b.screenshot("policy-impact-preview")
 	if n := evalJS[int](b, `document.querySelectorAll(".badge-blocked").length`); n == 0 {
 		t.Error("preview shows no blocked badge")

@@ -71,8 +71,11 @@ func (s *Server) bundleTag(version string) *bundleTag {
 	return t
 }
 
-// policyBundle serves the signed bundle. The 304 path reads one key and
-// builds nothing.
+// policyBundle serves the signed bundle of the policy that applies to the
+// caller's token: the organization's layers and the layers targeted to
+// its groups or labels (policystate.State.Bundle). Its ETag is the applied
+// version, so tokens with the same layers share it. The 304 path reads
+// one key and builds nothing.
 func (s *Server) policyBundle(c echo.Context) error {
 	now := time.Now()
 	if r, ok := c.(*request); ok {
@@ -82,7 +85,12 @@ func (s *Server) policyBundle(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	tag := s.bundleTag(head.Version)
+	who := s.caller(c).Who
+	applied, err := s.pol.AppliedVersion(head, who)
+	if err != nil {
+		return err
+	}
+	tag := s.bundleTag(applied)
 	// The values are shared, read-only slices (len = cap, so an Add copies).
 	hdr := c.Response().Header()
 	hdr["Etag"] = tag.etagHdr
@@ -90,7 +98,7 @@ func (s *Server) policyBundle(c echo.Context) error {
 	if etagMatches(c.Request().Header.Get("If-None-Match"), tag.etag) {
 		return c.NoContent(http.StatusNotModified)
 	}
-	b, err := s.pol.Bundle(c.Request().Context())
+	b, err := s.pol.Bundle(c.Request().Context(), who)
 	if err != nil {
 		return err
 	}

@@ -20,6 +20,7 @@ import (
 	"github.com/wharfhq/wharf/internal/server/audit"
 	"github.com/wharfhq/wharf/internal/server/channel"
 	"github.com/wharfhq/wharf/internal/server/gitserver"
+	"github.com/wharfhq/wharf/internal/server/tokens"
 )
 
 // Audit actions of channels.
@@ -136,6 +137,8 @@ type ChannelSummary struct {
 	Public      bool      `json:"public"`
 	// Command is what a developer runs to add the channel to Claude Code.
 	Command string `json:"command"`
+	// Target is who sees the channel besides admins; absent: everyone.
+	Target *channel.Target `json:"target,omitempty"`
 }
 
 // ChannelView is GET /v1/channels/{name}.
@@ -191,7 +194,7 @@ func addCommand(url string, public bool) string {
 func (s *Server) summary(r *http.Request, def channel.Definition, h channel.Head) ChannelSummary {
 	u := s.cloneURL(r, def.Name)
 	return ChannelSummary{Name: def.Name, Description: def.Description, URL: u, Commit: h.Commit, Plugins: len(h.Plan.Entries),
-		Updated: h.Built, Public: def.Public, Command: addCommand(u, def.Public)}
+		Updated: h.Built, Public: def.Public, Command: addCommand(u, def.Public), Target: def.Target}
 }
 
 func (s *Server) listChannels(c echo.Context) error {
@@ -213,7 +216,7 @@ func (s *Server) listChannels(c echo.Context) error {
 	}); err != nil {
 		return err
 	}
-	defs, next := pageByKey(defs, func(d channel.Definition) string { return d.Name }, after, limit)
+	defs, next := pageByKey(s.visibleChannels(c, defs), func(d channel.Definition) string { return d.Name }, after, limit)
 	nextLink(c, next)
 	out := make([]ChannelSummary, 0, len(defs))
 	for _, d := range defs {
@@ -340,6 +343,8 @@ type channelRequest struct {
 	Marketplaces []string `json:"marketplaces"`
 	Plugins      []string `json:"plugins"`
 	Public       bool     `json:"public"`
+	// Target limits who lists and clones the channel; absent: everyone.
+	Target *tokens.Target `json:"target,omitempty"`
 }
 
 func (s *Server) putChannel(c echo.Context, create bool) error {
@@ -360,20 +365,24 @@ func (s *Server) putChannel(c echo.Context, create bool) error {
 		}
 		req.Name = name
 	}
+	target, err := channelTarget(req.Target)
+	if err != nil {
+		return err
+	}
 	p := s.caller(c)
 	action := ActionChannelEdit
 	if create {
 		action = ActionChannelCreate
 	}
 	var def channel.Definition
-	err := s.deps.Store.Update(func(tx store.Tx) (err error) {
+	err = s.deps.Store.Update(func(tx store.Tx) (err error) {
 		def, err = channel.Put(tx, channel.Definition{Name: req.Name, Description: req.Description, Marketplaces: req.Marketplaces,
-			Plugins: req.Plugins, Public: req.Public}, create, s.now(), p.TokenID)
+			Plugins: req.Plugins, Public: req.Public, Target: target}, create, s.now(), p.TokenID)
 		if err != nil {
 			return err
 		}
 		return audit.Append(tx, AuditEntry{Time: s.now().UTC(), Action: action, Actor: p.TokenID, Role: p.Role, Object: "channel " + def.Name,
-			Detail: map[string]any{"revision": def.Revision, "marketplaces": def.Marketplaces, "plugins": def.Plugins, "public": def.Public}})
+			Detail: map[string]any{"revision": def.Revision, "marketplaces": def.Marketplaces, "plugins": def.Plugins, "public": def.Public, "target": def.Target}})
 	})
 	if err != nil {
 		return s.channelErr(err)
@@ -490,12 +499,21 @@ func (s *Server) serveGit(c echo.Context) error {
 		if tok.Rec.Expired(now) {
 			return refuse(tok.Rec.ID, tok.Rec.Role, "expired token", "the token is unknown, revoked or expired; ask an admin for a new one")
 		}
+		caller := principal{TokenID: tok.Rec.ID, Role: tok.Rec.Role, Who: tok.Rec.Identity}
 		if rq, ok := c.(*request); ok {
-			rq.caller, rq.authed = principal{TokenID: tok.Rec.ID, Role: tok.Rec.Role, Who: tok.Rec.Identity}, true
+			rq.caller, rq.authed = caller, true
+		}
+		if !seesChannel(caller, def) {
+			s.auditRefusal(c, http.StatusNotFound, tok.Rec.ID, tok.Rec.Role, "channel "+name+" is targeted to other groups")
+			return gitText(c, http.StatusNotFound, channel.ErrNotFound.Error()+": "+name, 0)
 		}
 		if err := s.take(tok.Val, tok.Rec.ID, now); err != nil {
 			return gitErr(c, err)
 		}
+	}
+	if _, after, _ := strings.Cut(rest, "/"); !strings.HasSuffix(first, ".git") && strings.HasPrefix(after, "gemini/") {
+		s.serveGeminiExtension(w, r, name)
+		return nil
 	}
 	gs := &gitserver.Server{
 		Timeout:         s.deps.RequestTimeout,

@@ -12,6 +12,7 @@ import (
 	"github.com/wharfhq/wharf/internal/core/store"
 	"github.com/wharfhq/wharf/internal/server/catalog"
 	"github.com/wharfhq/wharf/internal/server/fleet"
+	"github.com/wharfhq/wharf/internal/server/identity"
 	"github.com/wharfhq/wharf/plugin"
 )
 
@@ -171,4 +172,7 @@ type Deps struct {
 	// Revocations returns the revoked plugins and digests that channels
 	// leave out (nil: the server's own, from POST /v1/revocations).
 	Revocations func(ctx context.Context) (policy.Revocations, error)
+	// Identity is the OpenID Connect sign-in (console and wharf login);
+	// nil: tokens only (auth.go).
+	Identity *identity.Provider
 }

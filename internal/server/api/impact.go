@@ -2,9 +2,11 @@ package api
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/wharfhq/wharf/internal/server/policystate"
+	"github.com/wharfhq/wharf/internal/server/tokens"
 	"github.com/wharfhq/wharf/plugin"
 )
 
@@ -19,16 +21,20 @@ type impactChange struct {
 // proposed (every layer, in authority order, compiled by the same
 // PolicyCompiler the server uses) and returns the plugins whose outcome
 // changes: allowed ↔ denied, or forced on/off. checked is how many plugins
-// were decided. Nothing is audited: a preview asks for no plugin.
-func (s *Server) impact(ctx context.Context, proposed []Layer) (changes []impactChange, checked int, err error) {
+// were decided. Nothing is audited: a preview asks for no plugin. Both
+// policies are the layers that apply to who: the organization's for an
+// empty Identity, and the layers targeted to its groups too (the preview's
+// group filter).
+func (s *Server) impact(ctx context.Context, proposed []Layer, who tokens.Identity) (changes []impactChange, checked int, err error) {
 	cat, err := s.catalog()
 	if err != nil {
 		return nil, 0, err
 	}
-	cur, curVersion, err := s.decider(ctx)
+	cur, _, curVersion, err := s.pol.DeciderFor(ctx, who)
 	if err != nil {
-		return nil, 0, err
+		return nil, 0, policyError(err)
 	}
+	proposed = policystate.Applying(proposed, who)
 	next, err := s.deps.Policy(ctx, toPolicyLayers(proposed))
 	if err != nil {
 		return nil, 0, fmt.Errorf("compile proposed policy: %w", err)
@@ -59,4 +65,21 @@ func (s *Server) impact(ctx context.Context, proposed []Layer) (changes []impact
 		}
 	}
 	return changes, checked, nil
+}
+
+// groupFilter is the identity of a ?group= filter: a member of group g
+// only (no group: the organization).
+func groupFilter(g string) (tokens.Identity, error) {
+	if g == "" {
+		return tokens.Identity{}, nil
+	}
+	gs, err := tokens.ValidateGroups("group", []string{g})
+	if err != nil {
+		var te *tokens.TargetError
+		if errors.As(err, &te) {
+			return tokens.Identity{}, badField("group", "%s", te.Msg)
+		}
+		return tokens.Identity{}, err
+	}
+	return tokens.Identity{Groups: gs}, nil
 }

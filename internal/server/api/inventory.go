@@ -182,6 +182,9 @@ func (s *Server) putInventory(c echo.Context) error {
 		return err
 	}
 	s.pinFromReport(rep, p)
+	if changed {
+		s.recordHistory(rep) // ui_fleet_history.go
+	}
 	return c.JSON(http.StatusOK, ReportResult{Changed: changed})
 }
 
@@ -217,34 +220,35 @@ func (s *Server) getMachine(c echo.Context) error {
 	return c.JSON(http.StatusOK, mi)
 }
 
-// knownDigests returns the digests the catalog publishes for plugin id,
-// with the version of each. Without a catalog, or for a plugin it does not
-// have, none is known.
-func (s *Server) knownDigests(ctx context.Context, id string) (map[string]string, string) {
+// knownDigests returns the digests the server knows for plugin id, with
+// the version of each: the one the catalog publishes and those its
+// channels serve or served (ui_fleet_known.go); and the catalog's version
+// and digest.
+func (s *Server) knownDigests(ctx context.Context, id string) (map[string]string, string, string) {
 	known := map[string]string{}
+	if err := s.servedDigests(id, known); err != nil {
+		s.log.Warn("read the channels' digests", "plugin", id, "err", err)
+	}
 	if s.deps.Catalog == nil {
-		return known, ""
+		return known, "", ""
 	}
 	pid, err := plugin.ParseID(id)
 	if err != nil {
-		return known, ""
+		return known, "", ""
 	}
 	d, err := s.deps.Catalog.Plugin(ctx, pid)
 	if err != nil {
-		return known, ""
+		return known, "", ""
 	}
 	if d.Digest != "" {
 		known[d.Digest] = d.Version
 	}
-	return known, d.Version
+	return known, d.Version, d.Digest
 }
 
 func (s *Server) pluginInventory(ctx context.Context, c fleet.Counts) (PluginInventory, map[string]string) {
-	known, version := s.knownDigests(ctx, c.Plugin)
-	pi := PluginInventory{Counts: c, CatalogVersion: version}
-	for d := range known {
-		pi.CatalogDigest = d
-	}
+	known, version, digest := s.knownDigests(ctx, c.Plugin)
+	pi := PluginInventory{Counts: c, CatalogVersion: version, CatalogDigest: digest}
 	for d, n := range c.Digests {
 		if _, ok := known[d]; d != "" && !ok {
 			pi.UnknownDigests += n
@@ -275,13 +279,27 @@ func trimForMessage(s string) string {
 
 // pluginsPage is one page of the fleet's plugins with what the catalog
 // says of each.
-func (s *Server) pluginsPage(ctx context.Context, after string, limit int) (PluginInventoryList, error) {
+// With a group, the counts are of the group's machines and plugins none
+// of them has are left out (a page may then hold fewer than limit).
+func (s *Server) pluginsPage(ctx context.Context, after string, limit int, group ...string) (PluginInventoryList, error) {
 	page, next, err := s.inv.PluginsPage(after, limit)
 	if err != nil {
 		return PluginInventoryList{}, err
 	}
+	var g *groupMembers
+	if len(group) > 0 && group[0] != "" {
+		g = s.groupMembers(group[0])
+	}
 	out := PluginInventoryList{Plugins: make([]PluginInventory, 0, len(page)), Next: next}
 	for _, p := range page {
+		if g != nil {
+			if p, err = s.groupCounts(ctx, g, p); err != nil {
+				return PluginInventoryList{}, err
+			}
+			if p.Machines == 0 {
+				continue
+			}
+		}
 		pi, _ := s.pluginInventory(ctx, p)
 		out.Plugins = append(out.Plugins, pi)
 	}
@@ -297,7 +315,11 @@ func (s *Server) inventoryPlugins(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	out, err := s.pluginsPage(c.Request().Context(), after, limit)
+	group, err := groupParam(c.QueryParam("group"))
+	if err != nil {
+		return err
+	}
+	out, err := s.pluginsPage(c.Request().Context(), after, limit, group)
 	if err != nil {
 		return err
 	}
@@ -313,11 +335,19 @@ func pluginParam(c echo.Context) (string, error) {
 	return id, nil
 }
 
-// pluginMachines is one page of a plugin's machines with its counts.
-func (s *Server) pluginMachines(ctx context.Context, id, after string, limit int) (PluginMachines, error) {
+// With a group, the counts and machines are the group's machines' only
+// (a page may then hold fewer than limit: follow next).
+func (s *Server) pluginMachines(ctx context.Context, id, after string, limit int, group ...string) (PluginMachines, error) {
 	counts, err := s.inv.Plugin(id)
 	if err != nil {
 		return PluginMachines{}, err
+	}
+	var g *groupMembers
+	if len(group) > 0 && group[0] != "" {
+		g = s.groupMembers(group[0])
+		if counts, err = s.groupCounts(ctx, g, counts); err != nil {
+			return PluginMachines{}, err
+		}
 	}
 	pi, known := s.pluginInventory(ctx, counts)
 	hs, next, err := s.inv.Holders(id, after, limit)
@@ -326,6 +356,15 @@ func (s *Server) pluginMachines(ctx context.Context, id, after string, limit int
 	}
 	out := PluginMachines{Plugin: pi, Machines: make([]PluginHolder, 0, len(hs)), Next: next}
 	for _, h := range hs {
+		if g != nil {
+			in, err := g.has(h.Machine)
+			if err != nil {
+				return PluginMachines{}, err
+			}
+			if !in {
+				continue
+			}
+		}
 		ph := PluginHolder{Machine: h.Machine, ClientKind: h.ClientKind, LastSeen: h.LastSeen}
 		for _, in := range h.Installs {
 			_, ok := known[in.Digest]
@@ -350,7 +389,11 @@ func (s *Server) inventoryPlugin(c echo.Context) error {
 	if after != "" && !inventory.ValidMachineID(after) {
 		return badField("cursor", "cursor %q is not one this server returned; start again without it", after)
 	}
-	out, err := s.pluginMachines(c.Request().Context(), id, after, limit)
+	group, err := groupParam(c.QueryParam("group"))
+	if err != nil {
+		return err
+	}
+	out, err := s.pluginMachines(c.Request().Context(), id, after, limit, group)
 	if err != nil {
 		return err
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/wharfhq/wharf/internal/server/audit"
 	"github.com/wharfhq/wharf/internal/server/policystate"
 	"github.com/wharfhq/wharf/internal/server/revocations"
+	"github.com/wharfhq/wharf/internal/server/tokens"
 	"github.com/wharfhq/wharf/plugin"
 )
 
@@ -124,18 +125,37 @@ func (p precondition) check(current uint64) error {
 
 func layerETag(v uint64) string { return `"` + strconv.FormatUint(v, 10) + `"` }
 
+// getPolicy is the policy as the caller sees it: an admin every layer,
+// under the policy version; anyone else the layers that apply to their
+// token (the organization's and those targeted to them), under the
+// version of their bundle.
 func (s *Server) getPolicy(c echo.Context) error {
 	h, ls, err := s.pol.Current()
 	if err != nil {
 		return err
 	}
-	ep := EffectivePolicy{Version: h.Version, Revision: h.Revision, Layers: ls, BundleKeyID: s.pol.KeyID(), Warnings: []string{}}
+	p := s.caller(c)
+	version := h.Version
+	if p.Role != RoleAdmin {
+		mine := policystate.Applying(ls, p.Who)
+		version, ls = policystate.AppliedVersion(h.Version, ls, mine), mine
+	}
+	ep := EffectivePolicy{Version: version, Revision: h.Revision, Layers: ls, BundleKeyID: s.pol.KeyID(), Warnings: []string{}}
 	if s.deps.Policy != nil {
-		d, version, err := s.decider(c.Request().Context())
+		ctx := c.Request().Context()
+		d, _, applied, err := s.pol.DeciderFor(ctx, p.Who)
 		if err != nil {
-			return err
+			return policyError(err)
 		}
-		if w, ok := d.(interface{ Warnings() []string }); ok && version == ep.Version {
+		if applied != ep.Version {
+			// An admin with targeted layers that do not all apply to the
+			// admin's own token: the warnings of the whole set.
+			w, err := s.checkCompiles(ctx, ls)
+			if err != nil {
+				return err
+			}
+			ep.Warnings = append(ep.Warnings, w...)
+		} else if w, ok := d.(interface{ Warnings() []string }); ok {
 			ep.Warnings = append(ep.Warnings, w.Warnings()...)
 		}
 	}
@@ -164,6 +184,9 @@ func (s *Server) getLayer(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	if p := s.caller(c); l != nil && p.Role != RoleAdmin && !l.Target.Matches(p.Who) {
+		l = nil // another group's layer: as if there were none
+	}
 	if l == nil {
 		return apiErr(http.StatusNotFound, CodeNotFound, "layer", "no policy layer %q; create it with PUT and If-None-Match: *", name)
 	}
@@ -172,7 +195,10 @@ func (s *Server) getLayer(c echo.Context) error {
 }
 
 type layerBody struct {
-	Rank     *int              `json:"rank"`
+	Rank *int `json:"rank"`
+	// Target is who the layer applies to; absent: unchanged (the
+	// organization for a new layer); {}: the organization.
+	Target   *tokens.Target    `json:"target,omitempty"`
 	Settings json.RawMessage   `json:"settings"`
 	Modules  map[string]string `json:"modules"`
 }
@@ -188,6 +214,11 @@ type LayerWriteResult struct {
 func validateLayerBody(b *layerBody) error {
 	if b.Rank != nil && (*b.Rank < 0 || *b.Rank > 1000000) {
 		return badField("rank", "rank %d must be between 0 and 1000000 (lower = higher authority)", *b.Rank)
+	}
+	if b.Target != nil {
+		if err := b.Target.Validate("target"); err != nil {
+			return targetErr(err)
+		}
 	}
 	if len(b.Settings) == 0 || string(b.Settings) == "null" {
 		b.Settings = json.RawMessage(`{}`)
@@ -249,7 +280,7 @@ func (s *Server) putLayer(c echo.Context) error {
 
 // change is the write of body to layer name.
 func (b layerBody) change(name string) policystate.Change {
-	return policystate.Change{Name: name, Rank: b.Rank, Settings: b.Settings, Modules: b.Modules}
+	return policystate.Change{Name: name, Rank: b.Rank, Target: b.Target, Settings: b.Settings, Modules: b.Modules}
 }
 
 func layerWriteResult(r policystate.Result) LayerWriteResult {
@@ -279,6 +310,16 @@ func (s *Server) deleteLayer(c echo.Context) error {
 		return policyError(err)
 	}
 	return c.JSON(http.StatusOK, layerWriteResult(res))
+}
+
+// targetErr is a target or a token's groups or labels that are not
+// acceptable, as a 400 naming the field.
+func targetErr(err error) error {
+	var te *tokens.TargetError
+	if errors.As(err, &te) {
+		return badField(te.Field, "%s", te.Msg)
+	}
+	return err
 }
 
 // policyError maps the policy state's errors to the API's.

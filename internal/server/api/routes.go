@@ -58,6 +58,11 @@ func (s *Server) routes() []route {
 		r(http.MethodGet, "/readyz", nil, s.readyz),
 		r(http.MethodGet, "/metrics", adminOnly, s.metricsHandler),
 
+		r(http.MethodGet, "/v1/auth/config", nil, s.authConfig),
+		r(http.MethodPost, "/v1/auth/login", nil, s.authLogin),
+		r(http.MethodPost, "/v1/auth/logout", all, s.authLogout),
+		r(http.MethodGet, "/v1/auth/whoami", all, s.whoami),
+
 		r(http.MethodGet, "/v1/marketplaces", all, s.listMarketplaces),
 		r(http.MethodPost, "/v1/marketplaces", adminOnly, s.addMarketplace),
 		r(http.MethodPost, "/v1/marketplaces/:name/update", adminOnly, s.updateMarketplace),
@@ -107,13 +112,26 @@ func (s *Server) routes() []route {
 
 		r(http.MethodGet, "/v1/channels", all, s.listChannels),
 		r(http.MethodPost, "/v1/channels", adminOnly, s.createChannel),
-		r(http.MethodGet, "/v1/channels/:name", all, s.getChannel),
+		r(http.MethodGet, "/v1/channels/:name", all, s.forChannel(s.getChannel)),
 		r(http.MethodPut, "/v1/channels/:name", adminOnly, s.editChannel),
 		r(http.MethodDelete, "/v1/channels/:name", adminOnly, s.deleteChannel),
-		r(http.MethodGet, "/v1/channels/:name/history", readers, s.channelHistory),
-		r(http.MethodGet, "/v1/channels/:name/claude-managed-settings", all, s.channelSettings),
+		r(http.MethodGet, "/v1/channels/:name/history", readers, s.forChannel(s.channelHistory)),
+		r(http.MethodGet, "/v1/channels/:name/claude-managed-settings", all, s.forChannel(s.channelSettings)),
+		r(http.MethodGet, "/v1/channels/:name/copilot-managed-settings", all, s.forChannel(s.channelAgentSettings("copilot"))),
+		r(http.MethodGet, "/v1/channels/:name/codex-managed-settings", all, s.forChannel(s.channelAgentSettings("codex"))),
+		r(http.MethodGet, "/v1/channels/:name/gemini-managed-settings", all, s.forChannel(s.channelAgentSettings("gemini"))),
+		r(http.MethodGet, "/v1/channels/:name/opencode-managed-settings", all, s.forChannel(s.channelAgentSettings("opencode"))),
 
 		r(http.MethodGet, "/v1/audit", adminOnly, s.audit),
+
+		// The MCP registry API v0.1 (docs/mcp.md): public, as Copilot and
+		// VS Code read it without credentials.
+		r(http.MethodGet, "/v0.1/servers", nil, s.registryList),
+		r(http.MethodGet, "/v0.1/servers/:serverName/versions", nil, s.registryVersions),
+		r(http.MethodGet, "/v0.1/servers/:serverName/versions/:version", nil, s.registryGet),
+		r(http.MethodGet, "/v1/mcp-registry", adminOnly, s.listRegistryAdded),
+		r(http.MethodPost, "/v1/mcp-registry", adminOnly, s.addRegistryServer),
+		r(http.MethodDelete, "/v1/mcp-registry/:serverName/versions/:version", adminOnly, s.deleteRegistryServer),
 
 		r(http.MethodGet, "/v1/tokens", adminOnly, s.listTokens),
 		r(http.MethodPost, "/v1/tokens", adminOnly, s.createToken),

@@ -47,6 +47,7 @@ type Server struct {
 	refusals *clientLimiters // audit of 401/403 per client address and route (audit.go)
 
 	toks *tokens.Cache[*rate.Limiter] // known tokens with their rate limiters (tokens.go)
+	used *tokens.LastUse              // when each token was last used, written at most once per token per 5 minutes
 
 	etag atomic.Pointer[bundleTag] // the bundle ETag of the last policy version served
 
@@ -61,6 +62,8 @@ type Server struct {
 	inv      *fleet.Store     // the fleet inventory (inventory.go)
 	machines *clientLimiters  // per-machine report rate
 	chans    *channel.Builder // nil without Deps.ChannelDir (channel.go)
+
+	mcpReg pluginServers // the MCP registry's caches (mcpregistry.go)
 }
 
 type principal struct {
@@ -103,6 +106,7 @@ func New(d Deps) (*Server, error) {
 	s.reqPool.New = func() any { return new(request) }
 	s.rep = follow.New(d.StateCacheTTL, d.Logger)
 	s.toks = tokens.NewCache(d.Store, d.StateCacheTTL, s.rep.Fresh, func(t *tokens.Record) *rate.Limiter { return s.limiter(t.ID) })
+	s.used = tokens.NewLastUse(d.Store, 0)
 	if d.MaxClients <= 0 {
 		d.MaxClients = maxClientLimiters
 		s.deps.MaxClients = d.MaxClients
@@ -351,6 +355,7 @@ func (s *Server) authorize(ri RouteInfo) echo.MiddlewareFunc {
 			if err := s.take(tok.Val, p.TokenID, now); err != nil {
 				return err
 			}
+			s.noteUse(p.TokenID)
 			return next(c)
 		}
 	}

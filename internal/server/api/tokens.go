@@ -88,6 +88,38 @@ func EnsureAdminToken(st store.Store, secret string, now time.Time) (string, boo
 	return secret, true, nil
 }
 
+// IssueToken creates a token of role with note in st, as actor by (e.g.
+// "wharf-server admin token create", run beside the store), with its audit
+// entry, and returns its secret, shown once. Nothing else is changed.
+func IssueToken(st store.Store, role Role, note, by string, now time.Time) (string, Token, error) {
+	if !ValidRole(string(role)) {
+		return "", Token{}, fmt.Errorf("role %q is not one of: %s", role, joinRoles(Roles))
+	}
+	if len(note) > 200 {
+		return "", Token{}, fmt.Errorf("note is %d bytes; the limit is 200", len(note))
+	}
+	secret, err := tokens.NewSecret()
+	if err != nil {
+		return "", Token{}, err
+	}
+	id, err := tokens.NewID()
+	if err != nil {
+		return "", Token{}, err
+	}
+	rec := tokenRecord{ID: id, Role: role, Hash: tokens.HashSecret(secret), CreatedAt: now.UTC(), CreatedBy: by, Note: note}
+	err = st.Update(func(tx store.Tx) error {
+		if err := tokens.Put(tx, rec); err != nil {
+			return err
+		}
+		return audit.Append(tx, AuditEntry{Time: rec.CreatedAt, Action: ActionTokenCreate, Actor: by, Object: id,
+			Detail: map[string]any{"role": role}})
+	})
+	if err != nil {
+		return "", Token{}, err
+	}
+	return secret, rec.Public(), nil
+}
+
 type createTokenRequest struct {
 	Role string `json:"role"`
 	Note string `json:"note,omitempty"`
@@ -97,6 +129,10 @@ type createTokenRequest struct {
 	// role's default.
 	MaxMachines int `json:"maxMachines,omitempty"`
 	MaxPlugins  int `json:"maxPlugins,omitempty"`
+	// Groups and Labels (key=value) select the policy layers and channels
+	// targeted to them (tokens.Target).
+	Groups []string `json:"groups,omitempty"`
+	Labels []string `json:"labels,omitempty"`
 }
 
 type createTokenResponse struct {
@@ -124,6 +160,14 @@ func (s *Server) createToken(c echo.Context) error {
 		return badField("maxPlugins", "maxPlugins %d must be from 1 to %d (leave it out for the default: %d per machine, at least %d)",
 			req.MaxPlugins, tokens.MaxQuotaPlugins, tokens.DefaultPluginsPerMachine, inventory.MaxPlugins)
 	}
+	groups, err := tokens.ValidateGroups("groups", req.Groups)
+	if err != nil {
+		return targetErr(err)
+	}
+	labels, err := tokens.ValidateLabels("labels", req.Labels)
+	if err != nil {
+		return targetErr(err)
+	}
 	var lifetime time.Duration
 	if req.Expires != "" {
 		d, err := ParseExpiry(req.Expires)
@@ -142,9 +186,15 @@ func (s *Server) createToken(c echo.Context) error {
 	}
 	p := s.caller(c)
 	rec := tokenRecord{ID: id, Role: Role(req.Role), Hash: tokens.HashSecret(secret), CreatedAt: s.now().UTC(), CreatedBy: p.TokenID, Note: req.Note,
-		MaxMachines: req.MaxMachines, MaxPlugins: req.MaxPlugins}
+		MaxMachines: req.MaxMachines, MaxPlugins: req.MaxPlugins, Identity: tokens.Identity{Groups: groups, Labels: labels}}
 	q := rec.Quota()
 	detail := map[string]any{"role": req.Role, "maxMachines": q.Machines, "maxPlugins": q.Plugins}
+	if len(groups) > 0 {
+		detail["groups"] = groups
+	}
+	if len(labels) > 0 {
+		detail["labels"] = labels
+	}
 	if lifetime > 0 {
 		exp := rec.CreatedAt.Add(lifetime)
 		rec.ExpiresAt = &exp
@@ -210,6 +260,9 @@ func (s *Server) deleteToken(c echo.Context) error {
 			return err
 		}
 		hash = t.Hash
+		if err := tokens.ForgetLastUse(tx, id); err != nil {
+			return err
+		}
 		return audit.Append(tx, AuditEntry{Time: s.now().UTC(), Action: ActionTokenDelete, Actor: p.TokenID, Role: p.Role,
 			Object: id, Detail: map[string]any{"role": t.Role}})
 	})

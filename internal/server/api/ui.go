@@ -19,7 +19,9 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/wharfhq/wharf/internal/core/capability"
 	"github.com/wharfhq/wharf/internal/core/trust"
+	"github.com/wharfhq/wharf/internal/server/audit"
 	"github.com/wharfhq/wharf/internal/server/policystate"
 	"github.com/wharfhq/wharf/internal/server/sessions"
 	"github.com/wharfhq/wharf/internal/server/web"
@@ -82,6 +84,8 @@ func newConsole(s *Server) (*console, error) {
 	e.GET("/ui/static/*", echo.WrapHandler(web.StaticHandler("/ui/static/")))
 	e.GET("/ui/signin", u.signinForm)
 	e.POST("/ui/signin", u.signin)
+	e.GET("/ui/oidc/start", u.oidcStart)       // ui_signin.go
+	e.GET("/ui/oidc/callback", u.oidcCallback) // ui_signin.go
 
 	anyRole := u.session(nil)
 	admin := u.session(adminOnly)
@@ -96,10 +100,13 @@ func newConsole(s *Server) (*console, error) {
 	e.POST("/ui/admin/policy/layers/:layer/preview", u.layerPreview, admin)
 	e.POST("/ui/admin/policy/layers/:layer/save", u.layerSave, admin)
 	e.GET("/ui/admin/audit", u.auditPage, admin)
-	u.fleetRoutes(e)    // ui_fleet.go
-	u.approvalRoutes(e) // ui_approvals.go
-	u.toolPinRoutes(e)  // ui_toolpins.go
-	u.requestRoutes(e)  // ui_requests.go
+	u.fleetRoutes(e)       // ui_fleet.go
+	u.approvalRoutes(e)    // ui_approvals.go
+	u.toolPinRoutes(e)     // ui_toolpins.go
+	u.requestRoutes(e)     // ui_requests.go
+	u.marketplaceRoutes(e) // ui_marketplaces.go
+	u.tokenRoutes(e)       // ui_tokens.go
+	u.layerRoutes(e)       // ui_layers.go
 	u.e = e
 	return u, nil
 }
@@ -188,6 +195,10 @@ func (u *console) layout(c echo.Context, title, nav string) web.Layout {
 	l := web.Layout{Title: title, Nav: nav}
 	if p, ok := c.Get(principalKey).(principal); ok && p.TokenID != "" {
 		l.SignedIn, l.Role, l.TokenID, l.IsAdmin = true, string(p.Role), p.TokenID, p.Role == RoleAdmin
+		l.User = p.Who.Email
+		if l.User == "" {
+			l.User = p.Who.Subject
+		}
 		if secret, ok := c.Get(uiSecretKey).(string); ok {
 			l.CSRF = csrfToken(secret)
 		}
@@ -240,6 +251,7 @@ func (u *console) session(roles []Role) echo.MiddlewareFunc {
 			if err := u.s.allow(tok.ID); err != nil {
 				return err
 			}
+			u.s.noteUse(tok.ID)
 			if req.Method == http.MethodPost {
 				got := c.FormValue(csrfField)
 				if subtle.ConstantTimeCompare([]byte(got), []byte(csrfToken(secret))) != 1 {
@@ -291,7 +303,11 @@ func (u *console) renderSignin(c echo.Context, status int, msgs []web.Message) e
 	if c.Request().Method == http.MethodPost {
 		next = c.FormValue("next")
 	}
-	return u.render(c, status, web.PageSignIn, web.SignInView{Layout: l, Next: safeNext(next), FormCSRF: formCSRF})
+	v := web.SignInView{Layout: l, Next: safeNext(next), FormCSRF: formCSRF}
+	if id := u.s.deps.Identity; id != nil {
+		v.SSOName = id.Config().Name
+	}
+	return u.render(c, status, web.PageSignIn, v)
 }
 
 func (u *console) signin(c echo.Context) error {
@@ -340,6 +356,9 @@ func (u *console) signout(c echo.Context) error {
 		if err := sessions.End(u.s.deps.Store, id); err != nil {
 			return err
 		}
+	}
+	if err := u.endSignedIn(c); err != nil { // ui_signin.go
+		return err
 	}
 	u.cookie(c, sessionCookie, "", "/ui", -1)
 	return c.Redirect(http.StatusSeeOther, "/ui/signin")
@@ -433,10 +452,18 @@ func (u *console) catalogPage(c echo.Context) error {
 	}
 	v := web.CatalogView{Layout: u.layout(c, "Catalog", "catalog"), Query: q, Total: len(all), PolicyVersion: version}
 	// A page of the matches: the cursor counts the matches before it.
+	// Without a decision filter the matches are counted without deciding
+	// them; with one, every hit is decided (the filter needs it).
 	matched := 0
 	for _, h := range hits {
 		if q.Tag != "" && !containsString(h.Tags, q.Tag) {
 			continue
+		}
+		if q.Decision == "" {
+			matched++
+			if matched <= offset || len(v.Plugins) == catalogPageSize {
+				continue
+			}
 		}
 		id := plugin.ID{Name: h.Name, Source: h.Marketplace}
 		d, err := cat.Plugin(ctx, id)
@@ -447,21 +474,38 @@ func (u *console) catalogPage(c echo.Context) error {
 		if err != nil {
 			return err
 		}
-		if (q.Decision == "allowed" && !dec.Allowed) || (q.Decision == "blocked" && dec.Allowed) {
-			continue
-		}
-		matched++
-		if matched <= offset {
-			continue
-		}
-		if len(v.Plugins) == catalogPageSize {
-			next := c.Request().URL.Query()
-			next.Set("cursor", strconv.Itoa(offset+catalogPageSize))
-			v.NextURL = "/ui/?" + next.Encode()
-			break
+		if q.Decision != "" {
+			if (q.Decision == "allowed" && !dec.Allowed) || (q.Decision == "blocked" && dec.Allowed) {
+				continue
+			}
+			matched++
+			if matched <= offset || len(v.Plugins) == catalogPageSize {
+				continue
+			}
 		}
 		// The detail's summary has the manifest's version when the entry has none.
 		v.Plugins = append(v.Plugins, pluginRow(d.PluginSummary, dec))
+	}
+	v.Matched = matched
+	if len(v.Plugins) > 0 {
+		v.First, v.Last = offset+1, offset+len(v.Plugins)
+	}
+	page := func(at int) string {
+		next := c.Request().URL.Query()
+		next.Del("cursor")
+		if at > 0 {
+			next.Set("cursor", strconv.Itoa(at))
+		}
+		if len(next) == 0 {
+			return "/ui/"
+		}
+		return "/ui/?" + next.Encode()
+	}
+	if offset+len(v.Plugins) < matched {
+		v.NextURL = page(offset + catalogPageSize)
+	}
+	if offset > 0 {
+		v.PrevURL = page(max(0, offset-catalogPageSize))
 	}
 	var names, cats, tags []string
 	for _, m := range mkts {
@@ -580,7 +624,23 @@ func (u *console) pluginPage(c echo.Context) error {
 	if v.Fleet, err = u.fleetSummary(ctx, c, id); err != nil {
 		return err
 	}
+	if cr, ok := cat.(capabilityReader); ok {
+		switch rep, err := cr.Capabilities(ctx, id); {
+		case err != nil:
+			v.CapabilitiesError = err.Error()
+		case rep != nil:
+			v.Capabilities = capabilitiesView(rep)
+		}
+	}
 	return u.render(c, http.StatusOK, web.PagePlugin, v)
+}
+
+// capabilityReader is a catalog that can read a plugin's capability set
+// from its files.
+type capabilityReader interface {
+	// Capabilities returns the report of the plugin's tree as the
+	// catalog holds it now; nil when it does not hold the files.
+	Capabilities(ctx context.Context, id plugin.ID) (*capability.Report, error)
 }
 
 // dependencyGraph walks the dependency closure of root breadth first and
@@ -670,6 +730,9 @@ func (u *console) policyPage(c echo.Context) error {
 		return err
 	}
 	v := web.PolicyView{Layout: u.layout(c, "Policy", "policy"), Version: head.Version, Revision: head.Revision}
+	if d := c.QueryParam("deleted"); d != "" && layerNameRE.MatchString(d) {
+		v.Messages = append(v.Messages, web.Message{Kind: "ok", Text: "Deleted layer " + d + "; restore it from its history at /ui/admin/policy/layers/" + d + "."})
+	}
 	for _, l := range layers {
 		v.Layers = append(v.Layers, web.LayerRow{Name: l.Name, Rank: l.Rank, Version: l.Version, Keys: settingsKeys(l.Settings),
 			Modules: len(l.Modules), UpdatedAt: l.UpdatedAt, UpdatedBy: l.UpdatedBy, URL: "/ui/admin/policy/layers/" + l.Name})
@@ -724,6 +787,12 @@ func (u *console) layerView(c echo.Context, name string) (web.LayerView, *Layer,
 		}
 		sort.Strings(v.Modules)
 	}
+	if v.RankHelp, err = u.rankHelp(); err != nil {
+		return web.LayerView{}, nil, err
+	}
+	if v.History, err = u.layerHistory(name, l); err != nil {
+		return web.LayerView{}, nil, err
+	}
 	return v, l, nil
 }
 
@@ -733,6 +802,7 @@ func (u *console) layerPage(c echo.Context) error {
 		return err
 	}
 	v.Saved = c.QueryParam("saved") != ""
+	v.Restored, _ = strconv.ParseUint(c.QueryParam("restored"), 10, 64)
 	return u.render(c, http.StatusOK, web.PageLayer, v)
 }
 
@@ -806,7 +876,12 @@ func (u *console) layerPreview(c echo.Context) error {
 		return u.render(c, http.StatusUnprocessableEntity, web.PageLayer, v)
 	}
 	v.Warnings = warnings
-	changes, checked, err := u.s.impact(ctx, proposed)
+	who, err := groupFilter(c.FormValue("group"))
+	if err != nil {
+		v.Errors = append(v.Errors, toAPIError(err).Message)
+		return u.render(c, http.StatusUnprocessableEntity, web.PageLayer, v)
+	}
+	changes, checked, err := u.s.impact(ctx, proposed, who)
 	if err != nil {
 		return err
 	}
@@ -815,6 +890,7 @@ func (u *console) layerPreview(c echo.Context) error {
 		iv.Changes = append(iv.Changes, web.ImpactRow{ID: ch.ID.String(), URL: pluginURL(ch.ID),
 			Before: decisionView(ch.Before), After: decisionView(ch.After)})
 	}
+	iv.Groups = web.GroupImpact(iv.Changes)
 	v.Impact = iv
 	return u.render(c, http.StatusOK, web.PageLayer, v)
 }
@@ -899,44 +975,11 @@ func (u *console) call(c echo.Context, h echo.HandlerFunc, method, target string
 	return w, nil
 }
 
-var auditActions = []string{ActionPolicyPut, ActionPolicyDelete, ActionDecisionDeny, ActionTokenCreate, ActionTokenDelete,
+var auditActions = []string{ActionPolicyPut, ActionPolicyDelete, ActionPolicyRestore, ActionDecisionDeny, ActionTokenCreate, ActionTokenDelete,
 	ActionMarketplaceAdd, ActionMarketplaceUpdate, ActionMarketplaceRemove,
-	ActionChannelCreate, ActionChannelEdit, ActionChannelDelete, ActionChannelRebuild}
-
-func (u *console) auditPage(c echo.Context) error {
-	f := web.AuditFilter{Action: c.QueryParam("action"), Actor: strings.TrimSpace(c.QueryParam("actor")), Since: strings.TrimSpace(c.QueryParam("since"))}
-	q := url.Values{"limit": {strconv.Itoa(auditPageSize)}}
-	for k, val := range map[string]string{"action": f.Action, "actor": f.Actor, "since": f.Since, "cursor": c.QueryParam("cursor")} {
-		if val != "" {
-			q.Set(k, val)
-		}
-	}
-	v := web.AuditView{Layout: u.layout(c, "Audit log", "audit"), Filter: f, Actions: options(auditActions, f.Action)}
-	res, err := u.call(c, u.s.audit, http.MethodGet, "/v1/audit?"+q.Encode(), nil, nil, nil)
-	var ae *APIError
-	if errors.As(err, &ae) && ae.Status == http.StatusBadRequest {
-		v.Messages = append(v.Messages, web.Message{Kind: "error", Text: ae.Message})
-		return u.render(c, http.StatusBadRequest, web.PageAudit, v)
-	}
-	if err != nil {
-		return err
-	}
-	var page AuditPage
-	if err := json.Unmarshal(res.body.Bytes(), &page); err != nil {
-		return fmt.Errorf("audit page: %w", err)
-	}
-	for _, e := range page.Entries {
-		row := web.AuditRow{Seq: e.Seq, Time: e.Time.UTC(), Action: e.Action, Actor: e.Actor, Role: string(e.Role), Object: e.Object}
-		if len(e.Detail) > 0 {
-			raw, _ := json.Marshal(e.Detail)
-			row.Detail = string(raw)
-		}
-		v.Entries = append(v.Entries, row)
-	}
-	if page.Next != "" {
-		q.Set("cursor", page.Next)
-		q.Del("limit")
-		v.NextURL = "/ui/admin/audit?" + q.Encode()
-	}
-	return u.render(c, http.StatusOK, web.PageAudit, v)
-}
+	ActionChannelCreate, ActionChannelEdit, ActionChannelDelete, ActionChannelRebuild,
+	ActionApprovalHeld, ActionApprovalAuto, ActionApprovalApprove, ActionApprovalDeny, ActionApprovalMode,
+	ActionRequestCreate, ActionRequestApprove, ActionRequestDeny,
+	policystate.ActionRevocationCreate, policystate.ActionRevocationDelete,
+	policystate.ActionToolPinApprove, ActionToolPinAuto,
+	audit.ActionAuthLogin, audit.ActionAuthLogout, audit.ActionAuthRefused}

@@ -4,9 +4,11 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"strings"
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/wharfhq/wharf/internal/core/capability"
 	"github.com/wharfhq/wharf/internal/server/web"
 )
 
@@ -39,6 +41,7 @@ func (u *console) approvalsView(c echo.Context) (web.ApprovalsView, error) {
 		if p.Approved != nil {
 			row.Approved = p.Approved.Version
 		}
+		row.Findings, row.FindingsKnown = findingRows(p.Findings), p.Findings != nil
 		if p.Files != nil {
 			row.Added, row.Removed, row.Changed, row.Truncated = p.Files.Added, p.Files.Removed, p.Files.Changed, p.Files.Truncated
 		}
@@ -85,4 +88,58 @@ func (u *console) approvalDecide(c echo.Context) error {
 	v.Messages = append(v.Messages, web.Message{Kind: "ok", Text: d.Approval.Plugin + " " + d.Approval.Version + " is " + d.Approval.State +
 		"; policy version " + d.PolicyVersion + " carries it to clients and channels."})
 	return u.render(c, http.StatusOK, web.PageApprovals, v)
+}
+
+func findingRows(fs []capability.Finding) []web.FindingRow {
+	var out []web.FindingRow
+	for _, f := range fs {
+		out = append(out, web.FindingRow{Kind: f.Kind, File: f.File, Line: f.Line, Message: f.Message})
+	}
+	return out
+}
+
+// capabilitiesView is the console's view of a capability report.
+func capabilitiesView(r *capability.Report) *web.CapabilitiesView {
+	s := &r.Capabilities
+	v := &web.CapabilitiesView{SensitiveConfig: s.SensitiveConfig, Declares: s.DeclaredHosts != nil, DeclaredHosts: s.DeclaredHosts,
+		Findings: findingRows(r.Findings), Digest: s.Digest()}
+	fetches := func(fs []capability.Fetch) []string {
+		var out []string
+		for _, f := range fs {
+			out = append(out, f.String())
+		}
+		return out
+	}
+	for _, h := range s.Hooks {
+		v.Hooks = append(v.Hooks, web.HookRow{Event: h.Event, Matcher: h.Matcher, Type: h.Type, Command: h.Command, Interpreter: h.Interpreter,
+			Source: h.Source, Runs: h.Runs, NetworkTools: h.NetworkTools, Fetches: fetches(h.Fetches), DownloadAndRun: h.DownloadAndRun})
+	}
+	server := func(sv capability.Server) web.ServerRow {
+		cmd := strings.TrimSpace(strings.Join(append([]string{sv.Command}, sv.Args...), " "))
+		return web.ServerRow{Name: sv.Name, Transport: sv.Transport, Command: cmd, URL: sv.URL, Host: sv.Host, Source: sv.Source,
+			Fetches: fetches(sv.Fetches), Runs: sv.Runs}
+	}
+	for _, sv := range s.MCPServers {
+		v.MCPServers = append(v.MCPServers, server(sv))
+	}
+	for _, sv := range s.LSPServers {
+		v.LSPServers = append(v.LSPServers, server(sv))
+	}
+	for _, e := range s.Executables {
+		v.Executables = append(v.Executables, web.ExecutableRow{Path: e.Path, Why: e.Why})
+	}
+	for _, l := range []struct {
+		kind string
+		ps   []capability.Prompt
+	}{{"command", s.Commands}, {"skill", s.Skills}, {"agent", s.Agents}} {
+		for _, p := range l.ps {
+			if len(p.AllowedTools) > 0 {
+				v.Tools = append(v.Tools, web.ToolsRow{Kind: l.kind, Name: p.Name, Path: p.Path, Tools: p.AllowedTools})
+			}
+		}
+	}
+	for _, h := range s.Hosts {
+		v.Hosts = append(v.Hosts, web.HostRow{Host: h.Host, Declared: h.Declared, From: h.From})
+	}
+	return v
 }

@@ -34,7 +34,7 @@ func (u *console) channelsPage(c echo.Context) error {
 	}); err != nil {
 		return err
 	}
-	defs, next := pageByKey(defs, func(d channel.Definition) string { return d.Name }, after, defaultPageSize)
+	defs, next := pageByKey(u.s.visibleChannels(c, defs), func(d channel.Definition) string { return d.Name }, after, defaultPageSize)
 	v := web.ChannelsView{Layout: u.layout(c, "Channels", "channels")}
 	if next != "" {
 		v.NextURL = "/ui/channels?cursor=" + url.QueryEscape(next)
@@ -58,6 +58,9 @@ func (u *console) channelPage(c echo.Context) error {
 	def, h, err := u.s.ensureChannel(c.Request().Context(), name)
 	if err != nil {
 		return u.s.channelErr(err)
+	}
+	if !seesChannel(u.s.caller(c), def) {
+		return hiddenChannel(name)
 	}
 	sm := u.s.summary(c.Request(), def, h)
 	v := web.ChannelView{Layout: u.layout(c, "Channel "+name, "channels"), ChannelRow: u.channelRow(c, def, h), Command: sm.Command,

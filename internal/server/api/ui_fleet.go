@@ -99,7 +99,8 @@ func (u *console) fleetPluginPage(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	unknown := func(d string) bool { return d != "" && d != pm.Plugin.CatalogDigest }
+	known, _, _ := u.s.knownDigests(c.Request().Context(), id)
+	unknown := func(d string) bool { _, ok := known[d]; return d != "" && !ok }
 	v := web.FleetPluginView{Layout: u.layout(c, id+" in the fleet", "fleet"), Plugin: fleetRow(pm.Plugin),
 		CatalogVersion: pm.Plugin.CatalogVersion, CatalogDigest: pm.Plugin.CatalogDigest, Digests: countRows(pm.Plugin.Digests, unknown)}
 	if pm.Plugin.CatalogVersion != "" || pm.Plugin.CatalogDigest != "" {
@@ -108,6 +109,9 @@ func (u *console) fleetPluginPage(c echo.Context) error {
 	}
 	for _, h := range pm.Machines {
 		v.Machines = append(v.Machines, holderRow(h))
+	}
+	if v.Adoption, err = u.adoptionChart(id); err != nil {
+		return err
 	}
 	if pm.Next != "" {
 		v.NextURL = fleetPluginURL(id) + "?cursor=" + url.QueryEscape(pm.Next)
@@ -176,6 +180,9 @@ func (u *console) revocationPage(c echo.Context) error {
 		Truncated: st.Active > len(st.Machines)}
 	for _, h := range st.Machines {
 		v.Machines = append(v.Machines, holderRow(h))
+	}
+	if v.Convergence, err = u.convergenceChart(rv); err != nil {
+		return err
 	}
 	return u.render(c, http.StatusOK, web.PageRevocation, v)
 }

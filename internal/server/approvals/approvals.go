@@ -47,6 +47,9 @@ type Record struct {
 	State   string `json:"state"`  // policy.StateApproved, StateHeld or StateDenied
 	// Capabilities is the version's capability set.
 	Capabilities capability.Set `json:"capabilities"`
+	// Findings are the version's content findings, shown in review (nil
+	// in a record kept before they were).
+	Findings []capability.Finding `json:"findings"`
 	// Adds is what the version adds over Base, the approved version it
 	// was compared with when it was seen (nil Base: none was approved).
 	Adds  []capability.Change `json:"adds"`

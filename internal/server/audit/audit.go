@@ -32,17 +32,25 @@ const (
 	// ActionAuthRefused is a request refused with 401 or 403 (the server
 	// writes them rate-limited per client address and route).
 	ActionAuthRefused = "auth.refused"
+	// ActionAuthLogin is a sign-in through the identity provider (console
+	// or wharf login) that issued a token; ActionAuthLogout its end.
+	ActionAuthLogin  = "auth.login"
+	ActionAuthLogout = "auth.logout"
 )
 
 // Entry is one line of the audit log.
 type Entry struct {
-	Seq    uint64         `json:"seq"`
-	Time   time.Time      `json:"time"`
-	Action string         `json:"action"`
-	Actor  string         `json:"actor"` // token id, or "bootstrap"
-	Role   tokens.Role    `json:"role,omitempty"`
-	Object string         `json:"object"`
-	Detail map[string]any `json:"detail,omitempty"`
+	Seq    uint64      `json:"seq"`
+	Time   time.Time   `json:"time"`
+	Action string      `json:"action"`
+	Actor  string      `json:"actor"` // token id, or "bootstrap"
+	Role   tokens.Role `json:"role,omitempty"`
+	// Subject and Email name the person the actor's token speaks for (an
+	// OpenID Connect sign-in or login); absent for machine tokens.
+	Subject string         `json:"subject,omitempty"`
+	Email   string         `json:"email,omitempty"`
+	Object  string         `json:"object"`
+	Detail  map[string]any `json:"detail,omitempty"`
 }
 
 // SeqKey is the key of sequence number n in an append-only log: keys sort
@@ -50,8 +58,16 @@ type Entry struct {
 func SeqKey(n uint64) string { return fmt.Sprintf("%020d", n) }
 
 // Append appends e inside tx, under the log's next sequence number, so the
-// entry commits with the change it records or not at all.
+// entry commits with the change it records or not at all. When e names no
+// person and its actor is a token, the person comes from the token's
+// identity as it stands in tx: every entry names the user as well as the
+// token, whichever code path appends it.
 func Append(tx store.Tx, e Entry) error {
+	if e.Subject == "" && e.Email == "" && e.Actor != "" {
+		if t, err := tokens.Get(tx, e.Actor); err == nil {
+			e.Subject, e.Email = t.Subject, t.Email
+		}
+	}
 	n, err := tx.NextSequence(Bucket)
 	if err != nil {
 		return err

@@ -23,6 +23,47 @@ func runContract(t *testing.T, open func(t *testing.T) store.Store) {
 	t.Run("AppendCommitsWithItsChange", func(t *testing.T) { testAppendCommits(t, open(t)) })
 	t.Run("PageFiltersAndPages", func(t *testing.T) { testPage(t, open(t)) })
 	t.Run("CorruptEntryIsNamed", func(t *testing.T) { testCorrupt(t, open(t)) })
+	t.Run("EntryNamesThePerson", func(t *testing.T) { testPerson(t, open(t)) })
+}
+
+// An entry whose actor is a person's token names the person (subject and
+// email from the token's identity) as well as the token; a machine
+// token's entry names none, and one that names a person keeps it.
+func testPerson(t *testing.T, st store.Store) {
+	person := tokens.Record{ID: "tok_ana", Role: tokens.RoleDeveloper, Hash: "h1",
+		Identity: tokens.Identity{Subject: "ana-sub", Email: "ana@example.com", Groups: []string{"data-team"}}}
+	machine := tokens.Record{ID: "tok_ci", Role: tokens.RoleCI, Hash: "h2"}
+	err := st.Update(func(tx store.Tx) error {
+		for _, r := range []tokens.Record{person, machine} {
+			if err := tokens.Put(tx, r); err != nil {
+				return err
+			}
+		}
+		for _, e := range []audit.Entry{
+			{Action: audit.ActionPolicyPut, Actor: person.ID, Object: "a"},
+			{Action: audit.ActionPolicyPut, Actor: machine.ID, Object: "b"},
+			{Action: audit.ActionAuthRefused, Actor: "", Object: "c"},
+			{Action: audit.ActionPolicyPut, Actor: person.ID, Subject: "given", Object: "d"},
+		} {
+			if err := audit.Append(tx, e); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, _, err := audit.Page(st, audit.Filter{}, 0, 10)
+	if err != nil || len(got) != 4 {
+		t.Fatalf("Page = %+v %v", got, err)
+	}
+	want := [][2]string{{"ana-sub", "ana@example.com"}, {"", ""}, {"", ""}, {"given", ""}}
+	for i, e := range got {
+		if e.Subject != want[i][0] || e.Email != want[i][1] {
+			t.Errorf("entry %s names %q %q, want %q", e.Object, e.Subject, e.Email, want[i])
+		}
+	}
 }
 
 // An entry appended in a transaction that fails is not written; the

@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/wharfhq/wharf/internal/core/capability"
 	"github.com/wharfhq/wharf/internal/core/marketplace"
 	"github.com/wharfhq/wharf/plugin"
 )
@@ -299,4 +300,28 @@ func detail(cat *marketplace.Catalog, id plugin.ID) (PluginDetail, error) {
 		}
 	}
 	return d, nil
+}
+
+// Capabilities is the report of a plugin the
+// marketplace holds in its own tree (a relative source), read from the
+// same checkout as its components; nil for one whose files live
+// elsewhere. It is computed at each call (one walk of the plugin's
+// files), never kept.
+func (mc *Marketplaces) Capabilities(_ context.Context, id plugin.ID) (*capability.Report, error) {
+	s, err := mc.snapshot()
+	if err != nil {
+		return nil, err
+	}
+	h, err := s.cat.Lookup(id)
+	if err != nil {
+		return nil, err
+	}
+	if h.Root == "" || h.Entry.Source.Kind != plugin.SourceRelative {
+		return nil, nil
+	}
+	dir, err := h.Entry.LocalDir(h.Root)
+	if err != nil {
+		return nil, err
+	}
+	return capability.Read(dir, h.Entry)
 }

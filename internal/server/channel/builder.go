@@ -221,6 +221,7 @@ func (b *Builder) build(ctx context.Context, in Input, fingerprint string) (Resu
 	}
 	tw := &treeWriter{s: s}
 	root := newDir()
+	trees := map[string][]file{} // for the flattened copies (flat.go)
 	for i := range plan.Entries {
 		e := &plan.Entries[i]
 		files, err := readTree(e.vendored.Dir)
@@ -238,6 +239,7 @@ func (b *Builder) build(ctx context.Context, in Input, fingerprint string) (Resu
 		if d := digestFiles(files); d != e.Digest {
 			e.OriginDigest, e.Digest = e.Digest, d
 		}
+		trees[e.Name] = files
 		for _, f := range files {
 			f.path = "plugins/" + e.Name + "/" + f.path
 			root.add(f)
@@ -253,6 +255,13 @@ func (b *Builder) build(ctx context.Context, in Input, fingerprint string) (Resu
 		return Result{}, err
 	}
 	root.add(file{path: ".claude-plugin/" + plugin.PinsFileName, mode: 0o100644, data: pj})
+	flat, err := flatFiles(in.Definition, plan.Entries, trees)
+	if err != nil {
+		return Result{}, err
+	}
+	for _, f := range flat {
+		root.add(f)
+	}
 	tree, err := tw.write(root)
 	if err != nil {
 		return Result{}, fmt.Errorf("channel %s: write tree: %w", name, err)

@@ -38,6 +38,8 @@ type Definition struct {
 	Plugins []string `json:"plugins,omitempty"`
 	// Public channels can be cloned without a token.
 	Public bool `json:"public,omitempty"`
+	// Target limits who sees the channel (target.go); absent: everyone.
+	Target *Target `json:"target,omitempty"`
 
 	Revision int       `json:"revision"`
 	Updated  time.Time `json:"updated"`
@@ -77,6 +79,9 @@ func (d *Definition) Validate() error {
 		if _, err := plugin.ParseID(p); err != nil {
 			return &FieldError{Field: fmt.Sprintf("plugins[%d]", i), Err: fmt.Errorf("%w (write plugins as name@marketplace)", err)}
 		}
+	}
+	if err := d.validateTarget(); err != nil {
+		return err
 	}
 	d.Marketplaces = sortedUnique(d.Marketplaces)
 	d.Plugins = sortedUnique(d.Plugins)

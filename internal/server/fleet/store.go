@@ -145,6 +145,9 @@ type Store struct {
 	mu     sync.Mutex
 	cached map[string]time.Time // machine → latest report received here
 
+	histMu   sync.Mutex
+	recorded map[string]time.Time // plugin → when this replica last recorded its day (history.go)
+
 	stats struct {
 		reports, changed, touches, seenWrites, txs atomic.Int64
 	}

@@ -23,6 +23,7 @@ import (
 	"github.com/wharfhq/wharf/internal/server/approvals"
 	"github.com/wharfhq/wharf/internal/server/requests"
 	"github.com/wharfhq/wharf/internal/server/revocations"
+	"github.com/wharfhq/wharf/internal/server/tokens"
 	"github.com/wharfhq/wharf/internal/server/toolpins"
 )
 
@@ -134,11 +135,15 @@ type Bundle struct {
 }
 
 // Bundle returns the signed bundle of the stored policy (read from the
-// store, not the cached head): from memory when the last one served is of
-// the same version and revision, else the one stored for its version,
-// else a new build that it stores for every replica (unless another
-// replica stored one first: then that one).
-func (s *State[D]) Bundle(ctx context.Context) (*Bundle, error) {
+// store, not the cached head) as it applies to id: the organization's
+// layers and the targeted layers whose target matches id (Applying), under
+// the applied version (AppliedVersion; the head's version when every layer
+// applies). It comes from memory when one of the same applied version and
+// revision was served, else the one stored for that version, else a new
+// build that it stores for every replica (unless another replica stored
+// one first: then that one). Tokens that the same layers apply to get the
+// same bundle.
+func (s *State[D]) Bundle(ctx context.Context, id tokens.Identity) (*Bundle, error) {
 	var head Head
 	var layers []Layer
 	var revs policy.Revocations
@@ -168,21 +173,33 @@ func (s *State[D]) Bundle(ctx context.Context) (*Bundle, error) {
 	}); err != nil {
 		return nil, err
 	}
+	mine := Applying(layers, id)
+	version := AppliedVersion(head.Version, layers, mine)
 	s.bunMu.Lock()
 	defer s.bunMu.Unlock()
-	if s.bunCache != nil && s.bunCache.Version == head.Version && s.bunCache.Revision == head.Revision {
-		return s.bunCache, nil
+	if b := s.bunCache[version]; b != nil && b.Revision == head.Revision {
+		return b, nil
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	body, err := s.bundleBytes(head, layers, revs, pins, adm, ws) // the same bytes on every replica
+	at := Head{Version: version, Revision: head.Revision}
+	body, err := s.bundleBytes(at, mine, revs, pins, adm, ws) // the same bytes on every replica
 	if err != nil {
-		return nil, fmt.Errorf("build policy bundle %s: %w", head.Version, err)
+		return nil, fmt.Errorf("build policy bundle %s: %w", version, err)
 	}
 	s.bunBuilds.Add(1)
-	s.bunCache = &Bundle{Version: head.Version, Revision: head.Revision, Body: body}
-	return s.bunCache, nil
+	b := &Bundle{Version: version, Revision: head.Revision, Body: body}
+	for k, c := range s.bunCache {
+		if c.Revision != head.Revision {
+			delete(s.bunCache, k)
+		}
+	}
+	if s.bunCache == nil || len(s.bunCache) >= maxCached {
+		s.bunCache = map[string]*Bundle{}
+	}
+	s.bunCache[version] = b
+	return b, nil
 }
 
 // BundleBuilds is how many times this state made a bundle ready to serve

@@ -56,13 +56,18 @@ const (
 // Layer is a stored policy layer. Layers apply in (Rank, Name) order, lowest
 // rank first = highest authority (org 10, department 20, project 30...).
 type Layer struct {
-	Name      string            `json:"name"`
-	Rank      int               `json:"rank"`
-	Version   uint64            `json:"version"`
-	Settings  json.RawMessage   `json:"settings"`
-	Modules   map[string]string `json:"modules"`
-	UpdatedAt time.Time         `json:"updatedAt"`
-	UpdatedBy string            `json:"updatedBy"`
+	Name     string            `json:"name"`
+	Rank     int               `json:"rank"`
+	Version  uint64            `json:"version"`
+	Settings json.RawMessage   `json:"settings"`
+	Modules  map[string]string `json:"modules"`
+	// Target is who the layer applies to: absent, everyone (an
+	// organization layer); else the tokens with one of its groups or
+	// labels (a targeted layer). A targeted layer always comes after
+	// every organization layer, whatever its rank: it can only tighten.
+	Target    *tokens.Target `json:"target,omitempty"`
+	UpdatedAt time.Time      `json:"updatedAt"`
+	UpdatedBy string         `json:"updatedBy"`
 }
 
 // Head is the current effective policy's identity: its version (a hash of
@@ -93,9 +98,13 @@ type Actor struct {
 	Role tokens.Role
 }
 
-// SortLayers puts layers in authority order: by rank, then name.
+// SortLayers puts layers in authority order: the organization's layers
+// before the targeted ones, then by rank, then name.
 func SortLayers(ls []Layer) {
 	sort.Slice(ls, func(i, j int) bool {
+		if ti, tj := !ls[i].Target.Empty(), !ls[j].Target.Empty(); ti != tj {
+			return tj
+		}
 		if ls[i].Rank != ls[j].Rank {
 			return ls[i].Rank < ls[j].Rank
 		}
@@ -155,12 +164,17 @@ func ReadHead(r store.Reader) (Head, error) {
 }
 
 // Version hashes exactly the fields that the bundle and the engine read:
-// name, rank, settings (canonical JSON) and modules. Timestamps and authors
+// name, rank, target, settings (canonical JSON) and modules. Timestamps and authors
 // are left out so that the same policy has the same version everywhere.
 func Version(ls []Layer) string {
 	h := sha256.New()
 	for _, l := range ls {
 		fmt.Fprintf(h, "layer %q rank %d\n", l.Name, l.Rank)
+		if !l.Target.Empty() {
+			// Only targeted layers add this line: the versions of a
+			// policy without targets are the ones it always had.
+			fmt.Fprintf(h, "target groups %q labels %q\n", l.Target.Groups, l.Target.Labels)
+		}
 		fmt.Fprintf(h, "settings %d\n", len(l.Settings))
 		h.Write(l.Settings)
 		names := make([]string, 0, len(l.Modules))
@@ -257,7 +271,8 @@ func History(st store.Store, layer string, after uint64, limit int) ([]HistoryEn
 }
 
 // Proposed returns layers with c applied as a write of c would apply it:
-// name's settings and modules replaced (its rank kept unless c gives one),
+// name's settings and modules replaced (its rank and target kept unless c
+// gives them),
 // or the layer added at c's rank or DefaultLayerRank, in authority order.
 // Versions, times and authors are left as they are.
 func Proposed(layers []Layer, c Change) []Layer {
@@ -270,11 +285,17 @@ func Proposed(layers []Layer, c Change) []Layer {
 			if c.Rank != nil {
 				l.Rank = *c.Rank
 			}
+			if c.Target != nil {
+				l.Target = targetOf(*c.Target)
+			}
 		}
 		out = append(out, l)
 	}
 	if !found {
 		nl := Layer{Name: c.Name, Rank: DefaultLayerRank, Settings: c.Settings, Modules: c.Modules}
+		if c.Target != nil {
+			nl.Target = targetOf(*c.Target)
+		}
 		if c.Rank != nil {
 			nl.Rank = *c.Rank
 		}
@@ -282,4 +303,40 @@ func Proposed(layers []Layer, c Change) []Layer {
 	}
 	SortLayers(out)
 	return out
+}
+
+// targetOf is t as a layer keeps it: nil for the organization.
+func targetOf(t tokens.Target) *tokens.Target {
+	if t.Empty() {
+		return nil
+	}
+	return &t
+}
+
+// Applying returns the layers that apply to id, in authority order: every
+// organization layer, and the targeted layers whose target matches id.
+func Applying(layers []Layer, id tokens.Identity) []Layer {
+	out := make([]Layer, 0, len(layers))
+	for _, l := range layers {
+		if l.Target.Matches(id) {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
+// AppliedVersion is the version of the policy that applies to a token:
+// the head's version when every layer applies (always so without targeted
+// layers), else the head's version with the names of the layers that
+// apply. Tokens that the same layers apply to share it.
+func AppliedVersion(headVersion string, layers, applying []Layer) string {
+	if len(applying) == len(layers) {
+		return headVersion
+	}
+	h := sha256.New()
+	fmt.Fprintf(h, "%s\n", headVersion)
+	for _, l := range applying {
+		fmt.Fprintf(h, "applies %q\n", l.Name)
+	}
+	return "sha256:" + hex.EncodeToString(h.Sum(nil))
 }

@@ -314,7 +314,7 @@ func testHeadAdvances(t *testing.T, b *storeharness.Backend) {
 		t.Fatalf("after the revocation, a layer's head = %+v", r5.Head)
 	}
 	// The bundle carries the head, the layers and the revocation, signed.
-	bun, err := s.Bundle(ctx)
+	bun, err := s.Bundle(ctx, tokens.Identity{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -431,7 +431,7 @@ func testReplicas(t *testing.T, b *storeharness.Backend) {
 	if _, _, err := a.Decider(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := a.Bundle(ctx); err != nil {
+	if _, err := a.Bundle(ctx, tokens.Identity{}); err != nil {
 		t.Fatal(err)
 	}
 	freshStore := b.Again(t, st)
@@ -475,11 +475,11 @@ func testReplicas(t *testing.T, b *storeharness.Backend) {
 		if err != nil || fh != h || fd.version != d.version {
 			t.Fatalf("step %d: a fresh state compiles %s at %+v (%v), the cached %s at %+v", step, fd.version, fh, err, d.version, h)
 		}
-		bun, err := a.Bundle(ctx)
+		bun, err := a.Bundle(ctx, tokens.Identity{})
 		if err != nil {
 			t.Fatal(err)
 		}
-		fbun, err := fresh.Bundle(ctx)
+		fbun, err := fresh.Bundle(ctx, tokens.Identity{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -636,7 +636,7 @@ func testRevocations(t *testing.T, b *storeharness.Backend) {
 	if h, _ := s.Head(time.Now()); h != h2 {
 		t.Fatalf("Head after Revoke = %+v, want %+v", h, h2)
 	}
-	bun, err := s.Bundle(ctx)
+	bun, err := s.Bundle(ctx, tokens.Identity{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/wharfhq/wharf/internal/core/store"
 	"github.com/wharfhq/wharf/internal/server/audit"
 	"github.com/wharfhq/wharf/internal/server/revocations"
+	"github.com/wharfhq/wharf/internal/server/tokens"
 )
 
 // Options configure a State. D is what the policy compiles to (the
@@ -60,17 +61,28 @@ type State[D any] struct {
 	headSnap atomic.Pointer[headEntry] // what readers see: headVal, headExp as last written
 
 	polMu    sync.Mutex
-	polCache *compiled[D] // last compiled policy, keyed by its version
+	polCache map[string]D // compiled policies, keyed by the applied version (AppliedVersion)
+	polHead  string       // the head version polCache was built under
+
+	tgtMu    sync.Mutex
+	tgtCache *targetsAt // the layers' targets at one head version
 
 	bunMu     sync.Mutex
-	bunCache  *Bundle // last bundle, keyed by its version and revision
+	bunCache  map[string]*Bundle // bundles of one revision, keyed by their applied version
 	bunBuilds atomic.Int64
 }
 
-type compiled[D any] struct {
+// targetsAt is the layers (without their documents) of one head version:
+// enough to tell which apply to a token.
+type targetsAt struct {
 	version string
-	engine  D
+	layers  []Layer
 }
+
+// maxCached bounds the compiled policies and bundles kept in memory: one
+// per set of layers that applies to the tokens seen since the policy last
+// changed.
+const maxCached = 64
 
 // headEntry is the cached head as readers see it.
 type headEntry struct {
@@ -242,34 +254,77 @@ func (s *State[D]) DropHead() {
 	s.headMu.Unlock()
 }
 
-// Decider returns the engine of the current policy (Head at the time of
-// the call), compiling it once per version, with the head it compiled
-// (its revision orders policies in time; the version only tells them
-// apart).
+// Decider returns the engine of the organization's policy (the layers
+// that apply to every token: DeciderFor an empty Identity).
 func (s *State[D]) Decider(ctx context.Context) (D, Head, error) {
+	d, head, _, err := s.DeciderFor(ctx, tokens.Identity{})
+	return d, head, err
+}
+
+// DeciderFor returns the engine of the policy that applies to id (Head at
+// the time of the call; Applying), compiling it once per applied version,
+// with the head it compiled (its revision orders policies in time; the
+// version only tells them apart) and the applied version.
+func (s *State[D]) DeciderFor(ctx context.Context, id tokens.Identity) (D, Head, string, error) {
 	var zero D
 	if s.opt.Compile == nil {
-		return zero, Head{}, ErrNoCompiler
+		return zero, Head{}, "", ErrNoCompiler
 	}
 	head, err := s.Head(time.Now())
 	if err != nil {
-		return zero, Head{}, err
+		return zero, Head{}, "", err
+	}
+	applied, err := s.AppliedVersion(head, id)
+	if err != nil {
+		return zero, Head{}, "", err
 	}
 	s.polMu.Lock()
 	defer s.polMu.Unlock()
-	if s.polCache != nil && s.polCache.version == head.Version {
-		return s.polCache.engine, head, nil
+	if d, ok := s.polCache[applied]; ok && s.polHead == head.Version {
+		return d, head, applied, nil
 	}
 	head, layers, err := s.Current()
 	if err != nil {
-		return zero, Head{}, err
+		return zero, Head{}, "", err
 	}
-	d, err := s.opt.Compile(ctx, layers)
+	mine := Applying(layers, id)
+	applied = AppliedVersion(head.Version, layers, mine)
+	d, err := s.opt.Compile(ctx, mine)
 	if err != nil {
-		return zero, Head{}, fmt.Errorf("compile policy %s: %w", head.Version, err)
+		return zero, Head{}, "", fmt.Errorf("compile policy %s: %w", applied, err)
 	}
-	s.polCache = &compiled[D]{version: head.Version, engine: d}
-	return d, head, nil
+	if s.polHead != head.Version || len(s.polCache) >= maxCached {
+		s.polCache, s.polHead = map[string]D{}, head.Version
+	}
+	s.polCache[applied] = d
+	return d, head, applied, nil
+}
+
+// AppliedVersion is the version of the policy that applies to id under
+// head (AppliedVersion of the layers at head's version, read once per head
+// version).
+func (s *State[D]) AppliedVersion(head Head, id tokens.Identity) (string, error) {
+	s.tgtMu.Lock()
+	t := s.tgtCache
+	s.tgtMu.Unlock()
+	if t == nil || t.version != head.Version {
+		// Read from the store: when it moved on past the caller's head,
+		// the answer is for the store's head (callers compare versions,
+		// they never parse them).
+		h, layers, err := s.Current()
+		if err != nil {
+			return "", err
+		}
+		slim := make([]Layer, len(layers))
+		for i, l := range layers {
+			slim[i] = Layer{Name: l.Name, Rank: l.Rank, Target: l.Target}
+		}
+		t = &targetsAt{version: h.Version, layers: slim}
+		s.tgtMu.Lock()
+		s.tgtCache = t
+		s.tgtMu.Unlock()
+	}
+	return AppliedVersion(t.version, t.layers, Applying(t.layers, id)), nil
 }
 
 // Check compiles layers (a proposed layer set) and returns the engine's
@@ -291,11 +346,14 @@ func (s *State[D]) Check(ctx context.Context, layers []Layer) ([]string, error) 
 }
 
 // Change is a write of one layer: its settings (a canonical JSON object)
-// and modules, and its rank when it changes (nil: the current one, or
-// DefaultLayerRank for a new layer).
+// and modules, its rank when it changes (nil: the current one, or
+// DefaultLayerRank for a new layer) and its target when it changes (nil:
+// the current one, or the organization for a new layer; an empty target:
+// the organization).
 type Change struct {
 	Name     string
 	Rank     *int
+	Target   *tokens.Target
 	Settings json.RawMessage
 	Modules  map[string]string
 }
@@ -454,9 +512,12 @@ func (s *State[D]) commit(tx store.Tx, layers []Layer, name string, nl *Layer, a
 		return head, err
 	}
 	auditAction := audit.ActionPolicyPut
+	detail := map[string]any{"change": action, "layerVersion": lv, "policyVersion": head.Version, "revision": head.Revision}
 	if nl == nil {
 		auditAction = audit.ActionPolicyDelete
+	} else {
+		detail["target"] = nl.Target.String()
 	}
 	return head, audit.Append(tx, audit.Entry{Time: now, Action: auditAction, Actor: by.ID, Role: by.Role, Object: name,
-		Detail: map[string]any{"change": action, "layerVersion": lv, "policyVersion": head.Version, "revision": head.Revision}})
+		Detail: detail})
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/wharfhq/wharf/internal/core/policy"
 	"github.com/wharfhq/wharf/internal/core/store"
 	"github.com/wharfhq/wharf/internal/server/policystate"
+	"github.com/wharfhq/wharf/internal/server/tokens"
 	"github.com/wharfhq/wharf/internal/server/toolpins"
 	"github.com/wharfhq/wharf/internal/testutil/storeharness"
 )
@@ -47,7 +48,7 @@ func TestToolPinApprovals(t *testing.T) {
 		if err != nil || prev != "" || h2.Revision != h1.Head.Revision+1 || h2.Version == h1.Head.Version {
 			t.Fatalf("approval: %+v %q %v (before %+v)", h2, prev, err, h1.Head)
 		}
-		bun, err := s.Bundle(ctx)
+		bun, err := s.Bundle(ctx, tokens.Identity{})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -21,6 +21,7 @@ import (
 	"github.com/wharfhq/wharf/internal/core/source"
 	"github.com/wharfhq/wharf/internal/core/store"
 	"github.com/wharfhq/wharf/internal/server/api"
+	"github.com/wharfhq/wharf/internal/server/identity"
 	"github.com/wharfhq/wharf/plugin"
 )
 
@@ -67,6 +68,9 @@ type Config struct {
 	RateBurst int
 	// TrustedProxies are CIDR ranges or addresses of reverse proxies.
 	TrustedProxies []string
+	// Identity turns on single sign-on through an OpenID Connect provider
+	// (validated); nil: tokens only.
+	Identity *identity.Config
 }
 
 // Server is an opened server: its store and API. Close releases the store
@@ -191,13 +195,19 @@ func Open(cfg Config) (*Server, error) {
 	if first && cfg.BootstrapToken == "" {
 		s.AdminToken = secret
 	}
+	var sso *identity.Provider
+	if cfg.Identity != nil {
+		if sso, err = identity.New(*cfg.Identity, st, nil); err != nil {
+			return fail(err)
+		}
+	}
 	mgr := marketplace.NewManager(st, marketplace.Options{Dir: filepath.Join(data, "marketplaces"), Fetch: fc})
 	s.Catalog = api.NewMarketplaceCatalog(mgr)
 	s.API, err = api.New(api.Deps{
 		Store: st, Catalog: s.Catalog, Policy: api.PolicyEngineOn(cfg.GitHubHost), Verifier: api.TrustVerifier{Keyring: kr}, Logger: logger,
 		BodyLimit: cfg.BodyLimit, RequestTimeout: cfg.RequestTimeout, RateLimit: cfg.RateLimit, RateBurst: cfg.RateBurst,
 		TrustedProxies: proxies, ChannelDir: filepath.Join(data, "channels"), Fetcher: source.NewFetcher(fc),
-		DataDir: data,
+		DataDir: data, Identity: sso,
 	})
 	if err != nil {
 		return fail(err)

@@ -112,3 +112,14 @@ func etcdTLS(o StoreConfig) (*tls.Config, error) {
 	}
 	return cfg, nil
 }
+
+// OpenStore opens the store cfg names without starting a server: bbolt in
+// data (refused with a clear error while a server holds its lock) or the
+// etcd cluster. It returns where it is ("bolt:<path>" or "etcd://...").
+// wharf-server's offline commands (admin token create) use it.
+func OpenStore(cfg StoreConfig, data string, lockTimeout time.Duration, getenv func(string) string) (store.Store, string, error) {
+	if getenv == nil {
+		getenv = os.Getenv
+	}
+	return openStore(cfg, data, lockTimeout, getenv)
+}

@@ -28,6 +28,7 @@ func runContract(t *testing.T, b *storeharness.Backend) {
 	t.Run("DeleteRules", func(t *testing.T) { testDeleteRules(t, b) })
 	t.Run("CacheFollowsWatch", func(t *testing.T) { testCacheFollowsWatch(t, b) })
 	t.Run("CacheExpires", func(t *testing.T) { testCacheExpires(t, b) })
+	t.Run("IdentityKept", func(t *testing.T) { testIdentityKept(t, b) })
 }
 
 // newRecord is a token of role with a new secret.

@@ -16,6 +16,10 @@ type PendingRow struct {
 	Added, Removed, Changed []string
 	Truncated               bool
 	Seen                    time.Time
+	// Findings are the version's content findings; FindingsKnown is
+	// false for a version recorded before findings were kept.
+	Findings      []FindingRow
+	FindingsKnown bool
 }
 
 // ApprovalsView is the review queue: the held versions, with a form to

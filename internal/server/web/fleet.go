@@ -73,6 +73,8 @@ type FleetPluginView struct {
 	Digests        []CountRow
 	Machines       []FleetMachineRow
 	NextURL        string
+	// Adoption charts the machines per version, day by day.
+	Adoption *Chart
 }
 
 // MachineView is one machine's inventory.
@@ -118,6 +120,9 @@ type RevocationView struct {
 	Active     int
 	Machines   []FleetMachineRow
 	Truncated  bool
+	// Convergence charts the machines running it active, day by day
+	// (nil when the revocation names no plugin).
+	Convergence *Chart
 }
 
 // FleetSummary is the line a plugin's catalog page shows to those who may

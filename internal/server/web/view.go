@@ -1,6 +1,9 @@
 package web
 
-import "time"
+import (
+	"sort"
+	"time"
+)
 
 // Layout is what every page shows around its content: who is signed in,
 // where they are, and the CSRF token every POST form carries.
@@ -12,6 +15,9 @@ type Layout struct {
 	Role     string
 	TokenID  string
 	IsAdmin  bool
+	// User is the signed-in person (email, else subject) when the
+	// session came from single sign-on; empty for a pasted token.
+	User string
 	// CSRF is the per-session token the POST forms send back in the
 	// hidden field "csrf".
 	CSRF     string
@@ -31,6 +37,9 @@ type SignInView struct {
 	Next string
 	// FormCSRF guards the sign-in form itself (double-submit cookie).
 	FormCSRF string
+	// SSOName names the identity provider of "Sign in with ..."; empty
+	// when the server has no single sign-on.
+	SSOName string
 }
 
 // Option is one choice of a select.
@@ -62,8 +71,12 @@ type CatalogView struct {
 	// Total is the number of catalog entries before filtering.
 	Total         int
 	PolicyVersion string
+	// Matched is how many plugins match the filters; First and Last
+	// number this page's (from 1; zero when the page is empty).
+	Matched, First, Last int
 	// NextURL is the following page of matches; empty on the last.
-	NextURL string
+	// PrevURL is the page before; empty on the first.
+	NextURL, PrevURL string
 }
 
 // PluginRow is one plugin in a list.
@@ -152,6 +165,11 @@ type PluginView struct {
 	PolicyVersion   string
 	// Fleet is shown to admin and ci: how many machines have the plugin.
 	Fleet *FleetSummary
+	// Capabilities is the capability set and findings of the version
+	// shown; nil when the marketplace does not hold its files
+	// (CapabilitiesError says why when they could not be read).
+	Capabilities      *CapabilitiesView
+	CapabilitiesError string
 }
 
 // LayerRow is one policy layer in the list.
@@ -197,13 +215,65 @@ type LayerView struct {
 	// Conflict is set when a save found a newer version.
 	Conflict string
 	Saved    bool
+	// RankHelp says what the ranks mean and which the layers use now; the
+	// form's default rank is the one the server gives a layer written
+	// without a rank.
+	RankHelp string
+	// History is the layer's revisions, newest first.
+	History []LayerRevision
+	// Restored is the history entry just restored (0: none).
+	Restored uint64
 }
 
-// ImpactView lists every catalog plugin whose decision would change.
+// ImpactView lists every catalog plugin whose decision would change,
+// grouped by the change and its reasons.
 type ImpactView struct {
 	Checked int
 	Changes []ImpactRow
+	// Groups are Changes grouped by (before, after, reasons), largest
+	// group first.
+	Groups []ImpactGroup
 }
+
+// ImpactGroup is the plugins whose decision changes the same way for the
+// same reasons.
+type ImpactGroup struct {
+	Before  DecisionView
+	After   DecisionView
+	Reasons []ReasonView
+	Rows    []ImpactRow
+	// Open is whether the group's list starts unfolded (small groups).
+	Open bool
+}
+
+// GroupImpact groups rows by their change and the reasons after it,
+// largest group first (then by the first plugin), each group's rows in
+// their order.
+func GroupImpact(rows []ImpactRow) []ImpactGroup {
+	var groups []ImpactGroup
+	index := map[string]int{}
+	for _, r := range rows {
+		key := r.Before.Label + "\x00" + r.After.Label
+		for _, rs := range r.After.Reasons {
+			key += "\x00" + rs.Layer + "\x00" + rs.Rule + "\x00" + rs.Message
+		}
+		i, ok := index[key]
+		if !ok {
+			i = len(groups)
+			index[key] = i
+			groups = append(groups, ImpactGroup{Before: r.Before, After: r.After, Reasons: r.After.Reasons})
+		}
+		groups[i].Rows = append(groups[i].Rows, r)
+	}
+	sort.SliceStable(groups, func(i, j int) bool { return len(groups[i].Rows) > len(groups[j].Rows) })
+	for i := range groups {
+		groups[i].Open = len(groups[i].Rows) <= maxOpenGroup
+	}
+	return groups
+}
+
+// maxOpenGroup is the largest impact group listed unfolded.
+const maxOpenGroup = 10
 
 // ImpactRow is one plugin whose decision would change.
 type ImpactRow struct {
@@ -213,11 +283,23 @@ type ImpactRow struct {
 	After  DecisionView
 }
 
-// AuditFilter is the audit page's filter form.
+// AuditFilter is the audit page's filter form, as typed.
 type AuditFilter struct {
 	Action string
+	// Actor and Object match as case-insensitive substrings.
 	Actor  string
-	Since  string
+	Object string
+	// Since and Until bound the time (Until exclusive; a date includes
+	// its whole day).
+	Since string
+	Until string
+}
+
+// DetailItem is one detail of an audit entry: a value or a list.
+type DetailItem struct {
+	Key   string
+	Value string
+	List  []string
 }
 
 // AuditRow is one audit entry.
@@ -227,8 +309,11 @@ type AuditRow struct {
 	Action string
 	Actor  string
 	Role   string
-	Object string
-	Detail string
+	// User is the person the actor's token speaks for: email, else
+	// subject; empty for machine tokens.
+	User    string
+	Object  string
+	Details []DetailItem
 }
 
 // AuditView is the audit log page.

@@ -29,7 +29,7 @@ const (
 )
 
 var pages = []string{PageSignIn, PageCatalog, PagePlugin, PagePolicy, PageLayer, PageAudit, PageError,
-	PageInventory, PageFleetPlugin, PageMachine, PageRevocations, PageRevocation, PageChannels, PageChannel, PageApprovals, PageRequests, PageToolPins}
+	PageInventory, PageFleetPlugin, PageMarketplaces, PageMarketplaceRemove, PageTokens, PageTokenRevoke, PageLayerDelete, PageMachine, PageRevocations, PageRevocation, PageChannels, PageChannel, PageApprovals, PageRequests, PageToolPins}
 
 // Renderer renders the console's pages. It is immutable after NewRenderer
 // and safe for concurrent use.
@@ -53,7 +53,7 @@ var funcs = template.FuncMap{
 func NewRenderer() (*Renderer, error) {
 	r := &Renderer{pages: map[string]*template.Template{}}
 	for _, p := range pages {
-		t, err := template.New("layout.html").Funcs(funcs).ParseFS(templateFS, "templates/layout.html", "templates/"+p+".html")
+		t, err := template.New("layout.html").Funcs(funcs).ParseFS(templateFS, "templates/layout.html", "templates/chart.html", "templates/"+p+".html")
 		if err != nil {
 			return nil, fmt.Errorf("web: parse page %s: %w", p, err)
 		}

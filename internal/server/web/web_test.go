@@ -2,6 +2,7 @@ package web
 
 import (
 	"bytes"
+	"fmt"
 	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
@@ -188,5 +189,77 @@ func TestStaticHandler(t *testing.T) {
 		if rec.Code != http.StatusNotFound {
 			t.Errorf("%s: %d", p, rec.Code)
 		}
+	}
+}
+
+// The impact preview groups plugins by change and reasons, largest group
+// first, and folds large groups.
+func TestGroupImpact(t *testing.T) {
+	blocked := func(msg string) DecisionView {
+		return DecisionView{Label: "blocked", Reasons: []ReasonView{{Layer: "org", Rule: "blockedPlugins", Message: msg}}}
+	}
+	allowed := DecisionView{Allowed: true, Label: "allowed"}
+	var rows []ImpactRow
+	for i := 0; i < 92; i++ {
+		rows = append(rows, ImpactRow{ID: fmt.Sprintf("p%02d@m", i), Before: allowed, After: blocked("marketplace m is blocked")})
+	}
+	rows = append(rows[:3], append([]ImpactRow{{ID: "odd@m", Before: allowed, After: blocked("odd is blocked")}}, rows[3:]...)...)
+	rows = append(rows, ImpactRow{ID: "back@m", Before: blocked("was blocked"), After: allowed})
+	g := GroupImpact(rows)
+	if len(g) != 3 {
+		t.Fatalf("%d groups, want 3", len(g))
+	}
+	if len(g[0].Rows) != 92 || g[0].Reasons[0].Message != "marketplace m is blocked" || g[0].Open {
+		t.Errorf("first group: %d rows, %v, open %v", len(g[0].Rows), g[0].Reasons, g[0].Open)
+	}
+	if g[0].Rows[0].ID != "p00@m" || g[0].Rows[3].ID != "p03@m" {
+		t.Errorf("rows out of order: %s %s", g[0].Rows[0].ID, g[0].Rows[3].ID)
+	}
+	if len(g[1].Rows) != 1 || g[1].Rows[0].ID != "odd@m" || !g[1].Open {
+		t.Errorf("second group %+v", g[1])
+	}
+	if g[2].Rows[0].ID != "back@m" || g[2].After.Label != "allowed" {
+		t.Errorf("third group %+v", g[2])
+	}
+}
+
+// Charts are laid out on the server: points inside the plot area, y
+// growing down as values grow up, ticks on round numbers up to the top.
+func TestLineChart(t *testing.T) {
+	c := LineChart("c", "t", "d", []string{"d1", "d2", "d3"}, []ChartSeries{{Name: "a", Values: []int{0, 4, 7}}, {Name: "b", Values: []int{7, 3, 0}}}, 1, "revoked")
+	if len(c.Lines) != 2 || c.Lines[0].Class == c.Lines[1].Class {
+		t.Fatalf("lines %+v", c.Lines)
+	}
+	a := c.Lines[0].Dots
+	if a[0].Y != c.Bottom || !(a[1].Y < a[0].Y && a[2].Y < a[1].Y) || a[0].X != c.Left || a[2].X != c.Right {
+		t.Errorf("points of a: %+v (plot %v..%v × %v..%v)", a, c.Left, c.Right, c.Top, c.Bottom)
+	}
+	var ticks []string
+	for _, tk := range c.YTicks {
+		ticks = append(ticks, tk.Label)
+	}
+	if strings.Join(ticks, ",") != "0,2,4,6,8" {
+		t.Errorf("y ticks %v", ticks)
+	}
+	if c.MarkerLabel != "revoked" || c.Marker != a[1].X {
+		t.Errorf("marker at %v, want %v", c.Marker, a[1].X)
+	}
+	if !strings.HasPrefix(c.Lines[0].Points, "48.0,236.0 ") {
+		t.Errorf("points %q", c.Lines[0].Points)
+	}
+	one := LineChart("o", "t", "d", []string{"d1"}, []ChartSeries{{Name: "a", Values: []int{0}}}, -1, "")
+	if one.Lines[0].Dots[0].X != (one.Left+one.Right)/2 || one.MarkerLabel != "" || len(one.YTicks) < 2 {
+		t.Errorf("one point: %+v", one)
+	}
+	var buf bytes.Buffer
+	r, err := NewRenderer()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Render(&buf, PageRevocation, RevocationView{Convergence: &c}); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(buf.String(), `<polyline points="48.0,236.0`) || !strings.Contains(buf.String(), `class="marker"`) {
+		t.Errorf("rendered chart:\n%s", buf.String())
 	}
 }

@@ -1,12 +1,14 @@
-// Package agentcli finds and runs the real GitHub Copilot CLI and OpenAI
-// Codex CLI the way wharf's tests run agent CLIs: a throwaway HOME, their
+// Package agentcli finds and runs the real GitHub Copilot CLI, OpenAI
+// Codex CLI, Gemini CLI and OpenCode the way wharf's tests run agent CLIs: a throwaway HOME, their
 // telemetry and update checks off, and their outbound HTTP(S) sent to a
 // closed loopback port, so that only loopback servers the test starts are
 // reachable.
 //
-// The machine-wide managed files these CLIs read (/etc/github-copilot,
-// /etc/codex) are written only by tests running as root with CI=true,
-// under the lock of package claudetest, which every agent CLI test takes.
+// The machine-wide managed files Copilot CLI and Codex read
+// (/etc/github-copilot, /etc/codex) are written only by tests running as
+// root with CI=true, under the lock of package claudetest, which every
+// agent CLI test takes. Gemini CLI and OpenCode read theirs from a path a
+// variable names (CLI.ManagedOverride), which touches nothing machine-wide.
 package agentcli
 
 import (
@@ -23,7 +25,7 @@ import (
 
 // An Agent is one of the CLIs this package runs.
 type Agent struct {
-	// Name is the CLI's command name: copilot or codex.
+	// Name is the CLI's command name: copilot, codex, gemini or opencode.
 	Name string
 	// Package and Version are the npm package and the version .ci/run
 	// installs.
@@ -72,10 +74,41 @@ var Codex = Agent{Name: "codex", Package: "@openai/codex", Version: "0.171.0", E
 // CodexQuietConfig is what Home writes into a throwaway ~/.codex/config.toml.
 const CodexQuietConfig = "check_for_update_on_startup = false\n\n[analytics]\nenabled = false\n\n[feedback]\nenabled = false\n\n[otel]\nexporter = \"none\"\nlog_user_prompt = false\n"
 
+// Gemini is Google Gemini CLI. Its usage statistics and update checks are
+// settings: Home writes them off into the throwaway ~/.gemini/settings.json
+// (GeminiQuietSettings). GEMINI_CLI_TRUST_WORKSPACE=true answers its
+// workspace-trust question, which `extensions install` otherwise waits on.
+// Its system settings file is the one override a test may point
+// elsewhere: GEMINI_CLI_SYSTEM_SETTINGS_PATH (see CLI.SystemSettings).
+var Gemini = Agent{Name: "gemini", Package: "@google/gemini-cli", Version: "0.61.0", EnvVar: "WHARF_GEMINI",
+	ManagedFile: "/etc/gemini-cli/settings.json",
+	env: func(home string) []string {
+		return append(baseEnv(home), "GEMINI_CLI_TRUST_WORKSPACE=true", "GEMINI_API_KEY=wharf-test-no-model",
+			"GOOGLE_GEMINI_BASE_URL="+closedProxy, "npm_config_registry="+closedProxy)
+	}}
+
+// GeminiQuietSettings is what Home writes into a throwaway
+// ~/.gemini/settings.json: no usage statistics, telemetry or update check.
+const GeminiQuietSettings = `{"privacy": {"usageStatisticsEnabled": false}, "telemetry": {"enabled": false}, "general": {"enableAutoUpdate": false, "enableAutoUpdateNotification": false}}` + "\n"
+
+// OpenCode is OpenCode. OPENCODE_DISABLE_AUTOUPDATE and
+// OPENCODE_DISABLE_MODELS_FETCH turn off its update check and model list
+// download; it asks the npm registry for its default plugins at every
+// start, so npm_config_registry points at the closed loopback port.
+var OpenCode = Agent{Name: "opencode", Package: "opencode-ai", Version: "1.18.33", EnvVar: "WHARF_OPENCODE",
+	ManagedFile: "/etc/opencode/opencode.json",
+	env: func(home string) []string {
+		return append(baseEnv(home), "OPENCODE_DISABLE_AUTOUPDATE=1", "OPENCODE_DISABLE_MODELS_FETCH=1",
+			"OPENCODE_DISABLE_SHARE=1", "npm_config_registry="+closedProxy, "NPM_CONFIG_REGISTRY="+closedProxy)
+	}}
+
 // CLI is one found agent CLI.
 type CLI struct {
 	Agent
 	Bin string
+	// Extra is appended to the environment of every run (an override
+	// path a test sets, such as GEMINI_CLI_SYSTEM_SETTINGS_PATH).
+	Extra []string
 }
 
 // Find returns the agent's CLI: $<EnvVar>, else the copy .ci/run installs
@@ -116,11 +149,19 @@ func (c *CLI) Home(t testing.TB) string {
 			t.Fatal(err)
 		}
 	}
+	if c.Name == "gemini" {
+		if err := os.MkdirAll(filepath.Join(home, ".gemini"), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(home, ".gemini", "settings.json"), []byte(GeminiQuietSettings), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
 	return home
 }
 
 // Env is the environment every run of the CLI gets, with home as HOME.
-func (c *CLI) Env(home string) []string { return c.env(home) }
+func (c *CLI) Env(home string) []string { return append(c.env(home), c.Extra...) }
 
 // Run runs the CLI with args in dir and returns its combined output and
 // exit code. A run that cannot start, or outlives five minutes, fails the
@@ -202,4 +243,61 @@ func PutManaged(t testing.TB, file string, b []byte) {
 			os.Remove(file)
 		}
 	})
+}
+
+// ManagedOverride puts b where this CLI reads its managed configuration
+// through the override the CLI itself offers, for this CLI value's runs
+// only, and says why not when it cannot: Gemini CLI reads
+// GEMINI_CLI_SYSTEM_SETTINGS_PATH only when the file and every directory
+// above it are owned by root and writable by nobody else, so the file goes
+// under a fresh directory in root's home (removed when the test ends), and
+// only a test running as root can use it; OpenCode reads opencode.json in
+// OPENCODE_TEST_MANAGED_CONFIG_DIR. Copilot CLI and Codex have no
+// override (use PutManaged).
+func (c *CLI) ManagedOverride(t testing.TB, b []byte) (bool, string) {
+	t.Helper()
+	switch c.Name {
+	case "gemini":
+		if os.Geteuid() != 0 {
+			return false, "Gemini CLI reads system settings only from a root-owned path; not running as root"
+		}
+		home, err := os.UserHomeDir()
+		if err != nil {
+			return false, "no home directory for a root-owned settings path: " + err.Error()
+		}
+		for d := home; ; d = filepath.Dir(d) {
+			fi, err := os.Stat(d)
+			if err != nil {
+				return false, err.Error()
+			}
+			if fi.Mode().Perm()&0o022 != 0 {
+				return false, d + " is writable by group or others, which Gemini CLI refuses above its system settings"
+			}
+			if d == filepath.Dir(d) {
+				break
+			}
+		}
+		dir, err := os.MkdirTemp(home, ".wharf-gemini-system-")
+		if err != nil {
+			return false, err.Error()
+		}
+		t.Cleanup(func() { os.RemoveAll(dir) })
+		if err := os.Chmod(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		f := filepath.Join(dir, "settings.json")
+		if err := os.WriteFile(f, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		c.Extra = append(c.Extra, "GEMINI_CLI_SYSTEM_SETTINGS_PATH="+f)
+		return true, ""
+	case "opencode":
+		dir := t.TempDir()
+		if err := os.WriteFile(filepath.Join(dir, "opencode.json"), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		c.Extra = append(c.Extra, "OPENCODE_TEST_MANAGED_CONFIG_DIR="+dir)
+		return true, ""
+	}
+	return false, c.Name + " reads its managed file only from " + c.ManagedFile
 }

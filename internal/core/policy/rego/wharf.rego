@@ -383,12 +383,15 @@ signature_message(true, _, mkt) := sprintf("requireSignatures for %s is invalid,
 # ---- deniedCapabilities, requireDeclaredHosts, deniedFindings (wharf):
 # what a plugin's tree can do, matched in Go (policy/capdeny.go) against
 # input.capabilities and input.findings; every layer's entries add
-# reasons. A deniedCapabilities that cannot be read refuses every plugin.
+# reasons. A deniedCapabilities that cannot be read refuses every plugin,
+# waiver or not; a readable one's denials are lifted by a waiver for the
+# plugin as enabledPlugins false is (see requests and waivers).
 
 outcome contains ["deny", r(e[0], e[1], e[2])] if {
 	input.action in {"install", "load"}
 	input.facts.capabilities_denied
 	some e in input.facts.capabilities_denied
+	not waived(e[0])
 }
 
 outcome contains ["deny", r(e[0], "deniedCapabilities", msg)] if {

@@ -1,0 +1,205 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	apiclient "github.com/wharfhq/wharf/internal/core/apiclient"
+	"github.com/wharfhq/wharf/plugin"
+)
+
+// `wharf server ...` administers a wharf server from a script: what the
+// console's admin pages do, through the server's API.
+
+func newServerCmd(a *app) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "server",
+		Short: "Administer a wharf server (marketplaces)",
+		Long: "Administer a wharf server through its API, as the web console's admin pages do.\n" +
+			"--server defaults to $WHARF_SERVER or http://127.0.0.1:7070; --token to $WHARF_TOKEN (an admin token).",
+	}
+	sc := &serverConn{}
+	pf := cmd.PersistentFlags()
+	pf.StringVar(&sc.Server, "server", "", "server URL (env WHARF_SERVER, default http://127.0.0.1:7070)")
+	pf.StringVar(&sc.Token, "token", "", "an admin token (env WHARF_TOKEN)")
+	cmd.AddCommand(newServerMarketplaceCmd(a, sc))
+	return cmd
+}
+
+// serverConn is where `wharf server` commands send their requests.
+type serverConn struct {
+	Server string
+	Token  string
+	HTTP   *http.Client
+}
+
+func (s *serverConn) client() (*apiclient.Client, error) {
+	server := s.Server
+	if server == "" {
+		server = os.Getenv("WHARF_SERVER")
+	}
+	if server == "" {
+		server = "http://127.0.0.1:7070"
+	}
+	token := s.Token
+	if token == "" {
+		token = os.Getenv("WHARF_TOKEN")
+	}
+	if token == "" {
+		return nil, &plugin.Error{Layer: plugin.LayerIntent, Type: typeUsage, Object: "--token",
+			Err: errors.New("no admin token"), Hint: "pass --token or set WHARF_TOKEN (wharf-server printed one on its first start)"}
+	}
+	hc := s.HTTP
+	if hc == nil {
+		// Adding or refreshing a marketplace waits for the server's fetch.
+		hc = &http.Client{Timeout: 5 * time.Minute}
+	}
+	cl, err := apiclient.New(server, token, hc)
+	if err != nil {
+		return nil, &plugin.Error{Layer: plugin.LayerIntent, Type: typeUsage, Object: "--server", Err: err, Hint: "pass --server http://host:port"}
+	}
+	return cl, nil
+}
+
+// serverMarketplaceSource parses a source as typed for a server. A local
+// path must be absolute: it names a directory on the server, which is not
+// where this shell is.
+func serverMarketplaceSource(text string) (json.RawMessage, error) {
+	src, err := plugin.ParseMarketplaceSource(text)
+	if err != nil {
+		return nil, err
+	}
+	if src.IsLocal() && !filepath.IsAbs(src.Path) {
+		return nil, &plugin.Error{Layer: plugin.LayerIntent, Type: typeUsage, Object: strings.TrimSpace(text),
+			Err:  errors.New("a relative path names no directory on the server"),
+			Hint: "give the absolute path of the directory on the server, e.g. /srv/marketplaces/corp"}
+	}
+	return json.Marshal(src)
+}
+
+// sourceString is a stored source object as one would type it.
+func sourceString(raw json.RawMessage) string {
+	var src plugin.MarketplaceSource
+	if err := json.Unmarshal(raw, &src); err != nil {
+		return string(raw)
+	}
+	return src.String()
+}
+
+func newServerMarketplaceCmd(a *app, sc *serverConn) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "marketplace",
+		Short: "Add, list, refresh and remove the server's marketplaces",
+	}
+	run := func(f func(ctx context.Context, cl *apiclient.Client, args []string) error) func(*cobra.Command, []string) error {
+		return func(cmd *cobra.Command, args []string) error {
+			cl, err := sc.client()
+			if err != nil {
+				return err
+			}
+			return f(cmd.Context(), cl, args)
+		}
+	}
+	printOne := func(verb string, m apiclient.Marketplace) error {
+		if a.cfg.JSON {
+			return a.printJSON(m)
+		}
+		a.printf("%s marketplace %s from %s: %d plugins\n", verb, m.Name, sourceString(m.Source), m.Plugins)
+		if m.Error != "" {
+			a.printf("  error: %s\n", m.Error)
+		}
+		return nil
+	}
+	add := &cobra.Command{
+		Use:   "add <name> <source>",
+		Short: "Add a marketplace to the server (owner/repo[@ref], git URL, marketplace.json URL, or a directory on the server)",
+		Long: "Add a marketplace to the server under <name>; the server fetches it before answering.\n" +
+			"<source> is what `wharf marketplace add` takes: owner/repo[@ref] (GitHub), https://host/repo.git[#ref],\n" +
+			"git@host:repo, https://host/.../marketplace.json, or the absolute path of a directory on the server.",
+		Args: exactArgs(2, "a name and a source"),
+		RunE: run(func(ctx context.Context, cl *apiclient.Client, args []string) error {
+			if err := plugin.ValidateName(args[0]); err != nil {
+				return &plugin.Error{Layer: plugin.LayerIntent, Type: typeUsage, Object: args[0], Err: err,
+					Hint: "the name is what plugins are called after the @, e.g. corp for deploy@corp"}
+			}
+			src, err := serverMarketplaceSource(args[1])
+			if err != nil {
+				return err
+			}
+			m, err := cl.AddMarketplace(ctx, args[0], src)
+			if err != nil {
+				return err
+			}
+			return printOne("added", m)
+		}),
+	}
+	list := &cobra.Command{
+		Use:   "list",
+		Short: "List the server's marketplaces with their last refresh and error",
+		Args:  exactArgs(0, "no arguments"),
+		RunE: run(func(ctx context.Context, cl *apiclient.Client, _ []string) error {
+			ms, err := cl.Marketplaces(ctx)
+			if err != nil {
+				return err
+			}
+			if a.cfg.JSON {
+				if ms == nil {
+					ms = []apiclient.Marketplace{}
+				}
+				return a.printJSON(ms)
+			}
+			if len(ms) == 0 {
+				a.printf("no marketplaces; add one with: wharf server marketplace add <name> <source>\n")
+				return nil
+			}
+			for _, m := range ms {
+				refreshed := "never refreshed"
+				if !m.LastUpdated.IsZero() {
+					refreshed = "refreshed " + m.LastUpdated.UTC().Format(time.RFC3339)
+				}
+				a.printf("%s  %s  %d plugins  %s\n", m.Name, sourceString(m.Source), m.Plugins, refreshed)
+				if m.Error != "" {
+					a.printf("  error: %s\n", m.Error)
+				}
+			}
+			return nil
+		}),
+	}
+	refresh := &cobra.Command{
+		Use:   "refresh <name>",
+		Short: "Have the server fetch a marketplace again",
+		Args:  exactArgs(1, "a marketplace name"),
+		RunE: run(func(ctx context.Context, cl *apiclient.Client, args []string) error {
+			m, err := cl.RefreshMarketplace(ctx, args[0])
+			if err != nil {
+				return err
+			}
+			return printOne("refreshed", m)
+		}),
+	}
+	remove := &cobra.Command{
+		Use:   "remove <name>",
+		Short: "Remove a marketplace from the server",
+		Args:  exactArgs(1, "a marketplace name"),
+		RunE: run(func(ctx context.Context, cl *apiclient.Client, args []string) error {
+			if err := cl.RemoveMarketplace(ctx, args[0]); err != nil {
+				return err
+			}
+			if a.cfg.JSON {
+				return a.printJSON(map[string]string{"removed": args[0]})
+			}
+			a.printf("removed marketplace %s\n", args[0])
+			return nil
+		}),
+	}
+	cmd.AddCommand(add, list, refresh, remove)
+	return cmd
+}
