@@ -4,11 +4,25 @@
 # Uses hyperfine when available (installing it with apt-get if allowed), else a
 # timing loop. Prints the mean of each and the ratio wharf/git.
 #
-#   bash bench/marketplace-add.sh [runs]
+# Then the same at a large size: a generated marketplace of [large-plugins]
+# plugin directories of 20 small files each (31,001 files at the default
+# 1,550, the size of the largest marketplaces seen), with
+#   - add: `wharf marketplace add` vs `git clone --depth 1`, and
+#   - update: a new upstream commit (200 files changed, 50 added, 20
+#     deleted), then `wharf marketplace update` vs `git fetch --depth 1` +
+#     `git reset --hard FETCH_HEAD` in a clone at the old commit,
+# alternating, [large-runs] each: median wall time, median CPU time (user +
+# system, git's helper processes included on both sides) and peak RSS (the
+# largest process: wharf, or git's clone, index-pack or upload-pack).
+# large-plugins 0 skips the large part.
+#
+#   bash bench/marketplace-add.sh [runs] [large-runs] [large-plugins]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 runs=${1:-15}
+large_runs=${2:-5}
+large_plugins=${3:-1550}
 plugins=160 # x 5 files each, plus the marketplace.json
 out=bench/out
 rm -rf "$out"
@@ -97,3 +111,111 @@ echo "files:                  $files"
 echo "wharf marketplace add:  ${wharf_ms} ms (mean)"
 echo "git clone --depth 1:    ${git_ms} ms (mean)"
 echo "ratio wharf/git:        ${ratio}x (target <= 1.2x)"
+
+[ "$large_plugins" = 0 ] && exit 0
+
+echo
+echo "generating a large marketplace repository: $large_plugins plugins x 20 files"
+big="$out/big"
+python3 - "$big" "$large_plugins" <<'PY'
+import base64, json, os, random, sys
+root, plugins = sys.argv[1], int(sys.argv[2])
+rnd = random.Random(1)
+words = "plugin agent skill command hook server tool review test deploy data model query cache index build lint format docs".split()
+def text(n):  # Markdown-like prose: compresses like real plugin files
+    return " ".join(rnd.choice(words) for _ in range(n // 6)) + "\n"
+entries = []
+for i in range(plugins):
+    name = f"plugin-{i}"
+    entries.append({"name": name, "source": f"./plugins/{name}", "description": f"generated plugin {i}", "category": f"cat-{i % 7}"})
+    p = f"{root}/plugins/{name}"
+    os.makedirs(f"{p}/.claude-plugin")
+    with open(f"{p}/.claude-plugin/plugin.json", "w") as f:
+        json.dump({"name": name, "version": f"1.0.{i}", "description": f"generated plugin {i}"}, f)
+    with open(f"{p}/README.md", "w") as f:
+        f.write(f"# {name}\n\n" + text(600))
+    for j in range(18):
+        kind = ("commands", "agents", "skills")[j % 3]
+        if kind == "skills":
+            d = f"{p}/skills/skill-{j}"
+            fn = f"{d}/SKILL.md"
+        else:
+            d = f"{p}/{kind}"
+            fn = f"{d}/{kind[:-1]}-{j}.md"
+        os.makedirs(d, exist_ok=True)
+        body = text(rnd.choice((500, 1500, 3000, 6000)))
+        if j % 6 == 0:  # some bundled data that does not compress
+            body += base64.b64encode(rnd.randbytes(1024)).decode() + "\n"
+        with open(fn, "w") as f:
+            f.write(f"---\nname: {kind}-{j}\ndescription: {kind} {j} of {name}\n---\n{body}")
+os.makedirs(f"{root}/.claude-plugin")
+with open(f"{root}/.claude-plugin/marketplace.json", "w") as f:
+    json.dump({"name": "big", "owner": {"name": "bench"}, "plugins": entries}, f, indent=1)
+PY
+(
+	cd "$big"
+	export GIT_AUTHOR_NAME=bench GIT_AUTHOR_EMAIL=bench@example.com GIT_COMMITTER_NAME=bench GIT_COMMITTER_EMAIL=bench@example.com
+	git init -q -b main
+	git -c gc.auto=0 add -A
+	git -c gc.auto=0 commit -q -m "generated marketplace"
+	git gc -q
+)
+bigfiles=$(git -C "$big" ls-files | wc -l)
+echo "repository: $bigfiles files, pack $(du -sh "$big/.git/objects/pack" | cut -f1)"
+
+# The state before the update: wharf's home and git's clone at the first
+# commit, copied afresh before each update run.
+base="$out/big-base"
+mkdir -p "$base"
+WHARF_HOME="$base/home" "$out/wharf" marketplace add "file://$big" >/dev/null
+git clone -q --depth 1 "file://$big" "$base/clone"
+
+echo "upstream commit: 200 files changed, 50 added, 20 deleted"
+(
+	cd "$big"
+	export GIT_AUTHOR_NAME=bench GIT_AUTHOR_EMAIL=bench@example.com GIT_COMMITTER_NAME=bench GIT_COMMITTER_EMAIL=bench@example.com
+	for i in $(seq 0 199); do echo "changed upstream" >>"plugins/plugin-$((i * 7 % large_plugins))/commands/command-3.md"; done
+	for i in $(seq 0 49); do mkdir -p "plugins/plugin-$i/hooks" && echo '{"hooks":{}}' >"plugins/plugin-$i/hooks/hooks-$i.json"; done
+	for i in $(seq 0 19); do git rm -q "plugins/plugin-$((i * 11 + 3))/agents/agent-1.md"; done
+	git add -A
+	git -c gc.auto=0 commit -q -m "upstream change"
+)
+
+stats="$out/big-stats"
+: >"$stats"
+measure() { # label prepare command
+	rm -rf "$out/t"
+	eval "$2"
+	/usr/bin/time -f "%e %U %S %M" -o "$out/t.time" bash -c "$3" >/dev/null
+	echo "$1 $(cat "$out/t.time")" >>"$stats"
+}
+echo "large add and update: $large_runs runs each, alternating"
+for _ in $(seq 1 "$large_runs"); do
+	measure wharf-add "rm -rf $out/h" "WHARF_HOME=$out/h $out/wharf marketplace add file://$big"
+	measure git-clone "rm -rf $out/c" "git clone -q --depth 1 file://$big $out/c"
+	measure wharf-update "rm -rf $out/h && cp -a $base/home $out/h" "WHARF_HOME=$out/h $out/wharf marketplace update big"
+	# The copy changes every file's inode and ctime, which git's index
+	# records: refresh it (untimed), as a clone that was not copied has it.
+	measure git-fetch "rm -rf $out/c && cp -a $base/clone $out/c && git -C $out/c update-index -q --refresh" "git -C $out/c fetch -q --depth 1 origin main && git -C $out/c reset -q --hard FETCH_HEAD"
+done
+[ "$(git -C "$out/c" rev-parse HEAD)" = "$(git -C "$big" rev-parse HEAD)" ] || { echo "git did not reach the new commit" >&2; exit 1; }
+diff -r -x .git "$out/c" "$out/h/marketplaces/big" >/dev/null || { echo "wharf's update differs from git's" >&2; exit 1; }
+rm -rf "$out/h" "$out/c" "$base"
+
+python3 - "$stats" "$bigfiles" <<'PY'
+import statistics, sys
+rows = {}
+for line in open(sys.argv[1]):
+    label, wall, user, sys_, rss = line.split()
+    rows.setdefault(label, []).append((float(wall), float(user) + float(sys_), int(rss) / 1024))
+def med(label, i):
+    return statistics.median(r[i] for r in rows[label])
+print(f"\n== {sys.argv[2]} files: wharf vs git (median of {len(rows['wharf-add'])}; RSS the largest)")
+print(f"{'':28} {'wharf':>10} {'git':>10} {'ratio':>7}  target")
+for what, w, g in (("add / clone --depth 1", "wharf-add", "git-clone"), ("update / fetch + reset", "wharf-update", "git-fetch")):
+    for name, i, unit in (("wall", 0, "s"), ("CPU", 1, "s")):
+        a, b = med(w, i), med(g, i)
+        print(f"{what + ' ' + name:28} {a:9.2f}{unit} {b:9.2f}{unit} {a / b:6.2f}x  {'<= 1.2x' if i == 0 else ''}")
+    a, b = max(r[2] for r in rows[w]), max(r[2] for r in rows[g])
+    print(f"{what + ' peak RSS':28} {a:8.0f}MB {b:8.0f}MB {a / b:6.2f}x")
+PY

@@ -80,9 +80,8 @@ func (g *gitClient) clone(ctx context.Context, src plugin.MarketplaceSource, dir
 		if err := os.RemoveAll(dir); err != nil {
 			return "", err
 		}
+		s, wt := openStorage(dir)
 		repo, err := g.withTimeout(ctx, remote, func(ctx context.Context, progress io.Writer) (*git.Repository, error) {
-			s, wt := openStorage(dir)
-			defer s.Close()
 			return git.CloneContext(ctx, s, wt, &git.CloneOptions{
 				URL:           remote,
 				Auth:          auth,
@@ -90,12 +89,14 @@ func (g *gitClient) clone(ctx context.Context, src plugin.MarketplaceSource, dir
 				SingleBranch:  true,
 				Depth:         1,
 				Tags:          git.NoTags,
+				NoCheckout:    true,
 				Progress:      progress,
 				ProxyOptions:  g.proxy(ctx, remote),
 				CABundle:      g.net.CABundle,
 			})
 		})
 		if err != nil {
+			s.Close()
 			lastErr = err
 			if isRefNotFound(err) {
 				continue
@@ -103,8 +104,12 @@ func (g *gitClient) clone(ctx context.Context, src plugin.MarketplaceSource, dir
 			return "", g.fail(src, "clone", err)
 		}
 		head, err := repo.Head()
+		if err == nil {
+			err = checkoutNew(s, head.Hash(), dir)
+		}
+		s.Close()
 		if err != nil {
-			return "", g.fail(src, "read HEAD of the clone", err)
+			return "", g.fail(src, "check out", err)
 		}
 		return head.Hash().String(), nil
 	}
@@ -124,14 +129,38 @@ func (g *gitClient) clonePinned(ctx context.Context, src plugin.MarketplaceSourc
 	if err := g.fetchSHA(ctx, repo, auth, sha); err != nil {
 		return "", g.fail(src, "fetch "+sha, err)
 	}
-	wt, err := repo.Worktree()
+	h := plumbing.NewHash(sha)
+	err = s.SetReference(plumbing.NewHashReference(plumbing.HEAD, h))
 	if err == nil {
-		err = wt.Checkout(&git.CheckoutOptions{Hash: plumbing.NewHash(sha), Force: true})
+		err = checkoutNew(s, h, dir)
 	}
 	if err != nil {
 		return "", g.fail(src, "check out "+sha, err)
 	}
 	return sha, nil
+}
+
+// checkoutNew checks commit out into the new clone at dir (which holds
+// only .git) and writes its index.
+func checkoutNew(s *filesystem.Storage, commit plumbing.Hash, dir string) error {
+	ps, err := openPackSet(s.Filesystem())
+	if err != nil {
+		return err
+	}
+	open := func() (objectReader, func(), error) {
+		// Each blob is read once: a small cache keeps the bases of
+		// deltas, not the files.
+		r, err := ps.reader(checkoutCacheBytes)
+		if err != nil {
+			return nil, nil, err
+		}
+		return r, r.Close, nil
+	}
+	idx, err := checkoutFresh(open, commit, dir)
+	if err != nil {
+		return err
+	}
+	return s.SetIndex(idx)
 }
 
 // fetchSHA fetches one commit. Servers that refuse a want by SHA get a full
@@ -340,6 +369,13 @@ type idleFailure struct {
 func (f *idleFailure) Error() string { return f.err.Error() }
 func (f *idleFailure) Unwrap() error { return f.err }
 
+// storageCacheBytes bounds the object cache of a clone's storage (go-git's
+// default, 96 MiB, is mostly file contents a checkout reads once).
+const storageCacheBytes = 16 << 20
+
+// checkoutCacheBytes bounds the object cache of each checkout worker.
+const checkoutCacheBytes = 2 << 20
+
 // openStorage returns the object storage and work tree of a clone at dir.
 // wharf is the only writer of its clones while it holds the store lock, so
 // the storage may cache pack indexes and keep pack files open; without that,
@@ -348,7 +384,7 @@ func (f *idleFailure) Unwrap() error { return f.err }
 func openStorage(dir string) (*filesystem.Storage, billy.Filesystem) {
 	wt := osfs.New(dir)
 	dot, _ := wt.Chroot(git.GitDirName)
-	s := filesystem.NewStorageWithOptions(dot, cache.NewObjectLRUDefault(), filesystem.Options{ExclusiveAccess: true, KeepDescriptors: true})
+	s := filesystem.NewStorageWithOptions(dot, cache.NewObjectLRU(storageCacheBytes), filesystem.Options{ExclusiveAccess: true, KeepDescriptors: true})
 	return s, wt
 }
 

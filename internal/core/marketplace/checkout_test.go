@@ -1,0 +1,334 @@
+package marketplace
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	git "github.com/go-git/go-git/v5"
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/filemode"
+	"github.com/go-git/go-git/v5/plumbing/object"
+
+	"github.com/wharfhq/wharf/plugin"
+)
+
+// workTree is what a checkout leaves on disk, .git aside: per path, its
+// kind, permission bits and content (a link's target).
+func workTree(t *testing.T, dir string) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(dir, p)
+		if rel == "." {
+			return nil
+		}
+		if rel == ".git" {
+			return filepath.SkipDir
+		}
+		fi, err := os.Lstat(p)
+		if err != nil {
+			return err
+		}
+		switch {
+		case fi.Mode()&os.ModeSymlink != 0:
+			target, err := os.Readlink(p)
+			if err != nil {
+				return err
+			}
+			out[rel] = "link " + target
+		case fi.IsDir():
+			out[rel] = "dir"
+		default:
+			b, err := os.ReadFile(p)
+			if err != nil {
+				return err
+			}
+			out[rel] = fi.Mode().Perm().String() + " " + string(b)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// indexOf is the index of the clone at dir as git compares it: path,
+// hash, mode and size.
+func indexOf(t *testing.T, dir string) []string {
+	t.Helper()
+	r, err := git.PlainOpen(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	idx, err := r.Storer.Index()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, e := range idx.Entries {
+		out = append(out, e.Name+" "+e.Hash.String()+" "+e.Mode.String()+" "+time.Duration(e.Size).String())
+	}
+	sort.Strings(out)
+	return out
+}
+
+func assertClean(t *testing.T, dir string) {
+	t.Helper()
+	r, err := git.PlainOpen(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wt, err := r.Worktree()
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := wt.Status()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !st.IsClean() {
+		t.Fatalf("%s is not clean after the checkout:\n%s", dir, st)
+	}
+}
+
+// plainClone is go-git's own shallow clone and checkout of url into a new
+// directory.
+func plainClone(t *testing.T, url string) string {
+	t.Helper()
+	dir := t.TempDir()
+	if _, err := git.PlainClone(dir, false, &git.CloneOptions{URL: url, Depth: 1, SingleBranch: true, Tags: git.NoTags}); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+func assertSameCheckout(t *testing.T, fast, plain string) {
+	t.Helper()
+	fw, pw := workTree(t, fast), workTree(t, plain)
+	if len(fw) != len(pw) {
+		t.Errorf("checkout has %d paths, go-git's %d", len(fw), len(pw))
+	}
+	for p, want := range pw {
+		if got, ok := fw[p]; !ok {
+			t.Errorf("%s: missing (go-git: %.40q)", p, want)
+		} else if got != want {
+			t.Errorf("%s: %.60q, go-git: %.60q", p, got, want)
+		}
+	}
+	for p := range fw {
+		if _, ok := pw[p]; !ok {
+			t.Errorf("%s: not in go-git's checkout", p)
+		}
+	}
+	fi, pi := indexOf(t, fast), indexOf(t, plain)
+	if strings.Join(fi, "\n") != strings.Join(pi, "\n") {
+		t.Errorf("index differs from go-git's:\n%s\n--- go-git:\n%s", strings.Join(fi, "\n"), strings.Join(pi, "\n"))
+	}
+	assertClean(t, fast)
+}
+
+// TestCheckoutEqualsGoGitCheckout: the checkout of a new clone leaves what
+// go-git's checkout leaves (files, modes, links, empty and large files, a
+// submodule, many directories) and the same index, and an update after
+// every kind of change upstream still equals a fresh go-git clone.
+func TestCheckoutEqualsGoGitCheckout(t *testing.T) {
+	files := marketFiles("mk", "a", "b")
+	big := bytes.Repeat([]byte("large line of a plugin's bundled data\n"), (3<<20)/38)
+	files["plugins/a/data/big.txt"] = string(big)
+	files["plugins/a/empty"] = ""
+	files["plugins/b/skills/ünïcode ß/SKILL.md"] = "---\nname: u\n---\n"
+	for i := 0; i < 40; i++ {
+		files[filepath.ToSlash(filepath.Join("plugins/b/commands", strings.Repeat("d", i%5+1), "c"+string(rune('a'+i%26))+".md"))] = strings.Repeat("x", i*100)
+	}
+	repo := newGitRepo(t, files)
+	if err := os.WriteFile(filepath.Join(repo.dir, "plugins/a/run.sh"), []byte("#!/bin/sh\necho hi\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("../a/data/big.txt", filepath.Join(repo.dir, "plugins/b/link")); err != nil {
+		t.Fatal(err)
+	}
+	repo.git("add", "-A")
+	repo.git("update-index", "--add", "--cacheinfo", "160000,"+repo.git("rev-parse", "HEAD")+",vendor/sub")
+	repo.git("commit", "-q", "-m", "exec, link, submodule")
+	// A second commit changing the large file a little, so that the pack
+	// holds it as a delta.
+	repo.commit("edit", map[string]string{"plugins/a/data/big.txt": string(big) + "one more line\n"})
+
+	m, _ := newTestManager(t, Options{})
+	k, err := m.Add(context.Background(), gitSource(t, repo.url()), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	assertSameCheckout(t, k.InstallLocation, plainClone(t, repo.url()))
+
+	// Upstream: modify, delete, add, make executable, replace a file by a
+	// directory and a link by a file.
+	repo.commit("change", map[string]string{
+		"plugins/a/commands/a.md": "changed\n",
+		"plugins/new/x.md":        "new\n",
+	})
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	must(os.Remove(filepath.Join(repo.dir, "plugins/a/empty")))
+	must(os.Chmod(filepath.Join(repo.dir, "plugins/a/commands/a.md"), 0o755))
+	must(os.Remove(filepath.Join(repo.dir, "plugins/b/link")))
+	must(os.WriteFile(filepath.Join(repo.dir, "plugins/b/link"), []byte("now a file\n"), 0o644))
+	repo.git("add", "-A")
+	repo.git("commit", "-q", "-m", "more")
+	if _, err := m.Update(context.Background(), "mk"); err != nil {
+		t.Fatal(err)
+	}
+	assertSameCheckout(t, k.InstallLocation, plainClone(t, repo.url()))
+
+	// A pinned commit is checked out the same way.
+	sha := repo.git("rev-parse", "HEAD~1")
+	m2, _ := newTestManager(t, Options{})
+	k2, err := m2.Add(context.Background(), gitSource(t, repo.url()+"#"+sha), "pinned")
+	if err != nil {
+		t.Fatal(err)
+	}
+	plain := t.TempDir()
+	r, err := git.PlainClone(plain, false, &git.CloneOptions{URL: repo.url(), NoCheckout: true})
+	must(err)
+	wt, err := r.Worktree()
+	must(err)
+	must(wt.Checkout(&git.CheckoutOptions{Hash: plumbing.NewHash(sha), Force: true}))
+	assertSameCheckout(t, k2.InstallLocation, plain)
+}
+
+// hostileRepo is a bare repository whose main branch is one commit of the
+// tree entries given (built object by object, as an attacker would).
+func hostileRepo(t *testing.T, entries []object.TreeEntry, sub []object.TreeEntry) string {
+	t.Helper()
+	dir := t.TempDir()
+	r, err := git.PlainInit(dir, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := r.Storer
+	blob := func(content string) plumbing.Hash {
+		o := s.NewEncodedObject()
+		o.SetType(plumbing.BlobObject)
+		w, _ := o.Writer()
+		_, _ = w.Write([]byte(content))
+		_ = w.Close()
+		h, err := s.SetEncodedObject(o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return h
+	}
+	var tree func(es []object.TreeEntry) plumbing.Hash
+	tree = func(es []object.TreeEntry) plumbing.Hash {
+		for i := range es {
+			switch {
+			case !es[i].Hash.IsZero():
+			case es[i].Mode == filemode.Dir:
+				es[i].Hash = tree([]object.TreeEntry{{Name: "config", Mode: filemode.Regular}})
+			default:
+				es[i].Hash = blob("content of " + es[i].Name)
+			}
+		}
+		o := s.NewEncodedObject()
+		if err := (&object.Tree{Entries: es}).Encode(o); err != nil {
+			t.Fatal(err)
+		}
+		h, err := s.SetEncodedObject(o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return h
+	}
+	for i := range entries {
+		if entries[i].Mode == filemode.Dir {
+			entries[i].Hash = tree(sub)
+		}
+	}
+	entries = append(entries, object.TreeEntry{Name: ".claude-plugin", Mode: filemode.Dir,
+		Hash: tree([]object.TreeEntry{{Name: "marketplace.json", Mode: filemode.Regular, Hash: blob(manifestJSON("evil"))}})})
+	sort.Slice(entries, func(i, j int) bool { return entries[i].Name < entries[j].Name })
+	root := tree(entries)
+	sig := object.Signature{Name: "x", Email: "x@example.com", When: time.Unix(1700000000, 0)}
+	c := &object.Commit{Author: sig, Committer: sig, Message: "x", TreeHash: root}
+	o := s.NewEncodedObject()
+	if err := c.Encode(o); err != nil {
+		t.Fatal(err)
+	}
+	ch, err := s.SetEncodedObject(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.SetReference(plumbing.NewHashReference("refs/heads/main", ch)); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.SetReference(plumbing.NewSymbolicReference(plumbing.HEAD, "refs/heads/main")); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// TestCheckoutRefusesUnsafeTreePaths: a repository whose tree names a
+// path git must not write (.git and what filesystems take for it, "..",
+// a device name, a name given twice, a .gitmodules link) is refused with
+// ErrUnsafeTreePath naming the path, and nothing is left behind: no
+// clone, no file outside it.
+func TestCheckoutRefusesUnsafeTreePaths(t *testing.T) {
+	file := func(name string) object.TreeEntry { return object.TreeEntry{Name: name, Mode: filemode.Regular} }
+	dir := func(name string) object.TreeEntry { return object.TreeEntry{Name: name, Mode: filemode.Dir} }
+	cases := []struct {
+		name    string
+		entries []object.TreeEntry
+		sub     []object.TreeEntry
+		path    string
+	}{
+		{"dot git dir", []object.TreeEntry{dir(".git")}, []object.TreeEntry{file("config")}, ".git"},
+		{"upper-case dot git", []object.TreeEntry{dir(".GIT")}, []object.TreeEntry{file("config")}, ".GIT"},
+		{"NTFS short name", []object.TreeEntry{dir("git~1")}, []object.TreeEntry{file("config")}, "git~1"},
+		{"NTFS trailing dot", []object.TreeEntry{dir(".git.")}, []object.TreeEntry{file("config")}, ".git."},
+		{"HFS ignorable", []object.TreeEntry{dir(".g\u200cit")}, []object.TreeEntry{file("config")}, ".g\u200cit"},
+		{"nested dot git", []object.TreeEntry{dir("plugins")}, []object.TreeEntry{dir(".git")}, "plugins/.git"},
+		{"dot dot", []object.TreeEntry{dir("..")}, []object.TreeEntry{file("escaped")}, ".."},
+		{"device name", []object.TreeEntry{file("con.md")}, nil, "con.md"},
+		{"control character", []object.TreeEntry{file("a\x1bb")}, nil, "a\x1bb"},
+		{"backslash", []object.TreeEntry{file(`..\escaped`)}, nil, `..\escaped`},
+		{"twice", []object.TreeEntry{file("twice"), file("twice")}, nil, "twice"},
+		{"gitmodules link", []object.TreeEntry{{Name: ".gitmodules", Mode: filemode.Symlink}}, nil, ".gitmodules"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			repo := hostileRepo(t, tc.entries, tc.sub)
+			m, mdir := newTestManager(t, Options{})
+			_, err := m.Add(context.Background(), plugin.MarketplaceSource{Kind: plugin.MktGit, URL: "file://" + repo}, "")
+			if !errors.Is(err, ErrUnsafeTreePath) {
+				t.Fatalf("add: %v, want ErrUnsafeTreePath", err)
+			}
+			if !strings.Contains(err.Error(), strconv.Quote(tc.path)) {
+				t.Errorf("error %q does not name %q", err, tc.path)
+			}
+			left, _ := os.ReadDir(filepath.Join(mdir, "marketplaces"))
+			if len(left) != 0 {
+				t.Errorf("left behind under %s: %v", mdir, left)
+			}
+			if _, err := os.Stat(filepath.Join(mdir, "escaped")); err == nil {
+				t.Error("a file was written outside the clone")
+			}
+		})
+	}
+}
