@@ -114,9 +114,10 @@ func TestPolicyExportAgentChannel(t *testing.T) {
 	c := newPolicyClient(t, admin)
 	want := hs.URL + "/git/approved.git"
 	for format, check := range map[string]string{
-		"copilot":  `"url": "` + want + `"`,
-		"codex":    "url = '" + want + "'",
-		"gemini":   strings.ReplaceAll(regexp.QuoteMeta(want), `\`, `\\`),
+		"copilot": `"url": "` + want + `"`,
+		"codex":   "url = '" + want + "'",
+		// Gemini CLI matches the URL as a resolved path: one slash after the scheme.
+		"gemini":   strings.ReplaceAll(regexp.QuoteMeta(strings.Replace(want, "://", ":/", 1)), `\`, `\\`),
 		"opencode": `"$schema"`,
 	} {
 		file := filepath.Join(t.TempDir(), "out")
