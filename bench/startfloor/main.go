@@ -18,6 +18,7 @@ package main
 import (
 	"os"
 
+	_ "github.com/coreos/go-oidc/v3/oidc"
 	_ "github.com/go-git/go-billy/v5"
 	_ "github.com/go-git/go-billy/v5/osfs"
 	_ "github.com/go-git/go-git/v5"

@@ -70,7 +70,7 @@ func newInventoryReportCmd(a *app) *cobra.Command {
 		Short: "Send this machine's plugin inventory to the server now",
 		Long: "Builds the inventory of this home (each installed plugin with its version, w1: digest, scope, how it got there, " +
 			"whether it is enabled and its state at load) and sends it to the server the client takes policy from " +
-			"(policyUrl of the managed settings, else --policy-url / WHARF_POLICY_URL), with --token / WHARF_TOKEN. " +
+			"(policyUrl of the managed settings, else --policy-url / WHARF_SERVER), with --token / WHARF_TOKEN. " +
 			"--server sends it elsewhere.\n\n" +
 			"--from claude reads an unmodified Claude Code home instead ($CLAUDE_CONFIG_DIR or ~/.claude, or --claude-home): " +
 			"plugins/installed_plugins.json, enabledPlugins of its settings files, and the digest of each cached tree; " +
@@ -190,7 +190,7 @@ func recordReport(io streams, paths layout.Paths, server, hash string, sendErr e
 }
 
 // reportServer is --server, else the first policy server: one the managed
-// settings name, else --policy-url / WHARF_POLICY_URL.
+// settings name, else --policy-url / WHARF_SERVER.
 func (a *app) reportServer(flag string) (string, error) { return reportServer(a.h, flag) }
 
 func reportServer(h *home.Home, flag string) (string, error) {
@@ -395,7 +395,7 @@ func (a *app) maybeReport(sessionDirs []string, agentSession bool) {
 	}
 	cmd := exec.Command(exe, args...)
 	cmd.Env = os.Environ()
-	for k, v := range map[string]string{"WHARF_POLICY_URL": a.remote.url, "WHARF_TOKEN": a.remote.token, "WHARF_POLICY_KEY": a.remote.keyFile} {
+	for k, v := range map[string]string{"WHARF_SERVER": a.remote.url, "WHARF_TOKEN": a.remote.token, "WHARF_POLICY_KEY": a.remote.keyFile} {
 		if v != "" {
 			cmd.Env = append(cmd.Env, k+"="+v)
 		}

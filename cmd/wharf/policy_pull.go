@@ -52,7 +52,7 @@ func newPolicyPullCmd(a *app) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "pull",
 		Short: "Fetch the policy server's signed bundle into the cache and show what is enforced",
-		Long: "Fetches the bundle of every policy server that applies (those the managed settings name with policyUrl, then --policy-url, env WHARF_POLICY_URL) with --token (env WHARF_TOKEN), sending the cached ETag: " +
+		Long: "Fetches the bundle of every policy server that applies (those the managed settings name with policyUrl, then --policy-url, env WHARF_SERVER) with --token (env WHARF_TOKEN), sending the cached ETag: " +
 			"an unchanged policy costs a 304. The bundle is verified with --policy-key, or with the server's key trusted on first use and kept in " +
 			"$WHARF_HOME/policy/<host>/key.pem. When the server cannot be reached the cached bundle stays in force, with a warning saying how old it is; " +
 			"with no cache and no server, every command that consults policy fails closed.",

@@ -18,12 +18,12 @@ type remotePolicyFlags struct {
 }
 
 func addRemotePolicyFlags(pf *pflag.FlagSet, f *remotePolicyFlags) {
-	pf.StringVar(&f.url, "policy-url", "", "a wharf server whose policy bundle applies after the managed directory (env WHARF_POLICY_URL); adds to any server the managed settings name (policyUrl), never replaces it")
+	pf.StringVar(&f.url, "policy-url", "", "a wharf server whose policy bundle applies after the managed directory (env WHARF_SERVER); adds to any server the managed settings name (policyUrl), never replaces it")
 	pf.StringVar(&f.token, "token", "", "bearer token for the wharf server (env WHARF_TOKEN)")
 	pf.StringVar(&f.keyFile, "policy-key", "", "PEM public key the policy bundle must be signed with (env WHARF_POLICY_KEY); without it the server's key is trusted on first use and stored")
 }
 
-// policyURL is --policy-url, else WHARF_POLICY_URL: a policy server the
+// policyURL is --policy-url, else WHARF_SERVER: a policy server the
 // user adds. It never removes a server the managed settings name.
 func (a *app) policyURL() string { return a.cfg.Policy.URL }
 
@@ -43,5 +43,5 @@ func (a *app) managedPolicyServers() ([]policyServer, error) { return a.h.Manage
 // noPolicyServer is the error of `wharf policy pull` with no server.
 func noPolicyServer() error {
 	return &plugin.Error{Layer: plugin.LayerIntent, Type: typeUsage, Err: errors.New("no policy server"),
-		Hint: "pass --policy-url URL or set WHARF_POLICY_URL (or name one with policyUrl in the managed settings)"}
+		Hint: "pass --policy-url URL or set WHARF_SERVER (or name one with policyUrl in the managed settings)"}
 }

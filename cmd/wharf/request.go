@@ -37,7 +37,7 @@ func newRequestCmd(a *app) *cobra.Command {
 		Use:   "request <name@marketplace> --reason TEXT",
 		Short: "Ask the policy server's administrators for a plugin that policy denies",
 		Long: "Sends a request for the plugin, with your reason, to the server the client takes policy from " +
-			"(policyUrl of the managed settings, else --policy-url / WHARF_POLICY_URL; --server sends it elsewhere), " +
+			"(policyUrl of the managed settings, else --policy-url / WHARF_SERVER; --server sends it elsewhere), " +
 			"with --token / WHARF_TOKEN. An administrator approves it (optionally until a date) or denies it, with a note. " +
 			"An approval reaches this machine with the next policy pull, and only lifts what the server's layers marked " +
 			"allowWaivers deny; see docs/admission.md. wharf request list, wharf list and wharf install show the answer.",
@@ -126,7 +126,7 @@ func (a *app) requestClient(flag string) (*apiclient.Client, error) {
 		}
 		if len(servers) == 0 {
 			return nil, &plugin.Error{Layer: plugin.LayerIntent, Type: typeUsage, Err: errors.New("no policy server to ask"),
-				Hint: "requests go to the server your policy comes from: name it with --policy-url, WHARF_POLICY_URL or policyUrl in the managed settings, or pass --server URL"}
+				Hint: "requests go to the server your policy comes from: name it with --policy-url, WHARF_SERVER or policyUrl in the managed settings, or pass --server URL"}
 		}
 	}
 	server, err := a.reportServer(flag)

@@ -254,7 +254,7 @@ func (a *app) load(cmd *cobra.Command) error {
 }
 
 // policyConfig is what the flags and the environment add to the managed
-// policy layers: --policy, --policy-url (WHARF_POLICY_URL), --token
+// policy layers: --policy, --policy-url (WHARF_SERVER), --token
 // (WHARF_TOKEN), --policy-key (WHARF_POLICY_KEY) and WHARF_MANAGED_DIR.
 func (a *app) policyConfig() home.PolicyConfig {
 	pc := home.PolicyConfig{Paths: a.policyPaths, ExtraManagedDir: os.Getenv("WHARF_MANAGED_DIR"),
