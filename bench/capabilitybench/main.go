@@ -8,13 +8,13 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"runtime"
 	"runtime/pprof"
 	"sort"
-	"syscall"
 	"time"
 
 	"github.com/wharfhq/wharf/internal/core/capability"
@@ -26,6 +26,8 @@ func main() {
 	n := flag.Int("plugins", 295, "plugins in the marketplace built")
 	runs := flag.Int("runs", 15, "timed runs of each")
 	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of the capability runs to this file")
+	readprofile := flag.String("readprofile", "", "write a CPU profile of the floor's runs to this file")
+	only := flag.String("only", "", "run only this once after building, untimed (read, same or caps; none runs nothing): for strace -c")
 	flag.Parse()
 	tmp, err := os.MkdirTemp("", "capabilitybench")
 	if err != nil {
@@ -37,6 +39,24 @@ func main() {
 		fail(err)
 	}
 	fmt.Printf("marketplace: %d plugins, %d files, built from %s\n", *n, files, *realworld)
+	if *only != "" {
+		var err error
+		switch *only {
+		case "read":
+			_, err = readAll(tmp)
+		case "same":
+			_, err = readSame(tmp)
+		case "caps":
+			_, err = capabilities(tmp)
+		case "none":
+		default:
+			err = fmt.Errorf("-only %s: want read, same, caps or none", *only)
+		}
+		if err != nil {
+			fail(err)
+		}
+		return
+	}
 	// Warm the page cache and check both give an answer.
 	if _, err := readAll(tmp); err != nil {
 		fail(err)
@@ -44,24 +64,27 @@ func main() {
 	if _, err := capabilities(tmp); err != nil {
 		fail(err)
 	}
-	var read, caps, loads, readCPU, capsCPU []time.Duration
+	var read, same, caps, loads, readCPU, sameCPU, capsCPU []time.Duration
 	var hooks int
-	for i := 0; i < *runs; i++ {
-		runtime.GC() // each phase starts from the same heap
-		t0, c0 := time.Now(), cpu()
-		if _, err := readAll(tmp); err != nil {
-			fail(err)
-		}
-		read, readCPU = append(read, time.Since(t0)), append(readCPU, cpu()-c0)
+	// timed runs f after a collection (each phase starts from the same
+	// heap) and appends its wall and CPU time.
+	timed := func(wall, cpus *[]time.Duration, f func() error) {
 		runtime.GC()
-		t0, c0 = time.Now(), cpu()
-		h, err := capabilities(tmp)
-		if err != nil {
+		t0, c0 := time.Now(), cpu()
+		if err := f(); err != nil {
 			fail(err)
 		}
-		caps, capsCPU = append(caps, time.Since(t0)), append(capsCPU, cpu()-c0)
-		hooks = h
-		t0 = time.Now()
+		*wall, *cpus = append(*wall, time.Since(t0)), append(*cpus, cpu()-c0)
+	}
+	for i := 0; i < *runs; i++ {
+		timed(&read, &readCPU, func() error { _, err := readAll(tmp); return err })
+		timed(&same, &sameCPU, func() error { _, err := readSame(tmp); return err })
+		timed(&caps, &capsCPU, func() error {
+			h, err := capabilities(tmp)
+			hooks = h
+			return err
+		})
+		t0 := time.Now()
 		if err := loadOnly(tmp); err != nil {
 			fail(err)
 		}
@@ -69,28 +92,38 @@ func main() {
 	}
 	mr, mc := median(read), median(caps)
 	fmt.Printf("read every file:            median %v (min %v)\n", mr, minOf(read))
+	fmt.Printf("read, same calls as the pass: median %v (min %v)\n", median(same), minOf(same))
 	fmt.Printf("plugin.Load of every plugin: median %v (min %v)  (%.2fx reading)\n", median(loads), minOf(loads), float64(median(loads))/float64(mr))
 	fmt.Printf("capability set + findings:  median %v (min %v)  (%d hooks seen)\n", mc, minOf(caps), hooks)
 	fmt.Printf("ratio (median): %.2fx   ratio (min): %.2fx   target <= 1.2x\n", float64(mc)/float64(mr), float64(minOf(caps))/float64(minOf(read)))
-	fmt.Printf("CPU (user+sys, median): read %v, capability set %v: %.2fx\n", median(readCPU), median(capsCPU), float64(median(capsCPU))/float64(median(readCPU)))
-	if *cpuprofile != "" {
-		// Profile the capability pass alone, after the timed runs.
-		f, err := os.Create(*cpuprofile)
-		if err != nil {
+	fmt.Printf("CPU (user+sys, median): read %v, read same calls %v, capability set %v: %.2fx, %.2fx against the same calls\n",
+		median(readCPU), median(sameCPU), median(capsCPU), float64(median(capsCPU))/float64(median(readCPU)), float64(median(capsCPU))/float64(median(sameCPU)))
+	fmt.Printf("CPU ratio of each run's pair (median, min..max): %s against read, %s against the same calls\n", pairs(capsCPU, readCPU), pairs(capsCPU, sameCPU))
+	profile(*cpuprofile, *runs, func() error { _, err := capabilities(tmp); return err })
+	profile(*readprofile, *runs, func() error { _, err := readAll(tmp); return err })
+}
+
+// profile writes a CPU profile of runs calls of f to file, after the
+// timed runs; nothing when file is "".
+func profile(file string, runs int, f func() error) {
+	if file == "" {
+		return
+	}
+	out, err := os.Create(file)
+	if err != nil {
+		fail(err)
+	}
+	if err := pprof.StartCPUProfile(out); err != nil {
+		fail(err)
+	}
+	for i := 0; i < runs; i++ {
+		if err := f(); err != nil {
 			fail(err)
 		}
-		if err := pprof.StartCPUProfile(f); err != nil {
-			fail(err)
-		}
-		for i := 0; i < *runs; i++ {
-			if _, err := capabilities(tmp); err != nil {
-				fail(err)
-			}
-		}
-		pprof.StopCPUProfile()
-		if err := f.Close(); err != nil {
-			fail(err)
-		}
+	}
+	pprof.StopCPUProfile()
+	if err := out.Close(); err != nil {
+		fail(err)
 	}
 }
 
@@ -189,15 +222,6 @@ func copyTree(from, to string) error {
 	})
 }
 
-// cpu is the process's user and system time so far.
-func cpu() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		fail(err)
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
-
 // readAll reads every file of the tree: the floor. It walks the tree with
 // filepath.WalkDir (one getdents per directory, no stat of its own) and
 // reads every regular file whole with os.ReadFile, one after the other on
@@ -216,6 +240,49 @@ func readAll(root string) (int, error) {
 		return nil
 	})
 	return n, err
+}
+
+// readSame reads every file with the calls the capability pass makes for
+// a text file: open, fstat, one read of the size fstat gave, close
+// (os.ReadFile reads once more to see the end of the file), into one
+// buffer used again for every file, as the pass reuses its buffers. It is
+// the floor with the pass's own calls and no allocation per file.
+func readSame(root string) (int, error) {
+	n := 0
+	var buf []byte
+	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || !d.Type().IsRegular() {
+			return err
+		}
+		f, err := os.Open(p)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		fi, err := f.Stat()
+		if err != nil {
+			return err
+		}
+		if int64(cap(buf)) < fi.Size() {
+			buf = make([]byte, fi.Size())
+		}
+		if _, err := io.ReadFull(f, buf[:fi.Size()]); err != nil {
+			return err
+		}
+		n++
+		return nil
+	})
+	return n, err
+}
+
+// pairs is the median, least and greatest of a[i]/b[i].
+func pairs(a, b []time.Duration) string {
+	r := make([]float64, len(a))
+	for i := range a {
+		r[i] = float64(a[i]) / float64(b[i])
+	}
+	sort.Float64s(r)
+	return fmt.Sprintf("%.2fx (%.2fx..%.2fx)", r[len(r)/2], r[0], r[len(r)-1])
 }
 
 // capabilities reads the marketplace and computes every plugin's report.

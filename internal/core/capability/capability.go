@@ -150,6 +150,7 @@ var ErrTooManyFiles = errors.New("too many files")
 // ("unreadable"), so one bad file does not hide the others.
 func Of(p *plugin.Plugin) (*Report, error) {
 	r := newReader(p.Root)
+	defer r.text.release()
 	if err := r.walk(); err != nil {
 		return nil, err
 	}
@@ -168,6 +169,7 @@ func Of(p *plugin.Plugin) (*Report, error) {
 // same report (a test keeps the two in step).
 func Read(dir string, entry *plugin.Entry) (*Report, error) {
 	r := newReader(dir)
+	defer r.text.release()
 	r.byPath = map[string][]byte{}
 	r.dirs = map[string][]fs.DirEntry{}
 	if err := r.walk(); err != nil {
@@ -206,6 +208,8 @@ type reader struct {
 	byPath      map[string][]byte
 	dirs        map[string][]fs.DirEntry
 	frontMatter map[string]plugin.FrontMatter
+	dec         []byte // decode buffer of scanEncoded
+	text        textArena
 }
 
 // walk visits every file once: it records executables and scans text for
@@ -304,7 +308,7 @@ func (r *reader) readText(abs, rel string) error {
 	if fi.Size() > maxScanSize {
 		return nil
 	}
-	data := make([]byte, fi.Size())
+	data := r.text.alloc(int(fi.Size()))
 	if _, err := io.ReadFull(f, data); err != nil {
 		r.find(KindUnreadable, rel, 0, "cannot be read: %v", err)
 		return nil

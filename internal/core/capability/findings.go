@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"fmt"
+	"math/bits"
 	"sort"
 	"strings"
 	"unicode/utf8"
@@ -138,10 +139,19 @@ func (r *reader) scanUnicode(rel string, data []byte) {
 }
 
 // nextHigh is the offset of the first byte at or after off that is not
-// ASCII, len(data) when there is none.
+// ASCII, len(data) when there is none. It tests 32 bytes at a time (four
+// words or'ed together, one branch), then 8, then one.
 func nextHigh(data []byte, off int) int {
+	const high = 0x8080808080808080
+	for ; off+32 <= len(data); off += 32 {
+		w := data[off : off+32 : off+32]
+		if (binary.LittleEndian.Uint64(w[0:8])|binary.LittleEndian.Uint64(w[8:16])|
+			binary.LittleEndian.Uint64(w[16:24])|binary.LittleEndian.Uint64(w[24:32]))&high != 0 {
+			break
+		}
+	}
 	for ; off+8 <= len(data); off += 8 {
-		if binary.LittleEndian.Uint64(data[off:])&0x8080808080808080 != 0 {
+		if binary.LittleEndian.Uint64(data[off:])&high != 0 {
 			break
 		}
 	}
@@ -195,7 +205,9 @@ var instructionRe = lazyre.New(`(?i)\b(ignore (all|any|the|previous)|disregard|y
 // scanComments finds HTML comments in Markdown (outside code fences) that
 // address the model.
 func (r *reader) scanComments(rel string, text []byte) {
-	if !bytes.Contains(text, []byte("<!--")) {
+	open := []byte("<!--")
+	next := bytes.Index(text, open) // the first "<!--" at or after lineStart, or -1
+	if next < 0 {
 		return
 	}
 	inFence := false
@@ -210,8 +222,15 @@ func (r *reader) scanComments(rel string, text []byte) {
 		if t := bytes.TrimSpace(l); bytes.HasPrefix(t, []byte("```")) || bytes.HasPrefix(t, []byte("~~~")) {
 			inFence = !inFence
 		} else if !inFence {
-			if i := bytes.Index(l, []byte("<!--")); i >= 0 {
-				start := lineStart + i
+			if next >= 0 && next < lineStart {
+				if next = bytes.Index(text[lineStart:], open); next >= 0 {
+					next += lineStart
+				}
+			}
+			// "<!--" has no newline: one that starts on this line ends
+			// on it.
+			if next >= 0 && next < lineStart+end {
+				start := next
 				closeAt := bytes.Index(text[start+4:], []byte("-->"))
 				body := text[start+4:]
 				if closeAt >= 0 {
@@ -224,7 +243,7 @@ func (r *reader) scanComments(rel string, text []byte) {
 					skip := start + 4 + closeAt + 3
 					line += bytes.Count(text[lineStart:skip], []byte("\n"))
 					lineStart = skip
-					if nl := bytes.IndexByte(text[lineStart:], '\n'); nl >= 0 && !bytes.Contains(text[lineStart:lineStart+nl], []byte("<!--")) {
+					if nl := bytes.IndexByte(text[lineStart:], '\n'); nl >= 0 && !bytes.Contains(text[lineStart:lineStart+nl], open) {
 						lineStart += nl + 1
 						line++
 					}
@@ -246,7 +265,8 @@ var (
 // scanEncoded finds base64 and hex blobs (runs of at least 40 base64 or
 // 48 hex characters, or 16 \xNN escapes) that decode to a script. One
 // pass over the bytes: a regular expression with a counted repetition
-// costs far more than reading the file.
+// costs far more than reading the file. A blob is decoded from the file's
+// bytes into one buffer kept for the whole tree, not copied first.
 func (r *reader) scanEncoded(rel string, data []byte) {
 	if len(data) < 40 {
 		return
@@ -264,20 +284,31 @@ func (r *reader) scanEncoded(rel string, data []byte) {
 			break
 		}
 		found++
-		blob := string(data[start:end])
+		blob := data[start:end]
 		if isHex(blob) {
 			if len(blob) >= 48 {
-				if dec, err := hex.DecodeString(blob[:len(blob)/2*2]); err == nil && looksLikeScript(dec) {
+				n := len(blob) / 2 * 2
+				dec := r.decodeBuf(n / 2)
+				if _, err := hex.Decode(dec, blob[:n]); err == nil && looksLikeScript(dec) {
 					r.find(KindEncodedScript, rel, at(start), "hex text decodes to a script: %q", clip(string(dec)))
 				}
 			}
-		} else if dec, ok := decodeBase64(blob); ok && looksLikeScript(dec) {
+		} else if dec, ok := r.decodeBase64(blob); ok && looksLikeScript(dec) {
 			r.find(KindEncodedScript, rel, at(start), "base64 text decodes to a script: %q", clip(string(dec)))
 		}
 	}
 	if bytes.Contains(data, []byte(`\x`)) {
 		r.scanHexEscapes(rel, data, at)
 	}
+}
+
+// decodeBuf is the reader's decode buffer, n bytes long; what it held
+// before is overwritten.
+func (r *reader) decodeBuf(n int) []byte {
+	if cap(r.dec) < n {
+		r.dec = make([]byte, n, max(n, 2*cap(r.dec)))
+	}
+	return r.dec[:n]
 }
 
 // minRun is the shortest run of base64 (or hex) bytes scanEncoded decodes.
@@ -288,25 +319,45 @@ const minRun = 40
 // base64; start is -1 when there is none. It looks at the last byte of
 // each window of minRun bytes first: when that byte is not base64 no run
 // that long starts in the window, so most of the text is skipped without
-// being looked at, and no byte is looked at more than twice.
+// being looked at. Going back from there it looks for the last byte that
+// is not base64 eight bytes at a time (eight loads and no branch between
+// them: a branch per byte is mispredicted at every word of prose), and
+// stops at the bytes already known to be base64, so no byte is looked at
+// twice.
 func nextRun(data []byte, from int) (start, end int) {
 	i := from
+	known := from // data[i:known] is all base64
 	for i+minRun <= len(data) {
 		j := i + minRun - 1
-		if !base64Bytes[data[j]] {
+		if notBase64[data[j]] != 0 {
 			i = j + 1
+			known = i
 			continue
 		}
+		// k goes back to just past the last byte before j that is not
+		// base64, or to known.
 		k := j
-		for k > i && base64Bytes[data[k-1]] {
+		for k-8 >= known {
+			w := data[k-8 : k : k]
+			m := notBase64[w[0]] | notBase64[w[1]]<<1 | notBase64[w[2]]<<2 | notBase64[w[3]]<<3 |
+				notBase64[w[4]]<<4 | notBase64[w[5]]<<5 | notBase64[w[6]]<<6 | notBase64[w[7]]<<7
+			if m != 0 {
+				k += bits.Len8(m) - 8
+				break
+			}
+			k -= 8
+		}
+		for k > known && notBase64[data[k-1]] == 0 {
 			k--
 		}
-		if k > i {
-			i = k // data[k-1] is not base64: a run may start at k
+		if k > known {
+			// data[k-1] is not base64: a run may start at k, and
+			// data[k:j+1] is base64.
+			i, known = k, j+1
 			continue
 		}
 		end = j + 1
-		for end < len(data) && base64Bytes[data[end]] {
+		for end < len(data) && notBase64[data[end]] == 0 {
 			end++
 		}
 		return i, end
@@ -344,32 +395,48 @@ var base64Bytes = func() (t [256]bool) {
 	return t
 }()
 
+// notBase64 is 1 for the bytes base64Bytes does not mark, 0 for those it
+// does.
+var notBase64 = func() (t [256]uint8) {
+	for c := range t {
+		if !base64Bytes[c] {
+			t[c] = 1
+		}
+	}
+	return t
+}()
+
 func isBase64Byte(c byte) bool { return base64Bytes[c] }
 
 func isHexByte(c byte) bool {
 	return c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F'
 }
 
-func isHex(s string) bool {
-	for i := 0; i < len(s); i++ {
-		if !isHexByte(s[i]) {
+func isHex(s []byte) bool {
+	for _, c := range s {
+		if !isHexByte(c) {
 			return false
 		}
 	}
 	return true
 }
 
-func decodeBase64(s string) ([]byte, bool) {
+// decodeBase64 decodes s as standard, raw standard, URL or raw URL
+// base64, the first that takes it whole, else the longest prefix of whole
+// standard quanta, into the reader's decode buffer.
+func (r *reader) decodeBase64(s []byte) ([]byte, bool) {
 	for _, enc := range []*base64.Encoding{base64.StdEncoding, base64.RawStdEncoding, base64.URLEncoding, base64.RawURLEncoding} {
-		if b, err := enc.DecodeString(s); err == nil {
-			return b, true
+		dec := r.decodeBuf(enc.DecodedLen(len(s)))
+		if n, err := enc.Decode(dec, s); err == nil {
+			return dec[:n], true
 		}
 	}
 	// A blob cut anywhere: decode the longest prefix of whole quanta.
-	t := strings.TrimRight(s, "=")
+	t := bytes.TrimRight(s, "=")
 	t = t[:len(t)/4*4]
-	if b, err := base64.StdEncoding.DecodeString(t); err == nil {
-		return b, true
+	dec := r.decodeBuf(base64.StdEncoding.DecodedLen(len(t)))
+	if n, err := base64.StdEncoding.Decode(dec, t); err == nil {
+		return dec[:n], true
 	}
 	return nil, false
 }

@@ -22,6 +22,13 @@ type realPlugin struct {
 // marketplace in ../shared/realworld, failing on any error.
 func readRealWorld(t testing.TB) []realPlugin {
 	t.Helper()
+	return readRealWorldEach(t, nil)
+}
+
+// readRealWorldEach is readRealWorld calling each (when not nil) with
+// every report as soon as its read returns.
+func readRealWorldEach(t testing.TB, each func(realPlugin)) []realPlugin {
+	t.Helper()
 	root := sharedtest.RealWorldDir(t)
 	dirs, err := os.ReadDir(root)
 	if err != nil {
@@ -51,6 +58,9 @@ func readRealWorld(t testing.TB) []realPlugin {
 				t.Fatalf("%s/%s: %v", d.Name(), e.Name, err)
 			}
 			out = append(out, realPlugin{id: e.Name + "@" + m.Name, report: r})
+			if each != nil {
+				each(out[len(out)-1])
+			}
 		}
 	}
 	return out
