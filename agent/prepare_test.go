@@ -74,6 +74,10 @@ func TestPrepareCommandRunsVerifiedCopies(t *testing.T) {
 		if !errors.As(err, &pe) || pe.Type != TypeScriptChanged || !errors.As(err, &sc) || sc.Path != script {
 			t.Fatalf("changed script: %v", err)
 		}
+		// The message names the script and what happened, not the layer.
+		if msg := err.Error(); !strings.HasPrefix(msg, "hook script "+script+" changed since") {
+			t.Fatalf("changed script reads %q", msg)
+		}
 		if left, _ := filepath.Glob(filepath.Join(tmp, "wharf-hook-*")); len(left) != 0 {
 			t.Fatalf("left behind after a refusal: %q", left)
 		}

@@ -44,9 +44,9 @@ type ScriptChangedError struct {
 
 func (e *ScriptChangedError) Error() string {
 	if e.Got == "" {
-		return fmt.Sprintf("trust: hook script %s is gone or unreadable since the session loaded it (%s); it does not run", e.Path, e.Want)
+		return fmt.Sprintf("hook script %s is gone or unreadable since the session loaded it (%s); it does not run", e.Path, e.Want)
 	}
-	return fmt.Sprintf("trust: hook script %s changed since the session loaded it (was %s, now %s); it does not run", e.Path, e.Want, e.Got)
+	return fmt.Sprintf("hook script %s changed since the session loaded it (was %s, now %s); it does not run", e.Path, e.Want, e.Got)
 }
 
 // Check re-hashes the script and returns a *plugin.Error of layer trust

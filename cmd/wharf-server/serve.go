@@ -18,7 +18,7 @@ import (
 	"github.com/spf13/pflag"
 
 	wharf "github.com/wharfhq/wharf"
-	"github.com/wharfhq/wharf/internal/server/api"
+	"github.com/wharfhq/wharf/internal/server/catalog"
 	"github.com/wharfhq/wharf/internal/server/serverhome"
 	"github.com/wharfhq/wharf/plugin"
 )
@@ -193,7 +193,7 @@ var defaultDemo = filepath.Join("testdata", "demo-marketplace")
 
 // registerDemo adds the directory marketplace at dir under the name its
 // marketplace.json declares.
-func registerDemo(ctx context.Context, c *api.MarketplaceCatalog, dir string) (string, error) {
+func registerDemo(ctx context.Context, c *catalog.Marketplaces, dir string) (string, error) {
 	abs, err := filepath.Abs(dir)
 	if err != nil {
 		return "", err

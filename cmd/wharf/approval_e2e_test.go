@@ -18,6 +18,7 @@ import (
 	"github.com/wharfhq/wharf/internal/core/source"
 	"github.com/wharfhq/wharf/internal/core/store"
 	"github.com/wharfhq/wharf/internal/server/api"
+	"github.com/wharfhq/wharf/internal/server/catalog"
 	"github.com/wharfhq/wharf/internal/testutil/gitserve"
 	"github.com/wharfhq/wharf/internal/testutil/testapi"
 )
@@ -70,7 +71,7 @@ func newApprovalWorld(t *testing.T) *approvalWorld {
 	t.Cleanup(func() { st.Close() })
 	cfg := fetch.Config{AllowPrivate: true}
 	mgr := marketplace.NewManager(st, marketplace.Options{Dir: filepath.Join(dir, "marketplaces"), Fetch: cfg})
-	s, err := api.New(api.Deps{Store: st, Policy: api.PolicyEngine, RateLimit: -1, Catalog: api.NewMarketplaceCatalog(mgr),
+	s, err := api.New(api.Deps{Store: st, Policy: api.PolicyEngine, RateLimit: -1, Catalog: catalog.New(mgr),
 		ChannelDir: filepath.Join(dir, "channels"), Fetcher: source.NewFetcher(cfg)})
 	if err != nil {
 		t.Fatal(err)

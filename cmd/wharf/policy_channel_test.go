@@ -12,6 +12,7 @@ import (
 	"github.com/wharfhq/wharf/internal/core/marketplace"
 	"github.com/wharfhq/wharf/internal/core/store"
 	"github.com/wharfhq/wharf/internal/server/api"
+	"github.com/wharfhq/wharf/internal/server/catalog"
 )
 
 func TestPolicyExportChannel(t *testing.T) {
@@ -25,7 +26,7 @@ func TestPolicyExportChannel(t *testing.T) {
 	}
 	t.Cleanup(func() { st.Close() })
 	mgr := marketplace.NewManager(st, marketplace.Options{Dir: filepath.Join(data, "marketplaces")})
-	srv, err := api.New(api.Deps{Store: st, Policy: api.PolicyEngine, RateLimit: -1, Catalog: api.NewMarketplaceCatalog(mgr), ChannelDir: filepath.Join(data, "channels")})
+	srv, err := api.New(api.Deps{Store: st, Policy: api.PolicyEngine, RateLimit: -1, Catalog: catalog.New(mgr), ChannelDir: filepath.Join(data, "channels")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -36,7 +37,7 @@ func TestPolicyExportChannel(t *testing.T) {
 	hs := httptest.NewServer(srv.Handler())
 	t.Cleanup(hs.Close)
 	mkt := localMarketplace(t, t.TempDir(), "corp")
-	if _, err := api.NewMarketplaceCatalog(mgr).AddMarketplace(t.Context(), "corp", json.RawMessage(`{"source":"directory","path":"`+mkt+`"}`)); err != nil {
+	if _, err := catalog.New(mgr).AddMarketplace(t.Context(), "corp", json.RawMessage(`{"source":"directory","path":"`+mkt+`"}`)); err != nil {
 		t.Fatal(err)
 	}
 

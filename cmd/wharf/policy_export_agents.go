@@ -20,6 +20,15 @@ var agentExportFormats = map[string]string{
 	"opencode": policy.OpenCodeManagedFile,
 }
 
+// revocationsNotExported says, for the formats that cannot carry a
+// revocation, why not and who enforces it instead (Copilot's turns the
+// revoked plugin off).
+var revocationsNotExported = map[string]string{
+	"codex":    "Codex's requirements cannot turn a plugin off; wharf enforces them",
+	"gemini":   "Gemini CLI's settings cannot disable an extension by name; wharf's channel withdraws a revoked plugin",
+	"opencode": "OpenCode's managed configuration cannot stop a plugin its user lists; wharf's channel withdraws a revoked plugin",
+}
+
 // agentExport is the JSON `wharf policy export --format <agent> --json`
 // prints: the document, where the agent reads it, and the warnings.
 type agentExport struct {
@@ -62,23 +71,14 @@ func (a *app) exportAgent(ctx context.Context, o *policyOptions, format, output,
 			x.Warnings = ex.Warnings
 		case "codex":
 			ex := e.ExportCodex()
-			if len(e.Revocations()) > 0 {
-				ex.Warnings = append(ex.Warnings, "revocations are not exported: Codex's requirements cannot turn a plugin off; wharf enforces them")
-			}
 			doc, err = ex.TOML()
 			x.Warnings = ex.Warnings
 		case "gemini":
 			ex := e.ExportGemini()
-			if len(e.Revocations()) > 0 {
-				ex.Warnings = append(ex.Warnings, "revocations are not exported: Gemini CLI's settings cannot disable an extension by name; wharf's channel withdraws a revoked plugin")
-			}
 			doc, err = ex.JSON()
 			x.Warnings = ex.Warnings
 		case "opencode":
 			ex := e.ExportOpenCode()
-			if len(e.Revocations()) > 0 {
-				ex.Warnings = append(ex.Warnings, "revocations are not exported: OpenCode's managed configuration cannot stop a plugin its user lists; wharf's channel withdraws a revoked plugin")
-			}
 			doc, err = ex.JSON()
 			x.Warnings = ex.Warnings
 		default:
@@ -86,6 +86,9 @@ func (a *app) exportAgent(ctx context.Context, o *policyOptions, format, output,
 		}
 		if err != nil {
 			return err
+		}
+		if why := revocationsNotExported[format]; why != "" && len(e.Revocations()) > 0 {
+			x.Warnings = append(x.Warnings, "revocations are not exported: "+why)
 		}
 		x.Format, x.File, x.Document = format, agentExportFormats[format], string(doc)
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/wharfhq/wharf/internal/core/marketplace"
 	"github.com/wharfhq/wharf/internal/core/store"
 	"github.com/wharfhq/wharf/internal/server/api"
+	"github.com/wharfhq/wharf/internal/server/catalog"
 )
 
 // wharf policy export --format copilot|codex|gemini|opencode writes the
@@ -96,7 +97,7 @@ func TestPolicyExportAgentChannel(t *testing.T) {
 	}
 	t.Cleanup(func() { st.Close() })
 	mgr := marketplace.NewManager(st, marketplace.Options{Dir: filepath.Join(data, "marketplaces")})
-	srv, err := api.New(api.Deps{Store: st, Policy: api.PolicyEngine, RateLimit: -1, Catalog: api.NewMarketplaceCatalog(mgr), ChannelDir: filepath.Join(data, "channels")})
+	srv, err := api.New(api.Deps{Store: st, Policy: api.PolicyEngine, RateLimit: -1, Catalog: catalog.New(mgr), ChannelDir: filepath.Join(data, "channels")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -107,7 +108,7 @@ func TestPolicyExportAgentChannel(t *testing.T) {
 	hs := httptest.NewServer(srv.Handler())
 	t.Cleanup(hs.Close)
 	mkt := localMarketplace(t, t.TempDir(), "corp")
-	if _, err := api.NewMarketplaceCatalog(mgr).AddMarketplace(t.Context(), "corp", json.RawMessage(`{"source":"directory","path":"`+mkt+`"}`)); err != nil {
+	if _, err := catalog.New(mgr).AddMarketplace(t.Context(), "corp", json.RawMessage(`{"source":"directory","path":"`+mkt+`"}`)); err != nil {
 		t.Fatal(err)
 	}
 	c := newPolicyClient(t, admin)

@@ -65,3 +65,21 @@ func TestPolicyReloadTakesTheBundlesRevocations(t *testing.T) {
 		t.Fatalf("revocations after the reload: %+v", got)
 	}
 }
+
+// The agent formats that cannot turn a plugin off say so when the policy
+// revokes one; Copilot's export turns it off instead.
+func TestAgentExportsSayRevocationsAreNotExported(t *testing.T) {
+	srv := newPolicyAPI(t)
+	srv.call("POST", "/v1/revocations", "", map[string]string{"plugin": "tool@corp", "version": "1.0.0", "reason": "bad"}, http.StatusCreated, nil)
+	c := newPolicyClient(t, srv.agent)
+	for format, why := range revocationsNotExported {
+		code, out, stderr := c.run("--policy-url", srv.hs.URL, "policy", "export", "--format", format)
+		if code != 0 || !strings.Contains(stderr, "export: revocations are not exported: "+why+"\n") {
+			t.Errorf("%s: exit %d\n%s%s", format, code, out, stderr)
+		}
+	}
+	code, out, stderr := c.run("--policy-url", srv.hs.URL, "policy", "export", "--format", "copilot")
+	if code != 0 || strings.Contains(stderr, "revocations are not exported") || !strings.Contains(stderr, "tool@corp 1.0.0 is revoked") {
+		t.Errorf("copilot: exit %d\n%s%s", code, out, stderr)
+	}
+}

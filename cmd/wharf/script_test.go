@@ -68,9 +68,8 @@ func (c cleanupRun) Run() int {
 //	stallserver              an HTTP server on 127.0.0.1 that sends headers, then stalls; sets $STALL_URL
 //	sshkey                   a throwaway ssh key in $HOME/.ssh/id_ed25519 and an empty $HOME/.ssh/known_hosts
 //	html404server            an HTTP server on 127.0.0.1 that answers every request with a 404 HTML page; sets $HTML404_URL
-//	policyserver <file>      a wharf server on 127.0.0.1 whose layer "org" holds the settings in <file>; sets $WHARF_URL, $SERVER_TOKEN
-//	stoppolicyserver         stop it: it no longer answers
-//	wharfserver              a real wharf server on 127.0.0.1 with no marketplace (GitHub host: $GIT_URL); sets $WHARF_SERVER_URL and $ADMIN_TOKEN
+//	wharfserver [<file>]     a real wharf server on 127.0.0.1 with no marketplace (GitHub host: $GIT_URL) whose layer "org" holds the settings in <file>, if named; sets $WHARF_SERVER_URL and $ADMIN_TOKEN
+//	stopwharfserver          stop the last one started: it no longer answers
 //
 // Scripts see $DEMO, the repository's demo marketplace.
 func TestScripts(t *testing.T) {
@@ -96,21 +95,20 @@ func TestScripts(t *testing.T) {
 			return nil
 		},
 		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
-			"mkgitrepo":        cmdMkGitRepo,
-			"gitcommit":        cmdGitCommit,
-			"serve":            cmdServe,
-			"holdstore":        cmdHoldStore,
-			"exitcode":         cmdExitCode,
-			"silentserver":     cmdSilentServer,
-			"stallserver":      cmdStallServer,
-			"html404server":    cmdHTML404Server,
-			"sshkey":           cmdSSHKey,
-			"gitserver":        cmdGitServer,
-			"bareclone":        cmdBareClone,
-			"expandenv":        cmdExpandEnv,
-			"policyserver":     cmdPolicyServer,     // policyserver_script_test.go
-			"stoppolicyserver": cmdStopPolicyServer, // policyserver_script_test.go
-			"wharfserver":      cmdWharfServer,
+			"mkgitrepo":       cmdMkGitRepo,
+			"gitcommit":       cmdGitCommit,
+			"serve":           cmdServe,
+			"holdstore":       cmdHoldStore,
+			"exitcode":        cmdExitCode,
+			"silentserver":    cmdSilentServer,
+			"stallserver":     cmdStallServer,
+			"html404server":   cmdHTML404Server,
+			"sshkey":          cmdSSHKey,
+			"gitserver":       cmdGitServer,
+			"bareclone":       cmdBareClone,
+			"expandenv":       cmdExpandEnv,
+			"wharfserver":     cmdWharfServer,     // wharfserver_script_test.go
+			"stopwharfserver": cmdStopWharfServer, // wharfserver_script_test.go
 		},
 	})
 }

@@ -3,8 +3,11 @@ package main
 import (
 	"encoding/json"
 	"net"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/wharfhq/wharf/internal/cli/shell"
 )
@@ -13,11 +16,30 @@ import (
 // pointed at base.
 func serverCommands(base string) map[string][]string {
 	return map[string][]string{
-		"token list":            {"token", "list", "--server", base},
-		"policy export channel": {"--policy-url", base, "policy", "export", "--format", "claude", "--channel", "approved"},
-		"inventory report":      {"inventory", "report", "--server", base},
-		"policy pull":           {"--policy-url", base, "policy", "pull"},
+		"token list":              {"token", "list", "--server", base},
+		"policy export channel":   {"--policy-url", base, "policy", "export", "--format", "claude", "--channel", "approved"},
+		"inventory report":        {"inventory", "report", "--server", base},
+		"policy pull":             {"--policy-url", base, "policy", "pull"},
+		"server marketplace list": {"server", "marketplace", "list", "--server", base},
+		"request":                 {"request", "deploy@corp", "--reason", "ship it", "--server", base},
+		"request list":            {"request", "list", "--server", base},
 	}
+}
+
+// signedInClient is a client whose home holds a login to base with
+// token (not expired), for the commands that use the login: whoami.
+func signedInClient(t *testing.T, base, token string) *policyClient {
+	t.Helper()
+	c := newPolicyClient(t, "")
+	raw, err := json.Marshal(map[string]any{"server": base, "issuer": base, "clientId": "wharf-cli",
+		"token": token, "tokenId": "t-login", "role": "user", "subject": "ada", "expiresAt": time.Now().Add(time.Hour)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(c.home, "login.json"), raw, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return c
 }
 
 // A refused credential reads the same from every command that talks to
@@ -29,10 +51,16 @@ func TestRefusedCredentialsIsOneErrorEverywhere(t *testing.T) {
 	wantMsg := "wharf: wharf server " + srv.hs.URL + " refused the credentials (401 unauthorized): the bearer token is unknown or was revoked (Authorization)\n" +
 		"Try: send a valid token (wharf: --token or WHARF_TOKEN); an admin of this server creates one with: wharf token create\n"
 	cmds := serverCommands(srv.hs.URL)
+	cmds["whoami"] = []string{"whoami"}
 	// A policy server named for a command that only consults policy
 	// refuses the same way.
 	cmds["marketplace add (policy server)"] = []string{"--policy-url", srv.hs.URL, "marketplace", "add", localMarketplace(t, t.TempDir(), "corp")}
+	signedIn := signedInClient(t, srv.hs.URL, "wharf_not-a-token")
 	for name, args := range cmds {
+		bad := bad
+		if name == "whoami" {
+			bad = signedIn
+		}
 		code, out, stderr := bad.run(args...)
 		if code != 6 || stderr != wantMsg {
 			t.Errorf("%s: exit %d, want 6 and\n%s\ngot stdout %q stderr\n%s", name, code, wantMsg, out, stderr)
@@ -63,9 +91,14 @@ func TestUnreachableServerIsOneErrorEverywhere(t *testing.T) {
 	}
 	closed := "http://" + l.Addr().String()
 	l.Close()
-	c := newPolicyClient(t, "wharf_some-token")
+	cmds := serverCommands(closed)
+	cmds["whoami"] = []string{"whoami"}
 	want := ""
-	for name, args := range serverCommands(closed) {
+	for name, args := range cmds {
+		c := newPolicyClient(t, "wharf_some-token")
+		if name == "whoami" {
+			c = signedInClient(t, closed, "wharf_some-token")
+		}
 		code, out, stderr := c.run(args...)
 		if code != 1 || !strings.HasPrefix(stderr, "wharf: wharf server "+closed+" is unreachable: ") ||
 			!strings.Contains(stderr, "Try: check the server's URL and that wharf-server is running there\n") || strings.Contains(stderr, "/v1/") {

@@ -15,6 +15,7 @@ import (
 	"github.com/wharfhq/wharf/internal/core/source"
 	"github.com/wharfhq/wharf/internal/core/store"
 	"github.com/wharfhq/wharf/internal/server/api"
+	"github.com/wharfhq/wharf/internal/server/catalog"
 	"github.com/wharfhq/wharf/internal/testutil/testapi"
 )
 
@@ -41,7 +42,7 @@ func TestPinFromFirstReportEndToEnd(t *testing.T) {
 	t.Cleanup(func() { st.Close() })
 	cfg := fetch.Config{AllowPrivate: true}
 	mgr := marketplace.NewManager(st, marketplace.Options{Dir: filepath.Join(dir, "marketplaces"), Fetch: cfg})
-	s, err := api.New(api.Deps{Store: st, Policy: api.PolicyEngine, RateLimit: -1, Catalog: api.NewMarketplaceCatalog(mgr),
+	s, err := api.New(api.Deps{Store: st, Policy: api.PolicyEngine, RateLimit: -1, Catalog: catalog.New(mgr),
 		ChannelDir: filepath.Join(dir, "channels"), Fetcher: source.NewFetcher(cfg)})
 	if err != nil {
 		t.Fatal(err)

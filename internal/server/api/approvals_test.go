@@ -12,6 +12,7 @@ import (
 	"github.com/wharfhq/wharf/internal/core/policy"
 	"github.com/wharfhq/wharf/internal/core/source"
 	"github.com/wharfhq/wharf/internal/core/trust"
+	"github.com/wharfhq/wharf/internal/server/catalog"
 	"github.com/wharfhq/wharf/internal/server/channel"
 	"github.com/wharfhq/wharf/internal/testutil/gitserve"
 	"github.com/wharfhq/wharf/plugin"
@@ -42,7 +43,7 @@ func newGitCatalogEnv(t *testing.T) (*env, *fixture, *gitMarket) {
 	cfg := fetch.Config{AllowPrivate: true}
 	e := newEnv(t, func(d *Deps) {
 		mgr := marketplace.NewManager(d.Store, marketplace.Options{Dir: filepath.Join(dataDir, "marketplaces"), Fetch: cfg})
-		d.Catalog = NewMarketplaceCatalog(mgr)
+		d.Catalog = catalog.New(mgr)
 		d.Verifier = TrustVerifier{Keyring: f.keyring}
 		d.ChannelDir = filepath.Join(dataDir, "channels")
 		d.Fetcher = source.NewFetcher(cfg)

@@ -10,6 +10,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/wharfhq/wharf/internal/core/marketplace"
+	"github.com/wharfhq/wharf/internal/server/catalog"
 )
 
 // A catalog of 250 plugins is shown 100 a page with previous and next
@@ -30,7 +31,7 @@ func TestBrowserCatalogPaging(t *testing.T) {
 		`{"name": "big", "owner": {"name": "Big"}, "plugins": [`+strings.Join(entries, ",\n")+`]}`)
 	dataDir := t.TempDir()
 	e := newEnv(t, func(d *Deps) {
-		d.Catalog = NewMarketplaceCatalog(marketplace.NewManager(d.Store, marketplace.Options{Dir: filepath.Join(dataDir, "marketplaces")}))
+		d.Catalog = catalog.New(marketplace.NewManager(d.Store, marketplace.Options{Dir: filepath.Join(dataDir, "marketplaces")}))
 	})
 	mustStatus(t, e.do("POST", "/v1/marketplaces", e.tokens[RoleAdmin], map[string]any{
 		"name": "big", "source": map[string]string{"source": "directory", "path": root}}), http.StatusCreated)

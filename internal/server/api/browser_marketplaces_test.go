@@ -9,6 +9,7 @@ import (
 
 	"github.com/wharfhq/wharf/internal/core/fetch"
 	"github.com/wharfhq/wharf/internal/core/marketplace"
+	"github.com/wharfhq/wharf/internal/server/catalog"
 	"github.com/wharfhq/wharf/internal/testutil/gitserve"
 )
 
@@ -31,7 +32,7 @@ func newGitHostEnv(t *testing.T) (*env, *fixture, *gitMarket, string) {
 	cfg := fetch.Config{AllowPrivate: true, GitHubHost: srv.URL}
 	e := newEnv(t, func(d *Deps) {
 		mgr := marketplace.NewManager(d.Store, marketplace.Options{Dir: filepath.Join(dataDir, "marketplaces"), Fetch: cfg})
-		d.Catalog = NewMarketplaceCatalog(mgr)
+		d.Catalog = catalog.New(mgr)
 		d.Verifier = TrustVerifier{Keyring: f.keyring}
 	})
 	return e, f, g, srv.URL + "/corp/market.git"

@@ -93,6 +93,20 @@ func (s *Server) channelDecider(ctx context.Context) (channel.Decider, source.Ga
 	}, gate, head, nil
 }
 
+// requestedChannel is the channel the request's {name} names, built up to
+// date (ensureChannel), or the API error that says why not.
+func (s *Server) requestedChannel(c echo.Context) (channel.Definition, channel.Head, error) {
+	name, err := channelParam(c)
+	if err != nil {
+		return channel.Definition{}, channel.Head{}, err
+	}
+	def, h, err := s.ensureChannel(c.Request().Context(), name)
+	if err != nil {
+		return channel.Definition{}, channel.Head{}, s.channelErr(err)
+	}
+	return def, h, nil
+}
+
 // ensureChannel brings a channel's build up to date with the current
 // definition, policy, revocations and marketplaces (channel.Builder.Refresh
 // rebuilds and audits when they changed since its last build) and returns
@@ -252,13 +266,9 @@ func (s *Server) channelErr(err error) error {
 }
 
 func (s *Server) getChannel(c echo.Context) error {
-	name, err := channelParam(c)
+	def, h, err := s.requestedChannel(c)
 	if err != nil {
 		return err
-	}
-	def, h, err := s.ensureChannel(c.Request().Context(), name)
-	if err != nil {
-		return s.channelErr(err)
 	}
 	return c.JSON(http.StatusOK, s.view(c.Request(), def, h))
 }
@@ -427,13 +437,9 @@ func (s *Server) deleteChannel(c echo.Context) error {
 
 // channelSettings is GET /v1/channels/{name}/claude-managed-settings.
 func (s *Server) channelSettings(c echo.Context) error {
-	name, err := channelParam(c)
+	def, h, err := s.requestedChannel(c)
 	if err != nil {
 		return err
-	}
-	def, h, err := s.ensureChannel(c.Request().Context(), name)
-	if err != nil {
-		return s.channelErr(err)
 	}
 	return c.JSON(http.StatusOK, channel.Settings(def.Name, s.cloneURL(c.Request(), def.Name), h.Plan.Entries, h.Plan.LeftOut))
 }

@@ -41,13 +41,9 @@ var agentFormats = map[string]string{
 // way `wharf policy export --format <agent>` compiles a policy layer.
 func (s *Server) channelAgentSettings(format string) echo.HandlerFunc {
 	return func(c echo.Context) error {
-		name, err := channelParam(c)
+		def, h, err := s.requestedChannel(c)
 		if err != nil {
 			return err
-		}
-		def, h, err := s.ensureChannel(c.Request().Context(), name)
-		if err != nil {
-			return s.channelErr(err)
 		}
 		out, err := agentSettings(format, channel.Settings(def.Name, s.cloneURL(c.Request(), def.Name), h.Plan.Entries, h.Plan.LeftOut))
 		if err != nil {

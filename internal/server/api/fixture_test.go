@@ -9,6 +9,7 @@ import (
 
 	"github.com/wharfhq/wharf/internal/core/marketplace"
 	"github.com/wharfhq/wharf/internal/core/trust"
+	"github.com/wharfhq/wharf/internal/server/catalog"
 	"github.com/wharfhq/wharf/plugin"
 )
 
@@ -86,7 +87,7 @@ func newFixture(t testing.TB) *fixture {
 func withCatalog(f *fixture, dataDir string) envOption {
 	return func(d *Deps) {
 		mgr := marketplace.NewManager(d.Store, marketplace.Options{Dir: filepath.Join(dataDir, "marketplaces")})
-		d.Catalog = NewMarketplaceCatalog(mgr)
+		d.Catalog = catalog.New(mgr)
 		d.Verifier = TrustVerifier{Keyring: f.keyring}
 		d.ChannelDir = filepath.Join(dataDir, "channels")
 	}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/wharfhq/wharf/internal/core/marketplace"
 	"github.com/wharfhq/wharf/internal/core/store"
+	"github.com/wharfhq/wharf/internal/server/catalog"
 	"github.com/wharfhq/wharf/plugin"
 )
 
@@ -27,7 +28,7 @@ func TestPluginDetailNamespaceFromPluginJSON(t *testing.T) {
 	if _, err := mgr.Add(context.Background(), plugin.MarketplaceSource{Kind: plugin.MktDirectory, Path: root}, ""); err != nil {
 		t.Fatal(err)
 	}
-	d, err := NewMarketplaceCatalog(mgr).Plugin(context.Background(), plugin.MustParseID("claude-ops@corp"))
+	d, err := catalog.New(mgr).Plugin(context.Background(), plugin.MustParseID("claude-ops@corp"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,6 +6,7 @@ import (
 
 	"github.com/wharfhq/wharf/internal/core/marketplace"
 	"github.com/wharfhq/wharf/internal/core/store"
+	"github.com/wharfhq/wharf/internal/server/catalog"
 	"github.com/wharfhq/wharf/internal/server/policystate"
 	"github.com/wharfhq/wharf/internal/server/tokens"
 )
@@ -31,7 +32,7 @@ func (s *Server) proof() time.Time { return s.rep.Proof() }
 // followedBuckets are the buckets follow watches.
 func (s *Server) followedBuckets() []string {
 	bs := []string{tokens.IndexBucket, tokens.Bucket, policystate.SettingsBucket}
-	if _, ok := s.deps.Catalog.(*MarketplaceCatalog); ok {
+	if _, ok := s.deps.Catalog.(*catalog.Marketplaces); ok {
 		bs = append(bs, marketplace.Bucket)
 	}
 	return bs
@@ -60,7 +61,7 @@ func (s *Server) apply(ev store.Event) {
 	}
 	switch ev.Bucket {
 	case marketplace.Bucket:
-		if mc, ok := s.deps.Catalog.(*MarketplaceCatalog); ok {
+		if mc, ok := s.deps.Catalog.(*catalog.Marketplaces); ok {
 			mc.Invalidate()
 		}
 	}
@@ -69,7 +70,7 @@ func (s *Server) apply(ev store.Event) {
 func (s *Server) invalidateAll() {
 	s.toks.DropAll()
 	s.pol.DropHead()
-	if mc, ok := s.deps.Catalog.(*MarketplaceCatalog); ok {
+	if mc, ok := s.deps.Catalog.(*catalog.Marketplaces); ok {
 		mc.Invalidate()
 	}
 }

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/wharfhq/wharf/internal/core/marketplace"
+	"github.com/wharfhq/wharf/internal/server/catalog"
 	"github.com/wharfhq/wharf/internal/server/etcdstore"
 	"github.com/wharfhq/wharf/internal/testutil/etcdtest"
 )
@@ -129,7 +130,7 @@ type replicaOption func(d *Deps, dir string)
 // the shared store, with its clones in the replica's own directory and a
 // snapshot that would live for an hour.
 func withReplicaCatalog(d *Deps, dir string) {
-	mc := NewMarketplaceCatalog(marketplace.NewManager(d.Store, marketplace.Options{Dir: filepath.Join(dir, "marketplaces")}))
+	mc := catalog.New(marketplace.NewManager(d.Store, marketplace.Options{Dir: filepath.Join(dir, "marketplaces")}))
 	mc.TTL = replicaCacheTTL
 	d.Catalog = mc
 }

@@ -131,7 +131,7 @@ func strictSpec(doc *openapi3.T) {
 // (the console, the channels' git repositories), are not its concern.
 func checkResponse(req *http.Request, status int, header http.Header, body []byte) error {
 	ct, _, _ := mime.ParseMediaType(header.Get("Content-Type"))
-	if ct != "application/json" || !strings.HasPrefix(req.URL.Path, "/v1/") || req.Method == http.MethodHead {
+	if ct != "application/json" || !isAPIPath(req.URL.Path) || req.Method == http.MethodHead {
 		return nil
 	}
 	router, err := specRouter()
@@ -153,6 +153,12 @@ func checkResponse(req *http.Request, status int, header http.Header, body []byt
 	}
 	in.SetBodyBytes(body)
 	return openapi3filter.ValidateResponse(req.Context(), in)
+}
+
+// isAPIPath reports whether path is one of the API's (wharf's /v1 and the
+// MCP registry's /v0.1), not the console's or a channel repository's.
+func isAPIPath(path string) bool {
+	return strings.HasPrefix(path, "/v1/") || strings.HasPrefix(path, "/v0.1/")
 }
 
 // specCheck serves h and fails t on any response checkResponse refuses.

@@ -51,19 +51,15 @@ func (u *console) channelsPage(c echo.Context) error {
 }
 
 func (u *console) channelPage(c echo.Context) error {
-	name, err := channelParam(c)
+	def, h, err := u.s.requestedChannel(c)
 	if err != nil {
 		return err
 	}
-	def, h, err := u.s.ensureChannel(c.Request().Context(), name)
-	if err != nil {
-		return u.s.channelErr(err)
-	}
 	if !seesChannel(u.s.caller(c), def) {
-		return hiddenChannel(name)
+		return hiddenChannel(def.Name)
 	}
 	sm := u.s.summary(c.Request(), def, h)
-	v := web.ChannelView{Layout: u.layout(c, "Channel "+name, "channels"), ChannelRow: u.channelRow(c, def, h), Command: sm.Command,
+	v := web.ChannelView{Layout: u.layout(c, "Channel "+def.Name, "channels"), ChannelRow: u.channelRow(c, def, h), Command: sm.Command,
 		Scope: scopeOf(def), Changes: h.Changes}
 	for _, e := range h.Plan.Entries {
 		row := web.ChannelEntryRow{Name: e.Name, Origin: e.Origin, Version: e.Version, Digest: e.Digest, Source: e.Source, Commit: e.Commit,

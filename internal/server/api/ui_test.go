@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/wharfhq/wharf/internal/core/marketplace"
+	"github.com/wharfhq/wharf/internal/server/catalog"
 	"github.com/wharfhq/wharf/plugin"
 )
 
@@ -36,7 +37,7 @@ func newDemoEnv(t testing.TB) *env {
 	dataDir := t.TempDir()
 	e := newEnv(t, func(d *Deps) {
 		mgr := marketplace.NewManager(d.Store, marketplace.Options{Dir: filepath.Join(dataDir, "marketplaces")})
-		d.Catalog = NewMarketplaceCatalog(mgr)
+		d.Catalog = catalog.New(mgr)
 		d.Verifier = TrustVerifier{}
 	})
 	dir := demoMarketplaceDir(t)

@@ -134,17 +134,11 @@ func checkRecord(rec Record) error {
 
 // List returns every record, by plugin, then oldest seen first.
 func List(r store.Reader) ([]Record, error) {
-	kvs, err := r.List(Bucket, "")
+	out, err := store.DecodeList[Record](r, Bucket, "", func(key string, err error) error {
+		return fmt.Errorf("approval %q: corrupt record: %w", key, err)
+	})
 	if err != nil {
 		return nil, err
-	}
-	out := make([]Record, 0, len(kvs))
-	for _, kv := range kvs {
-		var rec Record
-		if err := json.Unmarshal(kv.Value, &rec); err != nil {
-			return nil, fmt.Errorf("approval %q: corrupt record: %w", kv.Key, err)
-		}
-		out = append(out, rec)
 	}
 	sort.SliceStable(out, func(i, j int) bool {
 		if out[i].Plugin != out[j].Plugin {
@@ -160,17 +154,11 @@ func List(r store.Reader) ([]Record, error) {
 
 // ForPlugin returns the records of one plugin, oldest seen first.
 func ForPlugin(r store.Reader, pluginID string) ([]Record, error) {
-	kvs, err := r.List(Bucket, pluginID+" ")
+	out, err := store.DecodeList[Record](r, Bucket, pluginID+" ", func(key string, err error) error {
+		return fmt.Errorf("approval %q: corrupt record: %w", key, err)
+	})
 	if err != nil {
 		return nil, err
-	}
-	out := make([]Record, 0, len(kvs))
-	for _, kv := range kvs {
-		var rec Record
-		if err := json.Unmarshal(kv.Value, &rec); err != nil {
-			return nil, fmt.Errorf("approval %q: corrupt record: %w", kv.Key, err)
-		}
-		out = append(out, rec)
 	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].Seen.Before(out[j].Seen) })
 	return out, nil

@@ -118,19 +118,9 @@ func ReadHead(r store.Reader, name string) (Head, bool, error) {
 
 // Builds returns a channel's builds, oldest first.
 func Builds(r store.Reader, name string) ([]Head, error) {
-	kvs, err := r.List(bucketBuilds, name+"/")
-	if err != nil && !errors.Is(err, store.ErrNotFound) {
-		return nil, err
-	}
-	out := make([]Head, 0, len(kvs))
-	for _, kv := range kvs {
-		var h Head
-		if err := json.Unmarshal(kv.Value, &h); err != nil {
-			return nil, fmt.Errorf("channel build %q: damaged: %w", kv.Key, err)
-		}
-		out = append(out, h)
-	}
-	return out, nil
+	return store.DecodeList[Head](r, bucketBuilds, name+"/", func(key string, err error) error {
+		return fmt.Errorf("channel build %q: damaged: %w", key, err)
+	})
 }
 
 // Result is what Ensure did.

@@ -234,17 +234,7 @@ func historyKey(name string, rev int) string { return fmt.Sprintf("%s/%08d", nam
 
 // History returns the channel's revisions, oldest first.
 func History(r store.Reader, name string) ([]Definition, error) {
-	kvs, err := r.List(bucketHistory, name+"/")
-	if err != nil && !errors.Is(err, store.ErrNotFound) {
-		return nil, err
-	}
-	out := make([]Definition, 0, len(kvs))
-	for _, kv := range kvs {
-		var d Definition
-		if err := json.Unmarshal(kv.Value, &d); err != nil {
-			return nil, fmt.Errorf("channel history %q: damaged: %w", kv.Key, err)
-		}
-		out = append(out, d)
-	}
-	return out, nil
+	return store.DecodeList[Definition](r, bucketHistory, name+"/", func(key string, err error) error {
+		return fmt.Errorf("channel history %q: damaged: %w", key, err)
+	})
 }

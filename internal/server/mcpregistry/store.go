@@ -66,17 +66,11 @@ func key(name, version string) string { return name + " " + version }
 
 // All returns every added server version, by name then when it was added.
 func All(r store.Reader) ([]Record, error) {
-	kvs, err := r.List(Bucket, "")
+	out, err := store.DecodeList[Record](r, Bucket, "", func(key string, err error) error {
+		return &CorruptError{Key: key, Err: err}
+	})
 	if err != nil {
 		return nil, err
-	}
-	out := make([]Record, 0, len(kvs))
-	for _, kv := range kvs {
-		var rec Record
-		if err := json.Unmarshal(kv.Value, &rec); err != nil {
-			return nil, &CorruptError{Key: kv.Key, Err: err}
-		}
-		out = append(out, rec)
 	}
 	sort.SliceStable(out, func(i, j int) bool {
 		if out[i].Server.Name != out[j].Server.Name {

@@ -114,17 +114,11 @@ func SortLayers(ls []Layer) {
 
 // ReadLayers returns every layer in authority order.
 func ReadLayers(r store.Reader) ([]Layer, error) {
-	kvs, err := r.List(LayersBucket, "")
+	out, err := store.DecodeList[Layer](r, LayersBucket, "", func(key string, err error) error {
+		return fmt.Errorf("policy layer %s: corrupt record: %w", key, err)
+	})
 	if err != nil {
 		return nil, err
-	}
-	out := make([]Layer, 0, len(kvs))
-	for _, kv := range kvs {
-		var l Layer
-		if err := json.Unmarshal(kv.Value, &l); err != nil {
-			return nil, fmt.Errorf("policy layer %s: corrupt record: %w", kv.Key, err)
-		}
-		out = append(out, l)
 	}
 	SortLayers(out)
 	return out, nil

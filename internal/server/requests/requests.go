@@ -170,17 +170,11 @@ func trim(s string) string {
 
 // All returns every request, oldest first.
 func All(r store.Reader) ([]Request, error) {
-	kvs, err := r.List(Bucket, "")
+	out, err := store.DecodeList[Request](r, Bucket, "", func(key string, err error) error {
+		return fmt.Errorf("request %s: corrupt record: %w", key, err)
+	})
 	if err != nil {
 		return nil, err
-	}
-	out := make([]Request, 0, len(kvs))
-	for _, kv := range kvs {
-		var q Request
-		if err := json.Unmarshal(kv.Value, &q); err != nil {
-			return nil, fmt.Errorf("request %s: corrupt record: %w", kv.Key, err)
-		}
-		out = append(out, q)
 	}
 	sort.Slice(out, func(i, j int) bool {
 		if !out[i].Created.Equal(out[j].Created) {

@@ -66,18 +66,13 @@ func NewID() (string, error) {
 
 // Active returns the active revocations, oldest first.
 func Active(r store.Reader) (policy.Revocations, error) {
-	kvs, err := r.List(Bucket, "")
+	recs, err := store.DecodeList[policy.Revocation](r, Bucket, "", func(key string, err error) error {
+		return fmt.Errorf("revocation %s: corrupt record: %w", key, err)
+	})
 	if err != nil {
 		return nil, err
 	}
-	out := make(policy.Revocations, 0, len(kvs))
-	for _, kv := range kvs {
-		var rv policy.Revocation
-		if err := json.Unmarshal(kv.Value, &rv); err != nil {
-			return nil, fmt.Errorf("revocation %s: corrupt record: %w", kv.Key, err)
-		}
-		out = append(out, rv)
-	}
+	out := policy.Revocations(recs)
 	Sort(out)
 	return out, nil
 }

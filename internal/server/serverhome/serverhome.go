@@ -21,6 +21,7 @@ import (
 	"github.com/wharfhq/wharf/internal/core/source"
 	"github.com/wharfhq/wharf/internal/core/store"
 	"github.com/wharfhq/wharf/internal/server/api"
+	"github.com/wharfhq/wharf/internal/server/catalog"
 	"github.com/wharfhq/wharf/internal/server/identity"
 	"github.com/wharfhq/wharf/plugin"
 )
@@ -79,7 +80,7 @@ type Server struct {
 	// API is the HTTP API and console.
 	API *api.Server
 	// Catalog is the marketplace catalog the API serves.
-	Catalog *api.MarketplaceCatalog
+	Catalog *catalog.Marketplaces
 	// Store is the opened store.
 	Store store.Store
 	// Data is the absolute data directory; Where describes the store
@@ -202,7 +203,7 @@ func Open(cfg Config) (*Server, error) {
 		}
 	}
 	mgr := marketplace.NewManager(st, marketplace.Options{Dir: filepath.Join(data, "marketplaces"), Fetch: fc})
-	s.Catalog = api.NewMarketplaceCatalog(mgr)
+	s.Catalog = catalog.New(mgr)
 	s.API, err = api.New(api.Deps{
 		Store: st, Catalog: s.Catalog, Policy: api.PolicyEngineOn(cfg.GitHubHost), Verifier: api.TrustVerifier{Keyring: kr}, Logger: logger,
 		BodyLimit: cfg.BodyLimit, RequestTimeout: cfg.RequestTimeout, RateLimit: cfg.RateLimit, RateBurst: cfg.RateBurst,

@@ -222,19 +222,9 @@ func ByHash(r store.Reader, hash string) (*Record, error) {
 
 // List returns every token, in id order.
 func List(r store.Reader) ([]Record, error) {
-	kvs, err := r.List(Bucket, "")
-	if err != nil {
-		return nil, err
-	}
-	out := make([]Record, 0, len(kvs))
-	for _, kv := range kvs {
-		var t Record
-		if err := json.Unmarshal(kv.Value, &t); err != nil {
-			return nil, fmt.Errorf("token %s: corrupt record: %w", kv.Key, err)
-		}
-		out = append(out, t)
-	}
-	return out, nil
+	return store.DecodeList[Record](r, Bucket, "", func(key string, err error) error {
+		return fmt.Errorf("token %s: corrupt record: %w", key, err)
+	})
 }
 
 // admins counts the admin tokens (records that do not decode are not

@@ -93,17 +93,11 @@ func key(pluginID, server string) string { return pluginID + " " + server }
 
 // All returns every pin, by plugin then server.
 func All(r store.Reader) ([]Record, error) {
-	kvs, err := r.List(Bucket, "")
+	out, err := store.DecodeList[Record](r, Bucket, "", func(key string, err error) error {
+		return &CorruptError{Bucket: Bucket, Key: key, Err: err}
+	})
 	if err != nil {
 		return nil, err
-	}
-	out := make([]Record, 0, len(kvs))
-	for _, kv := range kvs {
-		var rec Record
-		if err := json.Unmarshal(kv.Value, &rec); err != nil {
-			return nil, &CorruptError{Bucket: Bucket, Key: kv.Key, Err: err}
-		}
-		out = append(out, rec)
 	}
 	sort.Slice(out, func(i, j int) bool {
 		if out[i].Plugin != out[j].Plugin {
