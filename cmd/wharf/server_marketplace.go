@@ -22,15 +22,16 @@ import (
 func newServerCmd(a *app) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "server",
-		Short: "Administer a wharf server (marketplaces)",
+		Short: "Administer a wharf server (marketplaces, policy layers)",
 		Long: "Administer a wharf server through its API, as the web console's admin pages do.\n" +
-			"--server defaults to $WHARF_SERVER or http://127.0.0.1:7070; --token to $WHARF_TOKEN (an admin token).",
+			"--server defaults to $WHARF_SERVER, then the server of `wharf login`, then " + defaultServer + ";\n" +
+			"--token to $WHARF_TOKEN (an admin token), then the sign-in of `wharf login` to that server.",
 	}
-	sc := &serverConn{}
+	sc := &serverConn{app: a}
 	pf := cmd.PersistentFlags()
 	pf.StringVar(&sc.Server, "server", "", "server URL (env WHARF_SERVER, default http://127.0.0.1:7070)")
 	pf.StringVar(&sc.Token, "token", "", "an admin token (env WHARF_TOKEN)")
-	cmd.AddCommand(newServerMarketplaceCmd(a, sc))
+	cmd.AddCommand(newServerMarketplaceCmd(a, sc), newServerLayerCmd(a, sc))
 	return cmd
 }
 
@@ -39,23 +40,31 @@ type serverConn struct {
 	Server string
 	Token  string
 	HTTP   *http.Client
+	app    *app
 }
 
+// client resolves the server and token as `wharf token` does: --server,
+// $WHARF_SERVER, the server of `wharf login`, else defaultServer; --token,
+// $WHARF_TOKEN, else the sign-in of `wharf login` to that server.
 func (s *serverConn) client() (*apiclient.Client, error) {
-	server := s.Server
-	if server == "" {
-		server = os.Getenv("WHARF_SERVER")
+	server, err := configuredServer(s.app.io(), s.Server, s.app.cfg.Home)
+	if err != nil {
+		return nil, err
 	}
 	if server == "" {
-		server = "http://127.0.0.1:7070"
+		server = defaultServer
 	}
 	token := s.Token
 	if token == "" {
 		token = os.Getenv("WHARF_TOKEN")
 	}
+	var source apiclient.TokenSource
 	if token == "" {
+		source = loginSource(s.app.cfg.Home, server)
+	}
+	if token == "" && source == nil {
 		return nil, &plugin.Error{Layer: plugin.LayerIntent, Type: typeUsage, Object: "--token",
-			Err: errors.New("no admin token"), Hint: "pass --token or set WHARF_TOKEN (wharf-server printed one on its first start)"}
+			Err: errors.New("no admin token"), Hint: "pass --token, set WHARF_TOKEN (wharf-server printed one on its first start), or sign in as an admin with wharf login"}
 	}
 	hc := s.HTTP
 	if hc == nil {
@@ -66,6 +75,7 @@ func (s *serverConn) client() (*apiclient.Client, error) {
 	if err != nil {
 		return nil, &plugin.Error{Layer: plugin.LayerIntent, Type: typeUsage, Object: "--server", Err: err, Hint: "pass --server http://host:port"}
 	}
+	cl.Source = source
 	return cl, nil
 }
 
