@@ -71,6 +71,7 @@ type listedToken struct {
 	CreatedBy string     `json:"createdBy"`
 	Note      string     `json:"note,omitempty"`
 	ExpiresAt *time.Time `json:"expiresAt,omitempty"`
+	LastUsed  *time.Time `json:"lastUsed,omitempty"`
 }
 
 func newTokenCmd(a *app) *cobra.Command {
@@ -208,7 +209,7 @@ func runTokenList(ctx context.Context, opts *TokenOptions) error {
 		if t.ExpiresAt != nil {
 			exp = "expires " + t.ExpiresAt.UTC().Format(time.RFC3339)
 		}
-		io.printf("%s  %-9s  %s  %s  %s\n", t.ID, t.Role, t.CreatedAt.Format(time.RFC3339), exp, t.Note)
+		io.printf("%s  %-9s  %s  %s  %s  %s\n", t.ID, t.Role, t.CreatedAt.Format(time.RFC3339), exp, lastUsedText(t.LastUsed), t.Note)
 	}
 	return nil
 }
@@ -247,4 +248,13 @@ func (o *TokenOptions) do(ctx context.Context, method, path string, body, out an
 	}
 	cl.Source = o.Source
 	return cl.Do(ctx, method, path, body, out)
+}
+
+// lastUsedText says when a token was last used, as wharf token list
+// prints it.
+func lastUsedText(at *time.Time) string {
+	if at == nil {
+		return "never used"
+	}
+	return "used " + at.UTC().Format(time.RFC3339)
 }

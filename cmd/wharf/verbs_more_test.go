@@ -126,9 +126,10 @@ func TestTokenVerbsRunWithoutCobra(t *testing.T) {
 		if tk.ExpiresAt != nil {
 			exp = "expires " + tk.ExpiresAt.UTC().Format(time.RFC3339)
 		}
-		want += fmt.Sprintf("%s  %-9s  %s  %s  %s\n", tk.ID, tk.Role, tk.CreatedAt.Format(time.RFC3339), exp, tk.Note)
+		want += fmt.Sprintf("%s  %-9s  %s  %s  %s  %s\n", tk.ID, tk.Role, tk.CreatedAt.Format(time.RFC3339), exp, lastUsedText(tk.LastUsed), tk.Note)
 	}
-	if !strings.Contains(want, id+"  developer  ") || !strings.Contains(want, "never expires  laptop\n") {
+	// The admin token listing them has been used; the new ones not.
+	if !strings.Contains(want, id+"  developer  ") || !strings.Contains(want, "never expires  never used  laptop\n") || !strings.Contains(want, "  admin      ") || !strings.Contains(want, "  used 20") {
 		t.Fatalf("the server's list does not hold the developer token %s:\n%s", id, want)
 	}
 	out, _, err = capture(false, func(io streams) error { o := admin; o.IO = io; return runTokenList(ctx, &o) })

@@ -226,10 +226,22 @@ func (s *Server) listTokens(c echo.Context) error {
 	var out []Token
 	err = s.deps.Store.View(func(r store.Reader) error {
 		recs, err := tokens.List(r)
-		for _, t := range recs {
-			out = append(out, t.Public())
+		if err != nil {
+			return err
 		}
-		return err
+		used, err := tokens.LastUsed(r)
+		if err != nil {
+			return err
+		}
+		for _, t := range recs {
+			pub := t.Public()
+			if at, ok := used[t.ID]; ok {
+				at := at.UTC()
+				pub.LastUsed = &at
+			}
+			out = append(out, pub)
+		}
+		return nil
 	})
 	if err != nil {
 		return err

@@ -106,6 +106,9 @@ type Token struct {
 	// together (Record.Quota).
 	MaxMachines int `json:"maxMachines"`
 	MaxPlugins  int `json:"maxPlugins"`
+	// LastUsed is the token's last recorded use (lastused.go: at most
+	// DefaultLastUsedEvery stale); absent: never used. Only lists fill it.
+	LastUsed *time.Time `json:"lastUsed,omitempty"`
 }
 
 // Quota is the token's inventory quota: what the admin set, else the
