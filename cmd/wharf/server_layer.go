@@ -119,8 +119,77 @@ func newServerLayerCmd(a *app, sc *serverConn) *cobra.Command {
 			return runLayerHistory(ctx, &o, name)
 		}),
 	}
-	cmd.AddCommand(list, get, put, del, history)
+	var revision uint64
+	restore := &cobra.Command{
+		Use:   "restore <name> --revision SEQ",
+		Short: "Write a past revision of a layer (settings, rank, target, modules) as its next version",
+		Long: "Takes the revision numbered SEQ in wharf server layer history and writes what the layer was then\n" +
+			"as its next version (a deleted layer comes back). A change made meanwhile by someone else is\n" +
+			"never overwritten: the write fails with a version conflict; run the command again.",
+		Args: exactArgs(1, "a layer name"),
+		RunE: run(func(ctx context.Context, o LayerOptions, args []string) error {
+			return runLayerRestore(ctx, &o, args[0], revision)
+		}),
+	}
+	restore.Flags().Uint64Var(&revision, "revision", 0, "the history entry to restore (the # of wharf server layer history)")
+	cmd.AddCommand(list, get, put, del, history, restore)
 	return cmd
+}
+
+// runLayerRestore writes revision seq of layer name (from the server's
+// history, which keeps each revision's whole document) as the layer's
+// next version, with If-Match on the version it has now.
+func runLayerRestore(ctx context.Context, o *LayerOptions, name string, seq uint64) error {
+	if seq == 0 {
+		return &plugin.Error{Layer: plugin.LayerIntent, Type: typeUsage, Object: "--revision", Err: errors.New("--revision is required"),
+			Hint: "pick the # of a change from: wharf server layer history " + name}
+	}
+	es, err := o.Client.LayerHistory(ctx, name)
+	if err != nil {
+		return err
+	}
+	var doc *apiclient.PolicyLayer
+	for _, e := range es {
+		if e.Seq == seq && e.Layer == name {
+			doc = e.Document
+		}
+	}
+	if doc == nil {
+		return &plugin.Error{Layer: plugin.LayerIntent, Type: typeUsage, Object: "--revision", Err: fmt.Errorf("layer %s has no revision #%d with a document to restore", name, seq),
+			Hint: "pick the # of a change that wrote the layer from: wharf server layer history " + name}
+	}
+	cur, err := o.Client.Layer(ctx, name)
+	if err != nil {
+		return err
+	}
+	var version uint64
+	if cur != nil {
+		version = cur.Version
+	}
+	rank := doc.Rank
+	target := apiclient.Target{} // a revision that applied to everyone
+	if doc.Target != nil {
+		target = *doc.Target
+	}
+	modules := doc.Modules
+	if modules == nil {
+		modules = map[string]string{}
+	}
+	w, err := o.Client.PutLayer(ctx, name, version, apiclient.LayerChange{Rank: &rank, Target: &target, Settings: doc.Settings, Modules: modules})
+	if err != nil {
+		return err
+	}
+	if o.IO.JSON {
+		return o.IO.printJSON(w)
+	}
+	if w.Layer != nil {
+		o.IO.printf("restored layer %s to revision #%d: rank %d, %s, version %d; policy revision %d\n", name, seq, w.Layer.Rank,
+			targetText(w.Layer.Target), w.Layer.Version, w.Revision)
+	}
+	for _, msg := range w.Warnings {
+		o.IO.warnf("%s", msg)
+	}
+	return nil
 }
 
 // targetText is a layer's target as one line.
