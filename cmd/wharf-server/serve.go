@@ -133,6 +133,10 @@ func (a *app) runServe(ctx context.Context, o *serveOptions) error {
 		fmt.Fprintf(a.stderr, "wharf-server: warning: serving plain HTTP on %s (--addr %s), which is not a loopback address: tokens and policy cross the network unencrypted; serve HTTPS with --tls-cert and --tls-key, or put a TLS proxy in front and listen on 127.0.0.1\n", ln.Addr(), o.Addr)
 	}
 	info.URL = scheme + ln.Addr().String()
+	// Signals are caught before the server says it is up, so a supervisor
+	// that stops it as soon as it reads that line gets a graceful stop.
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	defer stop()
 	if a.cfg.JSON {
 		if err := a.printJSON(info); err != nil {
 			return err
@@ -140,8 +144,6 @@ func (a *app) runServe(ctx context.Context, o *serveOptions) error {
 	} else {
 		a.printf("wharf-server: serving on %s (data %s, store %s)\n", info.URL, data, where)
 	}
-	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
-	defer stop()
 	logger.Info("serving", "url", info.URL, "data", data, "store", where)
 	return s.API.Serve(ctx, ln, o.Grace)
 }
