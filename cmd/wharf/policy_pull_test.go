@@ -30,15 +30,22 @@ type policyAPI struct {
 
 func newPolicyAPI(t *testing.T) *policyAPI {
 	t.Helper()
+	return newPolicyAPIWith(t, nil)
+}
+
+// newPolicyAPIWith is newPolicyAPI with the server's Deps changed by
+// configure (testapi.NewWith).
+func newPolicyAPIWith(t *testing.T, configure func(*api.Deps)) *policyAPI {
+	t.Helper()
 	p := &policyAPI{t: t}
-	p.srv = testapi.New(t, func(h http.Handler) http.Handler {
+	p.srv = testapi.NewWith(t, func(h http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			if r.URL.Path == "/v1/policy/bundle" {
 				p.bundles.Add(1)
 			}
 			h.ServeHTTP(w, r)
 		})
-	})
+	}, configure)
 	p.hs, p.admin = p.srv.HS, p.srv.Admin
 	var tok struct {
 		Token string `json:"token"`

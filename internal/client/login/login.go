@@ -271,6 +271,15 @@ func (s *State) token(ctx context.Context) (string, error) {
 		return "", &ExpiredError{s.Server, err}
 	}
 	if err := s.exchange(ctx, tok); err != nil {
+		// The provider may have rotated its refresh token, spending the
+		// old one: keep the new one even though the server refused, so
+		// that the next renewal does not fail at the provider instead.
+		if tok.RefreshToken != "" && tok.RefreshToken != s.RefreshToken {
+			s.RefreshToken = tok.RefreshToken
+			if serr := s.Save(); serr != nil {
+				return "", serr
+			}
+		}
 		return "", &ExpiredError{s.Server, err}
 	}
 	if err := s.Save(); err != nil {

@@ -31,12 +31,24 @@ type Server struct {
 // API's handler (a test's middleware).
 func New(tb testing.TB, wrap func(http.Handler) http.Handler) *Server {
 	tb.Helper()
+	return NewWith(tb, wrap, nil)
+}
+
+// NewWith is New with the server's Deps changed by configure (when not
+// nil) before the server is built: Store is set, so configure can build
+// what needs it (an identity provider).
+func NewWith(tb testing.TB, wrap func(http.Handler) http.Handler, configure func(*api.Deps)) *Server {
+	tb.Helper()
 	st, err := store.OpenBolt(layout.New(tb.TempDir()).StateDB(), store.Options{})
 	if err != nil {
 		tb.Fatal(err)
 	}
 	tb.Cleanup(func() { st.Close() })
-	srv, err := api.New(api.Deps{Store: st, Policy: api.PolicyEngine, RateLimit: -1})
+	deps := api.Deps{Store: st, Policy: api.PolicyEngine, RateLimit: -1}
+	if configure != nil {
+		configure(&deps)
+	}
+	srv, err := api.New(deps)
 	if err != nil {
 		tb.Fatal(err)
 	}
