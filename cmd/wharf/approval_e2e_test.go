@@ -3,20 +3,16 @@ package main
 import (
 	"encoding/json"
 	"net/http"
-	"net/http/httptest"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/wharfhq/wharf/internal/core/fetch"
-	"github.com/wharfhq/wharf/internal/core/layout"
 	"github.com/wharfhq/wharf/internal/core/marketplace"
 	"github.com/wharfhq/wharf/internal/core/policy"
 	"github.com/wharfhq/wharf/internal/core/source"
-	"github.com/wharfhq/wharf/internal/core/store"
 	"github.com/wharfhq/wharf/internal/server/api"
 	"github.com/wharfhq/wharf/internal/server/catalog"
 	"github.com/wharfhq/wharf/internal/testutil/gitserve"
@@ -43,6 +39,19 @@ func gitRun(t *testing.T, dir string, args ...string) {
 	}
 }
 
+// catalogServer is a real wharf server (bbolt) that tracks marketplaces
+// (git ones on loopback too) and vendors their plugins into its channel
+// directory; wrap, when not nil, wraps its handler.
+func catalogServer(t *testing.T, wrap func(http.Handler) http.Handler) *testapi.Server {
+	t.Helper()
+	dir := t.TempDir()
+	cfg := fetch.Config{AllowPrivate: true}
+	return testapi.NewWith(t, wrap, func(d *api.Deps) {
+		mgr := marketplace.NewManager(d.Store, marketplace.Options{Dir: filepath.Join(dir, "marketplaces"), Fetch: cfg})
+		d.Catalog, d.ChannelDir, d.Fetcher = catalog.New(mgr), filepath.Join(dir, "channels"), source.NewFetcher(cfg)
+	})
+}
+
 func newApprovalWorld(t *testing.T) *approvalWorld {
 	t.Helper()
 	if _, err := exec.LookPath("git"); err != nil {
@@ -61,35 +70,15 @@ func newApprovalWorld(t *testing.T) *approvalWorld {
 	gitRun(t, w.work, "remote", "add", "origin", filepath.Join(root, "corp", "market.git"))
 	w.url = gitserve.Start(t, root, gitserve.Options{HTTP: true}).URL + "/corp/market.git"
 
-	// The server: a real bbolt file, the marketplace manager and channel
-	// directory it vendors plugins into.
-	dir := t.TempDir()
-	st, err := store.OpenBolt(layout.New(dir).StateDB(), store.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
-	cfg := fetch.Config{AllowPrivate: true}
-	mgr := marketplace.NewManager(st, marketplace.Options{Dir: filepath.Join(dir, "marketplaces"), Fetch: cfg})
-	s, err := api.New(api.Deps{Store: st, Policy: api.PolicyEngine, RateLimit: -1, Catalog: catalog.New(mgr),
-		ChannelDir: filepath.Join(dir, "channels"), Fetcher: source.NewFetcher(cfg)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	admin, _, err := api.EnsureAdminToken(st, "", time.Now())
-	if err != nil {
-		t.Fatal(err)
-	}
-	h := s.Handler()
-	hs := httptest.NewServer(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
-		if w.down.Load() {
-			http.Error(rw, "down", http.StatusServiceUnavailable)
-			return
-		}
-		h.ServeHTTP(rw, r)
-	}))
-	t.Cleanup(hs.Close)
-	w.srv = &testapi.Server{TB: t, HS: hs, Store: st, Admin: admin}
+	w.srv = catalogServer(t, func(h http.Handler) http.Handler {
+		return http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+			if w.down.Load() {
+				http.Error(rw, "down", http.StatusServiceUnavailable)
+				return
+			}
+			h.ServeHTTP(rw, r)
+		})
+	})
 	w.srv.Do("POST", "/v1/marketplaces", nil, map[string]any{"name": "corp", "source": map[string]string{"source": "git", "url": w.url}}, http.StatusCreated, nil)
 	return w
 }

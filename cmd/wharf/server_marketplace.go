@@ -109,33 +109,35 @@ func newServerMarketplaceCmd(a *app, sc *serverConn) *cobra.Command {
 		Use:   "marketplace",
 		Short: "Add, list, refresh and remove the server's marketplaces",
 	}
-	run := func(f func(ctx context.Context, cl *apiclient.Client, args []string) error) func(*cobra.Command, []string) error {
-		return func(cmd *cobra.Command, args []string) error {
+	// verb is one `wharf server marketplace` verb: it resolves the server
+	// and token, then runs f.
+	verb := func(use, short string, args cobra.PositionalArgs, f func(ctx context.Context, cl *apiclient.Client, args []string) error) *cobra.Command {
+		return &cobra.Command{Use: use, Short: short, Args: args, RunE: func(cmd *cobra.Command, args []string) error {
 			cl, err := sc.client()
 			if err != nil {
 				return err
 			}
 			return f(cmd.Context(), cl, args)
+		}}
+	}
+	// answered prints the marketplace the server answered (add, refresh).
+	answered := func(what string) func(apiclient.Marketplace, error) error {
+		return func(m apiclient.Marketplace, err error) error {
+			if err != nil {
+				return err
+			}
+			if a.cfg.JSON {
+				return a.printJSON(m)
+			}
+			a.printf("%s marketplace %s from %s: %d plugins\n", what, m.Name, sourceString(m.Source), m.Plugins)
+			if m.Error != "" {
+				a.printf("  error: %s\n", m.Error)
+			}
+			return nil
 		}
 	}
-	printOne := func(verb string, m apiclient.Marketplace) error {
-		if a.cfg.JSON {
-			return a.printJSON(m)
-		}
-		a.printf("%s marketplace %s from %s: %d plugins\n", verb, m.Name, sourceString(m.Source), m.Plugins)
-		if m.Error != "" {
-			a.printf("  error: %s\n", m.Error)
-		}
-		return nil
-	}
-	add := &cobra.Command{
-		Use:   "add <name> <source>",
-		Short: "Add a marketplace to the server (owner/repo[@ref], git URL, marketplace.json URL, or a directory on the server)",
-		Long: "Add a marketplace to the server under <name>; the server fetches it before answering.\n" +
-			"<source> is what `wharf marketplace add` takes: owner/repo[@ref] (GitHub), https://host/repo.git[#ref],\n" +
-			"git@host:repo, https://host/.../marketplace.json, or the absolute path of a directory on the server.",
-		Args: exactArgs(2, "a name and a source"),
-		RunE: run(func(ctx context.Context, cl *apiclient.Client, args []string) error {
+	add := verb("add <name> <source>", "Add a marketplace to the server (owner/repo[@ref], git URL, marketplace.json URL, or a directory on the server)",
+		exactArgs(2, "a name and a source"), func(ctx context.Context, cl *apiclient.Client, args []string) error {
 			if err := plugin.ValidateName(args[0]); err != nil {
 				return &plugin.Error{Layer: plugin.LayerIntent, Type: typeUsage, Object: args[0], Err: err,
 					Hint: "the name is what plugins are called after the @, e.g. corp for deploy@corp"}
@@ -144,18 +146,13 @@ func newServerMarketplaceCmd(a *app, sc *serverConn) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			m, err := cl.AddMarketplace(ctx, args[0], src)
-			if err != nil {
-				return err
-			}
-			return printOne("added", m)
-		}),
-	}
-	list := &cobra.Command{
-		Use:   "list",
-		Short: "List the server's marketplaces with their last refresh and error",
-		Args:  exactArgs(0, "no arguments"),
-		RunE: run(func(ctx context.Context, cl *apiclient.Client, _ []string) error {
+			return answered("added")(cl.AddMarketplace(ctx, args[0], src))
+		})
+	add.Long = "Add a marketplace to the server under <name>; the server fetches it before answering.\n" +
+		"<source> is what `wharf marketplace add` takes: owner/repo[@ref] (GitHub), https://host/repo.git[#ref],\n" +
+		"git@host:repo, https://host/.../marketplace.json, or the absolute path of a directory on the server."
+	list := verb("list", "List the server's marketplaces with their last refresh and error", exactArgs(0, "no arguments"),
+		func(ctx context.Context, cl *apiclient.Client, _ []string) error {
 			ms, err := cl.Marketplaces(ctx)
 			if err != nil {
 				return err
@@ -181,25 +178,13 @@ func newServerMarketplaceCmd(a *app, sc *serverConn) *cobra.Command {
 				}
 			}
 			return nil
-		}),
-	}
-	refresh := &cobra.Command{
-		Use:   "refresh <name>",
-		Short: "Have the server fetch a marketplace again",
-		Args:  exactArgs(1, "a marketplace name"),
-		RunE: run(func(ctx context.Context, cl *apiclient.Client, args []string) error {
-			m, err := cl.RefreshMarketplace(ctx, args[0])
-			if err != nil {
-				return err
-			}
-			return printOne("refreshed", m)
-		}),
-	}
-	remove := &cobra.Command{
-		Use:   "remove <name>",
-		Short: "Remove a marketplace from the server",
-		Args:  exactArgs(1, "a marketplace name"),
-		RunE: run(func(ctx context.Context, cl *apiclient.Client, args []string) error {
+		})
+	refresh := verb("refresh <name>", "Have the server fetch a marketplace again", exactArgs(1, "a marketplace name"),
+		func(ctx context.Context, cl *apiclient.Client, args []string) error {
+			return answered("refreshed")(cl.RefreshMarketplace(ctx, args[0]))
+		})
+	remove := verb("remove <name>", "Remove a marketplace from the server", exactArgs(1, "a marketplace name"),
+		func(ctx context.Context, cl *apiclient.Client, args []string) error {
 			if err := cl.RemoveMarketplace(ctx, args[0]); err != nil {
 				return err
 			}
@@ -208,8 +193,7 @@ func newServerMarketplaceCmd(a *app, sc *serverConn) *cobra.Command {
 			}
 			a.printf("removed marketplace %s\n", args[0])
 			return nil
-		}),
-	}
+		})
 	cmd.AddCommand(add, list, refresh, remove)
 	return cmd
 }

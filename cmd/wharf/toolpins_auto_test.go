@@ -2,21 +2,11 @@ package main
 
 import (
 	"net/http"
-	"net/http/httptest"
-	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/wharfhq/wharf/agent/mcp"
-	"github.com/wharfhq/wharf/internal/core/fetch"
-	"github.com/wharfhq/wharf/internal/core/layout"
-	"github.com/wharfhq/wharf/internal/core/marketplace"
-	"github.com/wharfhq/wharf/internal/core/source"
-	"github.com/wharfhq/wharf/internal/core/store"
 	"github.com/wharfhq/wharf/internal/server/api"
-	"github.com/wharfhq/wharf/internal/server/catalog"
-	"github.com/wharfhq/wharf/internal/testutil/testapi"
 )
 
 // Pin from first report, end to end: a real wharf server (bbolt) that
@@ -34,26 +24,8 @@ func TestPinFromFirstReportEndToEnd(t *testing.T) {
 	}
 	mk, description := mcpMarketplace(t)
 
-	dir := t.TempDir()
-	st, err := store.OpenBolt(layout.New(dir).StateDB(), store.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
-	cfg := fetch.Config{AllowPrivate: true}
-	mgr := marketplace.NewManager(st, marketplace.Options{Dir: filepath.Join(dir, "marketplaces"), Fetch: cfg})
-	s, err := api.New(api.Deps{Store: st, Policy: api.PolicyEngine, RateLimit: -1, Catalog: catalog.New(mgr),
-		ChannelDir: filepath.Join(dir, "channels"), Fetcher: source.NewFetcher(cfg)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	admin, _, err := api.EnsureAdminToken(st, "", time.Now())
-	if err != nil {
-		t.Fatal(err)
-	}
-	hs := httptest.NewServer(s.Handler())
-	t.Cleanup(hs.Close)
-	srv := &testapi.Server{TB: t, HS: hs, Store: st, Admin: admin}
+	srv := catalogServer(t, nil)
+	hs := srv.HS
 	srv.Do("POST", "/v1/marketplaces", nil, map[string]any{"name": "corp", "source": map[string]string{"source": "directory", "path": mk}}, http.StatusCreated, nil)
 	var scan api.ScanResult
 	srv.Do("POST", "/v1/approvals/scan", nil, map[string]string{"marketplace": "corp"}, http.StatusOK, &scan)
