@@ -20,6 +20,10 @@ var (
 	// ErrCorrupt: the state file is damaged (see CorruptError); it is never
 	// replaced or repaired by opening it.
 	ErrCorrupt = errors.New("state file is damaged")
+	// ErrNoSpace: the store refused a write for lack of space (an etcd
+	// cluster's space quota); the write was not applied. A full disk
+	// under bbolt is syscall.ENOSPC instead.
+	ErrNoSpace = errors.New("the store is out of space")
 )
 
 // KV is one key and its value.

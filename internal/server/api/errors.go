@@ -163,7 +163,8 @@ func toAPIError(err error) *APIError {
 var errDeadline = errors.New("request deadline exceeded")
 
 // storeError names what an admin must do about a failure of the store
-// itself: a full disk is 507 naming the data directory, a damaged file 503
+// itself: a full disk is 507 naming the data directory, an etcd cluster
+// over its space quota 507 naming what frees it, a damaged file 503
 // naming the repair command. Other errors are returned as they are.
 func (s *Server) storeError(err error) error {
 	where := "the server's store"
@@ -174,6 +175,10 @@ func (s *Server) storeError(err error) error {
 	case errors.Is(err, syscall.ENOSPC):
 		return &APIError{Status: http.StatusInsufficientStorage, Code: CodeNoSpace, cause: err,
 			Message: fmt.Sprintf("%s is out of space: this request's change was not saved; free space there (or move the data to a larger disk) and retry", where)}
+	case errors.Is(err, store.ErrNoSpace):
+		return withHint(&APIError{Status: http.StatusInsufficientStorage, Code: CodeNoSpace, cause: err,
+			Message: "the etcd cluster's space quota is used up (mvcc: database space exceeded): this request's change was not saved"},
+			"an admin of the etcd cluster compacts and defragments it and disarms its NOSPACE alarm (etcdctl compact, etcdctl defrag, etcdctl alarm disarm), or raises its --quota-backend-bytes; then retry")
 	case errors.Is(err, store.ErrCorrupt):
 		msg := where + " holds a damaged store file; the server cannot read it"
 		if s.deps.DataDir != "" {

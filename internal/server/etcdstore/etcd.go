@@ -684,6 +684,9 @@ func (t *etcdTx) commit(marker string, attempt int, lost *bool) (bool, error) {
 		t.e.ambiguous.Add(1)
 		*lost = true
 	}
+	if err != nil && rpctypes.Error(err) == rpctypes.ErrNoSpace && !*lost {
+		return false, fmt.Errorf("store: etcd: %w: the cluster refused the update (%v), which was not applied; its space quota (--quota-backend-bytes) is used up", store.ErrNoSpace, err)
+	}
 	if err != nil {
 		return false, fmt.Errorf("store: etcd commit (it may or may not have been applied; read the state before retrying): %w", err)
 	}

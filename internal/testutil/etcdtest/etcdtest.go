@@ -52,9 +52,17 @@ type Cluster struct {
 // environment has WHARF_ETCD_LOG=1.
 func Start(t testing.TB, n int) *Cluster {
 	t.Helper()
+	return StartQuota(t, n, 0)
+}
+
+// StartQuota is Start with each member's space quota set to quota bytes
+// (etcd's --quota-backend-bytes; 0 is etcd's default): a write that would
+// pass it is refused with "mvcc: database space exceeded".
+func StartQuota(t testing.TB, n int, quota int64) *Cluster {
+	t.Helper()
 	var lastErr error
 	for try := 0; try < 3; try++ { // a chosen port can be taken before etcd binds it
-		c, err := start(t, n)
+		c, err := start(t, n, quota)
 		if err == nil {
 			return c
 		}
@@ -91,6 +99,8 @@ func freePorts(n int) ([]int, error) {
 type memberConfig struct {
 	Name, Dir, ClientURL, PeerURL, InitialCluster, Token string
 	NoFsync                                              bool
+	// QuotaBackendBytes is etcd's --quota-backend-bytes (0: etcd's default).
+	QuotaBackendBytes int64
 }
 
 func (mc memberConfig) embedConfig() *embed.Config {
@@ -110,6 +120,7 @@ func (mc memberConfig) embedConfig() *embed.Config {
 	cfg.ClusterState = embed.ClusterStateFlagNew
 	cfg.ZapLoggerBuilder = embed.NewZapLoggerBuilder(logger)
 	cfg.UnsafeNoFsync = mc.NoFsync
+	cfg.QuotaBackendBytes = mc.QuotaBackendBytes
 	return cfg
 }
 
@@ -142,12 +153,13 @@ func layout(t testing.TB, n int) (*Cluster, []memberConfig, error) {
 	return c, cfgs, nil
 }
 
-func start(t testing.TB, n int) (*Cluster, error) {
+func start(t testing.TB, n int, quota int64) (*Cluster, error) {
 	c, cfgs, err := layout(t, n)
 	if err != nil {
 		return nil, err
 	}
 	for i, m := range c.Members {
+		cfgs[i].QuotaBackendBytes = quota
 		// The data lives in a temp dir for one test and an in-process
 		// member is only ever stopped cleanly: fsync buys nothing but time.
 		cfgs[i].NoFsync = true
