@@ -1,13 +1,10 @@
 package main
 
 import (
-	"bufio"
-	"context"
 	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -53,17 +50,8 @@ func wharfLogin(t *testing.T, idp *oidctest.Provider, home, server, user string)
 		t.Fatal(err)
 	}
 	var errOut strings.Builder
-	code := regexp.MustCompile(`enter the code (\S+)`)
-	sc := bufio.NewScanner(stderr)
-	approved := false
-	for sc.Scan() {
-		errOut.WriteString(sc.Text() + "\n")
-		if m := code.FindStringSubmatch(sc.Text()); m != nil && !approved {
-			approved = true
-			if err := idp.ApproveDevice(context.Background(), m[1], user); err != nil {
-				t.Error(err)
-			}
-		}
+	if err := idp.ApproveDevicePrompt(stderr, &errOut, user); err != nil {
+		t.Error(err)
 	}
 	if err := cmd.Wait(); err != nil {
 		t.Fatalf("wharf login: %v\n%s%s", err, out.String(), errOut.String())

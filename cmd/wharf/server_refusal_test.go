@@ -1,9 +1,7 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
-	"context"
 	"encoding/json"
 	"net"
 	"net/http"
@@ -92,17 +90,8 @@ func (c *policyClient) login(idp *oidctest.Provider, base, user string, args ...
 	if err := cmd.Start(); err != nil {
 		c.t.Fatal(err)
 	}
-	code := regexp.MustCompile(`enter the code (\S+)`)
-	sc := bufio.NewScanner(stderr)
-	approved := false
-	for sc.Scan() {
-		errOut.WriteString(sc.Text() + "\n")
-		if m := code.FindStringSubmatch(sc.Text()); m != nil && !approved {
-			approved = true
-			if err := idp.ApproveDevice(context.Background(), m[1], user); err != nil {
-				c.t.Error(err)
-			}
-		}
+	if err := idp.ApproveDevicePrompt(stderr, &errOut, user); err != nil {
+		c.t.Error(err)
 	}
 	err = cmd.Wait()
 	if ee, ok := err.(*exec.ExitError); ok {

@@ -9,6 +9,7 @@
 package oidctest
 
 import (
+	"bufio"
 	"context"
 	"crypto/rand"
 	"crypto/rsa"
@@ -16,9 +17,11 @@ import (
 	"errors"
 	"fmt"
 	"html/template"
+	"io"
 	"net"
 	"net/http"
 	"net/url"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -172,6 +175,27 @@ func (p *Provider) ApproveDevice(ctx context.Context, userCode, subject string) 
 		return fmt.Errorf("approving device code %s: %s", userCode, resp.Status)
 	}
 	return nil
+}
+
+// userCodePrompt is how wharf login names the user code it waits for.
+var userCodePrompt = regexp.MustCompile(`enter the code (\S+)`)
+
+// ApproveDevicePrompt plays the user of a device-flow client that prints
+// "enter the code CODE" (wharf login): it reads the client's output r to
+// its end, copying each line to w, and approves the first code named as
+// subject. It returns the approval's error.
+func (p *Provider) ApproveDevicePrompt(r io.Reader, w io.Writer, subject string) error {
+	sc := bufio.NewScanner(r)
+	var err error
+	approved := false
+	for sc.Scan() {
+		fmt.Fprintln(w, sc.Text())
+		if m := userCodePrompt.FindStringSubmatch(sc.Text()); m != nil && !approved {
+			approved = true
+			err = p.ApproveDevice(context.Background(), m[1], subject)
+		}
+	}
+	return err
 }
 
 var loginPage = template.Must(template.New("login").Parse(`<!doctype html>
