@@ -421,16 +421,28 @@ func clipParam(s string) string {
 	return strings.ToValidUTF8(s, "?")
 }
 
+// registryServer reads what the routes of one server take (serverName,
+// with withVersion its version, include_deleted) and the entries to look
+// it up in.
+func (s *Server) registryServer(c echo.Context, withVersion bool) (name, version string, entries []mcpregistry.Entry, err error) {
+	if name, err = serverNameParam(c); err != nil {
+		return "", "", nil, err
+	}
+	if withVersion {
+		if version, err = versionParam(c); err != nil {
+			return "", "", nil, err
+		}
+	}
+	if err = boolQuery(c, "include_deleted"); err != nil {
+		return "", "", nil, err
+	}
+	entries, err = s.registryEntries(c.Request().Context(), c.Request())
+	return name, version, entries, err
+}
+
 // registryVersions is GET /v0.1/servers/{serverName}/versions.
 func (s *Server) registryVersions(c echo.Context) error {
-	name, err := serverNameParam(c)
-	if err != nil {
-		return s.registryFail(c, err)
-	}
-	if err := boolQuery(c, "include_deleted"); err != nil {
-		return s.registryFail(c, err)
-	}
-	entries, err := s.registryEntries(c.Request().Context(), c.Request())
+	name, _, entries, err := s.registryServer(c, false)
 	if err != nil {
 		return s.registryFail(c, err)
 	}
@@ -447,18 +459,7 @@ func (s *Server) registryVersions(c echo.Context) error {
 
 // registryGet is GET /v0.1/servers/{serverName}/versions/{version}.
 func (s *Server) registryGet(c echo.Context) error {
-	name, err := serverNameParam(c)
-	if err != nil {
-		return s.registryFail(c, err)
-	}
-	version, err := versionParam(c)
-	if err != nil {
-		return s.registryFail(c, err)
-	}
-	if err := boolQuery(c, "include_deleted"); err != nil {
-		return s.registryFail(c, err)
-	}
-	entries, err := s.registryEntries(c.Request().Context(), c.Request())
+	name, version, entries, err := s.registryServer(c, true)
 	if err != nil {
 		return s.registryFail(c, err)
 	}
