@@ -4,11 +4,15 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"flag"
+	"fmt"
 	"io"
 	"mime"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 	"sync"
 	"testing"
@@ -27,6 +31,13 @@ import (
 // lists properties and says nothing of additionalProperties admits no
 // other property (an allOf is merged first, so that its parts together
 // describe the object).
+//
+// specCheck also records each documented operation that answered with
+// success (a status below 400), and TestMain fails a run of the whole
+// package in which one never did: every operation the spec documents is
+// exercised here, so none is documented from memory. (TestOpenAPIMatchesRoutes
+// checks the other direction: every route the server registers is
+// documented.)
 
 var spec struct {
 	once   sync.Once
@@ -126,6 +137,86 @@ func strictSpec(doc *openapi3.T) {
 	}
 }
 
+// exercised is the documented operations ("GET /v1/tokens/{id}", the
+// spec's path) that answered a test with success.
+var exercised struct {
+	sync.Mutex
+	ops map[string]bool
+}
+
+// recordExercised notes req's operation as exercised when status is a
+// success; a request no documented operation matches is not recorded.
+func recordExercised(req *http.Request, status int) {
+	if status >= 400 {
+		return
+	}
+	router, err := specRouter()
+	if err != nil {
+		return // checkResponse reports it
+	}
+	route, _, err := router.FindRoute(req)
+	if err != nil {
+		return
+	}
+	exercised.Lock()
+	defer exercised.Unlock()
+	if exercised.ops == nil {
+		exercised.ops = map[string]bool{}
+	}
+	exercised.ops[route.Method+" "+route.Path] = true
+}
+
+// unexercised is the operations docs/openapi.yaml documents that no test
+// of this run answered with success, sorted.
+func unexercised() ([]string, error) {
+	doc, err := openapi3.NewLoader().LoadFromFile(filepath.Join("..", "..", "..", "docs", "openapi.yaml"))
+	if err != nil {
+		return nil, err
+	}
+	exercised.Lock()
+	defer exercised.Unlock()
+	var missing []string
+	for path, item := range doc.Paths.Map() {
+		for method := range item.Operations() {
+			if key := method + " " + path; !exercised.ops[key] {
+				missing = append(missing, key)
+			}
+		}
+	}
+	sort.Strings(missing)
+	return missing, nil
+}
+
+// wholePackageRan reports whether this run ran every test of the package:
+// no -run, -skip, -short or -list narrowed it.
+func wholePackageRan() bool {
+	for _, name := range []string{"test.run", "test.skip", "test.list"} {
+		if f := flag.Lookup(name); f != nil && f.Value.String() != "" {
+			return false
+		}
+	}
+	return !testing.Short()
+}
+
+// TestMain runs the package's tests, then, when they all ran, fails the
+// run if an operation docs/openapi.yaml documents was never
+// answered with success by one of them.
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if wholePackageRan() {
+		missing, err := unexercised()
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "--- FAIL: docs/openapi.yaml: %v\n", err)
+			code = 1
+		} else if len(missing) > 0 {
+			fmt.Fprintf(os.Stderr, "--- FAIL: docs/openapi.yaml documents operations no test of this package answered with success "+
+				"(exercise each in a test whose server is wrapped in specCheck):\n\t%s\n", strings.Join(missing, "\n\t"))
+			code = 1
+		}
+	}
+	os.Exit(code)
+}
+
 // checkResponse validates one JSON response of the API against the spec;
 // responses that are not JSON, or not of an API route the spec documents
 // (the console, the channels' git repositories), are not its concern.
@@ -175,6 +266,7 @@ func specCheck(t testing.TB, h http.Handler) http.Handler {
 		_, _ = w.Write(body)
 		req := r.Clone(context.Background())
 		req.Body = io.NopCloser(bytes.NewReader(nil))
+		recordExercised(req, res.StatusCode)
 		if err := checkResponse(req, res.StatusCode, res.Header, body); err != nil {
 			t.Errorf("%s %s → %d does not match docs/openapi.yaml: %v\nbody: %.2000s", r.Method, r.URL.Path, res.StatusCode, err, body)
 		}
