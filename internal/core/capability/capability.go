@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path"
@@ -285,38 +284,35 @@ func (r *reader) walk() error {
 // readText reads a text file, records its execute bit, scans it and keeps
 // it. A file it cannot read is a finding.
 func (r *reader) readText(abs, rel string) error {
-	f, err := os.Open(abs)
-	if err != nil {
+	ft := readFile(abs, maxScanSize, r.text.alloc)
+	if ft.openErr != nil {
 		if fi, serr := os.Lstat(abs); serr == nil && fi.Mode()&0o111 != 0 {
 			r.exec(rel, "exec-bit")
 		}
-		r.find(KindUnreadable, rel, 0, "cannot be read: %v", err)
+		r.find(KindUnreadable, rel, 0, "cannot be read: %v", ft.openErr)
 		return nil
 	}
-	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		r.find(KindUnreadable, rel, 0, "cannot be read: %v", err)
+	if ft.statErr != nil {
+		r.find(KindUnreadable, rel, 0, "cannot be read: %v", ft.statErr)
 		return nil
 	}
-	if !fi.Mode().IsRegular() {
+	if !ft.regular {
 		return nil // replaced since the listing
 	}
-	if fi.Mode()&0o111 != 0 {
+	if ft.exec {
 		r.exec(rel, "exec-bit")
 	}
-	if fi.Size() > maxScanSize {
+	if ft.readErr != nil {
+		r.find(KindUnreadable, rel, 0, "cannot be read: %v", ft.readErr)
 		return nil
 	}
-	data := r.text.alloc(int(fi.Size()))
-	if _, err := io.ReadFull(f, data); err != nil {
-		r.find(KindUnreadable, rel, 0, "cannot be read: %v", err)
-		return nil
+	if !ft.read {
+		return nil // larger than maxScanSize
 	}
-	r.scanText(rel, data)
-	r.scripts[rel] = data
+	r.scanText(rel, ft.data)
+	r.scripts[rel] = ft.data
 	if r.byPath != nil {
-		r.byPath[abs] = data
+		r.byPath[abs] = ft.data
 	}
 	return nil
 }
