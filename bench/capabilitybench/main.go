@@ -291,10 +291,16 @@ func capabilities(root string) (int, error) {
 	if err != nil {
 		return 0, err
 	}
+	// The root is resolved through its symlinks once for the pass, not
+	// once per plugin.
+	realRoot, err := plugin.RealRoot(root)
+	if err != nil {
+		return 0, err
+	}
 	hooks := 0
 	for i := range m.Plugins {
 		e := &m.Plugins[i]
-		dir, err := e.LocalDir(root)
+		dir, err := e.LocalDirIn(root, realRoot)
 		if err != nil {
 			return 0, err
 		}
@@ -333,9 +339,13 @@ func loadOnly(root string) error {
 	if err != nil {
 		return err
 	}
+	realRoot, err := plugin.RealRoot(root)
+	if err != nil {
+		return err
+	}
 	for i := range m.Plugins {
 		e := &m.Plugins[i]
-		dir, err := e.LocalDir(root)
+		dir, err := e.LocalDirIn(root, realRoot)
 		if err != nil {
 			return err
 		}
