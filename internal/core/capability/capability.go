@@ -208,6 +208,7 @@ type reader struct {
 	dirs        map[string][]fs.DirEntry
 	frontMatter map[string]plugin.FrontMatter
 	dec         []byte // decode buffer of scanEncoded
+	lister      dirLister
 	text        textArena
 }
 
@@ -223,7 +224,7 @@ func (r *reader) walk() error {
 			delete(r.dirs, d)
 		}
 	}()
-	return filepath.WalkDir(root, func(abs string, d fs.DirEntry, err error) error {
+	return walkDir(root, func(abs string, d fs.DirEntry, err error) error {
 		if err != nil {
 			if abs == root {
 				return err
@@ -278,7 +279,7 @@ func (r *reader) walk() error {
 			return nil
 		}
 		return r.readText(abs, rel)
-	})
+	}, r.lister.readDir)
 }
 
 // readText reads a text file, records its execute bit, scans it and keeps
