@@ -246,7 +246,9 @@ func readAll(root string) (int, error) {
 // a text file: open, fstat, one read of the size fstat gave, close
 // (os.ReadFile reads once more to see the end of the file), into one
 // buffer used again for every file, as the pass reuses its buffers. It is
-// the floor with the pass's own calls and no allocation per file.
+// the floor with the pass's reads and no allocation per file; it still
+// opens through an *os.File (the pass makes the calls directly on Linux
+// and the other unix systems, and lists directories directly on Linux).
 func readSame(root string) (int, error) {
 	n := 0
 	var buf []byte
