@@ -192,6 +192,10 @@ type Request struct {
 	// (source.Request Durable and ReadOnly) is taken as it is; any other
 	// is sealed and fsynced here first, as a filled one is.
 	Staged string
+	// Known, with Staged, gives the content hash of each file of the
+	// staged tree as its writer wrote it, so that the digest reads only
+	// the files it does not know (trust.DigestKnown).
+	Known trust.KnownHash
 }
 
 // Materialize fills a new version directory with fill and returns it; it
@@ -337,7 +341,7 @@ func sealAndCheck(req Request, tmp string) (*trust.Tree, error) {
 func (c *Cache) takeStaged(req Request, tmp string) (*trust.Tree, error) {
 	_, sigErr := os.Lstat(filepath.Join(tmp, filepath.FromSlash(trust.SignaturesFile)))
 	if len(trust.Uncovered(tmp)) == 0 && isNotExist(sigErr) {
-		tree, err := trust.CheckIntegrity(req.ID, req.Version, req.Digest, tmp)
+		tree, err := trust.CheckIntegrityKnown(req.ID, req.Version, req.Digest, tmp, req.Known)
 		if err != nil || sealed(tree) {
 			return tree, err
 		}

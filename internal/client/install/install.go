@@ -563,7 +563,7 @@ func (in *Installer) materialize(ctx context.Context, g *graph, id plugin.ID, fo
 			}
 		}
 	}
-	cv, err := in.o.Cache.Ensure(ctx, cache.Request{ID: id, Version: version, Digest: want, Staged: stage})
+	cv, err := in.o.Cache.Ensure(ctx, cache.Request{ID: id, Version: version, Digest: want, Staged: stage, Known: knownHashes(fr.Written)})
 	if err != nil {
 		return nil, err
 	}
@@ -575,6 +575,14 @@ func (in *Installer) materialize(ctx context.Context, g *graph, id plugin.ID, fo
 	ok = true
 	in.progress("%s %s: %s", id, version, cv.Path)
 	return sv, nil
+}
+
+// knownHashes offers the hashes Fetch took of the files it wrote.
+func knownHashes(written map[string]source.WrittenFile) trust.KnownHash {
+	return func(path string, size int64) ([sha256.Size]byte, bool) {
+		w, ok := written[path]
+		return w.SHA256, ok && w.Size == size
+	}
 }
 
 func shortHash(s string) string {
