@@ -1,6 +1,7 @@
 package install
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -240,6 +241,53 @@ func reopenAndInstallAgain(t *testing.T, where string, tw *testworld.World, in *
 			if strings.HasPrefix(e.Name(), ".tmp-") {
 				t.Errorf("%s: installed again, %s is left beside %s", where, e.Name(), r.InstallPath)
 			}
+		}
+	}
+}
+
+// The versions an install writes (fetched durable and read-only, digested
+// from the hashes taken as the files were written, renamed into place) are
+// the versions a plain fill of the marketplace's plugin directories makes:
+// same digest, same fingerprint paths, kinds, modes and hashes.
+func TestInstallEqualsPlainFill(t *testing.T) {
+	tw, in := killedWorld(t)
+	res, err := in.Install(bg, Request{ID: plugin.MustParseID("app@corp")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	plainHome := testworld.New(t)
+	mkt := filepath.Join(filepath.Dir(tw.Home), "mkt")
+	recs := map[plugin.ID]cache.Record{}
+	all, err := tw.Cache.List()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range all {
+		recs[r.ID] = r
+	}
+	for _, i := range res.Installed {
+		src := filepath.Join(mkt, "plugins", i.ID.Name)
+		plain, err := plainHome.Cache.Materialize(bg, i.ID, i.Version, func(_ context.Context, dir string) error {
+			return os.CopyFS(dir, os.DirFS(src))
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := recs[i.ID]
+		if r.Digest != plain.Digest || i.Digest != plain.Digest {
+			t.Fatalf("%s: installed %s (recorded %s), a plain fill makes %s", i.ID, i.Digest, r.Digest, plain.Digest)
+		}
+		if len(r.Fingerprint.Entries) != len(plain.FP.Entries) {
+			t.Fatalf("%s: fingerprint of %d paths, plain %d", i.ID, len(r.Fingerprint.Entries), len(plain.FP.Entries))
+		}
+		for k, e := range r.Fingerprint.Entries {
+			p := plain.FP.Entries[k]
+			if e.Path != p.Path || e.Kind != p.Kind || e.Mode != p.Mode || e.Size != p.Size || e.Hash != p.Hash {
+				t.Errorf("%s: fingerprint %+v, plain %+v", i.ID, e, p)
+			}
+		}
+		if got, err := trust.Digest(r.InstallPath); err != nil || got.Digest != r.Digest {
+			t.Errorf("%s: %s read again: %v %v", i.ID, r.InstallPath, got, err)
 		}
 	}
 }
