@@ -81,7 +81,9 @@ func TestFetchDurableReadOnlyEqualsPlain(t *testing.T) {
 				t.Fatal(err)
 			}
 			_, dest := sandbox(t)
-			t.Cleanup(func() { filepath.WalkDir(dest, func(p string, d fs.DirEntry, err error) error { os.Chmod(p, 0o755); return nil }) })
+			t.Cleanup(func() {
+				filepath.WalkDir(dest, func(p string, d fs.DirEntry, err error) error { os.Chmod(p, 0o755); return nil })
+			})
 			fast, err := f.Fetch(context.Background(), Request{Plugin: "p@m", Source: src, MarketplaceDir: mkt, Dest: dest, Durable: true, ReadOnly: true})
 			if err != nil {
 				t.Fatal(err)
