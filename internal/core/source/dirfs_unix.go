@@ -13,10 +13,6 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// maxHeldDirs bounds the directory descriptors a dirFS keeps open; a tree
-// with more directories opens the others again when it needs them.
-const maxHeldDirs = 64
-
 // dirFS writes below one root directory through descriptors of the
 // directories it made: every entry is created with one *at call relative to
 // its parent's descriptor, by its last path element, never following a

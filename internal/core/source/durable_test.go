@@ -3,6 +3,7 @@ package source
 import (
 	"context"
 	"crypto/sha256"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -62,6 +63,11 @@ func TestFetchDurableReadOnlyEqualsPlain(t *testing.T) {
 	writeFile(t, filepath.Join(mkt, "plugins/p/empty.md"), "", 0o644)
 	os.Mkdir(filepath.Join(mkt, "plugins/p/hollow"), 0o755)
 	os.Symlink("commands/a.md", filepath.Join(mkt, "plugins/p/alias.md"))
+	// More directories than a fetch keeps descriptors of (maxHeldDirs), so
+	// that some are opened again to be written into, sealed and fsynced.
+	for i := range maxHeldDirs + 40 {
+		writeFile(t, filepath.Join(mkt, fmt.Sprintf("plugins/p/many/d%03d/sub/f.md", i)), fmt.Sprint(i), 0o644)
+	}
 	zipped := makeZip(t,
 		zipEntry{name: ".claude-plugin/", mode: fs.ModeDir | 0o755},
 		zipEntry{name: ".claude-plugin/plugin.json", body: `{"name":"z"}`},

@@ -36,6 +36,11 @@ func (l Limits) withDefaults() Limits {
 	return l
 }
 
+// maxHeldDirs bounds the directory descriptors a tree keeps open (on
+// systems where it writes through them); a tree with more directories
+// opens the others again when it needs them.
+const maxHeldDirs = 64
+
 // tree writes entries under one root directory. Every name goes through
 // CheckEntryPath, no entry is written through a symlink, files are created
 // exclusively (a duplicate entry is an error) and the actual bytes written
