@@ -16,6 +16,7 @@ import (
 	git "github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/filemode"
+	"github.com/go-git/go-git/v5/plumbing/format/idxfile"
 	"github.com/go-git/go-git/v5/plumbing/object"
 
 	"github.com/wharfhq/wharf/plugin"
@@ -331,4 +332,76 @@ func TestCheckoutRefusesUnsafeTreePaths(t *testing.T) {
 			}
 		})
 	}
+}
+
+// newPackObjects counts the objects of every pack of the clone at dir that is
+// not named in before, and returns the names of all its packs.
+func newPackObjects(t *testing.T, dir string, before map[string]bool) (int, map[string]bool) {
+	t.Helper()
+	idxs, err := filepath.Glob(filepath.Join(dir, ".git", "objects", "pack", "pack-*.idx"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, all := 0, map[string]bool{}
+	for _, p := range idxs {
+		all[p] = true
+		if before[p] {
+			continue
+		}
+		f, err := os.Open(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		idx := idxfile.NewMemoryIndex()
+		err = idxfile.NewDecoder(f).Decode(idx)
+		f.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		c, err := idx.Count()
+		if err != nil {
+			t.Fatal(err)
+		}
+		n += int(c)
+	}
+	return n, all
+}
+
+// TestUpdateFetchesOnlyWhatChanged: an update after one changed file
+// brings the new commit, its changed trees and the one blob, not the
+// whole tree of the marketplace again; after two upstream commits, the
+// objects of both, and the work tree equals a fresh clone's.
+func TestUpdateFetchesOnlyWhatChanged(t *testing.T) {
+	files := marketFiles("mk", "a", "b")
+	for i := 0; i < 200; i++ {
+		files["plugins/b/commands/c"+strconv.Itoa(i)+".md"] = "command " + strconv.Itoa(i) + "\n"
+	}
+	repo := newGitRepo(t, files)
+	m, _ := newTestManager(t, Options{})
+	k, err := m.Add(context.Background(), gitSource(t, repo.url()), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	total, packs := newPackObjects(t, k.InstallLocation, nil)
+	if total < 200 {
+		t.Fatalf("the clone holds %d objects, want the 200 files' and more", total)
+	}
+	repo.commit("one change", map[string]string{"plugins/a/commands/a.md": "changed\n"})
+	if _, err := m.Update(context.Background(), "mk"); err != nil {
+		t.Fatal(err)
+	}
+	// The commit, the root tree, plugins/, plugins/a/, its commands/, the blob.
+	got, packs := newPackObjects(t, k.InstallLocation, packs)
+	if got == 0 || got > 6 {
+		t.Errorf("the update fetched %d objects, want the 6 that changed (the clone has %d)", got, total)
+	}
+	repo.commit("two", map[string]string{"plugins/a/commands/a.md": "again\n"})
+	repo.commit("three", map[string]string{"plugins/b/commands/c7.md": "edited\n"})
+	if _, err := m.Update(context.Background(), "mk"); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := newPackObjects(t, k.InstallLocation, packs); got == 0 || got > 12 {
+		t.Errorf("the update over two commits fetched %d objects, want at most 12", got)
+	}
+	assertSameCheckout(t, k.InstallLocation, plainClone(t, repo.url()))
 }
