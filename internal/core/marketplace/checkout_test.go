@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io/fs"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"sort"
 	"strconv"
@@ -404,4 +405,115 @@ func TestUpdateFetchesOnlyWhatChanged(t *testing.T) {
 		t.Errorf("the update over two commits fetched %d objects, want at most 12", got)
 	}
 	assertSameCheckout(t, k.InstallLocation, plainClone(t, repo.url()))
+}
+
+// TestUpdateCheckoutEqualsGoGitReset: moving a clean clone to a new
+// upstream commit by the changed paths alone (checkoutUpdate) leaves the
+// work tree, index and HEAD that go-git's hard reset leaves, over adds,
+// edits, deletes, renames, mode changes, links made, retargeted and
+// replaced, a file turned into a directory and back, and a directory
+// deleted whole. A clone with an edited file is left to go-git's reset.
+func TestUpdateCheckoutEqualsGoGitReset(t *testing.T) {
+	files := marketFiles("mk", "a", "b", "c")
+	files["plugins/a/data/x.txt"] = "x\n"
+	files["plugins/a/data/deep/y.txt"] = "y\n"
+	files["plugins/b/becomes-dir"] = "a file for now\n"
+	files["plugins/b/dir-becomes-file/z.md"] = "z\n"
+	files["plugins/c/rename-me.md"] = "renamed content\n"
+	files["plugins/c/run.sh"] = "#!/bin/sh\n"
+	repo := newGitRepo(t, files)
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	must(os.Symlink("rename-me.md", filepath.Join(repo.dir, "plugins/c/link")))
+	must(os.Symlink("run.sh", filepath.Join(repo.dir, "plugins/c/link-to-file")))
+	repo.git("add", "-A")
+	repo.git("commit", "-q", "-m", "links")
+
+	clone := func() (string, string) {
+		m, _ := newTestManager(t, Options{})
+		k, err := m.Add(context.Background(), gitSource(t, repo.url()), "")
+		must(err)
+		return k.InstallLocation, k.Commit
+	}
+	fast, before := clone()
+	plain, _ := clone()
+	edited, _ := clone()
+
+	// Upstream: every kind of change, in one commit.
+	write := func(name, body string, perm os.FileMode) {
+		t.Helper()
+		p := filepath.Join(repo.dir, filepath.FromSlash(name))
+		must(os.MkdirAll(filepath.Dir(p), 0o755))
+		must(os.WriteFile(p, []byte(body), perm))
+		must(os.Chmod(p, perm))
+	}
+	rm := func(name string) { t.Helper(); must(os.RemoveAll(filepath.Join(repo.dir, filepath.FromSlash(name)))) }
+	write("plugins/a/commands/a.md", "edited\n", 0o644)
+	write("plugins/new/.claude-plugin/x.md", "new plugin\n", 0o644)
+	rm("plugins/b/becomes-dir")
+	write("plugins/b/becomes-dir/inner.md", "now a directory\n", 0o644)
+	rm("plugins/b/dir-becomes-file")
+	write("plugins/b/dir-becomes-file", "now a file\n", 0o644)
+	rm("plugins/c/rename-me.md")
+	write("plugins/c/renamed.md", "renamed content\n", 0o644)
+	must(os.Chmod(filepath.Join(repo.dir, "plugins/c/run.sh"), 0o755))
+	rm("plugins/c/link")
+	must(os.Symlink("renamed.md", filepath.Join(repo.dir, "plugins/c/link")))
+	rm("plugins/c/link-to-file")
+	write("plugins/c/link-to-file", "a file now\n", 0o644)
+	must(os.Symlink("../a", filepath.Join(repo.dir, "plugins/c/new-link")))
+	rm("plugins/a/data")
+	repo.git("add", "-A")
+	repo.git("commit", "-q", "-m", "change")
+	after := plumbing.NewHash(repo.git("rev-parse", "HEAD"))
+
+	// Both clones get the new objects the same way; then one moves by the
+	// changed paths, the other by go-git's hard reset.
+	for _, dir := range []string{fast, plain, edited} {
+		c := exec.Command("git", "-C", dir, "fetch", "-q", "origin", "main")
+		if out, err := c.CombinedOutput(); err != nil {
+			t.Fatalf("git fetch: %v\n%s", err, out)
+		}
+	}
+	update := func(dir string) bool {
+		t.Helper()
+		s, _ := openStorage(dir)
+		defer s.Close()
+		done, err := checkoutUpdate(s, dir, plumbing.NewHash(before), after)
+		must(err)
+		return done
+	}
+	if !update(fast) {
+		t.Fatal("checkoutUpdate left a clean clone to go-git's reset")
+	}
+	r, err := git.PlainOpen(plain)
+	must(err)
+	wt, err := r.Worktree()
+	must(err)
+	must(wt.Reset(&git.ResetOptions{Commit: after, Mode: git.HardReset}))
+	assertSameCheckout(t, fast, plain)
+	for _, dir := range []string{fast, plain} {
+		r, err := git.PlainOpen(dir)
+		must(err)
+		head, err := r.Head()
+		must(err)
+		if head.Hash() != after || head.Name() != "refs/heads/main" {
+			t.Errorf("%s: HEAD %s at %s, want refs/heads/main at %s", dir, head.Name(), head.Hash(), after)
+		}
+	}
+
+	// An edited file: nothing is touched, go-git's reset is left to do it.
+	p := filepath.Join(edited, "plugins/b/commands/b.md")
+	must(os.WriteFile(p, []byte("edited by hand, a longer text\n"), 0o644))
+	tree := workTree(t, edited)
+	if update(edited) {
+		t.Fatal("checkoutUpdate moved a clone with an edited file")
+	}
+	if got := workTree(t, edited); len(got) != len(tree) || got["plugins/b/commands/b.md"] != tree["plugins/b/commands/b.md"] {
+		t.Error("checkoutUpdate changed the work tree of a clone it left to go-git")
+	}
 }

@@ -251,7 +251,11 @@ func (g *gitClient) update(ctx context.Context, src plugin.MarketplaceSource, di
 	if target.String() == before {
 		return before, before, nil
 	}
-	if err := g.resetTo(repo, target); err != nil {
+	done, err := checkoutUpdate(s, dir, head.Hash(), target)
+	if err == nil && !done {
+		err = g.resetTo(repo, target)
+	}
+	if err != nil {
 		return before, "", g.fail(src, "reset to "+target.String(), err)
 	}
 	return before, target.String(), nil
