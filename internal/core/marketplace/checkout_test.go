@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io/fs"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"sort"
 	"strconv"
@@ -16,6 +17,7 @@ import (
 	git "github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/filemode"
+	"github.com/go-git/go-git/v5/plumbing/format/idxfile"
 	"github.com/go-git/go-git/v5/plumbing/object"
 
 	"github.com/wharfhq/wharf/plugin"
@@ -330,5 +332,188 @@ func TestCheckoutRefusesUnsafeTreePaths(t *testing.T) {
 				t.Error("a file was written outside the clone")
 			}
 		})
+	}
+}
+
+// newPackObjects counts the objects of every pack of the clone at dir that is
+// not named in before, and returns the names of all its packs.
+func newPackObjects(t *testing.T, dir string, before map[string]bool) (int, map[string]bool) {
+	t.Helper()
+	idxs, err := filepath.Glob(filepath.Join(dir, ".git", "objects", "pack", "pack-*.idx"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, all := 0, map[string]bool{}
+	for _, p := range idxs {
+		all[p] = true
+		if before[p] {
+			continue
+		}
+		f, err := os.Open(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		idx := idxfile.NewMemoryIndex()
+		err = idxfile.NewDecoder(f).Decode(idx)
+		f.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		c, err := idx.Count()
+		if err != nil {
+			t.Fatal(err)
+		}
+		n += int(c)
+	}
+	return n, all
+}
+
+// TestUpdateFetchesOnlyWhatChanged: an update after one changed file
+// brings the new commit, its changed trees and the one blob, not the
+// whole tree of the marketplace again; after two upstream commits, the
+// objects of both, and the work tree equals a fresh clone's.
+func TestUpdateFetchesOnlyWhatChanged(t *testing.T) {
+	files := marketFiles("mk", "a", "b")
+	for i := 0; i < 200; i++ {
+		files["plugins/b/commands/c"+strconv.Itoa(i)+".md"] = "command " + strconv.Itoa(i) + "\n"
+	}
+	repo := newGitRepo(t, files)
+	m, _ := newTestManager(t, Options{})
+	k, err := m.Add(context.Background(), gitSource(t, repo.url()), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	total, packs := newPackObjects(t, k.InstallLocation, nil)
+	if total < 200 {
+		t.Fatalf("the clone holds %d objects, want the 200 files' and more", total)
+	}
+	repo.commit("one change", map[string]string{"plugins/a/commands/a.md": "changed\n"})
+	if _, err := m.Update(context.Background(), "mk"); err != nil {
+		t.Fatal(err)
+	}
+	// The commit, the root tree, plugins/, plugins/a/, its commands/, the blob.
+	got, packs := newPackObjects(t, k.InstallLocation, packs)
+	if got == 0 || got > 6 {
+		t.Errorf("the update fetched %d objects, want the 6 that changed (the clone has %d)", got, total)
+	}
+	repo.commit("two", map[string]string{"plugins/a/commands/a.md": "again\n"})
+	repo.commit("three", map[string]string{"plugins/b/commands/c7.md": "edited\n"})
+	if _, err := m.Update(context.Background(), "mk"); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := newPackObjects(t, k.InstallLocation, packs); got == 0 || got > 12 {
+		t.Errorf("the update over two commits fetched %d objects, want at most 12", got)
+	}
+	assertSameCheckout(t, k.InstallLocation, plainClone(t, repo.url()))
+}
+
+// TestUpdateCheckoutEqualsGoGitReset: moving a clean clone to a new
+// upstream commit by the changed paths alone (checkoutUpdate) leaves the
+// work tree, index and HEAD that go-git's hard reset leaves, over adds,
+// edits, deletes, renames, mode changes, links made, retargeted and
+// replaced, a file turned into a directory and back, and a directory
+// deleted whole. A clone with an edited file is left to go-git's reset.
+func TestUpdateCheckoutEqualsGoGitReset(t *testing.T) {
+	files := marketFiles("mk", "a", "b", "c")
+	files["plugins/a/data/x.txt"] = "x\n"
+	files["plugins/a/data/deep/y.txt"] = "y\n"
+	files["plugins/b/becomes-dir"] = "a file for now\n"
+	files["plugins/b/dir-becomes-file/z.md"] = "z\n"
+	files["plugins/c/rename-me.md"] = "renamed content\n"
+	files["plugins/c/run.sh"] = "#!/bin/sh\n"
+	repo := newGitRepo(t, files)
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	must(os.Symlink("rename-me.md", filepath.Join(repo.dir, "plugins/c/link")))
+	must(os.Symlink("run.sh", filepath.Join(repo.dir, "plugins/c/link-to-file")))
+	repo.git("add", "-A")
+	repo.git("commit", "-q", "-m", "links")
+
+	clone := func() (string, string) {
+		m, _ := newTestManager(t, Options{})
+		k, err := m.Add(context.Background(), gitSource(t, repo.url()), "")
+		must(err)
+		return k.InstallLocation, k.Commit
+	}
+	fast, before := clone()
+	plain, _ := clone()
+	edited, _ := clone()
+
+	// Upstream: every kind of change, in one commit.
+	write := func(name, body string, perm os.FileMode) {
+		t.Helper()
+		p := filepath.Join(repo.dir, filepath.FromSlash(name))
+		must(os.MkdirAll(filepath.Dir(p), 0o755))
+		must(os.WriteFile(p, []byte(body), perm))
+		must(os.Chmod(p, perm))
+	}
+	rm := func(name string) { t.Helper(); must(os.RemoveAll(filepath.Join(repo.dir, filepath.FromSlash(name)))) }
+	write("plugins/a/commands/a.md", "edited\n", 0o644)
+	write("plugins/new/.claude-plugin/x.md", "new plugin\n", 0o644)
+	rm("plugins/b/becomes-dir")
+	write("plugins/b/becomes-dir/inner.md", "now a directory\n", 0o644)
+	rm("plugins/b/dir-becomes-file")
+	write("plugins/b/dir-becomes-file", "now a file\n", 0o644)
+	rm("plugins/c/rename-me.md")
+	write("plugins/c/renamed.md", "renamed content\n", 0o644)
+	must(os.Chmod(filepath.Join(repo.dir, "plugins/c/run.sh"), 0o755))
+	rm("plugins/c/link")
+	must(os.Symlink("renamed.md", filepath.Join(repo.dir, "plugins/c/link")))
+	rm("plugins/c/link-to-file")
+	write("plugins/c/link-to-file", "a file now\n", 0o644)
+	must(os.Symlink("../a", filepath.Join(repo.dir, "plugins/c/new-link")))
+	rm("plugins/a/data")
+	repo.git("add", "-A")
+	repo.git("commit", "-q", "-m", "change")
+	after := plumbing.NewHash(repo.git("rev-parse", "HEAD"))
+
+	// Both clones get the new objects the same way; then one moves by the
+	// changed paths, the other by go-git's hard reset.
+	for _, dir := range []string{fast, plain, edited} {
+		c := exec.Command("git", "-C", dir, "fetch", "-q", "origin", "main")
+		if out, err := c.CombinedOutput(); err != nil {
+			t.Fatalf("git fetch: %v\n%s", err, out)
+		}
+	}
+	update := func(dir string) bool {
+		t.Helper()
+		s, _ := openStorage(dir)
+		defer s.Close()
+		done, err := checkoutUpdate(s, dir, plumbing.NewHash(before), after)
+		must(err)
+		return done
+	}
+	if !update(fast) {
+		t.Fatal("checkoutUpdate left a clean clone to go-git's reset")
+	}
+	r, err := git.PlainOpen(plain)
+	must(err)
+	wt, err := r.Worktree()
+	must(err)
+	must(wt.Reset(&git.ResetOptions{Commit: after, Mode: git.HardReset}))
+	assertSameCheckout(t, fast, plain)
+	for _, dir := range []string{fast, plain} {
+		r, err := git.PlainOpen(dir)
+		must(err)
+		head, err := r.Head()
+		must(err)
+		if head.Hash() != after || head.Name() != "refs/heads/main" {
+			t.Errorf("%s: HEAD %s at %s, want refs/heads/main at %s", dir, head.Name(), head.Hash(), after)
+		}
+	}
+
+	// An edited file: nothing is touched, go-git's reset is left to do it.
+	p := filepath.Join(edited, "plugins/b/commands/b.md")
+	must(os.WriteFile(p, []byte("edited by hand, a longer text\n"), 0o644))
+	tree := workTree(t, edited)
+	if update(edited) {
+		t.Fatal("checkoutUpdate moved a clone with an edited file")
+	}
+	if got := workTree(t, edited); len(got) != len(tree) || got["plugins/b/commands/b.md"] != tree["plugins/b/commands/b.md"] {
+		t.Error("checkoutUpdate changed the work tree of a clone it left to go-git")
 	}
 }

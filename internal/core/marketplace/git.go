@@ -251,7 +251,11 @@ func (g *gitClient) update(ctx context.Context, src plugin.MarketplaceSource, di
 	if target.String() == before {
 		return before, before, nil
 	}
-	if err := g.resetTo(repo, target); err != nil {
+	done, err := checkoutUpdate(s, dir, head.Hash(), target)
+	if err == nil && !done {
+		err = g.resetTo(repo, target)
+	}
+	if err != nil {
 		return before, "", g.fail(src, "reset to "+target.String(), err)
 	}
 	return before, target.String(), nil
@@ -259,6 +263,15 @@ func (g *gitClient) update(ctx context.Context, src plugin.MarketplaceSource, di
 
 // fetchTracked fetches the branch or tag the clone follows and returns its
 // new commit.
+//
+// It asks for no depth. The clone's commit goes to the server as a have
+// either way, but a deepening fetch makes the server cut the new commit off
+// from its parent, and without a thin pack (go-git asks for none) the
+// server then sends the new commit's whole tree again: at 31,000 files, a
+// 26 MB pack for a 200-file change. Without deepening, the server sends the
+// commits since the clone's and only the objects they add. The cost: a
+// branch whose history was rewritten, so that the server knows none of the
+// clone's commits, comes with its full history.
 func (g *gitClient) fetchTracked(ctx context.Context, src plugin.MarketplaceSource, repo *git.Repository, auth transport.AuthMethod, head *plumbing.Reference) (plumbing.Hash, error) {
 	var candidates []plumbing.ReferenceName
 	switch {
@@ -273,7 +286,7 @@ func (g *gitClient) fetchTracked(ctx context.Context, src plugin.MarketplaceSour
 	for _, name := range candidates {
 		local := plumbing.ReferenceName("refs/wharf/remote")
 		spec := config.RefSpec("+" + name.String() + ":" + local.String())
-		if err := g.fetch(ctx, repo, auth, 1, spec); err != nil {
+		if err := g.fetch(ctx, repo, auth, 0, spec); err != nil {
 			lastErr = err
 			if isRefNotFound(err) {
 				continue
