@@ -431,7 +431,7 @@ func newPolicyExportCmd(a *app, o *policyOptions) *cobra.Command {
 			"What the format cannot carry (admin Rego rules, an intersection of patterns) is reported as a warning.",
 		Args: exactArgs(0, "no arguments"),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if _, ok := agentExportFormats[opts.Format]; ok {
+			if _, ok := policy.AgentManagedFiles[opts.Format]; ok {
 				return a.exportAgent(cmd.Context(), o, opts.Format, opts.Output, opts.Channel)
 			}
 			opts.IO, opts.Home, opts.ManagedDir = a.io(), a.h, o.managedDir
@@ -472,7 +472,7 @@ func runPolicyExport(ctx context.Context, opts *PolicyExportOptions) error {
 		return err
 	}
 	x := e.ExportClaude()
-	forceRevokedOff(&x, e.Revocations())
+	policy.ForceRevokedOff(&x, e.Revocations(), "Claude Code")
 	for _, w := range x.Warnings {
 		io.warnf("export: %s", w)
 	}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"net/http"
 	"net/http/httptest"
 	"os"
 	"os/exec"
@@ -14,6 +15,7 @@ import (
 	"github.com/pelletier/go-toml/v2"
 
 	"github.com/wharfhq/wharf/internal/core/marketplace"
+	"github.com/wharfhq/wharf/internal/core/policy"
 	"github.com/wharfhq/wharf/internal/core/store"
 	"github.com/wharfhq/wharf/internal/server/api"
 	"github.com/wharfhq/wharf/internal/server/catalog"
@@ -134,5 +136,84 @@ func TestPolicyExportAgentChannel(t *testing.T) {
 	code, _, stderr := c.run("--policy-url", hs.URL, "policy", "export", "--format", "gemini", "--channel", "nosuch")
 	if code != 2 || !strings.Contains(stderr, "nosuch") {
 		t.Fatalf("unknown channel: exit %d %s", code, stderr)
+	}
+}
+
+// TestClientAndChannelAgentExportsAgree: the server's per-channel export
+// of each agent and `wharf policy export --format <agent>` run on a client
+// whose policy is that channel's Claude Code settings, with the server's
+// revocations pulled in its bundle, write the same document with the same
+// warnings: one compiler, so a revoked plugin is off in both.
+func TestClientAndChannelAgentExportsAgree(t *testing.T) {
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("git is not installed")
+	}
+	data := t.TempDir()
+	st, err := store.OpenBolt(filepath.Join(data, "state.db"), store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	mgr := marketplace.NewManager(st, marketplace.Options{Dir: filepath.Join(data, "marketplaces")})
+	srv, err := api.New(api.Deps{Store: st, Policy: api.PolicyEngine, RateLimit: -1, Catalog: catalog.New(mgr), ChannelDir: filepath.Join(data, "channels")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	admin, _, err := api.EnsureAdminToken(st, "", time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := httptest.NewServer(srv.Handler())
+	t.Cleanup(hs.Close)
+	mk := t.TempDir()
+	if _, err := catalog.New(mgr).AddMarketplace(t.Context(), "corp", json.RawMessage(`{"source":"directory","path":"`+localMarketplace(t, mk, "corp")+`"}`)); err != nil {
+		t.Fatal(err)
+	}
+	req, err := http.NewRequest("POST", hs.URL+"/v1/revocations", strings.NewReader(`{"plugin": "tool@corp", "version": "1.0.0", "reason": "leaks tokens"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+admin)
+	req.Header.Set("Content-Type", "application/json")
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	if res.StatusCode != http.StatusCreated {
+		t.Fatalf("revoke: %s", res.Status)
+	}
+
+	c := newPolicyClient(t, admin)
+	managed := t.TempDir()
+	if code, out, stderr := c.run("--policy-url", hs.URL, "policy", "export", "--format", "claude", "--channel", "approved", "-o", filepath.Join(managed, "managed-settings.json")); code != 0 {
+		t.Fatalf("claude channel settings: exit %d\n%s%s", code, out, stderr)
+	}
+	local := newPolicyClient(t, admin)
+	local.env = append(local.env, "WHARF_MANAGED_DIR="+managed)
+	export := func(c *policyClient, args ...string) policy.AgentExport {
+		t.Helper()
+		code, out, stderr := c.run(append([]string{"--policy-url", hs.URL, "--json", "policy", "export"}, args...)...)
+		if code != 0 {
+			t.Fatalf("%v: exit %d\n%s%s", args, code, out, stderr)
+		}
+		var x policy.AgentExport
+		if err := json.Unmarshal([]byte(out), &x); err != nil {
+			t.Fatalf("%v: %v\n%s", args, err, out)
+		}
+		return x
+	}
+	for format := range policy.AgentManagedFiles {
+		served := export(c, "--format", format, "--channel", "approved")
+		compiled := export(local, "--format", format)
+		if served.Document != compiled.Document {
+			t.Errorf("%s documents differ:\nserver\n%s\nclient\n%s", format, served.Document, compiled.Document)
+		}
+		if strings.Join(served.Warnings, "\n") != strings.Join(compiled.Warnings, "\n") {
+			t.Errorf("%s warnings differ:\nserver %q\nclient %q", format, served.Warnings, compiled.Warnings)
+		}
+		if format == "copilot" && (!strings.Contains(served.Document, `"tool@approved": false`) || !strings.Contains(served.Document, `"tool@corp": false`)) {
+			t.Errorf("the revoked plugin is not off in the copilot export:\n%s", served.Document)
+		}
 	}
 }

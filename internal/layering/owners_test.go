@@ -48,6 +48,15 @@ var concepts = []concept{
 	{"durable tree (fsync of every file and directory)", "internal/core/atomicfile.syncTree", func(fn *ast.FuncDecl) bool {
 		return (calls(fn, "WalkDir") || calls(fn, "Walk")) && (calls(fn, "Sync") || calls(fn, "SyncDir") || calls(fn, "syncPath"))
 	}},
+	{"agent export format switch (which exporter, document and revocation handling per agent)", "internal/core/policy.ExportAgent", func(fn *ast.FuncDecl) bool {
+		n := 0
+		for _, x := range []string{"ExportCopilot", "ExportCodex", "ExportGemini", "ExportOpenCode"} {
+			if calls(fn, x) {
+				n++
+			}
+		}
+		return n >= 2 || calls(fn, "ForceRevokedOff") && calls(fn, "ExportCopilot")
+	}},
 	{"staged directory renamed into place", "internal/core/atomicfile.RenameDir", func(fn *ast.FuncDecl) bool {
 		return fn.Name.Name == "RenameDir" || calls(fn, "Rename") && (calls(fn, "MkdirTemp") || calls(fn, "mkdirTempIn"))
 	}},

@@ -19,33 +19,27 @@ import (
 // AgentSettings is a channel's managed configuration for one agent other
 // than Claude Code: the file to install (Document, at File) and what the
 // agent's format cannot carry of the channel's Claude Code settings.
-type AgentSettings struct {
-	Format   string   `json:"format"`
-	File     string   `json:"file"`
-	Document string   `json:"document"`
-	Warnings []string `json:"warnings"`
-}
-
-// agentFormats are the agents a channel's managed settings are served
-// for besides Claude Code, each with the file the agent reads on Linux.
-var agentFormats = map[string]string{
-	"copilot":  policy.CopilotManagedFile,
-	"codex":    policy.CodexManagedFile,
-	"gemini":   policy.GeminiManagedFile,
-	"opencode": policy.OpenCodeManagedFile,
-}
+type AgentSettings = policy.AgentExport
 
 // channelAgentSettings is GET /v1/channels/{name}/{format}-managed-settings
 // for format copilot, codex, gemini or opencode: the channel's Claude Code
-// managed settings (channelSettings) compiled into the agent's format the
-// way `wharf policy export --format <agent>` compiles a policy layer.
+// managed settings (channelSettings) with the server's revocations,
+// compiled by policy's ExportAgent, as `wharf policy export --format
+// <agent>` compiles a policy layer. A revoked plugin is left out of the
+// channel, so its channel name is already forced off in those settings;
+// ExportAgent forces off the name the revocation gives as well (Copilot
+// CLI), or says the format cannot (the others).
 func (s *Server) channelAgentSettings(format string) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		def, h, err := s.requestedChannel(c)
 		if err != nil {
 			return err
 		}
-		out, err := agentSettings(format, channel.Settings(def.Name, s.cloneURL(c.Request(), def.Name), h.Plan.Entries, h.Plan.LeftOut))
+		revs, err := s.revocations(c.Request().Context())
+		if err != nil {
+			return fmt.Errorf("read revocations: %w", err)
+		}
+		out, err := agentSettings(format, channel.Settings(def.Name, s.cloneURL(c.Request(), def.Name), h.Plan.Entries, h.Plan.LeftOut), revs)
 		if err != nil {
 			return err
 		}
@@ -53,39 +47,18 @@ func (s *Server) channelAgentSettings(format string) echo.HandlerFunc {
 	}
 }
 
-// agentSettings compiles a channel's Claude Code managed settings into
-// format.
-func agentSettings(format string, ms channel.ManagedSettings) (AgentSettings, error) {
+// agentSettings compiles a channel's Claude Code managed settings, with
+// the revocations in force, into format.
+func agentSettings(format string, ms channel.ManagedSettings, revs policy.Revocations) (AgentSettings, error) {
 	b, err := json.Marshal(ms)
 	if err != nil {
 		return AgentSettings{}, err
 	}
-	eng, err := policy.NewEngine([]policy.Layer{{Name: "channel", Settings: b}})
+	eng, err := policy.NewEngine([]policy.Layer{{Name: "channel", Settings: b}}, policy.WithRevocations(revs))
 	if err != nil {
 		return AgentSettings{}, err
 	}
-	out := AgentSettings{Format: format, File: agentFormats[format]}
-	var doc []byte
-	switch format {
-	case "copilot":
-		x := eng.ExportCopilot()
-		doc, err = x.JSON()
-		out.Warnings = x.Warnings
-	case "codex":
-		x := eng.ExportCodex()
-		doc, err = x.TOML()
-		out.Warnings = x.Warnings
-	case "gemini":
-		x := eng.ExportGemini()
-		doc, err = x.JSON()
-		out.Warnings = x.Warnings
-	case "opencode":
-		x := eng.ExportOpenCode()
-		doc, err = x.JSON()
-		out.Warnings = x.Warnings
-	}
-	out.Document = string(doc)
-	return out, err
+	return eng.ExportAgent(format)
 }
 
 // serveGeminiExtension serves /git/{channel}/gemini/{plugin}.git: the

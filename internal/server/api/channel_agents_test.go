@@ -28,7 +28,7 @@ func TestChannelAgentSettings(t *testing.T) {
 		}
 		var as AgentSettings
 		r.json(t, &as)
-		if as.Format != format || as.File != agentFormats[format] {
+		if as.Format != format || as.File != policy.AgentManagedFiles[format] {
 			t.Fatalf("%s: %+v", format, as)
 		}
 		return as
@@ -117,6 +117,58 @@ func TestGeminiExtensionRoute(t *testing.T) {
 	for _, p := range []string{"/git/approved/gemini/nosuch.git", "/git/nosuch/gemini/deploy.git", "/git/approved/gemini/..%2fapproved.git"} {
 		if code := get(p, dev); code != http.StatusNotFound {
 			t.Fatalf("%s: %d", p, code)
+		}
+	}
+}
+
+// TestChannelCopilotSettingsTurnRevokedOff: once an administrator revokes
+// a plugin the channel holds, the channel's Copilot CLI settings turn it
+// off in enabledPlugins, under the channel's name for it and the name the
+// revocation gives, and say why; the formats that cannot turn a plugin
+// off say so.
+func TestChannelCopilotSettingsTurnRevokedOff(t *testing.T) {
+	e, _ := newCatalogEnv(t)
+	dev := e.tokens[RoleDeveloper]
+	get := func(format string) (AgentSettings, map[string]bool) {
+		t.Helper()
+		r := e.do("GET", "/v1/channels/approved/"+format+"-managed-settings", dev, nil)
+		if r.status != http.StatusOK {
+			t.Fatalf("%s: %d %s", format, r.status, r.body)
+		}
+		var as AgentSettings
+		r.json(t, &as)
+		var doc struct {
+			EnabledPlugins map[string]bool `json:"enabledPlugins"`
+		}
+		if format == "copilot" {
+			if err := json.Unmarshal([]byte(as.Document), &doc); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return as, doc.EnabledPlugins
+	}
+	before, on := get("copilot")
+	if _, ok := on["deploy@approved"]; ok || strings.Contains(strings.Join(before.Warnings, "\n"), "revoked") {
+		t.Fatalf("before the revocation: %+v", before)
+	}
+	res := e.do("POST", "/v1/revocations", e.tokens[RoleAdmin], map[string]string{"plugin": "deploy@corp", "version": "1.2.0", "reason": "leaks tokens"})
+	if res.status != http.StatusCreated {
+		t.Fatalf("revoke: %d %s", res.status, res.body)
+	}
+	after, on := get("copilot")
+	if v, ok := on["deploy@approved"]; !ok || v {
+		t.Fatalf("deploy@approved not turned off: %v\n%s", on, after.Document)
+	}
+	if v, ok := on["deploy@corp"]; !ok || v {
+		t.Fatalf("deploy@corp not turned off: %v\n%s", on, after.Document)
+	}
+	if w := strings.Join(after.Warnings, "\n"); !strings.Contains(w, "deploy@corp 1.2.0 is revoked by revocation r-") || !strings.Contains(w, "leaks tokens; Copilot CLI cannot disable one version") {
+		t.Fatalf("copilot warnings %q", after.Warnings)
+	}
+	for _, format := range []string{"codex", "gemini", "opencode"} {
+		as, _ := get(format)
+		if !strings.Contains(strings.Join(as.Warnings, "\n"), "revocations are not exported: ") {
+			t.Fatalf("%s warnings %q", format, as.Warnings)
 		}
 	}
 }
