@@ -137,8 +137,9 @@ func runAgentComponents(ctx context.Context, opts *AgentOptions) error {
 	if err != nil {
 		return err
 	}
-	rows := []componentJSON{}
-	for _, c := range set.Components() {
+	comps := set.Components()
+	rows := make([]componentJSON, 0, len(comps))
+	for _, c := range comps {
 		rows = append(rows, componentRow(c))
 	}
 	if io.JSON {
@@ -151,7 +152,7 @@ func runAgentComponents(ctx context.Context, opts *AgentOptions) error {
 	tw := newTable(io.Out)
 	fmt.Fprintln(tw, "KIND\tNAME\tSOURCE\tPLUGIN")
 	for _, r := range rows {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", r.Kind, r.Name, r.Source, r.Plugin)
+		tw.row(string(r.Kind), r.Name, r.Source, r.Plugin)
 	}
 	return tw.Flush()
 }
@@ -161,7 +162,22 @@ func runAgentComponents(ctx context.Context, opts *AgentOptions) error {
 // home (thousands of rows) was thousands of write system calls to stdout.
 type table struct {
 	*tabwriter.Writer
-	buf *bufio.Writer
+	buf  *bufio.Writer
+	line []byte
+}
+
+// row writes one row of cells (as Fprintf with "%s\t...\n" would, without
+// formatting each value).
+func (t *table) row(cells ...string) {
+	t.line = t.line[:0]
+	for i, c := range cells {
+		if i > 0 {
+			t.line = append(t.line, '\t')
+		}
+		t.line = append(t.line, c...)
+	}
+	t.line = append(t.line, '\n')
+	t.Writer.Write(t.line)
 }
 
 func newTable(w io.Writer) *table {
