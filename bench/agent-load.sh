@@ -131,7 +131,10 @@ if [ -f "$realworld/README.md" ]; then
 	for m in anthropics-claude-code wshobson-agents; do
 		cp -R "$realworld/$m" "$work/rw-$m"
 		(cd "$work/rw-$m" && git init -q -b main && git add -A && git -c user.name=b -c user.email=b@b commit -qm init)
-		name=$("$work/wharf" -q --home "$work/real" --json marketplace add "file://$work/rw-$m" | sed -n 's/.*"name": *"\([^"]*\)".*/\1/p' | head -1)
+		# Under its own name: a copy may not use a name reserved for an
+		# official marketplace.
+		name=rw-$m
+		"$work/wharf" -q --home "$work/real" marketplace add --name "$name" "file://$work/rw-$m" > /dev/null
 		for p in $(sed -n 's/^ *"name": *"\([^"]*\)".*/\1/p' "$work/rw-$m/.claude-plugin/marketplace.json"); do
 			[ $got -ge 30 ] && break
 			if "$work/wharf" -q --home "$work/real" install "$p@$name" > /dev/null 2>&1; then got=$((got + 1)); fi
