@@ -4,9 +4,14 @@
 # would (`wharf agent components`), with wharf and (when the `claude` CLI is
 # on the PATH) with `claude plugin install` / `claude plugin list` on the
 # same marketplace, in one run. Claude Code has no command that only lists
-# the loaded components; `claude plugin list` is its nearest.
+# the loaded components; `claude plugin list` is its nearest. WHARF_CLAUDE
+# names the claude CLI to compare with (default: `claude` on the PATH).
 #
 #   bash bench/install.sh [runs]
+#
+# The installs of the two tools alternate, run by run, so that both see the
+# same load; each is timed for wall and CPU (user+sys) time, and the best
+# and the median of the runs are compared.
 #
 # Prints wall time per run (median of runs) and wharf's peak RSS, and the
 # process start floor in the same run: an empty Go program, a program that
@@ -45,14 +50,45 @@ printf '{"name":"bench","owner":{"name":"bench"},"plugins":[%s]}\n' "$entries" >
 
 now() { date +%s%N; }
 median() { sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
+best() { sort -n | head -1; }
+claude=${WHARF_CLAUDE:-$(command -v claude || true)}
 
-echo "== wharf"
-inst=() lst=() lst2=() comps=() help=()
+# timed CMD...: runs CMD, prints "wall_ms cpu_ms" (CPU = user + sys of it
+# and its children).
+timed() {
+	/usr/bin/time -o "$work/time.out" -f '%e %U %S' "$@" >/dev/null 2>&1 || echo "failed: $*" >&2
+	awk '{printf "%d %d\n", $1 * 1000, ($2 + $3) * 1000}' "$work/time.out"
+}
+
+echo "== install of the 50-plugin closure, wharf and claude alternating"
+iw=() ic=() cw=() cc=()
 for r in $(seq 1 "$runs"); do
 	export WHARF_HOME="$work/home-$r" WHARF_MANAGED_DIR="$work/managed"
 	"$work/wharf" marketplace add "file://$mkt" >/dev/null
-	t0=$(now); "$work/wharf" install p49@bench >/dev/null; t1=$(now)
-	inst+=($(( (t1 - t0) / 1000000 )))
+	read -r w c < <(timed "$work/wharf" install p49@bench)
+	iw+=("$w") ic+=("$c")
+	if [ -n "$claude" ]; then
+		mkdir -p "$work/claude-home-$r"
+		if HOME="$work/claude-home-$r" "$claude" plugin marketplace add "$mkt" >/dev/null 2>&1; then
+			read -r w c < <(HOME="$work/claude-home-$r" timed "$claude" plugin install p49@bench)
+			cw+=("$w") cc+=("$c")
+		else
+			echo "claude plugin marketplace add failed; skipping claude arm"
+			claude=""
+		fi
+	fi
+done
+echo "wharf install:  wall best $(printf '%s\n' "${iw[@]}" | best) ms, median $(printf '%s\n' "${iw[@]}" | median) ms [${iw[*]}]; CPU best $(printf '%s\n' "${ic[@]}" | best) ms, median $(printf '%s\n' "${ic[@]}" | median) ms [${ic[*]}]"
+if [ ${#cw[@]} -gt 0 ]; then
+	echo "claude install: wall best $(printf '%s\n' "${cw[@]}" | best) ms, median $(printf '%s\n' "${cw[@]}" | median) ms [${cw[*]}]; CPU best $(printf '%s\n' "${cc[@]}" | best) ms, median $(printf '%s\n' "${cc[@]}" | median) ms [${cc[*]}]  ($("$claude" --version 2>/dev/null | head -1))"
+	ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.1fx", a / b; else print "-" }'; }
+	echo "install speedup (claude / wharf), target 5x: wall best $(ratio "$(printf '%s\n' "${cw[@]}" | best)" "$(printf '%s\n' "${iw[@]}" | best)"), median $(ratio "$(printf '%s\n' "${cw[@]}" | median)" "$(printf '%s\n' "${iw[@]}" | median)"); CPU best $(ratio "$(printf '%s\n' "${cc[@]}" | best)" "$(printf '%s\n' "${ic[@]}" | best)"), median $(ratio "$(printf '%s\n' "${cc[@]}" | median)" "$(printf '%s\n' "${ic[@]}" | median)")"
+fi
+
+echo "== wharf"
+lst=() lst2=() comps=() help=()
+for r in $(seq 1 "$runs"); do
+	export WHARF_HOME="$work/home-$r" WHARF_MANAGED_DIR="$work/managed"
 	t0=$(now); "$work/wharf" list >/dev/null; t1=$(now)
 	lst+=($(( (t1 - t0) / 1000000 )))
 	# Again: the policy decisions the first list made are in the memo now.
@@ -74,7 +110,6 @@ for r in $(seq 1 $((runs * 2))); do
 	libs+=($(( (t1 - t0) / 1000000 )))
 done
 n=$("$work/wharf" list --json | grep -c '"id"')
-wi=$(printf '%s\n' "${inst[@]}" | median)
 wl=$(printf '%s\n' "${lst[@]}" | median)
 wl2=$(printf '%s\n' "${lst2[@]}" | median)
 wh=$(printf '%s\n' "${help[@]}" | median)
@@ -84,7 +119,6 @@ rss() { for r in $(seq 1 "$runs"); do { /usr/bin/time -f '%M' "$work/wharf" "$@"
 rss_install=$(rss install p49@bench)
 rss_list=$(rss list)
 echo "installed plugins: $n"
-echo "wharf install (50-plugin closure): median ${wi} ms  [${inst[*]}]"
 echo "wharf list (50 installed):         median ${wl} ms  [${lst[*]}]"
 echo "wharf list, again:                 median ${wl2} ms  [${lst2[*]}]"
 echo "wharf agent components (50 active): median ${wc} ms  [${comps[*]}]"
@@ -93,27 +127,17 @@ echo "start floor, libraries wharf links:  median $(printf '%s\n' "${libs[@]}" |
 echo "start floor, empty Go program:       median $(printf '%s\n' "${empty[@]}" | median) ms  [${empty[*]}]"
 echo "wharf peak RSS (median): install ${rss_install} KiB, list ${rss_list} KiB"
 
-if command -v claude >/dev/null 2>&1; then
-	echo "== claude ($(claude --version 2>/dev/null | head -1))"
-	cinst=() clst=()
+if [ -n "$claude" ]; then
+	echo "== claude plugin list"
+	clst=()
 	for r in $(seq 1 "$runs"); do
-		export HOME="$work/claude-home-$r"
-		mkdir -p "$HOME"
-		claude plugin marketplace add "$mkt" >/dev/null 2>&1 || { echo "claude plugin marketplace add failed; skipping claude arm"; break; }
-		t0=$(now); claude plugin install p49@bench >/dev/null 2>&1 || echo "claude plugin install failed"; t1=$(now)
-		cinst+=($(( (t1 - t0) / 1000000 )))
-		t0=$(now); claude plugin list >/dev/null 2>&1 || true; t1=$(now)
+		t0=$(now); HOME="$work/claude-home-$r" "$claude" plugin list >/dev/null 2>&1 || true; t1=$(now)
 		clst+=($(( (t1 - t0) / 1000000 )))
 	done
-	if [ ${#cinst[@]} -gt 0 ]; then
-		ci=$(printf '%s\n' "${cinst[@]}" | median)
-		cl=$(printf '%s\n' "${clst[@]}" | median)
-		echo "claude plugin install: median ${ci} ms  [${cinst[*]}]"
-		echo "claude plugin list:    median ${cl} ms  [${clst[*]}]"
-		awk -v a="$ci" -v b="$wi" 'BEGIN { if (b > 0) printf "install speedup (claude / wharf): %.1fx\n", a / b }'
-		awk -v a="$cl" -v b="$wl" 'BEGIN { if (b > 0) printf "list speedup (claude / wharf): %.1fx\n", a / b }'
-		awk -v a="$cl" -v b="$wc" 'BEGIN { if (b > 0) printf "agent components speedup (claude plugin list / wharf agent components): %.1fx\n", a / b }'
-	fi
+	cl=$(printf '%s\n' "${clst[@]}" | median)
+	echo "claude plugin list:    median ${cl} ms  [${clst[*]}]"
+	awk -v a="$cl" -v b="$wl" 'BEGIN { if (b > 0) printf "list speedup (claude / wharf): %.1fx\n", a / b }'
+	awk -v a="$cl" -v b="$wc" 'BEGIN { if (b > 0) printf "agent components speedup (claude plugin list / wharf agent components): %.1fx\n", a / b }'
 else
-	echo "== claude CLI not installed (npm install -g @anthropic-ai/claude-code); skipping that arm"
+	echo "== claude CLI not found (set WHARF_CLAUDE, or npm install -g @anthropic-ai/claude-code); skipping that arm"
 fi

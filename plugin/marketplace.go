@@ -4,8 +4,12 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"io/fs"
+	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
+	"syscall"
 )
 
 // Marketplace is a marketplace's .claude-plugin/marketplace.json.
@@ -326,18 +330,36 @@ func checkIntegrity(s string) string {
 // root, after checking that it stays inside the root through symlinks. It is
 // an error for any other source kind.
 func (e *Entry) LocalDir(root string) (string, error) {
-	if e.Source.Kind != SourceRelative {
-		return "", Errorf(LayerMaterialization, TypeSource, e.Name, "", "plugin %q has a %s source, not a path in the marketplace", e.Name, e.Source.Kind)
+	if err := e.checkLocal(); err != nil {
+		return "", err
 	}
-	if err := checkRelPath(e.Source.Path, true); err != nil {
-		return "", &Error{Layer: LayerMaterialization, Type: TypeManifestInvalid, Object: e.Name, Err: err}
+	realRoot, err := RealRoot(root)
+	if err != nil {
+		return "", err
 	}
-	dir := filepath.Join(root, filepath.FromSlash(cleanRel(e.Source.Path)))
+	return e.LocalDirIn(root, realRoot)
+}
+
+// RealRoot resolves a marketplace root through its symlinks
+// (filepath.EvalSymlinks), with the error LocalDir gives when it cannot.
+func RealRoot(root string) (string, error) {
 	realRoot, err := filepath.EvalSymlinks(root)
 	if err != nil {
 		return "", &Error{Layer: LayerMaterialization, Type: TypeNotFound, Object: root, Err: err}
 	}
-	realDir, err := filepath.EvalSymlinks(dir)
+	return realRoot, nil
+}
+
+// LocalDirIn is LocalDir for a root already resolved by RealRoot, so that a
+// pass over every entry of a marketplace resolves the root once: it gives
+// what LocalDir(root) gives whenever realRoot is RealRoot(root).
+func (e *Entry) LocalDirIn(root, realRoot string) (string, error) {
+	if err := e.checkLocal(); err != nil {
+		return "", err
+	}
+	rel := cleanRel(e.Source.Path)
+	dir := filepath.Join(root, filepath.FromSlash(rel))
+	realDir, err := evalUnder(realRoot, rel, dir)
 	if err != nil {
 		return "", &Error{Layer: LayerMaterialization, Type: TypeNotFound, Object: e.Name,
 			Err:  fmt.Errorf("plugin %q: source %s is not in the marketplace: %w", e.Name, e.Source.Path, err),
@@ -348,4 +370,48 @@ func (e *Entry) LocalDir(root string) (string, error) {
 		return "", Errorf(LayerMaterialization, TypeManifestInvalid, e.Name, "", "plugin %q source %s resolves to %s, outside the marketplace", e.Name, e.Source.Path, realDir)
 	}
 	return dir, nil
+}
+
+func (e *Entry) checkLocal() error {
+	if e.Source.Kind != SourceRelative {
+		return Errorf(LayerMaterialization, TypeSource, e.Name, "", "plugin %q has a %s source, not a path in the marketplace", e.Name, e.Source.Kind)
+	}
+	if err := checkRelPath(e.Source.Path, true); err != nil {
+		return &Error{Layer: LayerMaterialization, Type: TypeManifestInvalid, Object: e.Name, Err: err}
+	}
+	return nil
+}
+
+// evalUnder is filepath.EvalSymlinks(dir) for dir = root/rel when realRoot
+// is EvalSymlinks(root): EvalSymlinks reaches realRoot after root's own
+// components, so only rel's components are looked at (one lstat each).
+// At the first symlink among them, or for a root that is not absolute and
+// clean, it is EvalSymlinks(dir) itself.
+func evalUnder(realRoot, rel, dir string) (string, error) {
+	if runtime.GOOS == "windows" || !filepath.IsAbs(realRoot) || filepath.Clean(realRoot) != realRoot {
+		return filepath.EvalSymlinks(dir)
+	}
+	dest := realRoot
+	if rel == "." {
+		return dest, nil
+	}
+	for rest := rel; rest != ""; {
+		c, more, _ := strings.Cut(rest, "/")
+		rest = more
+		if !os.IsPathSeparator(dest[len(dest)-1]) {
+			dest += string(filepath.Separator)
+		}
+		dest += c
+		fi, err := os.Lstat(dest)
+		if err != nil {
+			return "", err
+		}
+		if fi.Mode()&fs.ModeSymlink != 0 {
+			return filepath.EvalSymlinks(dir)
+		}
+		if !fi.IsDir() && rest != "" {
+			return "", syscall.ENOTDIR
+		}
+	}
+	return dest, nil
 }

@@ -246,7 +246,9 @@ func readAll(root string) (int, error) {
 // a text file: open, fstat, one read of the size fstat gave, close
 // (os.ReadFile reads once more to see the end of the file), into one
 // buffer used again for every file, as the pass reuses its buffers. It is
-// the floor with the pass's own calls and no allocation per file.
+// the floor with the pass's reads and no allocation per file; it still
+// opens through an *os.File (the pass makes the calls directly on Linux
+// and the other unix systems, and lists directories directly on Linux).
 func readSame(root string) (int, error) {
 	n := 0
 	var buf []byte
@@ -291,10 +293,16 @@ func capabilities(root string) (int, error) {
 	if err != nil {
 		return 0, err
 	}
+	// The root is resolved through its symlinks once for the pass, not
+	// once per plugin.
+	realRoot, err := plugin.RealRoot(root)
+	if err != nil {
+		return 0, err
+	}
 	hooks := 0
 	for i := range m.Plugins {
 		e := &m.Plugins[i]
-		dir, err := e.LocalDir(root)
+		dir, err := e.LocalDirIn(root, realRoot)
 		if err != nil {
 			return 0, err
 		}
@@ -333,9 +341,13 @@ func loadOnly(root string) error {
 	if err != nil {
 		return err
 	}
+	realRoot, err := plugin.RealRoot(root)
+	if err != nil {
+		return err
+	}
 	for i := range m.Plugins {
 		e := &m.Plugins[i]
-		dir, err := e.LocalDir(root)
+		dir, err := e.LocalDirIn(root, realRoot)
 		if err != nil {
 			return err
 		}

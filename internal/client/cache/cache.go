@@ -185,6 +185,17 @@ type Request struct {
 	// entry's integrity); empty means "whatever the fill produced".
 	Digest string
 	Fill   Fill
+	// Staged, in place of Fill, is a directory StageDir made next to the
+	// version's directory and the caller filled: Ensure verifies it and
+	// renames it into place instead of copying it into one of its own,
+	// and removes it when it fails. A tree written durable and read-only
+	// (source.Request Durable and ReadOnly) is taken as it is; any other
+	// is sealed and fsynced here first, as a filled one is.
+	Staged string
+	// Known, with Staged, gives the content hash of each file of the
+	// staged tree as its writer wrote it, so that the digest reads only
+	// the files it does not know (trust.DigestKnown).
+	Known trust.KnownHash
 }
 
 // Materialize fills a new version directory with fill and returns it; it
@@ -208,6 +219,14 @@ func (c *Cache) Ensure(ctx context.Context, req Request) (*Version, error) {
 }
 
 func (c *Cache) ensure(ctx context.Context, req Request, useSeeds bool) (*Version, error) {
+	// keep is set once tmp (a staged tree or a new one) is in place;
+	// until then, whatever the way out, it is removed.
+	keep, tmp := false, req.Staged
+	defer func() {
+		if !keep && tmp != "" {
+			RemoveStage(tmp)
+		}
+	}()
 	final, err := c.Dir(req.ID, req.Version)
 	if err != nil {
 		return nil, err
@@ -225,7 +244,7 @@ func (c *Cache) ensure(ctx context.Context, req Request, useSeeds bool) (*Versio
 		}
 	}
 	fill, origin, seed := req.Fill, "fill", ""
-	if useSeeds {
+	if useSeeds && req.Staged == "" {
 		if s := c.seedFor(req); s != "" {
 			src := s
 			fill = func(ctx context.Context, dir string) error {
@@ -234,7 +253,7 @@ func (c *Cache) ensure(ctx context.Context, req Request, useSeeds bool) (*Versio
 			origin, seed = "seed", s
 		}
 	}
-	if fill == nil {
+	if fill == nil && req.Staged == "" {
 		return nil, errf(plugin.TypeNotFound, req.ID.String()+" "+req.Version, "fetch the plugin from its marketplace: wharf install "+req.ID.String(),
 			"%w: version is not cached and no source was given", ErrNotInstalled)
 	}
@@ -242,36 +261,30 @@ func (c *Cache) ensure(ctx context.Context, req Request, useSeeds bool) (*Versio
 	if _, err := cleanStaleTemps(parent); err != nil {
 		return nil, errf(plugin.TypeSource, parent, "remove the .tmp-* directories by hand", "clean stale temporary dirs: %w", err)
 	}
-	tmp, err := mkdirTempIn(parent, tmpPrefix+filepath.Base(final)+"-"+strconv.Itoa(os.Getpid())+"-")
-	if err != nil {
+	var tree *trust.Tree
+	if req.Staged != "" {
+		if filepath.Dir(tmp) != parent || !strings.HasPrefix(filepath.Base(tmp), tmpPrefix) {
+			bad := tmp
+			tmp = "" // not ours to remove
+			return nil, errf(plugin.TypeSource, bad, "stage the tree with Cache.StageDir", "%w: %s is not a staging directory of %s", ErrInvalid, bad, req.ID)
+		}
+	} else if tmp, err = mkdirTempIn(parent, tmpPrefix+filepath.Base(final)+"-"+strconv.Itoa(os.Getpid())+"-"); err != nil {
 		return nil, errf(plugin.TypeSource, parent, "check that WHARF_HOME is writable", "%w", err)
 	}
-	keep := false
-	defer func() {
-		if !keep {
-			RemoveStage(tmp)
+	if req.Staged != "" {
+		if tree, err = c.takeStaged(req, tmp); err != nil {
+			return nil, err
 		}
-	}()
-	if err := os.Chmod(tmp, 0o755); err != nil {
-		return nil, errf(plugin.TypeSource, tmp, "", "%w", err)
-	}
-	if err := fill(ctx, tmp); err != nil {
-		return nil, err
-	}
-	// Whatever filled it (a source, a seed, an import), the version keeps
-	// nothing its digest does not cover.
-	if err := dropUncovered(tmp); err != nil {
-		return nil, errf(plugin.TypeSource, tmp, "check the disk and WHARF_HOME permissions", "%w", err)
-	}
-	if err := plainSignatures(tmp); err != nil {
-		return nil, errf(plugin.TypeSource, tmp, "check the disk and WHARF_HOME permissions", "%w", err)
-	}
-	if err := atomicfile.SealTree(tmp); err != nil {
-		return nil, errf(plugin.TypeSource, tmp, "check the disk and WHARF_HOME permissions", "seal %s: %w", req.ID, err)
-	}
-	tree, err := trust.CheckIntegrity(req.ID, req.Version, req.Digest, tmp)
-	if err != nil {
-		return nil, err
+	} else {
+		if err := os.Chmod(tmp, 0o755); err != nil {
+			return nil, errf(plugin.TypeSource, tmp, "", "%w", err)
+		}
+		if err := fill(ctx, tmp); err != nil {
+			return nil, err
+		}
+		if tree, err = sealAndCheck(req, tmp); err != nil {
+			return nil, err
+		}
 	}
 	v := &Version{ID: req.ID, Version: req.Version, Path: final, Digest: tree.Digest, FP: tree.Fingerprint(), Origin: origin, Seed: seed}
 	err = c.WithLock(ctx, func(ctx context.Context) error {
@@ -301,6 +314,58 @@ func (c *Cache) ensure(ctx context.Context, req Request, useSeeds bool) (*Versio
 		return nil, err
 	}
 	return v, nil
+}
+
+// sealAndCheck makes a filled tree what a version directory holds (nothing
+// its digest does not cover, plain signatures), read-only and durable, and
+// checks its digest against req.Digest.
+func sealAndCheck(req Request, tmp string) (*trust.Tree, error) {
+	// Whatever filled it (a source, a seed, an import), the version keeps
+	// nothing its digest does not cover.
+	if err := dropUncovered(tmp); err != nil {
+		return nil, errf(plugin.TypeSource, tmp, "check the disk and WHARF_HOME permissions", "%w", err)
+	}
+	if err := plainSignatures(tmp); err != nil {
+		return nil, errf(plugin.TypeSource, tmp, "check the disk and WHARF_HOME permissions", "%w", err)
+	}
+	if err := atomicfile.SealTree(tmp); err != nil {
+		return nil, errf(plugin.TypeSource, tmp, "check the disk and WHARF_HOME permissions", "seal %s: %w", req.ID, err)
+	}
+	return trust.CheckIntegrity(req.ID, req.Version, req.Digest, tmp)
+}
+
+// takeStaged checks a staged tree. One its writer made read-only (and,
+// by the contract of Request.Staged, durable), with nothing to drop or
+// rewrite, is only digested: the digest's own stats show it is sealed.
+// Any other is made writable again and goes the way of a filled tree.
+func (c *Cache) takeStaged(req Request, tmp string) (*trust.Tree, error) {
+	_, sigErr := os.Lstat(filepath.Join(tmp, filepath.FromSlash(trust.SignaturesFile)))
+	if len(trust.Uncovered(tmp)) == 0 && isNotExist(sigErr) {
+		tree, err := trust.CheckIntegrityKnown(req.ID, req.Version, req.Digest, tmp, req.Known)
+		if err != nil || sealed(tree) {
+			return tree, err
+		}
+	}
+	if err := unsealDirs(tmp); err != nil {
+		return nil, errf(plugin.TypeSource, tmp, "check the disk and WHARF_HOME permissions", "%w", err)
+	}
+	return sealAndCheck(req, tmp)
+}
+
+// sealed reports whether every directory and regular file of t was
+// read-only when it was digested.
+func sealed(t *trust.Tree) bool {
+	for _, d := range t.Dirs {
+		if d.Mode.Perm()&0o222 != 0 {
+			return false
+		}
+	}
+	for _, e := range t.Entries {
+		if e.Kind != trust.KindSymlink && e.Mode.Perm()&0o222 != 0 {
+			return false
+		}
+	}
+	return true
 }
 
 // claim keeps a version directory that the caller is about to record from

@@ -9,6 +9,10 @@
 // directory, verifies the content digest, makes the tree read-only and
 // renames it into place; only then may the registry point to it (Put). A
 // reader therefore sees either no version directory or a complete one.
+// An install's fetch writes the version durable and read-only in a
+// StageDir and hands it over as Request.Staged: Ensure digests it from the
+// hashes taken as it was written and renames it into place, with the same
+// guarantee and no second copy or pass over its files.
 //
 // A registry record that does not decode fails its plugin only (Scan
 // reports it, List leaves it out, GC keeps the plugin's versions);

@@ -41,6 +41,20 @@ func removeTree(root string) error {
 	return os.RemoveAll(root)
 }
 
+// unsealDirs makes every directory of a tree writable again (0755),
+// without following symlinks.
+func unsealDirs(root string) error {
+	return filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			return os.Chmod(p, 0o755)
+		}
+		return nil
+	})
+}
+
 // dropUncovered removes from a version tree what its w1: digest does not
 // cover (trust.Uncovered: a top-level .git directory), so that nothing in
 // an installed tree is outside what its pin and signatures vouch for. The

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 
@@ -522,7 +521,11 @@ func (in *Installer) materialize(ctx context.Context, g *graph, id plugin.ID, fo
 		}
 	}()
 	in.progress("%s: fetching %s", id, source.Describe(entry.Source))
-	fr, err := in.o.Fetcher.Fetch(ctx, source.Request{Plugin: id.String(), Source: entry.Source, MarketplaceDir: hit.Root, Dest: stage})
+	// The stage becomes the version directory itself: written read-only
+	// and durable as it is fetched, it is renamed into place without a
+	// second copy or a second pass over its files.
+	fr, err := in.o.Fetcher.Fetch(ctx, source.Request{Plugin: id.String(), Source: entry.Source, MarketplaceDir: hit.Root, Dest: stage,
+		Durable: true, ReadOnly: true})
 	if err != nil {
 		return nil, err
 	}
@@ -560,10 +563,11 @@ func (in *Installer) materialize(ctx context.Context, g *graph, id plugin.ID, fo
 			}
 		}
 	}
-	cv, err := in.o.Cache.Ensure(ctx, cache.Request{ID: id, Version: version, Digest: want, Fill: moveFill(stage)})
+	cv, err := in.o.Cache.Ensure(ctx, cache.Request{ID: id, Version: version, Digest: want, Staged: stage, Known: knownHashes(fr.Written)})
 	if err != nil {
 		return nil, err
 	}
+	sv.stage = "" // Ensure took it: renamed into place, or removed
 	sv.v, sv.commit = cv, fr.Commit
 	if cv.Origin != "seed" { // a seed's copy may differ from what was fetched
 		g.moved(p, cv.Path)
@@ -573,20 +577,11 @@ func (in *Installer) materialize(ctx context.Context, g *graph, id plugin.ID, fo
 	return sv, nil
 }
 
-// moveFill fills a cache temp dir by renaming the staged tree's entries into
-// it (same file system: both live under the cache).
-func moveFill(stage string) cache.Fill {
-	return func(_ context.Context, dir string) error {
-		ents, err := os.ReadDir(stage)
-		if err != nil {
-			return err
-		}
-		for _, e := range ents {
-			if err := os.Rename(filepath.Join(stage, e.Name()), filepath.Join(dir, e.Name())); err != nil {
-				return fmt.Errorf("move staged %s: %w", e.Name(), err)
-			}
-		}
-		return nil
+// knownHashes offers the hashes Fetch took of the files it wrote.
+func knownHashes(written map[string]source.WrittenFile) trust.KnownHash {
+	return func(path string, size int64) ([sha256.Size]byte, bool) {
+		w, ok := written[path]
+		return w.SHA256, ok && w.Size == size
 	}
 }
 

@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path"
@@ -209,6 +208,7 @@ type reader struct {
 	dirs        map[string][]fs.DirEntry
 	frontMatter map[string]plugin.FrontMatter
 	dec         []byte // decode buffer of scanEncoded
+	lister      dirLister
 	text        textArena
 }
 
@@ -224,7 +224,7 @@ func (r *reader) walk() error {
 			delete(r.dirs, d)
 		}
 	}()
-	return filepath.WalkDir(root, func(abs string, d fs.DirEntry, err error) error {
+	return walkDir(root, func(abs string, d fs.DirEntry, err error) error {
 		if err != nil {
 			if abs == root {
 				return err
@@ -279,44 +279,41 @@ func (r *reader) walk() error {
 			return nil
 		}
 		return r.readText(abs, rel)
-	})
+	}, r.lister.readDir)
 }
 
 // readText reads a text file, records its execute bit, scans it and keeps
 // it. A file it cannot read is a finding.
 func (r *reader) readText(abs, rel string) error {
-	f, err := os.Open(abs)
-	if err != nil {
+	ft := readFile(abs, maxScanSize, r.text.alloc)
+	if ft.openErr != nil {
 		if fi, serr := os.Lstat(abs); serr == nil && fi.Mode()&0o111 != 0 {
 			r.exec(rel, "exec-bit")
 		}
-		r.find(KindUnreadable, rel, 0, "cannot be read: %v", err)
+		r.find(KindUnreadable, rel, 0, "cannot be read: %v", ft.openErr)
 		return nil
 	}
-	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		r.find(KindUnreadable, rel, 0, "cannot be read: %v", err)
+	if ft.statErr != nil {
+		r.find(KindUnreadable, rel, 0, "cannot be read: %v", ft.statErr)
 		return nil
 	}
-	if !fi.Mode().IsRegular() {
+	if !ft.regular {
 		return nil // replaced since the listing
 	}
-	if fi.Mode()&0o111 != 0 {
+	if ft.exec {
 		r.exec(rel, "exec-bit")
 	}
-	if fi.Size() > maxScanSize {
+	if ft.readErr != nil {
+		r.find(KindUnreadable, rel, 0, "cannot be read: %v", ft.readErr)
 		return nil
 	}
-	data := r.text.alloc(int(fi.Size()))
-	if _, err := io.ReadFull(f, data); err != nil {
-		r.find(KindUnreadable, rel, 0, "cannot be read: %v", err)
-		return nil
+	if !ft.read {
+		return nil // larger than maxScanSize
 	}
-	r.scanText(rel, data)
-	r.scripts[rel] = data
+	r.scanText(rel, ft.data)
+	r.scripts[rel] = ft.data
 	if r.byPath != nil {
-		r.byPath[abs] = data
+		r.byPath[abs] = ft.data
 	}
 	return nil
 }

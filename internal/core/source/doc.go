@@ -8,6 +8,14 @@
 // destination directory. Git trees are read from the commit's tree objects
 // (never from a checkout), so the result never contains a .git directory.
 //
-// Fetch does not make the result durable or read-only; package cache does that
-// after verifying the content digest.
+// Entries are written relative to descriptors of the directories the fetch
+// made (openat, mkdirat, symlinkat with the last path element only, never
+// following a link), so nothing resolves a path from outside the
+// destination; each file is created exclusively, written once and hashed
+// as it is written (Result.Written). By default Fetch does not make the
+// result durable or read-only, and package cache does that after verifying
+// the content digest; Request.Durable and Request.ReadOnly have Fetch do
+// both as it writes (each file fsynced and closed once, each directory
+// sealed and fsynced once complete), so that the cache can take the tree
+// as the version directory without another pass over it.
 package source

@@ -67,6 +67,17 @@ type Request struct {
 	MarketplaceDir string
 	// Dest is an existing empty directory that receives the tree.
 	Dest string
+	// Durable has Fetch make the tree durable before it returns: each file
+	// is fsynced as soon as it is written (on the descriptor that wrote
+	// it), each directory once it is complete, the deepest first and Dest
+	// last. A caller that renames Dest into place then needs only to fsync
+	// Dest's parent.
+	Durable bool
+	// ReadOnly has Fetch create every file read-only (0444, or 0555 when
+	// executable) and make every directory, Dest included, 0555 once the
+	// tree is complete: the modes of a sealed cache version, without a
+	// second pass over the tree.
+	ReadOnly bool
 }
 
 func (r *Request) object() string {
@@ -87,6 +98,10 @@ type Result struct {
 	// Entries and Bytes count what was written.
 	Entries int
 	Bytes   int64
+	// Written is every regular file written, by slash-separated path
+	// relative to Dest, with its size and content hash, taken from the
+	// bytes as they were written.
+	Written map[string]WrittenFile
 }
 
 // Describe renders a source for messages, e.g. "github:owner/repo@v1".
@@ -133,6 +148,7 @@ func (f *Fetcher) Fetch(ctx context.Context, req Request) (*Result, error) {
 		return nil, fail(&req, "pass an existing empty directory as the destination", err)
 	}
 	defer t.close()
+	t.durable, t.readOnly = req.Durable, req.ReadOnly
 	// refused is the gate's refusal of a redirect, returned as is in
 	// place of the transport error that carries it.
 	var refused error
@@ -179,8 +195,11 @@ func (f *Fetcher) Fetch(ctx context.Context, req Request) (*Result, error) {
 	if err := t.verifyLinks(); err != nil {
 		return nil, fail(&req, "remove the symlink from the plugin or make it point inside the plugin", err)
 	}
+	if err := t.finish(); err != nil {
+		return nil, fail(&req, "check the disk and the permissions of "+req.Dest, err)
+	}
 	res.Kind = string(req.Source.Kind)
-	res.Entries, res.Bytes = t.entries, t.bytes
+	res.Entries, res.Bytes, res.Written = t.entries, t.bytes, t.written
 	f.progressf("%s: %d entries, %d bytes\n", req.Plugin, t.entries, t.bytes)
 	return res, nil
 }

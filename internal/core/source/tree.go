@@ -1,6 +1,8 @@
 package source
 
 import (
+	"cmp"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"io"
@@ -8,6 +10,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"strings"
 )
 
@@ -33,12 +36,19 @@ func (l Limits) withDefaults() Limits {
 	return l
 }
 
+// maxHeldDirs bounds the directory descriptors a tree keeps open (on
+// systems where it writes through them); a tree with more directories
+// opens the others again when it needs them.
+const maxHeldDirs = 64
+
 // tree writes entries under one root directory. Every name goes through
 // CheckEntryPath, no entry is written through a symlink, files are created
 // exclusively (a duplicate entry is an error) and the actual bytes written
-// are counted against the limits.
+// are counted against the limits. Each file's content is hashed as it is
+// written (written), so that the caller need not read the tree again to
+// know it.
 type tree struct {
-	root    *os.Root
+	fs      *dirFS
 	dir     string
 	limits  Limits
 	entries int
@@ -49,6 +59,18 @@ type tree struct {
 	// it, so one of these is still a directory, not a link or a file, and
 	// need not be looked at again for every entry below it.
 	dirs map[string]bool
+	// durable fsyncs each file once written and each directory in finish;
+	// readOnly creates files read-only and makes directories 0555 in finish.
+	durable, readOnly bool
+	written           map[string]WrittenFile
+	buf               []byte
+}
+
+// WrittenFile is what Fetch wrote to one regular file: its size and the
+// SHA-256 of its content.
+type WrittenFile struct {
+	Size   int64
+	SHA256 [sha256.Size]byte
 }
 
 func newTree(dir string, limits Limits) (*tree, error) {
@@ -59,14 +81,36 @@ func newTree(dir string, limits Limits) (*tree, error) {
 	if len(ents) > 0 {
 		return nil, fmt.Errorf("%w: %s", ErrNotEmpty, dir)
 	}
-	r, err := os.OpenRoot(dir)
+	d, err := openDirFS(dir)
 	if err != nil {
 		return nil, err
 	}
-	return &tree{root: r, dir: dir, limits: limits.withDefaults(), dirs: map[string]bool{}}, nil
+	return &tree{fs: d, dir: dir, limits: limits.withDefaults(), dirs: map[string]bool{}, written: map[string]WrittenFile{}}, nil
 }
 
-func (t *tree) close() { t.root.Close() }
+func (t *tree) close() { t.fs.close() }
+
+// finish makes the complete tree read-only and durable, as the tree was
+// asked to: every directory, deepest first and the root last, is sealed and
+// then fsynced, after every file in it was (when it was written).
+func (t *tree) finish() error {
+	if !t.durable && !t.readOnly {
+		return nil
+	}
+	names := make([]string, 0, len(t.dirs)+1)
+	for d := range t.dirs {
+		names = append(names, d)
+	}
+	// A longer path is never an ancestor of a shorter one: deepest first.
+	slices.SortFunc(names, func(a, b string) int { return cmp.Or(cmp.Compare(len(b), len(a)), strings.Compare(a, b)) })
+	names = append(names, ".")
+	for _, d := range names {
+		if err := t.fs.finishDir(d, t.readOnly, t.durable); err != nil {
+			return err
+		}
+	}
+	return nil
+}
 
 func (t *tree) count(name string) error {
 	t.entries++
@@ -96,26 +140,37 @@ func (t *tree) parents(name string) error {
 		if t.dirs[cur] {
 			continue
 		}
-		fi, err := t.root.Lstat(cur)
-		switch {
-		case errors.Is(err, fs.ErrNotExist):
-			if err := t.count(cur); err != nil {
-				return err
-			}
-			if err := t.root.Mkdir(cur, 0o755); err != nil {
-				return err
-			}
-			t.dirs[cur] = true
-		case err != nil:
+		if err := t.makeDir(name, cur); err != nil {
 			return err
-		case fi.Mode()&fs.ModeSymlink != 0:
-			return fmt.Errorf("%w: %q is written through symlink %q", ErrLink, name, cur)
-		case !fi.IsDir():
-			return fmt.Errorf("%w: %q is written below file %q", ErrUnsafePath, name, cur)
-		default:
-			t.dirs[cur] = true
 		}
 	}
+	return nil
+}
+
+// makeDir makes directory cur (on the way to entry name), or accepts the
+// real directory already there; a symlink or a file there is refused.
+func (t *tree) makeDir(name, cur string) error {
+	err := t.fs.mkdir(cur)
+	if err == nil {
+		t.dirs[cur] = true
+		return t.count(cur)
+	}
+	if !errors.Is(err, fs.ErrExist) {
+		return err
+	}
+	mode, err := t.fs.lstatMode(cur)
+	switch {
+	case err != nil:
+		return err
+	case mode.IsDir():
+	case name == cur:
+		return fmt.Errorf("%w: directory %q is also a file or link", ErrUnsafePath, name)
+	case mode&fs.ModeSymlink != 0:
+		return fmt.Errorf("%w: %q is written through symlink %q", ErrLink, name, cur)
+	default:
+		return fmt.Errorf("%w: %q is written below file %q", ErrUnsafePath, name, cur)
+	}
+	t.dirs[cur] = true
 	return nil
 }
 
@@ -138,22 +193,7 @@ func (t *tree) mkdir(raw string) error {
 	if t.dirs[name] {
 		return nil
 	}
-	fi, err := t.root.Lstat(name)
-	if err == nil {
-		if fi.IsDir() {
-			t.dirs[name] = true
-			return nil
-		}
-		return fmt.Errorf("%w: directory %q is also a file or link", ErrUnsafePath, name)
-	}
-	if err := t.count(name); err != nil {
-		return err
-	}
-	if err := t.root.Mkdir(name, 0o755); err != nil {
-		return err
-	}
-	t.dirs[name] = true
-	return nil
+	return t.makeDir(name, name)
 }
 
 // file writes one regular file; exec keeps the executable bit.
@@ -178,22 +218,27 @@ func (t *tree) file(raw string, exec bool, r io.Reader) error {
 	if exec {
 		mode = 0o755
 	}
-	f, err := t.root.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, mode)
+	if t.readOnly {
+		mode &^= 0o222
+	}
+	f, err := t.fs.create(name, mode)
 	if err != nil {
 		if errors.Is(err, fs.ErrExist) {
 			return fmt.Errorf("%w: duplicate entry %q", ErrUnsafePath, name)
 		}
 		return err
 	}
+	if t.buf == nil {
+		t.buf = make([]byte, 32<<10)
+	}
+	h := sha256.New()
 	budget := t.limits.MaxBytes - t.bytes
-	n, err := io.Copy(f, io.LimitReader(r, budget+1))
+	n, err := io.CopyBuffer(io.MultiWriter(f, h), io.LimitReader(r, budget+1), t.buf)
 	t.bytes += n
 	if err == nil && n <= budget {
-		// The umask may have dropped bits; set what the entry says, on
-		// the open file (no second walk of the path).
-		err = f.Chmod(mode)
+		err = f.finish(t.durable)
 	}
-	if cerr := f.Close(); err == nil {
+	if cerr := f.close(); err == nil {
 		err = cerr
 	}
 	if err != nil {
@@ -202,6 +247,9 @@ func (t *tree) file(raw string, exec bool, r io.Reader) error {
 	if n > budget {
 		return fmt.Errorf("%w: more than %d bytes uncompressed (at %q)", ErrTooLarge, t.limits.MaxBytes, name)
 	}
+	w := WrittenFile{Size: n}
+	h.Sum(w.SHA256[:0])
+	t.written[name] = w
 	return nil
 }
 
@@ -230,7 +278,7 @@ func (t *tree) symlink(raw, target string) error {
 	if err := t.count(name); err != nil {
 		return err
 	}
-	if err := t.root.Symlink(target, name); err != nil {
+	if err := t.fs.symlink(target, name); err != nil {
 		if errors.Is(err, fs.ErrExist) {
 			return fmt.Errorf("%w: duplicate entry %q", ErrUnsafePath, name)
 		}
