@@ -119,7 +119,7 @@ func urlMatchesAny(patterns []string, u string) bool {
 // shares them).
 func (in *loadInput) prepareHooks(comps []Component, skips []Skipped) ([]Component, []Skipped, []string) {
 	var warns []string
-	out := comps[:0:0]
+	out := make([]Component, 0, len(comps))
 	for _, c := range comps {
 		if c.Kind != plugin.KindHook || c.Hook == nil {
 			out = append(out, c)

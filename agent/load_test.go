@@ -4,13 +4,16 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/wharfhq/wharf/internal/client/cache"
 	"github.com/wharfhq/wharf/internal/client/load"
 	"github.com/wharfhq/wharf/internal/core/policy"
 	"github.com/wharfhq/wharf/internal/core/settings"
@@ -883,4 +886,73 @@ func hasErrorType(st PluginStatus, typ string) bool {
 		}
 	}
 	return false
+}
+
+// TestCacheOnlyEqualsFullOnBenchHome is the benchmark's home at a small
+// size (plugins of commands, skills, an agent, an output style, hooks and
+// an MCP server): a cache-only start from the component index gives the
+// set the full loader's re-hash gives, and after a tree is tampered with
+// both refuse it with a trust error and agree on everything else.
+func TestCacheOnlyEqualsFullOnBenchHome(t *testing.T) {
+	for _, how := range []string{"modify-a-byte", "flip-exec-bit", "add-a-file"} {
+		t.Run(how, func(t *testing.T) {
+			w := newWorld(t)
+			var victim cache.Record
+			for i := 0; i < 12; i++ {
+				name := fmt.Sprintf("p%02d", i)
+				files := benchPlugin(name)
+				files["commands/run.md"] = "---\ndescription: Run\n---\nRun it.\n"
+				rec := w.install(name+"@bench", "1.0.0", files)
+				w.setEnabled(name+"@bench", true)
+				if i == 5 {
+					victim = rec
+				}
+			}
+			w.load(w.runtime(w.options()), CacheOnly) // writes the component index
+			agree := func(want int) {
+				t.Helper()
+				fast := w.load(w.runtime(w.options()), CacheOnly)
+				full := w.load(w.runtime(w.options()), Full)
+				if got := len(fast.Components()); got != want {
+					t.Fatalf("cache-only: %d components, want %d", got, want)
+				}
+				if !reflect.DeepEqual(fast.Components(), full.Components()) {
+					t.Fatalf("cache-only %q\nfull %q", names(fast), names(full))
+				}
+				// The two checks word a refusal apart (the changed stats,
+				// the digest that does not match): rows are compared by
+				// their error types.
+				if a, b := plainRows(fast.Plugins()), plainRows(full.Plugins()); !reflect.DeepEqual(a, b) {
+					t.Fatalf("cache-only %+v\nfull %+v", a, b)
+				}
+				if !reflect.DeepEqual(fast.Skipped(), full.Skipped()) {
+					t.Fatalf("skipped: cache-only %+v\nfull %+v", fast.Skipped(), full.Skipped())
+				}
+			}
+			agree(12 * 11)
+			tamper(t, victim.InstallPath, how)
+			agree(11 * 11)
+			for _, mode := range []Mode{CacheOnly, Full} {
+				s := w.load(w.runtime(w.options()), mode)
+				st, _ := s.Plugin(victim.ID)
+				if st.Status != load.StatusFailed || len(st.ErrorDetails) != 1 || st.ErrorDetails[0].Type != plugin.TypeTrustRejected {
+					t.Fatalf("%s load after %s: %+v", mode, how, st)
+				}
+			}
+		})
+	}
+}
+
+// plainRows are status rows with each error reduced to its type and layer.
+func plainRows(ps []PluginStatus) []PluginStatus {
+	out := make([]PluginStatus, len(ps))
+	for i, p := range ps {
+		p.Errors = nil
+		p.ErrorDetails = slices.Clone(p.ErrorDetails)
+		for j := range p.ErrorDetails {
+			p.ErrorDetails[j] = ErrorDetail{Type: p.ErrorDetails[j].Type, Layer: p.ErrorDetails[j].Layer}
+		}
+		out[i] = p
+	}
+	return out
 }

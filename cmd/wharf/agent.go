@@ -1,8 +1,10 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"fmt"
+	"io"
 	"path/filepath"
 	"strings"
 	"text/tabwriter"
@@ -135,8 +137,9 @@ func runAgentComponents(ctx context.Context, opts *AgentOptions) error {
 	if err != nil {
 		return err
 	}
-	rows := []componentJSON{}
-	for _, c := range set.Components() {
+	comps := set.Components()
+	rows := make([]componentJSON, 0, len(comps))
+	for _, c := range comps {
 		rows = append(rows, componentRow(c))
 	}
 	if io.JSON {
@@ -146,12 +149,48 @@ func runAgentComponents(ctx context.Context, opts *AgentOptions) error {
 		io.printf("no components; see why with: wharf agent status\n")
 		return nil
 	}
-	tw := tabwriter.NewWriter(io.Out, 0, 4, 2, ' ', 0)
+	tw := newTable(io.Out)
 	fmt.Fprintln(tw, "KIND\tNAME\tSOURCE\tPLUGIN")
 	for _, r := range rows {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", r.Kind, r.Name, r.Source, r.Plugin)
+		tw.row(string(r.Kind), r.Name, r.Source, r.Plugin)
 	}
 	return tw.Flush()
+}
+
+// table is a tabwriter over a buffer: tabwriter writes each cell and each
+// run of padding to its writer on its own, which for a listing of a large
+// home (thousands of rows) was thousands of write system calls to stdout.
+type table struct {
+	*tabwriter.Writer
+	buf  *bufio.Writer
+	line []byte
+}
+
+// row writes one row of cells (as Fprintf with "%s\t...\n" would, without
+// formatting each value).
+func (t *table) row(cells ...string) {
+	t.line = t.line[:0]
+	for i, c := range cells {
+		if i > 0 {
+			t.line = append(t.line, '\t')
+		}
+		t.line = append(t.line, c...)
+	}
+	t.line = append(t.line, '\n')
+	t.Writer.Write(t.line)
+}
+
+func newTable(w io.Writer) *table {
+	buf := bufio.NewWriterSize(w, 64<<10)
+	return &table{Writer: tabwriter.NewWriter(buf, 0, 4, 2, ' ', 0), buf: buf}
+}
+
+// Flush writes the aligned table out.
+func (t *table) Flush() error {
+	if err := t.Writer.Flush(); err != nil {
+		return err
+	}
+	return t.buf.Flush()
 }
 
 // statusJSON is `wharf agent status --json`.
@@ -204,7 +243,7 @@ func runAgentStatus(ctx context.Context, opts *AgentOptions) error {
 	if len(out.Plugins) == 0 {
 		io.printf("no plugins installed or loaded (%s load)\n", out.Mode)
 	}
-	tw := tabwriter.NewWriter(io.Out, 0, 4, 2, ' ', 0)
+	tw := newTable(io.Out)
 	if len(out.Plugins) > 0 {
 		fmt.Fprintln(tw, "PLUGIN\tVERSION\tSOURCE\tSTATUS\tCOMPONENTS\tWHY")
 	}

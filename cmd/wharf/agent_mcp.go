@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	stdio "io"
-	"text/tabwriter"
 
 	"github.com/spf13/cobra"
 
@@ -69,7 +68,7 @@ func runAgentMCPList(ctx context.Context, opts *AgentOptions) error {
 			io.printf("no MCP servers in the active set; see why with: wharf agent status\n")
 			return nil
 		}
-		tw := tabwriter.NewWriter(io.Out, 0, 4, 2, ' ', 0)
+		tw := newTable(io.Out)
 		fmt.Fprintln(tw, "TOOL\tSERVER\tDESCRIPTION")
 		for _, t := range out.Tools {
 			fmt.Fprintf(tw, "%s\t%s\t%s\n", t.Name, t.Server, firstLine(t.Description))

@@ -4,5 +4,6 @@ package main
 import "os"
 
 func main() {
+	startHeap(64 << 20)
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }
