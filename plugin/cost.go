@@ -65,16 +65,25 @@ func alwaysOnLine(file, name string) (string, bool) {
 		return "", false
 	}
 	defer f.Close()
-	buf := make([]byte, maxCostRead)
-	n, _ := f.Read(buf)
-	for n < len(buf) {
-		m, err := f.Read(buf[n:])
-		n += m
+	// The buffer is the file's size and a byte (a component file is a few
+	// KiB), not the bound: a bound-sized buffer per file cost a 50-plugin
+	// `wharf list` 350 MiB of zeroed memory. It grows if the file grew.
+	size := int64(512)
+	if fi, err := f.Stat(); err == nil && fi.Size() >= 0 {
+		size = min(fi.Size()+1, maxCostRead)
+	}
+	buf := make([]byte, 0, size)
+	for len(buf) < maxCostRead {
+		if len(buf) == cap(buf) {
+			buf = append(buf, 0)[:len(buf)]
+		}
+		m, err := f.Read(buf[len(buf):min(cap(buf), maxCostRead)])
+		buf = buf[:len(buf)+m]
 		if err != nil || m == 0 {
 			break
 		}
 	}
-	data := []byte(strings.ToValidUTF8(string(buf[:n]), "\uFFFD"))
+	data := []byte(strings.ToValidUTF8(string(buf), "\uFFFD"))
 	meta, body, _, _, err := claudeFrontMatter(data)
 	if err != nil {
 		meta, body = nil, data
