@@ -15,7 +15,7 @@ import (
 // against one home, each installing, disabling, enabling and uninstalling
 // its own plugin (and all of them enabling a shared dependency), and check
 // that the final settings file and `wharf list` hold what every command
-// acknowledged. Before settings writes were locked with the registry
+// acknowledged (an uninstall deletes the plugin's entry). Before settings writes were locked with the registry
 // write, parallel commands rewrote settings.json from stale reads and
 // lost each other's keys while every command exited 0.
 func TestConcurrentSettingsWrites8(t *testing.T)  { testConcurrentSettingsWrites(t, 8) }
@@ -50,6 +50,8 @@ func testConcurrentSettingsWrites(t *testing.T, n int) {
 	rounds := max(1, 24/n)
 	type want struct {
 		installed, enabled bool
+		// gone: uninstalled, so settings.json holds no entry for it.
+		gone bool
 	}
 	wants := make([]want, n)
 	for r := 0; r < rounds; r++ {
@@ -76,7 +78,7 @@ func testConcurrentSettingsWrites(t *testing.T, n int) {
 					case "disable":
 						wants[i].enabled = false
 					case "uninstall":
-						wants[i].installed = false
+						wants[i] = want{gone: true}
 					}
 				}(i)
 			}
@@ -118,7 +120,11 @@ func testConcurrentSettingsWrites(t *testing.T, n int) {
 	for i, wt := range wants {
 		id := fmt.Sprintf("q%02d@race", i)
 		on, ok := doc.EnabledPlugins[id]
-		if !ok || on != wt.enabled {
+		switch {
+		case wt.gone && ok:
+			lost++
+			t.Errorf("%s: settings.json says enabled=%v; the last acknowledged command, an uninstall, deleted the entry", id, on)
+		case !wt.gone && (!ok || on != wt.enabled):
 			lost++
 			t.Errorf("%s: settings.json says enabled=%v (present %v); the last acknowledged command left it %v", id, on, ok, wt.enabled)
 		}

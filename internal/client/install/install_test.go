@@ -193,12 +193,14 @@ func TestUninstallPruneAndStatus(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if rm.Settings != filepath.Join(w.home, "settings.json") {
+		t.Errorf("uninstall rewrote settings %q, want the user settings", rm.Settings)
+	}
 	for _, r := range rows {
 		if r.ID.String() == "d@corp" {
-			// Still enabled in settings: a row of its own.
-			if r.Status != load.StatusFailed || !r.Type(load.TypeNotInstalled) {
-				t.Errorf("d@corp: %+v, want failed, not installed", r)
-			}
+			// Its enabledPlugins entry went with it, as claude plugin
+			// uninstall deletes it.
+			t.Errorf("d@corp is still listed after uninstall: %+v", r)
 			continue
 		}
 		if r.Status != load.StatusDemoted || !strings.Contains(r.Chain, "d@corp is not installed") {
@@ -269,5 +271,59 @@ func TestInstallEnablesADependencyLeftUnsettled(t *testing.T) {
 	}
 	if on := got[plugin.MustParseID("c@corp")]; on {
 		t.Errorf("c@corp, which the user disabled, was enabled again: %v", got)
+	}
+}
+
+// TestUninstallForgetsEnabledEntries: uninstall and prune delete the
+// removed plugins' enabledPlugins entries from the user settings, as
+// claude plugin uninstall does, keeping every other entry and key; a user
+// settings file that cannot be rewritten leaves the entries with a warning
+// and the plugin removed.
+func TestUninstallForgetsEnabledEntries(t *testing.T) {
+	w := newWorld(t, map[string][]string{"app": {"b"}, "b": nil, "other": nil}, "")
+	for _, id := range []string{"app@corp", "other@corp"} {
+		if _, err := w.in.Install(bg, Request{ID: plugin.MustParseID(id)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	file := filepath.Join(w.home, "settings.json")
+	if _, err := w.in.SetEnabled(bg, plugin.MustParseID("b@corp"), settings.ScopeUser, false); err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	write(t, file, strings.Replace(string(data), "{", `{"model": "kept",`, 1))
+
+	rm, err := w.in.Uninstall(bg, plugin.MustParseID("app@corp"), true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rm.Removed) != 2 || rm.Settings != file {
+		t.Fatalf("removed %v, settings %q", rm.Removed, rm.Settings)
+	}
+	data, err = os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := settings.Parse(file, data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(s.EnabledPlugins) != 1 || !s.EnabledPlugins[plugin.MustParseID("other@corp")] || !strings.Contains(string(data), `"model": "kept"`) {
+		t.Fatalf("after uninstall --prune the user settings are %s; want only other@corp enabled and the model kept", data)
+	}
+
+	write(t, file, `{"enabledPlugins": ["other@corp"]}`)
+	rm, err = w.in.Uninstall(bg, plugin.MustParseID("other@corp"), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rm.Removed) != 1 || rm.Settings != "" || len(rm.Warnings) != 1 || !strings.Contains(rm.Warnings[0], "stay in enabledPlugins") || !strings.Contains(rm.Warnings[0], file) {
+		t.Fatalf("uninstall over a bad settings file: %+v", rm)
+	}
+	if reg := w.registry(); len(reg) != 0 {
+		t.Fatalf("registry after the uninstalls: %v", reg)
 	}
 }

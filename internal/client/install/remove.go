@@ -6,6 +6,7 @@ import (
 
 	"github.com/wharfhq/wharf/internal/client/cache"
 	"github.com/wharfhq/wharf/internal/core/resolver"
+	"github.com/wharfhq/wharf/internal/core/settings"
 	"github.com/wharfhq/wharf/plugin"
 )
 
@@ -16,14 +17,21 @@ type Removed struct {
 	// the next load until it comes back.
 	Dependents []plugin.ID `json:"dependents,omitempty"`
 	Warnings   []string    `json:"warnings,omitempty"`
+	// Settings is the settings file whose enabledPlugins entries for the
+	// removed plugins were deleted, when there were any.
+	Settings string `json:"settingsFile,omitempty"`
 	// DryRun marks a plan (PlanUninstall, PlanPrune): nothing was removed.
 	DryRun bool `json:"dryRun,omitempty"`
 }
 
 // Uninstall removes id from the registry. It warns with the plugins that
 // depend on it (it does not refuse: an uninstall is reversible). With prune,
-// auto-installed dependencies nothing needs any more go too. The version
-// directory stays until garbage collection, so running sessions keep it.
+// auto-installed dependencies nothing needs any more go too. The removed
+// plugins' enabledPlugins entries go from the user settings, as Claude
+// Code's uninstall deletes them from the scope it uninstalls from (entries
+// in project and local settings, files a team may share, stay). The
+// version directory stays until garbage collection, so running sessions
+// keep it.
 func (in *Installer) Uninstall(ctx context.Context, id plugin.ID, prune bool) (*Removed, error) {
 	if in.o.Policy != nil {
 		if err := in.o.Policy.AllowUninstall(ctx, id); err != nil {
@@ -43,6 +51,7 @@ func (in *Installer) Uninstall(ctx context.Context, id plugin.ID, prune bool) (*
 					return err
 				}
 				out.Removed = append(out.Removed, id)
+				in.forgetEnabled(out)
 				return nil
 			}
 			return plugin.Errorf(plugin.LayerIntent, plugin.TypeNotFound, id.String(), "see what is installed: wharf list",
@@ -64,6 +73,7 @@ func (in *Installer) Uninstall(ctx context.Context, id plugin.ID, prune bool) (*
 			}
 			out.Removed = append(out.Removed, pr...)
 		}
+		in.forgetEnabled(out)
 		return nil
 	})
 	if err != nil {
@@ -80,6 +90,7 @@ func (in *Installer) Prune(ctx context.Context) (*Removed, error) {
 	err := in.o.Cache.WithLock(ctx, func(ctx context.Context) error {
 		pr, err := in.prune(ctx)
 		out.Removed = pr
+		in.forgetEnabled(out)
 		return err
 	})
 	if err != nil {
@@ -87,6 +98,23 @@ func (in *Installer) Prune(ctx context.Context) (*Removed, error) {
 	}
 	in.collect(ctx)
 	return out, nil
+}
+
+// forgetEnabled deletes the user settings' enabledPlugins entries of the
+// plugins out removed; it runs under the lock, after the registry writes,
+// so a process killed between the two leaves entries for plugins that are
+// gone, which list shows as enabled but not installed, as before. A
+// settings file it cannot rewrite is a warning: the plugins are removed.
+func (in *Installer) forgetEnabled(out *Removed) {
+	if len(out.Removed) == 0 {
+		return
+	}
+	file, err := settings.ForgetEnabled(in.o.Settings, settings.ScopeUser, out.Removed)
+	if err != nil {
+		out.Warnings = append(out.Warnings, "the removed plugins stay in enabledPlugins: "+err.Error())
+		return
+	}
+	out.Settings = file
 }
 
 // prune runs under the lock.

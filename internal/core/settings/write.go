@@ -32,8 +32,48 @@ func SetEnabled(p Paths, scope Scope, id plugin.ID, enabled bool) (string, error
 // belonging with the setting (the installed registry) hold the home's lock
 // around both, which orders the two the same way in every process.
 func SetEnabledAll(p Paths, scope Scope, ids map[plugin.ID]bool) (string, error) {
-	var id plugin.ID // the first id, to name in errors
+	keys := make([]plugin.ID, 0, len(ids))
 	for k := range ids {
+		keys = append(keys, k)
+	}
+	return editEnabled(p, scope, keys, func(enabledMap map[string]json.RawMessage) bool {
+		for k, enabled := range ids {
+			enabledMap[k.String()] = json.RawMessage(fmt.Sprint(enabled))
+		}
+		return true
+	})
+}
+
+// ForgetEnabled removes the enabledPlugins entries of ids from the settings
+// file of scope, as an uninstall does (Claude Code's `plugin uninstall`
+// deletes the plugin's key from the scope it uninstalls from), under the
+// same lock and with the same crash-safe write as SetEnabledAll. A file
+// that does not exist, or names none of ids, is left as it is (not
+// written); the file is returned only when it was written.
+func ForgetEnabled(p Paths, scope Scope, ids []plugin.ID) (string, error) {
+	written := false
+	path, err := editEnabled(p, scope, ids, func(enabledMap map[string]json.RawMessage) bool {
+		for _, k := range ids {
+			if _, ok := enabledMap[k.String()]; ok {
+				delete(enabledMap, k.String())
+				written = true
+			}
+		}
+		return written
+	})
+	if err != nil || !written {
+		return "", err
+	}
+	return path, nil
+}
+
+// editEnabled reads scope's settings file under its directory's lock, lets
+// change edit its enabledPlugins object, and writes the file back
+// crash-safely when change reports a change. ids name the plugins (the
+// first, in order, is named in errors).
+func editEnabled(p Paths, scope Scope, ids []plugin.ID, change func(map[string]json.RawMessage) bool) (string, error) {
+	var id plugin.ID // the first id, to name in errors
+	for _, k := range ids {
 		if err := k.Validate(); err != nil {
 			return "", err
 		}
@@ -84,8 +124,8 @@ func SetEnabledAll(p Paths, scope Scope, ids map[plugin.ID]bool) (string, error)
 				"make enabledPlugins an object {\"plugin@marketplace\": true|false}", "enabledPlugins is %s, not an object; refusing to overwrite it", plugin.JSONKind(raw))
 		}
 	}
-	for k, enabled := range ids {
-		enabledMap[k.String()] = json.RawMessage(fmt.Sprint(enabled))
+	if !change(enabledMap) {
+		return path, nil
 	}
 	b, err := json.Marshal(enabledMap)
 	if err != nil {
