@@ -533,7 +533,10 @@ func runGC(ctx context.Context, opts *GCOptions) error {
 		for _, k := range rep.Kept {
 			io.printf("kept %s (%s since %s)\n", k.Path, k.Reason, k.Since.Format("2006-01-02"))
 		}
-		if len(rep.Removed) == 0 && len(rep.Kept) == 0 {
+		if n := len(rep.CapabilitySets); n > 0 {
+			io.printf("removed %d kept capability sets no installed version uses\n", n)
+		}
+		if len(rep.Removed) == 0 && len(rep.Kept) == 0 && len(rep.CapabilitySets) == 0 {
 			io.printf("nothing to collect\n")
 		}
 		return nil

@@ -23,6 +23,10 @@ type GCReport struct {
 	Temps []string `json:"temps"`
 	// StaleLeases counts lease files of dead processes removed.
 	StaleLeases int `json:"staleLeases"`
+	// CapabilitySets lists the kept capability sets removed because no
+	// installed version can ask for them again (filled by the installer's
+	// GC, which knows the marketplace entries).
+	CapabilitySets []string `json:"capabilitySets,omitempty"`
 }
 
 // Kept is an orphan GC did not remove.

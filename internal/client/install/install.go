@@ -593,7 +593,7 @@ func shortHash(s string) string {
 // collect runs the cache's garbage collection opportunistically; it only
 // removes versions past their grace period and never fails the operation.
 func (in *Installer) collect(ctx context.Context) {
-	if _, err := in.o.Cache.GC(ctx, in.o.Now()); err != nil {
+	if _, err := in.GC(ctx); err != nil {
 		in.progress("warning: garbage collection: %v", err)
 	}
 }

@@ -167,9 +167,35 @@ func (in *Installer) Update(ctx context.Context, ids []plugin.ID, opts UpdateOpt
 	return out, refused
 }
 
-// GC removes orphaned versions past their grace period.
+// GC removes orphaned versions past their grace period, and the kept
+// capability sets no installed version can ask for again.
 func (in *Installer) GC(ctx context.Context) (*cache.GCReport, error) {
-	return in.o.Cache.GC(ctx, in.o.Now())
+	rep, err := in.o.Cache.GC(ctx, in.o.Now())
+	if err != nil {
+		return rep, err
+	}
+	rep.CapabilitySets, err = in.retainContents(ctx)
+	return rep, err
+}
+
+// retainContents removes the kept capability sets of versions and
+// marketplace entries no installed plugin has any more, under the home's
+// lock (load.Contents.Retain).
+func (in *Installer) retainContents(ctx context.Context) ([]string, error) {
+	var removed []string
+	err := in.o.Cache.WithLock(ctx, func(context.Context) error {
+		g, _, err := in.graph()
+		if err != nil {
+			return err
+		}
+		recs, _, err := in.o.Cache.Scan()
+		if err != nil {
+			return err
+		}
+		removed, err = in.contents.Retain(recs, func(id plugin.ID) *plugin.Entry { e, _ := g.entry(id); return e })
+		return err
+	})
+	return removed, err
 }
 
 // checkMove refuses an update from one version to a lower one, or to one

@@ -5,10 +5,13 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -198,4 +201,64 @@ func (c *Contents) write(key string, content *policy.Content) {
 		return
 	}
 	_ = atomicfile.WriteFile(c.path(key), b, 0o644)
+}
+
+// Retain removes the kept sets that no record of recs can ask for again:
+// every file under the directory whose key is neither contentKey(r,
+// entry(r.ID)) nor contentKey(r, nil) for a record r (a runtime that has
+// no marketplace entry for a plugin reads it with nil). It runs at garbage
+// collection, so the directory does not grow with every version and entry
+// a home ever had. The sets are a speed layer: removing one only costs a
+// later load its computation. Files that are not sets (no 64-hex-digit
+// name) are left alone. It returns the files removed.
+func (c *Contents) Retain(recs []cache.Record, entry func(plugin.ID) *plugin.Entry) ([]string, error) {
+	if c == nil || c.dir == "" {
+		return nil, nil
+	}
+	live := map[string]bool{}
+	for _, r := range recs {
+		if r.Digest == "" {
+			continue
+		}
+		live[contentKey(r, nil)] = true
+		if e := entry(r.ID); e != nil {
+			live[contentKey(r, e)] = true
+		}
+	}
+	ents, err := os.ReadDir(c.dir)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, nil
+		}
+		return nil, err
+	}
+	var removed []string
+	for _, d := range ents {
+		key, ok := strings.CutSuffix(d.Name(), ".json")
+		if !ok || !isKey(key) || live[key] || !d.Type().IsRegular() {
+			continue
+		}
+		if err := os.Remove(c.path(key)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return removed, err
+		}
+		c.mu.Lock()
+		delete(c.mem, key)
+		c.mu.Unlock()
+		removed = append(removed, c.path(key))
+	}
+	return removed, nil
+}
+
+// isKey reports whether s has the form contentKey gives: 64 lowercase hex
+// digits.
+func isKey(s string) bool {
+	if len(s) != sha256.Size*2 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if !('0' <= s[i] && s[i] <= '9' || 'a' <= s[i] && s[i] <= 'f') {
+			return false
+		}
+	}
+	return true
 }
