@@ -43,6 +43,11 @@ type TokenCreateOptions struct {
 	// Groups and Labels target the token: the policy layers and channels
 	// targeted to one of them apply to it. Labels are key=value.
 	Groups, Labels []string
+	// MaxMachines and MaxPlugins are the token's inventory quota: the
+	// machine ids it may report and the plugin ids their reports may list
+	// together; 0 is the server's default for the role (one machine for
+	// an agent token).
+	MaxMachines, MaxPlugins int
 }
 
 // TokenRevokeOptions are wharf token revoke's inputs.
@@ -61,6 +66,9 @@ type createdToken struct {
 	ExpiresAt *time.Time `json:"expiresAt,omitempty"`
 	Groups    []string   `json:"groups,omitempty"`
 	Labels    []string   `json:"labels,omitempty"`
+	// MaxMachines and MaxPlugins are the inventory quota in force.
+	MaxMachines int `json:"maxMachines,omitempty"`
+	MaxPlugins  int `json:"maxPlugins,omitempty"`
 }
 
 // listedToken is one token of the server's list (never its secret).
@@ -125,6 +133,8 @@ func newTokenCmd(a *app) *cobra.Command {
 	create.Flags().StringVar(&createOpts.Expires, "expires", "", "lifetime, e.g. 30d or 12h (default: never expires)")
 	create.Flags().StringArrayVar(&createOpts.Groups, "group", nil, "a group of the token: the policy layers and channels targeted to it apply; repeatable")
 	create.Flags().StringArrayVar(&createOpts.Labels, "label", nil, "a machine label of the token, key=value (e.g. os=linux); repeatable")
+	create.Flags().IntVar(&createOpts.MaxMachines, "max-machines", 0, "inventory quota: machine ids the token may report (default: the server's for the role, one machine for an agent token)")
+	create.Flags().IntVar(&createOpts.MaxPlugins, "max-plugins", 0, "inventory quota: plugin ids the machines' reports may list together (default: the server's for the role)")
 
 	list := &cobra.Command{
 		Use:   "list",
@@ -167,7 +177,22 @@ func runTokenCreate(ctx context.Context, opts *TokenCreateOptions) error {
 				Hint: "give a number of days (--expires 30d) or a duration (--expires 12h)"}
 		}
 	}
+	for _, q := range []struct {
+		flag string
+		n    int
+	}{{"--max-machines", opts.MaxMachines}, {"--max-plugins", opts.MaxPlugins}} {
+		if q.n < 0 {
+			return &plugin.Error{Layer: plugin.LayerIntent, Type: typeUsage, Object: q.flag,
+				Err: fmt.Errorf("%s %d: must not be negative", q.flag, q.n), Hint: "give a count, e.g. " + q.flag + " 50, or leave it out for the server's default"}
+		}
+	}
 	body := map[string]any{"role": opts.Role, "note": opts.Note}
+	if opts.MaxMachines > 0 {
+		body["maxMachines"] = opts.MaxMachines
+	}
+	if opts.MaxPlugins > 0 {
+		body["maxPlugins"] = opts.MaxPlugins
+	}
 	if opts.Expires != "" {
 		body["expires"] = opts.Expires
 	}
@@ -190,7 +215,11 @@ func runTokenCreate(ctx context.Context, opts *TokenCreateOptions) error {
 	if out.ExpiresAt != nil {
 		until = "; it expires at " + out.ExpiresAt.UTC().Format(time.RFC3339)
 	}
-	fmt.Fprintf(io.Err, "wharf: created %s token %s; the secret above is shown only once%s\n", out.Role, out.ID, until)
+	quota := ""
+	if out.MaxMachines > 0 && (out.Role == "agent" || opts.MaxMachines > 0 || opts.MaxPlugins > 0) {
+		quota = fmt.Sprintf("; it may report %d machine(s) and %d plugin ids", out.MaxMachines, out.MaxPlugins)
+	}
+	fmt.Fprintf(io.Err, "wharf: created %s token %s; the secret above is shown only once%s%s\n", out.Role, out.ID, until, quota)
 	return nil
 }
 

@@ -155,6 +155,49 @@ func TestTokenVerbsRunWithoutCobra(t *testing.T) {
 	}); exitCode(err) != 1 || out != "" {
 		t.Fatalf("second token revoke: exit %d, %v, printed %q", exitCode(err), err, out)
 	}
+
+	// An agent token is one machine's unless --max-machines says more;
+	// the quota is the server's, and a negative one a usage error.
+	if _, errOut, err := capture(false, func(io streams) error {
+		o := &TokenCreateOptions{TokenOptions: admin, Role: "agent"}
+		o.IO = io
+		return runTokenCreate(ctx, o)
+	}); err != nil || !strings.Contains(errOut, "; it may report 1 machine(s) and ") {
+		t.Fatalf("agent token create said %q: %v", errOut, err)
+	}
+	_, errOut, err = capture(false, func(io streams) error {
+		o := &TokenCreateOptions{TokenOptions: admin, Role: "agent", MaxMachines: 25, MaxPlugins: 500}
+		o.IO = io
+		return runTokenCreate(ctx, o)
+	})
+	if err != nil || !strings.HasSuffix(errOut, "; it may report 25 machine(s) and 500 plugin ids\n") {
+		t.Fatalf("token create --max-machines 25 --max-plugins 500 said %q: %v", errOut, err)
+	}
+	var quotas []struct {
+		Role        string `json:"role"`
+		MaxMachines int    `json:"maxMachines"`
+		MaxPlugins  int    `json:"maxPlugins"`
+	}
+	srv.Do("GET", "/v1/tokens", nil, nil, http.StatusOK, &quotas)
+	found := false
+	for _, q := range quotas {
+		found = found || (q.Role == "agent" && q.MaxMachines == 25 && q.MaxPlugins == 500)
+	}
+	if !found {
+		t.Fatalf("the server holds no agent token with the quota given: %+v", quotas)
+	}
+	for _, o := range []TokenCreateOptions{{TokenOptions: admin, Role: "agent", MaxMachines: -1}, {TokenOptions: admin, Role: "agent", MaxPlugins: -5}} {
+		if _, _, err := capture(false, func(io streams) error { o.IO = io; return runTokenCreate(ctx, &o) }); exitCode(err) != 2 || !strings.Contains(err.Error(), "must not be negative") {
+			t.Fatalf("token create with a negative quota %+v: exit %d, %v", o, exitCode(err), err)
+		}
+	}
+	if _, _, err := capture(false, func(io streams) error {
+		o := &TokenCreateOptions{TokenOptions: admin, Role: "agent", MaxMachines: 2_000_000}
+		o.IO = io
+		return runTokenCreate(ctx, o)
+	}); err == nil || !strings.Contains(err.Error(), "maxMachines") {
+		t.Fatalf("token create over the largest quota: %v", err)
+	}
 }
 
 // inventory report runs as a function over a home, with no cobra command,
