@@ -28,7 +28,16 @@ func main() {
 	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of the capability runs to this file")
 	readprofile := flag.String("readprofile", "", "write a CPU profile of the floor's runs to this file")
 	only := flag.String("only", "", "run only this once after building, untimed (read, same or caps; none runs nothing): for strace -c")
+	buildDir := flag.String("build", "", "only build the marketplace into this (new or empty) directory and keep it, for other benches (bench/validate.sh)")
 	flag.Parse()
+	if *buildDir != "" {
+		files, err := build(*realworld, *buildDir, *n)
+		if err != nil {
+			fail(err)
+		}
+		fmt.Printf("marketplace: %d plugins, %d files, built from %s into %s\n", *n, files, *realworld, *buildDir)
+		return
+	}
 	tmp, err := os.MkdirTemp("", "capabilitybench")
 	if err != nil {
 		fail(err)

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -238,11 +237,12 @@ func firstErrorDiag(diags []plugin.Diagnostic) string {
 	return ""
 }
 
-// installChecks copies every plugin stored at path (a marketplace's
-// relative plugins, or a plugin directory) into a scratch directory with
-// the fetcher `wharf install` uses, so validate refuses what install would:
-// absolute or escaping symlinks, special files, trees over the size and
-// entry limits. The copies are removed.
+// installChecks checks every plugin stored at path (a marketplace's
+// relative plugins, or a plugin directory) as `wharf install` copies it,
+// with the fetcher install uses (source.Fetcher.Check: the same walk and
+// tree code, without keeping the copy), so validate refuses what install
+// would: absolute or escaping symlinks, special files, trees over the size
+// and entry limits.
 func installChecks(ctx context.Context, path string) []plugin.Diagnostic {
 	fi, err := os.Stat(path)
 	if err != nil {
@@ -274,28 +274,18 @@ func installChecks(ctx context.Context, path string) []plugin.Diagnostic {
 	default:
 		return nil
 	}
-	return copyChecks(ctx, source.NewFetcher(fetch.Config{}), path, targets)
+	return copyChecks(ctx, source.NewFetcher(fetch.Config{}), targets)
 }
 
 type copyTarget struct{ name, dir, file, field string }
 
-// copyChecks copies each target with f into a scratch directory.
-func copyChecks(ctx context.Context, f *source.Fetcher, path string, targets []copyTarget) []plugin.Diagnostic {
-	scratch, err := os.MkdirTemp("", "wharf-validate-")
-	if err != nil {
-		return []plugin.Diagnostic{{File: path, Severity: plugin.SeverityError, Message: "scratch directory for the install check: " + err.Error()}}
-	}
-	defer os.RemoveAll(scratch)
+// copyChecks checks each target as f would copy it.
+func copyChecks(ctx context.Context, f *source.Fetcher, targets []copyTarget) []plugin.Diagnostic {
 	var out []plugin.Diagnostic
-	for i, t := range targets {
-		dest := filepath.Join(scratch, strconv.Itoa(i))
-		if err := os.Mkdir(dest, 0o700); err != nil {
-			out = append(out, plugin.Diagnostic{File: t.file, Field: t.field, Severity: plugin.SeverityError, Message: plainMessage(err.Error())})
-			continue
-		}
+	for _, t := range targets {
 		abs, _ := filepath.Abs(t.dir)
-		_, err := f.Fetch(ctx, source.Request{Plugin: t.name, Source: plugin.Source{Kind: plugin.SourceRelative, Path: "./" + filepath.Base(abs)},
-			MarketplaceDir: filepath.Dir(abs), Dest: dest})
+		_, err := f.Check(ctx, source.Request{Plugin: t.name, Source: plugin.Source{Kind: plugin.SourceRelative, Path: "./" + filepath.Base(abs)},
+			MarketplaceDir: filepath.Dir(abs)})
 		if err != nil {
 			msg := err.Error()
 			var pe *plugin.Error
@@ -305,7 +295,6 @@ func copyChecks(ctx context.Context, f *source.Fetcher, path string, targets []c
 			out = append(out, plugin.Diagnostic{File: t.file, Field: t.field, Severity: plugin.SeverityError,
 				Message: fmt.Sprintf("plugin %q: wharf install refuses it: %s", t.name, msg)})
 		}
-		_ = os.RemoveAll(dest)
 	}
 	return out
 }

@@ -8,6 +8,10 @@ import (
 	"path/filepath"
 )
 
+// memoryCheck: Check always writes the tree here (Windows refuses names,
+// such as CON or a:b, that a memory of the entries would take).
+const memoryCheck = false
+
 // dirFS writes below one root directory through an *os.Root, which
 // refuses every path that would leave it.
 type dirFS struct{ root *os.Root }
@@ -32,7 +36,7 @@ func (d *dirFS) lstatMode(name string) (fs.FileMode, error) {
 	return fi.Mode().Type(), nil
 }
 
-func (d *dirFS) create(name string, mode fs.FileMode) (*newFile, error) {
+func (d *dirFS) create(name string, mode fs.FileMode) (treeFile, error) {
 	f, err := d.root.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, mode)
 	if err != nil {
 		return nil, err

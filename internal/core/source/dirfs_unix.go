@@ -13,6 +13,11 @@ import (
 	"golang.org/x/sys/unix"
 )
 
+// memoryCheck: Check may stand a memory of the entries in for a directory
+// on disk; on unix systems a name that is plain ASCII and unique but for
+// ASCII case is taken as given by every file system.
+const memoryCheck = true
+
 // dirFS writes below one root directory through descriptors of the
 // directories it made: every entry is created with one *at call relative to
 // its parent's descriptor, by its last path element, never following a
@@ -111,7 +116,7 @@ func (d *dirFS) lstatMode(name string) (fs.FileMode, error) {
 
 // create makes the regular file name exclusively with mode (fs.ErrExist
 // when anything, a symlink included, is there).
-func (d *dirFS) create(name string, mode fs.FileMode) (*newFile, error) {
+func (d *dirFS) create(name string, mode fs.FileMode) (treeFile, error) {
 	var fd int
 	err := d.at(name, func(dirfd int, base string) error {
 		var err error

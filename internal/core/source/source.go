@@ -149,6 +149,13 @@ func (f *Fetcher) Fetch(ctx context.Context, req Request) (*Result, error) {
 	}
 	defer t.close()
 	t.durable, t.readOnly = req.Durable, req.ReadOnly
+	return f.fetch(ctx, req, t)
+}
+
+// fetch writes the tree of req.Source into t: Fetch's work once the tree
+// exists.
+func (f *Fetcher) fetch(ctx context.Context, req Request, t *tree) (*Result, error) {
+	var err error
 	// refused is the gate's refusal of a redirect, returned as is in
 	// place of the transport error that carries it.
 	var refused error

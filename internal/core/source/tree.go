@@ -41,6 +41,32 @@ func (l Limits) withDefaults() Limits {
 // opens the others again when it needs them.
 const maxHeldDirs = 64
 
+// treeFS is where a tree makes its entries: a directory on disk (dirFS)
+// or, for Fetcher.Check, the memory of what was made (memFS). Names are
+// slash paths relative to the root; the tree makes each parent before its
+// entries. Not safe for concurrent use.
+type treeFS interface {
+	// mkdir makes directory name; fs.ErrExist when something is there.
+	mkdir(name string) error
+	// lstatMode is the type of name, without following it.
+	lstatMode(name string) (fs.FileMode, error)
+	// create makes the regular file name exclusively with mode
+	// (fs.ErrExist when anything is there).
+	create(name string, mode fs.FileMode) (treeFile, error)
+	symlink(target, name string) error
+	// finishDir seals (mode 0555) and fsyncs directory name, as asked.
+	finishDir(name string, seal, sync bool) error
+	close()
+}
+
+// treeFile is a file create made; it is written once, front to back.
+type treeFile interface {
+	io.Writer
+	// finish sets the file's mode and fsyncs it, as asked.
+	finish(sync bool) error
+	close() error
+}
+
 // tree writes entries under one root directory. Every name goes through
 // CheckEntryPath, no entry is written through a symlink, files are created
 // exclusively (a duplicate entry is an error) and the actual bytes written
@@ -48,7 +74,7 @@ const maxHeldDirs = 64
 // written (written), so that the caller need not read the tree again to
 // know it.
 type tree struct {
-	fs      *dirFS
+	fs      treeFS
 	dir     string
 	limits  Limits
 	entries int
