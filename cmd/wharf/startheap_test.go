@@ -7,9 +7,12 @@ import (
 	"os"
 	"runtime"
 	"runtime/debug"
+	"strings"
 	"testing"
 	"text/tabwriter"
 	"time"
+
+	"pgregory.net/rapid"
 )
 
 // TestStartHeapRestoresDefaultsAfterFirstCollection: the start setting
@@ -86,4 +89,54 @@ func TestTableEqualsFprintf(t *testing.T) {
 	if plain.String() != fast.String() {
 		t.Fatalf("tables differ:\nplain %d bytes\nfast %d bytes", plain.Len(), fast.Len())
 	}
+	var cells []string
+	for _, r := range rows {
+		cells = append(cells, r[:]...)
+	}
+	var cols bytes.Buffer
+	if ok, err := writeColumns(&cols, cells, 4); !ok || err != nil || cols.String() != plain.String() {
+		t.Fatalf("columns differ (ok %v, %v):\nplain %d bytes\ncolumns %d bytes", ok, err, plain.Len(), cols.Len())
+	}
+}
+
+// TestColumnsEqualTabwriter: writeColumns writes what the table's
+// tabwriter writes for the same rows, on any cells (wide runes, invalid
+// UTF-8, empty cells and columns), and declines the cells tabwriter reads
+// as layout.
+func TestColumnsEqualTabwriter(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		ncols := rapid.IntRange(1, 5).Draw(t, "ncols")
+		cell := rapid.OneOf(
+			rapid.StringOf(rapid.RuneFrom([]rune("ab:@-_.é世🙂"))),
+			rapid.SampledFrom([]string{"", "command", "p000@bench", "x\ty", "a\nb", "\v", "\f", "\xff", "\xfe\x80", "\r"}),
+			rapid.String(),
+		)
+		cells := rapid.SliceOfN(cell, 0, 40).Draw(t, "cells")
+		cells = cells[:len(cells)/ncols*ncols]
+		var plain, fast bytes.Buffer
+		tb := newTable(&plain)
+		for i := 0; i < len(cells); i += ncols {
+			tb.row(cells[i : i+ncols]...)
+		}
+		if err := tb.Flush(); err != nil {
+			t.Fatal(err)
+		}
+		ok, err := writeColumns(&fast, cells, ncols)
+		if err != nil {
+			t.Fatal(err)
+		}
+		layout := false
+		for _, c := range cells {
+			layout = layout || strings.ContainsAny(c, "\t\n\v\f") || strings.IndexByte(c, tabwriter.Escape) >= 0
+		}
+		if ok == layout {
+			t.Fatalf("ok %v for cells %q", ok, cells)
+		}
+		if ok && plain.String() != fast.String() {
+			t.Fatalf("cells %q:\ntabwriter %q\ncolumns   %q", cells, plain.String(), fast.String())
+		}
+		if !ok && fast.Len() != 0 {
+			t.Fatalf("declined, wrote %q", fast.String())
+		}
+	})
 }

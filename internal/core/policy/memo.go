@@ -3,11 +3,13 @@ package policy
 import (
 	"bufio"
 	"bytes"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"sync"
 	"sync/atomic"
 
@@ -61,7 +63,12 @@ func (e *Engine) MemoHits() int64 {
 }
 
 // memoHeader starts every memo file; a file without it is not a memo.
-const memoHeader = "wharf policy decision memo 1\n"
+// memoKind is the part every format of the memo file starts with: a file
+// of an earlier format is a memo too, replaced on save.
+const (
+	memoHeader = "wharf policy decision memo 2\n"
+	memoKind   = "wharf policy decision memo "
+)
 
 // Bounds: the file read at first use, and the decisions kept per version.
 const (
@@ -80,15 +87,20 @@ type memoDoc struct {
 	Decisions map[string]Decision
 }
 
-// memoFileDoc is a memo file's body after the header: a memo holds a few
-// distinct decisions for many requests (most are plainly allowed), so each
-// distinct decision is written once and every key names its index. A cold
-// start decodes a handful of decisions and one map of small numbers.
+// memoFileDoc is the first part of a memo file's body, after the header:
+// one line of JSON. A memo holds a few distinct decisions for many requests
+// (most are plainly allowed), so each distinct decision is written once, and
+// the rest of the file names, for every key, the index of its decision:
+//
+//	uvarint count, then per key: uvarint length, the key's bytes, uvarint index
+//
+// Keys are binary (memoKey separates fields with NUL bytes); as JSON object
+// keys each NUL took six bytes and decoding them was most of a warm session
+// start's reading of the memo.
 type memoFileDoc struct {
-	Version   string         `json:"version"`
-	Build     string         `json:"build"`
-	Decisions []Decision     `json:"decisions"`
-	Keys      map[string]int `json:"keys"`
+	Version   string     `json:"version"`
+	Build     string     `json:"build"`
+	Decisions []Decision `json:"decisions"`
 }
 
 type memo struct {
@@ -180,29 +192,83 @@ func readMemo(path string) (memoDoc, bool) {
 	if err != nil || len(body)+len(memoHeader) > memoMaxBytes {
 		return memoDoc{}, false
 	}
-	var fd memoFileDoc
-	if err := json.Unmarshal(body, &fd); err != nil || fd.Version == "" || fd.Build != CodeStamp() {
+	return decodeMemo(body)
+}
+
+// decodeMemo reads a memo file's body (see memoFileDoc).
+func decodeMemo(body []byte) (memoDoc, bool) {
+	nl := bytes.IndexByte(body, '\n')
+	if nl < 0 {
 		return memoDoc{}, false
 	}
-	doc := memoDoc{Version: fd.Version, Build: fd.Build, Decisions: make(map[string]Decision, min(len(fd.Keys), memoMaxEntries))}
-	for k, i := range fd.Keys {
-		if i < 0 || i >= len(fd.Decisions) || len(doc.Decisions) >= memoMaxEntries {
+	var fd memoFileDoc
+	if err := json.Unmarshal(body[:nl], &fd); err != nil || fd.Version == "" || fd.Build != CodeStamp() {
+		return memoDoc{}, false
+	}
+	usable := make([]bool, len(fd.Decisions))
+	for i, d := range fd.Decisions {
+		// Only what Decide returns under this version.
+		usable[i] = d.Allowed == (len(d.Reasons) == 0) && d.Reasons != nil && d.Warnings != nil && d.PolicyVersion == fd.Version
+	}
+	// The keys are slices of one string: one copy of the key bytes.
+	keys := string(body[nl+1:])
+	n, off, ok := memoUvarint(keys, 0)
+	if !ok {
+		return memoDoc{}, false
+	}
+	doc := memoDoc{Version: fd.Version, Build: fd.Build, Decisions: make(map[string]Decision, min(n, memoMaxEntries, uint64(len(keys))))}
+	for range n {
+		var l, i uint64
+		if l, off, ok = memoUvarint(keys, off); !ok || l > uint64(len(keys)-off) {
+			return memoDoc{}, false
+		}
+		k := keys[off : off+int(l)]
+		if i, off, ok = memoUvarint(keys, off+int(l)); !ok {
+			return memoDoc{}, false
+		}
+		if i >= uint64(len(fd.Decisions)) || !usable[i] || len(doc.Decisions) >= memoMaxEntries {
 			continue
 		}
-		d := fd.Decisions[i]
-		if d.Allowed != (len(d.Reasons) == 0) || d.Reasons == nil || d.Warnings == nil || d.PolicyVersion != fd.Version {
-			continue // not something Decide returns under this version
-		}
-		doc.Decisions[k] = d
+		doc.Decisions[k] = fd.Decisions[i]
+	}
+	if off != len(keys) {
+		return memoDoc{}, false
 	}
 	return doc, true
 }
 
-// encodeMemo is the body of doc's memo file.
+// memoUvarint reads the unsigned varint at s[off:] as encoding/binary
+// writes it, and the offset after it.
+func memoUvarint(s string, off int) (uint64, int, bool) {
+	var x uint64
+	var shift uint
+	for i := 0; off+i < len(s) && i < binary.MaxVarintLen64; i++ {
+		c := s[off+i]
+		if c < 0x80 {
+			if i == binary.MaxVarintLen64-1 && c > 1 {
+				return 0, off, false
+			}
+			return x | uint64(c)<<shift, off + i + 1, true
+		}
+		x |= uint64(c&0x7f) << shift
+		shift += 7
+	}
+	return 0, off, false
+}
+
+// encodeMemo is the body of doc's memo file, its keys in sorted order.
 func encodeMemo(doc memoDoc) ([]byte, error) {
-	fd := memoFileDoc{Version: doc.Version, Build: doc.Build, Decisions: []Decision{}, Keys: make(map[string]int, len(doc.Decisions))}
+	fd := memoFileDoc{Version: doc.Version, Build: doc.Build, Decisions: []Decision{}}
 	index := map[string]int{}
-	for k, d := range doc.Decisions {
+	keys := make([]string, 0, len(doc.Decisions))
+	for k := range doc.Decisions {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	var tail []byte
+	tail = binary.AppendUvarint(tail, uint64(len(keys)))
+	for _, k := range keys {
+		d := doc.Decisions[k]
 		b, err := json.Marshal(d)
 		if err != nil {
 			return nil, err
@@ -213,9 +279,16 @@ func encodeMemo(doc memoDoc) ([]byte, error) {
 			index[string(b)] = i
 			fd.Decisions = append(fd.Decisions, d)
 		}
-		fd.Keys[k] = i
+		tail = binary.AppendUvarint(tail, uint64(len(k)))
+		tail = append(tail, k...)
+		tail = binary.AppendUvarint(tail, uint64(i))
 	}
-	return json.Marshal(fd)
+	head, err := json.Marshal(fd)
+	if err != nil {
+		return nil, err
+	}
+	// json.Marshal writes no newline: the line ends where the keys start.
+	return append(append(head, '\n'), tail...), nil
 }
 
 // SaveMemo writes the memo file (see WithMemoFile) when decisions were
@@ -269,9 +342,9 @@ func checkReplaceable(path string) error {
 		return plugin.Errorf(plugin.LayerPolicy, TypeMemoWrite, path, "check the file's permissions", "saving policy decisions: %v", err)
 	}
 	defer f.Close()
-	head := make([]byte, len(memoHeader))
+	head := make([]byte, len(memoKind))
 	n, _ := io.ReadFull(f, head)
-	if n == 0 || bytes.Equal(head[:n], []byte(memoHeader)[:n]) {
+	if n == 0 || bytes.Equal(head[:n], []byte(memoKind)[:n]) {
 		return nil
 	}
 	return plugin.Errorf(plugin.LayerPolicy, TypeMemoWrite, path, "point the memo at a file of its own, or remove this one",

@@ -1,12 +1,14 @@
 package policy
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -188,6 +190,9 @@ func TestMemoCorruptOrForeignFile(t *testing.T) {
 		"truncated": memoHeader[:7],
 		"empty":     "",
 		"wrong":     memoHeader + `{"version":"x","decisions":[{"allowed":true,"reasons":[{"layer":"a"}],"warnings":[]}],"keys":{"k":0}}`,
+		// The previous format (keys in the JSON) is a memo too: replaced.
+		"format 1": "wharf policy decision memo 1\n" + `{"version":"x","build":"y","decisions":[],"keys":{}}`,
+		"keys cut": memoHeader + `{"version":"x","build":"y","decisions":[]}` + "\n\x05\x01",
 	} {
 		file := filepath.Join(dir, name)
 		if err := os.WriteFile(file, []byte(content), 0o644); err != nil {
@@ -276,9 +281,11 @@ func TestMemoConcurrentAndBounded(t *testing.T) {
 // FuzzReadMemo: any file content is either ignored or read into decisions
 // that Decide could have returned; never a panic.
 func FuzzReadMemo(f *testing.F) {
-	f.Add([]byte(memoHeader + `{"version":"sha256:x","decisions":[{"allowed":true,"reasons":[],"warnings":[],"policyVersion":"sha256:x"}],"keys":{"k":0}}`))
-	f.Add([]byte(memoHeader + `{"version":"sha256:x","decisions":[{"allowed":false,"reasons":[{"layer":"org","rule":"admin","message":"no"}],"warnings":["w"],"policyVersion":"sha256:x"}],"keys":{"k":0,"j":0}}`))
-	f.Add([]byte(memoHeader + `{"version":"sha256:x","decisions":[{"allowed":true,"reasons":[{"layer":"org"}]}],"keys":{"k":0,"j":1,"i":-1}}`))
+	build := CodeStamp()
+	f.Add([]byte(memoHeader + `{"version":"sha256:x","build":"` + build + `","decisions":[{"allowed":true,"reasons":[],"warnings":[],"policyVersion":"sha256:x"}]}` + "\n\x01\x01k\x00"))
+	f.Add([]byte(memoHeader + `{"version":"sha256:x","build":"` + build + `","decisions":[{"allowed":false,"reasons":[{"layer":"org","rule":"admin","message":"no"}],"warnings":["w"],"policyVersion":"sha256:x"}]}` + "\n\x02\x01k\x00\x03j\x00i\x00"))
+	f.Add([]byte(memoHeader + `{"version":"sha256:x","build":"` + build + `","decisions":[{"allowed":true,"reasons":[{"layer":"org"}]}]}` + "\n\x03\x01k\x00\x01j\x01\x01i\x7f"))
+	f.Add([]byte(memoHeader + `{"version":"sha256:x","build":"` + build + `","decisions":[]}` + "\n\xff\xff\xff\xff\xff\xff\xff\xff\xff\x02"))
 	f.Add([]byte(memoHeader + `{"version":`))
 	f.Add([]byte(`{"blockedMarketplaces":[]}`))
 	f.Add([]byte{})
@@ -335,5 +342,43 @@ func TestMemoIgnoredFromAnotherBuild(t *testing.T) {
 	e3, _ := NewEngine(memoLayers("evil/*"), WithMemoFile(file))
 	if _, err := e3.Decide(ctx, installReq("a@corp")); err != nil || e3.compiles.Load() != 1 {
 		t.Fatalf("another build: %d compiles, %v", e3.compiles.Load(), err)
+	}
+}
+
+// The memo file gives back every key byte for byte (memoKey's NUL
+// separators, any byte at all) with its decision, and a body cut anywhere
+// is not read.
+func TestMemoFileRoundTrip(t *testing.T) {
+	allow := Decision{Allowed: true, Reasons: []Reason{}, Warnings: []string{}, PolicyVersion: "sha256:v"}
+	deny := Decision{Reasons: []Reason{{Layer: "org", Rule: "admin", Message: "no"}}, Warnings: []string{"w"}, PolicyVersion: "sha256:v"}
+	doc := memoDoc{Version: "sha256:v", Build: CodeStamp(), Decisions: map[string]Decision{}}
+	for i := range 300 {
+		k := fmt.Sprintf("load\x00p%03d\x00bench\x00\x00\"git\" \"file:///m\"\x00\xff\x80%s", i, strings.Repeat("\n", i%3))
+		doc.Decisions[k] = allow
+		if i%7 == 0 {
+			doc.Decisions[k] = deny
+		}
+	}
+	doc.Decisions[""] = allow
+	body, err := encodeMemo(doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, ok := decodeMemo(body)
+	if !ok || !reflect.DeepEqual(got, doc) {
+		t.Fatalf("round trip: ok %v, %d decisions, want %d", ok, len(got.Decisions), len(doc.Decisions))
+	}
+	again, _ := encodeMemo(got)
+	if !bytes.Equal(again, body) {
+		t.Error("encoding is not deterministic")
+	}
+	nl := bytes.IndexByte(body, '\n')
+	for cut := nl + 1; cut < len(body); cut += 97 {
+		if _, ok := decodeMemo(body[:cut]); ok {
+			t.Fatalf("body cut at %d of %d read", cut, len(body))
+		}
+	}
+	if _, ok := decodeMemo(append(slices.Clip(body), 0)); ok {
+		t.Error("trailing byte read")
 	}
 }

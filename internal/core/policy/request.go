@@ -127,7 +127,7 @@ func memoKey(dst []byte, req Request, x *factIndex) []byte {
 	}
 	dst = append(dst, 0)
 	if s := req.Marketplace.Source; s != nil {
-		dst = append(dst, settings.SourceKey(*s)...)
+		dst = settings.AppendSourceKey(dst, *s)
 		if s.IsLocal() {
 			// Policy matches a local source by its resolved path: a link
 			// repointed since the decision was memoized is a new request.

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -459,5 +460,33 @@ func TestSourceKey(t *testing.T) {
 	}
 	if SourceKey(other("https://a.example/x")) != SourceKey(other("https://a.example/x")) {
 		t.Error("one source got two keys")
+	}
+}
+
+// AppendSourceKey appends exactly SourceKey, whose text stays the quoted
+// fields joined by spaces (memo files and policy data hold it).
+func TestAppendSourceKeyEqualsSourceKey(t *testing.T) {
+	quoted := func(f ...string) string {
+		for i := range f {
+			f[i] = strconv.Quote(f[i])
+		}
+		return strings.Join(f, " ")
+	}
+	for name, c := range map[string]struct {
+		s    plugin.MarketplaceSource
+		want string
+	}{
+		"github": {plugin.MarketplaceSource{Kind: plugin.MktGitHub, Repo: "Acme/Tools", Ref: "v1", Path: "sub"}, quoted("github", "acme/tools", "v1", "sub")},
+		"git":    {plugin.MarketplaceSource{Kind: plugin.MktGit, URL: "file:///m\x00\"q\"", Ref: "main"}, quoted("git", "file:///m\x00\"q\"", "main", "")},
+		"url":    {plugin.MarketplaceSource{Kind: plugin.MktURL, URL: "https://m.example/é.json", Headers: map[string]string{"A": "b"}}, quoted("url", "https://m.example/é.json", "", "")},
+		"npm":    {plugin.MarketplaceSource{Kind: "npm", URL: "x", Headers: map[string]string{"A": "b"}}, ""},
+	} {
+		got := string(AppendSourceKey([]byte("prefix\x00"), c.s))
+		if got != "prefix\x00"+SourceKey(c.s) {
+			t.Errorf("%s: appended %q, SourceKey %q", name, got, SourceKey(c.s))
+		}
+		if c.want != "" && SourceKey(c.s) != c.want {
+			t.Errorf("%s: SourceKey %q, want %q", name, SourceKey(c.s), c.want)
+		}
 	}
 }

@@ -82,6 +82,13 @@ func (s PolicySource) Key() string {
 // identity, and do not take part. GitHub repositories compare
 // case-insensitively, as GitHub does.
 func SourceKey(s plugin.MarketplaceSource) string {
+	return string(AppendSourceKey(nil, s))
+}
+
+// AppendSourceKey appends SourceKey(s) to dst: a caller that builds a
+// larger key (the policy memo's, once per decision) allocates no string
+// for it.
+func AppendSourceKey(dst []byte, s plugin.MarketplaceSource) []byte {
 	var id string
 	switch s.Kind {
 	case plugin.MktGitHub:
@@ -100,13 +107,20 @@ func SourceKey(s plugin.MarketplaceSource) string {
 	if s.IsLocal() {
 		path = ""
 	}
-	return keyOf(string(s.Kind), id, s.Ref, path)
+	return appendKey(dst, string(s.Kind), id, s.Ref, path)
 }
 
 // keyOf joins quoted fields with spaces: unambiguous, and cheap enough to
 // compute per request.
 func keyOf(kind, id, ref, path string) string {
-	return strconv.Quote(kind) + " " + strconv.Quote(id) + " " + strconv.Quote(ref) + " " + strconv.Quote(path)
+	return string(appendKey(nil, kind, id, ref, path))
+}
+
+func appendKey(dst []byte, kind, id, ref, path string) []byte {
+	dst = strconv.AppendQuote(dst, kind)
+	dst = strconv.AppendQuote(append(dst, ' '), id)
+	dst = strconv.AppendQuote(append(dst, ' '), ref)
+	return strconv.AppendQuote(append(dst, ' '), path)
 }
 
 // RepoOwnerWildcard is the lower-case owner of an "owner/*" entry, "" for
