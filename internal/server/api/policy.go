@@ -7,13 +7,13 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"regexp"
 	"strconv"
 	"strings"
 
 	"github.com/labstack/echo/v4"
 	"github.com/open-policy-agent/opa/v1/ast"
 
+	"github.com/wharfhq/wharf/internal/core/lazyre"
 	"github.com/wharfhq/wharf/internal/core/store"
 	"github.com/wharfhq/wharf/internal/server/audit"
 	"github.com/wharfhq/wharf/internal/server/policystate"
@@ -165,7 +165,7 @@ func (s *Server) getPolicy(c echo.Context) error {
 
 // layerNameRE is the policy engine's rule for layer names: admin modules of
 // layer x live in package wharf.admin.x.
-var layerNameRE = regexp.MustCompile(`^[a-z][a-z0-9_]{0,62}$`)
+var layerNameRE = lazyre.New(`^[a-z][a-z0-9_]{0,62}$`)
 
 func layerParam(c echo.Context) (string, error) {
 	name := c.Param("layer")

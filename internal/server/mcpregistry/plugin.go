@@ -4,11 +4,11 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
-	"regexp"
 	"strings"
 	"time"
 
 	"github.com/wharfhq/wharf/internal/core/capability"
+	"github.com/wharfhq/wharf/internal/core/lazyre"
 )
 
 // PluginInfo is what the registry says of a plugin a channel serves.
@@ -23,7 +23,7 @@ type PluginInfo struct {
 	Built       time.Time
 }
 
-var serverPartRe = regexp.MustCompile(`^[a-zA-Z0-9._-]+$`)
+var serverPartRe = lazyre.New(`^[a-zA-Z0-9._-]+$`)
 
 // PluginServerName is the registry name of server of plugin pluginName
 // from marketplace: io.wharf.<marketplace>/<plugin>-<server>.
@@ -106,14 +106,14 @@ func clipTitle(s string) string {
 	return s
 }
 
-var placeholderRe = regexp.MustCompile(`\$\{([a-zA-Z_][a-zA-Z0-9_]*)(:-[^}]*)?\}`)
+var placeholderRe = lazyre.New(`\$\{([a-zA-Z_][a-zA-Z0-9_]*)(:-[^}]*)?\}`)
 
 func remote(sv capability.Server) (Transport, bool) {
 	t := Transport{Type: "streamable-http", URL: sv.URL}
 	if sv.Transport == "sse" {
 		t.Type = "sse"
 	}
-	for _, m := range placeholderRe.FindAllStringSubmatch(sv.URL, -1) {
+	for _, m := range placeholderRe.Regexp().FindAllStringSubmatch(sv.URL, -1) {
 		if t.Variables == nil {
 			t.Variables = map[string]Input{}
 		}

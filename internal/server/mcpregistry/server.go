@@ -13,11 +13,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/url"
-	"regexp"
 	"strings"
 	"time"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/wharfhq/wharf/internal/core/lazyre"
 )
 
 // SchemaURL is the server.json schema the documents follow.
@@ -39,11 +40,13 @@ const (
 	MaxItems          = 64 // packages, remotes, arguments, variables of one document
 )
 
+// Compiled on first use (lazyre), not at the start of every command that
+// links this package.
 var (
-	nameRe    = regexp.MustCompile(`^[a-zA-Z0-9.-]+/[a-zA-Z0-9._-]+$`)
-	urlTplRe  = regexp.MustCompile(`^(https?://[^\s]+|\{[a-zA-Z_][a-zA-Z0-9_]*\}[^\s]*)$`)
-	varNameRe = regexp.MustCompile(`^[a-zA-Z_][a-zA-Z0-9_]*$`)
-	sha256Re  = regexp.MustCompile(`^[a-f0-9]{64}$`)
+	nameRe    = lazyre.New(`^[a-zA-Z0-9.-]+/[a-zA-Z0-9._-]+$`)
+	urlTplRe  = lazyre.New(`^(https?://[^\s]+|\{[a-zA-Z_][a-zA-Z0-9_]*\}[^\s]*)$`)
+	varNameRe = lazyre.New(`^[a-zA-Z_][a-zA-Z0-9_]*$`)
+	sha256Re  = lazyre.New(`^[a-f0-9]{64}$`)
 )
 
 // Server is a server.json document (the registry's ServerDetail).

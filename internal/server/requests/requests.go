@@ -13,12 +13,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"regexp"
 	"sort"
 	"strings"
 	"time"
 	"unicode/utf8"
 
+	"github.com/wharfhq/wharf/internal/core/lazyre"
 	"github.com/wharfhq/wharf/internal/core/policy"
 	"github.com/wharfhq/wharf/internal/core/store"
 	"github.com/wharfhq/wharf/plugin"
@@ -96,7 +96,7 @@ func (r Request) Waiver() policy.Waiver {
 	return w
 }
 
-var idRE = regexp.MustCompile(`^q-[0-9a-f]{16}$`)
+var idRE = lazyre.New(`^q-[0-9a-f]{16}$`)
 
 // ValidID reports whether id has the form of a request id.
 func ValidID(id string) bool { return idRE.MatchString(id) }
@@ -110,8 +110,9 @@ func NewID() (string, error) {
 	return "q-" + hex.EncodeToString(b[:]), nil
 }
 
-// machineRE is the form of a machine id a client may send.
-var machineRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$`)
+// machineRE is the form of a machine id a client may send (compiled on
+// first use: lazyre).
+var machineRE = lazyre.New(`^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$`)
 
 // CheckNew checks and normalizes a new request's plugin, reason and
 // machine, naming the field that is wrong.

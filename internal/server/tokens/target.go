@@ -2,10 +2,11 @@ package tokens
 
 import (
 	"fmt"
-	"regexp"
 	"slices"
 	"sort"
 	"strings"
+
+	"github.com/wharfhq/wharf/internal/core/lazyre"
 )
 
 // Target selects the tokens a policy layer or a channel applies to: those
@@ -22,14 +23,17 @@ const (
 	MaxTargetLabels = 32
 )
 
+// Compiled on first use (lazyre): the bounded repetitions would
+// otherwise be compiled at the start of every command that links this
+// package.
 var (
 	// groupRE: an identity provider's group name or an admin's: letters,
 	// digits and . _ - @ : / (Keycloak's group paths start with /), no
 	// spaces or control characters.
-	groupRE = regexp.MustCompile(`^[A-Za-z0-9/][A-Za-z0-9._@:/-]{0,127}$`)
+	groupRE = lazyre.New(`^[A-Za-z0-9/][A-Za-z0-9._@:/-]{0,127}$`)
 	// labelKeyRE and labelValueRE: a machine label key=value.
-	labelKeyRE   = regexp.MustCompile(`^[a-z0-9][a-z0-9._/-]{0,62}$`)
-	labelValueRE = regexp.MustCompile(`^[A-Za-z0-9._-]{0,63}$`)
+	labelKeyRE   = lazyre.New(`^[a-z0-9][a-z0-9._/-]{0,62}$`)
+	labelValueRE = lazyre.New(`^[A-Za-z0-9._-]{0,63}$`)
 )
 
 // TargetError is a group or label that is not acceptable; Field names it
