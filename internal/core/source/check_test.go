@@ -9,7 +9,6 @@ import (
 	"reflect"
 	"regexp"
 	"strings"
-	"syscall"
 	"testing"
 
 	"pgregory.net/rapid"
@@ -109,7 +108,7 @@ func TestCheckSameAsFetch(t *testing.T) {
 		}, ErrTooLarge},
 		{"a fifo", Limits{}, func(t *testing.T, p string) {
 			writeFile(t, filepath.Join(p, "a.md"), "a", 0o644)
-			if err := syscall.Mkfifo(filepath.Join(p, "pipe"), 0o644); err != nil {
+			if err := mkfifo(filepath.Join(p, "pipe")); err != nil {
 				t.Skip("no fifo here:", err)
 			}
 		}, ErrUnsupported},
