@@ -22,7 +22,7 @@ if [ ! -f "$realworld/README.md" ]; then
 	echo "channel.sh: $realworld not found (the real-world marketplaces live next to the repository); skipping"
 	exit 0
 fi
-out=bench/out/channel
+out=bench/_out/channel
 rm -rf "$out"
 mkdir -p "$out/repos"
 out=$(cd "$out" && pwd)

@@ -12,7 +12,7 @@
 # own network namespace where the system allows), and prints the results
 # side by side: tests that pass with one release and fail with the other,
 # and the lines of the conformance tables (cases, agreement, differences)
-# that differ; the full test output is kept in bench/out/. Exit status 1
+# that differ; the full test output is kept in bench/_out/. Exit status 1
 # when anything changed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -65,9 +65,9 @@ if [ ${#pkgs[@]} -eq 0 ]; then
 fi
 run pinned "$pinned"
 run newest "$newer"
-mkdir -p bench/out
-cp "$WORK/pinned.out" "bench/out/claude-drift-$pinned_version.out"
-cp "$WORK/newest.out" "bench/out/claude-drift-$newest.out"
+mkdir -p bench/_out
+cp "$WORK/pinned.out" "bench/_out/claude-drift-$pinned_version.out"
+cp "$WORK/newest.out" "bench/_out/claude-drift-$newest.out"
 
 echo
 echo "=== pinned $pinned_version"

@@ -24,7 +24,7 @@ runs=${1:-15}
 large_runs=${2:-5}
 large_plugins=${3:-1550}
 plugins=160 # x 5 files each, plus the marketplace.json
-out=bench/out
+out=bench/_out
 rm -rf "$out"
 mkdir -p "$out"
 out=$(cd "$out" && pwd)
