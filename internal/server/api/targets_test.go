@@ -412,3 +412,52 @@ func TestRestoreBringsBackTheTarget(t *testing.T) {
 		t.Fatalf("after the restore, web's bundle still refuses app-deploy@demo: %+v", d)
 	}
 }
+
+// A console visitor who does not see a targeted channel gets the 404 of an
+// unknown one without making the server build it: only a member's visit
+// builds (and audits) it.
+func TestHiddenChannelPageBuildsNothing(t *testing.T) {
+	needGit(t)
+	e, _ := newCatalogEnv(t)
+	data := e.groupToken([]string{"data-team"}, nil)
+	web := e.groupToken([]string{"web"}, nil)
+	if r := e.do("POST", "/v1/channels", e.tokens[RoleAdmin], map[string]any{"name": "data-tools", "target": map[string]any{"groups": []string{"data-team"}}}); r.status != http.StatusCreated {
+		t.Fatalf("create: %d %s", r.status, r.body)
+	}
+	builds := func() int {
+		t.Helper()
+		var page AuditPage
+		e.do("GET", "/v1/audit?action="+channel.ActionRebuild+"&limit=1000", e.tokens[RoleAdmin], nil).json(t, &page)
+		n := 0
+		for _, en := range page.Entries {
+			if en.Object == "channel data-tools" {
+				n++
+			}
+		}
+		return n
+	}
+	// Make the channel's build stale: a layer that denies risky@corp takes
+	// it out, so the next visit that builds the channel audits a rebuild.
+	created := builds()
+	if r := e.putLayer("org", "*new", map[string]any{"rank": 10, "modules": map[string]string{"risky.rego": denyRiskyModule}}); r.status != http.StatusCreated {
+		t.Fatalf("put layer: %d %s", r.status, r.body)
+	}
+	u := newUIClient(t, e.hs.URL)
+	u.signIn(web)
+	p := u.get("/ui/channels/data-tools")
+	unknown := u.get("/ui/channels/no-such")
+	if p.status != http.StatusNotFound || unknown.status != http.StatusNotFound || !strings.Contains(p.body, `channel not found: &#34;data-tools&#34;`) {
+		t.Fatalf("web's console page of data-tools: %d %s (unknown: %d)", p.status, p.body, unknown.status)
+	}
+	if n := builds(); n != created {
+		t.Fatalf("web's visit built data-tools: %d builds audited, %d before", n, created)
+	}
+	m := newUIClient(t, e.hs.URL)
+	m.signIn(data)
+	if p := m.get("/ui/channels/data-tools"); p.status != http.StatusOK || !strings.Contains(p.body, "data-tools.git") {
+		t.Fatalf("data-team's console page of data-tools: %d %s", p.status, p.body)
+	}
+	if n := builds(); n != created+1 {
+		t.Fatalf("data-team's visit: %d builds audited, want %d", n, created+1)
+	}
+}

@@ -93,7 +93,7 @@ func newConsole(s *Server) (*console, error) {
 	e.GET("/ui/", u.catalogPage, anyRole)
 	e.GET("/ui/plugins/:marketplace/:name", u.pluginPage, anyRole)
 	e.GET("/ui/channels", u.channelsPage, anyRole)
-	e.GET("/ui/channels/:name", u.channelPage, anyRole)
+	e.GET("/ui/channels/:name", u.s.forChannel(u.channelPage), anyRole) // a hidden channel is not built for its 404
 	e.GET("/ui/admin/policy", u.policyPage, admin)
 	e.GET("/ui/admin/policy/edit", u.editLayer, admin)
 	e.GET("/ui/admin/policy/layers/:layer", u.layerPage, admin)

@@ -51,12 +51,9 @@ func (u *console) channelsPage(c echo.Context) error {
 }
 
 func (u *console) channelPage(c echo.Context) error {
-	def, h, err := u.s.requestedChannel(c)
+	def, h, err := u.s.requestedChannel(c) // forChannel checked the caller sees it
 	if err != nil {
 		return err
-	}
-	if !seesChannel(u.s.caller(c), def) {
-		return hiddenChannel(def.Name)
 	}
 	sm := u.s.summary(c.Request(), def, h)
 	v := web.ChannelView{Layout: u.layout(c, "Channel "+def.Name, "channels"), ChannelRow: u.channelRow(c, def, h), Command: sm.Command,
