@@ -57,8 +57,8 @@ type Component struct {
 	// skills, agents, output styles): Meta holds its top-level scalar
 	// values as strings ("argument-hint", "model", ...). FrontMatter reads
 	// the whole header, lists and maps included.
-	Description string            `json:"description,omitempty"`
-	Meta        map[string]string `json:"-"`
+	Description string `json:"description,omitempty"`
+	Meta        Meta   `json:"-"`
 	// Hook holds the matchers of one event (KindHook), with variables
 	// substituted in every command.
 	Hook *Hook `json:"-"`
@@ -259,7 +259,7 @@ func (e expander) matchers(in []plugin.HookMatcher) []plugin.HookMatcher {
 func (c *Component) seal() {
 	h := sumHasher{h: sha256.New()}
 	h.str(c.Root, c.DataDir, c.Description)
-	h.dict(c.Meta)
+	h.meta(c.Meta)
 	h.list(c.options)
 	if c.Hook != nil {
 		h.str("hook", string(c.Hook.Event))
@@ -320,6 +320,14 @@ func (s sumHasher) dict(m map[string]string) {
 	s.num(len(keys))
 	for _, k := range keys {
 		s.str(k, m[k])
+	}
+}
+
+// meta hashes m as dict hashes the same pairs as a map.
+func (s sumHasher) meta(m Meta) {
+	s.num(m.Len())
+	for k, v := range m.All() {
+		s.str(k, v)
 	}
 }
 

@@ -63,6 +63,14 @@ func (w *indexWriter) dict(m map[string]string) {
 	}
 }
 
+// meta writes m as dict writes a map of the same pairs.
+func (w *indexWriter) meta(m Meta) {
+	w.uvarint(m.Len())
+	for k, v := range m.All() {
+		w.str(k, v)
+	}
+}
+
 func (w *indexWriter) raw(m map[string]json.RawMessage) {
 	w.uvarint(len(m))
 	for _, k := range sortedKeys(m) {
@@ -103,7 +111,7 @@ func encodeIndex(entries map[string]indexEntry) []byte {
 
 func (w *indexWriter) component(c *Component) {
 	w.str(string(c.Kind), c.Name, c.Local, c.Plugin.Name, c.Plugin.Source, c.Source, c.Path, c.Root, c.DataDir, c.Description, c.sum)
-	w.dict(c.Meta)
+	w.meta(c.Meta)
 	var parts byte
 	if c.Hook != nil {
 		parts |= 1
@@ -147,11 +155,39 @@ func (w *indexWriter) component(c *Component) {
 	}
 }
 
-// indexReader decodes an index. Every string it returns is a slice of s,
-// which the caller never modifies, so decoding allocates the containers
-// (components, maps, configurations) and no string data.
 // indexReader reads the index's composite values over a diskrec.Reader.
-type indexReader struct{ *diskrec.Reader }
+// Every string it returns is a slice of the input, which the caller never
+// modifies, so decoding allocates the containers (components, maps,
+// configurations) and no string data; the pairs of every component's Meta
+// share a few large slices (slab).
+type indexReader struct {
+	*diskrec.Reader
+	slab []string
+}
+
+// meta reads a dict as a Meta. The writer sorts the keys; a dict whose
+// keys are not sorted and distinct is malformed.
+func (r *indexReader) meta() Meta {
+	n := r.Count()
+	if n == 0 {
+		return Meta{}
+	}
+	if cap(r.slab)-len(r.slab) < 2*n {
+		r.slab = make([]string, 0, max(2*n, 1024))
+	}
+	start := len(r.slab)
+	for range n {
+		r.slab = append(r.slab, r.Str(), r.Str())
+	}
+	kv := r.slab[start:len(r.slab):len(r.slab)]
+	for i := 2; i < len(kv); i += 2 {
+		if kv[i-2] >= kv[i] {
+			r.Fail("front-matter keys out of order")
+			return Meta{}
+		}
+	}
+	return Meta{kv: kv}
+}
 
 func (r *indexReader) list() []string {
 	n := r.Count()
@@ -197,7 +233,7 @@ func decodeIndex(data []byte) (map[string]indexEntry, error) {
 	if len(data) < len(indexMagic) || string(data[:len(indexMagic)]) != indexMagic {
 		return nil, fmt.Errorf("%w: not an index file", errIndex)
 	}
-	r := indexReader{diskrec.NewReader(unsafe.String(unsafe.SliceData(data), len(data)), len(indexMagic), func(what string, off int) error {
+	r := indexReader{Reader: diskrec.NewReader(unsafe.String(unsafe.SliceData(data), len(data)), len(indexMagic), func(what string, off int) error {
 		return fmt.Errorf("%w: %s at byte %d", errIndex, what, off)
 	})}
 	if f := r.Count(); f != indexFormat || r.Err() != nil {
@@ -245,7 +281,7 @@ func (r *indexReader) component(c *Component) {
 	c.Name, c.Local = r.Str(), r.Str()
 	c.Plugin = plugin.ID{Name: r.Str(), Source: r.Str()}
 	c.Source, c.Path, c.Root, c.DataDir, c.Description, c.sum = r.Str(), r.Str(), r.Str(), r.Str(), r.Str(), r.Str()
-	c.Meta = r.dict()
+	c.Meta = r.meta()
 	parts := r.Byte()
 	if parts&^7 != 0 {
 		r.Fail("unknown component parts")

@@ -776,6 +776,7 @@ func readMarkdown(c *Component) error {
 	if err != nil {
 		return nil
 	}
+	var kv []string
 	for k, v := range meta {
 		var s string
 		switch v := v.(type) {
@@ -786,12 +787,13 @@ func readMarkdown(c *Component) error {
 		default:
 			continue
 		}
-		if c.Meta == nil {
-			c.Meta = map[string]string{}
+		if kv == nil {
+			kv = make([]string, 0, 2*len(meta))
 		}
-		c.Meta[k] = s
+		kv = append(kv, k, s)
 	}
-	c.Description = c.Meta["description"]
+	c.Meta = metaOfPairs(kv)
+	c.Description, _ = c.Meta.Get("description")
 	return nil
 }
 
