@@ -170,9 +170,12 @@ type loadInput struct {
 type unit struct {
 	*load.Unit
 	source string // "installed", "inline" or "settings"
-	comps  []Component
-	skips  []Skipped
-	warns  []string
+	// comps point into the component index's entry or the parsed tree,
+	// which nothing changes after the load; a component the load changes
+	// (a hook, prepared) is a new one. The merge copies them into the Set.
+	comps []*Component
+	skips []Skipped
+	warns []string
 	// secret holds the plugin's sensitive userConfig values; they are
 	// substituted after the component index, so it never stores them.
 	secret map[string]string
@@ -286,7 +289,7 @@ func build(ctx context.Context, in *loadInput) (*Set, error) {
 			n += len(u.comps)
 		}
 	}
-	cands := make([]Component, 0, n)
+	cands := make([]*Component, 0, n)
 	var skips []Skipped
 	for _, u := range units {
 		set.warnings = append(set.warnings, u.warns...)
@@ -375,10 +378,10 @@ func (in *loadInput) readInstalled(ctx context.Context, r cache.Record, entry *p
 // gateProjectCode skips the hooks and servers of a plugin that only the
 // untrusted project folder's settings enable: its prompts still load.
 func (in *loadInput) gateProjectCode(u *unit) {
-	kept := make([]Component, 0, len(u.comps))
+	kept := make([]*Component, 0, len(u.comps))
 	for _, c := range u.comps {
 		if runsCode(c.Kind) {
-			u.skips = append(u.skips, Skipped{Component: c, Err: in.project.Err})
+			u.skips = append(u.skips, Skipped{Component: *c, Err: in.project.Err})
 			continue
 		}
 		kept = append(kept, c)
@@ -610,8 +613,8 @@ func (in *loadInput) filter(ctx context.Context, u *unit, id plugin.ID, comps []
 	}
 	gate := in.dec.Surfaces(policy.FromPlugin, id, src)
 	surfaceOK := func(k plugin.ComponentKind) error { return gate.Allow(ctx, k) }
-	// Nothing refused (the common case): the components are used as they
-	// are; nothing writes to a unit's components after the load.
+	// Nothing refused (the common case): every component is used as it
+	// is; nothing writes to a unit's components after the load.
 	refused := false
 	for i := range comps {
 		if surfaceOK(comps[i].Kind) != nil {
@@ -619,17 +622,15 @@ func (in *loadInput) filter(ctx context.Context, u *unit, id plugin.ID, comps []
 			break
 		}
 	}
-	if !refused {
-		u.comps = comps
-	} else {
-		u.comps = make([]Component, 0, len(comps))
-		for i := range comps {
+	u.comps = make([]*Component, 0, len(comps))
+	for i := range comps {
+		if refused {
 			if err := surfaceOK(comps[i].Kind); err != nil {
 				u.skips = append(u.skips, Skipped{Component: comps[i], Err: err})
 				continue
 			}
-			u.comps = append(u.comps, comps[i])
 		}
+		u.comps = append(u.comps, &comps[i])
 	}
 	var warns []string
 	u.comps, u.skips, warns = in.prepareHooks(u.comps, u.skips)
@@ -800,7 +801,8 @@ func readMarkdown(c *Component) error {
 // ownComponents reads the user's and project's own commands, skills and
 // agents and the hooks and MCP servers configured in settings, applying
 // strictPluginOnlyCustomization and allowManagedHooksOnly.
-func (in *loadInput) ownComponents(ctx context.Context) (comps []Component, skips []Skipped, warns []string) {
+func (in *loadInput) ownComponents(ctx context.Context) (live []*Component, skips []Skipped, warns []string) {
+	var comps []Component
 	o := in.o
 	// managedDir is the managed directory of the settings document being
 	// read: what it declares is managed for that directory's policy layer
@@ -903,10 +905,14 @@ func (in *loadInput) ownComponents(ctx context.Context) (comps []Component, skip
 			}
 		}
 	}
+	live = make([]*Component, len(comps))
+	for i := range comps {
+		live[i] = &comps[i]
+	}
 	var hw []string
-	comps, skips, hw = in.prepareHooks(comps, skips)
+	live, skips, hw = in.prepareHooks(live, skips)
 	warns = append(warns, hw...)
-	return comps, skips, warns
+	return live, skips, warns
 }
 
 // mayConfigure reports whether a settings document can hold hooks or MCP
@@ -999,8 +1005,10 @@ func skillDir(dir, from string) ([]Component, []string) {
 
 // merge puts builtins first: a candidate whose invocation names hit a
 // builtin of its kind is skipped, and a user component is shadowed by a
-// project (or managed) one of the same kind and name.
-func merge(builtins []Builtin, cands []Component) ([]Component, []Skipped) {
+// project (or managed) one of the same kind and name. It sorts cands (the
+// caller's, pointers rather than the large components) and copies the
+// components it keeps into the result.
+func merge(builtins []Builtin, cands []*Component) ([]Component, []Skipped) {
 	type holder struct {
 		who     string
 		builtin bool
@@ -1009,11 +1017,7 @@ func merge(builtins []Builtin, cands []Component) ([]Component, []Skipped) {
 	for _, b := range builtins {
 		taken[string(b.Kind)+"\x00"+b.Name] = holder{"builtin " + string(b.Kind) + " " + b.Name, true}
 	}
-	// Sort pointers, not the (large) components themselves.
-	order := make([]*Component, len(cands))
-	for i := range cands {
-		order[i] = &cands[i]
-	}
+	order := cands
 	// The orders are total (the content sum breaks what the key does not),
 	// so an unstable sort, about twice as fast here, gives one result.
 	slices.SortFunc(order, func(a, b *Component) int {
@@ -1025,7 +1029,7 @@ func merge(builtins []Builtin, cands []Component) ([]Component, []Skipped) {
 	kept := make([]*Component, 0, len(cands))
 	var skips []Skipped
 	for _, cp := range order {
-		c := *cp
+		c := cp
 		if c.Kind == plugin.KindHook {
 			// Hooks never collide: every armed hook runs.
 			kept = append(kept, cp)
@@ -1045,7 +1049,7 @@ func merge(builtins []Builtin, cands []Component) ([]Component, []Skipped) {
 			if c.Source == SourcePlugin {
 				obj = c.Plugin.String() + " " + string(c.Kind) + " " + c.Local
 			}
-			skips = append(skips, Skipped{Component: c, Err: plugin.Errorf(plugin.LayerActive, TypeCollision, obj,
+			skips = append(skips, Skipped{Component: *c, Err: plugin.Errorf(plugin.LayerActive, TypeCollision, obj,
 				"rename the component; builtins and higher sources keep their names",
 				"%s %s %q is not loaded: it would shadow %s", c.Source, c.Kind, c.Name, hit)})
 			continue
