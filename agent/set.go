@@ -1,6 +1,8 @@
 package agent
 
 import (
+	"iter"
+
 	"github.com/wharfhq/wharf/plugin"
 )
 
@@ -38,6 +40,21 @@ func (s *Set) PolicyVersion() string { return s.policyVersion }
 // agent has them); plugin, user, project and managed components are, ordered
 // by kind, then name, then source.
 func (s *Set) Components() []Component { return append([]Component(nil), s.comps...) }
+
+// All yields the live components in the order Components returns them,
+// without copying the list: a listing of a large home reads each once.
+func (s *Set) All() iter.Seq[Component] {
+	return func(yield func(Component) bool) {
+		for i := range s.comps {
+			if !yield(s.comps[i]) {
+				return
+			}
+		}
+	}
+}
+
+// Len is the number of live components.
+func (s *Set) Len() int { return len(s.comps) }
 
 // ComponentsOf returns the live components of one kind.
 func (s *Set) ComponentsOf(kind plugin.ComponentKind) []Component {
