@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"maps"
 	"os"
 	"path/filepath"
@@ -163,6 +165,11 @@ type loadInput struct {
 	// httpAllow is allowedHttpHookUrls: a URL must match a pattern of
 	// each list (nil: no restriction).
 	httpAllow [][]string
+	// noConfig holds the userConfig directories (one per marketplace)
+	// that do not exist: a plugin whose two directories are absent has no
+	// value set, and is not asked file by file (two stats per marketplace
+	// instead of two per plugin).
+	noConfig map[string]bool
 }
 
 // unit is one plugin's load: its status row, dependencies and version dir
@@ -218,6 +225,8 @@ func build(ctx context.Context, in *loadInput) (*Set, error) {
 	var hw []string
 	in.httpAllow, hw = httpHookAllowlist(in.snap)
 	set.warnings = append(set.warnings, hw...)
+
+	in.noConfig = noConfigDirs(o.Home, in.recs)
 
 	// The load pass: policy, revocations, trust, then this package's
 	// reading of each admitted plugin's components (index or tree).
@@ -348,11 +357,15 @@ func (m Mode) trust() load.Mode {
 func (in *loadInput) readInstalled(ctx context.Context, r cache.Record, entry *plugin.Entry, u *unit) {
 	x := expander{root: r.InstallPath, data: in.dataDir(r.ID), project: in.o.Project}
 	if in.o.Home != "" {
-		uc, secret, err := userconfig.LoadSplit(in.o.Home, r.ID)
-		if err != nil {
-			u.AddError(plugin.Errorf(plugin.LayerMaterialization, plugin.TypeComponentLoad, r.ID.String(),
-				"fix or remove the file, then set the options again with: wharf config "+r.ID.String(), "userConfig values: %v", err))
-			return
+		var uc, secret map[string]string
+		if !in.hasNoConfig(r.ID) {
+			var err error
+			uc, secret, err = userconfig.LoadSplit(in.o.Home, r.ID)
+			if err != nil {
+				u.AddError(plugin.Errorf(plugin.LayerMaterialization, plugin.TypeComponentLoad, r.ID.String(),
+					"fix or remove the file, then set the options again with: wharf config "+r.ID.String(), "userConfig values: %v", err))
+				return
+			}
 		}
 		x.uc, x.held, u.secret = uc, sortedKeys(secret), secret
 		u.options = optionEnv(uc, secret)
@@ -373,6 +386,35 @@ func (in *loadInput) readInstalled(ctx context.Context, r cache.Record, entry *p
 	if in.projectOnly[r.ID] && u.Forced != "on" {
 		in.gateProjectCode(u)
 	}
+}
+
+// noConfigDirs returns the userConfig directories of recs' plugins that
+// do not exist under home. Any other answer of stat (a directory, an
+// error) leaves the plugin to userconfig.LoadSplit.
+func noConfigDirs(home string, recs []cache.Record) map[string]bool {
+	if home == "" {
+		return nil
+	}
+	out := map[string]bool{}
+	asked := map[string]bool{}
+	for _, r := range recs {
+		plain, secret := userconfig.Files(home, r.ID)
+		for _, d := range []string{filepath.Dir(plain), filepath.Dir(secret)} {
+			if !asked[d] {
+				asked[d] = true
+				_, err := os.Stat(d)
+				out[d] = errors.Is(err, fs.ErrNotExist)
+			}
+		}
+	}
+	return out
+}
+
+// hasNoConfig reports whether id's userConfig files cannot exist: both
+// their directories were absent when the load began.
+func (in *loadInput) hasNoConfig(id plugin.ID) bool {
+	plain, secret := userconfig.Files(in.o.Home, id)
+	return in.noConfig[filepath.Dir(plain)] && in.noConfig[filepath.Dir(secret)]
 }
 
 // gateProjectCode skips the hooks and servers of a plugin that only the
