@@ -1048,9 +1048,9 @@ func skillDir(dir, from string) ([]Component, []string) {
 // merge puts builtins first: a candidate whose invocation names hit a
 // builtin of its kind is skipped, and a user component is shadowed by a
 // project (or managed) one of the same kind and name. It sorts cands (the
-// caller's, pointers rather than the large components) and copies the
-// components it keeps into the result.
-func merge(builtins []Builtin, cands []*Component) ([]Component, []Skipped) {
+// caller's, pointers rather than the large components) and returns the
+// ones it keeps, in the Set's order; it changes no component.
+func merge(builtins []Builtin, cands []*Component) ([]*Component, []Skipped) {
 	type holder struct {
 		who     string
 		builtin bool
@@ -1102,11 +1102,7 @@ func merge(builtins []Builtin, cands []*Component) ([]Component, []Skipped) {
 		kept = append(kept, cp)
 	}
 	slices.SortFunc(kept, cmpTotal)
-	out := make([]Component, len(kept))
-	for i, cp := range kept {
-		out[i] = *cp
-	}
-	return out, skips
+	return kept, skips
 }
 
 func cmpTotal(a, b *Component) int {
