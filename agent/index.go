@@ -29,7 +29,7 @@ import (
 
 // indexFormat changes whenever what an entry holds changes; an index of
 // another format is ignored.
-const indexFormat = 4
+const indexFormat = 5
 
 // maxIndex bounds the index file read at startup.
 const maxIndex = 64 << 20

@@ -20,8 +20,11 @@ import (
 //	indexMagic, uvarint indexFormat, uvarint entries, then per entry:
 //	  str installPath, str key, uvarint deps (str name, marketplace, version),
 //	  uvarint components, then per component:
-//	    str kind, name, local, plugin name, plugin source, source, path,
-//	        root, dataDir, description, sum
+//	    byte same: bit i set when field i of (kind, plugin name, plugin
+//	        source, source, root, dataDir) is that of the entry's previous
+//	        component, and so not written again
+//	    str each of those fields not the same, then name, local, path,
+//	        description, sum
 //	    dict meta
 //	    byte parts (1 hook, 2 MCP server, 4 LSP server), then each present:
 //	    hook: str event, uvarint matchers (str matcher, uvarint hooks
@@ -101,7 +104,11 @@ func encodeIndex(entries map[string]indexEntry) []byte {
 		}
 		w.uvarint(len(e.Comps))
 		for i := range e.Comps {
-			w.component(&e.Comps[i])
+			var prev *Component
+			if i > 0 {
+				prev = &e.Comps[i-1]
+			}
+			w.component(&e.Comps[i], prev)
 		}
 		w.uvarint(len(e.Failed))
 		w.str(e.Failed...)
@@ -109,8 +116,33 @@ func encodeIndex(entries map[string]indexEntry) []byte {
 	return w.b
 }
 
-func (w *indexWriter) component(c *Component) {
-	w.str(string(c.Kind), c.Name, c.Local, c.Plugin.Name, c.Plugin.Source, c.Source, c.Path, c.Root, c.DataDir, c.Description, c.sum)
+// repeated are the fields of a component that its plugin's other
+// components mostly share, in the order of the same byte's bits: written
+// once per run of equal values, they are about a third of the index.
+func repeated(c *Component) [6]string {
+	return [6]string{string(c.Kind), c.Plugin.Name, c.Plugin.Source, c.Source, c.Root, c.DataDir}
+}
+
+// component writes c, the fields it shares with prev (the entry's previous
+// component, nil for the first) as bits of the same byte.
+func (w *indexWriter) component(c, prev *Component) {
+	f := repeated(c)
+	var same byte
+	if prev != nil {
+		pf := repeated(prev)
+		for i := range f {
+			if f[i] == pf[i] {
+				same |= 1 << i
+			}
+		}
+	}
+	w.b = append(w.b, same)
+	for i := range f {
+		if same&(1<<i) == 0 {
+			w.str(f[i])
+		}
+	}
+	w.str(c.Name, c.Local, c.Path, c.Description, c.sum)
 	w.meta(c.Meta)
 	var parts byte
 	if c.Hook != nil {
@@ -236,7 +268,7 @@ func decodeIndex(data []byte) (map[string]indexEntry, error) {
 	r := indexReader{Reader: diskrec.NewReader(unsafe.String(unsafe.SliceData(data), len(data)), len(indexMagic), func(what string, off int) error {
 		return fmt.Errorf("%w: %s at byte %d", errIndex, what, off)
 	})}
-	if f := r.Count(); f != indexFormat || r.Err() != nil {
+	if f := r.Uvarint(); f != indexFormat || r.Err() != nil {
 		return nil, fmt.Errorf("%w: format %d, want %d", errIndex, f, indexFormat)
 	}
 	n := r.Count()
@@ -253,7 +285,11 @@ func decodeIndex(data []byte) (map[string]indexEntry, error) {
 		if nc := r.Count(); nc > 0 {
 			e.Comps = make([]Component, nc)
 			for i := range e.Comps {
-				r.component(&e.Comps[i])
+				var prev *Component
+				if i > 0 {
+					prev = &e.Comps[i-1]
+				}
+				r.component(&e.Comps[i], prev)
 			}
 		}
 		if nf := r.Count(); nf > 0 {
@@ -276,11 +312,25 @@ func decodeIndex(data []byte) (map[string]indexEntry, error) {
 	return entries, nil
 }
 
-func (r *indexReader) component(c *Component) {
-	c.Kind = plugin.ComponentKind(r.Str())
-	c.Name, c.Local = r.Str(), r.Str()
-	c.Plugin = plugin.ID{Name: r.Str(), Source: r.Str()}
-	c.Source, c.Path, c.Root, c.DataDir, c.Description, c.sum = r.Str(), r.Str(), r.Str(), r.Str(), r.Str(), r.Str()
+func (r *indexReader) component(c, prev *Component) {
+	same := r.Byte()
+	if same&^(1<<6-1) != 0 || same != 0 && prev == nil {
+		r.Fail("unknown repeated fields")
+		return
+	}
+	var pf, f [6]string
+	if prev != nil {
+		pf = repeated(prev)
+	}
+	for i := range f {
+		if same&(1<<i) != 0 {
+			f[i] = pf[i]
+		} else {
+			f[i] = r.Str()
+		}
+	}
+	c.Kind, c.Plugin.Name, c.Plugin.Source, c.Source, c.Root, c.DataDir = plugin.ComponentKind(f[0]), f[1], f[2], f[3], f[4], f[5]
+	c.Name, c.Local, c.Path, c.Description, c.sum = r.Str(), r.Str(), r.Str(), r.Str(), r.Str()
 	c.Meta = r.meta()
 	parts := r.Byte()
 	if parts&^7 != 0 {
