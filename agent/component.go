@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"hash"
 	"io"
+	"os"
 	"sort"
 	"strings"
 
@@ -131,6 +132,31 @@ func (c Component) Env(projectDir string) []string {
 		env = append(env, VarProjectDir+"="+projectDir)
 	}
 	return append(env, c.options...)
+}
+
+// envLookup answers as envValue over c.Env(projectDir) does, without
+// making the list: the loader pins the scripts of every hook command.
+func (c *Component) envLookup(projectDir string) func(string) string {
+	return func(k string) string {
+		// c.Env's later entries win: the options, then the fixed ones,
+		// whose names no option can have.
+		for i := len(c.options) - 1; i >= 0; i-- {
+			if v, ok := cutVar(c.options[i], k); ok {
+				return v
+			}
+		}
+		switch {
+		case projectDir != "" && k == VarProjectDir:
+			return projectDir
+		case c.Root != "" && k == VarPluginData:
+			return c.DataDir
+		case c.Root != "" && (k == VarPluginRoot || k == VarWharfRoot):
+			return c.Root
+		case k == "HOME":
+			return os.Getenv("HOME")
+		}
+		return ""
+	}
 }
 
 // VarOptionPrefix starts the environment variable of each userConfig

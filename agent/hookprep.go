@@ -142,7 +142,7 @@ func (in *loadInput) prepareHooks(comps []*Component, skips []Skipped) ([]*Compo
 		h := &Hook{Event: c.Hook.Event, Scripts: map[string][]ScriptPin{}}
 		stripped := false
 		var origin [][][2]int
-		var env []string // c.Env, made when a command is pinned
+		env := c.envLookup(in.o.Project)
 		for i, m := range c.Hook.Matchers {
 			nm := plugin.HookMatcher{Matcher: m.Matcher}
 			var pos [][2]int
@@ -195,10 +195,7 @@ func (in *loadInput) prepareHooks(comps []*Component, skips []Skipped) ([]*Compo
 				}
 				if hk.Type != "http" && hk.Command != "" {
 					if _, ok := h.Scripts[hk.Command]; !ok {
-						if env == nil {
-							env = c.Env(in.o.Project)
-						}
-						h.Scripts[hk.Command] = PinScripts(hk.Command, in.o.Project, env)
+						h.Scripts[hk.Command] = pinScripts(hk.Command, in.o.Project, env)
 					}
 				}
 				nm.Hooks = append(nm.Hooks, hk)

@@ -86,3 +86,24 @@ func TestPinScriptsEqualsMapLookup(t *testing.T) {
 		}
 	})
 }
+
+// A component's variable lookup answers as its Env list does.
+func TestEnvLookupEqualsEnv(t *testing.T) {
+	t.Setenv("HOME", "/home/u")
+	rapid.Check(t, func(t *rapid.T) {
+		c := Component{
+			Root:    rapid.SampledFrom([]string{"", "/c/ops"}).Draw(t, "root"),
+			DataDir: rapid.SampledFrom([]string{"", "/h/data/ops"}).Draw(t, "data"),
+			options: rapid.SliceOfN(rapid.SampledFrom([]string{"CLAUDE_PLUGIN_OPTION_A=1", "CLAUDE_PLUGIN_OPTION_A=2", "CLAUDE_PLUGIN_OPTION_B=", "CLAUDE_PLUGIN_OPTION_=x"}), 0, 3).Draw(t, "options"),
+		}
+		project := rapid.SampledFrom([]string{"", "/w/p"}).Draw(t, "project")
+		lookup := c.envLookup(project)
+		env := c.Env(project)
+		for _, k := range []string{VarPluginRoot, VarWharfRoot, VarPluginData, VarProjectDir, "HOME", "CLAUDE_PLUGIN_OPTION_A",
+			"CLAUDE_PLUGIN_OPTION_B", "CLAUDE_PLUGIN_OPTION_", "CLAUDE_PLUGIN", "", "PATH"} {
+			if got, want := lookup(k), envValue(env, k); got != want {
+				t.Fatalf("lookup(%q) = %q, env %q gives %q", k, got, env, want)
+			}
+		}
+	})
+}

@@ -211,20 +211,34 @@ var systemDirs = []string{"/bin/", "/sbin/", "/usr/", "/lib/", "/lib64/", "/etc/
 // (and HOME), names an existing regular file outside the system
 // directories, relative words being taken from dir.
 func PinScripts(command, dir string, env []string) []ScriptPin {
-	// lookup is env's last value of k, HOME falling back to the process's:
-	// a scan of the few entries a hook gets rather than a map of them, as
-	// this runs for every hook command of every load.
-	lookup := func(k string) string {
-		for i := len(env) - 1; i >= 0; i-- {
-			if v, ok := strings.CutPrefix(env[i], k); ok && strings.HasPrefix(v, "=") {
-				return v[1:]
-			}
+	return pinScripts(command, dir, func(k string) string { return envValue(env, k) })
+}
+
+// envValue is env's last value of k, HOME falling back to the process's:
+// a scan of the few entries a hook gets rather than a map of them, as
+// this runs for every hook command of every load.
+func envValue(env []string, k string) string {
+	for i := len(env) - 1; i >= 0; i-- {
+		if v, ok := cutVar(env[i], k); ok {
+			return v
 		}
-		if k == "HOME" {
-			return os.Getenv("HOME")
-		}
-		return ""
 	}
+	if k == "HOME" {
+		return os.Getenv("HOME")
+	}
+	return ""
+}
+
+// cutVar is the value of kv ("K=v") when its variable is k.
+func cutVar(kv, k string) (string, bool) {
+	if v, ok := strings.CutPrefix(kv, k); ok && strings.HasPrefix(v, "=") {
+		return v[1:], true
+	}
+	return "", false
+}
+
+// pinScripts is PinScripts with the variables given by lookup.
+func pinScripts(command, dir string, lookup func(string) string) []ScriptPin {
 	var out []ScriptPin
 	for _, t := range wordTokens(command) {
 		w := os.Expand(t.s, lookup)
