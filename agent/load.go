@@ -439,28 +439,38 @@ func runsCode(k plugin.ComponentKind) bool {
 // settings and by no user, flag or managed document.
 func projectOnlyPlugins(snap *settings.Snapshot) map[plugin.ID]bool {
 	out := map[plugin.ID]bool{}
-	elsewhere := map[plugin.ID]bool{}
-	for _, doc := range snap.Docs {
+	enabled := func(doc settings.Document, each func(plugin.ID)) {
 		if doc.Missing || len(doc.Data) == 0 || !bytes.Contains(doc.Data, []byte("nabledPlugins")) && bytes.IndexByte(doc.Data, '\\') < 0 {
-			continue
+			return
 		}
 		s, err := settings.Parse(doc.Name, doc.Data)
 		if err != nil {
-			continue
+			return
 		}
 		for id, on := range s.EnabledPlugins {
-			if !on {
-				continue
-			}
-			if doc.Scope == settings.ScopeProject || doc.Scope == settings.ScopeLocal {
-				out[id] = true
-			} else {
-				elsewhere[id] = true
+			if on {
+				each(id)
 			}
 		}
 	}
-	for id := range elsewhere {
-		delete(out, id)
+	projectScope := func(doc settings.Document) bool {
+		return doc.Scope == settings.ScopeProject || doc.Scope == settings.ScopeLocal
+	}
+	for _, doc := range snap.Docs {
+		if projectScope(doc) {
+			enabled(doc, func(id plugin.ID) { out[id] = true })
+		}
+	}
+	// Only then the other documents, which can only take plugins out: a
+	// project that enables nothing (the common case) does not have the
+	// user's settings, listing every enabled plugin, parsed again.
+	for _, doc := range snap.Docs {
+		if len(out) == 0 {
+			break
+		}
+		if !projectScope(doc) {
+			enabled(doc, func(id plugin.ID) { delete(out, id) })
+		}
 	}
 	return out
 }
