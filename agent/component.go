@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"hash"
 	"io"
+	"os"
 	"sort"
 	"strings"
 
@@ -57,8 +58,8 @@ type Component struct {
 	// skills, agents, output styles): Meta holds its top-level scalar
 	// values as strings ("argument-hint", "model", ...). FrontMatter reads
 	// the whole header, lists and maps included.
-	Description string            `json:"description,omitempty"`
-	Meta        map[string]string `json:"-"`
+	Description string `json:"description,omitempty"`
+	Meta        Meta   `json:"-"`
 	// Hook holds the matchers of one event (KindHook), with variables
 	// substituted in every command.
 	Hook *Hook `json:"-"`
@@ -131,6 +132,31 @@ func (c Component) Env(projectDir string) []string {
 		env = append(env, VarProjectDir+"="+projectDir)
 	}
 	return append(env, c.options...)
+}
+
+// envLookup answers as envValue over c.Env(projectDir) does, without
+// making the list: the loader pins the scripts of every hook command.
+func (c *Component) envLookup(projectDir string) func(string) string {
+	return func(k string) string {
+		// c.Env's later entries win: the options, then the fixed ones,
+		// whose names no option can have.
+		for i := len(c.options) - 1; i >= 0; i-- {
+			if v, ok := cutVar(c.options[i], k); ok {
+				return v
+			}
+		}
+		switch {
+		case projectDir != "" && k == VarProjectDir:
+			return projectDir
+		case c.Root != "" && k == VarPluginData:
+			return c.DataDir
+		case c.Root != "" && (k == VarPluginRoot || k == VarWharfRoot):
+			return c.Root
+		case k == "HOME":
+			return os.Getenv("HOME")
+		}
+		return ""
+	}
 }
 
 // VarOptionPrefix starts the environment variable of each userConfig
@@ -259,7 +285,7 @@ func (e expander) matchers(in []plugin.HookMatcher) []plugin.HookMatcher {
 func (c *Component) seal() {
 	h := sumHasher{h: sha256.New()}
 	h.str(c.Root, c.DataDir, c.Description)
-	h.dict(c.Meta)
+	h.meta(c.Meta)
 	h.list(c.options)
 	if c.Hook != nil {
 		h.str("hook", string(c.Hook.Event))
@@ -320,6 +346,14 @@ func (s sumHasher) dict(m map[string]string) {
 	s.num(len(keys))
 	for _, k := range keys {
 		s.str(k, m[k])
+	}
+}
+
+// meta hashes m as dict hashes the same pairs as a map.
+func (s sumHasher) meta(m Meta) {
+	s.num(m.Len())
+	for k, v := range m.All() {
+		s.str(k, v)
 	}
 }
 

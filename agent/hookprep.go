@@ -115,16 +115,18 @@ func urlMatchesAny(patterns []string, u string) bool {
 // can run (an unknown type, a broken http or mcp_tool hook) or an http hook to a URL not
 // allowed is skipped as a component failure naming its file and field,
 // while the event's other hooks load; the scripts of the hooks that load
-// are pinned. Components are copied, never changed in place (the index
-// shares them).
-func (in *loadInput) prepareHooks(comps []Component, skips []Skipped) ([]Component, []Skipped, []string) {
+// are pinned. comps is the caller's and is reused for the result; the
+// components it points to are never changed (the index shares them): a
+// prepared hook is a new component.
+func (in *loadInput) prepareHooks(comps []*Component, skips []Skipped) ([]*Component, []Skipped, []string) {
 	var warns []string
-	out := make([]Component, 0, len(comps))
-	for _, c := range comps {
-		if c.Kind != plugin.KindHook || c.Hook == nil {
-			out = append(out, c)
+	out := comps[:0]
+	for _, cp := range comps {
+		if cp.Kind != plugin.KindHook || cp.Hook == nil {
+			out = append(out, cp)
 			continue
 		}
+		c := *cp
 		file := c.Path
 		if file == "" {
 			file = "marketplace entry"
@@ -140,12 +142,13 @@ func (in *loadInput) prepareHooks(comps []Component, skips []Skipped) ([]Compone
 		h := &Hook{Event: c.Hook.Event, Scripts: map[string][]ScriptPin{}}
 		stripped := false
 		var origin [][][2]int
-		env := c.Env(in.o.Project)
+		env := c.envLookup(in.o.Project)
 		for i, m := range c.Hook.Matchers {
 			nm := plugin.HookMatcher{Matcher: m.Matcher}
 			var pos [][2]int
 			for j, hk := range m.Hooks {
-				field := fmt.Sprintf("hooks.%s[%d].hooks[%d]", c.Hook.Event, i, j)
+				// field names the hook in a message; most hooks have none.
+				field := func() string { return fmt.Sprintf("hooks.%s[%d].hooks[%d]", c.Hook.Event, i, j) }
 				var reason, typ, fieldName string
 				switch hk.Type {
 				case "", "command":
@@ -178,21 +181,21 @@ func (in *loadInput) prepareHooks(comps []Component, skips []Skipped) ([]Compone
 					one := c
 					one.Hook = &Hook{Event: c.Hook.Event, Matchers: []plugin.HookMatcher{{Matcher: m.Matcher, Hooks: []plugin.Hook{hk}}}}
 					skips = append(skips, Skipped{Component: one, Err: plugin.Errorf(layer, typ, componentObject(c), hint,
-						"%s: field %s%s: %s", file, field, fieldName, reason)})
+						"%s: field %s%s: %s", file, field(), fieldName, reason)})
 					stripped = true
 					continue
 				}
 				if raw, ok := hk.Extra["if"]; ok {
 					if w := ifWarning(c.Hook.Event, raw); w != "" {
-						warns = append(warns, fmt.Sprintf("%s: %s: field %s.if: %s", componentObject(c), file, field, w))
+						warns = append(warns, fmt.Sprintf("%s: %s: field %s.if: %s", componentObject(c), file, field(), w))
 					}
 				}
 				if raw, ok := hk.Extra["async"]; ok && string(raw) == "true" && hk.Type != "" && hk.Type != "command" {
-					warns = append(warns, fmt.Sprintf("%s: %s: field %s.async: only command hooks run in the background; this %s hook runs in the foreground", componentObject(c), file, field, hk.Type))
+					warns = append(warns, fmt.Sprintf("%s: %s: field %s.async: only command hooks run in the background; this %s hook runs in the foreground", componentObject(c), file, field(), hk.Type))
 				}
 				if hk.Type != "http" && hk.Command != "" {
 					if _, ok := h.Scripts[hk.Command]; !ok {
-						h.Scripts[hk.Command] = PinScripts(hk.Command, in.o.Project, env)
+						h.Scripts[hk.Command] = pinScripts(hk.Command, in.o.Project, env)
 					}
 				}
 				nm.Hooks = append(nm.Hooks, hk)
@@ -210,7 +213,7 @@ func (in *loadInput) prepareHooks(comps []Component, skips []Skipped) ([]Compone
 			continue // nothing of it can run: it is not live
 		}
 		c.Hook = h
-		out = append(out, c)
+		out = append(out, &c)
 	}
 	return out, skips, warns
 }

@@ -29,7 +29,7 @@ import (
 
 // indexFormat changes whenever what an entry holds changes; an index of
 // another format is ignored.
-const indexFormat = 4
+const indexFormat = 5
 
 // maxIndex bounds the index file read at startup.
 const maxIndex = 64 << 20
@@ -204,8 +204,8 @@ func keyStr(b []byte, s string) []byte {
 // It also seals c (computes its content sum).
 func normalize(c *Component) {
 	defer c.seal()
-	if len(c.Meta) == 0 {
-		c.Meta = nil
+	if c.Meta.Len() == 0 {
+		c.Meta = Meta{}
 	}
 	if c.Hook != nil {
 		if len(c.Hook.Matchers) == 0 {

@@ -20,8 +20,11 @@ import (
 //	indexMagic, uvarint indexFormat, uvarint entries, then per entry:
 //	  str installPath, str key, uvarint deps (str name, marketplace, version),
 //	  uvarint components, then per component:
-//	    str kind, name, local, plugin name, plugin source, source, path,
-//	        root, dataDir, description, sum
+//	    byte same: bit i set when field i of (kind, plugin name, plugin
+//	        source, source, root, dataDir) is that of the entry's previous
+//	        component, and so not written again
+//	    str each of those fields not the same, then name, local, path,
+//	        description, sum
 //	    dict meta
 //	    byte parts (1 hook, 2 MCP server, 4 LSP server), then each present:
 //	    hook: str event, uvarint matchers (str matcher, uvarint hooks
@@ -63,6 +66,14 @@ func (w *indexWriter) dict(m map[string]string) {
 	}
 }
 
+// meta writes m as dict writes a map of the same pairs.
+func (w *indexWriter) meta(m Meta) {
+	w.uvarint(m.Len())
+	for k, v := range m.All() {
+		w.str(k, v)
+	}
+}
+
 func (w *indexWriter) raw(m map[string]json.RawMessage) {
 	w.uvarint(len(m))
 	for _, k := range sortedKeys(m) {
@@ -93,7 +104,11 @@ func encodeIndex(entries map[string]indexEntry) []byte {
 		}
 		w.uvarint(len(e.Comps))
 		for i := range e.Comps {
-			w.component(&e.Comps[i])
+			var prev *Component
+			if i > 0 {
+				prev = &e.Comps[i-1]
+			}
+			w.component(&e.Comps[i], prev)
 		}
 		w.uvarint(len(e.Failed))
 		w.str(e.Failed...)
@@ -101,9 +116,34 @@ func encodeIndex(entries map[string]indexEntry) []byte {
 	return w.b
 }
 
-func (w *indexWriter) component(c *Component) {
-	w.str(string(c.Kind), c.Name, c.Local, c.Plugin.Name, c.Plugin.Source, c.Source, c.Path, c.Root, c.DataDir, c.Description, c.sum)
-	w.dict(c.Meta)
+// repeated are the fields of a component that its plugin's other
+// components mostly share, in the order of the same byte's bits: written
+// once per run of equal values, they are about a third of the index.
+func repeated(c *Component) [6]string {
+	return [6]string{string(c.Kind), c.Plugin.Name, c.Plugin.Source, c.Source, c.Root, c.DataDir}
+}
+
+// component writes c, the fields it shares with prev (the entry's previous
+// component, nil for the first) as bits of the same byte.
+func (w *indexWriter) component(c, prev *Component) {
+	f := repeated(c)
+	var same byte
+	if prev != nil {
+		pf := repeated(prev)
+		for i := range f {
+			if f[i] == pf[i] {
+				same |= 1 << i
+			}
+		}
+	}
+	w.b = append(w.b, same)
+	for i := range f {
+		if same&(1<<i) == 0 {
+			w.str(f[i])
+		}
+	}
+	w.str(c.Name, c.Local, c.Path, c.Description, c.sum)
+	w.meta(c.Meta)
 	var parts byte
 	if c.Hook != nil {
 		parts |= 1
@@ -147,11 +187,39 @@ func (w *indexWriter) component(c *Component) {
 	}
 }
 
-// indexReader decodes an index. Every string it returns is a slice of s,
-// which the caller never modifies, so decoding allocates the containers
-// (components, maps, configurations) and no string data.
 // indexReader reads the index's composite values over a diskrec.Reader.
-type indexReader struct{ *diskrec.Reader }
+// Every string it returns is a slice of the input, which the caller never
+// modifies, so decoding allocates the containers (components, maps,
+// configurations) and no string data; the pairs of every component's Meta
+// share a few large slices (slab).
+type indexReader struct {
+	*diskrec.Reader
+	slab []string
+}
+
+// meta reads a dict as a Meta. The writer sorts the keys; a dict whose
+// keys are not sorted and distinct is malformed.
+func (r *indexReader) meta() Meta {
+	n := r.Count()
+	if n == 0 {
+		return Meta{}
+	}
+	if cap(r.slab)-len(r.slab) < 2*n {
+		r.slab = make([]string, 0, max(2*n, 1024))
+	}
+	start := len(r.slab)
+	for range n {
+		r.slab = append(r.slab, r.Str(), r.Str())
+	}
+	kv := r.slab[start:len(r.slab):len(r.slab)]
+	for i := 2; i < len(kv); i += 2 {
+		if kv[i-2] >= kv[i] {
+			r.Fail("front-matter keys out of order")
+			return Meta{}
+		}
+	}
+	return Meta{kv: kv}
+}
 
 func (r *indexReader) list() []string {
 	n := r.Count()
@@ -197,10 +265,10 @@ func decodeIndex(data []byte) (map[string]indexEntry, error) {
 	if len(data) < len(indexMagic) || string(data[:len(indexMagic)]) != indexMagic {
 		return nil, fmt.Errorf("%w: not an index file", errIndex)
 	}
-	r := indexReader{diskrec.NewReader(unsafe.String(unsafe.SliceData(data), len(data)), len(indexMagic), func(what string, off int) error {
+	r := indexReader{Reader: diskrec.NewReader(unsafe.String(unsafe.SliceData(data), len(data)), len(indexMagic), func(what string, off int) error {
 		return fmt.Errorf("%w: %s at byte %d", errIndex, what, off)
 	})}
-	if f := r.Count(); f != indexFormat || r.Err() != nil {
+	if f := r.Uvarint(); f != indexFormat || r.Err() != nil {
 		return nil, fmt.Errorf("%w: format %d, want %d", errIndex, f, indexFormat)
 	}
 	n := r.Count()
@@ -217,7 +285,11 @@ func decodeIndex(data []byte) (map[string]indexEntry, error) {
 		if nc := r.Count(); nc > 0 {
 			e.Comps = make([]Component, nc)
 			for i := range e.Comps {
-				r.component(&e.Comps[i])
+				var prev *Component
+				if i > 0 {
+					prev = &e.Comps[i-1]
+				}
+				r.component(&e.Comps[i], prev)
 			}
 		}
 		if nf := r.Count(); nf > 0 {
@@ -240,12 +312,26 @@ func decodeIndex(data []byte) (map[string]indexEntry, error) {
 	return entries, nil
 }
 
-func (r *indexReader) component(c *Component) {
-	c.Kind = plugin.ComponentKind(r.Str())
-	c.Name, c.Local = r.Str(), r.Str()
-	c.Plugin = plugin.ID{Name: r.Str(), Source: r.Str()}
-	c.Source, c.Path, c.Root, c.DataDir, c.Description, c.sum = r.Str(), r.Str(), r.Str(), r.Str(), r.Str(), r.Str()
-	c.Meta = r.dict()
+func (r *indexReader) component(c, prev *Component) {
+	same := r.Byte()
+	if same&^(1<<6-1) != 0 || same != 0 && prev == nil {
+		r.Fail("unknown repeated fields")
+		return
+	}
+	var pf, f [6]string
+	if prev != nil {
+		pf = repeated(prev)
+	}
+	for i := range f {
+		if same&(1<<i) != 0 {
+			f[i] = pf[i]
+		} else {
+			f[i] = r.Str()
+		}
+	}
+	c.Kind, c.Plugin.Name, c.Plugin.Source, c.Source, c.Root, c.DataDir = plugin.ComponentKind(f[0]), f[1], f[2], f[3], f[4], f[5]
+	c.Name, c.Local, c.Path, c.Description, c.sum = r.Str(), r.Str(), r.Str(), r.Str(), r.Str()
+	c.Meta = r.meta()
 	parts := r.Byte()
 	if parts&^7 != 0 {
 		r.Fail("unknown component parts")

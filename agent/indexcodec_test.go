@@ -17,7 +17,7 @@ func codecComponents() []Component {
 	id := plugin.MustParseID("ops@corp")
 	cs := []Component{
 		{Kind: plugin.KindCommand, Name: "ops:ship", Local: "ship", Plugin: id, Source: SourcePlugin, Path: "/c/ops/commands/ship.md",
-			Root: "/c/ops", DataDir: "/h/data/corp/ops", Description: "Ship it", Meta: map[string]string{"description": "Ship it", "model": "x"}},
+			Root: "/c/ops", DataDir: "/h/data/corp/ops", Description: "Ship it", Meta: MetaOf(map[string]string{"description": "Ship it", "model": "x"})},
 		{Kind: plugin.KindHook, Name: "ops:PreToolUse", Local: "PreToolUse", Plugin: id, Source: SourcePlugin, Path: "/c/ops/hooks/hooks.json",
 			Root: "/c/ops", Hook: &Hook{Event: "PreToolUse", Matchers: []plugin.HookMatcher{
 				{Matcher: "Bash", Hooks: []plugin.Hook{{Type: "command", Command: "/c/ops/bin/guard", Timeout: -3,

@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"maps"
 	"os"
 	"path/filepath"
@@ -163,6 +165,11 @@ type loadInput struct {
 	// httpAllow is allowedHttpHookUrls: a URL must match a pattern of
 	// each list (nil: no restriction).
 	httpAllow [][]string
+	// noConfig holds the userConfig directories (one per marketplace)
+	// that do not exist: a plugin whose two directories are absent has no
+	// value set, and is not asked file by file (two stats per marketplace
+	// instead of two per plugin).
+	noConfig map[string]bool
 }
 
 // unit is one plugin's load: its status row, dependencies and version dir
@@ -170,9 +177,12 @@ type loadInput struct {
 type unit struct {
 	*load.Unit
 	source string // "installed", "inline" or "settings"
-	comps  []Component
-	skips  []Skipped
-	warns  []string
+	// comps point into the component index's entry or the parsed tree,
+	// which nothing changes after the load; a component the load changes
+	// (a hook, prepared) is a new one. The merge copies them into the Set.
+	comps []*Component
+	skips []Skipped
+	warns []string
 	// secret holds the plugin's sensitive userConfig values; they are
 	// substituted after the component index, so it never stores them.
 	secret map[string]string
@@ -215,6 +225,8 @@ func build(ctx context.Context, in *loadInput) (*Set, error) {
 	var hw []string
 	in.httpAllow, hw = httpHookAllowlist(in.snap)
 	set.warnings = append(set.warnings, hw...)
+
+	in.noConfig = noConfigDirs(o.Home, in.recs)
 
 	// The load pass: policy, revocations, trust, then this package's
 	// reading of each admitted plugin's components (index or tree).
@@ -286,7 +298,7 @@ func build(ctx context.Context, in *loadInput) (*Set, error) {
 			n += len(u.comps)
 		}
 	}
-	cands := make([]Component, 0, n)
+	cands := make([]*Component, 0, n)
 	var skips []Skipped
 	for _, u := range units {
 		set.warnings = append(set.warnings, u.warns...)
@@ -345,11 +357,15 @@ func (m Mode) trust() load.Mode {
 func (in *loadInput) readInstalled(ctx context.Context, r cache.Record, entry *plugin.Entry, u *unit) {
 	x := expander{root: r.InstallPath, data: in.dataDir(r.ID), project: in.o.Project}
 	if in.o.Home != "" {
-		uc, secret, err := userconfig.LoadSplit(in.o.Home, r.ID)
-		if err != nil {
-			u.AddError(plugin.Errorf(plugin.LayerMaterialization, plugin.TypeComponentLoad, r.ID.String(),
-				"fix or remove the file, then set the options again with: wharf config "+r.ID.String(), "userConfig values: %v", err))
-			return
+		var uc, secret map[string]string
+		if !in.hasNoConfig(r.ID) {
+			var err error
+			uc, secret, err = userconfig.LoadSplit(in.o.Home, r.ID)
+			if err != nil {
+				u.AddError(plugin.Errorf(plugin.LayerMaterialization, plugin.TypeComponentLoad, r.ID.String(),
+					"fix or remove the file, then set the options again with: wharf config "+r.ID.String(), "userConfig values: %v", err))
+				return
+			}
 		}
 		x.uc, x.held, u.secret = uc, sortedKeys(secret), secret
 		u.options = optionEnv(uc, secret)
@@ -372,13 +388,42 @@ func (in *loadInput) readInstalled(ctx context.Context, r cache.Record, entry *p
 	}
 }
 
+// noConfigDirs returns the userConfig directories of recs' plugins that
+// do not exist under home. Any other answer of stat (a directory, an
+// error) leaves the plugin to userconfig.LoadSplit.
+func noConfigDirs(home string, recs []cache.Record) map[string]bool {
+	if home == "" {
+		return nil
+	}
+	out := map[string]bool{}
+	asked := map[string]bool{}
+	for _, r := range recs {
+		plain, secret := userconfig.Files(home, r.ID)
+		for _, d := range []string{filepath.Dir(plain), filepath.Dir(secret)} {
+			if !asked[d] {
+				asked[d] = true
+				_, err := os.Stat(d)
+				out[d] = errors.Is(err, fs.ErrNotExist)
+			}
+		}
+	}
+	return out
+}
+
+// hasNoConfig reports whether id's userConfig files cannot exist: both
+// their directories were absent when the load began.
+func (in *loadInput) hasNoConfig(id plugin.ID) bool {
+	plain, secret := userconfig.Files(in.o.Home, id)
+	return in.noConfig[filepath.Dir(plain)] && in.noConfig[filepath.Dir(secret)]
+}
+
 // gateProjectCode skips the hooks and servers of a plugin that only the
 // untrusted project folder's settings enable: its prompts still load.
 func (in *loadInput) gateProjectCode(u *unit) {
-	kept := make([]Component, 0, len(u.comps))
+	kept := make([]*Component, 0, len(u.comps))
 	for _, c := range u.comps {
 		if runsCode(c.Kind) {
-			u.skips = append(u.skips, Skipped{Component: c, Err: in.project.Err})
+			u.skips = append(u.skips, Skipped{Component: *c, Err: in.project.Err})
 			continue
 		}
 		kept = append(kept, c)
@@ -394,28 +439,38 @@ func runsCode(k plugin.ComponentKind) bool {
 // settings and by no user, flag or managed document.
 func projectOnlyPlugins(snap *settings.Snapshot) map[plugin.ID]bool {
 	out := map[plugin.ID]bool{}
-	elsewhere := map[plugin.ID]bool{}
-	for _, doc := range snap.Docs {
+	enabled := func(doc settings.Document, each func(plugin.ID)) {
 		if doc.Missing || len(doc.Data) == 0 || !bytes.Contains(doc.Data, []byte("nabledPlugins")) && bytes.IndexByte(doc.Data, '\\') < 0 {
-			continue
+			return
 		}
 		s, err := settings.Parse(doc.Name, doc.Data)
 		if err != nil {
-			continue
+			return
 		}
 		for id, on := range s.EnabledPlugins {
-			if !on {
-				continue
-			}
-			if doc.Scope == settings.ScopeProject || doc.Scope == settings.ScopeLocal {
-				out[id] = true
-			} else {
-				elsewhere[id] = true
+			if on {
+				each(id)
 			}
 		}
 	}
-	for id := range elsewhere {
-		delete(out, id)
+	projectScope := func(doc settings.Document) bool {
+		return doc.Scope == settings.ScopeProject || doc.Scope == settings.ScopeLocal
+	}
+	for _, doc := range snap.Docs {
+		if projectScope(doc) {
+			enabled(doc, func(id plugin.ID) { out[id] = true })
+		}
+	}
+	// Only then the other documents, which can only take plugins out: a
+	// project that enables nothing (the common case) does not have the
+	// user's settings, listing every enabled plugin, parsed again.
+	for _, doc := range snap.Docs {
+		if len(out) == 0 {
+			break
+		}
+		if !projectScope(doc) {
+			enabled(doc, func(id plugin.ID) { delete(out, id) })
+		}
 	}
 	return out
 }
@@ -610,8 +665,8 @@ func (in *loadInput) filter(ctx context.Context, u *unit, id plugin.ID, comps []
 	}
 	gate := in.dec.Surfaces(policy.FromPlugin, id, src)
 	surfaceOK := func(k plugin.ComponentKind) error { return gate.Allow(ctx, k) }
-	// Nothing refused (the common case): the components are used as they
-	// are; nothing writes to a unit's components after the load.
+	// Nothing refused (the common case): every component is used as it
+	// is; nothing writes to a unit's components after the load.
 	refused := false
 	for i := range comps {
 		if surfaceOK(comps[i].Kind) != nil {
@@ -619,17 +674,15 @@ func (in *loadInput) filter(ctx context.Context, u *unit, id plugin.ID, comps []
 			break
 		}
 	}
-	if !refused {
-		u.comps = comps
-	} else {
-		u.comps = make([]Component, 0, len(comps))
-		for i := range comps {
+	u.comps = make([]*Component, 0, len(comps))
+	for i := range comps {
+		if refused {
 			if err := surfaceOK(comps[i].Kind); err != nil {
 				u.skips = append(u.skips, Skipped{Component: comps[i], Err: err})
 				continue
 			}
-			u.comps = append(u.comps, comps[i])
 		}
+		u.comps = append(u.comps, &comps[i])
 	}
 	var warns []string
 	u.comps, u.skips, warns = in.prepareHooks(u.comps, u.skips)
@@ -776,6 +829,7 @@ func readMarkdown(c *Component) error {
 	if err != nil {
 		return nil
 	}
+	var kv []string
 	for k, v := range meta {
 		var s string
 		switch v := v.(type) {
@@ -786,19 +840,21 @@ func readMarkdown(c *Component) error {
 		default:
 			continue
 		}
-		if c.Meta == nil {
-			c.Meta = map[string]string{}
+		if kv == nil {
+			kv = make([]string, 0, 2*len(meta))
 		}
-		c.Meta[k] = s
+		kv = append(kv, k, s)
 	}
-	c.Description = c.Meta["description"]
+	c.Meta = metaOfPairs(kv)
+	c.Description, _ = c.Meta.Get("description")
 	return nil
 }
 
 // ownComponents reads the user's and project's own commands, skills and
 // agents and the hooks and MCP servers configured in settings, applying
 // strictPluginOnlyCustomization and allowManagedHooksOnly.
-func (in *loadInput) ownComponents(ctx context.Context) (comps []Component, skips []Skipped, warns []string) {
+func (in *loadInput) ownComponents(ctx context.Context) (live []*Component, skips []Skipped, warns []string) {
+	var comps []Component
 	o := in.o
 	// managedDir is the managed directory of the settings document being
 	// read: what it declares is managed for that directory's policy layer
@@ -901,10 +957,14 @@ func (in *loadInput) ownComponents(ctx context.Context) (comps []Component, skip
 			}
 		}
 	}
+	live = make([]*Component, len(comps))
+	for i := range comps {
+		live[i] = &comps[i]
+	}
 	var hw []string
-	comps, skips, hw = in.prepareHooks(comps, skips)
+	live, skips, hw = in.prepareHooks(live, skips)
 	warns = append(warns, hw...)
-	return comps, skips, warns
+	return live, skips, warns
 }
 
 // mayConfigure reports whether a settings document can hold hooks or MCP
@@ -997,8 +1057,10 @@ func skillDir(dir, from string) ([]Component, []string) {
 
 // merge puts builtins first: a candidate whose invocation names hit a
 // builtin of its kind is skipped, and a user component is shadowed by a
-// project (or managed) one of the same kind and name.
-func merge(builtins []Builtin, cands []Component) ([]Component, []Skipped) {
+// project (or managed) one of the same kind and name. It sorts cands (the
+// caller's, pointers rather than the large components) and returns the
+// ones it keeps, in the Set's order; it changes no component.
+func merge(builtins []Builtin, cands []*Component) ([]*Component, []Skipped) {
 	type holder struct {
 		who     string
 		builtin bool
@@ -1007,11 +1069,7 @@ func merge(builtins []Builtin, cands []Component) ([]Component, []Skipped) {
 	for _, b := range builtins {
 		taken[string(b.Kind)+"\x00"+b.Name] = holder{"builtin " + string(b.Kind) + " " + b.Name, true}
 	}
-	// Sort pointers, not the (large) components themselves.
-	order := make([]*Component, len(cands))
-	for i := range cands {
-		order[i] = &cands[i]
-	}
+	order := cands
 	// The orders are total (the content sum breaks what the key does not),
 	// so an unstable sort, about twice as fast here, gives one result.
 	slices.SortFunc(order, func(a, b *Component) int {
@@ -1023,7 +1081,7 @@ func merge(builtins []Builtin, cands []Component) ([]Component, []Skipped) {
 	kept := make([]*Component, 0, len(cands))
 	var skips []Skipped
 	for _, cp := range order {
-		c := *cp
+		c := cp
 		if c.Kind == plugin.KindHook {
 			// Hooks never collide: every armed hook runs.
 			kept = append(kept, cp)
@@ -1043,7 +1101,7 @@ func merge(builtins []Builtin, cands []Component) ([]Component, []Skipped) {
 			if c.Source == SourcePlugin {
 				obj = c.Plugin.String() + " " + string(c.Kind) + " " + c.Local
 			}
-			skips = append(skips, Skipped{Component: c, Err: plugin.Errorf(plugin.LayerActive, TypeCollision, obj,
+			skips = append(skips, Skipped{Component: *c, Err: plugin.Errorf(plugin.LayerActive, TypeCollision, obj,
 				"rename the component; builtins and higher sources keep their names",
 				"%s %s %q is not loaded: it would shadow %s", c.Source, c.Kind, c.Name, hit)})
 			continue
@@ -1054,11 +1112,7 @@ func merge(builtins []Builtin, cands []Component) ([]Component, []Skipped) {
 		kept = append(kept, cp)
 	}
 	slices.SortFunc(kept, cmpTotal)
-	out := make([]Component, len(kept))
-	for i, cp := range kept {
-		out[i] = *cp
-	}
-	return out, skips
+	return kept, skips
 }
 
 func cmpTotal(a, b *Component) int {

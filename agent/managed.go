@@ -3,6 +3,7 @@ package agent
 import (
 	"context"
 	"os"
+	"sync/atomic"
 
 	"github.com/wharfhq/wharf/internal/client/load"
 	"github.com/wharfhq/wharf/internal/core/policy"
@@ -20,6 +21,21 @@ type managedGuard struct {
 	// askBoth asks the managed layers apart even when the embedder's
 	// policy has them (BenchmarkOpenManaged100 measures what that costs).
 	askBoth bool
+	// joined is the last "managed+inner" version made (join): a session
+	// start decides over a thousand requests under one pair of versions.
+	joined atomic.Pointer[joinedVersion]
+}
+
+type joinedVersion struct{ mv, v, s string }
+
+// join is mv + "+" + v, the version of a decision of both policies.
+func (g *managedGuard) join(mv, v string) string {
+	if j := g.joined.Load(); j != nil && j.mv == mv && j.v == v {
+		return j.s
+	}
+	s := mv + "+" + v
+	g.joined.Store(&joinedVersion{mv: mv, v: v, s: s})
+	return s
 }
 
 // extender is a Policy that can tell whether it already contains the
@@ -43,7 +59,7 @@ func (g *managedGuard) Decide(ctx context.Context, req policy.Request) (policy.D
 			// The comparison holds for the versions compared; a
 			// reload in between (either side) asks both below.
 			if d.PolicyVersion == v && g.managed.Version() == mv {
-				d.PolicyVersion = mv + "+" + v
+				d.PolicyVersion = g.join(mv, v)
 				return d, nil
 			}
 		}
@@ -75,7 +91,7 @@ func (g *managedGuard) ReadsContent() bool {
 }
 
 // Version changes when either policy does.
-func (g *managedGuard) Version() string { return g.managed.Version() + "+" + g.inner.Version() }
+func (g *managedGuard) Version() string { return g.join(g.managed.Version(), g.inner.Version()) }
 
 // Reload re-reads the managed directories and the embedder's policy.
 func (g *managedGuard) Reload(ctx context.Context) (bool, error) {

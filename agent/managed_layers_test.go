@@ -11,6 +11,7 @@ import (
 	"github.com/wharfhq/wharf/internal/core/policy"
 	"github.com/wharfhq/wharf/internal/core/settings"
 	"github.com/wharfhq/wharf/plugin"
+	"pgregory.net/rapid"
 )
 
 // layeredEnv is what wharf reads from a system managed directory and a
@@ -213,4 +214,18 @@ func TestExtraManagedDirCannotLoosenAnyKey(t *testing.T) {
 	} {
 		t.Run(tc.key, func(t *testing.T) { tc.check(layered(t, tc.system, tc.extra)) })
 	}
+}
+
+// The joined version of a managed guard is the concatenation of the two
+// versions, whatever pairs came before it.
+func TestManagedGuardJoinEqualsConcat(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		var g managedGuard
+		vs := rapid.SliceOfN(rapid.SampledFrom([]string{"", "a", "b", "a+b", "v1", "v2"}), 1, 20).Draw(t, "versions")
+		for i := 0; i+1 < len(vs); i++ {
+			if got, want := g.join(vs[i], vs[i+1]), vs[i]+"+"+vs[i+1]; got != want {
+				t.Fatalf("join(%q, %q) = %q, want %q", vs[i], vs[i+1], got, want)
+			}
+		}
+	})
 }

@@ -414,7 +414,7 @@ func (r *Runtime) activate(ctx context.Context, set *Set) ([]activation, error) 
 			}
 			r.dataDir[c.DataDir] = true
 		}
-		undo, err := r.o.Activator.Activate(ctx, c)
+		undo, err := r.o.Activator.Activate(ctx, *c)
 		if err != nil {
 			rollback(added)
 			obj := c.Name

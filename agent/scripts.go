@@ -211,18 +211,39 @@ var systemDirs = []string{"/bin/", "/sbin/", "/usr/", "/lib/", "/lib64/", "/etc/
 // (and HOME), names an existing regular file outside the system
 // directories, relative words being taken from dir.
 func PinScripts(command, dir string, env []string) []ScriptPin {
-	vars := map[string]string{"HOME": os.Getenv("HOME")}
-	for _, kv := range env {
-		if k, v, ok := strings.Cut(kv, "="); ok {
-			vars[k] = v
+	return pinScripts(command, dir, func(k string) string { return envValue(env, k) })
+}
+
+// envValue is env's last value of k, HOME falling back to the process's:
+// a scan of the few entries a hook gets rather than a map of them, as
+// this runs for every hook command of every load.
+func envValue(env []string, k string) string {
+	for i := len(env) - 1; i >= 0; i-- {
+		if v, ok := cutVar(env[i], k); ok {
+			return v
 		}
 	}
+	if k == "HOME" {
+		return os.Getenv("HOME")
+	}
+	return ""
+}
+
+// cutVar is the value of kv ("K=v") when its variable is k.
+func cutVar(kv, k string) (string, bool) {
+	if v, ok := strings.CutPrefix(kv, k); ok && strings.HasPrefix(v, "=") {
+		return v[1:], true
+	}
+	return "", false
+}
+
+// pinScripts is PinScripts with the variables given by lookup.
+func pinScripts(command, dir string, lookup func(string) string) []ScriptPin {
 	var out []ScriptPin
-	seen := map[string]int{} // path -> index in out
 	for _, t := range wordTokens(command) {
-		w := os.Expand(t.s, func(k string) string { return vars[k] })
+		w := os.Expand(t.s, lookup)
 		if strings.HasPrefix(w, "~/") {
-			w = vars["HOME"] + w[1:]
+			w = lookup("HOME") + w[1:]
 		}
 		if w == "" || strings.HasPrefix(w, "-") {
 			continue
@@ -235,7 +256,7 @@ func PinScripts(command, dir string, env []string) []ScriptPin {
 			p = filepath.Join(dir, p)
 		}
 		p = filepath.Clean(p)
-		if i, ok := seen[p]; ok {
+		if i := slices.IndexFunc(out, func(pin ScriptPin) bool { return pin.Path == p }); i >= 0 {
 			out[i].Spans = append(out[i].Spans, [2]int{t.start, t.end})
 			continue
 		}
@@ -250,7 +271,6 @@ func PinScripts(command, dir string, env []string) []ScriptPin {
 		if err != nil {
 			continue
 		}
-		seen[p] = len(out)
 		out = append(out, ScriptPin{Path: p, Digest: d, Spans: [][2]int{{t.start, t.end}}})
 	}
 	return out

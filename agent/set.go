@@ -1,6 +1,8 @@
 package agent
 
 import (
+	"iter"
+
 	"github.com/wharfhq/wharf/plugin"
 )
 
@@ -12,12 +14,15 @@ type Set struct {
 	mode          Mode
 	settingsHash  string
 	policyVersion string
-	comps         []Component
-	plugins       []PluginStatus
-	skipped       []Skipped
-	warnings      []string
-	paths         []string // version dirs of the active installed plugins
-	project       FolderTrust
+	// comps point to components nothing changes after the load (the
+	// component index's, the parsed trees', the prepared hooks): the
+	// accessors copy them out.
+	comps    []*Component
+	plugins  []PluginStatus
+	skipped  []Skipped
+	warnings []string
+	paths    []string // version dirs of the active installed plugins
+	project  FolderTrust
 }
 
 // ProjectTrust is the trust decision of the project folder the set was
@@ -37,14 +42,35 @@ func (s *Set) PolicyVersion() string { return s.policyVersion }
 // Components returns the live components: builtins are not included (the
 // agent has them); plugin, user, project and managed components are, ordered
 // by kind, then name, then source.
-func (s *Set) Components() []Component { return append([]Component(nil), s.comps...) }
+func (s *Set) Components() []Component {
+	out := make([]Component, len(s.comps))
+	for i, c := range s.comps {
+		out[i] = *c
+	}
+	return out
+}
+
+// All yields the live components in the order Components returns them,
+// without copying the list: a listing of a large home reads each once.
+func (s *Set) All() iter.Seq[Component] {
+	return func(yield func(Component) bool) {
+		for i := range s.comps {
+			if !yield(*s.comps[i]) {
+				return
+			}
+		}
+	}
+}
+
+// Len is the number of live components.
+func (s *Set) Len() int { return len(s.comps) }
 
 // ComponentsOf returns the live components of one kind.
 func (s *Set) ComponentsOf(kind plugin.ComponentKind) []Component {
 	var out []Component
 	for _, c := range s.comps {
 		if c.Kind == kind {
-			out = append(out, c)
+			out = append(out, *c)
 		}
 	}
 	return out
@@ -55,7 +81,7 @@ func (s *Set) ComponentsOf(kind plugin.ComponentKind) []Component {
 func (s *Set) Lookup(kind plugin.ComponentKind, name string) (Component, bool) {
 	for _, c := range s.comps {
 		if c.Kind == kind && c.Name == name {
-			return c, true
+			return *c, true
 		}
 	}
 	return Component{}, false

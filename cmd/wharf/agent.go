@@ -138,27 +138,39 @@ func runAgentComponents(ctx context.Context, opts *AgentOptions) error {
 	if err != nil {
 		return err
 	}
-	comps := set.Components()
-	rows := make([]componentJSON, 0, len(comps))
-	for _, c := range comps {
-		rows = append(rows, componentRow(c))
-	}
 	if io.JSON {
+		rows := make([]componentJSON, 0, set.Len())
+		for c := range set.All() {
+			rows = append(rows, componentRow(c))
+		}
 		return io.printJSON(rows)
 	}
-	if len(rows) == 0 {
+	if set.Len() == 0 {
 		io.printf("no components; see why with: wharf agent status\n")
 		return nil
 	}
-	cells := make([]string, 0, 4*(len(rows)+1))
+	return writeComponentTable(io.Out, set)
+}
+
+// writeComponentTable writes the table of `wharf agent components`: a row
+// per live component, read from the set in place, and one "name@source"
+// string per plugin rather than one per row.
+func writeComponentTable(w io.Writer, set *agent.Set) error {
+	ids := map[plugin.ID]string{}
+	cells := make([]string, 0, 4*(set.Len()+1))
 	cells = append(cells, "KIND", "NAME", "SOURCE", "PLUGIN")
-	for _, r := range rows {
-		cells = append(cells, string(r.Kind), r.Name, r.Source, r.Plugin)
+	for c := range set.All() {
+		p, ok := ids[c.Plugin]
+		if !ok && !c.Plugin.IsZero() {
+			p = c.Plugin.String()
+			ids[c.Plugin] = p
+		}
+		cells = append(cells, string(c.Kind), c.Name, c.Source, p)
 	}
-	if ok, err := writeColumns(io.Out, cells, 4); ok {
+	if ok, err := writeColumns(w, cells, 4); ok {
 		return err
 	}
-	tw := newTable(io.Out)
+	tw := newTable(w)
 	for i := 0; i < len(cells); i += 4 {
 		tw.row(cells[i : i+4]...)
 	}

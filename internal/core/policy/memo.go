@@ -1,7 +1,6 @@
 package policy
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/binary"
 	"encoding/json"
@@ -12,6 +11,7 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
+	"unsafe"
 
 	"github.com/wharfhq/wharf/internal/core/atomicfile"
 	"github.com/wharfhq/wharf/plugin"
@@ -183,20 +183,32 @@ func readMemo(path string) (memoDoc, bool) {
 		return memoDoc{}, false
 	}
 	defer f.Close()
-	r := bufio.NewReader(io.LimitReader(f, memoMaxBytes+1))
-	head := make([]byte, len(memoHeader))
-	if _, err := io.ReadFull(r, head); err != nil || string(head) != memoHeader {
+	// One read into a buffer of the file's size: a session start reads
+	// the memo of every decision of every plugin, and growing a buffer
+	// through bufio and io.ReadAll allocated twice the file.
+	fi, err := f.Stat()
+	if err != nil || fi.Size() > memoMaxBytes || fi.Size() < int64(len(memoHeader)) {
 		return memoDoc{}, false
 	}
-	body, err := io.ReadAll(r)
-	if err != nil || len(body)+len(memoHeader) > memoMaxBytes {
+	data := make([]byte, fi.Size())
+	if _, err := io.ReadFull(f, data); err != nil || string(data[:len(memoHeader)]) != memoHeader {
 		return memoDoc{}, false
 	}
-	return decodeMemo(body)
+	// A file that is longer than it was when stat answered is being
+	// written: not a memo to read.
+	if n, _ := f.Read(make([]byte, 1)); n != 0 {
+		return memoDoc{}, false
+	}
+	return decodeMemoIn(data[len(memoHeader):], true)
 }
 
 // decodeMemo reads a memo file's body (see memoFileDoc).
-func decodeMemo(body []byte) (memoDoc, bool) {
+func decodeMemo(body []byte) (memoDoc, bool) { return decodeMemoIn(body, false) }
+
+// decodeMemoIn is decodeMemo; when owned, body is the caller's own buffer,
+// never modified afterwards, and the keys are slices of it rather than of
+// a copy.
+func decodeMemoIn(body []byte, owned bool) (memoDoc, bool) {
 	nl := bytes.IndexByte(body, '\n')
 	if nl < 0 {
 		return memoDoc{}, false
@@ -210,8 +222,14 @@ func decodeMemo(body []byte) (memoDoc, bool) {
 		// Only what Decide returns under this version.
 		usable[i] = d.Allowed == (len(d.Reasons) == 0) && d.Reasons != nil && d.Warnings != nil && d.PolicyVersion == fd.Version
 	}
-	// The keys are slices of one string: one copy of the key bytes.
-	keys := string(body[nl+1:])
+	// The keys are slices of one string: one copy of the key bytes, or
+	// none when the body is owned.
+	var keys string
+	if rest := body[nl+1:]; owned && len(rest) > 0 {
+		keys = unsafe.String(&rest[0], len(rest))
+	} else {
+		keys = string(rest)
+	}
 	n, off, ok := memoUvarint(keys, 0)
 	if !ok {
 		return memoDoc{}, false

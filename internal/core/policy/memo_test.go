@@ -381,4 +381,22 @@ func TestMemoFileRoundTrip(t *testing.T) {
 	if _, ok := decodeMemo(append(slices.Clip(body), 0)); ok {
 		t.Error("trailing byte read")
 	}
+	// Read from a file, the keys slices of readMemo's own buffer: the
+	// same memo; a cut file is not one.
+	if owned, ok := decodeMemoIn(slices.Clone(body), true); !ok || !reflect.DeepEqual(owned, doc) {
+		t.Fatalf("owned body: ok %v, %d decisions, want %d", ok, len(owned.Decisions), len(doc.Decisions))
+	}
+	file := filepath.Join(t.TempDir(), "memo")
+	if err := os.WriteFile(file, append([]byte(memoHeader), body...), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if read, ok := readMemo(file); !ok || !reflect.DeepEqual(read, doc) {
+		t.Fatalf("readMemo: ok %v, %d decisions, want %d", ok, len(read.Decisions), len(doc.Decisions))
+	}
+	if err := os.WriteFile(file, append([]byte(memoHeader), body[:len(body)-1]...), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := readMemo(file); ok {
+		t.Error("readMemo read a cut file")
+	}
 }
