@@ -7,6 +7,7 @@ import (
 	"github.com/wharfhq/wharf/internal/client/cache"
 	"github.com/wharfhq/wharf/internal/core/marketplace"
 	"github.com/wharfhq/wharf/internal/core/resolver"
+	"github.com/wharfhq/wharf/internal/core/source"
 	"github.com/wharfhq/wharf/plugin"
 )
 
@@ -26,6 +27,18 @@ type graph struct {
 	// the same result).
 	mu    sync.Mutex
 	loads map[string]loaded
+	// roots is a marketplace root → that root resolved, once per graph
+	// (marketplaceAt): every relative entry of a marketplace is looked up
+	// below the same root, and this install reads one catalog of it.
+	roots map[string]*resolvedRoot
+}
+
+// resolvedRoot is one marketplace root resolved: its real path and
+// checkout (source.ResolveMarketplace), or why it cannot be.
+type resolvedRoot struct {
+	once sync.Once
+	m    *source.Marketplace
+	err  error
 }
 
 type loaded struct {
@@ -40,7 +53,7 @@ type nodeInfo struct {
 
 func newGraph(cat *marketplace.Catalog, recs []cache.Record) *graph {
 	g := &graph{cat: cat, installed: map[plugin.ID]cache.Record{}, fetched: map[plugin.ID]string{}, nodes: map[plugin.ID]nodeInfo{},
-		loads: map[string]loaded{}}
+		loads: map[string]loaded{}, roots: map[string]*resolvedRoot{}}
 	for _, r := range recs {
 		g.installed[r.ID] = r
 	}
@@ -51,6 +64,29 @@ func newGraph(cat *marketplace.Catalog, recs []cache.Record) *graph {
 func (g *graph) setFetched(id plugin.ID, dir string) {
 	g.fetched[id] = dir
 	delete(g.nodes, id)
+}
+
+// marketplaceAt is source.ResolveMarketplace(root), done once per graph.
+func (g *graph) marketplaceAt(root string) (*source.Marketplace, error) {
+	g.mu.Lock()
+	r, ok := g.roots[root]
+	if !ok {
+		r = &resolvedRoot{}
+		g.roots[root] = r
+	}
+	g.mu.Unlock()
+	r.once.Do(func() { r.m, r.err = source.ResolveMarketplace(root) })
+	return r.m, r.err
+}
+
+// localDir is entry.LocalDir(root), with the root resolved once per graph:
+// LocalDirIn gives what LocalDir gives for the root's real path.
+func (g *graph) localDir(entry *plugin.Entry, root string) (string, error) {
+	m, err := g.marketplaceAt(root)
+	if err != nil {
+		return entry.LocalDir(root) // its own error
+	}
+	return entry.LocalDirIn(root, m.Real)
 }
 
 func (g *graph) entry(id plugin.ID) (*plugin.Entry, string) {
@@ -124,7 +160,7 @@ func (g *graph) lookup(id plugin.ID) nodeInfo {
 		return nodeInfo{}
 	}
 	if entry.Source.Kind == plugin.SourceRelative && root != "" {
-		if dir, err := entry.LocalDir(root); err == nil {
+		if dir, err := g.localDir(entry, root); err == nil {
 			if p, err := g.load(dir, entry); err == nil {
 				return nodeInfo{resolver.Node{Dependencies: p.Manifest.Dependencies}, true}
 			}

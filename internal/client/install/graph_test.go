@@ -1,10 +1,13 @@
 package install
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"testing"
 
+	"github.com/wharfhq/wharf/internal/core/source"
 	"github.com/wharfhq/wharf/plugin"
 )
 
@@ -50,5 +53,49 @@ func TestGraphMovedTree(t *testing.T) {
 	g.moved(p, other)
 	if _, err := g.load(other, nil); err == nil {
 		t.Error("a plugin named after its staging dir was recorded for its new place; it must be read there")
+	}
+}
+
+// The marketplace roots a graph resolves once answer as resolving them per
+// lookup does: localDir gives entry.LocalDir's directory or error, and
+// marketplaceAt what source.ResolveMarketplace gives, for roots that are
+// real, reached through a symlink, or missing, and for entries inside,
+// outside, missing or not directories.
+func TestGraphRootsEqualPerLookup(t *testing.T) {
+	base := t.TempDir()
+	mkt := filepath.Join(base, "mkt")
+	for _, d := range []string{"plugins/a/.claude-plugin", "plugins/b", "other"} {
+		if err := os.MkdirAll(filepath.Join(mkt, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(mkt, "plugins/file"), []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	outside := t.TempDir()
+	os.Symlink(outside, filepath.Join(mkt, "plugins/out"))
+	os.Symlink("b", filepath.Join(mkt, "plugins/in"))
+	os.Symlink("plugins", filepath.Join(mkt, "linked"))
+	link := filepath.Join(base, "link")
+	os.Symlink(mkt, link)
+	roots := []string{mkt, link, filepath.Join(base, "missing"), mkt + "/"}
+	paths := []string{"./plugins/a", "./plugins/b", "./", "./plugins/out", "./plugins/in", "./linked/a", "./plugins/none", "./plugins/file", "../x", "/etc"}
+	g := newGraph(nil, nil)
+	for round := 0; round < 2; round++ { // the second round answers from the memory
+		for _, root := range roots {
+			for _, p := range paths {
+				e := &plugin.Entry{Manifest: plugin.Manifest{Name: "x"}, Source: plugin.Source{Kind: plugin.SourceRelative, Path: p}}
+				want, wantErr := e.LocalDir(root)
+				got, gotErr := g.localDir(e, root)
+				if got != want || fmt.Sprint(gotErr) != fmt.Sprint(wantErr) {
+					t.Errorf("localDir(%s, %s) = %q, %v; LocalDir gives %q, %v", root, p, got, gotErr, want, wantErr)
+				}
+			}
+			wantM, wantErr := source.ResolveMarketplace(root)
+			gotM, gotErr := g.marketplaceAt(root)
+			if !reflect.DeepEqual(gotM, wantM) || fmt.Sprint(gotErr) != fmt.Sprint(wantErr) {
+				t.Errorf("marketplaceAt(%s) = %+v, %v; ResolveMarketplace gives %+v, %v", root, gotM, gotErr, wantM, wantErr)
+			}
+		}
 	}
 }

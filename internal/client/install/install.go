@@ -490,7 +490,7 @@ func (in *Installer) materialize(ctx context.Context, g *graph, id plugin.ID, fo
 	// A plugin stored in the marketplace is checked where it lives, so that
 	// errors name the file the user can fix.
 	if entry.Source.Kind == plugin.SourceRelative && hit.Root != "" {
-		if dir, err := entry.LocalDir(hit.Root); err == nil {
+		if dir, err := g.localDir(entry, hit.Root); err == nil {
 			if _, err := g.load(dir, entry); err != nil {
 				return nil, &plugin.Error{Layer: plugin.LayerMaterialization, Type: plugin.TypeManifestInvalid, Object: id.String(), Err: err,
 					Hint: plugin.HintOf(err)}
@@ -524,8 +524,11 @@ func (in *Installer) materialize(ctx context.Context, g *graph, id plugin.ID, fo
 	// The stage becomes the version directory itself: written read-only
 	// and durable as it is fetched, it is renamed into place without a
 	// second copy or a second pass over its files.
-	fr, err := in.o.Fetcher.Fetch(ctx, source.Request{Plugin: id.String(), Source: entry.Source, MarketplaceDir: hit.Root, Dest: stage,
-		Durable: true, ReadOnly: true})
+	req := source.Request{Plugin: id.String(), Source: entry.Source, MarketplaceDir: hit.Root, Dest: stage, Durable: true, ReadOnly: true}
+	if entry.Source.Kind == plugin.SourceRelative && hit.Root != "" {
+		req.Marketplace, _ = g.marketplaceAt(hit.Root) // nil on error: Fetch gives it
+	}
+	fr, err := in.o.Fetcher.Fetch(ctx, req)
 	if err != nil {
 		return nil, err
 	}

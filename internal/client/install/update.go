@@ -287,7 +287,7 @@ func outdatedOf(g *graph, rec cache.Record) Outdated {
 	}
 	// A plugin stored in the marketplace: its content decides.
 	if hit.Entry.Source.Kind == plugin.SourceRelative && hit.Root != "" {
-		if dir, err := hit.Entry.LocalDir(hit.Root); err == nil {
+		if dir, err := g.localDir(hit.Entry, hit.Root); err == nil {
 			if tree, err := trust.Digest(dir); err == nil && rec.Digest != "" {
 				if tree.Digest == rec.Digest {
 					o.Status = OutdatedCurrent

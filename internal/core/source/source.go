@@ -65,6 +65,11 @@ type Request struct {
 	Source plugin.Source
 	// MarketplaceDir is the marketplace clone; required for relative sources.
 	MarketplaceDir string
+	// Marketplace, when set, is MarketplaceDir as ResolveMarketplace
+	// resolved it: a caller fetching many plugins of one marketplace
+	// resolves the directory and its checkout once, not once per plugin.
+	// It is ignored unless its Dir is MarketplaceDir.
+	Marketplace *Marketplace
 	// Dest is an existing empty directory that receives the tree.
 	Dest string
 	// Durable has Fetch make the tree durable before it returns: each file

@@ -157,7 +157,7 @@ func walk(root string, withDirs bool, omit ...string) (*walked, error) {
 		// The root's own mtime moves when an entry is added at the top.
 		w.dirs = append(w.dirs, Entry{Path: ".", Size: lst.Size(), ModTime: lst.ModTime(), Mode: lst.Mode()})
 	}
-	if err := w.dir(root, ""); err != nil {
+	if err := w.walkTree(root); err != nil {
 		return nil, err
 	}
 	slices.SortFunc(w.entries, func(a, b Entry) int { return strings.Compare(a.Path, b.Path) })
@@ -234,14 +234,20 @@ func (w *walked) dir(root, rel string) error {
 			if err != nil {
 				return ioError(root, p, err)
 			}
-			w.entries = append(w.entries, Entry{Path: p, Kind: KindSymlink, Hash: sha256.Sum256([]byte(target)),
+			w.entries = append(w.entries, Entry{Path: p, Kind: KindSymlink, Hash: sha256Sum([]byte(target)),
 				Size: info.Size(), ModTime: info.ModTime(), Ctime: ctimeOf(info), Mode: mode})
 		default:
-			return treeError(root, p, fmt.Errorf("%s (%s): %w", p, mode.Type(), ErrSpecialFile))
+			return treeError(root, p, specialError(p, mode))
 		}
 	}
 	return nil
 }
+
+func specialError(p string, mode fs.FileMode) error {
+	return fmt.Errorf("%s (%s): %w", p, mode.Type(), ErrSpecialFile)
+}
+
+func sha256Sum(b []byte) [sha256.Size]byte { return sha256.Sum256(b) }
 
 func checkPath(root, p string) error {
 	if !utf8.ValidString(p) || strings.ContainsAny(p, "\n\r") {
