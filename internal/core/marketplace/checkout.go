@@ -1,6 +1,7 @@
 package marketplace
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -269,6 +270,51 @@ func writeBlob(dir string, j fileJob, r io.Reader, size int64) (*index.Entry, er
 	e := &index.Entry{Hash: j.hash, Name: j.name, Mode: mode, ModifiedAt: fi.ModTime(), Size: uint32(fi.Size())}
 	fillStat(e, fi)
 	return e, nil
+}
+
+// writeContent writes the file (or symlink) j under dir with content, its
+// blob, and returns its index entry: what writeBlob does, for a blob in
+// memory.
+func writeContent(dir string, j fileJob, content []byte) (*index.Entry, error) {
+	if j.mode == filemode.Symlink {
+		return writeBlob(dir, j, bytes.NewReader(content), int64(len(content)))
+	}
+	perm := os.FileMode(0o644)
+	if j.mode == filemode.Executable {
+		perm = 0o755
+	}
+	mode := j.mode
+	if mode == filemode.Deprecated {
+		mode = filemode.Regular
+	}
+	e := &index.Entry{Hash: j.hash, Name: j.name, Mode: mode}
+	if err := writeNewFile(filepath.Join(dir, filepath.FromSlash(j.name)), perm, content, e); err != nil {
+		return nil, err
+	}
+	return e, nil
+}
+
+// writeNewFileOS is writeNewFile through package os.
+func writeNewFileOS(p string, perm os.FileMode, content []byte, e *index.Entry) error {
+	f, err := createFile(p, perm)
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(content)
+	var fi os.FileInfo
+	if err == nil {
+		fi, err = f.Stat()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return err
+	}
+	e.ModifiedAt = fi.ModTime()
+	e.Size = uint32(fi.Size())
+	fillStat(e, fi)
+	return nil
 }
 
 func getTree(objs objectReader, h plumbing.Hash) (*object.Tree, error) {

@@ -11,6 +11,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"sort"
 
 	"compress/zlib"
 
@@ -99,7 +100,7 @@ func (w *packWriter) Close() error {
 }
 
 // packCacheBytes bounds the contents the indexer keeps for delta bases.
-const packCacheBytes = 8 << 20
+const packCacheBytes = 4 << 20
 
 // maxDeltaDepth is git's limit on a delta chain (pack-objects' depth bits).
 const maxDeltaDepth = 4095
@@ -122,8 +123,8 @@ type packIndexer struct {
 	out     *bufio.Writer // onto tmp
 	sink    objectSink
 	zr      io.ReadCloser
-	byOff   map[int64]*packObject
-	byHash  map[plumbing.Hash]*packObject
+	objs    []*packObject                 // in pack order, so by offset
+	byHash  map[plumbing.Hash]*packObject // made at the first ref delta
 	cache   *cache.BufferLRU
 	idx     idxfile.Writer
 	pending []*packObject // deltas whose base was not there yet
@@ -141,13 +142,11 @@ func indexPack(r io.Reader, tmp *os.File, packDir string, sink objectSink) (err 
 	}()
 	out := bufio.NewWriterSize(tmp, 64<<10)
 	p := &packIndexer{
-		in:     &packInput{r: r, buf: make([]byte, 64<<10), sum: sha1.New(), out: out},
-		tmp:    tmp,
-		out:    out,
-		sink:   sink,
-		byOff:  map[int64]*packObject{},
-		byHash: map[plumbing.Hash]*packObject{},
-		cache:  cache.NewBufferLRU(packCacheBytes),
+		in:    &packInput{r: r, buf: make([]byte, 64<<10), sum: sha1.New(), out: out},
+		tmp:   tmp,
+		out:   out,
+		sink:  sink,
+		cache: cache.NewBufferLRU(packCacheBytes),
 	}
 	var head [12]byte
 	n, err := io.ReadFull(p.in, head[:])
@@ -165,7 +164,9 @@ func indexPack(r io.Reader, tmp *os.File, packDir string, sink objectSink) (err 
 		return fmt.Errorf("%w: pack version %d", packfile.ErrUnsupportedVersion, v)
 	}
 	count := binary.BigEndian.Uint32(head[8:12])
-	_ = p.idx.OnHeader(count)
+	// Not idx.OnHeader(count): it reserves room for count entries, which
+	// the pack's header, from the server, may make any size.
+	p.objs = make([]*packObject, 0, min(count, 1<<16))
 	defer func() {
 		if p.zr != nil {
 			_ = p.zr.Close()
@@ -263,8 +264,8 @@ func (p *packIndexer) next() error {
 		if err != nil {
 			return err
 		}
-		base, ok := p.byOff[off-rel]
-		if !ok {
+		base := p.at(off - rel)
+		if base == nil {
 			return fmt.Errorf("delta on offset %d, where no object starts", off-rel)
 		}
 		o.delta, o.base = true, base
@@ -273,7 +274,7 @@ func (p *packIndexer) next() error {
 		if _, err := io.ReadFull(p.in, o.baseHash[:]); err != nil {
 			return err
 		}
-		o.base = p.byHash[o.baseHash]
+		o.base = p.hashes()[o.baseHash]
 	default:
 		return fmt.Errorf("object type %d", typ)
 	}
@@ -283,7 +284,7 @@ func (p *packIndexer) next() error {
 	}
 	p.in.account()
 	o.crc = p.in.crc
-	p.byOff[off] = o
+	p.objs = append(p.objs, o)
 	if o.delta && (o.base == nil || o.base.typ == 0) {
 		p.pending = append(p.pending, o)
 		return nil
@@ -309,7 +310,7 @@ func (p *packIndexer) add(o *packObject, data []byte) error {
 	h := plumbing.NewHasher(o.typ, int64(len(data)))
 	_, _ = h.Write(data)
 	o.hash = h.Sum()
-	if _, ok := p.byHash[o.hash]; !ok {
+	if _, ok := p.byHash[o.hash]; !ok && p.byHash != nil {
 		p.byHash[o.hash] = o
 	}
 	p.idx.Add(o.hash, uint64(o.off), o.crc)
@@ -320,6 +321,30 @@ func (p *packIndexer) add(o *packObject, data []byte) error {
 	return nil
 }
 
+// at returns the object at offset off, or nil.
+func (p *packIndexer) at(off int64) *packObject {
+	i := sort.Search(len(p.objs), func(i int) bool { return p.objs[i].off >= off })
+	if i < len(p.objs) && p.objs[i].off == off {
+		return p.objs[i]
+	}
+	return nil
+}
+
+// hashes returns the resolved objects by hash. Only a ref delta needs
+// them (git sends offset deltas to clients that can read them, as go-git
+// can), so the map is made when the first one comes.
+func (p *packIndexer) hashes() map[plumbing.Hash]*packObject {
+	if p.byHash == nil {
+		p.byHash = make(map[plumbing.Hash]*packObject, len(p.objs))
+		for _, o := range p.objs {
+			if _, ok := p.byHash[o.hash]; !ok && o.typ != 0 {
+				p.byHash[o.hash] = o
+			}
+		}
+	}
+	return p.byHash
+}
+
 // resolvePending resolves the deltas whose base came after them, once the
 // whole pack is on disk.
 func (p *packIndexer) resolvePending() error {
@@ -327,7 +352,7 @@ func (p *packIndexer) resolvePending() error {
 		var left []*packObject
 		for _, o := range p.pending {
 			if o.base == nil {
-				o.base = p.byHash[o.baseHash]
+				o.base = p.hashes()[o.baseHash]
 			}
 			if o.base == nil || o.base.typ == 0 {
 				left = append(left, o)

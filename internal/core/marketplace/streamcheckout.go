@@ -71,7 +71,7 @@ func newStreamCheckout(dir string) *streamCheckout {
 				if c.errs[i] != nil {
 					continue
 				}
-				e, err := writeBlob(dir, j.fileJob, bytes.NewReader(j.content), int64(len(j.content)))
+				e, err := writeContent(dir, j.fileJob, j.content)
 				if err != nil {
 					c.errs[i] = fmt.Errorf("check out %s: %w", j.name, err)
 					continue
