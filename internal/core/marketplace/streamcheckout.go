@@ -60,10 +60,10 @@ func newStreamCheckout(dir string) *streamCheckout {
 		wantBlob: map[plumbing.Hash][]fileJob{},
 		w:        &checkout{dir: dir},
 		jobs:     make(chan blobJob, 256),
-		results:  make([][]*index.Entry, checkoutWorkers),
-		errs:     make([]error, checkoutWorkers),
+		results:  make([][]*index.Entry, streamWorkers),
+		errs:     make([]error, streamWorkers),
 	}
-	for i := range checkoutWorkers {
+	for i := range streamWorkers {
 		c.wg.Add(1)
 		go func() {
 			defer c.wg.Done()
@@ -279,3 +279,10 @@ func memoryObject(t plumbing.ObjectType, content []byte) plumbing.EncodedObject 
 	_, _ = o.Write(content)
 	return o
 }
+
+// streamWorkers is how many goroutines write the files of a streamed
+// checkout. One: the files come one at a time from the indexer anyway, and
+// with more, the handing over between goroutines (futex wake-ups) cost
+// more system time than the writes gained (31,001 files, same run: 17.6
+// and 18.3 s of CPU with one writer, 25.4 and 23.7 s with four).
+const streamWorkers = 1
