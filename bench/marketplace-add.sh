@@ -14,9 +14,12 @@
 # alternating, [large-runs] each: median wall time, median CPU time (user +
 # system, git's helper processes included on both sides) and peak RSS (the
 # largest process: wharf, or git's clone, index-pack or upload-pack).
-# large-plugins 0 skips the large part.
+# large-plugins 0 skips the large part. With WHARF_BASELINE set to another
+# wharf binary (say, main's), the large add and update of that binary are
+# measured in the same alternation too, and reported against the same git
+# runs.
 #
-#   bash bench/marketplace-add.sh [runs] [large-runs] [large-plugins]
+#   [WHARF_BASELINE=/path/to/wharf] bash bench/marketplace-add.sh [runs] [large-runs] [large-plugins]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -168,6 +171,10 @@ echo "repository: $bigfiles files, pack $(du -sh "$big/.git/objects/pack" | cut 
 base="$out/big-base"
 mkdir -p "$base"
 WHARF_HOME="$base/home" "$out/wharf" marketplace add "file://$big" >/dev/null
+baseline=${WHARF_BASELINE:-}
+if [ -n "$baseline" ]; then
+	WHARF_HOME="$base/home-baseline" "$baseline" marketplace add "file://$big" >/dev/null
+fi
 git clone -q --depth 1 "file://$big" "$base/clone"
 
 echo "upstream commit: 200 files changed, 50 added, 20 deleted"
@@ -193,6 +200,10 @@ echo "large add and update: $large_runs runs each, alternating"
 for _ in $(seq 1 "$large_runs"); do
 	measure wharf-add "rm -rf $out/h" "WHARF_HOME=$out/h $out/wharf marketplace add file://$big"
 	measure git-clone "rm -rf $out/c" "git clone -q --depth 1 file://$big $out/c"
+	if [ -n "$baseline" ]; then
+		measure baseline-add "rm -rf $out/h" "WHARF_HOME=$out/h $baseline marketplace add file://$big"
+		measure baseline-update "rm -rf $out/h && cp -a $base/home-baseline $out/h" "WHARF_HOME=$out/h $baseline marketplace update big"
+	fi
 	measure wharf-update "rm -rf $out/h && cp -a $base/home $out/h" "WHARF_HOME=$out/h $out/wharf marketplace update big"
 	# The copy changes every file's inode and ctime, which git's index
 	# records: refresh it (untimed), as a clone that was not copied has it.
@@ -210,12 +221,17 @@ for line in open(sys.argv[1]):
     rows.setdefault(label, []).append((float(wall), float(user) + float(sys_), int(rss) / 1024))
 def med(label, i):
     return statistics.median(r[i] for r in rows[label])
-print(f"\n== {sys.argv[2]} files: wharf vs git (median of {len(rows['wharf-add'])}; RSS the largest)")
+print(f"\n== {sys.argv[2]} files: wharf vs git (median of {len(rows['wharf-add'])}; best in brackets; RSS the largest)")
 print(f"{'':28} {'wharf':>10} {'git':>10} {'ratio':>7}  target")
-for what, w, g in (("add / clone --depth 1", "wharf-add", "git-clone"), ("update / fetch + reset", "wharf-update", "git-fetch")):
+def best(label, i):
+    return min(r[i] for r in rows[label])
+pairs = [("add / clone --depth 1", "wharf-add", "git-clone"), ("update / fetch + reset", "wharf-update", "git-fetch")]
+if "baseline-add" in rows:
+    pairs += [("baseline add / clone", "baseline-add", "git-clone"), ("baseline update / fetch", "baseline-update", "git-fetch")]
+for what, w, g in pairs:
     for name, i, unit in (("wall", 0, "s"), ("CPU", 1, "s")):
         a, b = med(w, i), med(g, i)
-        print(f"{what + ' ' + name:28} {a:9.2f}{unit} {b:9.2f}{unit} {a / b:6.2f}x  {'<= 1.2x' if i == 0 else ''}")
+        print(f"{what + ' ' + name:28} {a:9.2f}{unit} {b:9.2f}{unit} {a / b:6.2f}x  (best {best(w, i):.2f} vs {best(g, i):.2f}: {best(w, i) / best(g, i):.2f}x)")
     a, b = max(r[2] for r in rows[w]), max(r[2] for r in rows[g])
     print(f"{what + ' peak RSS':28} {a:8.0f}MB {b:8.0f}MB {a / b:6.2f}x")
 PY

@@ -1,6 +1,7 @@
 package marketplace
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -114,16 +115,11 @@ type fileJob struct {
 
 // walk makes the directories of t under prefix and queues its files.
 func (w *checkout) walk(t *object.Tree, prefix string) error {
-	seen := make(map[string]bool, len(t.Entries))
+	if err := checkTree(t, prefix); err != nil {
+		return err
+	}
 	for _, e := range t.Entries {
 		name := prefix + e.Name
-		if err := checkTreeName(e.Name, e.Mode); err != nil {
-			return fmt.Errorf("%w: %q: %v", ErrUnsafeTreePath, name, err)
-		}
-		if seen[e.Name] {
-			return fmt.Errorf("%w: %q: named twice in its directory", ErrUnsafeTreePath, name)
-		}
-		seen[e.Name] = true
 		switch e.Mode {
 		case filemode.Dir:
 			if err := w.mkdir(name); err != nil {
@@ -142,12 +138,32 @@ func (w *checkout) walk(t *object.Tree, prefix string) error {
 				return err
 			}
 			w.entries = append(w.entries, &index.Entry{Name: name, Hash: e.Hash, Mode: filemode.Submodule})
-		case filemode.Regular, filemode.Executable, filemode.Deprecated, filemode.Symlink:
+		default:
 			select {
 			case w.jobs <- fileJob{name: name, hash: e.Hash, mode: e.Mode}:
 			case <-w.abort:
 				return nil // the writer's error is the checkout's
 			}
+		}
+	}
+	return nil
+}
+
+// checkTree refuses a tree (at prefix) whose entries a checkout must not
+// write: an unsafe name, a name given twice, an unknown mode.
+func checkTree(t *object.Tree, prefix string) error {
+	seen := make(map[string]bool, len(t.Entries))
+	for _, e := range t.Entries {
+		name := prefix + e.Name
+		if err := checkTreeName(e.Name, e.Mode); err != nil {
+			return fmt.Errorf("%w: %q: %v", ErrUnsafeTreePath, name, err)
+		}
+		if seen[e.Name] {
+			return fmt.Errorf("%w: %q: named twice in its directory", ErrUnsafeTreePath, name)
+		}
+		seen[e.Name] = true
+		switch e.Mode {
+		case filemode.Dir, filemode.Submodule, filemode.Regular, filemode.Executable, filemode.Deprecated, filemode.Symlink:
 		default:
 			return fmt.Errorf("%w: %q: unknown file mode %o", ErrUnsafeTreePath, name, uint32(e.Mode))
 		}
@@ -202,7 +218,13 @@ func (w *checkout) writeFile(objs objectReader, j fileJob) (*index.Entry, error)
 		return nil, fmt.Errorf("read blob %s: %w", j.hash, err)
 	}
 	defer r.Close()
-	p := filepath.Join(w.dir, filepath.FromSlash(j.name))
+	return writeBlob(w.dir, j, r, o.Size())
+}
+
+// writeBlob writes the file (or symlink) j under dir from r, its blob of
+// size bytes, and returns its index entry.
+func writeBlob(dir string, j fileJob, r io.Reader, size int64) (*index.Entry, error) {
+	p := filepath.Join(dir, filepath.FromSlash(j.name))
 	var fi os.FileInfo
 	if j.mode == filemode.Symlink && !(runtime.GOOS == "windows" && symlinkUnsupported(p)) {
 		target, err := io.ReadAll(io.LimitReader(r, maxLinkTarget+1))
@@ -228,8 +250,8 @@ func (w *checkout) writeFile(objs objectReader, j fileJob) (*index.Entry, error)
 			return nil, err
 		}
 		n, err := io.Copy(f, r)
-		if err == nil && n != o.Size() {
-			err = fmt.Errorf("blob %s: %d bytes, its header says %d", j.hash, n, o.Size())
+		if err == nil && n != size {
+			err = fmt.Errorf("blob %s: %d bytes, its header says %d", j.hash, n, size)
 		}
 		if err == nil {
 			fi, err = f.Stat()
@@ -248,6 +270,51 @@ func (w *checkout) writeFile(objs objectReader, j fileJob) (*index.Entry, error)
 	e := &index.Entry{Hash: j.hash, Name: j.name, Mode: mode, ModifiedAt: fi.ModTime(), Size: uint32(fi.Size())}
 	fillStat(e, fi)
 	return e, nil
+}
+
+// writeContent writes the file (or symlink) j under dir with content, its
+// blob, and returns its index entry: what writeBlob does, for a blob in
+// memory.
+func writeContent(dir string, j fileJob, content []byte) (*index.Entry, error) {
+	if j.mode == filemode.Symlink {
+		return writeBlob(dir, j, bytes.NewReader(content), int64(len(content)))
+	}
+	perm := os.FileMode(0o644)
+	if j.mode == filemode.Executable {
+		perm = 0o755
+	}
+	mode := j.mode
+	if mode == filemode.Deprecated {
+		mode = filemode.Regular
+	}
+	e := &index.Entry{Hash: j.hash, Name: j.name, Mode: mode}
+	if err := writeNewFile(filepath.Join(dir, filepath.FromSlash(j.name)), perm, content, e); err != nil {
+		return nil, err
+	}
+	return e, nil
+}
+
+// writeNewFileOS is writeNewFile through package os.
+func writeNewFileOS(p string, perm os.FileMode, content []byte, e *index.Entry) error {
+	f, err := createFile(p, perm)
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(content)
+	var fi os.FileInfo
+	if err == nil {
+		fi, err = f.Stat()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return err
+	}
+	e.ModifiedAt = fi.ModTime()
+	e.Size = uint32(fi.Size())
+	fillStat(e, fi)
+	return nil
 }
 
 func getTree(objs objectReader, h plumbing.Hash) (*object.Tree, error) {

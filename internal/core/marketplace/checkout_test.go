@@ -142,11 +142,12 @@ func assertSameCheckout(t *testing.T, fast, plain string) {
 	assertClean(t, fast)
 }
 
-// TestCheckoutEqualsGoGitCheckout: the checkout of a new clone leaves what
-// go-git's checkout leaves (files, modes, links, empty and large files, a
-// submodule, many directories) and the same index, and an update after
-// every kind of change upstream still equals a fresh go-git clone.
-func TestCheckoutEqualsGoGitCheckout(t *testing.T) {
+// trickyRepo is a marketplace repository of what a checkout can get
+// wrong: an executable, a link, empty and 3 MiB files, a non-ASCII name,
+// many directories, similar files (deltas in the pack) and a submodule
+// entry. Its large file was edited in a second commit.
+func trickyRepo(t *testing.T) *gitRepo {
+	t.Helper()
 	files := marketFiles("mk", "a", "b")
 	big := bytes.Repeat([]byte("large line of a plugin's bundled data\n"), (3<<20)/38)
 	files["plugins/a/data/big.txt"] = string(big)
@@ -169,6 +170,15 @@ func TestCheckoutEqualsGoGitCheckout(t *testing.T) {
 	// holds it as a delta.
 	repo.commit("edit", map[string]string{"plugins/a/data/big.txt": string(big) + "one more line\n"})
 
+	return repo
+}
+
+// TestCheckoutEqualsGoGitCheckout: the checkout of a new clone leaves what
+// go-git's checkout leaves (files, modes, links, empty and large files, a
+// submodule, many directories) and the same index, and an update after
+// every kind of change upstream still equals a fresh go-git clone.
+func TestCheckoutEqualsGoGitCheckout(t *testing.T) {
+	repo := trickyRepo(t)
 	m, _ := newTestManager(t, Options{})
 	k, err := m.Add(context.Background(), gitSource(t, repo.url()), "")
 	if err != nil {

@@ -80,9 +80,10 @@ func (g *gitClient) clone(ctx context.Context, src plugin.MarketplaceSource, dir
 		if err := os.RemoveAll(dir); err != nil {
 			return "", err
 		}
-		s, wt := openStorage(dir)
+		sc := newStreamCheckout(dir)
+		s := newIndexingStorage(dir, sc)
 		repo, err := g.withTimeout(ctx, remote, func(ctx context.Context, progress io.Writer) (*git.Repository, error) {
-			return git.CloneContext(ctx, s, wt, &git.CloneOptions{
+			return git.CloneContext(ctx, s, osfs.New(dir), &git.CloneOptions{
 				URL:           remote,
 				Auth:          auth,
 				ReferenceName: ref,
@@ -96,6 +97,7 @@ func (g *gitClient) clone(ctx context.Context, src plugin.MarketplaceSource, dir
 			})
 		})
 		if err != nil {
+			sc.stop()
 			s.Close()
 			lastErr = err
 			if isRefNotFound(err) {
@@ -105,8 +107,9 @@ func (g *gitClient) clone(ctx context.Context, src plugin.MarketplaceSource, dir
 		}
 		head, err := repo.Head()
 		if err == nil {
-			err = checkoutNew(s, head.Hash(), dir)
+			err = checkoutStreamed(s.Storage, sc, head.Hash())
 		}
+		sc.stop()
 		s.Close()
 		if err != nil {
 			return "", g.fail(src, "check out", err)
@@ -143,11 +146,39 @@ func (g *gitClient) clonePinned(ctx context.Context, src plugin.MarketplaceSourc
 // checkoutNew checks commit out into the new clone at dir (which holds
 // only .git) and writes its index.
 func checkoutNew(s *filesystem.Storage, commit plumbing.Hash, dir string) error {
-	ps, err := openPackSet(s.Filesystem())
+	open, err := packOpener(s)
 	if err != nil {
 		return err
 	}
-	open := func() (objectReader, func(), error) {
+	idx, err := checkoutFresh(open, commit, dir)
+	if err != nil {
+		return err
+	}
+	return s.SetIndex(idx)
+}
+
+// checkoutStreamed completes the checkout of commit that sc made while
+// the clone's pack came, and writes its index.
+func checkoutStreamed(s *filesystem.Storage, sc *streamCheckout, commit plumbing.Hash) error {
+	open, err := packOpener(s)
+	if err != nil {
+		return err
+	}
+	idx, err := sc.finish(open, commit)
+	if err != nil {
+		return err
+	}
+	return s.SetIndex(idx)
+}
+
+// packOpener returns what opens a checkout worker's reader of the packs
+// of s.
+func packOpener(s *filesystem.Storage) (func() (objectReader, func(), error), error) {
+	ps, err := openPackSet(s.Filesystem())
+	if err != nil {
+		return nil, err
+	}
+	return func() (objectReader, func(), error) {
 		// Each blob is read once: a small cache keeps the bases of
 		// deltas, not the files.
 		r, err := ps.reader(checkoutCacheBytes)
@@ -155,12 +186,7 @@ func checkoutNew(s *filesystem.Storage, commit plumbing.Hash, dir string) error 
 			return nil, nil, err
 		}
 		return r, r.Close, nil
-	}
-	idx, err := checkoutFresh(open, commit, dir)
-	if err != nil {
-		return err
-	}
-	return s.SetIndex(idx)
+	}, nil
 }
 
 // fetchSHA fetches one commit. Servers that refuse a want by SHA get a full
