@@ -38,7 +38,7 @@ func TestWalkAtEqualsByPath(t *testing.T) {
 			os.Symlink("commands", filepath.Join(dir, "cmds"))
 			os.Symlink("missing", filepath.Join(dir, "dangling"))
 			deep := filepath.Join(dir, "deep")
-			for i := range maxDepthAt + 3 {
+			for i := range deepWalk {
 				deep = filepath.Join(deep, fmt.Sprintf("d%d", i))
 				put(t, filepath.Join(deep, "f"), fmt.Sprint(i), 0o644)
 			}
