@@ -214,31 +214,45 @@ func (w *walked) dir(root, rel string) error {
 				return err
 			}
 			continue
-		case mode.IsRegular():
-			if p == SignaturesFile {
-				continue
-			}
-			if err := checkPath(root, p); err != nil {
-				return err
-			}
-			k := KindFile
-			if mode.Perm()&0o100 != 0 {
-				k = KindExec
-			}
-			w.entries = append(w.entries, Entry{Path: p, Kind: k, Size: info.Size(), ModTime: info.ModTime(), Ctime: ctimeOf(info), Mode: mode})
-		case mode&fs.ModeSymlink != 0:
-			if err := checkPath(root, p); err != nil {
-				return err
-			}
-			target, err := os.Readlink(filepath.Join(abs, name))
-			if err != nil {
-				return ioError(root, p, err)
-			}
-			w.entries = append(w.entries, Entry{Path: p, Kind: KindSymlink, Hash: sha256Sum([]byte(target)),
-				Size: info.Size(), ModTime: info.ModTime(), Ctime: ctimeOf(info), Mode: mode})
 		default:
-			return treeError(root, p, specialError(p, mode))
+			if err := w.leaf(root, p, mode, info.Size(), info.ModTime(), ctimeOf(info), func() (string, error) {
+				return os.Readlink(filepath.Join(abs, name))
+			}); err != nil {
+				return err
+			}
 		}
+	}
+	return nil
+}
+
+// leaf records the entry at p that is not a directory: a file, or a link
+// whose target readlink reads; anything else is refused.
+func (w *walked) leaf(root, p string, mode fs.FileMode, size int64, mtime time.Time, ctime int64, readlink func() (string, error)) error {
+	switch {
+	case mode.IsRegular():
+		if p == SignaturesFile {
+			return nil
+		}
+		if err := checkPath(root, p); err != nil {
+			return err
+		}
+		k := KindFile
+		if mode.Perm()&0o100 != 0 {
+			k = KindExec
+		}
+		w.entries = append(w.entries, Entry{Path: p, Kind: k, Size: size, ModTime: mtime, Ctime: ctime, Mode: mode})
+	case mode&fs.ModeSymlink != 0:
+		if err := checkPath(root, p); err != nil {
+			return err
+		}
+		target, err := readlink()
+		if err != nil {
+			return ioError(root, p, err)
+		}
+		w.entries = append(w.entries, Entry{Path: p, Kind: KindSymlink, Hash: sha256Sum([]byte(target)),
+			Size: size, ModTime: mtime, Ctime: ctime, Mode: mode})
+	default:
+		return treeError(root, p, specialError(p, mode))
 	}
 	return nil
 }

@@ -82,30 +82,16 @@ func (w *walked) dirAt(fd int, root, abs, rel string, depth int, buf *[pathBuf]b
 			if err := w.dirAt(sub, root, filepath.Join(abs, name), p, depth+1, buf); err != nil {
 				return err
 			}
-		case mode.IsRegular():
-			if p == SignaturesFile {
-				continue
-			}
-			if err := checkPath(root, p); err != nil {
-				return err
-			}
-			k := KindFile
-			if mode.Perm()&0o100 != 0 {
-				k = KindExec
-			}
-			w.entries = append(w.entries, Entry{Path: p, Kind: k, Size: st.Size, ModTime: mtime, Ctime: ctime, Mode: mode})
-		case mode&fs.ModeSymlink != 0:
-			if err := checkPath(root, p); err != nil {
-				return err
-			}
-			target, err := readlinkAt(fd, name)
-			if err != nil {
-				return ioError(root, p, &fs.PathError{Op: "readlink", Path: filepath.Join(abs, name), Err: err})
-			}
-			w.entries = append(w.entries, Entry{Path: p, Kind: KindSymlink, Hash: sha256Sum([]byte(target)),
-				Size: st.Size, ModTime: mtime, Ctime: ctime, Mode: mode})
 		default:
-			return treeError(root, p, specialError(p, mode))
+			if err := w.leaf(root, p, mode, st.Size, mtime, ctime, func() (string, error) {
+				target, err := readlinkAt(fd, name)
+				if err != nil {
+					return "", &fs.PathError{Op: "readlink", Path: filepath.Join(abs, name), Err: err}
+				}
+				return target, nil
+			}); err != nil {
+				return err
+			}
 		}
 	}
 	return nil
