@@ -61,10 +61,25 @@ func checkoutFresh(open func() (objectReader, func(), error), commit plumbing.Ha
 		return nil, err
 	}
 	w := &checkout{objs: objs, dir: dir, jobs: make(chan fileJob, 256), abort: make(chan struct{})}
+	written, err := w.run(checkoutWorkers, open, func() error { return w.walk(root, "") })
+	if err != nil {
+		return nil, err
+	}
+	idx := &index.Index{Version: 2}
+	idx.Entries = append(idx.Entries, w.entries...)
+	idx.Entries = append(idx.Entries, written...)
+	return idx, nil
+}
+
+// run writes the jobs feed queues with n workers, each reading blobs
+// through its own open, and returns the index entries they wrote. A
+// worker's failure closes w.abort, which feed should watch; the first
+// error of feed, then of the workers in order, is returned.
+func (w *checkout) run(n int, open func() (objectReader, func(), error), feed func() error) ([]*index.Entry, error) {
+	results := make([][]*index.Entry, n)
+	errs := make([]error, n)
 	var wg sync.WaitGroup
-	results := make([][]*index.Entry, checkoutWorkers)
-	errs := make([]error, checkoutWorkers)
-	for i := range checkoutWorkers {
+	for i := range n {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -80,21 +95,20 @@ func checkoutFresh(open func() (objectReader, func(), error), commit plumbing.Ha
 			results[i], errs[i] = w.write(objs)
 		}()
 	}
-	walkErr := w.walk(root, "")
+	feedErr := feed()
 	close(w.jobs)
 	wg.Wait()
-	if walkErr != nil {
-		return nil, walkErr
+	if feedErr != nil {
+		return nil, feedErr
 	}
-	idx := &index.Index{Version: 2}
-	idx.Entries = append(idx.Entries, w.entries...)
-	for i := range checkoutWorkers {
+	var out []*index.Entry
+	for i := range n {
 		if errs[i] != nil {
 			return nil, errs[i]
 		}
-		idx.Entries = append(idx.Entries, results[i]...)
+		out = append(out, results[i]...)
 	}
-	return idx, nil
+	return out, nil
 }
 
 type checkout struct {

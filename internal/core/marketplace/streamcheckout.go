@@ -216,44 +216,16 @@ func (c *streamCheckout) finish(open func() (objectReader, func(), error), head 
 // writeLate writes files by reading their blobs from the clone's packs.
 func writeLate(open func() (objectReader, func(), error), dir string, files []fileJob) ([]*index.Entry, error) {
 	w := &checkout{dir: dir, jobs: make(chan fileJob, 256), abort: make(chan struct{})}
-	n := min(checkoutWorkers, len(files))
-	results := make([][]*index.Entry, n)
-	errs := make([]error, n)
-	var wg sync.WaitGroup
-	for i := range n {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			objs, done, err := open()
-			if err != nil {
-				errs[i] = err
-				w.once.Do(func() { close(w.abort) })
-				for range w.jobs {
-				}
-				return
+	return w.run(min(checkoutWorkers, len(files)), open, func() error {
+		for _, j := range files {
+			select {
+			case w.jobs <- j:
+			case <-w.abort:
+				return nil // the worker's error is returned
 			}
-			defer done()
-			results[i], errs[i] = w.write(objs)
-		}()
-	}
-feed:
-	for _, j := range files {
-		select {
-		case w.jobs <- j:
-		case <-w.abort:
-			break feed
 		}
-	}
-	close(w.jobs)
-	wg.Wait()
-	var out []*index.Entry
-	for i := range n {
-		if errs[i] != nil {
-			return nil, errs[i]
-		}
-		out = append(out, results[i]...)
-	}
-	return out, nil
+		return nil
+	})
 }
 
 // emptyWorkTree removes everything in dir but .git.
