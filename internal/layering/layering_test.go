@@ -74,7 +74,7 @@ var table = []unit{
 	{"internal/core/inventory", 2, []string{"internal/core/lazyre", "internal/core/toolpin", "plugin"}, nil},
 	{"internal/core/marketplace", 2, []string{"internal/core/atomicfile", "internal/core/fetch", "internal/core/lazyre", "internal/core/netidle", "internal/core/store", "plugin"}, []string{"internal/testutil/claudetest", "internal/testutil/gitserve", "internal/testutil/netnstest", "internal/testutil/sharedtest", "internal/testutil/silentnet"}},
 	{"internal/core/policy", 2, []string{"internal/core/atomicfile", "internal/core/capability", "internal/core/lazyre", "internal/core/settings", "internal/core/toolpin", "plugin"}, []string{"internal/testutil/agentcli", "internal/testutil/claudetest"}},
-	{"internal/core/source", 2, []string{"internal/core/fetch", "internal/core/lazyre", "internal/core/netidle", "internal/core/progress", "plugin"}, []string{"internal/testutil/gitserve", "internal/testutil/netnstest", "internal/testutil/silentnet"}},
+	{"internal/core/source", 2, []string{"internal/core/atomicfile", "internal/core/fetch", "internal/core/lazyre", "internal/core/netidle", "internal/core/progress", "plugin"}, []string{"internal/testutil/gitserve", "internal/testutil/netnstest", "internal/testutil/silentnet"}},
 	{"internal/core/store/storetest", 2, []string{"internal/core/store"}, nil},
 	{"internal/server/etcdstore", 2, []string{"internal/core/store"}, []string{"internal/core/store/storetest", "internal/testutil/etcdtest"}},
 	{"internal/server/follow", 2, []string{"internal/core/store"}, []string{"internal/testutil/storeharness"}},

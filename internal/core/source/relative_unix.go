@@ -12,6 +12,8 @@ import (
 	"strings"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/wharfhq/wharf/internal/core/atomicfile"
 )
 
 // relativeAt turns copyRelativeAt on; the tests turn it off to compare it
@@ -98,7 +100,7 @@ func copyDirAt(fd int, abs, name string, depth int, t *tree) error {
 				return err
 			}
 		case typ&fs.ModeSymlink != 0:
-			target, err := readlinkAt(fd, base)
+			target, err := atomicfile.ReadlinkAt(fd, base)
 			if err != nil {
 				return &fs.PathError{Op: "readlink", Path: p, Err: err}
 			}
@@ -153,19 +155,5 @@ func (r fdReader) Read(p []byte) (int, error) {
 			return 0, io.EOF
 		}
 		return n, nil
-	}
-}
-
-// readlinkAt is os.Readlink of name in the directory dirfd.
-func readlinkAt(dirfd int, name string) (string, error) {
-	for size := 256; ; size *= 2 {
-		b := make([]byte, size)
-		n, err := unix.Readlinkat(dirfd, name, b)
-		if err != nil {
-			return "", err
-		}
-		if n < size {
-			return string(b[:n]), nil
-		}
 	}
 }

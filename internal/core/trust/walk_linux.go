@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/wharfhq/wharf/internal/core/atomicfile"
 )
 
 // walkAt turns walkDirAt on; the tests turn it off to compare it with
@@ -84,7 +86,7 @@ func (w *walked) dirAt(fd int, root, abs, rel string, depth int, buf *[pathBuf]b
 			}
 		default:
 			if err := w.leaf(root, p, mode, st.Size, mtime, ctime, func() (string, error) {
-				target, err := readlinkAt(fd, name)
+				target, err := atomicfile.ReadlinkAt(fd, name)
 				if err != nil {
 					return "", &fs.PathError{Op: "readlink", Path: filepath.Join(abs, name), Err: err}
 				}
@@ -95,18 +97,4 @@ func (w *walked) dirAt(fd int, root, abs, rel string, depth int, buf *[pathBuf]b
 		}
 	}
 	return nil
-}
-
-// readlinkAt is os.Readlink of name in the directory dirfd.
-func readlinkAt(dirfd int, name string) (string, error) {
-	for size := 256; ; size *= 2 {
-		b := make([]byte, size)
-		n, err := unix.Readlinkat(dirfd, name, b)
-		if err != nil {
-			return "", err
-		}
-		if n < size {
-			return string(b[:n]), nil
-		}
-	}
 }
