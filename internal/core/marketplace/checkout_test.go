@@ -527,3 +527,57 @@ func TestUpdateCheckoutEqualsGoGitReset(t *testing.T) {
 		t.Error("checkoutUpdate changed the work tree of a clone it left to go-git")
 	}
 }
+
+// TestUpdateRefusesUnsafeTreePaths: an upstream commit whose tree a fresh
+// checkout would refuse is refused by update too, with ErrUnsafeTreePath
+// naming the path, and the clone keeps its files.
+func TestUpdateRefusesUnsafeTreePaths(t *testing.T) {
+	file := func(name string) object.TreeEntry { return object.TreeEntry{Name: name, Mode: filemode.Regular} }
+	dir := func(name string) object.TreeEntry { return object.TreeEntry{Name: name, Mode: filemode.Dir} }
+	cases := []struct {
+		name    string
+		entries []object.TreeEntry
+		sub     []object.TreeEntry
+		path    string
+	}{
+		{"dot git dir", []object.TreeEntry{dir(".git")}, []object.TreeEntry{file("config")}, ".git"},
+		{"nested dot git", []object.TreeEntry{dir("plugins")}, []object.TreeEntry{dir(".git")}, "plugins/.git"},
+		{"dot dot", []object.TreeEntry{dir("..")}, []object.TreeEntry{file("escaped")}, ".."},
+		{"twice", []object.TreeEntry{file("twice"), file("twice")}, nil, "twice"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			repo := hostileRepo(t, nil, nil)
+			m, mdir := newTestManager(t, Options{})
+			k, err := m.Add(context.Background(), plugin.MarketplaceSource{Kind: plugin.MktGit, URL: "file://" + repo}, "")
+			if err != nil {
+				t.Fatalf("add of the safe commit: %v", err)
+			}
+			manifest := filepath.Join(k.InstallLocation, ".claude-plugin", "marketplace.json")
+			before, err := os.ReadFile(manifest)
+			if err != nil {
+				t.Fatal(err)
+			}
+			hostile := hostileRepo(t, tc.entries, tc.sub)
+			if err := os.RemoveAll(repo); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Rename(hostile, repo); err != nil {
+				t.Fatal(err)
+			}
+			_, err = m.Update(context.Background(), k.Name)
+			if !errors.Is(err, ErrUnsafeTreePath) {
+				t.Fatalf("update: %v, want ErrUnsafeTreePath", err)
+			}
+			if !strings.Contains(err.Error(), strconv.Quote(tc.path)) {
+				t.Errorf("error %q does not name %q", err, tc.path)
+			}
+			if after, err := os.ReadFile(manifest); err != nil || !bytes.Equal(after, before) {
+				t.Errorf("the clone's manifest after the refused update: %q, %v", after, err)
+			}
+			if _, err := os.Stat(filepath.Join(mdir, "escaped")); err == nil {
+				t.Error("a file was written outside the clone")
+			}
+		})
+	}
+}

@@ -184,15 +184,14 @@ func (d *treeDiff) diff(from, to *object.Tree, prefix string) error {
 			old[e.Name] = e
 		}
 	}
+	// The new tree is refused as a fresh checkout refuses it: unsafe
+	// names, a name given twice, unknown modes.
+	if err := checkTree(to, prefix); err != nil {
+		return err
+	}
 	seen := make(map[string]bool, len(to.Entries))
 	for _, e := range to.Entries {
 		name := prefix + e.Name
-		if err := checkTreeName(e.Name, e.Mode); err != nil {
-			return fmt.Errorf("%w: %q: %v", ErrUnsafeTreePath, name, err)
-		}
-		if seen[e.Name] {
-			return fmt.Errorf("%w: %q: named twice in its directory", ErrUnsafeTreePath, name)
-		}
 		seen[e.Name] = true
 		o, had := old[e.Name]
 		if had && o.Hash == e.Hash && o.Mode == e.Mode {
@@ -228,8 +227,6 @@ func (d *treeDiff) diff(from, to *object.Tree, prefix string) error {
 			d.writes = append(d.writes, fileJob{name: name, hash: e.Hash, mode: e.Mode})
 		case filemode.Submodule:
 			return errNotClean
-		default:
-			return fmt.Errorf("%w: %q: unknown file mode %o", ErrUnsafeTreePath, name, uint32(e.Mode))
 		}
 	}
 	if from != nil {
