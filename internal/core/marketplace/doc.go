@@ -17,6 +17,16 @@
 // parse. Every network step has a deadline (Options.GitTimeout). A Gate
 // (for example managed policy) is asked before any network or disk access.
 //
+// Two parts of a new clone are wharf's own, not go-git's, because go-git
+// offers no way to do them in one pass (docs/performance.md, "Git
+// paths"): the received pack is indexed by packindex.go, which inflates
+// each object once where go-git's indexer inflates it two or three
+// times, and writes the pack and .idx go-git would; and the work tree is
+// written by checkout.go and streamcheckout.go as the objects arrive,
+// with go-git's tree-name checks (checkTree) and the index go-git's
+// checkout writes. The transport, the storage, a pinned-commit clone and
+// the update of a clone that is not clean stay go-git's.
+//
 // A Catalog is the parsed marketplace.json of every known marketplace: search,
 // lookup by plugin ID, and the resolved source of each entry.
 package marketplace
