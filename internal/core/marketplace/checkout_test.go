@@ -296,20 +296,22 @@ func hostileRepo(t *testing.T, entries []object.TreeEntry, sub []object.TreeEntr
 	return dir
 }
 
-// TestCheckoutRefusesUnsafeTreePaths: a repository whose tree names a
-// path git must not write (.git and what filesystems take for it, "..",
-// a device name, a name given twice, a .gitmodules link) is refused with
-// ErrUnsafeTreePath naming the path, and nothing is left behind: no
-// clone, no file outside it.
-func TestCheckoutRefusesUnsafeTreePaths(t *testing.T) {
+// unsafeTree is a repository tree a checkout must refuse: its root
+// entries, the entries of each directory among them, and the path the
+// error names.
+type unsafeTree struct {
+	name    string
+	entries []object.TreeEntry
+	sub     []object.TreeEntry
+	path    string
+}
+
+// unsafeTrees are the trees TestCheckoutRefusesUnsafeTreePaths and
+// TestUpdateRefusesUnsafeTreePaths offer.
+func unsafeTrees() []unsafeTree {
 	file := func(name string) object.TreeEntry { return object.TreeEntry{Name: name, Mode: filemode.Regular} }
 	dir := func(name string) object.TreeEntry { return object.TreeEntry{Name: name, Mode: filemode.Dir} }
-	cases := []struct {
-		name    string
-		entries []object.TreeEntry
-		sub     []object.TreeEntry
-		path    string
-	}{
+	return []unsafeTree{
 		{"dot git dir", []object.TreeEntry{dir(".git")}, []object.TreeEntry{file("config")}, ".git"},
 		{"upper-case dot git", []object.TreeEntry{dir(".GIT")}, []object.TreeEntry{file("config")}, ".GIT"},
 		{"NTFS short name", []object.TreeEntry{dir("git~1")}, []object.TreeEntry{file("config")}, "git~1"},
@@ -323,6 +325,15 @@ func TestCheckoutRefusesUnsafeTreePaths(t *testing.T) {
 		{"twice", []object.TreeEntry{file("twice"), file("twice")}, nil, "twice"},
 		{"gitmodules link", []object.TreeEntry{{Name: ".gitmodules", Mode: filemode.Symlink}}, nil, ".gitmodules"},
 	}
+}
+
+// TestCheckoutRefusesUnsafeTreePaths: a repository whose tree names a
+// path git must not write (.git and what filesystems take for it, "..",
+// a device name, a name given twice, a .gitmodules link) is refused with
+// ErrUnsafeTreePath naming the path, and nothing is left behind: no
+// clone, no file outside it.
+func TestCheckoutRefusesUnsafeTreePaths(t *testing.T) {
+	cases := unsafeTrees()
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			repo := hostileRepo(t, tc.entries, tc.sub)
@@ -532,19 +543,7 @@ func TestUpdateCheckoutEqualsGoGitReset(t *testing.T) {
 // checkout would refuse is refused by update too, with ErrUnsafeTreePath
 // naming the path, and the clone keeps its files.
 func TestUpdateRefusesUnsafeTreePaths(t *testing.T) {
-	file := func(name string) object.TreeEntry { return object.TreeEntry{Name: name, Mode: filemode.Regular} }
-	dir := func(name string) object.TreeEntry { return object.TreeEntry{Name: name, Mode: filemode.Dir} }
-	cases := []struct {
-		name    string
-		entries []object.TreeEntry
-		sub     []object.TreeEntry
-		path    string
-	}{
-		{"dot git dir", []object.TreeEntry{dir(".git")}, []object.TreeEntry{file("config")}, ".git"},
-		{"nested dot git", []object.TreeEntry{dir("plugins")}, []object.TreeEntry{dir(".git")}, "plugins/.git"},
-		{"dot dot", []object.TreeEntry{dir("..")}, []object.TreeEntry{file("escaped")}, ".."},
-		{"twice", []object.TreeEntry{file("twice"), file("twice")}, nil, "twice"},
-	}
+	cases := unsafeTrees()
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			repo := hostileRepo(t, nil, nil)
