@@ -266,16 +266,44 @@ func (d *decoder) object(n *node, field string) bool {
 		d.typeError(n, field, "object")
 		return false
 	}
-	if len(n.members) > 1 {
-		seen := make(map[string]bool, len(n.members))
-		for _, m := range n.members {
-			if seen[m.key] {
-				d.warnf(&node{off: m.keyOff}, key(field, m.key), "duplicate key; the last value is used")
-			}
-			seen[m.key] = true
+	var dup []bool
+	if len(n.members) > smallObject {
+		dup = duplicateKeys(n.members)
+	}
+	for i, m := range n.members {
+		if dup != nil && dup[i] || dup == nil && hasEarlierKey(n.members, i) {
+			d.warnf(&node{off: m.keyOff}, key(field, m.key), "duplicate key; the last value is used")
 		}
 	}
 	return true
+}
+
+// smallObject is the member count up to which object compares keys one by
+// one (hasEarlierKey); a larger object is indexed once in a map
+// (duplicateKeys). Objects of a manifest have a handful of keys, and a map
+// per object was a large part of a marketplace parse's memory.
+const smallObject = 16
+
+// hasEarlierKey reports whether members[i]'s key is the key of an earlier
+// member.
+func hasEarlierKey(members []member, i int) bool {
+	for _, m := range members[:i] {
+		if m.key == members[i].key {
+			return true
+		}
+	}
+	return false
+}
+
+// duplicateKeys marks the members whose key an earlier member has.
+func duplicateKeys(members []member) []bool {
+	dup := make([]bool, len(members))
+	seen := make(map[string]bool, len(members))
+	for i, m := range members {
+		dup[i] = seen[m.key]
+		seen[m.key] = true
+	}
+	return dup
 }
 
 // unknown reports an unknown key as a warning; the caller keeps its value.

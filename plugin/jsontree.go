@@ -3,6 +3,7 @@ package plugin
 import (
 	"encoding/json"
 	"fmt"
+	"strings"
 	"unicode/utf8"
 )
 
@@ -78,16 +79,38 @@ func (n *node) get(key string) *node {
 	return nil
 }
 
+// The parser allocates little, because a marketplace is parsed at every
+// session start, where fresh memory costs a page fault per 4 KiB: keys and
+// strings are written one after another into one buffer (strs) and sliced
+// from it, nodes come from slabs, and an object's members or an array's
+// elements are gathered on a stack shared by the whole parse and copied out
+// once, at their exact size.
 type jsonParser struct {
 	src    []byte
+	strs   strings.Builder // the text of every string and number parsed
 	pos    int
 	values int
+	slab   []node
+	ms     []member // members of the objects being parsed, innermost last
+	es     []*node  // elements of the arrays being parsed, innermost last
+}
+
+// newNode returns a zeroed node from the current slab.
+func (p *jsonParser) newNode(kind nodeKind, off int) *node {
+	if len(p.slab) == cap(p.slab) {
+		p.slab = make([]node, 0, 64)
+	}
+	p.slab = p.slab[:len(p.slab)+1]
+	n := &p.slab[len(p.slab)-1]
+	n.kind, n.off = kind, off
+	return n
 }
 
 // parseJSON parses one JSON document. A syntax error is returned as
 // *SyntaxError with its line and column.
 func parseJSON(src []byte, file string) (*node, error) {
 	p := &jsonParser{src: src}
+	p.strs.Grow(len(src)) // no string is longer than the document
 	// A UTF-8 byte order mark is skipped: some editors on Windows write one.
 	if len(src) >= 3 && src[0] == 0xEF && src[1] == 0xBB && src[2] == 0xBF {
 		p.pos = 3
@@ -162,13 +185,17 @@ func (p *jsonParser) value(depth int) (*node, error) {
 		if err != nil {
 			return nil, err
 		}
-		return &node{kind: kindString, off: start, end: p.pos, str: s}, nil
+		n := p.newNode(kindString, start)
+		n.end, n.str = p.pos, s
+		return n, nil
 	case c == 't':
-		return p.literal("true", &node{kind: kindBool, off: start, boolean: true})
+		n := p.newNode(kindBool, start)
+		n.boolean = true
+		return p.literal("true", n)
 	case c == 'f':
-		return p.literal("false", &node{kind: kindBool, off: start})
+		return p.literal("false", p.newNode(kindBool, start))
 	case c == 'n':
-		return p.literal("null", &node{kind: kindNull, off: start})
+		return p.literal("null", p.newNode(kindNull, start))
 	case c == '-' || (c >= '0' && c <= '9'):
 		return p.number()
 	default:
@@ -218,7 +245,9 @@ func (p *jsonParser) number() (*node, error) {
 			return nil, p.errorf("invalid number: expected a digit in the exponent")
 		}
 	}
-	return &node{kind: kindNumber, off: start, end: p.pos, str: string(p.src[start:p.pos])}, nil
+	n := p.newNode(kindNumber, start)
+	n.end, n.str = p.pos, p.text(p.src[start:p.pos])
+	return n, nil
 }
 
 // stringLit scans a string literal and decodes it with encoding/json, which
@@ -237,7 +266,7 @@ func (p *jsonParser) stringLit() (string, error) {
 		case c == '"':
 			p.pos++
 			if simple {
-				return string(p.src[start+1 : p.pos-1]), nil
+				return p.text(p.src[start+1 : p.pos-1]), nil
 			}
 			var s string
 			if err := json.Unmarshal(p.src[start:p.pos], &s); err != nil {
@@ -277,12 +306,25 @@ func (p *jsonParser) stringLit() (string, error) {
 	}
 }
 
+// text returns b as a string held in p.strs. A Builder never changes bytes
+// it has handed out, so the strings stay valid as it grows.
+func (p *jsonParser) text(b []byte) string {
+	if len(b) == 0 {
+		return ""
+	}
+	at := p.strs.Len()
+	p.strs.Write(b)
+	return p.strs.String()[at:]
+}
+
 func isHex(c byte) bool {
 	return c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F'
 }
 
 func (p *jsonParser) object(depth int) (*node, error) {
-	n := &node{kind: kindObject, off: p.pos}
+	n := p.newNode(kindObject, p.pos)
+	base := len(p.ms)
+	defer func() { p.ms = p.ms[:base] }()
 	p.pos++
 	p.skipSpace()
 	if p.pos < len(p.src) && p.src[p.pos] == '}' {
@@ -310,7 +352,7 @@ func (p *jsonParser) object(depth int) (*node, error) {
 		if err != nil {
 			return nil, err
 		}
-		n.members = append(n.members, member{key: key, keyOff: keyOff, val: v})
+		p.ms = append(p.ms, member{key: key, keyOff: keyOff, val: v})
 		p.skipSpace()
 		if p.pos >= len(p.src) {
 			return nil, p.errorf("unexpected end of input, expected ',' or '}'")
@@ -321,6 +363,7 @@ func (p *jsonParser) object(depth int) (*node, error) {
 		case '}':
 			p.pos++
 			n.end = p.pos
+			n.members = append([]member(nil), p.ms[base:]...)
 			return n, nil
 		default:
 			return nil, p.errorf("unexpected %s, expected ',' or '}'", p.describe())
@@ -329,7 +372,9 @@ func (p *jsonParser) object(depth int) (*node, error) {
 }
 
 func (p *jsonParser) array(depth int) (*node, error) {
-	n := &node{kind: kindArray, off: p.pos}
+	n := p.newNode(kindArray, p.pos)
+	base := len(p.es)
+	defer func() { p.es = p.es[:base] }()
 	p.pos++
 	p.skipSpace()
 	if p.pos < len(p.src) && p.src[p.pos] == ']' {
@@ -343,7 +388,7 @@ func (p *jsonParser) array(depth int) (*node, error) {
 		if err != nil {
 			return nil, err
 		}
-		n.elems = append(n.elems, v)
+		p.es = append(p.es, v)
 		p.skipSpace()
 		if p.pos >= len(p.src) {
 			return nil, p.errorf("unexpected end of input, expected ',' or ']'")
@@ -354,6 +399,7 @@ func (p *jsonParser) array(depth int) (*node, error) {
 		case ']':
 			p.pos++
 			n.end = p.pos
+			n.elems = append([]*node(nil), p.es[base:]...)
 			return n, nil
 		default:
 			return nil, p.errorf("unexpected %s, expected ',' or ']'", p.describe())
