@@ -158,20 +158,52 @@ func loadWith(dir string, entry *Entry, tree *Tree) (*Plugin, []Diagnostic, erro
 	if tree != nil {
 		l.files = tree.Files
 	}
+	p, err := l.manifest(entry)
+	if err != nil {
+		return nil, l.diags, err
+	}
+	if l.firstType == "" {
+		l.discover(&p.Manifest)
+	}
+	return l.finish(p)
+}
+
+// LoadManifest is the part of Load that gives the effective manifest: the
+// checks of the root, plugin.json (or a root plugin.json's version), the
+// merge with entry and the name, without discovering components. When
+// Load(dir, entry) returns a plugin, LoadManifest returns its Manifest;
+// when that part of Load fails, LoadManifest fails with the same error. It
+// succeeds where Load fails only on a component.
+func LoadManifest(dir string, entry *Entry) (*Manifest, error) {
+	l := &loader{root: dir}
+	p, err := l.manifest(entry)
+	if err != nil {
+		return nil, err
+	}
+	if p, _, err = l.finish(p); err != nil {
+		return nil, err
+	}
+	return &p.Manifest, nil
+}
+
+// manifest checks the root and makes the effective manifest of Load. An
+// error it records as a diagnostic (l.firstType) is returned by finish.
+func (l *loader) manifest(entry *Entry) (*Plugin, error) {
+	dir, tree := l.root, l.tree
 	// A tree with the root's listing says the root is a directory; its
 	// real path is then resolved only if a path must be checked against
 	// it (a symlink, a plugin without a name).
 	if _, listed := tree.dirs()[filepath.Clean(dir)]; !listed {
 		fi, err := os.Stat(dir)
 		if err != nil {
-			return nil, nil, &Error{Layer: LayerMaterialization, Type: TypeNotFound, Object: dir, Err: err,
+			return nil, &Error{Layer: LayerMaterialization, Type: TypeNotFound, Object: dir, Err: err,
 				Hint: "check the plugin's source path in the marketplace"}
 		}
 		if !fi.IsDir() {
-			return nil, nil, Errorf(LayerMaterialization, TypeComponentLoad, dir, "", "plugin root %s is not a directory", dir)
+			return nil, Errorf(LayerMaterialization, TypeComponentLoad, dir, "", "plugin root %s is not a directory", dir)
 		}
 		if _, err := l.realRoot(); err != nil {
-			return nil, nil, &Error{Layer: LayerMaterialization, Type: TypeComponentLoad, Object: dir, Err: err}
+			return nil, &Error{Layer: LayerMaterialization, Type: TypeComponentLoad, Object: dir, Err: err}
 		}
 	}
 
@@ -182,13 +214,13 @@ func loadWith(dir string, entry *Entry, tree *Tree) (*Plugin, []Diagnostic, erro
 			m, diags, err := l.readDocument(mfile)
 			l.diags = append(l.diags, diags...)
 			if err != nil {
-				return nil, l.diags, err
+				return nil, err
 			}
 			pm = m
 			l.hasManifest = true
 		}
 	} else if !errors.Is(err, fs.ErrNotExist) {
-		return nil, nil, &Error{Layer: LayerMaterialization, Type: TypeComponentLoad, Object: mfile, Err: err}
+		return nil, &Error{Layer: LayerMaterialization, Type: TypeComponentLoad, Object: mfile, Err: err}
 	}
 
 	if pm == nil {
@@ -233,7 +265,7 @@ func loadWith(dir string, entry *Entry, tree *Tree) (*Plugin, []Diagnostic, erro
 	if p.Manifest.Name == "" {
 		real, err := l.realRoot()
 		if err != nil {
-			return nil, l.diags, &Error{Layer: LayerMaterialization, Type: TypeComponentLoad, Object: dir, Err: err}
+			return nil, &Error{Layer: LayerMaterialization, Type: TypeComponentLoad, Object: dir, Err: err}
 		}
 		p.Manifest.Name = filepath.Base(real)
 	}
@@ -245,9 +277,13 @@ func loadWith(dir string, entry *Entry, tree *Tree) (*Plugin, []Diagnostic, erro
 	// skills/ directory holds the marketplace's skills: there they replace
 	// it (what Claude Code does).
 	l.skillsAddDefault = entry == nil || !(entry.Source.Kind == SourceRelative && cleanRel(entry.Source.Path) == ".")
-	if l.firstType == "" {
-		l.discover(&p.Manifest)
-	}
+	return p, nil
+}
+
+// finish returns Load's result once the manifest is made and, without an
+// error so far, the components discovered.
+func (l *loader) finish(p *Plugin) (*Plugin, []Diagnostic, error) {
+	dir := l.root
 	if l.firstType != "" {
 		return nil, l.diags, &Error{Layer: LayerMaterialization, Type: l.firstType, Object: dir,
 			Err: firstError(l.diags), Hint: "fix the plugin and run: wharf validate " + dir}

@@ -27,6 +27,9 @@ type graph struct {
 	// the same result).
 	mu    sync.Mutex
 	loads map[string]loaded
+	// manifests is dir → plugin.LoadManifest of it, once per graph: the
+	// closure asks a marketplace's tree for dependencies only.
+	manifests map[string]loadedManifest
 	// roots is a marketplace root → that root resolved, once per graph
 	// (marketplaceAt): every relative entry of a marketplace is looked up
 	// below the same root, and this install reads one catalog of it.
@@ -41,6 +44,11 @@ type resolvedRoot struct {
 	err  error
 }
 
+type loadedManifest struct {
+	m   *plugin.Manifest
+	err error
+}
+
 type loaded struct {
 	p   *plugin.Plugin
 	err error
@@ -53,7 +61,7 @@ type nodeInfo struct {
 
 func newGraph(cat *marketplace.Catalog, recs []cache.Record) *graph {
 	g := &graph{cat: cat, installed: map[plugin.ID]cache.Record{}, fetched: map[plugin.ID]string{}, nodes: map[plugin.ID]nodeInfo{},
-		loads: map[string]loaded{}, roots: map[string]*resolvedRoot{}}
+		loads: map[string]loaded{}, manifests: map[string]loadedManifest{}, roots: map[string]*resolvedRoot{}}
 	for _, r := range recs {
 		g.installed[r.ID] = r
 	}
@@ -111,6 +119,27 @@ func (g *graph) load(dir string, entry *plugin.Entry) (*plugin.Plugin, error) {
 	return p, err
 }
 
+// manifest is plugin.LoadManifest of dir with entry, done once per graph.
+// A full load of dir already made answers for it: LoadManifest gives its
+// manifest (TestLoadManifestEqualsLoad).
+func (g *graph) manifest(dir string, entry *plugin.Entry) (*plugin.Manifest, error) {
+	g.mu.Lock()
+	l, full := g.loads[dir]
+	m, ok := g.manifests[dir]
+	g.mu.Unlock()
+	if full && l.err == nil {
+		return &l.p.Manifest, nil
+	}
+	if ok {
+		return m.m, m.err
+	}
+	pm, err := plugin.LoadManifest(dir, entry)
+	g.mu.Lock()
+	g.manifests[dir] = loadedManifest{pm, err}
+	g.mu.Unlock()
+	return pm, err
+}
+
 func (g *graph) remember(dir string, l loaded) {
 	g.mu.Lock()
 	g.loads[dir] = l
@@ -160,9 +189,11 @@ func (g *graph) lookup(id plugin.ID) nodeInfo {
 		return nodeInfo{}
 	}
 	if entry.Source.Kind == plugin.SourceRelative && root != "" {
+		// The closure needs the dependencies only: the components are
+		// loaded, and checked, from the copy that is installed.
 		if dir, err := g.localDir(entry, root); err == nil {
-			if p, err := g.load(dir, entry); err == nil {
-				return nodeInfo{resolver.Node{Dependencies: p.Manifest.Dependencies}, true}
+			if m, err := g.manifest(dir, entry); err == nil {
+				return nodeInfo{resolver.Node{Dependencies: m.Dependencies}, true}
 			}
 		}
 	}

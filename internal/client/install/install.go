@@ -478,23 +478,54 @@ func (sv *stagedVersion) cleanup() {
 	}
 }
 
+// checkBeforeFetch makes materialize load a plugin stored in the
+// marketplace from there before anything else, as it does for one with an
+// integrity; the tests set it to compare that way with the usual one.
+var checkBeforeFetch = false
+
 // materialize makes id's current catalog version present in the cache: an
 // existing version dir or a seed when the catalog names the version, else a
 // fresh fetch staged next to the cache dir.
-func (in *Installer) materialize(ctx context.Context, g *graph, id plugin.ID, force bool) (*stagedVersion, error) {
+func (in *Installer) materialize(ctx context.Context, g *graph, id plugin.ID, force bool) (_ *stagedVersion, err error) {
 	hit, err := g.cat.Lookup(id)
 	if err != nil {
 		return nil, err
 	}
 	entry := hit.Entry
 	// A plugin stored in the marketplace is checked where it lives, so that
-	// errors name the file the user can fix.
+	// errors name the file the user can fix: a refusal there comes before
+	// any other error of this plugin. That load is made before anything
+	// else only when a cached or seeded copy may answer instead of a fetch
+	// (the entry has an integrity). A fetched copy of it holding every
+	// entry of the plugin directory (Result.Omitted unset) loads as it
+	// does, so once that copy loads the check is not made again; when
+	// anything fails, it is made first and its refusal given.
+	check := func() error { return nil }
 	if entry.Source.Kind == plugin.SourceRelative && hit.Root != "" {
-		if dir, err := g.localDir(entry, hit.Root); err == nil {
-			if _, err := g.load(dir, entry); err != nil {
-				return nil, &plugin.Error{Layer: plugin.LayerMaterialization, Type: plugin.TypeManifestInvalid, Object: id.String(), Err: err,
-					Hint: plugin.HintOf(err)}
+		if dir, derr := g.localDir(entry, hit.Root); derr == nil {
+			var once sync.Once
+			var cerr error
+			check = func() error {
+				once.Do(func() {
+					if _, err := g.load(dir, entry); err != nil {
+						cerr = &plugin.Error{Layer: plugin.LayerMaterialization, Type: plugin.TypeManifestInvalid, Object: id.String(), Err: err,
+							Hint: plugin.HintOf(err)}
+					}
+				})
+				return cerr
 			}
+		}
+	}
+	defer func() {
+		if err != nil {
+			if cerr := check(); cerr != nil {
+				err = cerr
+			}
+		}
+	}()
+	if entry.Integrity != "" || checkBeforeFetch {
+		if err := check(); err != nil {
+			return nil, err
 		}
 	}
 	if v := hit.Version(); v != "" && !force {
@@ -536,6 +567,11 @@ func (in *Installer) materialize(ctx context.Context, g *graph, id plugin.ID, fo
 	if err != nil {
 		return nil, &plugin.Error{Layer: plugin.LayerMaterialization, Type: plugin.TypeManifestInvalid, Object: id.String(), Err: err,
 			Hint: "the fetched plugin is invalid; report it to the marketplace's owner (" + source.Describe(entry.Source) + ")"}
+	}
+	if fr.Omitted {
+		if err := check(); err != nil {
+			return nil, err
+		}
 	}
 	// A plugin without a version is versioned as Claude Code versions it:
 	// by the 12-digit commit of its git source, else of the git

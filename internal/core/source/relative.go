@@ -127,6 +127,7 @@ func copyWalk(src, prefix string, t *tree) error {
 		if prefix != "" {
 			name = prefix + "/" + name
 		} else if d.Name() == ".git" && !strings.Contains(name, "/") {
+			t.omitted = true
 			if d.IsDir() {
 				return filepath.SkipDir
 			}

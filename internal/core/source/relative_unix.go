@@ -79,6 +79,7 @@ func copyDirAt(fd int, abs, name string, depth int, t *tree) error {
 		p := filepath.Join(abs, base)
 		typ := e.Type()
 		if base == ".git" && name == "" {
+			t.omitted = true
 			continue
 		}
 		switch {

@@ -107,6 +107,11 @@ type Result struct {
 	// relative to Dest, with its size and content hash, taken from the
 	// bytes as they were written.
 	Written map[string]WrittenFile
+	// Omitted is set when the source had entries that were not written:
+	// the entries of a .git directory, which a plugin's tree never holds.
+	// Without it, a relative source's copy holds every entry of the
+	// plugin directory, each with the same name, type and content.
+	Omitted bool
 }
 
 // Describe renders a source for messages, e.g. "github:owner/repo@v1".
@@ -211,7 +216,7 @@ func (f *Fetcher) fetch(ctx context.Context, req Request, t *tree) (*Result, err
 		return nil, fail(&req, "check the disk and the permissions of "+req.Dest, err)
 	}
 	res.Kind = string(req.Source.Kind)
-	res.Entries, res.Bytes, res.Written = t.entries, t.bytes, t.written
+	res.Entries, res.Bytes, res.Written, res.Omitted = t.entries, t.bytes, t.written, t.omitted
 	f.progressf("%s: %d entries, %d bytes\n", req.Plugin, t.entries, t.bytes)
 	return res, nil
 }

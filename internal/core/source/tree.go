@@ -90,6 +90,9 @@ type tree struct {
 	durable, readOnly bool
 	written           map[string]WrittenFile
 	buf               []byte
+	// omitted is set when an entry given to the tree was left out, as
+	// every entry of a .git directory is (Result.Omitted).
+	omitted bool
 }
 
 // WrittenFile is what Fetch wrote to one regular file: its size and the
@@ -210,8 +213,12 @@ func inGitDir(name string, dir bool) bool {
 
 func (t *tree) mkdir(raw string) error {
 	name, err := CheckEntryPath(raw)
-	if err != nil || name == "" || inGitDir(name, true) {
+	if err != nil || name == "" {
 		return err
+	}
+	if inGitDir(name, true) {
+		t.omitted = true
+		return nil
 	}
 	if err := t.parents(name); err != nil {
 		return err
@@ -232,6 +239,7 @@ func (t *tree) file(raw string, exec bool, r io.Reader) error {
 		return fmt.Errorf("%w: file entry %q names the root", ErrUnsafePath, raw)
 	}
 	if inGitDir(name, false) {
+		t.omitted = true
 		return nil
 	}
 	if err := t.parents(name); err != nil {
@@ -290,6 +298,7 @@ func (t *tree) symlink(raw, target string) error {
 		return fmt.Errorf("%w: link entry %q names the root", ErrUnsafePath, raw)
 	}
 	if inGitDir(name, false) {
+		t.omitted = true
 		return nil
 	}
 	if target == "" || strings.HasPrefix(target, "/") || strings.ContainsAny(target, "\\\x00") {
