@@ -4,7 +4,6 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -27,9 +26,11 @@ import (
 // full loader never reads it. Earlier versions kept it gob-encoded
 // (layout.Paths.AgentLegacyIndex); saving the index removes that file.
 
-// indexFormat changes whenever what an entry holds changes; an index of
-// another format is ignored.
-const indexFormat = 5
+// indexFormat changes whenever what an entry holds changes, its key
+// included; an index of another format is ignored, so every entry misses
+// once and is written again. 6: the key appends the marketplace entry's
+// fields (appendEntry) instead of its JSON.
+const indexFormat = 6
 
 // maxIndex bounds the index file read at startup.
 const maxIndex = 64 << 20
@@ -183,12 +184,7 @@ func indexKey(r cache.Record, entry *plugin.Entry, x expander) string {
 		b = binary.LittleEndian.AppendUint64(b, uint64(e.Ctime))
 		b = binary.LittleEndian.AppendUint64(b, uint64(e.Mode))
 	}
-	if entry != nil {
-		js, _ := json.Marshal(entry)
-		b = keyStr(b, string(js))
-	} else {
-		b = keyStr(b, "")
-	}
+	b = appendEntry(b, entry)
 	sum := sha256.Sum256(b)
 	return hex.EncodeToString(sum[:])
 }

@@ -3,6 +3,7 @@ package agent
 import (
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"os"
 	"reflect"
 	"testing"
@@ -69,42 +70,66 @@ func TestIndexRefusesRepeatWithoutPrevious(t *testing.T) {
 	}
 }
 
-// An index an earlier version wrote (format 4, before repeated fields
-// were written once) is ignored: the cache-only load parses the trees,
-// gives what the full load gives, and writes the index again in the
-// current format.
+// An index an earlier version wrote is ignored: the cache-only load parses
+// the trees, gives what the full load gives, and writes the index again in
+// the current format. Format 4 wrote repeated fields every time; format 5
+// keyed entries on the JSON of the marketplace entry. The entries of the
+// old-format file here carry the current keys and stale components, so a
+// reader that trusted them would give those components.
 func TestIndexOfEarlierFormatIsRebuilt(t *testing.T) {
-	w := newWorld(t)
-	w.install("ops@corp", "1.0.0", fullPlugin("ops"))
-	w.install("lint@corp", "1.0.0", smallPlugin("lint"))
-	w.setEnabled("ops@corp", true)
-	w.setEnabled("lint@corp", true)
-	full := w.load(w.runtime(w.options()), Full)
-	file := layout.New(w.home).AgentIndex()
-	data, err := os.ReadFile(file)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if f, n := binary.Uvarint(data[len(indexMagic):]); n != 1 || f != indexFormat {
-		t.Fatalf("index format %d, want %d", f, indexFormat)
-	}
-	data[len(indexMagic)] = 4
-	if err := os.WriteFile(file, data, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := decodeIndex(data); !errors.Is(err, errIndex) {
-		t.Fatalf("a format-4 index decodes: %v", err)
-	}
-	cached := w.load(w.runtime(w.options()), CacheOnly)
-	if !reflect.DeepEqual(cached.Components(), full.Components()) || !reflect.DeepEqual(cached.Plugins(), full.Plugins()) {
-		t.Fatalf("cache-only over a format-4 index\n%+v\nfull\n%+v", cached.Components(), full.Components())
-	}
-	data, err = os.ReadFile(file)
-	if err != nil {
-		t.Fatal(err)
-	}
-	entries, err := decodeIndex(data)
-	if err != nil || len(entries) != 2 {
-		t.Fatalf("index after the load: %d entries, %v; want 2 in format %d", len(entries), err, indexFormat)
+	for _, format := range []byte{4, 5} {
+		t.Run(fmt.Sprint(format), func(t *testing.T) {
+			w := newWorld(t)
+			w.install("ops@corp", "1.0.0", fullPlugin("ops"))
+			w.install("lint@corp", "1.0.0", smallPlugin("lint"))
+			w.setEnabled("ops@corp", true)
+			w.setEnabled("lint@corp", true)
+			full := w.load(w.runtime(w.options()), Full)
+			file := layout.New(w.home).AgentIndex()
+			data, err := os.ReadFile(file)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if f, n := binary.Uvarint(data[len(indexMagic):]); n != 1 || f != indexFormat || f <= uint64(format) {
+				t.Fatalf("index format %d, want %d (after %d)", f, indexFormat, format)
+			}
+			entries, err := decodeIndex(data)
+			if err != nil || len(entries) != 2 {
+				t.Fatalf("index after the full load: %d entries, %v", len(entries), err)
+			}
+			for p, e := range entries {
+				for i := range e.Comps {
+					e.Comps[i].Description = "stale"
+				}
+				entries[p] = e
+			}
+			data = encodeIndex(entries)
+			data[len(indexMagic)] = format
+			if err := os.WriteFile(file, data, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := decodeIndex(data); !errors.Is(err, errIndex) {
+				t.Fatalf("a format-%d index decodes: %v", format, err)
+			}
+			cached := w.load(w.runtime(w.options()), CacheOnly)
+			if !reflect.DeepEqual(cached.Components(), full.Components()) || !reflect.DeepEqual(cached.Plugins(), full.Plugins()) {
+				t.Fatalf("cache-only over a format-%d index\n%+v\nfull\n%+v", format, cached.Components(), full.Components())
+			}
+			data, err = os.ReadFile(file)
+			if err != nil {
+				t.Fatal(err)
+			}
+			entries, err = decodeIndex(data)
+			if err != nil || len(entries) != 2 {
+				t.Fatalf("index after the load: %d entries, %v; want 2 in format %d", len(entries), err, indexFormat)
+			}
+			for _, e := range entries {
+				for _, c := range e.Comps {
+					if c.Description == "stale" {
+						t.Fatalf("the rewritten index kept a component of the format-%d one: %+v", format, c)
+					}
+				}
+			}
+		})
 	}
 }

@@ -150,5 +150,11 @@ fi
 # shellcheck disable=SC2086
 "$work/agentstart" -runs "$runs" $homes \
 	"floor (registry + fingerprints)=$work/floor -home {home}" \
-	"wharf agent components=$work/wharf --home {home} agent components --project $work/project"
-echo "target: wharf agent components at most 60 µs per installed plugin (cpu) and within 1.5x of the floor's per-plugin cost, at 200 bench plugins and on the realistic home"
+	"wharf agent components=$work/wharf --home {home} agent components --project $work/project" | tee "$out"
+# The per-plugin rows of wharf agent components (a label of three words,
+# then home, N, wall best and median, cpu best and median, and the three
+# ratios to the floor) give the measured figures next to the target.
+measured=$(awk '$1 == "wharf" && $2 == "agent" && NF >= 12 && ($4 == "bench200" || $4 == "realworld") {
+	printf "%s%s %.0f µs cpu best, %.0f median, %s best / %s median of the floor", (n++ ? "; " : ""), $4, $8, $9, $11, $12
+}' "$out")
+echo "target: wharf agent components at most 60 µs per installed plugin (cpu) and within 1.5x of the floor's per-plugin cost, at 200 bench plugins and on the realistic home; measured: ${measured:-none}"

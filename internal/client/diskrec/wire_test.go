@@ -95,3 +95,43 @@ func FuzzReader(f *testing.F) {
 		}
 	})
 }
+
+// Uvarint reads what binary.Uvarint reads, and fails where it fails (n ==
+// 0: the input ends inside the varint; n < 0: more than 64 bits), without
+// moving on past a malformed varint.
+func TestUvarintEqualsBinary(t *testing.T) {
+	var cases [][]byte
+	for _, v := range []uint64{0, 1, 127, 128, 255, 16383, 16384, 1<<32 - 1, 1 << 63, math.MaxUint64} {
+		cases = append(cases, binary.AppendUvarint(nil, v))
+	}
+	cases = append(cases,
+		nil,                              // empty
+		[]byte{0x80}, []byte{0xff, 0xff}, // truncated
+		[]byte{0x80, 0x00}, // overlong zero: binary.Uvarint accepts it
+		[]byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01},       // max
+		[]byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x02},       // 65 bits
+		[]byte{0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x01}, // eleven bytes
+		[]byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff},             // nine bytes, truncated
+	)
+	for _, in := range cases {
+		want, n := binary.Uvarint(in)
+		// A byte after the varint must stay unread.
+		r := reader(append(in[:len(in):len(in)], 0x05))
+		got := r.Uvarint()
+		switch {
+		case n > 0:
+			if got != want || r.Err() != nil || r.Left() != 1 {
+				t.Errorf("% x: %d, err %v, %d left; binary.Uvarint %d", in, got, r.Err(), r.Left(), want)
+			}
+		case n < 0 && (got != 0 || !errors.Is(r.Err(), errBad)):
+			t.Errorf("% x: %d, err %v; binary.Uvarint overflows", in, got, r.Err())
+		default:
+			// With the trailing byte a truncated varint is complete:
+			// read the input alone.
+			alone := reader(in)
+			if got := alone.Uvarint(); got != 0 || !errors.Is(alone.Err(), errBad) {
+				t.Errorf("% x: %d, err %v; binary.Uvarint n = %d", in, got, alone.Err(), n)
+			}
+		}
+	}
+}
