@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"hash"
 	"io"
 	"io/fs"
 	"maps"
@@ -164,6 +165,7 @@ func (x *componentIndex) save(recs []cache.Record) error {
 // hash.
 func indexKey(r cache.Record, entry *plugin.Entry, x expander) string {
 	var stack [4096]byte
+	var h hash.Hash
 	b := keyStr(stack[:0], r.ID.Name+"@"+r.ID.Source)
 	for _, s := range []string{r.Version, r.InstallPath, r.Digest, x.root, x.data, x.project} {
 		b = keyStr(b, s)
@@ -183,11 +185,31 @@ func indexKey(r cache.Record, entry *plugin.Entry, x expander) string {
 		b = binary.LittleEndian.AppendUint64(b, uint64(e.Mtime))
 		b = binary.LittleEndian.AppendUint64(b, uint64(e.Ctime))
 		b = binary.LittleEndian.AppendUint64(b, uint64(e.Mode))
+		if len(b) > keySpill {
+			if h == nil {
+				h = sha256.New()
+			}
+			h.Write(b)
+			b = b[:0]
+		}
 	}
 	b = appendEntry(b, entry)
-	sum := sha256.Sum256(b)
+	var sum [sha256.Size]byte
+	if h == nil {
+		sum = sha256.Sum256(b)
+	} else {
+		h.Write(b)
+		h.Sum(sum[:0])
+	}
 	return hex.EncodeToString(sum[:])
 }
+
+// keySpill is how full indexKey lets its stack buffer get before it hashes
+// what it holds and starts again. A plugin of a few hundred files has a
+// fingerprint of tens of kilobytes; growing one buffer to hold it cost a
+// session start fresh memory, which is a page fault per 4 KiB. The sum is
+// the same either way.
+var keySpill = 3 << 10
 
 func keyStr(b []byte, s string) []byte {
 	b = binary.LittleEndian.AppendUint64(b, uint64(len(s)))
