@@ -56,14 +56,8 @@ func TestInstallCheckOfMarketplaceTreeEqualsCheckFirst(t *testing.T) {
 		defer func() { checkBeforeFetch = old }()
 		tw := testworld.New(t)
 		mgr, in := newInstaller(t, tw)
-		src, err := plugin.ParseMarketplaceSource(mkt)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := mgr.Add(bg, src, ""); err != nil {
-			t.Fatal(err)
-		}
-		_, err = in.Install(bg, Request{ID: plugin.MustParseID(name + "@corp")})
+		addMarketplaceDir(t, mgr, mkt)
+		_, err := in.Install(bg, Request{ID: plugin.MustParseID(name + "@corp")})
 		msg := ""
 		if err != nil {
 			msg = strings.ReplaceAll(err.Error(), tw.Home, "HOME")

@@ -76,13 +76,7 @@ func TestSignedArchiveInstallsWithoutGitDir(t *testing.T) {
 		 "signatures": [{"keyid": "`+sig.KeyID+`", "sig": "`+sig.Sig+`"}]}]}`)
 	mgr, in := newInstaller(t, tw)
 	in.o.Keys = kr
-	src, err := plugin.ParseMarketplaceSource(mkt)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := mgr.Add(bg, src, ""); err != nil {
-		t.Fatal(err)
-	}
+	addMarketplaceDir(t, mgr, mkt)
 	res, err := in.Install(bg, Request{ID: plugin.MustParseID("app@corp")})
 	if err != nil {
 		t.Fatal(err)

@@ -87,6 +87,18 @@ func newInstaller(t *testing.T, tw *testworld.World) (*marketplace.Manager, *Ins
 	return mgr, in
 }
 
+// addMarketplaceDir adds the marketplace at dir to mgr.
+func addMarketplaceDir(t *testing.T, mgr *marketplace.Manager, dir string) {
+	t.Helper()
+	src, err := plugin.ParseMarketplaceSource(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := mgr.Add(bg, src, ""); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func (w *world) registry() map[string]cache.Record {
 	recs, err := w.c.List()
 	if err != nil {

@@ -51,13 +51,7 @@ func killedWorld(t *testing.T) (*testworld.World, *Installer) {
 		}
 	}
 	mgr, in := newInstaller(t, tw)
-	src, err := plugin.ParseMarketplaceSource(mkt)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := mgr.Add(bg, src, ""); err != nil {
-		t.Fatal(err)
-	}
+	addMarketplaceDir(t, mgr, mkt)
 	return tw, in
 }
 

@@ -82,13 +82,7 @@ func legacyWorld(t *testing.T, managed, extra, user string) *Installer {
 	if err != nil {
 		t.Fatal(err)
 	}
-	src, err := plugin.ParseMarketplaceSource(mkt)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := mgr.Add(bg, src, ""); err != nil {
-		t.Fatal(err)
-	}
+	addMarketplaceDir(t, mgr, mkt)
 	return in
 }
 

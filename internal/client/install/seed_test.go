@@ -37,13 +37,7 @@ func TestSeedDoesNotReplaceUnpinnedPlugin(t *testing.T) {
 	}
 	tw.Cache = c
 	mgr, in := newInstaller(t, tw)
-	src, err := plugin.ParseMarketplaceSource(mkt)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := mgr.Add(bg, src, ""); err != nil {
-		t.Fatal(err)
-	}
+	addMarketplaceDir(t, mgr, mkt)
 	id := plugin.MustParseID("deploy@corp")
 	res, err := in.Install(bg, Request{ID: id})
 	if err != nil {
