@@ -503,16 +503,12 @@ func (in *Installer) materialize(ctx context.Context, g *graph, id plugin.ID, fo
 	check := func() error { return nil }
 	if entry.Source.Kind == plugin.SourceRelative && hit.Root != "" {
 		if dir, derr := g.localDir(entry, hit.Root); derr == nil {
-			var once sync.Once
-			var cerr error
-			check = func() error {
-				once.Do(func() {
-					if _, err := g.load(dir, entry); err != nil {
-						cerr = &plugin.Error{Layer: plugin.LayerMaterialization, Type: plugin.TypeManifestInvalid, Object: id.String(), Err: err,
-							Hint: plugin.HintOf(err)}
-					}
-				})
-				return cerr
+			check = func() error { // g.load loads dir once per graph
+				if _, err := g.load(dir, entry); err != nil {
+					return &plugin.Error{Layer: plugin.LayerMaterialization, Type: plugin.TypeManifestInvalid, Object: id.String(), Err: err,
+						Hint: plugin.HintOf(err)}
+				}
+				return nil
 			}
 		}
 	}
