@@ -323,8 +323,7 @@ func isHex(c byte) bool {
 
 func (p *jsonParser) object(depth int) (*node, error) {
 	n := p.newNode(kindObject, p.pos)
-	base := len(p.ms)
-	defer func() { p.ms = p.ms[:base] }()
+	base := len(p.ms) // p.ms[base:] are this object's members
 	p.pos++
 	p.skipSpace()
 	if p.pos < len(p.src) && p.src[p.pos] == '}' {
@@ -364,6 +363,7 @@ func (p *jsonParser) object(depth int) (*node, error) {
 			p.pos++
 			n.end = p.pos
 			n.members = append([]member(nil), p.ms[base:]...)
+			p.ms = p.ms[:base]
 			return n, nil
 		default:
 			return nil, p.errorf("unexpected %s, expected ',' or '}'", p.describe())
@@ -373,8 +373,7 @@ func (p *jsonParser) object(depth int) (*node, error) {
 
 func (p *jsonParser) array(depth int) (*node, error) {
 	n := p.newNode(kindArray, p.pos)
-	base := len(p.es)
-	defer func() { p.es = p.es[:base] }()
+	base := len(p.es) // p.es[base:] are this array's elements
 	p.pos++
 	p.skipSpace()
 	if p.pos < len(p.src) && p.src[p.pos] == ']' {
@@ -400,6 +399,7 @@ func (p *jsonParser) array(depth int) (*node, error) {
 			p.pos++
 			n.end = p.pos
 			n.elems = append([]*node(nil), p.es[base:]...)
+			p.es = p.es[:base]
 			return n, nil
 		default:
 			return nil, p.errorf("unexpected %s, expected ',' or ']'", p.describe())
