@@ -34,7 +34,7 @@ func BenchmarkIndexKeyEntry(b *testing.B) {
 		b.ReportAllocs()
 		for i := 0; b.Loop(); i++ {
 			js, _ := json.Marshal(entries[i%len(entries)])
-			keyStr(buf[:0], string(js))
+			keyStrs(buf[:0], string(js))
 		}
 	})
 }

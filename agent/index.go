@@ -166,21 +166,18 @@ func (x *componentIndex) save(recs []cache.Record) error {
 func indexKey(r cache.Record, entry *plugin.Entry, x expander) string {
 	var stack [4096]byte
 	var h hash.Hash
-	b := keyStr(stack[:0], r.ID.Name+"@"+r.ID.Source)
-	for _, s := range []string{r.Version, r.InstallPath, r.Digest, x.root, x.data, x.project} {
-		b = keyStr(b, s)
-	}
+	b := keyStrs(stack[:0], r.ID.Name, r.ID.Source, r.Version, r.InstallPath, r.Digest, x.root, x.data, x.project)
 	b = binary.LittleEndian.AppendUint64(b, uint64(len(x.uc)))
 	for _, k := range slices.Sorted(maps.Keys(x.uc)) {
-		b = keyStr(keyStr(b, k), x.uc[k])
+		b = keyStrs(b, k, x.uc[k])
 	}
 	b = binary.LittleEndian.AppendUint64(b, uint64(len(x.held)))
 	for _, k := range x.held {
-		b = keyStr(b, k)
+		b = keyStrs(b, k)
 	}
 	b = binary.LittleEndian.AppendUint64(b, uint64(len(r.Fingerprint.Entries)))
 	for _, e := range r.Fingerprint.Entries {
-		b = keyStr(keyStr(keyStr(b, e.Path), e.Kind), e.Hash)
+		b = keyStrs(b, e.Path, e.Kind, e.Hash)
 		b = binary.LittleEndian.AppendUint64(b, uint64(e.Size))
 		b = binary.LittleEndian.AppendUint64(b, uint64(e.Mtime))
 		b = binary.LittleEndian.AppendUint64(b, uint64(e.Ctime))
@@ -210,11 +207,6 @@ func indexKey(r cache.Record, entry *plugin.Entry, x expander) string {
 // session start fresh memory, which is a page fault per 4 KiB. The sum is
 // the same either way.
 var keySpill = 3 << 10
-
-func keyStr(b []byte, s string) []byte {
-	b = binary.LittleEndian.AppendUint64(b, uint64(len(s)))
-	return append(b, s...)
-}
 
 // normalize puts c in the form an index round trip preserves: empty maps and
 // slices become nil, so a component read from the index equals one parsed
