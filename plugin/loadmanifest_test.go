@@ -8,8 +8,6 @@ import (
 	"reflect"
 	"strings"
 	"testing"
-
-	"github.com/wharfhq/wharf/internal/testutil/sharedtest"
 )
 
 // sameAsLoad checks LoadManifest(dir, e) against Load(dir, e): the same
@@ -171,49 +169,53 @@ func TestLoadManifestEqualsLoad(t *testing.T) {
 	sameAsLoad(t, "root is a file", filepath.Join(mkt, ".claude-plugin", "marketplace.json"), nil, false)
 }
 
-// TestLoadManifestEqualsLoadOnCorpAndRealWorld compares the two over every
-// relative plugin of the test marketplace and of the real-world ones.
-func TestLoadManifestEqualsLoadOnCorpAndRealWorld(t *testing.T) {
-	roots := []string{filepath.Join("testdata", "corp")}
-	// The real-world marketplaces when they are beside the repository
-	// (sharedtest.RealWorldDir); the test marketplace alone otherwise.
-	if rw := filepath.Join(sharedtest.RepoRoot(t), "..", "shared", "realworld"); fileExists(filepath.Join(rw, "README.md")) {
-		roots = append(roots, rw)
-	}
-	n := 0
-	for _, r := range roots {
-		var mkts []string
-		if _, err := os.Stat(filepath.Join(r, ".claude-plugin", "marketplace.json")); err == nil {
-			mkts = append(mkts, r)
-		} else {
-			ds, _ := os.ReadDir(r)
-			for _, d := range ds {
-				if d.IsDir() {
-					mkts = append(mkts, filepath.Join(r, d.Name()))
-				}
+// TestLoadManifestEqualsLoadOnCorp compares the two over every relative
+// plugin of the test marketplace.
+func TestLoadManifestEqualsLoadOnCorp(t *testing.T) {
+	sameAsLoadUnder(t, filepath.Join("testdata", "corp"))
+}
+
+// TestLoadManifestEqualsLoadOnRealWorld does the same over the real
+// marketplaces; it skips, or fails in CI, without them.
+func TestLoadManifestEqualsLoadOnRealWorld(t *testing.T) {
+	sameAsLoadUnder(t, realworldDir(t))
+}
+
+// sameAsLoadUnder runs sameAsLoad over every relative plugin of the
+// marketplace at r, or of each marketplace directly under r.
+func sameAsLoadUnder(t *testing.T, r string) {
+	var mkts []string
+	if _, err := os.Stat(filepath.Join(r, ".claude-plugin", "marketplace.json")); err == nil {
+		mkts = append(mkts, r)
+	} else {
+		ds, _ := os.ReadDir(r)
+		for _, d := range ds {
+			if d.IsDir() {
+				mkts = append(mkts, filepath.Join(r, d.Name()))
 			}
 		}
-		for _, root := range mkts {
-			m, _, err := ReadMarketplace(root)
+	}
+	n := 0
+	for _, root := range mkts {
+		m, _, err := ReadMarketplace(root)
+		if err != nil {
+			continue
+		}
+		for i := range m.Plugins {
+			e := &m.Plugins[i]
+			if e.Source.Kind != SourceRelative {
+				continue
+			}
+			dir, err := e.LocalDir(root)
 			if err != nil {
 				continue
 			}
-			for i := range m.Plugins {
-				e := &m.Plugins[i]
-				if e.Source.Kind != SourceRelative {
-					continue
-				}
-				dir, err := e.LocalDir(root)
-				if err != nil {
-					continue
-				}
-				sameAsLoad(t, root+": "+e.Name, dir, e, false)
-				n++
-			}
+			sameAsLoad(t, root+": "+e.Name, dir, e, false)
+			n++
 		}
 	}
 	if n == 0 {
-		t.Fatal("no plugin compared")
+		t.Fatalf("no plugin compared under %s", r)
 	}
 	t.Logf("%d plugins compared", n)
 }
