@@ -22,6 +22,7 @@ import (
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
+	"google.golang.org/grpc"
 
 	"github.com/wharfhq/wharf/internal/core/store"
 )
@@ -106,6 +107,9 @@ type Options struct {
 	TLS      *tls.Config
 	Username string
 	Password string
+	// dialOptions go to every member's client (tests put interceptors
+	// there that answer as a member under a fault would).
+	dialOptions []grpc.DialOption
 }
 
 const defaultEtcdPrefix = "/wharf"
@@ -172,6 +176,7 @@ func Open(endpoints []string, opts Options) (*Store, error) {
 			Username:             opts.Username,
 			Password:             opts.Password,
 			Logger:               zap.NewNop(),
+			DialOptions:          opts.dialOptions,
 		})
 		if err != nil {
 			e.Close()
@@ -684,18 +689,37 @@ func (t *etcdTx) commit(marker string, attempt int, lost *bool) (bool, error) {
 		t.e.ambiguous.Add(1)
 		*lost = true
 	}
-	if err != nil && rpctypes.Error(err) == rpctypes.ErrNoSpace && !*lost {
-		return false, fmt.Errorf("store: etcd: %w: the cluster refused the update (%v), which was not applied; its space quota (--quota-backend-bytes) is used up", store.ErrNoSpace, err)
-	}
-	if err != nil {
+	noSpace := err != nil && rpctypes.Error(err) == rpctypes.ErrNoSpace
+	if err != nil && !noSpace {
 		return false, fmt.Errorf("store: etcd commit (it may or may not have been applied; read the state before retrying): %w", err)
 	}
-	if resp.Succeeded || !*lost {
+	if !noSpace && (resp.Succeeded || !*lost) {
 		return resp.Succeeded, nil
 	}
-	// It failed after a lost answer: did the lost try apply?
+	// "database space exceeded" does not say the transaction was not
+	// applied: a member refuses a request before proposing it when its
+	// backend is already over the quota, but one admitted below the quota
+	// that the backend outgrew before it applied is applied and answered
+	// with the same error (etcd's quota applier), raising the alarm. Only
+	// the marker tells them apart, as it does after a lost answer.
+	applied, merr := t.markerApplied(marker, mark)
+	switch {
+	case merr != nil:
+		return false, merr
+	case noSpace && applied:
+		return true, nil
+	case noSpace:
+		return false, fmt.Errorf("store: etcd: %w: the cluster refused the update (%v), which was not applied; its space quota (--quota-backend-bytes) is used up", store.ErrNoSpace, err)
+	}
+	return applied, nil // absent: a conflict
+}
+
+// markerApplied reports whether the try of this Update whose marker value
+// is mark applied: the marker is absent when no try did (a conflict or a
+// refusal), and holds another try's value when an earlier one applied.
+func (t *etcdTx) markerApplied(marker, mark string) (bool, error) {
 	var got *clientv3.GetResponse
-	err = t.e.call(func(ctx context.Context, cli *clientv3.Client) (err error) {
+	err := t.e.call(func(ctx context.Context, cli *clientv3.Client) (err error) {
 		got, err = cli.Get(ctx, marker)
 		return err
 	})
@@ -703,7 +727,7 @@ func (t *etcdTx) commit(marker string, attempt int, lost *bool) (bool, error) {
 	case err != nil:
 		return false, fmt.Errorf("store: etcd commit (it may or may not have been applied; read the state before retrying): %w", err)
 	case len(got.Kvs) == 0:
-		return false, nil // a conflict
+		return false, nil
 	case string(got.Kvs[0].Value) == mark:
 		return true, nil
 	}
