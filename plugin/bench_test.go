@@ -64,3 +64,37 @@ func BenchmarkLoadMarketplace(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkAlwaysOnTokens estimates the always-on context of every
+// relative plugin of the largest real marketplace (what `wharf list`
+// computes per installed plugin): each skill, command and agent file read
+// and its front matter parsed as Claude Code does.
+func BenchmarkAlwaysOnTokens(b *testing.B) {
+	root := filepath.Join(realworldDir(b), "wshobson-agents")
+	m, _, err := ReadMarketplace(root)
+	if err != nil {
+		b.Fatal(err)
+	}
+	var ps []*Plugin
+	for i := range m.Plugins {
+		e := &m.Plugins[i]
+		if e.Source.Kind != SourceRelative {
+			continue
+		}
+		dir, err := e.LocalDir(root)
+		if err != nil {
+			b.Fatal(err)
+		}
+		p, _, err := Load(dir, e)
+		if err != nil {
+			b.Fatal(err)
+		}
+		ps = append(ps, p)
+	}
+	b.ResetTimer()
+	for b.Loop() {
+		for _, p := range ps {
+			p.AlwaysOnTokens()
+		}
+	}
+}

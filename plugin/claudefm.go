@@ -65,8 +65,18 @@ func claudeQuote(header string) string {
 }
 
 // claudeYAML decodes a header; a mapping's repeated key keeps its last
-// value, and a header that is not a mapping reads as no fields.
-func claudeYAML(header []byte) (m map[string]any, err error) {
+// value, and a header that is not a mapping reads as no fields. The
+// headers simpleFrontMatter accepts it reads without the YAML parser
+// (checkSimple tests that both readings agree on them).
+func claudeYAML(header []byte) (map[string]any, error) {
+	if m, ok := simpleFrontMatter(header); ok {
+		return m, nil
+	}
+	return claudeYAMLParse(header)
+}
+
+// claudeYAMLParse is claudeYAML through the YAML parser.
+func claudeYAMLParse(header []byte) (m map[string]any, err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			m, err = nil, fmt.Errorf("YAML parser failed: %v", r)

@@ -1,12 +1,14 @@
 package plugin
 
 import (
+	"bytes"
 	"fmt"
 	"os"
 	"path"
 	"path/filepath"
 	"strings"
 	"unicode/utf16"
+	"unicode/utf8"
 )
 
 // maxCostRead bounds how much of one Markdown file the token estimate
@@ -41,10 +43,20 @@ func (p *Plugin) AlwaysOnTokens() int {
 		}
 		line, ok := alwaysOnLine(filepath.Join(p.Root, filepath.FromSlash(c.Path)), name)
 		if ok {
-			chars += len(utf16.Encode([]rune(line)))
+			chars += utf16Len(line)
 		}
 	}
 	return (chars + 2) / 4
+}
+
+// utf16Len is len(utf16.Encode([]rune(s))), the length JavaScript gives s,
+// without building either: an invalid byte is one U+FFFD, as in []rune(s).
+func utf16Len(s string) int {
+	n := 0
+	for _, r := range s {
+		n += utf16.RuneLen(r)
+	}
+	return n
 }
 
 // costName is a component name as Claude Code lists it after the plugin
@@ -83,14 +95,17 @@ func alwaysOnLine(file, name string) (string, bool) {
 			break
 		}
 	}
-	data := []byte(strings.ToValidUTF8(string(buf), "\uFFFD"))
+	data := buf
+	if !utf8.Valid(data) {
+		data = []byte(strings.ToValidUTF8(string(data), "\uFFFD"))
+	}
 	meta, body, _, _, err := claudeFrontMatter(data)
 	if err != nil {
 		meta, body = nil, data
 	}
 	desc := metaText(meta["description"])
 	if desc == "" {
-		desc = firstLine(string(body))
+		desc = firstLine(body)
 	}
 	parts := []string{name, desc}
 	if w, ok := meta["when_to_use"]; ok && w != nil {
@@ -116,12 +131,19 @@ func metaText(v any) string {
 // firstLine is the description Claude Code makes from a body: its first
 // non-blank line without leading '#', cut to 100 UTF-16 code units, or
 // "Skill".
-func firstLine(body string) string {
-	for _, l := range strings.Split(body, "\n") {
-		l = strings.TrimSpace(strings.TrimLeft(strings.TrimSpace(l), "#"))
-		if l == "" {
+func firstLine(body []byte) string {
+	for len(body) > 0 {
+		line := body
+		if i := bytes.IndexByte(body, '\n'); i >= 0 {
+			line, body = body[:i], body[i+1:]
+		} else {
+			body = nil
+		}
+		line = bytes.TrimSpace(bytes.TrimLeft(bytes.TrimSpace(line), "#"))
+		if len(line) == 0 {
 			continue
 		}
+		l := string(line)
 		if u := utf16.Encode([]rune(l)); len(u) > maxFallbackDescription {
 			l = string(utf16.Decode(u[:maxFallbackDescription]))
 		}

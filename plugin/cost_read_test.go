@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"unicode/utf16"
 )
 
 // alwaysOnLineReference is alwaysOnLine reading the file the plain way:
@@ -27,9 +28,41 @@ func alwaysOnLineReference(t *testing.T, file, name string) string {
 	}
 	desc := metaText(meta["description"])
 	if desc == "" {
-		desc = firstLine(string(body))
+		desc = firstLineReference(string(body))
 	}
 	return strings.Join([]string{name, desc}, " ")
+}
+
+// firstLineReference is firstLine over the body's lines split apart.
+func firstLineReference(body string) string {
+	for _, l := range strings.Split(body, "\n") {
+		l = strings.TrimSpace(strings.TrimLeft(strings.TrimSpace(l), "#"))
+		if l == "" {
+			continue
+		}
+		if u := utf16.Encode([]rune(l)); len(u) > maxFallbackDescription {
+			l = string(utf16.Decode(u[:maxFallbackDescription]))
+		}
+		return l
+	}
+	return "Skill"
+}
+
+// firstLine and utf16Len give what the plain forms give, for bodies of
+// blank lines, headings, CRLF, Unicode spaces, invalid UTF-8 and long
+// lines, and for whatever the fuzzer makes of them.
+func FuzzFirstLine(f *testing.F) {
+	for _, s := range []string{"", "\n", "\n\n  \t\n# Title\nrest", "### \r\n\u00a0x\u2003\r\n", "\xff\xfe tail", "## \n#\n" + strings.Repeat("\U0001F600", 120), "no newline"} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		if got, want := firstLine(body), firstLineReference(string(body)); got != want {
+			t.Errorf("firstLine(%q) = %q; split apart: %q", body, got, want)
+		}
+		if got, want := utf16Len(string(body)), len(utf16.Encode([]rune(string(body)))); got != want {
+			t.Errorf("utf16Len(%q) = %d; utf16.Encode: %d", body, got, want)
+		}
+	})
 }
 
 // TestAlwaysOnLineReadsAsPlainRead: the read sized to the file gives the
@@ -41,11 +74,14 @@ func TestAlwaysOnLineReadsAsPlainRead(t *testing.T) {
 	dir := t.TempDir()
 	sizes := []int{0, 1, 100, 511, 512, 513, 4096, maxCostRead - 1, maxCostRead, maxCostRead + 1, 2*maxCostRead + 7}
 	for _, size := range sizes {
-		for _, kind := range []string{"front", "body"} {
+		for _, kind := range []string{"front", "body", "latin1"} {
 			var head string
-			if kind == "front" {
+			switch kind {
+			case "front":
 				head = "---\ndescription: sized " + kind + "\n---\n"
-			} else {
+			case "latin1": // not UTF-8: each bad byte reads as U+FFFD
+				head = "---\ndescription: caf\xe9 \xff sized\n---\n# caf\xe9\n"
+			default:
 				head = "# A heading that stands for the description\n"
 			}
 			content := head

@@ -11,7 +11,8 @@ import (
 )
 
 // checkSimple fails when simpleFrontMatter accepts a header that the YAML
-// parser reads differently (or refuses).
+// parser reads differently (or refuses), as wharf reads a front matter
+// (yamlFrontMatter) or as Claude Code does (claudeYAMLParse).
 func checkSimple(t *testing.T, name string, header []byte) bool {
 	t.Helper()
 	got, ok := simpleFrontMatter(header)
@@ -21,6 +22,10 @@ func checkSimple(t *testing.T, name string, header []byte) bool {
 	want, err := yamlFrontMatter(header)
 	if err != nil || !reflect.DeepEqual(got, want) {
 		t.Errorf("%s: the simple reading of %q is %v; YAML reads %v (%v)", name, header, got, want, err)
+	}
+	claude, err := claudeYAMLParse(header)
+	if err != nil || !reflect.DeepEqual(got, claude) {
+		t.Errorf("%s: the simple reading of %q is %v; Claude Code's YAML reading is %v (%v)", name, header, got, claude, err)
 	}
 	return true
 }
