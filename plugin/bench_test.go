@@ -40,25 +40,42 @@ func BenchmarkParseMarketplaceEncodingJSON(b *testing.B) {
 	}
 }
 
-// BenchmarkLoadMarketplace loads every relative plugin of the largest real
-// marketplace: manifests, directory walks, hooks files.
-func BenchmarkLoadMarketplace(b *testing.B) {
-	root := filepath.Join(realworldDir(b), "wshobson-agents")
+// relativeEntry is a marketplace entry of a plugin stored in the
+// marketplace, with the plugin's directory.
+type relativeEntry struct {
+	dir   string
+	entry *Entry
+}
+
+// relativeEntries are the plugins the real marketplace name stores itself.
+func relativeEntries(b *testing.B, name string) []relativeEntry {
+	root := filepath.Join(realworldDir(b), name)
 	m, _, err := ReadMarketplace(root)
 	if err != nil {
 		b.Fatal(err)
 	}
+	var out []relativeEntry
+	for i := range m.Plugins {
+		e := &m.Plugins[i]
+		if e.Source.Kind != SourceRelative {
+			continue
+		}
+		dir, err := e.LocalDir(root)
+		if err != nil {
+			b.Fatal(err)
+		}
+		out = append(out, relativeEntry{dir, e})
+	}
+	return out
+}
+
+// BenchmarkLoadMarketplace loads every relative plugin of the largest real
+// marketplace: manifests, directory walks, hooks files.
+func BenchmarkLoadMarketplace(b *testing.B) {
+	entries := relativeEntries(b, "wshobson-agents")
 	for b.Loop() {
-		for i := range m.Plugins {
-			e := &m.Plugins[i]
-			if e.Source.Kind != SourceRelative {
-				continue
-			}
-			dir, err := e.LocalDir(root)
-			if err != nil {
-				b.Fatal(err)
-			}
-			if _, _, err := Load(dir, e); err != nil {
+		for _, r := range entries {
+			if _, _, err := Load(r.dir, r.entry); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -70,28 +87,14 @@ func BenchmarkLoadMarketplace(b *testing.B) {
 // computes per installed plugin): each skill, command and agent file read
 // and its front matter parsed as Claude Code does.
 func BenchmarkAlwaysOnTokens(b *testing.B) {
-	root := filepath.Join(realworldDir(b), "wshobson-agents")
-	m, _, err := ReadMarketplace(root)
-	if err != nil {
-		b.Fatal(err)
-	}
 	var ps []*Plugin
-	for i := range m.Plugins {
-		e := &m.Plugins[i]
-		if e.Source.Kind != SourceRelative {
-			continue
-		}
-		dir, err := e.LocalDir(root)
-		if err != nil {
-			b.Fatal(err)
-		}
-		p, _, err := Load(dir, e)
+	for _, r := range relativeEntries(b, "wshobson-agents") {
+		p, _, err := Load(r.dir, r.entry)
 		if err != nil {
 			b.Fatal(err)
 		}
 		ps = append(ps, p)
 	}
-	b.ResetTimer()
 	for b.Loop() {
 		for _, p := range ps {
 			p.AlwaysOnTokens()

@@ -132,13 +132,7 @@ func metaText(v any) string {
 // non-blank line without leading '#', cut to 100 UTF-16 code units, or
 // "Skill".
 func firstLine(body []byte) string {
-	for len(body) > 0 {
-		line := body
-		if i := bytes.IndexByte(body, '\n'); i >= 0 {
-			line, body = body[:i], body[i+1:]
-		} else {
-			body = nil
-		}
+	for line := range bytes.Lines(body) {
 		line = bytes.TrimSpace(bytes.TrimLeft(bytes.TrimSpace(line), "#"))
 		if len(line) == 0 {
 			continue

@@ -129,14 +129,8 @@ func decodeFrontMatter(header []byte) (m map[string]any, err error) {
 // header this accepts.
 func simpleFrontMatter(header []byte) (map[string]any, bool) {
 	var out map[string]any
-	for len(header) > 0 {
-		line := header
-		if i := bytes.IndexByte(header, '\n'); i >= 0 {
-			line, header = header[:i], header[i+1:]
-		} else {
-			header = nil
-		}
-		line = bytes.TrimSuffix(line, []byte("\r"))
+	for line := range bytes.Lines(header) {
+		line = bytes.TrimSuffix(bytes.TrimSuffix(line, []byte("\n")), []byte("\r"))
 		if len(line) == 0 {
 			continue
 		}
