@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	"google.golang.org/grpc"
 
@@ -23,7 +24,7 @@ type spaceFault struct {
 }
 
 func (f *spaceFault) intercept(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
-	if !strings.HasSuffix(method, "/Txn") {
+	if !writes(req) {
 		return invoker(ctx, method, req, reply, cc, opts...)
 	}
 	if f.refused.CompareAndSwap(true, false) {
@@ -36,6 +37,21 @@ func (f *spaceFault) intercept(ctx context.Context, method string, req, reply an
 		return rpctypes.ErrGRPCNoSpace
 	}
 	return nil
+}
+
+// writes reports whether req is a transaction that puts a key: what the
+// quota weighs (a read's cost is nothing).
+func writes(req any) bool {
+	txn, ok := req.(*pb.TxnRequest)
+	if !ok {
+		return false
+	}
+	for _, op := range txn.Success {
+		if op.GetRequestPut() != nil {
+			return true
+		}
+	}
+	return false
 }
 
 // etcd's quota is checked twice: before a member proposes a request, and
