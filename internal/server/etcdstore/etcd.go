@@ -708,6 +708,9 @@ func (t *etcdTx) commit(marker string, attempt int, lost *bool) (bool, error) {
 		return false, merr
 	case noSpace && applied:
 		return true, nil
+	case noSpace && *lost:
+		// A try whose answer was lost may still apply later.
+		return false, fmt.Errorf("store: etcd commit (it may or may not have been applied; read the state before retrying): %w", err)
 	case noSpace:
 		return false, fmt.Errorf("store: etcd: %w: the cluster refused the update (%v), which was not applied; its space quota (--quota-backend-bytes) is used up", store.ErrNoSpace, err)
 	}
