@@ -13,6 +13,7 @@ import (
 
 	"github.com/wharfhq/wharf/internal/client/cache"
 	"github.com/wharfhq/wharf/internal/core/layout"
+	"github.com/wharfhq/wharf/internal/core/source"
 	"github.com/wharfhq/wharf/internal/core/store"
 	"github.com/wharfhq/wharf/internal/core/trust"
 	"github.com/wharfhq/wharf/internal/testutil/testworld"
@@ -55,7 +56,14 @@ func killedWorld(t *testing.T) (*testworld.World, *Installer) {
 	return tw, in
 }
 
-const killedRootEnv = "WHARF_TEST_KILLED_ROOT"
+const (
+	killedRootEnv = "WHARF_TEST_KILLED_ROOT"
+	// killedSyncEnv is how the killed install makes its trees durable:
+	// "each-file" or "file-system" (source.SyncMode).
+	killedSyncEnv = "WHARF_TEST_KILLED_SYNC"
+)
+
+var killedSyncModes = map[string]source.SyncMode{"each-file": source.SyncEachFile, "file-system": source.SyncFileSystem}
 
 // TestInstallKilledChild is not a test: it is the install that
 // TestInstallKilledAtManyPoints runs under strace, which kills it.
@@ -75,20 +83,27 @@ func TestInstallKilledChild(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, in := newInstaller(t, tw)
+	mode, ok := killedSyncModes[os.Getenv(killedSyncEnv)]
+	if !ok {
+		t.Fatalf("%s=%q: want each-file or file-system", killedSyncEnv, os.Getenv(killedSyncEnv))
+	}
+	in.o.Fetcher.Sync = mode
 	if _, err := in.Install(bg, Request{ID: plugin.MustParseID("app@corp")}); err != nil {
 		t.Fatal(err)
 	}
 }
 
 // An install killed (SIGKILL, by strace at the entry of a system call) at
-// many points of its write path — the k-th fsync, rename, mkdir and chmod
-// for every k, the k-th file open and write for every few k (strace counts
-// the calls of each thread) — leaves no partial install
+// many points of its write path — the k-th fsync, syncfs, rename, mkdir
+// and chmod for every k, the k-th file open and write for every few k
+// (strace counts the calls of each thread) — leaves no partial install
 // visible: every version directory there is whole (its digest is the one a
 // complete install records), every registry record points at a whole
 // version whose fingerprint holds, no temporary directory is left in a
 // version's place, and installing again gives what an install never
-// killed gives.
+// killed gives. It holds both when each file is fsynced and when each
+// plugin's tree is synced by one syncfs, which is then made once per
+// plugin, before the plugin is placed, and in place of most fsyncs.
 func TestInstallKilledAtManyPoints(t *testing.T) {
 	if testing.Short() {
 		t.Skip("kills an install at many points: skipped in -short")
@@ -123,43 +138,102 @@ func TestInstallKilledAtManyPoints(t *testing.T) {
 	points := []struct {
 		call   string
 		stride int
-	}{{"fsync", 1}, {"renameat", 1}, {"mkdirat", 1}, {"fchmod", 1}, {"openat", 9}, {"write", 5}}
-	killed := 0
-	for _, p := range points {
-		for k := 1; ; k += p.stride {
-			if k > 2000 {
-				t.Fatalf("%s: the install was still killed at call %d", p.call, k)
-			}
-			tw, in := killedWorld(t)
-			root := filepath.Dir(tw.Home)
-			tw.Store.Close()
-			cmd := exec.Command(straceBin, "-f", "-qq", "-o", os.DevNull, "-e", "trace="+p.call,
-				"-e", "inject="+p.call+":signal=KILL:when="+strconv.Itoa(k),
-				os.Args[0], "-test.run=^TestInstallKilledChild$", "-test.count=1")
-			cmd.Env = append(os.Environ(), killedRootEnv+"="+root)
-			out, err := cmd.CombinedOutput()
-			var exit *exec.ExitError
-			if err != nil && !errors.As(err, &exit) {
-				t.Fatal(err)
-			}
-			done := err == nil
-			if !done && !strings.Contains(err.Error(), "killed") {
-				t.Fatalf("%s #%d: the install failed without being killed: %v\n%s", p.call, k, err, out)
-			}
-			where := fmt.Sprintf("killed at %s #%d", p.call, k)
-			if done {
-				where = fmt.Sprintf("not killed (%s has fewer than %d calls)", p.call, k)
-			}
-			checkNoPartialInstall(t, where, tw.Home, want)
-			reopenAndInstallAgain(t, where, tw, in, want)
-			if done {
-				t.Logf("%s: killed at %d points", p.call, (k-1)/p.stride)
-				break
-			}
-			killed++
+	}{{"fsync", 1}, {"syncfs", 1}, {"renameat", 1}, {"mkdirat", 1}, {"fchmod", 1}, {"openat", 9}, {"write", 5}}
+	kills := map[string]map[string]int{} // mode → call → points killed at
+	for _, mode := range []string{"each-file", "file-system"} {
+		kills[mode] = map[string]int{}
+		for _, p := range points {
+			kills[mode][p.call] = killAtEvery(t, straceBin, mode, p.call, p.stride, want)
 		}
 	}
-	t.Logf("%d kills, each followed by a check and a second install", killed)
+	t.Logf("points killed at (the most calls of one thread): %v", kills)
+	// What each mode calls, over all threads of an install never killed.
+	each, fsys := countCalls(t, straceBin, "each-file"), countCalls(t, straceBin, "file-system")
+	t.Logf("calls: each-file %v, file-system %v", each, fsys)
+	if each["syncfs"] != 0 {
+		t.Errorf("fsyncing each file, the install also called syncfs %d times", each["syncfs"])
+	}
+	if fsys["syncfs"] != len(want) {
+		t.Errorf("syncing the file system, the install called syncfs %d times, want once per plugin (%d)", fsys["syncfs"], len(want))
+	}
+	if kills["file-system"]["syncfs"] == 0 {
+		t.Error("syncing the file system, the install was never killed at a syncfs")
+	}
+	// Each plugin has 10 directories and 7 files, each fsynced once when
+	// each file is.
+	if fsys["fsync"]+17*len(want) > each["fsync"] {
+		t.Errorf("syncing the file system, the install made %d fsyncs; fsyncing each file, %d: want at least %d fewer", fsys["fsync"], each["fsync"], 17*len(want))
+	}
+}
+
+// countCalls runs the install that syncs as mode says under strace, never
+// killed, and counts its fsync and syncfs calls over all its threads.
+func countCalls(t *testing.T, straceBin, mode string) map[string]int {
+	t.Helper()
+	tw, _ := killedWorld(t)
+	root := filepath.Dir(tw.Home)
+	tw.Store.Close()
+	log := filepath.Join(t.TempDir(), "strace.log")
+	cmd := exec.Command(straceBin, "-f", "-qq", "-o", log, "-e", "trace=fsync,syncfs",
+		os.Args[0], "-test.run=^TestInstallKilledChild$", "-test.count=1")
+	cmd.Env = append(os.Environ(), killedRootEnv+"="+root, killedSyncEnv+"="+mode)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("%s: the install under strace: %v\n%s", mode, err, out)
+	}
+	b, err := os.ReadFile(log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := map[string]int{}
+	for line := range strings.Lines(string(b)) {
+		// "1234 fsync(7) = 0" or "1234 syncfs(5 <unfinished ...>"; a
+		// "<... syncfs resumed>" line ends a call already counted.
+		_, call, _ := strings.Cut(line, " ")
+		if name, _, ok := strings.Cut(strings.TrimSpace(call), "("); ok && (name == "fsync" || name == "syncfs") {
+			n[name]++
+		}
+	}
+	return n
+}
+
+// killAtEvery kills the install that syncs as mode says at the k-th call
+// for every stride-th k until the install has fewer calls than k, checks
+// what each kill leaves and installs again, and returns the number of
+// points it was killed at.
+func killAtEvery(t *testing.T, straceBin, mode, call string, stride int, want map[plugin.ID]string) int {
+	t.Helper()
+	killed := 0
+	for k := 1; ; k += stride {
+		if k > 2000 {
+			t.Fatalf("%s, %s: the install was still killed at call %d", mode, call, k)
+		}
+		tw, in := killedWorld(t)
+		root := filepath.Dir(tw.Home)
+		tw.Store.Close()
+		cmd := exec.Command(straceBin, "-f", "-qq", "-o", os.DevNull, "-e", "trace="+call,
+			"-e", "inject="+call+":signal=KILL:when="+strconv.Itoa(k),
+			os.Args[0], "-test.run=^TestInstallKilledChild$", "-test.count=1")
+		cmd.Env = append(os.Environ(), killedRootEnv+"="+root, killedSyncEnv+"="+mode)
+		out, err := cmd.CombinedOutput()
+		var exit *exec.ExitError
+		if err != nil && !errors.As(err, &exit) {
+			t.Fatal(err)
+		}
+		done := err == nil
+		if !done && !strings.Contains(err.Error(), "killed") {
+			t.Fatalf("%s #%d: the install failed without being killed: %v\n%s", call, k, err, out)
+		}
+		where := fmt.Sprintf("%s, killed at %s #%d", mode, call, k)
+		if done {
+			where = fmt.Sprintf("%s, not killed (%s has fewer than %d calls)", mode, call, k)
+		}
+		checkNoPartialInstall(t, where, tw.Home, want)
+		reopenAndInstallAgain(t, where, tw, in, want)
+		if done {
+			return killed
+		}
+		killed++
+	}
 }
 
 // checkNoPartialInstall opens the home left behind and checks what any

@@ -135,6 +135,10 @@ func (m *memFS) symlink(string, string) error { return errNeedsDisk }
 
 func (m *memFS) finishDir(string, bool, bool) error { return nil }
 
+func (m *memFS) syncAllChosen(SyncMode) bool { return false }
+
+func (m *memFS) syncAll() error { return nil }
+
 func (m *memFS) close() {}
 
 // memFile takes a file's bytes and keeps none.

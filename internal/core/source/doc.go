@@ -17,5 +17,9 @@
 // the content digest; Request.Durable and Request.ReadOnly have Fetch do
 // both as it writes (each file fsynced and closed once, each directory
 // sealed and fsynced once complete), so that the cache can take the tree
-// as the version directory without another pass over it.
+// as the version directory without another pass over it. Where Linux's
+// syncfs is safe and cheap (SyncAuto), one syncfs of the file system once
+// the tree is complete stands in for the fsyncs: on ext4 each fsync of a
+// new file commits the journal, and an install of 50 plugins made about
+// 750 of them.
 package source

@@ -40,6 +40,9 @@ type Fetcher struct {
 	// Gate, when set, decides every source a plugin's tree comes from
 	// (managed blockedMarketplaces); nil allows every source.
 	Gate Gate
+	// Sync is how a Request.Durable tree is made durable; the zero value,
+	// SyncAuto, chooses per tree.
+	Sync SyncMode
 }
 
 // Gate decides whether a plugin's tree may come from a source. Fetch asks
@@ -72,11 +75,12 @@ type Request struct {
 	Marketplace *Marketplace
 	// Dest is an existing empty directory that receives the tree.
 	Dest string
-	// Durable has Fetch make the tree durable before it returns: each file
-	// is fsynced as soon as it is written (on the descriptor that wrote
-	// it), each directory once it is complete, the deepest first and Dest
-	// last. A caller that renames Dest into place then needs only to fsync
-	// Dest's parent.
+	// Durable has Fetch make the tree durable before it returns, as
+	// Fetcher.Sync says: each file fsynced as soon as it is written (on
+	// the descriptor that wrote it) and each directory once it is
+	// complete, the deepest first and Dest last; or one syncfs of Dest's
+	// file system once the tree is complete. A caller that renames Dest
+	// into place then needs only to fsync Dest's parent.
 	Durable bool
 	// ReadOnly has Fetch create every file read-only (0444, or 0555 when
 	// executable) and make every directory, Dest included, 0555 once the
@@ -158,7 +162,11 @@ func (f *Fetcher) Fetch(ctx context.Context, req Request) (*Result, error) {
 		return nil, fail(&req, "pass an existing empty directory as the destination", err)
 	}
 	defer t.close()
-	t.durable, t.readOnly = req.Durable, req.ReadOnly
+	t.readOnly = req.ReadOnly
+	if req.Durable {
+		t.syncAll = t.fs.syncAllChosen(f.Sync)
+		t.durable = !t.syncAll
+	}
 	return f.fetch(ctx, req, t)
 }
 

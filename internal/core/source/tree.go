@@ -56,6 +56,11 @@ type treeFS interface {
 	symlink(target, name string) error
 	// finishDir seals (mode 0555) and fsyncs directory name, as asked.
 	finishDir(name string, seal, sync bool) error
+	// syncAllChosen says whether a durable tree is made durable, under
+	// mode, by one syncAll in place of an fsync per file and directory.
+	syncAllChosen(mode SyncMode) bool
+	// syncAll makes everything written below the root durable at once.
+	syncAll() error
 	close()
 }
 
@@ -86,10 +91,12 @@ type tree struct {
 	// need not be looked at again for every entry below it.
 	dirs map[string]bool
 	// durable fsyncs each file once written and each directory in finish;
-	// readOnly creates files read-only and makes directories 0555 in finish.
-	durable, readOnly bool
-	written           map[string]WrittenFile
-	buf               []byte
+	// syncAll, in its place, syncs the root's whole file system once in
+	// finish; readOnly creates files read-only and makes directories 0555
+	// in finish.
+	durable, syncAll, readOnly bool
+	written                    map[string]WrittenFile
+	buf                        []byte
 	// omitted is set when an entry given to the tree was left out, as
 	// every entry of a .git directory is (Result.Omitted).
 	omitted bool
@@ -121,8 +128,19 @@ func (t *tree) close() { t.fs.close() }
 
 // finish makes the complete tree read-only and durable, as the tree was
 // asked to: every directory, deepest first and the root last, is sealed and
-// then fsynced, after every file in it was (when it was written).
+// then fsynced, after every file in it was (when it was written); or, with
+// syncAll, sealed, and then the whole file system synced once.
 func (t *tree) finish() error {
+	if err := t.finishDirs(); err != nil {
+		return err
+	}
+	if t.syncAll {
+		return t.fs.syncAll()
+	}
+	return nil
+}
+
+func (t *tree) finishDirs() error {
 	if !t.durable && !t.readOnly {
 		return nil
 	}
