@@ -31,8 +31,14 @@ const (
 )
 
 // syncAllDirtyLimit is the most data (bytes) the machine may hold dirty or
-// in writeback for SyncAuto to choose one syncfs over per-file fsyncs.
-const syncAllDirtyLimit = 16 << 20
+// in writeback for SyncAuto to choose one syncfs over per-file fsyncs. It
+// bounds what the first syncfs of an install may have to write for others
+// (on an SSD, 128 MiB is a few tens of milliseconds); the later ones write
+// only what was dirtied since, while the kernel itself lets up to a fifth
+// of memory (vm.dirty_ratio) wait up to 30 seconds. A build writes tens of
+// MiB, so this lets an install right after one use syncfs; a large copy
+// under way does not.
+const syncAllDirtyLimit = 128 << 20
 
 // The statfs f_type of the file systems whose syncfs SyncAuto trusts.
 const (
