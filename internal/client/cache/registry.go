@@ -203,25 +203,19 @@ func (c *Cache) Scan() ([]Record, []BrokenRecord, error) {
 	var broken []BrokenRecord
 	err := c.st.View(func(r store.Reader) error {
 		out, broken = nil, nil
-		kvs, err := r.List(BucketInstalled, "")
-		if err != nil {
-			return err
-		}
-		if len(kvs) > 0 {
-			out = make([]Record, 0, len(kvs))
-		}
-		for _, kv := range kvs {
-			rec, err := decodeRecord(kv.Value)
-			if err == nil && rec.ID.String() != kv.Key {
-				err = fmt.Errorf("%w: the record of %s is stored under the key %q", errRecord, rec.ID, kv.Key)
+		// decodeRecord copies what it keeps: the values need no copy.
+		return store.Each(r, BucketInstalled, "", func(key string, v []byte) error {
+			rec, err := decodeRecord(v)
+			if err == nil && rec.ID.String() != key {
+				err = fmt.Errorf("%w: the record of %s is stored under the key %q", errRecord, rec.ID, key)
 			}
 			if err != nil {
-				broken = append(broken, brokenRecord(kv.Key, err))
-				continue
+				broken = append(broken, brokenRecord(key, err))
+				return nil
 			}
 			out = append(out, c.located(rec))
-		}
-		return nil
+			return nil
+		})
 	})
 	return out, broken, err
 }

@@ -173,6 +173,23 @@ func (t boltTx) List(bucket, prefix string) ([]KV, error) {
 	return out, nil
 }
 
+// each is List without the copies of the values: bolt's bytes stay valid
+// for the transaction, and Each's callers use them only during fn.
+func (t boltTx) each(bucket, prefix string, fn func(key string, value []byte) error) error {
+	bk := t.tx.Bucket([]byte(bucket))
+	if bk == nil {
+		return nil
+	}
+	c := bk.Cursor()
+	p := []byte(prefix)
+	for k, v := c.Seek(p); k != nil && bytes.HasPrefix(k, p); k, v = c.Next() {
+		if err := fn(string(k), v); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 func (t boltTx) ListAfter(bucket, after string, limit int) ([]KV, error) {
 	bk := t.tx.Bucket([]byte(bucket))
 	if bk == nil {
