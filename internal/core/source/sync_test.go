@@ -1,8 +1,11 @@
 package source
 
 import (
+	"errors"
+	"io/fs"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 )
 
@@ -91,4 +94,30 @@ func FuzzDirtyBytes(f *testing.F) {
 			t.Fatalf("dirtyBytes = %d, true for %q", got, b)
 		}
 	})
+}
+
+// failingSync is a file system whose syncfs fails, as it does when the
+// kernel could not write the tree back.
+type failingSync struct{ treeFS }
+
+func (failingSync) syncAll() error { return &fs.PathError{Op: "syncfs", Path: ".", Err: syscall.EIO} }
+
+// A tree made durable by one syncfs is not finished when that syncfs
+// fails: the error reaches the fetch, so the cache never renames the tree
+// into place.
+func TestSyncAllErrorFailsTheTree(t *testing.T) {
+	dest := t.TempDir()
+	tr, err := newTree(dest, Limits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tr.close()
+	tr.fs = failingSync{tr.fs}
+	tr.syncAll = true
+	if err := tr.file("commands/a.md", false, strings.NewReader("a")); err != nil {
+		t.Fatal(err)
+	}
+	if err := tr.finish(); !errors.Is(err, syscall.EIO) || !strings.Contains(err.Error(), "syncfs") {
+		t.Fatalf("finish = %v, want the syncfs error", err)
+	}
 }
