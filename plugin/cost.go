@@ -138,8 +138,8 @@ func firstLine(body []byte) string {
 			continue
 		}
 		l := string(line)
-		if u := utf16.Encode([]rune(l)); len(u) > maxFallbackDescription {
-			l = string(utf16.Decode(u[:maxFallbackDescription]))
+		if utf16Len(l) > maxFallbackDescription {
+			l = string(utf16.Decode(utf16.Encode([]rune(l))[:maxFallbackDescription]))
 		}
 		return l
 	}
