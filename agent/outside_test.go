@@ -97,9 +97,23 @@ func TestOutsideModuleOpensAHome(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The module's go line and requirements are wharf's, so that Go loads
+	// the same pruned module graph, lazily, and reads no go.mod file the
+	// main module's build did not. With wharf alone it would resolve the
+	// graph afresh: a dependency whose go.mod predates graph pruning then
+	// has Go read every go.mod that one names, which a fresh module cache
+	// does not hold.
+	wharfMod, err := os.ReadFile(filepath.Join(root, "go.mod"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, rest, ok := strings.Cut(string(wharfMod), "\ngo ")
+	if !ok {
+		t.Fatal("wharf's go.mod has no go line")
+	}
 	files := map[string]string{
-		"go.mod": "module example.com/embedder\n\ngo 1.26\n\nrequire github.com/wharfhq/wharf v0.0.0\n\n" +
-			"replace github.com/wharfhq/wharf => " + root + "\n",
+		"go.mod": "module example.com/embedder\n\ngo " + rest +
+			"\nrequire github.com/wharfhq/wharf v0.0.0\n\nreplace github.com/wharfhq/wharf => " + root + "\n",
 		// The module's sums are wharf's: the build resolves nothing new.
 		"go.sum":  string(sum),
 		"main.go": embedderMain,
@@ -113,7 +127,7 @@ func TestOutsideModuleOpensAHome(t *testing.T) {
 	build := exec.Command(goBin, "build", "-tags", "wharf_testhooks", "-o", bin, ".")
 	build.Dir = mod
 	// Offline: the module cache the main module's build filled is enough.
-	build.Env = append(os.Environ(), "GOWORK=off", "GOFLAGS=-mod=mod", "GOPROXY=off", "GOSUMDB=off")
+	build.Env = append(os.Environ(), "GOWORK=off", "GOFLAGS=-mod=readonly", "GOPROXY=off", "GOSUMDB=off")
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("go build of the outside module: %v\n%s", err, out)
 	}
