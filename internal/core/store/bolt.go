@@ -160,17 +160,12 @@ func (t boltTx) Get(bucket, key string) ([]byte, error) {
 }
 
 func (t boltTx) List(bucket, prefix string) ([]KV, error) {
-	bk := t.tx.Bucket([]byte(bucket))
-	if bk == nil {
-		return nil, nil
-	}
 	var out []KV
-	c := bk.Cursor()
-	p := []byte(prefix)
-	for k, v := c.Seek(p); k != nil && bytes.HasPrefix(k, p); k, v = c.Next() {
-		out = append(out, KV{Key: string(k), Value: bytes.Clone(v)})
-	}
-	return out, nil
+	err := t.each(bucket, prefix, func(k string, v []byte) error {
+		out = append(out, KV{Key: k, Value: bytes.Clone(v)})
+		return nil
+	})
+	return out, err
 }
 
 // each is List without the copies of the values: bolt's bytes stay valid

@@ -7,17 +7,18 @@ import "encoding/json"
 // stops the list with corrupt(key, err): the bucket's owner names its
 // record and the step that repairs it.
 func DecodeList[T any](r Reader, bucket, prefix string, corrupt func(key string, err error) error) ([]T, error) {
-	kvs, err := r.List(bucket, prefix)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]T, 0, len(kvs))
-	for _, kv := range kvs {
+	out := []T{}
+	// json.Unmarshal copies what it keeps: the values need no copy.
+	err := Each(r, bucket, prefix, func(key string, value []byte) error {
 		var v T
-		if err := json.Unmarshal(kv.Value, &v); err != nil {
-			return nil, corrupt(kv.Key, err)
+		if err := json.Unmarshal(value, &v); err != nil {
+			return corrupt(key, err)
 		}
 		out = append(out, v)
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	return out, nil
 }
