@@ -3,6 +3,7 @@ package source
 import (
 	"bytes"
 	"strconv"
+	"strings"
 )
 
 // SyncMode is how Fetch makes a Request.Durable tree durable.
@@ -69,26 +70,16 @@ func syncAllPays(fsType int64, release string, meminfo []byte) bool {
 // kernelAtLeast says whether a uname release such as "6.8.0-45-generic"
 // is major.minor or later.
 func kernelAtLeast(release string, major, minor int) bool {
-	var v [2]int
-	rest := release
-	for i := range v {
-		n := 0
-		for n < len(rest) && rest[n] >= '0' && rest[n] <= '9' {
-			n++
-		}
-		x, err := strconv.Atoi(rest[:n])
-		if err != nil {
-			return false
-		}
-		v[i], rest = x, rest[n:]
-		if i == 0 {
-			if len(rest) == 0 || rest[0] != '.' {
-				return false
-			}
-			rest = rest[1:]
-		}
+	maj, rest, ok := strings.Cut(release, ".")
+	if end := strings.IndexFunc(rest, func(r rune) bool { return r < '0' || r > '9' }); end >= 0 {
+		rest = rest[:end]
 	}
-	return v[0] > major || v[0] == major && v[1] >= minor
+	x, err1 := strconv.Atoi(maj)
+	y, err2 := strconv.Atoi(rest)
+	if !ok || err1 != nil || err2 != nil {
+		return false
+	}
+	return x > major || x == major && y >= minor
 }
 
 // dirtyBytes is the sum of the Dirty and Writeback lines of /proc/meminfo

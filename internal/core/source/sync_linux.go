@@ -3,6 +3,7 @@ package source
 import (
 	"io/fs"
 	"os"
+	"sync"
 
 	"golang.org/x/sys/unix"
 )
@@ -20,16 +21,22 @@ func (d *dirFS) syncAllChosen(mode SyncMode) bool {
 	if err := unix.Fstatfs(d.root, &st); err != nil {
 		return false
 	}
-	var u unix.Utsname
-	if err := unix.Uname(&u); err != nil {
-		return false
-	}
 	meminfo, err := os.ReadFile("/proc/meminfo")
 	if err != nil {
 		return false
 	}
-	return syncAllPays(int64(st.Type), unix.ByteSliceToString(u.Release[:]), meminfo)
+	return syncAllPays(int64(st.Type), kernelRelease(), meminfo)
 }
+
+// kernelRelease is uname's release ("" when unknown), read once: it does
+// not change while wharf runs.
+var kernelRelease = sync.OnceValue(func() string {
+	var u unix.Utsname
+	if err := unix.Uname(&u); err != nil {
+		return ""
+	}
+	return unix.ByteSliceToString(u.Release[:])
+})
 
 // syncAll syncs the file system that holds the root: every file and
 // directory written below it is then on disk.
