@@ -54,7 +54,16 @@ func relativeEntries(b *testing.B, name string) []relativeEntry {
 	if err != nil {
 		b.Fatal(err)
 	}
-	var out []relativeEntry
+	out, errs := relativeEntriesOf(m, root)
+	if len(errs) > 0 {
+		b.Fatal(errs[0])
+	}
+	return out
+}
+
+// relativeEntriesOf are the plugins m, read from root, stores itself, and
+// the errors of those whose directory cannot be used.
+func relativeEntriesOf(m *Marketplace, root string) (out []relativeEntry, errs []error) {
 	for i := range m.Plugins {
 		e := &m.Plugins[i]
 		if e.Source.Kind != SourceRelative {
@@ -62,11 +71,12 @@ func relativeEntries(b *testing.B, name string) []relativeEntry {
 		}
 		dir, err := e.LocalDir(root)
 		if err != nil {
-			b.Fatal(err)
+			errs = append(errs, err)
+			continue
 		}
 		out = append(out, relativeEntry{dir, e})
 	}
-	return out
+	return out, errs
 }
 
 // BenchmarkLoadMarketplace loads every relative plugin of the largest real

@@ -201,16 +201,10 @@ func sameAsLoadUnder(t *testing.T, r string) {
 		if err != nil {
 			continue
 		}
-		for i := range m.Plugins {
-			e := &m.Plugins[i]
-			if e.Source.Kind != SourceRelative {
-				continue
-			}
-			dir, err := e.LocalDir(root)
-			if err != nil {
-				continue
-			}
-			sameAsLoad(t, root+": "+e.Name, dir, e, false)
+		// Entries whose directory cannot be used are not compared.
+		entries, _ := relativeEntriesOf(m, root)
+		for _, r := range entries {
+			sameAsLoad(t, root+": "+r.entry.Name, r.dir, r.entry, false)
 			n++
 		}
 	}
